@@ -1,0 +1,40 @@
+"""AgentSpec: the definition of an agent, independent of YAML (the blueprint compiler fills it)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """What an agent is. Exactly one of ``model``, ``python``, ``command`` or ``builtin`` is set.
+
+    ``model`` is ``provider:name`` (``openai:gpt-4o-mini``, ``anthropic:claude-...``, ``ollama:llama3``)
+    or an offline kind: ``scripted`` (``replies`` in order, the last repeating) or ``echo``.
+    ``python`` is ``package.module:function`` (sync or async callable of (input, context)).
+    ``command`` is an argv list (input on stdin, JSON when not text; stdout parsed as JSON when it is).
+    ``builtin`` is one of ``flujo.builtins.passthrough|stringify|ask_user``.
+    """
+
+    name: str
+    model: str | None = None
+    system_prompt: str | None = None
+    output_schema: Mapping[str, Any] | None = None
+    model_settings: Mapping[str, Any] = field(default_factory=dict)
+    timeout: float | None = None
+    max_retries: int = 2
+    replies: tuple[Any, ...] = ()
+    python: str | None = None
+    command: tuple[str, ...] = ()
+    builtin: str | None = None
+    context_window: int | None = None
+    base_url: str | None = None
+
+    @property
+    def provider(self) -> str | None:
+        """``openai``/``anthropic``/``ollama`` for model agents, ``scripted``/``echo`` offline, else None."""
+        if self.model is None:
+            return None
+        return self.model.split(":", 1)[0] if ":" in self.model else self.model

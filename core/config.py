@@ -1,0 +1,170 @@
+"""Settings: defaults ← flujo.toml (project) ← FLUJO_* environment ← CLI flags.
+
+This is the one module that reads settings from the environment or files; policies, agents and
+processors receive a ``Settings`` object. (pydantic-settings would do the layering too, but costs ~0.2 s
+of import on every CLI call; this is ~80 lines on top of pydantic.) The provider variables
+``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL`` and
+``OLLAMA_HOST`` are honoured too, because every tool of this field reads them.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from core.errors import ConfigError
+
+
+class ProviderSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str
+    api_key: SecretStr | None = None
+    timeout_s: float = 60.0
+    max_retries: int = 2
+
+
+class ModelInfo(BaseModel):
+    """Per-model facts: context window and price in USD per million tokens."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    context_window: int | None = None
+    input_per_mtok: float | None = None
+    output_per_mtok: float | None = None
+
+
+def _default_models() -> dict[str, ModelInfo]:
+    # Published list prices (USD per million tokens) and context windows, for cost accounting.
+    return {
+        "openai:gpt-4o-mini": ModelInfo(context_window=128_000, input_per_mtok=0.15, output_per_mtok=0.60),
+        "openai:gpt-4o": ModelInfo(context_window=128_000, input_per_mtok=2.50, output_per_mtok=10.0),
+        "openai:gpt-4.1-mini": ModelInfo(context_window=1_047_576, input_per_mtok=0.40, output_per_mtok=1.60),
+        "anthropic:claude-3-5-haiku-latest": ModelInfo(
+            context_window=200_000, input_per_mtok=0.80, output_per_mtok=4.0
+        ),
+        "anthropic:claude-sonnet-4-0": ModelInfo(context_window=200_000, input_per_mtok=3.0, output_per_mtok=15.0),
+    }
+
+
+class Settings(BaseModel):
+    """All settings flujo reads. Build with ``load_settings``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    state_uri: str = ".flujo/flujo.db"
+    openai: ProviderSettings = Field(default_factory=lambda: ProviderSettings(base_url="https://api.openai.com/v1"))
+    anthropic: ProviderSettings = Field(
+        default_factory=lambda: ProviderSettings(base_url="https://api.anthropic.com")
+    )
+    ollama: ProviderSettings = Field(default_factory=lambda: ProviderSettings(base_url="http://localhost:11434/v1"))
+    models: dict[str, ModelInfo] = Field(default_factory=_default_models)
+    default_context_window: int = 8192
+    response_reserve_tokens: int = 1024
+    secret_env_vars: list[str] = Field(default_factory=list)
+    redact_patterns: list[str] = Field(default_factory=list)
+
+    def model_info(self, model: str) -> ModelInfo:
+        return self.models.get(model, ModelInfo())
+
+    def provider(self, name: str) -> ProviderSettings:
+        if name == "openai":
+            return self.openai
+        if name == "anthropic":
+            return self.anthropic
+        if name == "ollama":
+            return self.ollama
+        raise ConfigError(f"unknown provider {name!r}", hint="use openai:, anthropic: or ollama:")
+
+
+def find_project_file(start: Path, name: str = "flujo.toml") -> Path | None:
+    """The nearest ``name`` in ``start`` or a parent directory."""
+    for folder in (start, *start.parents):
+        candidate = folder / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _deep_merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
+    layer: dict[str, Any] = {}
+
+    def put(path: list[str], value: Any) -> None:
+        node = layer
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        node[path[-1]] = value
+
+    for provider, key_var, url_var in (
+        ("openai", "OPENAI_API_KEY", "OPENAI_BASE_URL"),
+        ("anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
+    ):
+        if env.get(key_var):
+            put([provider, "api_key"], env[key_var])
+        if env.get(url_var):
+            put([provider, "base_url"], env[url_var])
+    if env.get("OLLAMA_HOST"):
+        host = env["OLLAMA_HOST"].rstrip("/")
+        host = host if host.startswith("http") else f"http://{host}"
+        put(["ollama", "base_url"], f"{host}/v1")
+    for name, value in env.items():
+        if not name.startswith("FLUJO_") or name in ("FLUJO_DEBUG",):
+            continue
+        path = [part.lower() for part in name[len("FLUJO_") :].split("__")]
+        if path[0] in Settings.model_fields:
+            put(path, value)
+    return layer
+
+
+def load_settings(
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Build the settings from all layers; ConfigError names the layer and key that is wrong."""
+    cwd = cwd or Path.cwd()
+    env = os.environ if env is None else env
+    data: dict[str, Any] = {}
+    toml_path = find_project_file(cwd)
+    if toml_path is not None:
+        try:
+            data = _deep_merge(data, tomllib.loads(toml_path.read_text(encoding="utf-8")))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{toml_path}: {exc}", hint="fix the TOML syntax") from None
+    data = _deep_merge(data, _env_layer(env))
+    data = _deep_merge(data, overrides or {})
+    # Provider sections given partly (say only api_key) keep the default base URL.
+    defaults = Settings()
+    for provider in ("openai", "anthropic", "ollama"):
+        if isinstance(data.get(provider), dict):
+            data[provider] = _deep_merge(getattr(defaults, provider).model_dump(), data[provider])
+    if isinstance(data.get("models"), dict):
+        data["models"] = _deep_merge(
+            {k: v.model_dump() for k, v in defaults.models.items()}, data["models"]
+        )
+    try:
+        settings = Settings.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        source = f"{toml_path} or FLUJO_* environment" if toml_path else "FLUJO_* environment"
+        raise ConfigError(f"setting {where}: {first['msg']}", hint=f"check {source}") from None
+    if toml_path is not None and not Path(settings.state_uri).is_absolute() and "FLUJO_STATE_URI" not in env:
+        settings = settings.model_copy(update={"state_uri": str(toml_path.parent / settings.state_uri)})
+    return settings

@@ -1,0 +1,130 @@
+"""Errors raised by flujo, and the control-flow signals that are deliberately *not* errors.
+
+The tree::
+
+    FlujoError                      anything flujo reports as a problem
+    ├── BlueprintError              an author's mistake in a blueprint: carries file, line, column, hint
+    ├── ConfigError                 a bad setting, a missing API key, an unusable state URI
+    └── RunError                    something went wrong while a run executed
+        ├── StepFailed              a step failed (its result is recorded before this is raised)
+        ├── ProviderError           a model provider refused, failed or could not be reached
+        │   └── ProviderUnreachable the endpoint could not be reached at all
+        ├── AgentOutputError        an agent's output did not match its output_schema
+        ├── TemplateError           a template or expression failed while rendering
+        └── StoreError              the run store could not be read or written
+
+    ControlSignal (not a FlujoError: ``except FlujoError`` can never swallow one)
+    ├── Pause                       a human must answer before the run can go on
+    ├── Abort                       the run was stopped on purpose
+    └── LimitReached                a usage limit (tokens, cost) would be or was exceeded
+
+Signals propagate through every policy untouched; only the engine's top level turns them into an
+outcome, after the safe part of the state is saved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class FlujoError(Exception):
+    """Root of every error flujo reports. ``hint`` says what to do about it, when we know."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+@dataclass(frozen=True)
+class SourcePosition:
+    """Where in a blueprint file something is: 1-based line and column."""
+
+    file: str
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+class BlueprintError(FlujoError):
+    """An author's mistake in a blueprint file, located to file:line:col."""
+
+    def __init__(self, message: str, *, position: SourcePosition | None = None, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.position = position
+
+    def __str__(self) -> str:
+        where = f"{self.position}: " if self.position else ""
+        return f"{where}{self.message}"
+
+
+class ConfigError(FlujoError):
+    """A setting is wrong or missing (an API key, a base URL, the state database location)."""
+
+
+class RunError(FlujoError):
+    """Something went wrong while a run executed."""
+
+
+class StepFailed(RunError):
+    """A step failed; ``step`` names it. Its result has been recorded before this is raised."""
+
+    def __init__(self, message: str, *, step: str, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.step = step
+
+
+class ProviderError(RunError):
+    """A model provider answered with an error (after retries), or its answer was unusable."""
+
+    def __init__(self, message: str, *, status: int | None = None, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.status = status
+
+
+class ProviderUnreachable(ProviderError):
+    """The provider's endpoint could not be reached (connection refused, DNS, timeout on connect)."""
+
+
+class AgentOutputError(RunError):
+    """An agent's output did not validate against its output_schema, even after the repair retry."""
+
+
+class TemplateError(RunError):
+    """A template or expression failed at run time (syntax errors are caught by the loader)."""
+
+
+class StoreError(RunError):
+    """The run store could not be opened, read or written (locked, corrupt, newer schema)."""
+
+
+class ControlSignal(Exception):
+    """Base of control-flow signals. Never a FlujoError, never converted into a step failure."""
+
+
+class Pause(ControlSignal):
+    """A human-in-the-loop step needs an answer and none is available now."""
+
+    def __init__(self, *, step: str, path: str, message: str) -> None:
+        super().__init__(f"waiting for an answer to {step!r}: {message}")
+        self.step = step
+        self.path = path
+        self.message = message
+
+
+class Abort(ControlSignal):
+    """The run was stopped on purpose (by a step, or by the user)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class LimitReached(ControlSignal):
+    """A usage limit would be or was exceeded; ``detail`` says which limit, the spend and the bound."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail

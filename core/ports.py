@@ -1,0 +1,205 @@
+"""The interfaces core owns for its I/O: agents, the human, the run store, progress reporting.
+
+Implementations live elsewhere: model providers and script agents in ``core.agents``, the SQLite store
+in ``core.store``, the terminal prompt and live display in ``flujo_cli``, offline doubles in
+``core.testing``. Core never calls ``input()``: a HITL step asks the injected ``HumanInput``, which may
+answer ``None`` to mean "no answer available now" (the run then pauses).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from core.usage import ZERO_USAGE, Usage
+
+ChatRole = Literal["system", "user", "assistant"]
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    role: ChatRole
+    content: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"role": self.role, "content": self.content}
+
+
+@dataclass(frozen=True)
+class AgentCall:
+    """Everything an agent receives for one call.
+
+    ``input`` is the step's current input (any JSON-like value); ``history`` the prior conversation
+    turns to inject (empty outside conversational loops); ``context`` a read-only plain-data view of the
+    run context (script agents may read it; only their return value changes state); ``on_text`` receives
+    streamed text deltas when the agent streams.
+    """
+
+    input: Any
+    step: str
+    history: Sequence[ChatMessage] = ()
+    context: Mapping[str, Any] = field(default_factory=dict)
+    on_text: Callable[[str], None] | None = None
+
+
+@dataclass(frozen=True)
+class AgentReply:
+    """An agent's answer: the output value (text or JSON-like data) and what it cost."""
+
+    output: Any
+    usage: Usage = ZERO_USAGE
+    model: str | None = None
+    attempts: int = 1
+
+
+class Agent(Protocol):
+    """Anything that can answer an ``AgentCall``."""
+
+    @property
+    def label(self) -> str:
+        """Short description for messages and traces, e.g. ``openai:gpt-4o-mini`` or ``scripted``."""
+        ...
+
+    @property
+    def is_model(self) -> bool:
+        """True for LLM providers (they take chat messages and report usage)."""
+        ...
+
+    def prompt(self, call: AgentCall) -> list[ChatMessage]:
+        """The messages this agent will send for ``call``, exactly as sent (before redaction)."""
+        ...
+
+    async def run(self, call: AgentCall) -> AgentReply: ...
+
+
+@dataclass(frozen=True)
+class HumanQuestion:
+    """A HITL question. ``error`` is set when the previous answer was rejected and this is a re-ask."""
+
+    step: str
+    path: str
+    message: str
+    input_schema: Mapping[str, Any] | None = None
+    error: str | None = None
+
+
+class HumanInput(Protocol):
+    """Answers HITL questions. Returns None when no answer is available now (the run pauses)."""
+
+    async def ask(self, question: HumanQuestion) -> str | None: ...
+
+
+StepStatus = Literal["completed", "failed", "skipped", "paused"]
+RunStatus = Literal["running", "completed", "failed", "paused", "limit_reached", "aborted"]
+
+
+@dataclass(frozen=True)
+class TraceEvent:
+    """A trace event of a step (``agent.prompt``, ``agent.reply``, ``hitl.answer``, ``loop.exit`` ...)."""
+
+    kind: str
+    path: str
+    payload: Mapping[str, Any]
+    ts: float
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """The committed result of one leaf step execution; ``path`` identifies it uniquely in a run."""
+
+    run_id: str
+    path: str
+    name: str
+    kind: str
+    status: StepStatus
+    input: Any = None
+    output: Any = None
+    error: str | None = None
+    started_at: float = 0.0
+    duration_s: float = 0.0
+    usage: Usage = ZERO_USAGE
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    run_id: str
+    pipeline_name: str
+    status: RunStatus
+    source: str | None = None
+    source_hash: str | None = None
+    input: Any = None
+    output: Any = None
+    error: str | None = None
+    created_at: float = 0.0
+    finished_at: float | None = None
+    usage: Usage = ZERO_USAGE
+    parent_run_id: str | None = None
+    thread: str | None = None
+    pause_path: str | None = None
+    pause_message: str | None = None
+
+
+class RunStore(Protocol):
+    """Durable storage of runs. Every method that writes commits before it returns."""
+
+    async def create_run(self, run: RunRecord) -> None: ...
+
+    async def record_step(self, step: StepRecord, events: Sequence[TraceEvent]) -> None:
+        """Store a finished step and its trace events in one transaction."""
+        ...
+
+    async def record_events(self, run_id: str, events: Sequence[TraceEvent]) -> None: ...
+
+    async def update_run(
+        self,
+        run_id: str,
+        *,
+        status: RunStatus,
+        output: Any = None,
+        error: str | None = None,
+        usage: Usage | None = None,
+        pause_path: str | None = None,
+        pause_message: str | None = None,
+        finished_at: float | None = None,
+    ) -> None: ...
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        """The run whose id is ``run_id`` or starts with it; StoreError when a prefix is ambiguous."""
+        ...
+
+    async def list_runs(self, *, limit: int = 20, status: RunStatus | None = None) -> list[RunRecord]: ...
+
+    async def steps(self, run_id: str) -> list[StepRecord]: ...
+
+    async def events(self, run_id: str) -> list[TraceEvent]: ...
+
+    async def close(self) -> None: ...
+
+
+class Reporter(Protocol):
+    """Live progress for whoever watches the run (the CLI's status line, a test's log)."""
+
+    def step_started(self, path: str, name: str, kind: str) -> None: ...
+
+    def step_finished(self, record: StepRecord) -> None: ...
+
+    def text_delta(self, path: str, text: str) -> None: ...
+
+    def note(self, message: str) -> None: ...
+
+
+class NullReporter:
+    """A reporter that shows nothing."""
+
+    def step_started(self, path: str, name: str, kind: str) -> None:
+        return None
+
+    def step_finished(self, record: StepRecord) -> None:
+        return None
+
+    def text_delta(self, path: str, text: str) -> None:
+        return None
+
+    def note(self, message: str) -> None:
+        return None

@@ -1,0 +1,162 @@
+"""The pipeline model core executes: plain, immutable step objects (a tagged union on ``kind``).
+
+The blueprint compiler builds these from YAML; a Python user can build them directly. Every callable a
+step holds is already compiled (templates, expressions, hooks), so executing a step never parses text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from core.errors import SourcePosition
+from core.templates import Expression, Template
+
+if TYPE_CHECKING:
+    from core.context import RunContext
+    from core.ports import Agent
+
+# A condition/exit hook compiled from an expression or a ``module:function``; it receives the scope
+# mapping {previous_step, context, steps, iteration, initial_prompt} and returns a value.
+ScopeFunction = Callable[[Mapping[str, Any]], Any]
+
+MergeStrategy = Literal["no_merge", "merge_scratchpad", "overwrite", "error_on_conflict", "keep_first"]
+ReduceMode = Literal["keys", "values", "union", "concat", "first", "last"]
+BranchFailure = Literal["propagate", "ignore"]
+HistoryStrategy = Literal["truncate_tokens", "truncate_turns", "summarize"]
+AiTurnSource = Literal["last", "all_agents", "named_steps"]
+
+
+@dataclass(frozen=True)
+class AgentStep:
+    """Calls an agent (or passes its input through when ``agent`` is None)."""
+
+    name: str
+    agent: Agent | None = None
+    input: Template | None = None
+    updates_context: bool = False
+    sink_to: str | None = None
+    use_history: bool | None = None
+    position: SourcePosition | None = None
+    kind: Literal["step"] = "step"
+
+
+@dataclass(frozen=True)
+class HitlStep:
+    """Asks the human; the answer (validated against ``input_schema``) is the step's output."""
+
+    name: str
+    message: Template
+    input_schema: Mapping[str, Any] | None = None
+    sink_to: str | None = None
+    position: SourcePosition | None = None
+    kind: Literal["hitl"] = "hitl"
+
+
+@dataclass(frozen=True)
+class HistoryPolicy:
+    """How a conversational loop bounds the history it injects (behaviour lands with issue 4)."""
+
+    strategy: HistoryStrategy = "truncate_tokens"
+    max_tokens: int | None = None
+    max_turns: int | None = None
+    summarizer: Agent | None = None
+    summarize_ratio: float = 0.5
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """Conversation settings of a ``conversation: true`` loop."""
+
+    history: HistoryPolicy = field(default_factory=HistoryPolicy)
+    history_template: Template | None = None
+    ai_turn_source: AiTurnSource = "last"
+    named_steps: tuple[str, ...] = ()
+    user_turn_sources: tuple[str, ...] = ("hitl",)
+    seed_from_input: bool = True
+    seed_prefix: str = ""
+
+
+# Hooks the blueprint compiler produces for the FSD-028 loop blocks.
+InitHook = Callable[["RunContext", Any], None]
+NextInputHook = Callable[[Any, "RunContext", int], Any]
+OutputHook = Callable[[Any, "RunContext"], Any]
+
+
+@dataclass(frozen=True)
+class LoopStep:
+    """Runs ``body`` repeatedly, each iteration on an isolated context merged back on success."""
+
+    name: str
+    body: tuple[Step, ...]
+    max_loops: int = 10
+    exit_when: ScopeFunction | None = None
+    exit_description: str | None = None
+    init: InitHook | None = None
+    next_input: NextInputHook | None = None
+    output: OutputHook | None = None
+    conversation: Conversation | None = None
+    position: SourcePosition | None = None
+    kind: Literal["loop"] = "loop"
+
+
+@dataclass(frozen=True)
+class ParallelStep:
+    """Runs its branches concurrently; output is {branch: output}, or the ``reduce``d value."""
+
+    name: str
+    branches: tuple[tuple[str, tuple[Step, ...]], ...]
+    merge_strategy: MergeStrategy = "merge_scratchpad"
+    on_branch_failure: BranchFailure = "propagate"
+    reduce: ReduceMode | None = None
+    position: SourcePosition | None = None
+    kind: Literal["parallel"] = "parallel"
+
+
+@dataclass(frozen=True)
+class ConditionalStep:
+    """Picks a branch by the value of ``condition`` (bools match branch keys 'true'/'false')."""
+
+    name: str
+    condition: ScopeFunction
+    branches: tuple[tuple[str, tuple[Step, ...]], ...]
+    default_branch: tuple[Step, ...] | None = None
+    condition_description: str | None = None
+    position: SourcePosition | None = None
+    kind: Literal["conditional"] = "conditional"
+
+
+@dataclass(frozen=True)
+class MapStep:
+    """Runs ``body`` once per item of the list ``over`` evaluates to; output is the list of results."""
+
+    name: str
+    over: Expression
+    body: tuple[Step, ...]
+    init: InitHook | None = None
+    finalize: OutputHook | None = None
+    position: SourcePosition | None = None
+    kind: Literal["map"] = "map"
+
+
+Step = AgentStep | HitlStep | LoopStep | ParallelStep | ConditionalStep | MapStep
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Run-wide usage budget; None means unbounded."""
+
+    max_cost_usd: float | None = None
+    max_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """A compiled blueprint: its steps, limits and where it came from."""
+
+    steps: tuple[Step, ...]
+    name: str = "pipeline"
+    limits: Limits = field(default_factory=Limits)
+    source: str | None = None
+    source_hash: str | None = None

@@ -1,0 +1,221 @@
+"""Templates and safe expressions: one sandboxed Jinja2 environment for both.
+
+- Templates render strings (``"Goal: {{ steps.get_goal.output }}"``). A template that is a single
+  ``{{ expression }}`` and nothing else returns the expression's *value* (a dict stays a dict).
+- The handlebars blocks used by the Flujo specs (``{{#each xs}}``, ``{{#if x}}``, ``{{else}}``,
+  ``{{#unless x}}``, ``{{this.role}}``, ``{{@index}}``) are translated to Jinja before compiling, with
+  ``trim_blocks``/``lstrip_blocks`` so the output matches handlebars' standalone-line rule.
+- Expressions (exit_expression, condition_expression, when) compile with ``compile_expression``: the
+  same language and the same sandbox; Python ``eval`` is never used. A missing attribute in an
+  expression is undefined (falsy), so ``context.scratchpad.cmd.action == 'finish'`` is simply false
+  before any command exists; in a template it is an error that names the variable.
+- Syntax errors surface at compile time as ``TemplateSyntax`` (the loader adds file:line:col).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from jinja2 import ChainableUndefined, StrictUndefined, TemplateSyntaxError, UndefinedError, nodes
+from jinja2.exceptions import SecurityError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from core.errors import TemplateError
+
+
+class TemplateSyntax(ValueError):
+    """A template or expression that does not compile; ``line`` is 1-based within the text."""
+
+    def __init__(self, message: str, *, line: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+
+
+def _tojson(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+# Plain, side-effect-free callables an author may use (``str(x)``, ``len(xs)`` ...).
+_SAFE_GLOBALS: dict[str, Any] = {
+    "str": str,
+    "int": int,
+    "float": float,
+    "bool": bool,
+    "len": len,
+    "list": list,
+    "dict": dict,
+    "min": min,
+    "max": max,
+    "abs": abs,
+    "round": round,
+    "sorted": sorted,
+    "tojson": _tojson,
+}
+
+
+def _make_env(undefined: type[StrictUndefined] | type[ChainableUndefined]) -> ImmutableSandboxedEnvironment:
+    env = ImmutableSandboxedEnvironment(
+        undefined=undefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+    env.globals.update(_SAFE_GLOBALS)
+    env.filters["tojson"] = _tojson
+    return env
+
+
+_TEMPLATE_ENV = _make_env(StrictUndefined)
+_EXPRESSION_ENV = _make_env(ChainableUndefined)
+
+_HB_TOKEN = re.compile(r"\{\{\s*(#each|#if|#unless|else|/each|/if|/unless)\b\s*([^}]*?)\s*\}\}")
+_HB_THIS = re.compile(r"\{\{\s*this((?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*\}\}")
+_HB_INDEX = re.compile(r"\{\{\s*@index\s*\}\}")
+
+
+def translate_handlebars(text: str) -> str:
+    """Rewrite the handlebars subset into Jinja; raise TemplateSyntax on unbalanced blocks."""
+    if "{{#" not in text and "{{/" not in text and "{{ #" not in text and "this" not in text and "@index" not in text:
+        return text
+    stack: list[str] = []
+
+    def block(match: re.Match[str]) -> str:
+        word, arg = match.group(1), match.group(2).strip()
+        line = text.count("\n", 0, match.start()) + 1
+        if word == "#each":
+            stack.append("each")
+            return "{% for this in " + arg + " %}"
+        if word in ("#if", "#unless"):
+            stack.append("if")
+            return "{% if " + ("not (" + arg + ")" if word == "#unless" else arg) + " %}"
+        if word == "else":
+            if not stack:
+                raise TemplateSyntax("{{else}} outside a block", line=line)
+            return "{% else %}"
+        wanted = "each" if word == "/each" else "if"
+        if not stack or stack[-1] != wanted:
+            raise TemplateSyntax(f"{{{{{word}}}}} does not close an open block", line=line)
+        stack.pop()
+        return "{% endfor %}" if wanted == "each" else "{% endif %}"
+
+    out = _HB_TOKEN.sub(block, text)
+    if stack:
+        raise TemplateSyntax(f"unclosed {{{{#{stack[-1]}}}}} block")
+    out = _HB_THIS.sub(lambda m: "{{ this" + m.group(1) + " }}", out)
+    return _HB_INDEX.sub("{{ loop.index0 }}", out)
+
+
+_SINGLE_EXPRESSION = re.compile(r"^\s*\{\{(.*)\}\}\s*$", re.DOTALL)
+
+
+class Template:
+    """A compiled template. ``render`` returns a str, or a value for a lone ``{{ expression }}``."""
+
+    __slots__ = ("_expression", "_template", "source")
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self._expression: Any = None
+        self._template: Any = None
+        try:
+            lone = _SINGLE_EXPRESSION.match(source)
+            if lone and "{{" not in lone.group(1) and "}}" not in lone.group(1):
+                self._expression = _TEMPLATE_ENV.compile_expression(lone.group(1), undefined_to_none=False)
+            else:
+                self._template = _TEMPLATE_ENV.from_string(translate_handlebars(source))
+        except TemplateSyntaxError as exc:
+            raise TemplateSyntax(exc.message or str(exc), line=exc.lineno) from None
+
+    def render(self, variables: Mapping[str, Any]) -> Any:
+        try:
+            if self._expression is not None:
+                value = self._expression(**variables)
+                if isinstance(value, StrictUndefined):
+                    str(value)  # raises UndefinedError naming the missing variable
+                return value
+            return self._template.render(**variables)
+        except UndefinedError as exc:
+            raise TemplateError(
+                f"template {self.source!r}: {exc.message}",
+                hint="check the variable name; available: context, previous_step, steps, initial_prompt",
+            ) from None
+        except SecurityError as exc:
+            raise TemplateError(f"template {self.source!r} tried something unsafe: {exc}") from None
+        except TemplateError:
+            raise
+        except Exception as exc:  # a filter or a value misbehaved: report it as the template's failure
+            raise TemplateError(f"template {self.source!r} failed: {exc}") from None
+
+    def render_text(self, variables: Mapping[str, Any]) -> str:
+        """Render and always return text (values are JSON-encoded when they are not strings)."""
+        value = self.render(variables)
+        return value if isinstance(value, str) else _tojson(value)
+
+    @property
+    def variables(self) -> set[str]:
+        """Top-level variable names the template reads (for the loader's checks)."""
+        return referenced_names(self.source)
+
+    def __repr__(self) -> str:
+        return f"Template({self.source!r})"
+
+
+class Expression:
+    """A compiled safe expression, evaluated against a mapping of variables."""
+
+    __slots__ = ("_compiled", "source")
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        try:
+            self._compiled = _EXPRESSION_ENV.compile_expression(source, undefined_to_none=True)
+        except TemplateSyntaxError as exc:
+            raise TemplateSyntax(exc.message or str(exc), line=exc.lineno) from None
+
+    def evaluate(self, variables: Mapping[str, Any]) -> Any:
+        try:
+            value = self._compiled(**variables)
+        except SecurityError as exc:
+            raise TemplateError(f"expression {self.source!r} tried something unsafe: {exc}") from None
+        except Exception as exc:  # e.g. comparing a str with an int: report it as the expression's failure
+            raise TemplateError(f"expression {self.source!r} failed: {exc}") from None
+        return None if isinstance(value, ChainableUndefined) else value
+
+    def __repr__(self) -> str:
+        return f"Expression({self.source!r})"
+
+
+def referenced_names(source: str) -> set[str]:
+    """Top-level names a template or expression reads, e.g. {'steps', 'context'}."""
+    try:
+        ast = _TEMPLATE_ENV.parse(translate_handlebars(source))
+    except (TemplateSyntaxError, TemplateSyntax):
+        return set()
+    assigned = {node.name for node in ast.find_all(nodes.Name) if node.ctx in ("store", "param")}
+    return {node.name for node in ast.find_all(nodes.Name) if node.ctx == "load"} - assigned - {"this", "loop"}
+
+
+def step_references(source: str) -> set[str]:
+    """Step names read as ``steps.<name>`` or ``steps['name']`` in a template or expression."""
+    try:
+        ast = _TEMPLATE_ENV.parse(translate_handlebars(source))
+    except (TemplateSyntaxError, TemplateSyntax):
+        return set()
+    names: set[str] = set()
+    for node in ast.find_all(nodes.Getattr):
+        if isinstance(node.node, nodes.Name) and node.node.name == "steps":
+            names.add(node.attr)
+    for item in ast.find_all(nodes.Getitem):
+        if (
+            isinstance(item.node, nodes.Name)
+            and item.node.name == "steps"
+            and isinstance(item.arg, nodes.Const)
+            and isinstance(item.arg.value, str)
+        ):
+            names.add(item.arg.value)
+    return names

@@ -1,0 +1,43 @@
+"""Token and cost accounting for one call, a step or a whole run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What calls cost. ``cost_usd`` is None when the model's price is unknown (never guessed)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    requests: int = 0
+    cost_usd: float | None = 0.0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        cost: float | None
+        if self.cost_usd is None and other.cost_usd is None:
+            cost = None
+        else:
+            cost = (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            requests=self.requests + other.requests,
+            cost_usd=cost,
+        )
+
+    def to_dict(self) -> dict[str, int | float | None]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "requests": self.requests,
+            "cost_usd": self.cost_usd,
+        }
+
+
+ZERO_USAGE = Usage()
