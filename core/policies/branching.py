@@ -1,0 +1,93 @@
+"""Conditional and map policies: choose one branch by a value; run a body once per item."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from core.context import RunContext
+from core.errors import ControlSignal, FlujoError, StepFailed
+from core.policies.body import BodyRunner
+from core.policies.context_writes import record_output
+from core.policies.frame import Frame, child_path, scope
+from core.steps import ConditionalStep, MapStep
+
+
+def branch_key(value: Any) -> str:
+    """Branch keys are strings; a boolean condition matches 'true'/'false'."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+async def run_conditional(
+    step: ConditionalStep, data: Any, ctx: RunContext, path: str, frame: Frame, body: BodyRunner
+) -> Any:
+    frame.reporter.step_started(path, step.name, step.kind)
+    started = time.time()
+    try:
+        key = branch_key(step.condition(scope(ctx, data)))
+        branches = dict(step.branches)
+        chosen = branches.get(key)
+        if chosen is None and step.default_branch is not None:
+            chosen, key = step.default_branch, "default"
+        if chosen is None:
+            raise StepFailed(
+                f"conditional {step.name!r}: the condition gave {key!r}, which matches no branch "
+                f"({', '.join(branches) or 'none'})",
+                step=step.name,
+                hint="add a branch for that value or a default_branch",
+            )
+        output = await body(chosen, data, ctx, child_path(path, key), frame)
+    except ControlSignal:
+        raise
+    except FlujoError as exc:
+        await frame.commit(
+            path=path, name=step.name, kind=step.kind, status="failed", started=started,
+            input=data, error=exc.message,
+        )  # fmt: skip
+        raise
+    record_output(ctx, step.name, output)
+    event = frame.event("conditional.branch", path, {"branch": key, "condition": step.condition_description})
+    await frame.commit(
+        path=path, name=step.name, kind=step.kind, status="completed", started=started,
+        input=data, output=output, events=[event],
+    )  # fmt: skip
+    return output
+
+
+async def run_map(step: MapStep, data: Any, ctx: RunContext, path: str, frame: Frame, body: BodyRunner) -> Any:
+    frame.reporter.step_started(path, step.name, step.kind)
+    started = time.time()
+    try:
+        items = step.over.evaluate(scope(ctx, data))
+        if isinstance(items, dict):
+            items = list(items.values())
+        if not isinstance(items, list | tuple):
+            raise StepFailed(
+                f"map {step.name!r}: {step.over.source!r} gave {type(items).__name__}, not a list",
+                step=step.name,
+                hint="map.over must evaluate to a list, e.g. previous_step or context.scratchpad.items",
+            )
+        if step.init is not None:
+            step.init(ctx, data)
+        results = []
+        for index, item in enumerate(items):
+            item_ctx = ctx.isolate()
+            results.append(await body(step.body, item, item_ctx, child_path(path, str(index)), frame))
+            ctx.adopt(item_ctx)
+        output: Any = step.finalize(results, ctx) if step.finalize is not None else results
+    except ControlSignal:
+        raise
+    except FlujoError as exc:
+        await frame.commit(
+            path=path, name=step.name, kind=step.kind, status="failed", started=started,
+            input=data, error=exc.message,
+        )  # fmt: skip
+        raise
+    record_output(ctx, step.name, output)
+    await frame.commit(
+        path=path, name=step.name, kind=step.kind, status="completed", started=started,
+        input=data, output=output,
+    )  # fmt: skip
+    return output

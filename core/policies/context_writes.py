@@ -1,0 +1,67 @@
+"""How a step's output lands in the context: step outputs by name, ``sink_to`` and ``updates_context``.
+
+These are pure functions of the output, so replaying a committed output on resume reproduces the same
+context exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from core.context import RunContext
+from core.errors import RunError
+
+
+def record_output(ctx: RunContext, name: str, output: Any) -> None:
+    """Make ``output`` available as ``steps.<name>.output``."""
+    ctx.steps[name] = {"output": output}
+
+
+def sink(ctx: RunContext, target: str, value: Any) -> None:
+    """Write ``value`` at ``target`` (``scratchpad.goal``, ``context.scratchpad.goal`` or ``goal``).
+
+    Every target lives in the scratchpad: ``goal`` and ``scratchpad.goal`` mean the same place.
+    """
+    parts = target.split(".")
+    if parts[0] == "context":
+        parts = parts[1:]
+    if parts and parts[0] == "scratchpad":
+        parts = parts[1:]
+    if not parts or not all(parts):
+        raise RunError(f"cannot write to {target!r}", hint="use a path like scratchpad.goal")
+    node = ctx.scratchpad
+    for part in parts[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {}
+            node[part] = child
+        node = child
+    node[parts[-1]] = value
+
+
+def update_context(ctx: RunContext, step: str, output: Any) -> None:
+    """``updates_context: true``: merge a mapping output into the scratchpad.
+
+    A key ``scratchpad`` inside the output is merged itself (Flujo's shape); other keys go to the
+    scratchpad directly.
+    """
+    if not isinstance(output, Mapping):
+        raise RunError(
+            f"step {step!r} has updates_context: true but its output is {type(output).__name__}, not a mapping",
+            hint="give its agent an output_schema of type object, or remove updates_context",
+        )
+    for key, value in output.items():
+        if key == "scratchpad" and isinstance(value, Mapping):
+            ctx.scratchpad.update(value)
+        else:
+            ctx.scratchpad[key] = value
+
+
+def note_agent_command(ctx: RunContext, output: Any) -> None:
+    """Keep the last agent output that carries an ``action`` as ``scratchpad.last_agent_command``.
+
+    This is what ``stop_when: agent_finished`` reads (``...last_agent_command.action == 'finish'``).
+    """
+    if isinstance(output, Mapping) and "action" in output:
+        ctx.scratchpad["last_agent_command"] = dict(output)

@@ -1,0 +1,182 @@
+"""Policies for the leaf steps: an agent call (``step``) and a human question (``hitl``).
+
+Leaf steps are the unit of durability: each commits its result (and its trace events) before the run
+moves on, and on resume a committed leaf is replayed from the journal, never executed again.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from core.context import HitlEntry, RunContext
+from core.errors import ControlSignal, FlujoError, Pause, RunError, StepFailed
+from core.policies.context_writes import note_agent_command, record_output, sink, update_context
+from core.policies.frame import Frame, scope
+from core.ports import AgentCall, HumanQuestion
+from core.schema_check import parse_answer, schema_errors
+from core.steps import AgentStep, HitlStep
+from core.usage import ZERO_USAGE, Usage
+
+MAX_ANSWER_ATTEMPTS = 10
+
+
+def _apply_agent_output(step: AgentStep, ctx: RunContext, output: Any) -> None:
+    record_output(ctx, step.name, output)
+    if step.agent is not None:
+        note_agent_command(ctx, output)
+    if step.sink_to:
+        sink(ctx, step.sink_to, output)
+    if step.updates_context:
+        update_context(ctx, step.name, output)
+
+
+async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str, frame: Frame) -> Any:
+    frame.reporter.step_started(path, step.name, step.kind)
+    replay = frame.replayed(path)
+    if replay is not None:
+        _apply_agent_output(step, ctx, replay.output)
+        frame.usage = frame.usage + replay.usage
+        return replay.output
+
+    started = time.time()
+    events = []
+    usage: Usage = ZERO_USAGE
+    call_input: Any = data
+    try:
+        variables = scope(ctx, data)
+        if step.input is not None:
+            call_input = step.input.render(variables)
+        if step.agent is None:
+            output = call_input
+        else:
+            agent = step.agent
+            call = AgentCall(
+                input=call_input,
+                step=step.name,
+                context=variables["context"],
+                on_text=lambda text: frame.reporter.text_delta(path, text),
+            )
+            messages = [message.to_dict() for message in agent.prompt(call)]
+            events.append(
+                frame.event(
+                    "agent.prompt",
+                    path,
+                    {"agent": agent.label, "messages": messages, "history_injected": bool(call.history)},
+                )
+            )
+            reply = await agent.run(call)
+            usage = reply.usage
+            output = reply.output
+            events.append(
+                frame.event(
+                    "agent.reply",
+                    path,
+                    {"output": output, "model": reply.model, "attempts": reply.attempts, "usage": usage.to_dict()},
+                )
+            )
+        _apply_agent_output(step, ctx, output)
+    except ControlSignal:
+        raise
+    except FlujoError as exc:
+        await _fail(frame, step.name, step.kind, path, started, call_input, exc, events, usage)
+        raise
+    except Exception as exc:  # an agent's own bug: record it as this step's failure
+        error = RunError(f"step {step.name!r} failed: {type(exc).__name__}: {exc}")
+        await _fail(frame, step.name, step.kind, path, started, call_input, error, events, usage)
+        raise error from exc
+    await frame.commit(
+        path=path,
+        name=step.name,
+        kind=step.kind,
+        status="completed",
+        started=started,
+        input=call_input,
+        output=output,
+        usage=usage,
+        events=events,
+    )
+    frame.charge(usage)
+    return output
+
+
+async def _fail(
+    frame: Frame,
+    name: str,
+    kind: str,
+    path: str,
+    started: float,
+    data: Any,
+    exc: FlujoError,
+    events: list[Any],
+    usage: Usage,
+) -> None:
+    events.append(frame.event("step.error", path, {"error": exc.message, "hint": exc.hint}))
+    await frame.commit(
+        path=path,
+        name=name,
+        kind=kind,
+        status="failed",
+        started=started,
+        input=data,
+        error=exc.message,
+        usage=usage,
+        events=events,
+    )
+
+
+def _apply_answer(step: HitlStep, ctx: RunContext, message: str, answer: Any) -> None:
+    ctx.hitl_history.append(HitlEntry(step=step.name, message=message, answer=answer))
+    record_output(ctx, step.name, answer)
+    if step.sink_to:
+        sink(ctx, step.sink_to, answer)
+
+
+async def run_hitl_step(step: HitlStep, data: Any, ctx: RunContext, path: str, frame: Frame) -> Any:
+    frame.reporter.step_started(path, step.name, step.kind)
+    started = time.time()
+    try:
+        message = step.message.render_text(scope(ctx, data))
+    except FlujoError as exc:
+        await _fail(frame, step.name, step.kind, path, started, data, exc, [], ZERO_USAGE)
+        raise
+    replay = frame.replayed(path)
+    if replay is not None:
+        _apply_answer(step, ctx, message, replay.output)
+        return replay.output
+
+    try:
+        answer = await _ask_until_valid(step, path, message, frame)
+    except FlujoError as exc:
+        await _fail(frame, step.name, step.kind, path, started, message, exc, [], ZERO_USAGE)
+        raise
+    _apply_answer(step, ctx, message, answer)
+    events = [frame.event("hitl.answer", path, {"message": message, "answer": answer})]
+    await frame.commit(
+        path=path,
+        name=step.name,
+        kind=step.kind,
+        status="completed",
+        started=started,
+        input=message,
+        output=answer,
+        events=events,
+    )
+    return answer
+
+
+async def _ask_until_valid(step: HitlStep, path: str, message: str, frame: Frame) -> Any:
+    """Ask until the answer satisfies the input schema; Pause when the human has no answer now."""
+    error: str | None = None
+    for _ in range(MAX_ANSWER_ATTEMPTS):
+        question = HumanQuestion(
+            step=step.name, path=path, message=message, input_schema=step.input_schema, error=error
+        )
+        text = await frame.human.ask(question)
+        if text is None:
+            raise Pause(step=step.name, path=path, message=message)
+        answer = parse_answer(text, step.input_schema)
+        error = schema_errors(answer, step.input_schema) if step.input_schema else None
+        if error is None:
+            return answer
+    raise StepFailed(f"no valid answer to {step.name!r} after {MAX_ANSWER_ATTEMPTS} attempts: {error}", step=step.name)

@@ -1,0 +1,142 @@
+"""Parallel policy: branches run concurrently on isolated contexts, then merge and reduce.
+
+Branch order (as written) is kept for outputs, merging and reducing, whatever order branches finish in.
+A control-flow signal from any branch propagates after all branches have settled (their committed
+steps are replayed on resume). ``on_branch_failure: ignore`` leaves failed branches out of the output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from typing import Any, assert_never
+
+from core.context import RunContext
+from core.errors import ControlSignal, FlujoError, RunError, StepFailed
+from core.policies.body import BodyRunner
+from core.policies.context_writes import record_output
+from core.policies.frame import Frame, child_path
+from core.steps import MergeStrategy, ParallelStep, ReduceMode
+
+_MISSING = object()
+
+
+def merge_contexts(
+    ctx: RunContext, branches: list[tuple[str, RunContext]], strategy: MergeStrategy, step: str
+) -> None:
+    """Fold the successful branch contexts back into ``ctx`` according to ``strategy``."""
+    if strategy == "no_merge":
+        return
+    base = dict(ctx.scratchpad)
+    if strategy == "overwrite":
+        if branches:
+            ctx.adopt(branches[-1][1])
+        return
+    written: dict[str, tuple[str, Any]] = {}
+    for name, branch in branches:
+        for key, value in branch.scratchpad.items():
+            if base.get(key, _MISSING) == value:
+                continue
+            if key in written:
+                first_branch, first_value = written[key]
+                if strategy == "keep_first":
+                    continue
+                if strategy == "error_on_conflict" and first_value != value:
+                    raise StepFailed(
+                        f"parallel {step!r}: branches {first_branch!r} and {name!r} both set scratchpad.{key}",
+                        step=step,
+                        hint="use merge_strategy: merge_scratchpad (last branch wins) or keep_first",
+                    )
+            written[key] = (name, value)
+            ctx.scratchpad[key] = value
+        for key, value in branch.steps.items():
+            ctx.steps.setdefault(key, value)
+        known = len(ctx.hitl_history)
+        ctx.hitl_history.extend(branch.hitl_history[known:])
+
+
+def reduce_outputs(outputs: Mapping[str, Any], mode: ReduceMode, step: str) -> Any:
+    """Combine branch outputs (in branch order) into one value."""
+    values = list(outputs.values())
+    if mode == "keys":
+        return list(outputs.keys())
+    if mode == "values":
+        return values
+    if mode == "first":
+        return values[0] if values else None
+    if mode == "last":
+        return values[-1] if values else None
+    if mode == "concat":
+        if all(isinstance(v, str) for v in values):
+            return "\n".join(values)
+        combined: list[Any] = []
+        for value in values:
+            combined.extend(value if isinstance(value, list) else [value])
+        return combined
+    if mode == "union":
+        if all(isinstance(v, Mapping) for v in values):
+            merged: dict[str, Any] = {}
+            for value in values:
+                merged.update(value)
+            return merged
+        seen: list[Any] = []
+        for value in values:
+            for item in value if isinstance(value, list) else [value]:
+                if item not in seen:
+                    seen.append(item)
+        return seen
+    assert_never(mode)
+
+
+async def run_parallel(
+    step: ParallelStep, data: Any, ctx: RunContext, path: str, frame: Frame, body: BodyRunner
+) -> Any:
+    frame.reporter.step_started(path, step.name, step.kind)
+    started = time.time()
+    contexts = [(name, ctx.isolate()) for name, _ in step.branches]
+    results = await asyncio.gather(
+        *(
+            body(steps, data, branch_ctx, child_path(path, name), frame)
+            for (name, steps), (_, branch_ctx) in zip(step.branches, contexts, strict=True)
+        ),
+        return_exceptions=True,
+    )
+    for result in results:
+        if isinstance(result, ControlSignal):
+            raise result
+    for result in results:
+        if isinstance(result, BaseException) and not isinstance(result, Exception):
+            raise result  # CancelledError, KeyboardInterrupt
+    outputs: dict[str, Any] = {}
+    succeeded: list[tuple[str, RunContext]] = []
+    failures: dict[str, str] = {}
+    for (name, branch_ctx), result in zip(contexts, results, strict=True):
+        if isinstance(result, Exception):
+            failures[name] = result.message if isinstance(result, FlujoError) else repr(result)
+            if step.on_branch_failure == "propagate":
+                error = result if isinstance(result, FlujoError) else RunError(f"branch {name!r} failed: {result!r}")
+                await frame.commit(
+                    path=path, name=step.name, kind=step.kind, status="failed", started=started,
+                    input=data, error=f"branch {name!r} failed: {failures[name]}",
+                )  # fmt: skip
+                raise error
+            continue
+        outputs[name] = result
+        succeeded.append((name, branch_ctx))
+    try:
+        merge_contexts(ctx, succeeded, step.merge_strategy, step.name)
+        final = reduce_outputs(outputs, step.reduce, step.name) if step.reduce else outputs
+    except FlujoError as exc:
+        await frame.commit(
+            path=path, name=step.name, kind=step.kind, status="failed", started=started,
+            input=data, error=exc.message,
+        )  # fmt: skip
+        raise
+    record_output(ctx, step.name, final)
+    events = [frame.event("parallel.done", path, {"branches": list(outputs), "failed": failures})]
+    await frame.commit(
+        path=path, name=step.name, kind=step.kind, status="completed", started=started,
+        input=data, output=final, events=events,
+    )  # fmt: skip
+    return final

@@ -1,0 +1,83 @@
+"""Redaction of secrets in anything that is traced, stored as a trace event or shown.
+
+Masks API keys (OpenAI/Anthropic style ``sk-...``, AWS ``AKIA...``, Google ``AIza...``, GitHub ``ghp_...``),
+bearer tokens, ``password=...``/``api_key: ...`` style assignments, PEM private keys, JWTs, and the
+literal values of secret environment variables (``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*PASSWORD*``
+and any configured in ``secret_env_vars``). Name-driven as well as pattern-driven, so an unknown
+vendor's key stored in a secret env var is still caught.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+MASK = "[REDACTED]"
+
+_BUILTIN_PATTERNS: tuple[str, ...] = (
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+    r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}",  # JWT
+    r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}",
+    r"\bAKIA[0-9A-Z]{16}\b",
+    r"\bAIza[0-9A-Za-z_-]{30,}",
+    r"\bgh[pousr]_[A-Za-z0-9]{30,}",
+    r"\bxox[abprs]-[A-Za-z0-9-]{10,}",
+)
+# key=value / key: value / "key": "value" forms: keep the key, mask the value.
+_ASSIGNMENT = re.compile(
+    r"""(?ix)
+    (\b(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token|token|client[_-]?secret)
+     ["']?\s*(?:[:=]|\bis\b)\s*["']?)
+    ([^\s"',;]{3,})
+    """
+)
+# "password hunter2": a password named in prose is masked too (a false positive is the safe side).
+_PROSE_PASSWORD = re.compile(r"""(?i)(\b(?:password|passwd|passphrase)\s+)(?!is\b)([^\s"',;]{3,})""")
+_BEARER = re.compile(r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/=-]{8,})")
+_SECRET_NAME = re.compile(r"(?i)(_API_KEY|_TOKEN|_SECRET|PASSWORD|_KEY)$")
+
+
+class Redactor:
+    """Masks secrets in strings and (recursively) in JSON-like values."""
+
+    def __init__(self, *, extra_patterns: Iterable[str] = (), secret_values: Iterable[str] = ()) -> None:
+        self._patterns = [re.compile(p) for p in (*_BUILTIN_PATTERNS, *extra_patterns)]
+        # Longest first so a value containing another is masked whole.
+        self._values = sorted({v for v in secret_values if len(v) >= 6}, key=len, reverse=True)
+
+    @classmethod
+    def from_environment(
+        cls,
+        env: Mapping[str, str],
+        *,
+        secret_env_vars: Iterable[str] = (),
+        extra_patterns: Iterable[str] = (),
+    ) -> Redactor:
+        names = set(secret_env_vars)
+        values = [value for name, value in env.items() if name in names or _SECRET_NAME.search(name)]
+        return cls(extra_patterns=extra_patterns, secret_values=values)
+
+    @classmethod
+    def default(cls) -> Redactor:
+        return cls.from_environment(os.environ)
+
+    def text(self, value: str) -> str:
+        for secret in self._values:
+            if secret in value:
+                value = value.replace(secret, MASK)
+        for pattern in self._patterns:
+            value = pattern.sub(MASK, value)
+        value = _BEARER.sub(lambda m: m.group(1) + MASK, value)
+        value = _PROSE_PASSWORD.sub(lambda m: m.group(1) + MASK, value)
+        return _ASSIGNMENT.sub(lambda m: m.group(1) + (MASK if m.group(2) != MASK else m.group(2)), value)
+
+    def value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, Mapping):
+            return {key: self.value(item) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.value(item) for item in value]
+        return value
