@@ -110,6 +110,7 @@ def translate_handlebars(text: str) -> str:
     return _HB_INDEX.sub("{{ loop.index0 }}", out)
 
 
+_NO_ATTRIBUTE = re.compile(r"'([\w ]+) object' has no attribute '([^']+)'")
 _SINGLE_EXPRESSION = re.compile(r"^\s*\{\{(.*)\}\}\s*$", re.DOTALL)
 
 
@@ -140,8 +141,9 @@ class Template:
                 return value
             return self._template.render(**variables)
         except UndefinedError as exc:
+            message = _NO_ATTRIBUTE.sub(r"'\2' is undefined (no such key)", exc.message or str(exc))
             raise TemplateError(
-                f"template {self.source!r}: {exc.message}",
+                f"template {self.source!r}: {message}",
                 hint="check the variable name; available: context, previous_step, steps, initial_prompt",
             ) from None
         except SecurityError as exc:

@@ -1,0 +1,49 @@
+# One Makefile, the same checks everywhere. `make help` lists the targets.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+EXAMPLE ?= blueprints/examples/clarify.yaml
+
+.DEFAULT_GOAL := help
+.PHONY: help install run test lint format typecheck pytest bench all clean
+
+help: ## List the targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "flujo needs Python 3.11 or newer")'
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@rm -f $(VENV)/.installed-*
+	@touch $(STAMP)
+
+install: $(STAMP) ## Create .venv and install flujo with its dev tools
+
+run: $(STAMP) ## Run the default example blueprint (offline, interactive)
+	$(BIN)/flujo run $(EXAMPLE)
+
+lint: $(STAMP) ## ruff lint and format check
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP) ## Format the code with ruff
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+typecheck: $(STAMP) ## mypy --strict on core, blueprints, lens, flujo_cli
+	$(BIN)/mypy
+
+pytest: $(STAMP) ## Run the test suite only
+	$(BIN)/pytest
+
+test: lint typecheck pytest ## Lint, type check and run every test
+
+bench: $(STAMP) ## Benchmarks (pytest-benchmark); see docs/performance.md
+	$(BIN)/pytest benchmarks --benchmark-enable --benchmark-only -p no:cacheprovider -o addopts='-q'
+
+all: test bench ## Everything CI checks, plus the benchmarks
+
+clean: ## Remove the venv and caches
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .benchmarks *.egg-info

@@ -1,0 +1,226 @@
+"""``flujo run`` and ``flujo resume``: wire the blueprint, the store, the human and the display."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from flujo_cli import exit_codes
+from flujo_cli.messages import error_line, fail, stderr, usage_error
+
+
+def _read_input(input_text: str | None) -> str | None:
+    if input_text == "-":
+        return sys.stdin.read().rstrip("\n")
+    return input_text
+
+
+def _print_output(output: Any) -> None:
+    if isinstance(output, str):
+        sys.stdout.write(output if output.endswith("\n") else output + "\n")
+    else:
+        sys.stdout.write(json.dumps(output, indent=2, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def _answers(answers: Sequence[str], answers_file: Path | None) -> tuple[list[str], dict[str, list[str]]]:
+    from flujo_cli.human import load_answers_file
+
+    positional, by_step = (load_answers_file(answers_file) if answers_file else ([], {}))
+    return [*answers, *positional], by_step
+
+
+def run_blueprint(
+    file: Path,
+    *,
+    input_text: str | None,
+    answers: Sequence[str],
+    answers_file: Path | None,
+    no_input: bool,
+    json_output: bool,
+    debug: bool,
+) -> int:
+    if not file.is_file():
+        usage_error(f"no such blueprint file: {file}", "check the path; examples live in blueprints/examples/")
+    if answers_file is not None and not answers_file.is_file():
+        usage_error(f"no such answers file: {answers_file}")
+    try:
+        return asyncio.run(
+            _run(
+                file,
+                resume_id=None,
+                input_text=_read_input(input_text),
+                answers=answers,
+                answers_file=answers_file,
+                no_input=no_input,
+                json_output=json_output,
+            )
+        )
+    except KeyboardInterrupt:
+        error_line("interrupted", "the steps finished so far are saved; `flujo resume RUN_ID` continues the run")
+        return exit_codes.INTERRUPTED
+    except Exception as exc:  # the CLI's top level: one clear line, never a traceback (unless --debug)
+        fail(exc, debug=debug)
+
+
+def resume_run(
+    run_id: str,
+    *,
+    answers: Sequence[str],
+    answers_file: Path | None,
+    no_input: bool,
+    json_output: bool,
+    debug: bool,
+) -> int:
+    if answers_file is not None and not answers_file.is_file():
+        usage_error(f"no such answers file: {answers_file}")
+    try:
+        return asyncio.run(
+            _run(
+                None,
+                resume_id=run_id,
+                input_text=None,
+                answers=answers,
+                answers_file=answers_file,
+                no_input=no_input,
+                json_output=json_output,
+            )
+        )
+    except KeyboardInterrupt:
+        error_line("interrupted", "the steps finished so far are saved; `flujo resume RUN_ID` continues the run")
+        return exit_codes.INTERRUPTED
+    except Exception as exc:  # the CLI's top level
+        fail(exc, debug=debug)
+
+
+async def _run(
+    file: Path | None,
+    *,
+    resume_id: str | None,
+    input_text: str | None,
+    answers: Sequence[str],
+    answers_file: Path | None,
+    no_input: bool,
+    json_output: bool,
+) -> int:
+    from blueprints import load_pipeline
+    from core.config import load_settings
+    from core.engine import Engine
+    from core.errors import BlueprintError, RunError
+    from core.redaction import Redactor
+    from core.store import open_store
+    from flujo_cli.human import TerminalHuman
+    from flujo_cli.progress import LiveReporter
+
+    console = stderr()
+    settings = load_settings()
+    positional, by_step = _answers(answers, answers_file)
+    human = TerminalHuman(answers=positional, by_step=by_step, interactive=not no_input, console=console)
+    reporter = LiveReporter(console, quiet=json_output)
+    redactor = Redactor.from_environment(
+        __import__("os").environ,
+        secret_env_vars=settings.secret_env_vars,
+        extra_patterns=settings.redact_patterns,
+    )
+    started = time.perf_counter()
+    store = await open_store(settings.state_uri)
+    try:
+        if resume_id is not None:
+            record = await store.get_run(resume_id)
+            if record is None:
+                raise RunError(f"no run matches {resume_id!r}", hint="check the id printed when the run paused")
+            if record.status == "completed":
+                raise RunError(f"run {record.run_id} already completed; there is nothing to resume")
+            if record.source is None or not Path(record.source).is_file():
+                raise RunError(
+                    f"the blueprint of run {record.run_id} ({record.source}) is no longer there",
+                    hint="restore the file at that path, then resume again",
+                )
+            file = Path(record.source)
+        assert file is not None
+        try:
+            pipeline = load_pipeline(file, settings)
+        except BlueprintError as exc:
+            _report_blueprint_error(exc, console)
+            return exit_codes.BLUEPRINT
+        engine = Engine(store=store, human=human, reporter=reporter, redactor=redactor)
+        if resume_id is not None:
+            outcome = await engine.resume(pipeline, resume_id)
+        else:
+            outcome = await engine.run(pipeline, input_text)
+    finally:
+        reporter.close()
+        await store.close()
+    return _finish(outcome, json_output=json_output, seconds=time.perf_counter() - started, console=console)
+
+
+def _report_blueprint_error(exc: Any, console: Console) -> None:
+    from flujo_cli.findings_view import render_findings
+
+    findings = [f for f in getattr(exc, "findings", []) if f.severity == "error"]
+    if findings:
+        render_findings(findings, console)
+        console.print(f"[bold red]{len(findings)} error(s)[/]; nothing ran. Check with: flujo validate FILE")
+    else:
+        error_line(str(exc), exc.hint)
+
+
+def _finish(outcome: Any, *, json_output: bool, seconds: float, console: Console) -> int:
+    from core.engine import RunOutcome
+    from flujo_cli.messages import exit_code_for
+
+    assert isinstance(outcome, RunOutcome)
+    resume_cmd = f"flujo resume {outcome.run_id} --answer '...'"
+    usage = outcome.usage
+    if json_output:
+        payload: dict[str, Any] = {
+            "run_id": outcome.run_id,
+            "status": outcome.status,
+            "output": outcome.output,
+            "error": outcome.error.message if outcome.error else outcome.detail,
+            "failed_step": outcome.failed_step,
+            "pause": (
+                {"step": outcome.pause.step, "message": outcome.pause.message, "resume": resume_cmd}
+                if outcome.pause
+                else None
+            ),
+            "usage": usage.to_dict(),
+        }
+        sys.stdout.write(json.dumps(payload, ensure_ascii=False, default=str) + "\n")
+    summary = f"run {outcome.run_id} · {seconds:.2f}s"
+    if usage.total_tokens:
+        summary += f" · {usage.total_tokens} tokens"
+    if usage.cost_usd:
+        summary += f" · ${usage.cost_usd:.4f}"
+    if outcome.status == "completed":
+        if not json_output:
+            _print_output(outcome.output)
+        console.print(f"[green]✓ completed[/] [dim]{summary}[/]")
+        return exit_codes.OK
+    if outcome.status == "paused":
+        assert outcome.pause is not None
+        console.print(
+            f"[yellow]⏸ paused[/] at [bold]{escape(outcome.pause.step)}[/]: {escape(outcome.pause.message)}"
+        )
+        console.print(f"  continue with: [bold]{escape(resume_cmd)}[/]  [dim]{summary}[/]")
+        return exit_codes.PAUSED
+    if outcome.status == "limit_reached":
+        error_line(outcome.detail or "usage limit reached", "raise limits in the blueprint, or resume to go on")
+        console.print(f"  [dim]{summary}[/]")
+        return exit_codes.LIMIT
+    if outcome.status == "aborted":
+        error_line(f"run aborted: {outcome.detail}")
+        return exit_codes.FAILED
+    error = outcome.error
+    where = f" at step {outcome.failed_step}" if outcome.failed_step else ""
+    error_line(f"run failed{where}: {error.message if error else 'unknown error'}", error.hint if error else None)
+    console.print(f"  [dim]{summary} · after fixing the cause: flujo resume {outcome.run_id}[/]")
+    return exit_code_for(error) if error else exit_codes.FAILED

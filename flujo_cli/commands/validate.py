@@ -1,0 +1,33 @@
+"""``flujo validate``: every finding with file:line:col, or a stable JSON document."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from flujo_cli import exit_codes
+from flujo_cli.messages import fail, stderr
+
+
+def validate_blueprint(file: Path, *, json_output: bool, debug: bool) -> int:
+    try:
+        from blueprints import findings_to_json, validate_file
+        from flujo_cli.findings_view import render_findings
+
+        findings = validate_file(file)
+        errors = [f for f in findings if f.severity == "error"]
+        if json_output:
+            sys.stdout.write(json.dumps(findings_to_json(file, findings), ensure_ascii=False) + "\n")
+        else:
+            console = stderr()
+            render_findings(findings, console)
+            warnings = sum(1 for f in findings if f.severity == "warning")
+            if errors:
+                console.print(f"[bold red]✗ {file}: {len(errors)} error(s), {warnings} warning(s)[/]")
+            else:
+                suffix = f" ({warnings} warning(s))" if warnings else ""
+                console.print(f"[green]✓ {file} is valid[/]{suffix}")
+        return exit_codes.FAILED if errors else exit_codes.OK
+    except Exception as exc:  # the CLI's top level
+        fail(exc, debug=debug)

@@ -1,0 +1,38 @@
+"""Renders blueprint findings for people: ``file:line:col: error: message``, the source line, a hint."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+
+from blueprints import Finding
+
+_STYLE = {"error": "bold red", "warning": "yellow", "note": "cyan"}
+
+
+def _source_line(path: str, line: int, cache: dict[str, list[str]]) -> str | None:
+    if path not in cache:
+        try:
+            cache[path] = Path(path).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            cache[path] = []
+    lines = cache[path]
+    return lines[line - 1] if 0 < line <= len(lines) else None
+
+
+def render_findings(findings: Sequence[Finding], console: Console) -> None:
+    cache: dict[str, list[str]] = {}
+    for finding in findings:
+        where = f"{finding.position}: " if finding.position else ""
+        style = _STYLE.get(finding.severity, "bold")
+        console.print(f"{escape(where)}[{style}]{finding.severity}[/]: {escape(finding.message)}")
+        if finding.position is not None:
+            text = _source_line(finding.position.file, finding.position.line, cache)
+            if text is not None:
+                console.print(f"  [dim]{finding.position.line:>4} |[/] {escape(text)}")
+                console.print("  [dim]     |[/] " + " " * (finding.position.column - 1) + f"[{style}]^[/]")
+        if finding.hint:
+            console.print(f"  [dim]hint:[/] {escape(finding.hint)}")

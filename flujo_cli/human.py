@@ -1,0 +1,109 @@
+"""The human at the terminal: HITL answers from flags, an answers file, a TTY prompt or piped stdin.
+
+Order of answers for each question: ``--answers`` entries for that step name, then the positional
+``--answer``/``--answers`` list, then the terminal (a rich prompt on a TTY; one line per question when
+stdin is piped). When none is left and no terminal may be used, ``ask`` returns None: the run pauses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.markup import escape
+from rich.prompt import Prompt
+
+from core.errors import ConfigError, RunError
+from core.ports import HumanQuestion
+
+
+def load_answers_file(path: Path) -> tuple[list[str], dict[str, list[str]]]:
+    """Read ``--answers FILE``: a YAML/JSON list (in order) or a mapping of step name → answer(s)."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read answers file {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"answers file {path} is not valid YAML/JSON: {exc}") from None
+
+    def text(value: Any) -> str:
+        return value if isinstance(value, str) else json.dumps(value)
+
+    if isinstance(data, list):
+        return [text(item) for item in data], {}
+    if isinstance(data, Mapping):
+        by_step = {
+            str(name): [text(item) for item in value] if isinstance(value, list) else [text(value)]
+            for name, value in data.items()
+        }
+        return [], by_step
+    raise ConfigError(
+        f"answers file {path} must hold a list of answers or a mapping of step name to answer(s)",
+        hint='e.g. ["first answer", "second"] or {get_goal: "plan a trip", answer: ["yes", "done"]}',
+    )
+
+
+class TerminalHuman:
+    """Answers HITL questions; see the module docstring for where answers come from."""
+
+    def __init__(
+        self,
+        *,
+        answers: Sequence[str] = (),
+        by_step: Mapping[str, Sequence[str]] | None = None,
+        interactive: bool = True,
+        console: Console,
+        stdin: TextIO | None = None,
+    ) -> None:
+        self._answers = list(answers)
+        self._by_step = {name: list(values) for name, values in (by_step or {}).items()}
+        self._interactive = interactive
+        self._console = console
+        self._stdin = stdin or sys.stdin
+        self._last_was_scripted = False
+
+    def _scripted(self, step: str) -> str | None:
+        queue = self._by_step.get(step)
+        if queue:
+            return queue.pop(0)
+        if self._answers:
+            return self._answers.pop(0)
+        return None
+
+    async def ask(self, question: HumanQuestion) -> str | None:
+        if question.error is not None:
+            if self._last_was_scripted:
+                raise RunError(
+                    f"the answer given for {question.step!r} was rejected: {question.error}",
+                    hint="fix the --answer/--answers value so it matches the step's input_schema",
+                )
+            self._console.print(f"[red]✗ {escape(question.error)}[/] — please answer again.")
+        scripted = self._scripted(question.step)
+        if scripted is not None:
+            self._last_was_scripted = True
+            self._console.print(f"[bold cyan]?[/] {escape(question.message)} [dim](answered)[/] {escape(scripted)}")
+            return scripted
+        self._last_was_scripted = False
+        if not self._interactive:
+            return None
+        if self._stdin.isatty():
+            try:
+                answer = Prompt.ask(f"[bold cyan]?[/] {escape(question.message.rstrip())}", console=self._console)
+            except (KeyboardInterrupt, EOFError):
+                self._console.print()
+                return None  # Ctrl-C / Ctrl-D at a prompt pauses the run; nothing typed so far is lost
+            return answer
+        self._console.print(f"[bold cyan]?[/] {escape(question.message)}")
+        line = await asyncio.to_thread(self._stdin.readline)
+        if not line:
+            return None  # end of piped input: pause
+        answer = line.rstrip("\n").rstrip("\r")
+        self._console.print(f"  [dim]> {escape(answer)}[/]")
+        return answer

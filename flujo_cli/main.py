@@ -1,0 +1,135 @@
+"""The Typer app: commands, their flags and help. Bodies import their work lazily (fast ``--help``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from flujo_cli import exit_codes
+
+app = typer.Typer(
+    name="flujo",
+    help="Run YAML blueprints of LLM agents and humans in conversation, durably, from the terminal.",
+    no_args_is_help=True,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog="Exit codes: " + "; ".join(f"{code} {meaning}" for code, meaning in exit_codes.TABLE),
+)
+
+
+class _State:
+    debug: bool = os.environ.get("FLUJO_DEBUG", "") not in ("", "0")
+
+
+state = _State()
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"flujo {version('flujo-runner')}")
+        except PackageNotFoundError:
+            typer.echo("flujo (not installed)")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
+    ] = False,
+) -> None:
+    if debug:
+        state.debug = True
+
+
+InputOption = Annotated[
+    str | None,
+    typer.Option("--input", "-i", help="Input for the first step; '-' reads it from stdin.", show_default=False),
+]
+AnswerOption = Annotated[
+    list[str] | None,
+    typer.Option("--answer", "-a", help="Answer to the next human question (repeat for several, in order)."),
+]
+AnswersFileOption = Annotated[
+    Path | None,
+    typer.Option("--answers", help="YAML/JSON file of answers: a list in order, or a mapping by step name."),
+]
+NoInputOption = Annotated[
+    bool,
+    typer.Option("--no-input", help="Never prompt: when no answer is given, pause the run (resume later)."),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print a JSON result on stdout (for scripts).")]
+
+
+@app.command()
+def run(
+    file: Annotated[Path, typer.Argument(help="The blueprint YAML file to run.", show_default=False)],
+    input: InputOption = None,
+    answer: AnswerOption = None,
+    answers: AnswersFileOption = None,
+    no_input: NoInputOption = False,
+    json_output: JsonOption = False,
+) -> None:
+    """Run a blueprint. Human questions are asked in the terminal (or answered by --answer/--answers)."""
+    from flujo_cli.commands.run import run_blueprint
+
+    raise SystemExit(
+        run_blueprint(
+            file,
+            input_text=input,
+            answers=answer or [],
+            answers_file=answers,
+            no_input=no_input,
+            json_output=json_output,
+            debug=state.debug,
+        )
+    )
+
+
+@app.command()
+def resume(
+    run_id: Annotated[str, typer.Argument(help="The run id (a unique prefix is enough).", show_default=False)],
+    answer: AnswerOption = None,
+    answers: AnswersFileOption = None,
+    no_input: NoInputOption = False,
+    json_output: JsonOption = False,
+) -> None:
+    """Continue a paused or interrupted run; steps already done are not run again."""
+    from flujo_cli.commands.run import resume_run
+
+    raise SystemExit(
+        resume_run(
+            run_id,
+            answers=answer or [],
+            answers_file=answers,
+            no_input=no_input,
+            json_output=json_output,
+            debug=state.debug,
+        )
+    )
+
+
+@app.command()
+def validate(
+    file: Annotated[Path, typer.Argument(help="The blueprint YAML file to check.", show_default=False)],
+    json_output: JsonOption = False,
+) -> None:
+    """Check a blueprint and list every problem with file:line:col. Exit 0 when valid, 1 otherwise."""
+    from flujo_cli.commands.validate import validate_blueprint
+
+    raise SystemExit(validate_blueprint(file, json_output=json_output, debug=state.debug))
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

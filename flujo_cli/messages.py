@@ -1,0 +1,62 @@
+"""Every user-facing error message is composed here: one line, then a hint, then an exit code.
+
+Tracebacks are shown only with ``--debug`` (or FLUJO_DEBUG=1).
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from typing import NoReturn
+
+from rich.console import Console
+from rich.markup import escape
+
+from flujo_cli import exit_codes
+
+_stderr: Console | None = None
+
+
+def stderr() -> Console:
+    """The console for progress and messages (stdout is kept for results)."""
+    global _stderr
+    if _stderr is None:
+        _stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+    return _stderr
+
+
+def exit_code_for(exc: BaseException) -> int:
+    from core.errors import BlueprintError, ConfigError, ProviderError, StoreError
+
+    if isinstance(exc, BlueprintError):
+        return exit_codes.BLUEPRINT
+    if isinstance(exc, ConfigError | ProviderError):
+        return exit_codes.CONFIG
+    if isinstance(exc, StoreError):
+        return exit_codes.STORE
+    return exit_codes.FAILED
+
+
+def error_line(message: str, hint: str | None = None) -> None:
+    console = stderr()
+    console.print(f"[bold red]error:[/] {escape(message)}")
+    if hint:
+        console.print(f"[dim]hint:[/] {escape(hint)}")
+
+
+def fail(exc: BaseException, *, debug: bool, code: int | None = None) -> NoReturn:
+    """Report ``exc`` as one clear line (plus hint) and exit; with ``debug`` print the traceback first."""
+    from core.errors import FlujoError
+
+    if debug:
+        traceback.print_exception(exc, file=sys.stderr)
+    if isinstance(exc, FlujoError):
+        error_line(str(exc), exc.hint)
+    else:
+        error_line(f"unexpected {type(exc).__name__}: {exc}", "run again with --debug and report this as a bug")
+    raise SystemExit(exit_code_for(exc) if code is None else code)
+
+
+def usage_error(message: str, hint: str | None = None) -> NoReturn:
+    error_line(message, hint)
+    raise SystemExit(exit_codes.USAGE)

@@ -1,0 +1,72 @@
+"""Live progress on stderr: a spinner naming the running step, streamed text, each agent's reply.
+
+The human sees every agent reply as it finishes (or streams), so a HITL question is never asked blind.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.status import Status
+
+from core.ports import StepRecord
+
+
+def preview(value: Any, limit: int = 2000) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text) - limit} more characters)"
+
+
+class LiveReporter:
+    """Shows progress on a console; ``quiet`` keeps only agent replies and errors off (for --json)."""
+
+    def __init__(self, console: Console, *, quiet: bool = False) -> None:
+        self._console = console
+        self._quiet = quiet
+        self._status: Status | None = None
+        self._streaming: str | None = None
+
+    def _stop_status(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+
+    def step_started(self, path: str, name: str, kind: str) -> None:
+        if self._quiet or kind != "step" or not self._console.is_terminal:
+            return
+        self._stop_status()
+        self._status = self._console.status(f"[bold]{escape(name)}[/] running…", spinner="dots")
+        self._status.start()
+
+    def text_delta(self, path: str, text: str) -> None:
+        if self._quiet:
+            return
+        self._stop_status()
+        if self._streaming != path:
+            self._streaming = path
+            self._console.print(f"[bold green]{escape(path.rsplit('/', 1)[-1])}[/] › ", end="")
+        self._console.print(escape(text), end="")
+
+    def step_finished(self, record: StepRecord) -> None:
+        if record.kind != "step":
+            return
+        self._stop_status()
+        if self._quiet:
+            return
+        if self._streaming == record.path:
+            self._streaming = None
+            self._console.print()
+            return
+        if record.status == "completed" and record.output is not None:
+            self._console.print(f"[bold green]{escape(record.name)}[/] › {escape(preview(record.output))}")
+
+    def note(self, message: str) -> None:
+        self._stop_status()
+        if not self._quiet:
+            self._console.print(f"[dim]{escape(message)}[/]")
+
+    def close(self) -> None:
+        self._stop_status()
