@@ -1,0 +1,25 @@
+"""Each package's __init__ is its public API; this pins the export lists (CONVENTIONS 1)."""
+
+from __future__ import annotations
+
+import core
+
+
+def test_core_exports() -> None:
+    assert set(core.__all__) == {
+        "Abort", "Agent", "AgentCall", "AgentOutputError", "AgentReply", "AgentStep", "BlueprintError",
+        "ChatMessage", "ConditionalStep", "ConfigError", "ControlSignal", "Conversation", "ConversationTurn",
+        "Engine", "Expression", "FlujoError", "HistoryPolicy", "HitlEntry", "HitlStep", "HumanInput",
+        "HumanQuestion", "LimitReached", "Limits", "LoopStep", "MapStep", "NoHuman", "NullReporter",
+        "ParallelStep", "Pause", "Pipeline", "ProviderError", "ProviderUnreachable", "Reporter", "RunContext",
+        "RunError", "RunOutcome", "RunRecord", "RunStore", "SourcePosition", "Step", "StepFailed", "StepRecord",
+        "StoreError", "Template", "TemplateError", "TemplateSyntax", "TraceEvent", "Usage", "new_run_id",
+    }  # fmt: skip
+    for name in core.__all__:
+        assert hasattr(core, name), name
+
+
+def test_control_signals_are_not_flujo_errors() -> None:
+    for signal in (core.Pause, core.Abort, core.LimitReached):
+        assert not issubclass(signal, core.FlujoError)
+        assert issubclass(signal, core.ControlSignal)

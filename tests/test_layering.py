@@ -1,0 +1,58 @@
+"""The layers import one way: flujo_cli → blueprints → core, flujo_cli → lens → core (CONVENTIONS 3)."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FORBIDDEN = {
+    "core": {"blueprints", "lens", "flujo_cli"},
+    "blueprints": {"lens", "flujo_cli"},
+    "lens": {"blueprints", "flujo_cli"},
+}
+
+
+def imported_top_levels(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+@pytest.mark.parametrize("package", sorted(FORBIDDEN))
+def test_package_imports_point_one_way(package: str) -> None:
+    offenders = [
+        f"{path.relative_to(ROOT)} imports {sorted(imported_top_levels(path) & FORBIDDEN[package])}"
+        for path in (ROOT / package).rglob("*.py")
+        if imported_top_levels(path) & FORBIDDEN[package]
+    ]
+    assert offenders == []
+
+
+def test_textual_is_never_imported_at_module_level_outside_lens() -> None:
+    offenders = [
+        str(path.relative_to(ROOT))
+        for package in ("core", "blueprints", "flujo_cli")
+        for path in (ROOT / package).rglob("*.py")
+        if "textual" in imported_top_levels(path)
+    ]
+    assert offenders == []
+
+
+def test_help_does_not_import_the_engine_or_providers() -> None:
+    code = (
+        "import sys; from flujo_cli.main import app; "
+        "heavy = [m for m in ('core.engine', 'httpx', 'jinja2', 'aiosqlite', 'blueprints') if m in sys.modules]; "
+        "print(heavy)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert result.stdout.strip() == "[]"
