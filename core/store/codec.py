@@ -1,0 +1,149 @@
+"""How run-store records become SQLite rows and come back: JSON payloads, usage, status words.
+
+Invariants: every payload (inputs, outputs, event payloads, usage) is stored as JSON text written with
+``json.dumps(default=str, ensure_ascii=False)``, so a value that JSON cannot represent comes back as its
+``str()`` and tuples come back as lists; ``None`` is stored as SQL NULL. Both stores pass values through
+``normalize`` so the in-memory store hands back exactly what the SQLite store would.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, get_args
+
+from core.errors import StoreError
+from core.ports import RunRecord, RunStatus, StepRecord, StepStatus
+from core.usage import ZERO_USAGE, Usage
+
+_RUN_STATUSES: frozenset[str] = frozenset(get_args(RunStatus))
+_STEP_STATUSES: frozenset[str] = frozenset(get_args(StepStatus))
+_DAMAGED = "the database may be damaged"
+
+
+def dump(value: Any) -> str | None:
+    """JSON text for ``value``; None stays None (stored as NULL)."""
+    if value is None:
+        return None
+    return json.dumps(value, default=str, ensure_ascii=False)
+
+
+def load(text: str | None) -> Any:
+    """The value ``dump`` wrote."""
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise StoreError(f"a stored value is not valid JSON: {exc}", hint=_DAMAGED) from exc
+
+
+def normalize(value: Any) -> Any:
+    """``value`` as it comes back from storage (a JSON round trip)."""
+    return load(dump(value))
+
+
+def dump_payload(payload: Any) -> str:
+    """JSON text of an event payload (never NULL)."""
+    return json.dumps(dict(payload), default=str, ensure_ascii=False)
+
+
+def load_payload(text: str) -> dict[str, Any]:
+    value = load(text)
+    if not isinstance(value, dict):
+        raise StoreError("a stored event payload is not a JSON object", hint=_DAMAGED)
+    return value
+
+
+def dump_usage(usage: Usage) -> str:
+    return json.dumps(usage.to_dict())
+
+
+def load_usage(text: str | None) -> Usage:
+    if text is None:
+        return ZERO_USAGE
+    data = load(text)
+    if not isinstance(data, dict):
+        raise StoreError("a stored usage is not a JSON object", hint=_DAMAGED)
+    cost = data.get("cost_usd", 0.0)
+    return Usage(
+        input_tokens=int(data.get("input_tokens", 0)),
+        output_tokens=int(data.get("output_tokens", 0)),
+        requests=int(data.get("requests", 0)),
+        cost_usd=None if cost is None else float(cost),
+    )
+
+
+def run_status(text: str) -> RunStatus:
+    """``text`` checked against the run statuses flujo knows."""
+    if text not in _RUN_STATUSES:
+        raise StoreError(f"unknown run status {text!r} in the store", hint="upgrade flujo")
+    return text  # type: ignore[return-value]  # checked against get_args(RunStatus) above
+
+
+def step_status(text: str) -> StepStatus:
+    """``text`` checked against the step statuses flujo knows."""
+    if text not in _STEP_STATUSES:
+        raise StoreError(f"unknown step status {text!r} in the store", hint="upgrade flujo")
+    return text  # type: ignore[return-value]  # checked against get_args(StepStatus) above
+
+
+RUN_COLUMNS = (
+    "run_id, pipeline_name, status, source, source_hash, input, output, error, created_at, finished_at,"
+    " usage, parent_run_id, thread, pause_path, pause_message"
+)
+STEP_COLUMNS = "run_id, path, name, kind, status, input, output, error, started_at, duration_s, usage"
+
+
+def run_row(run: RunRecord) -> tuple[Any, ...]:
+    """The values of ``RUN_COLUMNS`` for ``run``."""
+    return (
+        run.run_id, run.pipeline_name, run.status, run.source, run.source_hash, dump(run.input),
+        dump(run.output), run.error, run.created_at, run.finished_at, dump_usage(run.usage),
+        run.parent_run_id, run.thread, run.pause_path, run.pause_message,
+    )  # fmt: skip
+
+
+def run_from_row(row: Any) -> RunRecord:
+    """The run in a row of ``RUN_COLUMNS``."""
+    return RunRecord(
+        run_id=row[0],
+        pipeline_name=row[1],
+        status=run_status(row[2]),
+        source=row[3],
+        source_hash=row[4],
+        input=load(row[5]),
+        output=load(row[6]),
+        error=row[7],
+        created_at=row[8],
+        finished_at=row[9],
+        usage=load_usage(row[10]),
+        parent_run_id=row[11],
+        thread=row[12],
+        pause_path=row[13],
+        pause_message=row[14],
+    )
+
+
+def step_row(step: StepRecord) -> tuple[Any, ...]:
+    """The values of ``STEP_COLUMNS`` for ``step``."""
+    return (
+        step.run_id, step.path, step.name, step.kind, step.status, dump(step.input), dump(step.output),
+        step.error, step.started_at, step.duration_s, dump_usage(step.usage),
+    )  # fmt: skip
+
+
+def step_from_row(row: Any) -> StepRecord:
+    """The step in a row of ``STEP_COLUMNS``."""
+    return StepRecord(
+        run_id=row[0],
+        path=row[1],
+        name=row[2],
+        kind=row[3],
+        status=step_status(row[4]),
+        input=load(row[5]),
+        output=load(row[6]),
+        error=row[7],
+        started_at=row[8],
+        duration_s=row[9],
+        usage=load_usage(row[10]),
+    )

@@ -1,0 +1,130 @@
+"""``MemoryStore``: a ``RunStore`` kept in memory, behaving like ``SqliteStore``, for tests and Python users.
+
+Invariants, the same as the SQLite store's: values go through the same JSON round trip (what you read
+back is what SQLite would give, and never aliases what you stored); an id prefix finds a run only when
+it is unique; a step recorded again at the same path replaces the earlier one and moves to the end;
+events are append-only; writing steps or events for an unknown run is a ``StoreError``.
+
+One deliberate difference: ``close()`` keeps the data, so a test can read a store after a run closed it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any
+
+from core.errors import StoreError
+from core.ports import RunRecord, RunStatus, StepRecord, TraceEvent
+from core.store import codec
+from core.store.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
+from core.usage import Usage
+
+
+class MemoryStore:
+    """A ``RunStore`` in a few dicts. ``update_run`` follows ``SqliteStore.update_run``."""
+
+    def __init__(self) -> None:
+        self._runs: dict[str, RunRecord] = {}  # insertion order breaks ties between equal created_at
+        self._steps: dict[str, list[StepRecord]] = {}
+        self._events: dict[str, list[TraceEvent]] = {}
+
+    async def __aenter__(self) -> MemoryStore:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Nothing to release; the data stays readable."""
+        return None
+
+    async def create_run(self, run: RunRecord) -> None:
+        if run.run_id in self._runs:
+            raise StoreError(f"run {run.run_id} already exists", hint="every run needs a new id")
+        self._runs[run.run_id] = _fresh_run(run)
+        self._steps[run.run_id] = []
+        self._events[run.run_id] = []
+
+    async def record_step(self, step: StepRecord, events: Sequence[TraceEvent]) -> None:
+        """Store ``step`` (replacing any earlier step at its path) and its events."""
+        self._require(step.run_id, f"record step {step.path!r} of run {step.run_id}")
+        stored = _fresh_step(step)
+        # Copy the events before changing anything, so a payload that fails leaves no half-recorded step.
+        new_events = [_fresh_event(e) for e in events]
+        steps = self._steps[step.run_id]
+        steps[:] = [s for s in steps if s.path != step.path]
+        steps.append(stored)
+        self._events[step.run_id].extend(new_events)
+
+    async def record_events(self, run_id: str, events: Sequence[TraceEvent]) -> None:
+        self._require(run_id, f"record events of run {run_id}")
+        self._events[run_id].extend(_fresh_event(e) for e in events)
+
+    async def update_run(
+        self,
+        run_id: str,
+        *,
+        status: RunStatus,
+        output: Any = None,
+        error: str | None = None,
+        usage: Usage | None = None,
+        pause_path: str | None = None,
+        pause_message: str | None = None,
+        finished_at: float | None = None,
+    ) -> None:
+        run = self._runs.get(run_id)
+        if run is None:
+            raise StoreError(f"no run {run_id} to update", hint="create the run first")
+        self._runs[run_id] = dataclasses.replace(
+            run,
+            status=status,
+            output=run.output if output is None else codec.normalize(output),
+            error=run.error if error is None else error,
+            usage=run.usage if usage is None else usage,
+            finished_at=run.finished_at if finished_at is None else finished_at,
+            pause_path=pause_path,
+            pause_message=pause_message,
+        )
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        """The run ``run_id`` names or is a unique prefix of; StoreError when several runs match."""
+        matches = sorted(rid for rid in self._runs if rid.startswith(run_id))[: MAX_CANDIDATES + 1]
+        found = pick_run_id(run_id, matches)
+        return None if found is None else _fresh_run(self._runs[found])
+
+    async def list_runs(self, *, limit: int = 20, status: RunStatus | None = None) -> list[RunRecord]:
+        """Up to ``limit`` runs, newest first, optionally only those with ``status``."""
+        runs = [r for r in self._runs.values() if status is None or r.status == status]
+        order = {rid: i for i, rid in enumerate(self._runs)}
+        runs.sort(key=lambda r: (r.created_at, order[r.run_id]), reverse=True)
+        return [_fresh_run(r) for r in runs[: max(limit, 0)]]
+
+    async def steps(self, run_id: str) -> list[StepRecord]:
+        return [_fresh_step(s) for s in self._steps.get(run_id, [])]
+
+    async def events(self, run_id: str) -> list[TraceEvent]:
+        return [_fresh_event(e) for e in self._events.get(run_id, [])]
+
+    def _require(self, run_id: str, action: str) -> None:
+        if run_id not in self._runs:
+            raise StoreError(f"cannot {action}: no such run", hint=NO_RUN_HINT)
+
+
+# Values are copied through JSON on the way in and on the way out, as the SQLite store does: what a
+# caller reads is what SQLite would return, and mutating it never changes the store.
+
+
+def _fresh_run(run: RunRecord) -> RunRecord:
+    return dataclasses.replace(run, input=codec.normalize(run.input), output=codec.normalize(run.output))
+
+
+def _fresh_step(step: StepRecord) -> StepRecord:
+    return dataclasses.replace(step, input=codec.normalize(step.input), output=codec.normalize(step.output))
+
+
+def _fresh_event(event: TraceEvent) -> TraceEvent:
+    return dataclasses.replace(event, payload=codec.load_payload(codec.dump_payload(event.payload)))

@@ -1,0 +1,165 @@
+"""The schema of the run store as named, append-only migrations.
+
+Invariants:
+
+* ``MIGRATIONS`` only ever grows at the end. A released migration is never edited or renamed: a change
+  to the schema is a new function ``mNNN_what_it_does`` registered with ``@migration``.
+* Every applied migration is recorded in ``schema_migrations(name, applied_at)`` in the same
+  transaction as its statements, so a database is never half-migrated.
+* ``SCHEMA_VERSION`` is the number of migrations this flujo knows. A database that records a migration
+  we do not know was written by a newer flujo and is refused rather than guessed at.
+* Migrations run under ``BEGIN IMMEDIATE``, so processes that open a new database at the same moment
+  apply them once; an up-to-date database is checked without taking the write lock.
+
+sqlite3 exceptions raised here are translated by the caller (``core.store.sqlite``), the one boundary.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+
+import aiosqlite
+
+from core.errors import StoreError
+from core.store.transaction import immediate
+
+Migration = Callable[[aiosqlite.Connection], Awaitable[None]]
+MIGRATIONS: list[Migration] = []
+
+
+def migration(fn: Migration) -> Migration:
+    """Register ``fn`` as the next migration; its ``__name__`` is what ``schema_migrations`` records."""
+    MIGRATIONS.append(fn)
+    return fn
+
+
+@migration
+async def m001_runs_steps_events(db: aiosqlite.Connection) -> None:
+    await db.execute(
+        """
+        CREATE TABLE runs (
+            run_id TEXT PRIMARY KEY,
+            pipeline_name TEXT NOT NULL,
+            status TEXT NOT NULL,
+            source TEXT,
+            source_hash TEXT,
+            input TEXT,
+            output TEXT,
+            error TEXT,
+            created_at REAL NOT NULL,
+            finished_at REAL,
+            usage TEXT NOT NULL,
+            parent_run_id TEXT,
+            thread TEXT,
+            pause_path TEXT,
+            pause_message TEXT
+        )
+        """
+    )
+    # seq orders a run's steps by when they were (last) recorded; AUTOINCREMENT never reuses a number,
+    # so a step re-recorded at the same path (the row is replaced) always sorts after the others.
+    await db.execute(
+        """
+        CREATE TABLE steps (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+            path TEXT NOT NULL,
+            name TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            status TEXT NOT NULL,
+            input TEXT,
+            output TEXT,
+            error TEXT,
+            started_at REAL NOT NULL,
+            duration_s REAL NOT NULL,
+            usage TEXT NOT NULL,
+            UNIQUE (run_id, path)
+        )
+        """
+    )
+    await db.execute(
+        """
+        CREATE TABLE events (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+            path TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            ts REAL NOT NULL,
+            payload TEXT NOT NULL
+        )
+        """
+    )
+
+
+@migration
+async def m002_run_and_event_indexes(db: aiosqlite.Connection) -> None:
+    # list_runs sorts by created_at, optionally filtered by status; events are read per run, in order.
+    await db.execute("CREATE INDEX runs_by_created_at ON runs(created_at)")
+    await db.execute("CREATE INDEX runs_by_status ON runs(status, created_at)")
+    await db.execute("CREATE INDEX events_by_run ON events(run_id, seq)")
+
+
+SCHEMA_VERSION = len(MIGRATIONS)
+"""How many migrations this flujo knows; a database with more was written by a newer flujo."""
+
+
+async def migrate(db: aiosqlite.Connection, *, label: str) -> list[str]:
+    """Bring the database behind ``db`` (in autocommit mode) up to date; the names applied now.
+
+    ``label`` names the database in error messages. Raises ``StoreError`` when the file holds someone
+    else's tables or was written by a newer flujo.
+    """
+    applied = await _applied(db)
+    if applied is not None and _pending(applied, label=label) == []:
+        return []
+    async with immediate(db):
+        # Read again under the write lock: another process may have migrated in the meantime.
+        applied = await _applied(db)
+        if applied is None:
+            await _refuse_foreign_tables(db, label=label)
+            await db.execute(
+                "CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
+            )
+            applied = []
+        pending = _pending(applied, label=label)
+        for step in pending:
+            await step(db)
+            await db.execute(
+                "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)", (step.__name__, time.time())
+            )
+    return [step.__name__ for step in pending]
+
+
+async def _applied(db: aiosqlite.Connection) -> list[str] | None:
+    """Names recorded in ``schema_migrations``, or None when the table does not exist."""
+    rows = list(
+        await db.execute_fetchall(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+        )
+    )
+    if not rows:
+        return None
+    return [str(row[0]) for row in await db.execute_fetchall("SELECT name FROM schema_migrations")]
+
+
+def _pending(applied: list[str], *, label: str) -> list[Migration]:
+    known = {step.__name__ for step in MIGRATIONS}
+    if any(name not in known for name in applied):
+        raise StoreError(
+            f"{label} was written by a newer flujo (schema {len(applied)} > {SCHEMA_VERSION})",
+            hint="upgrade flujo",
+        )
+    done = set(applied)
+    return [step for step in MIGRATIONS if step.__name__ not in done]
+
+
+async def _refuse_foreign_tables(db: aiosqlite.Connection, *, label: str) -> None:
+    """A database with tables but no ``schema_migrations`` belongs to another program: leave it alone."""
+    sql = "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+    names = [str(row[0]) for row in await db.execute_fetchall(sql)]
+    if names:
+        raise StoreError(
+            f"{label} is not a flujo database (it holds other tables: {', '.join(names[:5])})",
+            hint="point FLUJO_STATE_URI (or state_uri in flujo.toml) at another file",
+        )

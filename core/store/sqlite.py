@@ -1,0 +1,294 @@
+"""``SqliteStore``: the durable ``RunStore``, one SQLite file in WAL mode reached through aiosqlite.
+
+Invariants:
+
+* One connection per store, opened with WAL, ``synchronous=NORMAL``, a 10 s busy timeout and foreign
+  keys on; a process that opens one store has one writer connection. Calls on a store are serialised
+  by an ``asyncio.Lock``, so concurrent tasks never interleave inside a transaction.
+* Every write is one ``BEGIN IMMEDIATE`` transaction committed before the method returns;
+  ``record_step`` stores a step and its events together, so ``kill -9`` loses at most the step in flight.
+* A step recorded again at the same path replaces the earlier row and sorts after the others (a journal
+  entry is overwritten); events are append-only, so the trace keeps every attempt.
+* sqlite3 errors become ``StoreError`` in one place, ``_store_error``, with one line and a hint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import aiosqlite
+
+from core.errors import StoreError
+from core.ports import RunRecord, RunStatus, StepRecord, TraceEvent
+from core.store import codec
+from core.store.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
+from core.store.migrations import migrate
+from core.store.transaction import immediate
+from core.usage import Usage
+
+BUSY_TIMEOUT_S = 10.0
+"""How long a write waits for another process's write lock before failing with "locked"."""
+
+_UNWRITABLE = (sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM, sqlite3.SQLITE_IOERR)
+_MOVE_HINT = "point FLUJO_STATE_URI (or state_uri in flujo.toml) at another file"
+
+
+class SqliteStore:
+    """A ``RunStore`` in the SQLite file ``path`` (``":memory:"`` for a private in-memory database).
+
+    Open it with ``await store.open()`` or ``async with SqliteStore(path) as store:``; ``open_store``
+    does the former from a state URI. ``update_run`` always sets ``status``, ``pause_path`` and
+    ``pause_message`` (a run that is not paused has no pause point) and leaves ``output``, ``error``,
+    ``usage`` and ``finished_at`` unchanged when they are None. ``get_run`` takes a full id or a unique
+    prefix; the other reads take a full id.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        self._db: aiosqlite.Connection | None = None
+        self._lock = asyncio.Lock()
+
+    async def open(self) -> SqliteStore:
+        """Connect, set the pragmas, create the parent directory and apply pending migrations."""
+        if self._db is not None:
+            return self
+        if self.path != ":memory:":
+            _make_parent(Path(self.path))
+        with self._translated("open the run store"):
+            db = await aiosqlite.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            try:
+                await db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+                await db.execute("PRAGMA journal_mode = WAL")
+                await db.execute("PRAGMA synchronous = NORMAL")
+                await db.execute("PRAGMA foreign_keys = ON")
+                await migrate(db, label=self.path)
+            except BaseException:
+                await db.close()
+                raise
+        self._db = db
+        return self
+
+    async def close(self) -> None:
+        """Close the connection; closing twice is harmless."""
+        db, self._db = self._db, None
+        if db is not None:
+            async with self._lock:
+                with self._translated("close the run store"):
+                    await db.close()
+
+    async def __aenter__(self) -> SqliteStore:
+        return await self.open()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def create_run(self, run: RunRecord) -> None:
+        async with self._write(f"create run {run.run_id}") as db:
+            cursor = await db.execute(
+                f"INSERT INTO runs ({codec.RUN_COLUMNS}) VALUES ({_marks(codec.RUN_COLUMNS)})"
+                " ON CONFLICT (run_id) DO NOTHING",
+                codec.run_row(run),
+            )
+            if cursor.rowcount == 0:
+                raise StoreError(f"run {run.run_id} already exists", hint="every run needs a new id")
+
+    async def record_step(self, step: StepRecord, events: Sequence[TraceEvent]) -> None:
+        """Store ``step`` (replacing any earlier step at its path) and its events in one transaction."""
+        async with self._write(f"record step {step.path!r} of run {step.run_id}") as db:
+            await db.execute("DELETE FROM steps WHERE run_id = ? AND path = ?", (step.run_id, step.path))
+            await db.execute(
+                f"INSERT INTO steps ({codec.STEP_COLUMNS}) VALUES ({_marks(codec.STEP_COLUMNS)})",
+                codec.step_row(step),
+            )
+            await _insert_events(db, step.run_id, events)
+
+    async def record_events(self, run_id: str, events: Sequence[TraceEvent]) -> None:
+        async with self._write(f"record events of run {run_id}") as db:
+            await _insert_events(db, run_id, events)
+
+    async def update_run(
+        self,
+        run_id: str,
+        *,
+        status: RunStatus,
+        output: Any = None,
+        error: str | None = None,
+        usage: Usage | None = None,
+        pause_path: str | None = None,
+        pause_message: str | None = None,
+        finished_at: float | None = None,
+    ) -> None:
+        async with self._write(f"update run {run_id}") as db:
+            cursor = await db.execute(
+                "UPDATE runs SET status = ?, output = COALESCE(?, output), error = COALESCE(?, error),"
+                " usage = COALESCE(?, usage), finished_at = COALESCE(?, finished_at),"
+                " pause_path = ?, pause_message = ? WHERE run_id = ?",
+                (
+                    status,
+                    codec.dump(output),
+                    error,
+                    None if usage is None else codec.dump_usage(usage),
+                    finished_at,
+                    pause_path,
+                    pause_message,
+                    run_id,
+                ),
+            )
+            if cursor.rowcount == 0:
+                raise StoreError(f"no run {run_id} to update", hint="create the run first")
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        """The run ``run_id`` names or is a unique prefix of; StoreError when several runs match."""
+        if not run_id:
+            return None
+        rows = await self._read(
+            f"look up run {run_id}",
+            "SELECT run_id FROM runs WHERE run_id >= ? AND run_id < ? ORDER BY run_id LIMIT ?",
+            (run_id, run_id + "\U0010ffff", MAX_CANDIDATES + 1),
+        )
+        found = pick_run_id(run_id, [str(r[0]) for r in rows if str(r[0]).startswith(run_id)])
+        if found is None:
+            return None
+        rows = await self._read(
+            f"read run {found}", f"SELECT {codec.RUN_COLUMNS} FROM runs WHERE run_id = ?", (found,)
+        )
+        return codec.run_from_row(rows[0]) if rows else None
+
+    async def list_runs(self, *, limit: int = 20, status: RunStatus | None = None) -> list[RunRecord]:
+        """Up to ``limit`` runs, newest first, optionally only those with ``status``."""
+        where = "" if status is None else "WHERE status = ?"
+        params: tuple[Any, ...] = () if status is None else (status,)
+        rows = await self._read(
+            "list runs",
+            f"SELECT {codec.RUN_COLUMNS} FROM runs {where} ORDER BY created_at DESC, rowid DESC LIMIT ?",
+            (*params, max(limit, 0)),
+        )
+        return [codec.run_from_row(row) for row in rows]
+
+    async def steps(self, run_id: str) -> list[StepRecord]:
+        """The steps of run ``run_id`` in the order they were recorded."""
+        rows = await self._read(
+            f"read the steps of run {run_id}",
+            f"SELECT {codec.STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY seq",
+            (run_id,),
+        )
+        return [codec.step_from_row(row) for row in rows]
+
+    async def events(self, run_id: str) -> list[TraceEvent]:
+        """The trace events of run ``run_id`` in the order they were recorded."""
+        rows = await self._read(
+            f"read the events of run {run_id}",
+            "SELECT kind, path, payload, ts FROM events WHERE run_id = ? ORDER BY seq",
+            (run_id,),
+        )
+        return [TraceEvent(kind=r[0], path=r[1], payload=codec.load_payload(r[2]), ts=r[3]) for r in rows]
+
+    def _connection(self) -> aiosqlite.Connection:
+        if self._db is None:
+            raise StoreError(f"the run store {self.path} is not open", hint="open it with open_store() first")
+        return self._db
+
+    @contextmanager
+    def _translated(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise _store_error(self.path, action, exc) from exc
+
+    @asynccontextmanager
+    async def _write(self, action: str) -> AsyncIterator[aiosqlite.Connection]:
+        db = self._connection()
+        async with self._lock:
+            with self._translated(action):
+                async with immediate(db):
+                    yield db
+
+    async def _read(self, action: str, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        db = self._connection()
+        async with self._lock:
+            with self._translated(action):
+                return list(await db.execute_fetchall(sql, params))
+
+
+async def open_store(uri: str) -> SqliteStore:
+    """Open (creating and migrating as needed) the store at ``uri`` and return it; close it when done.
+
+    ``uri`` is a file path (``.flujo/flujo.db``, ``~`` expanded), ``sqlite:///relative/path.db``,
+    ``sqlite:////absolute/path.db`` or ``:memory:``. Usage::
+
+        store = await open_store(settings.state_uri)
+        try: ...
+        finally: await store.close()
+
+    or ``async with await open_store(uri) as store: ...``.
+    """
+    return await SqliteStore(_path_from_uri(uri)).open()
+
+
+def _path_from_uri(uri: str) -> str:
+    path = uri.removeprefix("sqlite:///") if uri.startswith("sqlite:///") else uri
+    if not path or "://" in path:
+        raise StoreError(
+            f"cannot use {uri!r} as a run store",
+            hint="give a file path such as .flujo/flujo.db, or sqlite:///path/to/flujo.db",
+        )
+    return path if path == ":memory:" else os.path.expanduser(path)
+
+
+def _make_parent(path: Path) -> None:
+    if path.parent.exists() and not path.parent.is_dir():
+        raise StoreError(
+            f"cannot create the run store {path}: {path.parent} is not a directory", hint=_MOVE_HINT
+        )
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(
+            f"cannot create the directory {path.parent} for the run store: {exc.strerror or exc}",
+            hint=_MOVE_HINT,
+        ) from exc
+
+
+def _store_error(label: str, action: str, exc: sqlite3.Error) -> StoreError:
+    """The one translation of a sqlite3 error into a one-line ``StoreError`` with a hint."""
+    code = getattr(exc, "sqlite_errorcode", None)  # set by sqlite3 on errors reported by SQLite itself
+    primary = code & 0xFF if isinstance(code, int) and code >= 0 else None
+    if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        return StoreError(
+            f"cannot {action}: {label} is locked",
+            hint="another process (a running flujo?) is holding a write lock on it; wait for it to finish",
+        )
+    if primary == sqlite3.SQLITE_NOTADB:
+        return StoreError(f"{label} is not a flujo database", hint=_MOVE_HINT)
+    if primary == sqlite3.SQLITE_CORRUPT:
+        return StoreError(f"{label} is damaged: {exc}", hint="move it away, or restore a backup")
+    if primary in _UNWRITABLE:
+        folder = os.path.dirname(os.path.abspath(label))
+        where = f"the directory {folder} is not writable" if not os.access(folder, os.W_OK) else str(exc)
+        return StoreError(f"cannot {action}: {where} ({label})", hint=f"check permissions, or {_MOVE_HINT}")
+    if primary == sqlite3.SQLITE_FULL:
+        return StoreError(f"cannot {action}: the disk holding {label} is full", hint="free some space")
+    if code == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
+        return StoreError(f"cannot {action}: no such run", hint=NO_RUN_HINT)
+    return StoreError(f"cannot {action}: {exc} ({label})")
+
+
+def _marks(columns: str) -> str:
+    return ", ".join("?" for _ in columns.split(","))
+
+
+async def _insert_events(db: aiosqlite.Connection, run_id: str, events: Sequence[TraceEvent]) -> None:
+    if events:
+        await db.executemany(
+            "INSERT INTO events (run_id, path, kind, ts, payload) VALUES (?, ?, ?, ?, ?)",
+            [(run_id, e.path, e.kind, e.ts, codec.dump_payload(e.payload)) for e in events],
+        )
