@@ -13,7 +13,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
@@ -27,6 +27,9 @@ class ProviderSettings(BaseModel):
     api_key: SecretStr | None = None
     timeout_s: float = 60.0
     max_retries: int = 2
+    # How to ask for JSON when an agent has an output_schema: "json_schema" (OpenAI) or "json_object"
+    # (many local servers reject json_schema). None means the provider's default.
+    structured_output: Literal["json_schema", "json_object"] | None = None
 
 
 class ModelInfo(BaseModel):

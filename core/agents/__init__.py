@@ -1,0 +1,51 @@
+"""Agents: the model providers, the offline doubles, script agents and builtins, and ``build_agent``.
+
+    from core.agents import build_agent
+    agent = build_agent(AgentSpec(name="clarifier", model="openai:gpt-4o-mini"), settings)
+    reply = await agent.run(AgentCall(input="hello", step="clarify"))
+
+Every agent implements ``core.ports.Agent``. The HTTP provider classes (and ``Backoff``) are loaded on
+first access, so ``import core.agents`` does not import httpx.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from core.agents.factory import build_agent
+from core.agents.offline import EchoAgent, ScriptedAgent
+from core.agents.script import CommandAgent, PassthroughAgent, PythonAgent, StringifyAgent
+from core.agents.spec import AgentSpec
+
+if TYPE_CHECKING:
+    from core.agents.anthropic_chat import AnthropicChatAgent
+    from core.agents.http import Backoff
+    from core.agents.openai_chat import OpenAIChatAgent
+
+__all__ = [
+    "AgentSpec",
+    "AnthropicChatAgent",
+    "Backoff",
+    "CommandAgent",
+    "EchoAgent",
+    "OpenAIChatAgent",
+    "PassthroughAgent",
+    "PythonAgent",
+    "ScriptedAgent",
+    "StringifyAgent",
+    "build_agent",
+]
+
+_LAZY = {
+    "AnthropicChatAgent": "core.agents.anthropic_chat",
+    "Backoff": "core.agents.http",
+    "OpenAIChatAgent": "core.agents.openai_chat",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -1,0 +1,150 @@
+"""An agent over the Anthropic Messages API (``POST {base_url}/v1/messages``).
+
+Differences from the OpenAI shape, handled here: the system prompt is a top-level ``system`` field (system
+messages of the history are folded into it), ``max_tokens`` is required (default 1024, or the agent's
+``model_settings.max_tokens``), replies are content blocks (their text blocks are joined), usage is
+``input_tokens``/``output_tokens``, and streams are typed SSE events (``message_start``,
+``content_block_delta``, ``message_delta``, ``error``). There is no response-format switch, so an
+``output_schema`` is stated in the system prompt and checked on our side.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from core.agents.chat import ChatModelAgent, Completion, token_count
+from core.agents.http import Endpoint, SSEEvent, post_json, stream_events
+from core.agents.spec import AgentSpec
+from core.config import ModelInfo
+from core.errors import ProviderError
+from core.ports import ChatMessage
+
+ANTHROPIC_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 1024
+
+
+def anthropic_headers(api_key: str) -> dict[str, str]:
+    """The headers every Messages API request carries."""
+    return {"x-api-key": api_key, "anthropic-version": ANTHROPIC_VERSION}
+
+
+class AnthropicChatAgent(ChatModelAgent):
+    """A Claude model over the Messages API. ``endpoint.headers`` should come from ``anthropic_headers``."""
+
+    def __init__(
+        self, spec: AgentSpec, endpoint: Endpoint, *, model: str, price: ModelInfo | None = None
+    ) -> None:
+        super().__init__(spec, price=price or ModelInfo(), schema_in_prompt=True)
+        self.endpoint = endpoint
+        self.model = model
+        # ANTHROPIC_BASE_URL is usually the bare host; accept one that already ends in /v1.
+        self._path = "/messages" if endpoint.base_url.rstrip("/").endswith("/v1") else "/v1/messages"
+
+    async def _complete(
+        self, messages: list[ChatMessage], *, on_text: Callable[[str], None] | None
+    ) -> Completion:
+        body = self._body(messages)
+        if on_text is None:
+            data, attempts = await post_json(self.endpoint, self._path, body)
+            return self._completion(data, attempts)
+        body["stream"] = True
+        reply = _StreamedReply(self.endpoint.label, on_text)
+        attempts = await stream_events(self.endpoint, self._path, body, reply.feed)
+        return reply.completion(self.model, attempts)
+
+    def _body(self, messages: list[ChatMessage]) -> dict[str, Any]:
+        body: dict[str, Any] = {k: v for k, v in self.spec.model_settings.items() if k not in _OURS}
+        body["model"] = self.model
+        body.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
+        system = "\n\n".join(message.content for message in messages if message.role == "system")
+        if system:
+            body["system"] = system
+        body["messages"] = [message.to_dict() for message in messages if message.role != "system"]
+        return body
+
+    def _completion(self, data: Mapping[str, Any], attempts: int) -> Completion:
+        blocks = data.get("content")
+        if not isinstance(blocks, list):
+            raise ProviderError(f"{self.endpoint.label}: the reply has no content: {json.dumps(data)[:300]}")
+        text = "".join(
+            block["text"]
+            for block in blocks
+            if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
+        )
+        usage = data.get("usage")
+        model = data.get("model")
+        return Completion(
+            text=text,
+            input_tokens=_input_tokens(usage),
+            output_tokens=token_count(usage, "output_tokens"),
+            usage_reported=isinstance(usage, dict),
+            model=model if isinstance(model, str) else self.model,
+            attempts=attempts,
+        )
+
+
+# Keys of the request body this agent sets itself; model_settings cannot override them.
+_OURS = frozenset({"model", "messages", "system", "stream"})
+
+
+class _StreamedReply:
+    """Collects a streamed message: text deltas (forwarded to ``on_text``), usage, the model."""
+
+    def __init__(self, label: str, on_text: Callable[[str], None]) -> None:
+        self._label = label
+        self._on_text = on_text
+        self._parts: list[str] = []
+        self._input_tokens = 0
+        self._output_tokens = 0
+        self._usage_reported = False
+        self._model: str | None = None
+
+    def feed(self, event: SSEEvent) -> None:
+        try:
+            data = json.loads(event.data)
+        except ValueError:
+            raise ProviderError(f"{self._label}: malformed stream event: {event.data[:200]}") from None
+        if not isinstance(data, dict):
+            return
+        kind = event.event or data.get("type")
+        if kind == "message_start" and isinstance(data.get("message"), dict):
+            message = data["message"]
+            if isinstance(message.get("model"), str):
+                self._model = message["model"]
+            if isinstance(message.get("usage"), dict):
+                self._usage_reported = True
+                self._input_tokens = _input_tokens(message["usage"])
+                self._output_tokens = token_count(message["usage"], "output_tokens")
+        elif kind == "content_block_delta" and isinstance(data.get("delta"), dict):
+            delta = data["delta"]
+            if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str) and delta["text"]:
+                self._parts.append(delta["text"])
+                self._on_text(delta["text"])
+        elif kind == "message_delta" and isinstance(data.get("usage"), dict):
+            self._usage_reported = True
+            # output_tokens here is cumulative for the message, not an increment.
+            self._output_tokens = token_count(data["usage"], "output_tokens")
+        elif kind == "error":
+            error = data.get("error")
+            detail = error.get("message") if isinstance(error, dict) else error
+            raise ProviderError(f"{self._label}: the provider reported an error mid-stream: {detail}")
+
+    def completion(self, model: str, attempts: int) -> Completion:
+        return Completion(
+            text="".join(self._parts),
+            input_tokens=self._input_tokens,
+            output_tokens=self._output_tokens,
+            usage_reported=self._usage_reported,
+            model=self._model or model,
+            attempts=attempts,
+        )
+
+
+def _input_tokens(usage: Any) -> int:
+    # Cached prompt tokens are reported apart from input_tokens; all of them were sent.
+    return sum(
+        token_count(usage, key)
+        for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    )

@@ -1,0 +1,143 @@
+"""What every chat-model agent shares: the messages it sends, structured output, usage and cost.
+
+Provider modules (``openai_chat``, ``anthropic_chat``) subclass ``ChatModelAgent`` and implement one
+method, ``_complete``: a single exchange with their API. Everything else is decided here, once:
+
+- the prompt is the system prompt (if any), then the call's history, then the input as a user message;
+- without an ``output_schema`` the reply is the model's text, streamed to ``call.on_text`` when set
+  (a JSON-looking text is *not* parsed: no guessing);
+- with an ``output_schema`` the reply is parsed and validated; an invalid reply gets exactly one repair
+  request, then ``AgentOutputError``;
+- usage is summed over every exchange; cost comes from the price table, None when a price or the
+  provider's token counts are unknown (never guessed).
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from core.agents.spec import AgentSpec
+from core.agents.structured import OutputSchema
+from core.config import ModelInfo
+from core.errors import AgentOutputError
+from core.ports import AgentCall, AgentReply, ChatMessage
+from core.usage import Usage
+
+
+def input_text(value: Any) -> str:
+    """An input as message text: a string as is, anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def chat_prompt(system: str | None, history: Sequence[ChatMessage], value: Any) -> list[ChatMessage]:
+    """The system prompt (if any), then the history, then ``value`` as the user's message."""
+    messages = [ChatMessage("system", system)] if system else []
+    messages.extend(history)
+    messages.append(ChatMessage("user", input_text(value)))
+    return messages
+
+
+def token_count(usage: Any, key: str) -> int:
+    """``usage[key]`` when the provider reported it as an integer, else 0."""
+    value = usage.get(key) if isinstance(usage, dict) else None
+    return value if isinstance(value, int) else 0
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One exchange with a provider: the reply text and what the provider reported about it."""
+
+    text: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    usage_reported: bool = True
+    model: str | None = None
+    attempts: int = 1
+
+
+def priced_usage(completion: Completion, price: ModelInfo) -> Usage:
+    """The usage of one completion, with its cost when both prices and the token counts are known."""
+    cost: float | None = None
+    if completion.usage_reported and price.input_per_mtok is not None and price.output_per_mtok is not None:
+        cost = (
+            completion.input_tokens * price.input_per_mtok + completion.output_tokens * price.output_per_mtok
+        ) / 1_000_000
+    return Usage(
+        input_tokens=completion.input_tokens,
+        output_tokens=completion.output_tokens,
+        requests=1,
+        cost_usd=cost,
+    )
+
+
+class ChatModelAgent(ABC):
+    """Base of the LLM provider agents. ``schema_in_prompt`` adds the schema to the system prompt, for
+    providers (or modes) that cannot be handed the schema itself."""
+
+    def __init__(self, spec: AgentSpec, *, price: ModelInfo, schema_in_prompt: bool) -> None:
+        self.spec = spec
+        self._price = price
+        self._schema_in_prompt = schema_in_prompt
+        self._schema = (
+            OutputSchema(spec.output_schema, owner=f"agents.{spec.name}")
+            if spec.output_schema is not None
+            else None
+        )
+
+    @property
+    def label(self) -> str:
+        return self.spec.model or self.spec.name
+
+    @property
+    def is_model(self) -> bool:
+        return True
+
+    def prompt(self, call: AgentCall) -> list[ChatMessage]:
+        system = self.spec.system_prompt
+        if self._schema is not None and self._schema_in_prompt:
+            instruction = self._schema.instruction()
+            system = f"{system}\n\n{instruction}" if system else instruction
+        return chat_prompt(system, call.history, call.input)
+
+    async def run(self, call: AgentCall) -> AgentReply:
+        messages = self.prompt(call)
+        if self._schema is None:
+            done = await self._complete(messages, on_text=call.on_text)
+            return AgentReply(done.text, priced_usage(done, self._price), done.model, done.attempts)
+
+        first = await self._complete(messages, on_text=None)
+        usage, attempts = priced_usage(first, self._price), first.attempts
+        checked = self._schema.check_text(first.text)
+        if checked.error is None:
+            return AgentReply(checked.value, usage, first.model, attempts)
+
+        repair = [
+            *messages,
+            ChatMessage("assistant", first.text),
+            ChatMessage("user", self._schema.repair_request(checked.error)),
+        ]
+        second = await self._complete(repair, on_text=None)
+        usage, attempts = usage + priced_usage(second, self._price), attempts + second.attempts
+        rechecked = self._schema.check_text(second.text)
+        if rechecked.error is None:
+            return AgentReply(rechecked.value, usage, second.model, attempts)
+        raise AgentOutputError(
+            f"agents.{self.spec.name} ({self.label}) replied with output that does not match its "
+            f"output_schema, even after one repair request: {rechecked.error}",
+            hint="describe the expected JSON in the system prompt, or loosen the output_schema",
+        )
+
+    @abstractmethod
+    async def _complete(
+        self, messages: list[ChatMessage], *, on_text: Callable[[str], None] | None
+    ) -> Completion:
+        """Send ``messages`` once (the transport retries transient failures) and return the reply.
+
+        Stream text deltas to ``on_text`` when it is set. Raise ProviderError on failure.
+        """

@@ -1,0 +1,188 @@
+"""build_agent: an AgentSpec plus the settings become a ready-to-call Agent.
+
+The spec sets exactly one of ``model``, ``python``, ``command`` or ``builtin``. Models are
+``openai:<m>`` (any OpenAI-compatible endpoint), ``ollama:<m>`` (the same API on the Ollama server, no
+key needed), ``anthropic:<m>``, or the offline ``scripted`` and ``echo``. Every problem that can be
+known before a run starts (an unknown provider, a missing API key, a python path that does not import,
+an invalid output_schema) is a ConfigError here, never a silent fallback. Provider modules are imported
+only when an agent needs them, so importing ``core.agents`` stays cheap (no httpx, no jsonschema).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from core.agents.spec import AgentSpec
+from core.config import ProviderSettings, Settings
+from core.errors import ConfigError
+from core.ports import Agent
+
+if TYPE_CHECKING:
+    from core.agents.http import Backoff, Endpoint
+
+MODEL_PROVIDERS = ("openai", "anthropic", "ollama")
+OFFLINE_MODELS = ("scripted", "echo")
+BUILTIN_AGENTS = ("flujo.builtins.passthrough", "flujo.builtins.stringify")
+_VALID_MODELS = "openai:<model>, anthropic:<model>, ollama:<model>, scripted, echo"
+
+
+def build_agent(spec: AgentSpec, settings: Settings, *, backoff: Backoff | None = None) -> Agent:
+    """The agent ``spec`` describes. ``backoff`` sets the delays between provider retries (tests make
+    them tiny); the number of retries is ``spec.max_retries``. Raises ConfigError."""
+    kinds = [
+        kind
+        for kind, present in (
+            ("model", spec.model is not None),
+            ("python", spec.python is not None),
+            ("command", bool(spec.command)),
+            ("builtin", spec.builtin is not None),
+        )
+        if present
+    ]
+    if len(kinds) != 1:
+        found = f" (it sets {' and '.join(kinds)})" if kinds else ""
+        raise ConfigError(
+            f"agents.{spec.name} must set exactly one of model, python, command or builtin{found}",
+            hint=f"e.g. model: openai:gpt-4o-mini; valid models: {_VALID_MODELS}",
+        )
+    if spec.model is not None:
+        return _model_agent(spec, spec.model, settings, backoff)
+    if spec.python is not None:
+        from core.agents.script import PythonAgent
+
+        return PythonAgent(spec.python, name=spec.name)
+    if spec.command:
+        from core.agents.script import CommandAgent
+
+        return CommandAgent(spec.command, name=spec.name, timeout=spec.timeout)
+    return _builtin_agent(spec, spec.builtin or "")
+
+
+def _model_agent(spec: AgentSpec, model: str, settings: Settings, backoff: Backoff | None) -> Agent:
+    if model in OFFLINE_MODELS:
+        from core.agents.offline import EchoAgent, ScriptedAgent
+
+        if model == "echo":
+            return EchoAgent(system_prompt=spec.system_prompt)
+        return ScriptedAgent(
+            spec.replies, name=spec.name, system_prompt=spec.system_prompt, output_schema=spec.output_schema
+        )
+
+    provider, colon, name = model.partition(":")
+    if not colon or provider not in MODEL_PROVIDERS:
+        guess = f"did you mean openai:{model}? " if not colon else ""
+        raise ConfigError(
+            f"agents.{spec.name}: unknown model provider {provider!r} in model: {model}",
+            hint=f"{guess}valid models: {_VALID_MODELS}",
+        )
+    if not name:
+        raise ConfigError(
+            f"agents.{spec.name}: model: {model} names no model",
+            hint=f"write the model after the colon, e.g. {provider}:...",
+        )
+    conf = settings.provider(provider)
+    base_url = (spec.base_url or conf.base_url).rstrip("/")
+    if not base_url.startswith(("http://", "https://")):
+        raise ConfigError(
+            f"agents.{spec.name}: the base URL {base_url!r} for {model} is not an http:// or https:// URL",
+            hint="fix base_url in the blueprint or flujo.toml, or the *_BASE_URL environment variable",
+        )
+    api_key = conf.api_key.get_secret_value() if conf.api_key is not None else None
+    price = settings.model_info(model)
+
+    if provider == "anthropic":
+        from core.agents.anthropic_chat import AnthropicChatAgent, anthropic_headers
+
+        if not api_key:
+            raise _missing_key(spec, model, "ANTHROPIC_API_KEY", "")
+        endpoint = _endpoint(
+            spec,
+            model,
+            base_url,
+            conf,
+            backoff,
+            headers=anthropic_headers(api_key),
+            auth_hint="check ANTHROPIC_API_KEY (or api_key under [anthropic] in flujo.toml)",
+            unreachable_hint="check the network connection and ANTHROPIC_BASE_URL / flujo.toml",
+        )
+        return AnthropicChatAgent(spec, endpoint, model=name, price=price)
+
+    from core.agents.openai_chat import OpenAIChatAgent, openai_headers
+
+    if provider == "openai" and not api_key and _is_openai_cloud(base_url):
+        raise _missing_key(
+            spec, model, "OPENAI_API_KEY", ", point OPENAI_BASE_URL at a local OpenAI-compatible server"
+        )
+    if provider == "ollama":
+        auth_hint = "the server wants an API key: set api_key under [ollama] in flujo.toml"
+        unreachable_hint = "is Ollama running (ollama serve)? check OLLAMA_HOST / flujo.toml"
+    else:
+        auth_hint = "check OPENAI_API_KEY (or api_key under [openai] in flujo.toml)"
+        unreachable_hint = "is the server running? check OPENAI_BASE_URL / flujo.toml"
+    endpoint = _endpoint(
+        spec,
+        model,
+        base_url,
+        conf,
+        backoff,
+        headers=openai_headers(api_key),
+        auth_hint=auth_hint,
+        unreachable_hint=unreachable_hint,
+    )
+    mode = conf.structured_output or ("json_object" if provider == "ollama" else "json_schema")
+    return OpenAIChatAgent(spec, endpoint, model=name, price=price, structured_output=mode)
+
+
+def _endpoint(
+    spec: AgentSpec,
+    model: str,
+    base_url: str,
+    conf: ProviderSettings,
+    backoff: Backoff | None,
+    *,
+    headers: dict[str, str],
+    auth_hint: str,
+    unreachable_hint: str,
+) -> Endpoint:
+    from core.agents.http import Backoff, Endpoint
+
+    return Endpoint(
+        label=model,
+        base_url=base_url,
+        timeout=spec.timeout if spec.timeout is not None else conf.timeout_s,
+        max_retries=spec.max_retries,
+        headers=headers,
+        backoff=backoff or Backoff(),
+        auth_hint=auth_hint,
+        unreachable_hint=unreachable_hint,
+    )
+
+
+def _missing_key(spec: AgentSpec, model: str, variable: str, alternative: str) -> ConfigError:
+    return ConfigError(
+        f"agents.{spec.name} uses {model} but {variable} is not set",
+        hint=f"export {variable}=...{alternative}, or use model: scripted for an offline run",
+    )
+
+
+def _is_openai_cloud(base_url: str) -> bool:
+    host = urlsplit(base_url).hostname or ""
+    return host == "api.openai.com" or host.endswith(".openai.com")
+
+
+def _builtin_agent(spec: AgentSpec, builtin: str) -> Agent:
+    from core.agents.script import BUILTINS
+
+    make = BUILTINS.get(builtin)
+    if make is not None:
+        return make()
+    if builtin == "flujo.builtins.ask_user":
+        raise ConfigError(
+            f"agents.{spec.name}: flujo.builtins.ask_user asks the human; it is a step, not an agent",
+            hint="use a step of kind: hitl",
+        )
+    raise ConfigError(
+        f"agents.{spec.name}: unknown builtin {builtin!r}",
+        hint=f"valid builtins: {', '.join(BUILTIN_AGENTS)}",
+    )

@@ -1,0 +1,287 @@
+"""The HTTP transport the model providers share: JSON POSTs and SSE streams, with retries and error mapping.
+
+This is the one place where httpx exceptions and HTTP error statuses become flujo errors:
+
+- 429, 408 and 5xx answers, and transport failures (connection refused, DNS, timeouts, dropped
+  connections) are retried with exponential backoff, honouring ``Retry-After``, up to
+  ``Endpoint.max_retries`` more attempts;
+- after the last attempt a connect failure is ``ProviderUnreachable``, anything else ``ProviderError``;
+- other 4xx answers are ``ProviderError`` at once, with the provider's own message and the status
+  (401/403 with a hint about the API key);
+- a stream is retried only until its first event has been delivered: deltas already shown to the user
+  are never replayed, so a stream that breaks later is a ``ProviderError``.
+
+Each request uses its own ``httpx.AsyncClient``, closed before the function returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import httpx
+
+from core.errors import ProviderError, ProviderUnreachable
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Delays between attempts: ``base_delay * 2**(n-1)`` seconds, or the server's ``Retry-After``,
+    never more than ``max_delay``. Tests pass a tiny ``base_delay``."""
+
+    base_delay: float = 0.5
+    max_delay: float = 30.0
+
+    def delay(self, retry: int, retry_after: float | None) -> float:
+        wanted = retry_after if retry_after is not None else self.base_delay * 2 ** (retry - 1)
+        return max(0.0, min(wanted, self.max_delay))
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where and how one agent talks to its provider.
+
+    ``label`` names the agent's model in messages (``openai:gpt-4o-mini``); the hints are shown with
+    authentication failures and unreachable endpoints.
+    """
+
+    label: str
+    base_url: str
+    timeout: float
+    max_retries: int
+    headers: Mapping[str, str] = field(default_factory=dict)
+    backoff: Backoff = field(default_factory=Backoff)
+    auth_hint: str = "check the provider's API key"
+    unreachable_hint: str = "is the server running? check the base URL in flujo.toml"
+
+    def url(self, path: str) -> str:
+        return self.base_url.rstrip("/") + path
+
+
+@dataclass(frozen=True)
+class SSEEvent:
+    """One server-sent event: its ``event:`` name (None when absent) and its ``data:`` text."""
+
+    event: str | None
+    data: str
+
+
+class SSEParser:
+    """Feeds lines of a ``text/event-stream`` and returns each event when its blank line arrives."""
+
+    def __init__(self) -> None:
+        self._event: str | None = None
+        self._data: list[str] = []
+
+    def feed(self, line: str) -> SSEEvent | None:
+        if line == "":
+            return self.flush()
+        if line.startswith(":"):  # a comment / keep-alive
+            return None
+        name, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if name == "event":
+            self._event = value
+        elif name == "data":
+            self._data.append(value)
+        return None
+
+    def flush(self) -> SSEEvent | None:
+        """The pending event, if any (also called at the end of the stream)."""
+        event = SSEEvent(self._event, "\n".join(self._data)) if self._data else None
+        self._event, self._data = None, []
+        return event
+
+
+class _Retryable(Exception):
+    """Internal: a failure worth another attempt. Never escapes this module."""
+
+    def __init__(self, error: ProviderError, retry_after: float | None = None) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.retry_after = retry_after
+
+
+async def post_json(endpoint: Endpoint, path: str, body: Mapping[str, Any]) -> tuple[dict[str, Any], int]:
+    """POST ``body`` as JSON to ``endpoint.url(path)``; the reply's JSON object and the attempts made."""
+
+    async def once(client: httpx.AsyncClient) -> dict[str, Any]:
+        try:
+            response = await client.post(endpoint.url(path), json=body)
+        except httpx.TransportError as exc:
+            raise _transport_failure(endpoint, exc) from exc
+        if response.status_code >= 400:
+            raise _status_failure(endpoint, response)
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
+        if not isinstance(data, dict):
+            raise ProviderError(
+                f"{endpoint.label}: {endpoint.base_url} answered with something that is not a JSON object: "
+                f"{_excerpt(response.text)}",
+                status=response.status_code,
+                hint="is the base URL an OpenAI/Anthropic-compatible API?",
+            )
+        return data
+
+    return await _with_retries(endpoint, once)
+
+
+async def stream_events(
+    endpoint: Endpoint, path: str, body: Mapping[str, Any], on_event: Callable[[SSEEvent], None]
+) -> int:
+    """POST ``body`` and hand each server-sent event to ``on_event``; the number of attempts made."""
+
+    async def once(client: httpx.AsyncClient) -> None:
+        delivered = False
+        try:
+            async with client.stream("POST", endpoint.url(path), json=body) as response:
+                if response.status_code >= 400:
+                    await response.aread()
+                    raise _status_failure(endpoint, response)
+                parser = SSEParser()
+                async for line in response.aiter_lines():
+                    event = parser.feed(line)
+                    if event is not None:
+                        delivered = True
+                        on_event(event)
+                last = parser.flush()
+                if last is not None:
+                    on_event(last)
+        except httpx.TransportError as exc:
+            failure = _transport_failure(endpoint, exc)
+            if delivered:
+                raise ProviderError(
+                    f"{endpoint.label}: the stream from {endpoint.base_url} broke off: "
+                    f"{failure.error.message}",
+                    hint=failure.error.hint,
+                ) from exc
+            raise failure from exc
+
+    _, attempts = await _with_retries(endpoint, once)
+    return attempts
+
+
+async def _with_retries(
+    endpoint: Endpoint, once: Callable[[httpx.AsyncClient], Awaitable[T]]
+) -> tuple[T, int]:
+    async with httpx.AsyncClient(
+        timeout=httpx.Timeout(endpoint.timeout), headers=dict(endpoint.headers)
+    ) as client:
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return await once(client), attempt
+            except _Retryable as failure:
+                if attempt > endpoint.max_retries:
+                    raise failure.error from failure.__cause__
+                await asyncio.sleep(endpoint.backoff.delay(attempt, failure.retry_after))
+
+
+def _transport_failure(endpoint: Endpoint, exc: httpx.TransportError) -> _Retryable:
+    """The retryable failure for a transport error; raises ProviderError at once when no retry can help."""
+    reason = str(exc) or type(exc).__name__
+    if isinstance(exc, httpx.UnsupportedProtocol):
+        raise ProviderError(
+            f"{endpoint.label}: {endpoint.base_url} is not an http:// or https:// URL",
+            hint="fix the base URL in flujo.toml or the environment",
+        ) from exc
+    if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+        return _Retryable(
+            ProviderUnreachable(
+                f"cannot reach {endpoint.base_url} for {endpoint.label}: {reason}",
+                hint=endpoint.unreachable_hint,
+            )
+        )
+    if isinstance(exc, httpx.TimeoutException):
+        return _Retryable(
+            ProviderError(
+                f"{endpoint.label} did not answer within {endpoint.timeout:g}s ({endpoint.base_url})",
+                hint="raise the agent's timeout (or the provider's timeout_s in flujo.toml)",
+            )
+        )
+    return _Retryable(
+        ProviderError(f"{endpoint.label}: the connection to {endpoint.base_url} failed: {reason}")
+    )
+
+
+def _status_failure(endpoint: Endpoint, response: httpx.Response) -> Exception:
+    status = response.status_code
+    detail = _error_message(response)
+    where = f"{endpoint.label}: HTTP {status} from {endpoint.base_url}"
+    if status == 429:
+        error = ProviderError(
+            f"{where}: {detail}",
+            status=status,
+            hint="rate limited: wait a moment, or check your plan's limits",
+        )
+        return _Retryable(error, _retry_after(response.headers))
+    if status == 408 or status >= 500:
+        error = ProviderError(
+            f"{where}: {detail}", status=status, hint="the provider failed; try again later"
+        )
+        return _Retryable(error, _retry_after(response.headers))
+    if status in (401, 403):
+        return ProviderError(f"{where}: {detail}", status=status, hint=endpoint.auth_hint)
+    if status == 404:
+        return ProviderError(
+            f"{where}: {detail}", status=status, hint="check the model name and the base URL"
+        )
+    return ProviderError(f"{endpoint.label} rejected the request (HTTP {status}): {detail}", status=status)
+
+
+def _error_message(response: httpx.Response) -> str:
+    """The provider's own error message: OpenAI/Anthropic ``{"error": {"message": ...}}``, ``{"error":
+    "..."}`` (Ollama and others), or the start of the body."""
+    try:
+        data = response.json()
+    except ValueError:
+        return _excerpt(response.text) or response.reason_phrase
+    if isinstance(data, dict):
+        error = data.get("error", data)
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return str(error["message"])
+        if isinstance(error, str):
+            return error
+    return _excerpt(json.dumps(data))
+
+
+def _retry_after(headers: httpx.Headers) -> float | None:
+    """Seconds the server asked us to wait: ``retry-after-ms``, ``Retry-After`` seconds or HTTP date."""
+    millis = _seconds(headers.get("retry-after-ms"))
+    if millis is not None:
+        return millis / 1000
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    seconds = _seconds(value)
+    if seconds is not None:
+        return seconds
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None  # unparseable: use our own backoff
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _seconds(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+def _excerpt(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,126 @@
+"""Offline model doubles: ``model: scripted`` and ``model: echo``, for demos, tests and dry runs.
+
+They stand in for a chat model, so they behave like one where it matters: ``is_model`` is True, their
+prompt is the system prompt, the history and the input (exactly what a real model would be sent), they
+stream their reply text to ``call.on_text`` in a few chunks, and they report one request with zero
+tokens and zero cost. A scripted agent with an ``output_schema`` checks its replies like a real model
+agent does, using the next reply as the repair answer, so validation paths can be tested offline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from core.agents.chat import chat_prompt, input_text
+from core.agents.structured import Checked, OutputSchema
+from core.errors import AgentOutputError, ConfigError
+from core.ports import AgentCall, AgentReply, ChatMessage
+from core.usage import Usage
+
+OFFLINE_USAGE = Usage(requests=1, cost_usd=0.0)
+
+
+class ScriptedAgent:
+    """Returns ``replies`` in order, the last one repeating; a reply may be text or any JSON-like value.
+
+    ``calls`` keeps every call received, for assertions.
+    """
+
+    def __init__(
+        self,
+        replies: Sequence[Any],
+        *,
+        name: str = "scripted",
+        system_prompt: str | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not replies:
+            raise ConfigError(
+                f"agents.{name} uses model: scripted but has no replies",
+                hint='add replies: ["first answer", {"action": "finish"}]',
+            )
+        self.name = name
+        self.replies = list(replies)
+        self.system_prompt = system_prompt
+        self.calls: list[AgentCall] = []
+        self._next = 0
+        self._schema = (
+            OutputSchema(output_schema, owner=f"agents.{name}") if output_schema is not None else None
+        )
+
+    @property
+    def label(self) -> str:
+        return "scripted"
+
+    @property
+    def is_model(self) -> bool:
+        return True
+
+    def prompt(self, call: AgentCall) -> list[ChatMessage]:
+        return chat_prompt(self.system_prompt, call.history, call.input)
+
+    async def run(self, call: AgentCall) -> AgentReply:
+        self.calls.append(call)
+        reply = self._take()
+        if self._schema is None:
+            if call.on_text is not None:
+                stream_in_chunks(input_text(reply), call.on_text)
+            return AgentReply(reply, OFFLINE_USAGE, "scripted")
+        checked = self._check(self._schema, reply)
+        if checked.error is None:
+            return AgentReply(checked.value, OFFLINE_USAGE, "scripted")
+        repaired = self._check(self._schema, self._take())
+        if repaired.error is None:
+            return AgentReply(repaired.value, OFFLINE_USAGE + OFFLINE_USAGE, "scripted", attempts=2)
+        raise AgentOutputError(
+            f"agents.{self.name} (scripted) replied with output that does not match its output_schema, "
+            f"even after one repair request: {repaired.error}",
+            hint="fix the scripted replies so they match the output_schema",
+        )
+
+    def _take(self) -> Any:
+        reply = self.replies[min(self._next, len(self.replies) - 1)]
+        self._next += 1
+        return reply
+
+    @staticmethod
+    def _check(schema: OutputSchema, reply: Any) -> Checked:
+        if not isinstance(reply, str):
+            return schema.check_value(reply)
+        parsed = schema.check_text(reply)
+        if parsed.ok:
+            return parsed
+        # A plain-text reply is also fine when the schema accepts the text itself ({type: string}).
+        as_text = schema.check_value(reply)
+        return as_text if as_text.ok else parsed
+
+
+class EchoAgent:
+    """Returns its input unchanged."""
+
+    def __init__(self, *, system_prompt: str | None = None) -> None:
+        self.system_prompt = system_prompt
+
+    @property
+    def label(self) -> str:
+        return "echo"
+
+    @property
+    def is_model(self) -> bool:
+        return True
+
+    def prompt(self, call: AgentCall) -> list[ChatMessage]:
+        return chat_prompt(self.system_prompt, call.history, call.input)
+
+    async def run(self, call: AgentCall) -> AgentReply:
+        if call.on_text is not None:
+            stream_in_chunks(input_text(call.input), call.on_text)
+        return AgentReply(call.input, OFFLINE_USAGE, "echo")
+
+
+def stream_in_chunks(text: str, on_text: Callable[[str], None], *, chunks: int = 3) -> None:
+    """Send ``text`` to ``on_text`` in up to ``chunks`` pieces, as a streaming model would."""
+    size = max(1, -(-len(text) // chunks))
+    for start in range(0, len(text), size):
+        on_text(text[start : start + size])

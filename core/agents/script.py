@@ -1,0 +1,207 @@
+"""Script agents and builtins: ``python: "pkg.module:function"``, ``command: [argv...]``, and the
+``flujo.builtins.passthrough`` / ``flujo.builtins.stringify`` builtins.
+
+They are not models (``is_model`` is False): their prompt is one user message holding the input as
+text, and they report no usage. Failures of the user's code become ``RunError`` naming the agent;
+flujo errors and control signals raised by a Python function pass through untouched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import json
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
+
+from core.agents.chat import input_text
+from core.errors import ConfigError, ControlSignal, FlujoError, RunError
+from core.ports import Agent, AgentCall, AgentReply, ChatMessage
+
+DEFAULT_COMMAND_TIMEOUT_S = 300.0
+STDERR_TAIL_CHARS = 2000
+
+
+class _LocalAgent:
+    """What the non-model agents share: a label, no chat messages, the input as one user message."""
+
+    def __init__(self, label: str) -> None:
+        self._label = label
+
+    @property
+    def label(self) -> str:
+        return self._label
+
+    @property
+    def is_model(self) -> bool:
+        return False
+
+    def prompt(self, call: AgentCall) -> list[ChatMessage]:
+        return [ChatMessage("user", input_text(call.input))]
+
+
+class PythonAgent(_LocalAgent):
+    """Calls a Python function with ``(input, context)`` (or just ``(input)``); sync or async.
+
+    ``target`` is ``"package.module:function"``, resolved now (ConfigError when it cannot be), or the
+    callable itself. ``context`` is a read-only view of ``call.context``. A sync function runs in a worker
+    thread so it cannot stall the event loop.
+    """
+
+    def __init__(self, target: str | Callable[..., Any], *, name: str = "python") -> None:
+        self.name = name
+        self.path = target if isinstance(target, str) else _qualified_name(target)
+        super().__init__(f"python:{self.path}")
+        self.function = load_function(target, owner=f"agents.{name}") if isinstance(target, str) else target
+        self._takes_context = _takes_context(self.function, owner=f"agents.{name} ({self.path})")
+
+    async def run(self, call: AgentCall) -> AgentReply:
+        args: tuple[Any, ...] = (call.input, MappingProxyType(dict(call.context)))
+        args = args if self._takes_context else args[:1]
+        try:
+            if inspect.iscoroutinefunction(self.function):
+                result = await self.function(*args)
+            else:
+                result = await asyncio.to_thread(self.function, *args)
+                if inspect.isawaitable(result):
+                    result = await result
+        except (FlujoError, ControlSignal):
+            raise
+        except Exception as exc:  # the user's function failed: report it as this agent's error
+            raise RunError(f"agents.{self.name} ({self.path}) raised {type(exc).__name__}: {exc}") from exc
+        return AgentReply(result)
+
+
+def load_function(path: str, *, owner: str) -> Callable[..., Any]:
+    """Import ``package.module:function`` (dots after the colon reach attributes); ConfigError if it fails."""
+    module_name, colon, attribute = path.partition(":")
+    if not colon or not module_name or not attribute:
+        raise ConfigError(
+            f"{owner}: python: {path!r} is not of the form 'package.module:function'",
+            hint="write the module path, a colon, and the function name, e.g. my_tools.text:summarise",
+        )
+    try:
+        target: Any = importlib.import_module(module_name)
+    except Exception as exc:  # importing user code can fail in any way; each way means "cannot import"
+        raise ConfigError(
+            f"{owner}: cannot import {module_name!r} for python: {path}: {type(exc).__name__}: {exc}",
+            hint="make sure the module is importable from the working directory (or PYTHONPATH)",
+        ) from exc
+    for part in attribute.split("."):
+        if not hasattr(target, part):
+            raise ConfigError(
+                f"{owner}: {module_name!r} has no attribute {attribute!r} (python: {path})",
+                hint="check the function name after the colon",
+            )
+        target = getattr(target, part)
+    if not callable(target):
+        raise ConfigError(f"{owner}: python: {path} is not callable", hint="point at a function")
+    return target  # type: ignore[no-any-return]
+
+
+def _takes_context(function: Callable[..., Any], *, owner: str) -> bool:
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):  # some builtins have no signature: assume the documented (input, context)
+        return True
+    for args in ((None, None), (None,)):
+        try:
+            signature.bind(*args)
+        except TypeError:
+            continue
+        return len(args) == 2
+    raise ConfigError(
+        f"{owner} must accept (input, context) or (input), but its signature is {signature}",
+        hint="define it as def my_function(input, context): ...",
+    )
+
+
+def _qualified_name(function: Callable[..., Any]) -> str:
+    module = getattr(function, "__module__", None) or "?"
+    name = getattr(function, "__qualname__", None) or type(function).__name__
+    return f"{module}:{name}"
+
+
+class CommandAgent(_LocalAgent):
+    """Runs ``argv`` with the input on stdin (text as is, anything else as JSON).
+
+    stdout is parsed as JSON when it is JSON, else returned as text without its trailing newline. A
+    non-zero exit status, a missing program or a timeout is a RunError (with the tail of stderr).
+    """
+
+    def __init__(self, argv: Sequence[str], *, name: str = "command", timeout: float | None = None) -> None:
+        if not argv:
+            raise ConfigError(f"agents.{name}: command is empty", hint='give an argv list, e.g. ["wc", "-w"]')
+        super().__init__(f"command:{argv[0]}")
+        self.name = name
+        self.argv = tuple(argv)
+        self.timeout = timeout if timeout is not None else DEFAULT_COMMAND_TIMEOUT_S
+
+    async def run(self, call: AgentCall) -> AgentReply:
+        shown = shlex.join(self.argv)
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *self.argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+            )
+        except OSError as exc:
+            raise RunError(
+                f"agents.{self.name}: cannot start {shown}: {exc.strerror or exc}",
+                hint="check the program exists and is executable (is it on PATH?)",
+            ) from exc
+        data = input_text(call.input).encode()
+        try:
+            stdout, stderr = await asyncio.wait_for(process.communicate(data), self.timeout)
+        except TimeoutError:
+            process.kill()
+            await process.communicate()  # reap it and close its pipes
+            raise RunError(
+                f"agents.{self.name}: {shown} did not finish within {self.timeout:g}s",
+                hint="raise the agent's timeout, or make the command faster",
+            ) from None
+        if process.returncode != 0:
+            tail = stderr.decode(errors="replace").strip()[-STDERR_TAIL_CHARS:]
+            raise RunError(
+                f"agents.{self.name}: {shown} exited with status {process.returncode}"
+                + (f": {tail}" if tail else " (no stderr)")
+            )
+        return AgentReply(_parse_stdout(stdout.decode(errors="replace")))
+
+
+def _parse_stdout(text: str) -> Any:
+    text = text.removesuffix("\r\n") if text.endswith("\r\n") else text.removesuffix("\n")
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+class PassthroughAgent(_LocalAgent):
+    """``flujo.builtins.passthrough``: returns its input unchanged."""
+
+    def __init__(self) -> None:
+        super().__init__("flujo.builtins.passthrough")
+
+    async def run(self, call: AgentCall) -> AgentReply:
+        return AgentReply(call.input)
+
+
+class StringifyAgent(_LocalAgent):
+    """``flujo.builtins.stringify``: returns its input as text (JSON for anything but a string)."""
+
+    def __init__(self) -> None:
+        super().__init__("flujo.builtins.stringify")
+
+    async def run(self, call: AgentCall) -> AgentReply:
+        return AgentReply(input_text(call.input))
+
+
+BUILTINS: Mapping[str, Callable[[], Agent]] = {
+    "flujo.builtins.passthrough": PassthroughAgent,
+    "flujo.builtins.stringify": StringifyAgent,
+}

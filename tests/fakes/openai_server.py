@@ -1,0 +1,400 @@
+"""A fake LLM server for tests: the OpenAI chat completions API and the Anthropic Messages API.
+
+Stdlib only (``http.server.ThreadingHTTPServer`` in a thread), bound to 127.0.0.1 on a free port, so a
+test talks real HTTP without ever leaving the machine. Use the ``fake_llm`` fixture (tests/conftest.py)
+or ``with FakeLLM() as fake: ...``.
+
+Routes (``POST``):
+    /v1/chat/completions   OpenAI-compatible; SSE chunks when the body has ``"stream": true`` (then a usage
+                           chunk when ``stream_options.include_usage``, then ``data: [DONE]``)
+    /v1/messages           Anthropic Messages API; typed SSE events when ``"stream": true``
+
+Scripting (responses are consumed in order, whatever the route)::
+
+    fake.reply("hello", usage=(12, 3))        # text with prompt/completion token counts
+    fake.reply({"action": "finish"})          # any non-string value is sent as its JSON text
+    fake.reply("slow", delay=2.0)             # answer after a delay (for timeouts)
+    fake.reply("a b c", cut_after=2)          # a stream that breaks off after 2 SSE events
+    fake.fail(429, retry_after=0.01)          # an error status (OpenAI or Anthropic error body)
+    fake.fail(500, times=2)                   # ... twice
+    fake.fail(401, message="bad key")
+
+With the queue empty the server echoes the last user message (``"echo: <text>"``) with usage (10, 5).
+
+Inspection::
+
+    fake.requests                 # every request: FakeRequest(path, headers, body), headers lower-cased
+    fake.bodies                   # just the JSON bodies
+    fake.last.body["messages"]    # the last request
+
+Wiring an agent to it::
+
+    fake.openai_url               # "http://127.0.0.1:PORT/v1"   (OPENAI_BASE_URL, ollama base_url)
+    fake.anthropic_url            # "http://127.0.0.1:PORT"      (ANTHROPIC_BASE_URL)
+    fake.settings()               # core.config.Settings with openai/anthropic/ollama pointing here
+    fake.env()                    # the environment variables that do the same, for CLI tests
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from core.config import Settings
+
+FAKE_API_KEY = "sk-test-fake"
+
+
+@dataclass(frozen=True)
+class FakeRequest:
+    """One request the server received."""
+
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+@dataclass(frozen=True)
+class _Scripted:
+    text: str | None = None
+    status: int = 200
+    usage: tuple[int, int] = (10, 5)
+    delay: float = 0.0
+    chunks: tuple[str, ...] | None = None
+    cut_after: int | None = None
+    message: str | None = None
+    retry_after: float | None = None
+
+
+class FakeLLM:
+    """The fake server. Start with ``start()`` (or ``with``); ``close()`` stops it and joins its thread."""
+
+    def __init__(self) -> None:
+        self.requests: list[FakeRequest] = []
+        self._queue: deque[_Scripted] = deque()
+        self._lock = threading.Lock()
+        self._closing = threading.Event()
+        self._server = _Server(("127.0.0.1", 0), _handler_for(self))
+        # A short poll interval makes close() (shutdown) quick: it waits for the serve loop's next poll.
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, name="fake-llm", daemon=True
+        )
+
+    # -- life cycle ------------------------------------------------------------------------------------
+    def start(self) -> FakeLLM:
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._closing.set()  # wakes handlers sleeping on a delay
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeLLM:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- addresses -------------------------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
+    def anthropic_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def openai_url(self) -> str:
+        return f"{self.anthropic_url}/v1"
+
+    def settings(self, **overrides: Any) -> Settings:
+        """Settings whose three providers point at this server, with a fake API key."""
+        from pydantic import SecretStr
+
+        from core.config import ProviderSettings, Settings
+
+        key = SecretStr(FAKE_API_KEY)
+        providers = {
+            "openai": ProviderSettings(base_url=self.openai_url, api_key=key),
+            "anthropic": ProviderSettings(base_url=self.anthropic_url, api_key=key),
+            "ollama": ProviderSettings(base_url=self.openai_url),
+        }
+        return Settings(**{**providers, **overrides})
+
+    def env(self) -> dict[str, str]:
+        """Environment variables that point every provider at this server (for CLI tests)."""
+        return {
+            "OPENAI_BASE_URL": self.openai_url,
+            "OPENAI_API_KEY": FAKE_API_KEY,
+            "ANTHROPIC_BASE_URL": self.anthropic_url,
+            "ANTHROPIC_API_KEY": FAKE_API_KEY,
+            "OLLAMA_HOST": f"127.0.0.1:{self.port}",
+        }
+
+    # -- scripting -------------------------------------------------------------------------------------
+    def reply(
+        self,
+        content: Any,
+        *,
+        usage: tuple[int, int] = (10, 5),
+        delay: float = 0.0,
+        chunks: list[str] | None = None,
+        cut_after: int | None = None,
+    ) -> FakeLLM:
+        """Queue a successful answer. ``usage`` is (input, output) tokens; ``chunks`` fixes the stream
+        deltas (default: one per word); ``cut_after`` drops the connection mid-stream after that many
+        SSE events (the client sees an incomplete chunked body)."""
+        text = content if isinstance(content, str) else json.dumps(content)
+        pieces = tuple(chunks) if chunks else None
+        self._push(_Scripted(text=text, usage=usage, delay=delay, chunks=pieces, cut_after=cut_after))
+        return self
+
+    def fail(
+        self,
+        status: int,
+        *,
+        message: str | None = None,
+        retry_after: float | None = None,
+        times: int = 1,
+        delay: float = 0.0,
+    ) -> FakeLLM:
+        """Queue ``times`` error answers with this status (and ``Retry-After`` when given)."""
+        for _ in range(times):
+            self._push(_Scripted(status=status, message=message, retry_after=retry_after, delay=delay))
+        return self
+
+    def _push(self, item: _Scripted) -> None:
+        with self._lock:
+            self._queue.append(item)
+
+    def _next(self) -> _Scripted | None:
+        with self._lock:
+            return self._queue.popleft() if self._queue else None
+
+    # -- inspection ------------------------------------------------------------------------------------
+    @property
+    def bodies(self) -> list[Any]:
+        return [request.body for request in self.requests]
+
+    @property
+    def last(self) -> FakeRequest:
+        return self.requests[-1]
+
+    @property
+    def pending(self) -> int:
+        """Scripted responses not consumed yet."""
+        with self._lock:
+            return len(self._queue)
+
+    def _record(self, request: FakeRequest) -> None:
+        with self._lock:
+            self.requests.append(request)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that gave up (a timeout test) closes its socket while we write: that is expected.
+        # Anything else would be a bug in the fake; let socketserver print it.
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
+def _handler_for(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.0"  # one request per connection: no keep-alive state to clean up
+
+        def log_message(self, format: str, *args: Any) -> None:  # silence the default stderr log
+            return None
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(length)
+            try:
+                body: Any = json.loads(raw) if raw else None
+            except ValueError:
+                body = raw.decode(errors="replace")
+            fake._record(FakeRequest(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+            anthropic = self.path.rstrip("/").endswith("/v1/messages")
+            if not (anthropic or self.path.rstrip("/").endswith("/chat/completions")):
+                self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+                return
+            scripted = fake._next() or _Scripted(text=f"echo: {_last_user_text(body)}")
+            if scripted.delay and fake._closing.wait(scripted.delay):
+                return
+            if scripted.status >= 400:
+                self._error(scripted, anthropic=anthropic)
+                return
+            model = body.get("model", "fake") if isinstance(body, dict) else "fake"
+            stream = isinstance(body, dict) and body.get("stream") is True
+            if anthropic:
+                if stream:
+                    self._sse(_anthropic_events(scripted, model), cut_after=scripted.cut_after)
+                else:
+                    self._json(200, _anthropic_message(scripted, model))
+            elif stream:
+                options = body.get("stream_options") or {}
+                events = _openai_chunks(scripted, model, usage=bool(options.get("include_usage")))
+                self._sse(events, cut_after=scripted.cut_after)
+            else:
+                self._json(200, _openai_completion(scripted, model))
+
+        def _error(self, scripted: _Scripted, *, anthropic: bool) -> None:
+            message = scripted.message or f"fake error {scripted.status}"
+            kind = {401: "authentication_error", 429: "rate_limit_error"}.get(scripted.status, "api_error")
+            payload: dict[str, Any] = (
+                {"type": "error", "error": {"type": kind, "message": message}}
+                if anthropic
+                else {"error": {"message": message, "type": kind, "code": None}}
+            )
+            headers = {} if scripted.retry_after is None else {"Retry-After": f"{scripted.retry_after:g}"}
+            self._json(scripted.status, payload, headers)
+
+        def _json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _sse(self, events: Iterator[tuple[str | None, str]], *, cut_after: int | None) -> None:
+            # A stream to be cut uses HTTP/1.1 chunked encoding: closing the socket then is an error the
+            # client can see (under HTTP/1.0 a closed connection is simply the end of the body).
+            chunked = cut_after is not None
+            if chunked:
+                self.protocol_version = "HTTP/1.1"
+                self.close_connection = True
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            if chunked:
+                self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for sent, (event, data) in enumerate(events):
+                if cut_after is not None and sent >= cut_after:
+                    return  # no terminating chunk: the body is incomplete
+                head = f"event: {event}\n" if event else ""
+                payload = f"{head}data: {data}\n\n".encode()
+                if chunked:
+                    payload = f"{len(payload):x}\r\n".encode() + payload + b"\r\n"
+                self.wfile.write(payload)
+                self.wfile.flush()
+
+    return Handler
+
+
+def _last_user_text(body: Any) -> str:
+    messages = body.get("messages") if isinstance(body, dict) else None
+    for message in reversed(messages or []):
+        if isinstance(message, dict) and message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, list):  # Anthropic content blocks
+                return "".join(block.get("text", "") for block in content if isinstance(block, dict))
+            return str(content)
+    return ""
+
+
+def _pieces(scripted: _Scripted) -> list[str]:
+    if scripted.chunks is not None:
+        return list(scripted.chunks)
+    return re.findall(r"\s*\S+\s*", scripted.text or "") or [scripted.text or ""]
+
+
+def _openai_completion(scripted: _Scripted, model: str) -> dict[str, Any]:
+    prompt, completion = scripted.usage
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "model": model,
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": scripted.text}, "finish_reason": "stop"}
+        ],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
+    }
+
+
+def _openai_chunks(scripted: _Scripted, model: str, *, usage: bool) -> Iterator[tuple[str | None, str]]:
+    def chunk(choices: list[Any], **extra: Any) -> tuple[None, str]:
+        base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": model, "choices": choices}
+        return None, json.dumps({**base, **extra})
+
+    yield chunk([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}])
+    for piece in _pieces(scripted):
+        yield chunk([{"index": 0, "delta": {"content": piece}, "finish_reason": None}])
+    yield chunk([{"index": 0, "delta": {}, "finish_reason": "stop"}])
+    if usage:
+        prompt, completion = scripted.usage
+        yield chunk(
+            [],
+            usage={
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            },
+        )
+    yield None, "[DONE]"
+
+
+def _anthropic_message(scripted: _Scripted, model: str) -> dict[str, Any]:
+    prompt, completion = scripted.usage
+    return {
+        "id": "msg_fake",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [{"type": "text", "text": scripted.text}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": prompt, "output_tokens": completion},
+    }
+
+
+def _anthropic_events(scripted: _Scripted, model: str) -> Iterator[tuple[str | None, str]]:
+    prompt, completion = scripted.usage
+    message = {
+        **_anthropic_message(scripted, model),
+        "content": [],
+        "usage": {"input_tokens": prompt, "output_tokens": 1},
+    }
+    yield "message_start", json.dumps({"type": "message_start", "message": message})
+    yield (
+        "content_block_start",
+        json.dumps(
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
+        ),
+    )
+    yield "ping", json.dumps({"type": "ping"})
+    for piece in _pieces(scripted):
+        delta = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}}
+        yield "content_block_delta", json.dumps(delta)
+    yield "content_block_stop", json.dumps({"type": "content_block_stop", "index": 0})
+    yield (
+        "message_delta",
+        json.dumps(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn"},
+                "usage": {"output_tokens": completion},
+            }
+        ),
+    )
+    yield "message_stop", json.dumps({"type": "message_stop"})

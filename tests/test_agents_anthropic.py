@@ -1,0 +1,107 @@
+"""The Anthropic Messages API agent over real HTTP, against the fake server on 127.0.0.1."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from core.agents import AgentSpec, AnthropicChatAgent, Backoff, build_agent
+from core.config import ProviderSettings, Settings
+from core.errors import AgentOutputError, ConfigError, ProviderError
+from core.ports import AgentCall, ChatMessage
+from tests.fakes.openai_server import FAKE_API_KEY, FakeLLM
+
+FAST = Backoff(base_delay=0.001, max_delay=0.05)
+MODEL = "anthropic:claude-3-5-haiku-latest"
+SCHEMA = {"type": "object", "properties": {"action": {"enum": ["ask", "finish"]}}, "required": ["action"]}
+
+
+def make(fake: FakeLLM, settings: Settings | None = None, **spec: Any) -> Any:
+    spec.setdefault("model", MODEL)
+    return build_agent(AgentSpec(name="critic", **spec), settings or fake.settings(), backoff=FAST)
+
+
+async def test_request_shape_system_history_and_headers(fake_llm: FakeLLM) -> None:
+    fake_llm.reply("Looks good.", usage=(40, 3))
+    agent = make(fake_llm, system_prompt="You review plans.", model_settings={"temperature": 0})
+    history = (ChatMessage("user", "Plan A"), ChatMessage("assistant", "Too vague."))
+    call = AgentCall(input="Plan B", step="review", history=history)
+
+    reply = await agent.run(call)
+
+    assert isinstance(agent, AnthropicChatAgent) and agent.label == MODEL
+    request = fake_llm.last
+    assert request.path == "/v1/messages"
+    assert request.headers["x-api-key"] == FAKE_API_KEY
+    assert request.headers["anthropic-version"] == "2023-06-01"
+    assert "authorization" not in request.headers
+    assert request.body["model"] == "claude-3-5-haiku-latest"
+    assert request.body["system"] == "You review plans."
+    assert request.body["max_tokens"] == 1024 and request.body["temperature"] == 0
+    assert request.body["messages"] == [
+        {"role": "user", "content": "Plan A"},
+        {"role": "assistant", "content": "Too vague."},
+        {"role": "user", "content": "Plan B"},
+    ]
+    assert agent.prompt(call)[0].to_dict() == {"role": "system", "content": "You review plans."}
+    assert reply.output == "Looks good."
+    assert (reply.usage.input_tokens, reply.usage.output_tokens) == (40, 3)
+    assert reply.usage.cost_usd == pytest.approx((40 * 0.80 + 3 * 4.0) / 1e6)
+
+
+async def test_max_tokens_from_model_settings_and_base_url_ending_in_v1(fake_llm: FakeLLM) -> None:
+    agent = make(fake_llm, base_url=fake_llm.openai_url, model_settings={"max_tokens": 99})
+    await agent.run(AgentCall(input="hi", step="s"))
+    assert fake_llm.last.path == "/v1/messages" and fake_llm.last.body["max_tokens"] == 99
+    assert "system" not in fake_llm.last.body
+
+
+async def test_streaming_deltas_and_usage(fake_llm: FakeLLM) -> None:
+    fake_llm.reply("Fine by me", usage=(12, 7), chunks=["Fine", " by", " me"])
+    deltas: list[str] = []
+    reply = await make(fake_llm).run(AgentCall(input="ok?", step="s", on_text=deltas.append))
+    assert deltas == ["Fine", " by", " me"]
+    assert fake_llm.last.body["stream"] is True
+    assert reply.output == "Fine by me"
+    assert (reply.usage.input_tokens, reply.usage.output_tokens) == (12, 7)
+
+
+async def test_structured_output_is_stated_in_system_and_repaired_once(fake_llm: FakeLLM) -> None:
+    fake_llm.reply({"action": "maybe"}).reply({"action": "finish"})
+    agent = make(fake_llm, system_prompt="Decide.", output_schema=SCHEMA)
+    reply = await agent.run(AgentCall(input="done?", step="s"))
+    assert reply.output == {"action": "finish"} and reply.attempts == 2
+    first, second = fake_llm.bodies
+    assert first["system"].startswith("Decide.\n\n") and '"enum": ["ask", "finish"]' in first["system"]
+    assert second["messages"][-2] == {"role": "assistant", "content": '{"action": "maybe"}'}
+    assert "'maybe' is not one of" in second["messages"][-1]["content"]
+
+
+async def test_structured_output_that_stays_invalid(fake_llm: FakeLLM) -> None:
+    fake_llm.reply("no").reply("still no")
+    with pytest.raises(AgentOutputError, match="even after one repair request"):
+        await make(fake_llm, output_schema=SCHEMA).run(AgentCall(input="?", step="s"))
+
+
+async def test_overloaded_is_retried(fake_llm: FakeLLM) -> None:
+    fake_llm.fail(529, message="Overloaded").fail(429, retry_after=0).reply("ok")
+    reply = await make(fake_llm).run(AgentCall(input="hi", step="s"))
+    assert reply.output == "ok" and reply.attempts == 3
+
+
+async def test_401_has_an_anthropic_key_hint(fake_llm: FakeLLM) -> None:
+    fake_llm.fail(401, message="invalid x-api-key")
+    with pytest.raises(ProviderError, match="invalid x-api-key") as caught:
+        await make(fake_llm).run(AgentCall(input="hi", step="s"))
+    assert caught.value.status == 401
+    assert caught.value.hint is not None and "ANTHROPIC_API_KEY" in caught.value.hint
+    assert len(fake_llm.requests) == 1
+
+
+def test_missing_anthropic_key_is_a_config_error(fake_llm: FakeLLM) -> None:
+    settings = Settings(anthropic=ProviderSettings(base_url=fake_llm.anthropic_url))
+    with pytest.raises(ConfigError) as caught:
+        build_agent(AgentSpec(name="critic", model=MODEL), settings)
+    assert caught.value.message == f"agents.critic uses {MODEL} but ANTHROPIC_API_KEY is not set"
+    assert caught.value.hint == "export ANTHROPIC_API_KEY=..., or use model: scripted for an offline run"

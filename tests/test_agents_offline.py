@@ -1,0 +1,135 @@
+"""Offline agents (scripted, echo), builtins, build_agent's selection rules, and the package surface."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import core.agents
+from core.agents import (
+    AgentSpec,
+    EchoAgent,
+    PassthroughAgent,
+    ScriptedAgent,
+    StringifyAgent,
+    build_agent,
+)
+from core.config import Settings
+from core.errors import AgentOutputError, ConfigError
+from core.ports import Agent, AgentCall, ChatMessage
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = {"type": "object", "properties": {"action": {"type": "string"}}, "required": ["action"]}
+
+
+def test_exports_are_pinned() -> None:
+    assert set(core.agents.__all__) == {
+        "AgentSpec", "AnthropicChatAgent", "Backoff", "CommandAgent", "EchoAgent", "OpenAIChatAgent",
+        "PassthroughAgent", "PythonAgent", "ScriptedAgent", "StringifyAgent", "build_agent",
+    }  # fmt: skip
+    for name in core.agents.__all__:
+        assert getattr(core.agents, name) is not None, name
+    with pytest.raises(AttributeError):
+        _ = core.agents.NoSuchAgent  # type: ignore[attr-defined]
+
+
+def test_importing_core_agents_loads_no_http_or_schema_library() -> None:
+    code = "import sys, core.agents; print([m for m in ('httpx', 'jsonschema') if m in sys.modules])"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+    )
+    assert result.stdout.strip() == "[]"
+
+
+async def test_scripted_replies_in_order_then_the_last_repeats() -> None:
+    agent = build_agent(
+        AgentSpec(name="a", model="scripted", replies=("one", {"action": "finish"})), Settings()
+    )
+    assert isinstance(agent, ScriptedAgent) and agent.is_model and agent.label == "scripted"
+    outputs = [(await agent.run(AgentCall(input=i, step="s"))).output for i in range(4)]
+    assert outputs == ["one", {"action": "finish"}, {"action": "finish"}, {"action": "finish"}]
+    assert [call.input for call in agent.calls] == [0, 1, 2, 3]
+
+
+async def test_scripted_usage_is_zero_tokens_and_streams_in_chunks() -> None:
+    agent = ScriptedAgent(["a reply long enough to split"])
+    deltas: list[str] = []
+    reply = await agent.run(AgentCall(input="hi", step="s", on_text=deltas.append))
+    assert len(deltas) > 1 and "".join(deltas) == "a reply long enough to split"
+    assert (reply.usage.total_tokens, reply.usage.requests, reply.usage.cost_usd) == (0, 1, 0.0)
+
+
+def test_scripted_prompt_is_what_a_model_would_be_sent() -> None:
+    agent = ScriptedAgent(["x"], system_prompt="Be kind.")
+    call = AgentCall(input={"q": 1}, step="s", history=(ChatMessage("user", "hi"),))
+    assert agent.prompt(call) == [
+        ChatMessage("system", "Be kind."),
+        ChatMessage("user", "hi"),
+        ChatMessage("user", '{"q": 1}'),
+    ]
+
+
+async def test_scripted_output_schema_uses_the_next_reply_as_repair() -> None:
+    agent = ScriptedAgent(['{"nope": 1}', '{"action": "ask"}'], output_schema=SCHEMA)
+    reply = await agent.run(AgentCall(input="x", step="s"))
+    assert reply.output == {"action": "ask"} and reply.attempts == 2
+
+
+async def test_scripted_output_schema_failure_is_an_agent_output_error() -> None:
+    agent = ScriptedAgent(["not json"], name="clarifier", output_schema=SCHEMA)
+    with pytest.raises(AgentOutputError, match=r"agents\.clarifier \(scripted\)"):
+        await agent.run(AgentCall(input="x", step="s"))
+
+
+async def test_scripted_plain_text_is_fine_for_a_string_schema() -> None:
+    agent = ScriptedAgent(["just text"], output_schema={"type": "string"})
+    assert (await agent.run(AgentCall(input="x", step="s"))).output == "just text"
+
+
+def test_scripted_without_replies_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match=r"agents\.bot uses model: scripted but has no replies"):
+        build_agent(AgentSpec(name="bot", model="scripted"), Settings())
+
+
+async def test_echo_returns_its_input() -> None:
+    agent = build_agent(AgentSpec(name="e", model="echo"), Settings())
+    assert isinstance(agent, EchoAgent) and agent.label == "echo"
+    deltas: list[str] = []
+    reply = await agent.run(AgentCall(input={"a": [1, 2]}, step="s", on_text=deltas.append))
+    assert reply.output == {"a": [1, 2]} and "".join(deltas) == '{"a": [1, 2]}'
+
+
+async def test_builtins() -> None:
+    passthrough = build_agent(AgentSpec(name="p", builtin="flujo.builtins.passthrough"), Settings())
+    stringify = build_agent(AgentSpec(name="s", builtin="flujo.builtins.stringify"), Settings())
+    assert isinstance(passthrough, PassthroughAgent) and isinstance(stringify, StringifyAgent)
+    assert not passthrough.is_model and passthrough.label == "flujo.builtins.passthrough"
+    value = {"n": 1, "s": "é"}
+    assert (await passthrough.run(AgentCall(input=value, step="s"))).output is value
+    assert (await stringify.run(AgentCall(input=value, step="s"))).output == '{"n": 1, "s": "é"}'
+    assert (await stringify.run(AgentCall(input="text", step="s"))).output == "text"
+    assert stringify.prompt(AgentCall(input=[1], step="s")) == [ChatMessage("user", "[1]")]
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        (AgentSpec(name="x"), "must set exactly one of model, python, command or builtin"),
+        (AgentSpec(name="x", model="echo", python="m:f"), r"\(it sets model and python\)"),
+        (AgentSpec(name="x", builtin="flujo.builtins.nope"), "unknown builtin 'flujo.builtins.nope'"),
+        (AgentSpec(name="x", builtin="flujo.builtins.ask_user"), "asks the human"),
+        (AgentSpec(name="x", command=()), "must set exactly one"),
+    ],
+)
+def test_selection_errors(spec: AgentSpec, expected: str) -> None:
+    with pytest.raises(ConfigError, match=expected) as caught:
+        build_agent(spec, Settings())
+    assert caught.value.hint
+
+
+def test_every_agent_satisfies_the_protocol() -> None:
+    agents: list[Agent] = [ScriptedAgent(["x"]), EchoAgent(), PassthroughAgent(), StringifyAgent()]
+    assert all(isinstance(agent.label, str) for agent in agents)
