@@ -72,6 +72,11 @@ class Agent(Protocol):
 
     async def run(self, call: AgentCall) -> AgentReply: ...
 
+    def replayed(self) -> None:
+        """An earlier attempt of this run already got this call's reply (resume replays it from the
+        journal instead of calling). Stateful agents, such as scripted ones, advance past it."""
+        ...
+
 
 @dataclass(frozen=True)
 class HumanQuestion:

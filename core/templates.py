@@ -39,6 +39,16 @@ def _tojson(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
+def _fromjson(value: Any) -> Any:
+    """Decode JSON text (``'["a", "b"]' | fromjson``); values that are not text pass through."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"fromjson: not JSON ({exc.msg} at character {exc.pos})") from None
+
+
 # Plain, side-effect-free callables an author may use (``str(x)``, ``len(xs)`` ...).
 _SAFE_GLOBALS: dict[str, Any] = {
     "str": str,
@@ -67,6 +77,7 @@ def _make_env(undefined: type[StrictUndefined] | type[ChainableUndefined]) -> Im
     )
     env.globals.update(_SAFE_GLOBALS)
     env.filters["tojson"] = _tojson
+    env.filters["fromjson"] = _fromjson
     return env
 
 

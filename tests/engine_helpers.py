@@ -16,6 +16,7 @@ class FuncAgent:
         self.fn = fn
         self.calls: list[Any] = []
         self.tokens = tokens
+        self.replays = 0
         self._label = label
 
     @property
@@ -28,6 +29,9 @@ class FuncAgent:
 
     def prompt(self, call: AgentCall) -> list[ChatMessage]:
         return [ChatMessage("user", str(call.input))]
+
+    def replayed(self) -> None:
+        self.replays += 1
 
     async def run(self, call: AgentCall) -> AgentReply:
         self.calls.append(call.input)

@@ -98,6 +98,9 @@ class ChatModelAgent(ABC):
     def is_model(self) -> bool:
         return True
 
+    def replayed(self) -> None:
+        return None
+
     def prompt(self, call: AgentCall) -> list[ChatMessage]:
         system = self.spec.system_prompt
         if self._schema is not None and self._schema_in_prompt:

@@ -79,6 +79,9 @@ class ScriptedAgent:
             hint="fix the scripted replies so they match the output_schema",
         )
 
+    def replayed(self) -> None:
+        self._next += 1
+
     def _take(self) -> Any:
         reply = self.replies[min(self._next, len(self.replies) - 1)]
         self._next += 1
@@ -112,6 +115,9 @@ class EchoAgent:
 
     def prompt(self, call: AgentCall) -> list[ChatMessage]:
         return chat_prompt(self.system_prompt, call.history, call.input)
+
+    def replayed(self) -> None:
+        return None
 
     async def run(self, call: AgentCall) -> AgentReply:
         if call.on_text is not None:

@@ -39,6 +39,9 @@ class _LocalAgent:
     def is_model(self) -> bool:
         return False
 
+    def replayed(self) -> None:
+        return None
+
     def prompt(self, call: AgentCall) -> list[ChatMessage]:
         return [ChatMessage("user", input_text(call.input))]
 

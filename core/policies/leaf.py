@@ -35,6 +35,8 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
     frame.reporter.step_started(path, step.name, step.kind)
     replay = frame.replayed(path)
     if replay is not None:
+        if step.agent is not None:
+            step.agent.replayed()
         _apply_agent_output(step, ctx, replay.output)
         frame.usage = frame.usage + replay.usage
         return replay.output
