@@ -62,9 +62,7 @@ class Settings(BaseModel):
 
     state_uri: str = ".flujo/flujo.db"
     openai: ProviderSettings = Field(default_factory=lambda: ProviderSettings(base_url="https://api.openai.com/v1"))
-    anthropic: ProviderSettings = Field(
-        default_factory=lambda: ProviderSettings(base_url="https://api.anthropic.com")
-    )
+    anthropic: ProviderSettings = Field(default_factory=lambda: ProviderSettings(base_url="https://api.anthropic.com"))
     ollama: ProviderSettings = Field(default_factory=lambda: ProviderSettings(base_url="http://localhost:11434/v1"))
     models: dict[str, ModelInfo] = Field(default_factory=_default_models)
     default_context_window: int = 8192
@@ -158,9 +156,7 @@ def load_settings(
         if isinstance(data.get(provider), dict):
             data[provider] = _deep_merge(getattr(defaults, provider).model_dump(), data[provider])
     if isinstance(data.get("models"), dict):
-        data["models"] = _deep_merge(
-            {k: v.model_dump() for k, v in defaults.models.items()}, data["models"]
-        )
+        data["models"] = _deep_merge({k: v.model_dump() for k, v in defaults.models.items()}, data["models"])
     try:
         settings = Settings.model_validate(data)
     except ValidationError as exc:

@@ -27,7 +27,7 @@ def parse_answer(text: str, schema: Mapping[str, Any] | None) -> Any:
         return text
     kind = schema.get("type")
     stripped = text.strip()
-    if kind == "string" or kind is None and "enum" not in schema and "properties" not in schema:
+    if kind == "string" or (kind is None and "enum" not in schema and "properties" not in schema):
         return text
     if kind == "boolean":
         lowered = stripped.lower()

@@ -76,6 +76,8 @@ class Conversation:
     user_turn_sources: tuple[str, ...] = ("hitl",)
     seed_from_input: bool = True
     seed_prefix: str = ""
+    # ``init.history.start_with.from_step``: seed the first user turn from this step's output instead.
+    seed_from_step: str | None = None
 
 
 # Hooks the blueprint compiler produces for the FSD-028 loop blocks.

@@ -38,16 +38,12 @@ def test_exports_are_pinned() -> None:
 
 def test_importing_core_agents_loads_no_http_or_schema_library() -> None:
     code = "import sys, core.agents; print([m for m in ('httpx', 'jsonschema') if m in sys.modules])"
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
-    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert result.stdout.strip() == "[]"
 
 
 async def test_scripted_replies_in_order_then_the_last_repeats() -> None:
-    agent = build_agent(
-        AgentSpec(name="a", model="scripted", replies=("one", {"action": "finish"})), Settings()
-    )
+    agent = build_agent(AgentSpec(name="a", model="scripted", replies=("one", {"action": "finish"})), Settings())
     assert isinstance(agent, ScriptedAgent) and agent.is_model and agent.label == "scripted"
     outputs = [(await agent.run(AgentCall(input=i, step="s"))).output for i in range(4)]
     assert outputs == ["one", {"action": "finish"}, {"action": "finish"}, {"action": "finish"}]

@@ -37,9 +37,7 @@ def closed_port() -> int:
 
 async def test_system_prompt_history_and_input_arrive_in_the_request(fake_llm: FakeLLM) -> None:
     fake_llm.reply("What is the deadline?", usage=(21, 6))
-    agent = make(
-        fake_llm, system_prompt="Ask one question.", model_settings={"temperature": 0.2, "max_tokens": 50}
-    )
+    agent = make(fake_llm, system_prompt="Ask one question.", model_settings={"temperature": 0.2, "max_tokens": 50})
     history = (ChatMessage("user", "I want a website"), ChatMessage("assistant", "For what?"))
     call = AgentCall(input="For my bakery", step="clarify", history=history)
 
@@ -172,9 +170,7 @@ async def test_slow_server_times_out_as_provider_error(fake_llm: FakeLLM) -> Non
 async def test_structured_output_is_requested_parsed_and_validated(fake_llm: FakeLLM) -> None:
     fake_llm.reply({"action": "ask", "question": "When?"})
     deltas: list[str] = []
-    reply = await make(fake_llm, output_schema=SCHEMA).run(
-        AgentCall(input="hi", step="s", on_text=deltas.append)
-    )
+    reply = await make(fake_llm, output_schema=SCHEMA).run(AgentCall(input="hi", step="s", on_text=deltas.append))
     assert reply.output == {"action": "ask", "question": "When?"}
     body = fake_llm.last.body
     assert body["response_format"] == {
@@ -186,9 +182,7 @@ async def test_structured_output_is_requested_parsed_and_validated(fake_llm: Fak
 
 
 async def test_structured_output_is_repaired_once(fake_llm: FakeLLM) -> None:
-    fake_llm.reply("Sure! Here you go", usage=(10, 4)).reply(
-        '```json\n{"action": "finish"}\n```', usage=(20, 3)
-    )
+    fake_llm.reply("Sure! Here you go", usage=(10, 4)).reply('```json\n{"action": "finish"}\n```', usage=(20, 3))
     reply = await make(fake_llm, output_schema=SCHEMA).run(AgentCall(input="hi", step="s"))
     assert reply.output == {"action": "finish"}
     assert reply.attempts == 2
@@ -241,9 +235,7 @@ def test_missing_openai_key_is_a_config_error() -> None:
 
 async def test_local_openai_compatible_server_needs_no_key(fake_llm: FakeLLM) -> None:
     settings = Settings(openai=ProviderSettings(base_url=fake_llm.openai_url))
-    reply = await build_agent(AgentSpec(name="a", model="openai:local"), settings).run(
-        AgentCall(input="x", step="s")
-    )
+    reply = await build_agent(AgentSpec(name="a", model="openai:local"), settings).run(AgentCall(input="x", step="s"))
     assert reply.output == "echo: x"
     assert "authorization" not in fake_llm.last.headers
 

@@ -118,9 +118,7 @@ def test_bad_python_paths_are_config_errors(path: str, expected: str) -> None:
     assert caught.value.hint
 
 
-def test_a_module_that_fails_to_import_is_a_config_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_module_that_fails_to_import_is_a_config_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "flujo_broken_tool.py").write_text("raise RuntimeError('half-written module')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(ConfigError, match="RuntimeError: half-written module"):
@@ -141,9 +139,7 @@ async def test_text_in_text_out_without_trailing_newline() -> None:
 
 
 async def test_json_in_json_out() -> None:
-    agent = command(
-        "import json, sys; data = json.load(sys.stdin); print(json.dumps({'double': data['n'] * 2}))"
-    )
+    agent = command("import json, sys; data = json.load(sys.stdin); print(json.dumps({'double': data['n'] * 2}))")
     assert (await agent.run(AgentCall(input={"n": 21}, step="s"))).output == {"double": 42}
 
 

@@ -17,13 +17,12 @@ from core import (
     MapStep,
     ParallelStep,
     Pipeline,
-    RunContext,
     Template,
 )
 from core.errors import RunError
 from core.store import MemoryStore
 from core.testing import RecordingReporter, ScriptedHuman
-from tests.engine_helpers import FuncAgent, replies
+from tests.engine_helpers import FuncAgent
 
 
 def exit_when(source: str) -> Any:
@@ -121,7 +120,7 @@ async def test_loop_exits_on_expression_and_counts_iterations() -> None:
     outcome, store = await run(pipeline, 0)
     assert outcome.output == 3
     assert counter.calls == [0, 1, 2]
-    exit_event = [e for e in await store.events(outcome.run_id) if e.kind == "loop.exit"][0]
+    exit_event = next(e for e in await store.events(outcome.run_id) if e.kind == "loop.exit")
     assert exit_event.payload["reason"] == "condition"
     assert exit_event.payload["iterations"] == 3
 
@@ -133,7 +132,7 @@ async def test_loop_reaching_max_loops_completes_not_fails() -> None:
     outcome, store = await run(pipeline, 0)
     assert outcome.status == "completed"
     assert outcome.output == 4
-    exit_event = [e for e in await store.events(outcome.run_id) if e.kind == "loop.exit"][0]
+    exit_event = next(e for e in await store.events(outcome.run_id) if e.kind == "loop.exit")
     assert exit_event.payload["reason"] == "max_loops"
 
 

@@ -403,9 +403,7 @@ async def test_sqlite_reports_an_unwritable_directory(tmp_path: Path) -> None:
         folder.chmod(0o700)
 
 
-async def test_sqlite_explains_a_lock_held_by_another_process(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_sqlite_explains_a_lock_held_by_another_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sqlite_module, "BUSY_TIMEOUT_S", 0.1)
     path = tmp_path / "flujo.db"
     async with await open_store(str(path)) as store:
@@ -501,9 +499,7 @@ async def test_sqlite_four_processes_write_at_once(tmp_path: Path) -> None:
         for i in range(4)
     ]
     results = [w.communicate(timeout=60) for w in writers]
-    assert [(w.returncode, err.decode()) for w, (_, err) in zip(writers, results, strict=True)] == [
-        (0, "")
-    ] * 4
+    assert [(w.returncode, err.decode()) for w, (_, err) in zip(writers, results, strict=True)] == [(0, "")] * 4
 
     async with await open_store(str(path)) as store:
         runs = await store.list_runs()

@@ -33,18 +33,14 @@ def anthropic_headers(api_key: str) -> dict[str, str]:
 class AnthropicChatAgent(ChatModelAgent):
     """A Claude model over the Messages API. ``endpoint.headers`` should come from ``anthropic_headers``."""
 
-    def __init__(
-        self, spec: AgentSpec, endpoint: Endpoint, *, model: str, price: ModelInfo | None = None
-    ) -> None:
+    def __init__(self, spec: AgentSpec, endpoint: Endpoint, *, model: str, price: ModelInfo | None = None) -> None:
         super().__init__(spec, price=price or ModelInfo(), schema_in_prompt=True)
         self.endpoint = endpoint
         self.model = model
         # ANTHROPIC_BASE_URL is usually the bare host; accept one that already ends in /v1.
         self._path = "/messages" if endpoint.base_url.rstrip("/").endswith("/v1") else "/v1/messages"
 
-    async def _complete(
-        self, messages: list[ChatMessage], *, on_text: Callable[[str], None] | None
-    ) -> Completion:
+    async def _complete(self, messages: list[ChatMessage], *, on_text: Callable[[str], None] | None) -> Completion:
         body = self._body(messages)
         if on_text is None:
             data, attempts = await post_json(self.endpoint, self._path, body)
@@ -145,6 +141,5 @@ class _StreamedReply:
 def _input_tokens(usage: Any) -> int:
     # Cached prompt tokens are reported apart from input_tokens; all of them were sent.
     return sum(
-        token_count(usage, key)
-        for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+        token_count(usage, key) for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
     )

@@ -85,9 +85,7 @@ class ChatModelAgent(ABC):
         self._price = price
         self._schema_in_prompt = schema_in_prompt
         self._schema = (
-            OutputSchema(spec.output_schema, owner=f"agents.{spec.name}")
-            if spec.output_schema is not None
-            else None
+            OutputSchema(spec.output_schema, owner=f"agents.{spec.name}") if spec.output_schema is not None else None
         )
 
     @property
@@ -137,9 +135,7 @@ class ChatModelAgent(ABC):
         )
 
     @abstractmethod
-    async def _complete(
-        self, messages: list[ChatMessage], *, on_text: Callable[[str], None] | None
-    ) -> Completion:
+    async def _complete(self, messages: list[ChatMessage], *, on_text: Callable[[str], None] | None) -> Completion:
         """Send ``messages`` once (the transport retries transient failures) and return the reply.
 
         Stream text deltas to ``on_text`` when it is set. Raise ProviderError on failure.

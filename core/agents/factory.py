@@ -111,9 +111,7 @@ def _model_agent(spec: AgentSpec, model: str, settings: Settings, backoff: Backo
     from core.agents.openai_chat import OpenAIChatAgent, openai_headers
 
     if provider == "openai" and not api_key and _is_openai_cloud(base_url):
-        raise _missing_key(
-            spec, model, "OPENAI_API_KEY", ", point OPENAI_BASE_URL at a local OpenAI-compatible server"
-        )
+        raise _missing_key(spec, model, "OPENAI_API_KEY", ", point OPENAI_BASE_URL at a local OpenAI-compatible server")
     if provider == "ollama":
         auth_hint = "the server wants an API key: set api_key under [ollama] in flujo.toml"
         unreachable_hint = "is Ollama running (ollama serve)? check OLLAMA_HOST / flujo.toml"

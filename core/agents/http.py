@@ -160,8 +160,7 @@ async def stream_events(
             failure = _transport_failure(endpoint, exc)
             if delivered:
                 raise ProviderError(
-                    f"{endpoint.label}: the stream from {endpoint.base_url} broke off: "
-                    f"{failure.error.message}",
+                    f"{endpoint.label}: the stream from {endpoint.base_url} broke off: {failure.error.message}",
                     hint=failure.error.hint,
                 ) from exc
             raise failure from exc
@@ -170,12 +169,8 @@ async def stream_events(
     return attempts
 
 
-async def _with_retries(
-    endpoint: Endpoint, once: Callable[[httpx.AsyncClient], Awaitable[T]]
-) -> tuple[T, int]:
-    async with httpx.AsyncClient(
-        timeout=httpx.Timeout(endpoint.timeout), headers=dict(endpoint.headers)
-    ) as client:
+async def _with_retries(endpoint: Endpoint, once: Callable[[httpx.AsyncClient], Awaitable[T]]) -> tuple[T, int]:
+    async with httpx.AsyncClient(timeout=httpx.Timeout(endpoint.timeout), headers=dict(endpoint.headers)) as client:
         attempt = 0
         while True:
             attempt += 1
@@ -209,9 +204,7 @@ def _transport_failure(endpoint: Endpoint, exc: httpx.TransportError) -> _Retrya
                 hint="raise the agent's timeout (or the provider's timeout_s in flujo.toml)",
             )
         )
-    return _Retryable(
-        ProviderError(f"{endpoint.label}: the connection to {endpoint.base_url} failed: {reason}")
-    )
+    return _Retryable(ProviderError(f"{endpoint.label}: the connection to {endpoint.base_url} failed: {reason}"))
 
 
 def _status_failure(endpoint: Endpoint, response: httpx.Response) -> Exception:
@@ -226,16 +219,12 @@ def _status_failure(endpoint: Endpoint, response: httpx.Response) -> Exception:
         )
         return _Retryable(error, _retry_after(response.headers))
     if status == 408 or status >= 500:
-        error = ProviderError(
-            f"{where}: {detail}", status=status, hint="the provider failed; try again later"
-        )
+        error = ProviderError(f"{where}: {detail}", status=status, hint="the provider failed; try again later")
         return _Retryable(error, _retry_after(response.headers))
     if status in (401, 403):
         return ProviderError(f"{where}: {detail}", status=status, hint=endpoint.auth_hint)
     if status == 404:
-        return ProviderError(
-            f"{where}: {detail}", status=status, hint="check the model name and the base URL"
-        )
+        return ProviderError(f"{where}: {detail}", status=status, hint="check the model name and the base URL")
     return ProviderError(f"{endpoint.label} rejected the request (HTTP {status}): {detail}", status=status)
 
 

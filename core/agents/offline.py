@@ -45,9 +45,7 @@ class ScriptedAgent:
         self.system_prompt = system_prompt
         self.calls: list[AgentCall] = []
         self._next = 0
-        self._schema = (
-            OutputSchema(output_schema, owner=f"agents.{name}") if output_schema is not None else None
-        )
+        self._schema = OutputSchema(output_schema, owner=f"agents.{name}") if output_schema is not None else None
 
     @property
     def label(self) -> str:

@@ -39,16 +39,12 @@ class OpenAIChatAgent(ChatModelAgent):
         price: ModelInfo | None = None,
         structured_output: StructuredMode = "json_schema",
     ) -> None:
-        super().__init__(
-            spec, price=price or ModelInfo(), schema_in_prompt=structured_output == "json_object"
-        )
+        super().__init__(spec, price=price or ModelInfo(), schema_in_prompt=structured_output == "json_object")
         self.endpoint = endpoint
         self.model = model
         self.structured_output = structured_output
 
-    async def _complete(
-        self, messages: list[ChatMessage], *, on_text: Callable[[str], None] | None
-    ) -> Completion:
+    async def _complete(self, messages: list[ChatMessage], *, on_text: Callable[[str], None] | None) -> Completion:
         body = self._body(messages)
         if on_text is None:
             data, attempts = await post_json(self.endpoint, "/chat/completions", body)
@@ -148,7 +144,5 @@ def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(
-            part["text"] for part in content if isinstance(part, dict) and isinstance(part.get("text"), str)
-        )
+        return "".join(part["text"] for part in content if isinstance(part, dict) and isinstance(part.get("text"), str))
     return ""

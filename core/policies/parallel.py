@@ -22,9 +22,7 @@ from core.steps import MergeStrategy, ParallelStep, ReduceMode
 _MISSING = object()
 
 
-def merge_contexts(
-    ctx: RunContext, branches: list[tuple[str, RunContext]], strategy: MergeStrategy, step: str
-) -> None:
+def merge_contexts(ctx: RunContext, branches: list[tuple[str, RunContext]], strategy: MergeStrategy, step: str) -> None:
     """Fold the successful branch contexts back into ``ctx`` according to ``strategy``."""
     if strategy == "no_merge":
         return

@@ -118,9 +118,7 @@ async def migrate(db: aiosqlite.Connection, *, label: str) -> list[str]:
         applied = await _applied(db)
         if applied is None:
             await _refuse_foreign_tables(db, label=label)
-            await db.execute(
-                "CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
-            )
+            await db.execute("CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
             applied = []
         pending = _pending(applied, label=label)
         for step in pending:
@@ -134,9 +132,7 @@ async def migrate(db: aiosqlite.Connection, *, label: str) -> list[str]:
 async def _applied(db: aiosqlite.Connection) -> list[str] | None:
     """Names recorded in ``schema_migrations``, or None when the table does not exist."""
     rows = list(
-        await db.execute_fetchall(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
-        )
+        await db.execute_fetchall("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'")
     )
     if not rows:
         return None

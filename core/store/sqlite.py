@@ -158,9 +158,7 @@ class SqliteStore:
         found = pick_run_id(run_id, [str(r[0]) for r in rows if str(r[0]).startswith(run_id)])
         if found is None:
             return None
-        rows = await self._read(
-            f"read run {found}", f"SELECT {codec.RUN_COLUMNS} FROM runs WHERE run_id = ?", (found,)
-        )
+        rows = await self._read(f"read run {found}", f"SELECT {codec.RUN_COLUMNS} FROM runs WHERE run_id = ?", (found,))
         return codec.run_from_row(rows[0]) if rows else None
 
     async def list_runs(self, *, limit: int = 20, status: RunStatus | None = None) -> list[RunRecord]:
@@ -246,9 +244,7 @@ def _path_from_uri(uri: str) -> str:
 
 def _make_parent(path: Path) -> None:
     if path.parent.exists() and not path.parent.is_dir():
-        raise StoreError(
-            f"cannot create the run store {path}: {path.parent} is not a directory", hint=_MOVE_HINT
-        )
+        raise StoreError(f"cannot create the run store {path}: {path.parent} is not a directory", hint=_MOVE_HINT)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -34,7 +34,7 @@ def _print_output(output: Any) -> None:
 def _answers(answers: Sequence[str], answers_file: Path | None) -> tuple[list[str], dict[str, list[str]]]:
     from flujo_cli.human import load_answers_file
 
-    positional, by_step = (load_answers_file(answers_file) if answers_file else ([], {}))
+    positional, by_step = load_answers_file(answers_file) if answers_file else ([], {})
     return [*answers, *positional], by_step
 
 
@@ -207,9 +207,7 @@ def _finish(outcome: Any, *, json_output: bool, seconds: float, console: Console
         return exit_codes.OK
     if outcome.status == "paused":
         assert outcome.pause is not None
-        console.print(
-            f"[yellow]⏸ paused[/] at [bold]{escape(outcome.pause.step)}[/]: {escape(outcome.pause.message)}"
-        )
+        console.print(f"[yellow]⏸ paused[/] at [bold]{escape(outcome.pause.step)}[/]: {escape(outcome.pause.message)}")
         console.print(f"  continue with: [bold]{escape(resume_cmd)}[/]  [dim]{summary}[/]")
         return exit_codes.PAUSED
     if outcome.status == "limit_reached":

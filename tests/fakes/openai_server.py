@@ -322,9 +322,7 @@ def _openai_completion(scripted: _Scripted, model: str) -> dict[str, Any]:
         "id": "chatcmpl-fake",
         "object": "chat.completion",
         "model": model,
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": scripted.text}, "finish_reason": "stop"}
-        ],
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": scripted.text}, "finish_reason": "stop"}],
         "usage": {
             "prompt_tokens": prompt,
             "completion_tokens": completion,
@@ -378,9 +376,7 @@ def _anthropic_events(scripted: _Scripted, model: str) -> Iterator[tuple[str | N
     yield "message_start", json.dumps({"type": "message_start", "message": message})
     yield (
         "content_block_start",
-        json.dumps(
-            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
-        ),
+        json.dumps({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
     )
     yield "ping", json.dumps({"type": "ping"})
     for piece in _pieces(scripted):
