@@ -1,0 +1,38 @@
+"""The blueprint language: load a YAML blueprint with file:line:col findings, compile it into core steps.
+
+from blueprints import validate_file, load_pipeline
+for finding in validate_file("flow.yaml"):
+    print(finding)
+pipeline = load_pipeline("flow.yaml", settings)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from blueprints.agent_builder import AgentFactory
+from blueprints.compiler import compile_pipeline
+from blueprints.findings import Finding, findings_to_json
+from blueprints.loader import Blueprint, InvalidBlueprint, load_blueprint, validate_file
+from blueprints.pending import NOT_YET_SUPPORTED
+from core.config import Settings
+from core.steps import Pipeline
+
+
+def load_pipeline(path: str | Path, settings: Settings, *, agent_factory: AgentFactory | None = None) -> Pipeline:
+    """Load, validate and compile the blueprint at ``path`` (InvalidBlueprint, BlueprintError, ConfigError)."""
+    return compile_pipeline(load_blueprint(path), settings, agent_factory=agent_factory)
+
+
+__all__ = [
+    "NOT_YET_SUPPORTED",
+    "AgentFactory",
+    "Blueprint",
+    "Finding",
+    "InvalidBlueprint",
+    "compile_pipeline",
+    "findings_to_json",
+    "load_blueprint",
+    "load_pipeline",
+    "validate_file",
+]

@@ -1,0 +1,91 @@
+"""Building the agents a blueprint uses: AgentSpecs from the YAML, then ``build_agent`` once per agent.
+
+An agent defined under ``agents:`` is built once and shared by every step that uses it (a step that
+overrides ``output_schema`` gets its own). A ConfigError from ``build_agent`` (a missing API key, an
+unknown provider) is re-raised as a ConfigError whose message starts with the agent's file:line:col.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from blueprints.callables import load_callable
+from blueprints.loader import Blueprint
+from blueprints.positions import Path
+from blueprints.schema import AgentModel, AgentRefModel, AgentStepModel
+from core.agents.spec import AgentSpec
+from core.config import Settings
+from core.errors import ConfigError, SourcePosition
+from core.ports import Agent
+
+AgentFactory = Callable[[AgentSpec, Settings], Agent]
+
+
+def agent_spec(name: str, agent: AgentModel) -> AgentSpec:
+    """The AgentSpec of an ``agents:`` entry."""
+    return AgentSpec(
+        name=name,
+        model=agent.model,
+        system_prompt=agent.system_prompt,
+        output_schema=agent.output_schema,
+        model_settings=dict(agent.model_settings),
+        timeout=agent.timeout,
+        max_retries=agent.max_retries,
+        replies=tuple(agent.replies or ()),
+        python=agent.python,
+        command=tuple(agent.command or ()),
+        context_window=agent.context_window,
+        base_url=agent.base_url,
+    )
+
+
+class AgentBuilder:
+    """Builds (and caches) the agents of one blueprint."""
+
+    def __init__(self, blueprint: Blueprint, settings: Settings, factory: AgentFactory) -> None:
+        self.blueprint = blueprint
+        self.settings = settings
+        self.factory = factory
+        self._named: dict[str, Agent] = {}
+
+    def _build(self, spec: AgentSpec, position: SourcePosition) -> Agent:
+        try:
+            return self.factory(spec, self.settings)
+        except ConfigError as exc:
+            raise ConfigError(f"{position}: {exc.message}", hint=exc.hint) from exc
+
+    def _import(self, spec: str, path: Path) -> None:
+        load_callable(spec, position=self.blueprint.position(path), search=self.blueprint.path.parent)
+
+    def named(self, name: str, *, output_schema: dict[str, Any] | None = None) -> Agent:
+        """The agent ``agents.<name>`` (with its output_schema replaced when one is given)."""
+        if output_schema is None and name in self._named:
+            return self._named[name]
+        model = self.blueprint.model.agents[name]
+        path = ("agents", name)
+        if model.python is not None:
+            self._import(model.python, (*path, "python"))
+        spec = agent_spec(name, model)
+        if output_schema is not None:
+            spec = dataclasses.replace(spec, output_schema=output_schema)
+        agent = self._build(spec, self.blueprint.key_position(path))
+        if output_schema is None:
+            self._named[name] = agent
+        return agent
+
+    def for_step(self, step: AgentStepModel, path: Path) -> Agent | None:
+        """The agent a ``kind: step`` calls; None for a passthrough step (no uses, no agent)."""
+        if step.uses is not None:
+            section, _, name = step.uses.partition(".")
+            assert section == "agents", "imports are handled by the compiler"
+            return self.named(name, output_schema=step.output_schema)
+        if isinstance(step.agent, str):
+            self._import(step.agent, (*path, "agent"))
+            spec = AgentSpec(name=step.name, python=step.agent, output_schema=step.output_schema)
+            return self._build(spec, self.blueprint.position((*path, "agent")))
+        if isinstance(step.agent, AgentRefModel):
+            spec = AgentSpec(name=step.name, builtin=step.agent.id, output_schema=step.output_schema)
+            return self._build(spec, self.blueprint.position((*path, "agent")))
+        return None

@@ -1,0 +1,55 @@
+"""Checks that run after the structure validates: names, references, templates, exclusive keys.
+
+Each check adds findings to a ``Checker``; none raises for an author's mistake.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path as FilePath
+from typing import assert_never
+
+from blueprints.checks.agents import check_agent_definition, check_agent_step
+from blueprints.checks.checker import Checker
+from blueprints.checks.control import check_conditional, check_hitl, check_loop, check_map
+from blueprints.checks.names import check_unique_names
+from blueprints.checks.pending_keys import check_pending_keys
+from blueprints.checks.sites import walk
+from blueprints.findings import Finding
+from blueprints.positions import PositionIndex
+from blueprints.schema import (
+    AgentStepModel,
+    BlueprintModel,
+    ConditionalStepModel,
+    HitlStepModel,
+    LoopStepModel,
+    MapStepModel,
+    ParallelStepModel,
+)
+
+
+def run_checks(model: BlueprintModel, index: PositionIndex, folder: FilePath) -> list[Finding]:
+    """All semantic findings for a blueprint whose structure is valid."""
+    checker = Checker(model, index, folder)
+    sites = list(walk(model.steps, ("steps",)))
+    step_names = [site.step.name for site in sites]
+    check_unique_names(checker, sites)
+    for name, agent in model.agents.items():
+        check_agent_definition(checker, name, agent)
+    for site in sites:
+        step = site.step
+        if isinstance(step, AgentStepModel):
+            check_agent_step(checker, site, step_names)
+        elif isinstance(step, HitlStepModel):
+            check_hitl(checker, site, step_names)
+        elif isinstance(step, LoopStepModel):
+            check_loop(checker, site, step_names)
+        elif isinstance(step, ConditionalStepModel):
+            check_conditional(checker, site, step_names)
+        elif isinstance(step, MapStepModel):
+            check_map(checker, site, step_names)
+        elif isinstance(step, ParallelStepModel):
+            pass  # its structure is all checked by the schema
+        else:
+            assert_never(step)
+    check_pending_keys(checker, sites)
+    return checker.findings

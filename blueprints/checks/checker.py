@@ -1,0 +1,55 @@
+"""The state one validation pass shares: the model, where things are, and the findings so far."""
+
+from __future__ import annotations
+
+from pathlib import Path as FilePath
+
+from blueprints.findings import Finding, FindingCode, Severity
+from blueprints.positions import Path, PositionIndex
+from blueprints.schema import BlueprintModel
+from core.errors import SourcePosition
+
+
+class Checker:
+    """Collects findings; places them at a path's key or value in the file."""
+
+    def __init__(self, model: BlueprintModel, index: PositionIndex, folder: FilePath) -> None:
+        self.model = model
+        self.index = index
+        self.folder = folder
+        self.findings: list[Finding] = []
+
+    def at(self, path: Path) -> SourcePosition:
+        """Where the value at ``path`` is (or its nearest written ancestor, for defaulted values)."""
+        return self.index.value(path) or self.index.nearest(path)[1]
+
+    def key_at(self, path: Path) -> SourcePosition:
+        """Where the key of ``path`` is written."""
+        return self.index.key(path) or self.at(path)
+
+    def add(
+        self,
+        severity: Severity,
+        code: FindingCode,
+        message: str,
+        position: SourcePosition | None,
+        hint: str | None = None,
+    ) -> None:
+        self.findings.append(
+            Finding(severity, message, position, hint, code, self.index.excerpt(position), self.index.file)
+        )
+
+    def error(self, code: FindingCode, message: str, position: SourcePosition | None, hint: str | None = None) -> None:
+        self.add("error", code, message, position, hint)
+
+    def warning(
+        self, code: FindingCode, message: str, position: SourcePosition | None, hint: str | None = None
+    ) -> None:
+        self.add("warning", code, message, position, hint)
+
+    def has_warning_at(self, position: SourcePosition) -> bool:
+        return any(f.severity == "warning" and f.position == position for f in self.findings)
+
+    def written(self, path: Path) -> bool:
+        """Whether ``path`` is written in the file (rather than taking a default)."""
+        return path in self.index

@@ -1,0 +1,173 @@
+"""Compiling ``loop`` and ``map`` steps: exit predicates, conversation settings and FSD-028 hooks.
+
+Exit precedence (FSD-028): an explicit ``exit_expression`` or ``exit_condition`` wins; otherwise
+``stop_when: agent_finished``, which ``conversation: true`` implies. ``max_loops`` defaults to 10.
+``propagation: auto`` means ``context`` when a body step has ``updates_context: true``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from blueprints.checks.sites import walk
+from blueprints.loop_hooks import CompiledValue, InitOp, InitOps, InitVerb, NextInput, OutputField, ShapeOutput
+from blueprints.positions import Path
+from blueprints.predicates import CallableTest, ExpressionTest, agent_finished
+from blueprints.schema import (
+    AgentStepModel,
+    FieldsOutputModel,
+    InitOpModel,
+    InitPresetsModel,
+    InitTargetModel,
+    LoopSettingsModel,
+    LoopStepModel,
+    MapStepModel,
+    PropagationModel,
+    TextOutputModel,
+)
+from core.steps import Conversation, HistoryPolicy, LoopStep, MapStep, ScopeFunction
+
+if TYPE_CHECKING:
+    from blueprints.compiler import StepCompiler
+
+DEFAULT_MAX_LOOPS = 10
+
+
+def compile_loop(c: StepCompiler, model: LoopStepModel, path: Path) -> LoopStep:
+    loop, here = model.loop, (*path, "loop")
+    exit_when, description = _exit(c, loop, here)
+    return LoopStep(
+        name=model.name,
+        body=c.steps(loop.body, (*here, "body")),
+        max_loops=loop.max_loops or DEFAULT_MAX_LOOPS,
+        exit_when=exit_when,
+        exit_description=description,
+        init=_init(c, loop.init, (*here, "init")),
+        next_input=_propagation(c, loop, here),
+        output=_output(c, loop.output_template, loop.output, here),
+        conversation=_conversation(c, loop, here) if loop.conversation else None,
+        position=c.position(path),
+    )
+
+
+def compile_map(c: StepCompiler, model: MapStepModel, path: Path) -> MapStep:
+    settings, here = model.map, (*path, "map")
+    finalize = settings.finalize
+    return MapStep(
+        name=model.name,
+        over=c.expression(settings.over, (*here, "over")),
+        body=c.steps(settings.body, (*here, "body")),
+        init=_init(c, settings.init, (*here, "init")),
+        finalize=(_output(c, finalize.output_template, finalize.output, (*here, "finalize")) if finalize else None),
+        position=c.position(path),
+    )
+
+
+def _exit(c: StepCompiler, loop: LoopSettingsModel, path: Path) -> tuple[ScopeFunction | None, str | None]:
+    if loop.exit_expression is not None:
+        expression = c.expression(loop.exit_expression, (*path, "exit_expression"))
+        return ExpressionTest(expression), loop.exit_expression
+    if loop.exit_condition is not None:
+        function = c.function(loop.exit_condition, (*path, "exit_condition"), role="exit_condition")
+        return CallableTest(function, loop.exit_condition), loop.exit_condition
+    if loop.stop_when == "agent_finished":
+        return agent_finished(), "stop_when: agent_finished"
+    if loop.conversation:
+        return agent_finished(), "stop_when: agent_finished (implied by conversation: true)"
+    return None, None
+
+
+def _conversation(c: StepCompiler, loop: LoopSettingsModel, path: Path) -> Conversation:
+    manage = loop.history_management
+    history = HistoryPolicy()
+    if manage is not None:
+        summarizer = manage.summarizer_agent
+        history = HistoryPolicy(
+            strategy=manage.strategy,
+            max_tokens=manage.max_tokens,
+            max_turns=manage.max_turns,
+            summarizer=c.agents.named(summarizer) if summarizer is not None else None,
+            summarize_ratio=manage.summarize_ratio,
+        )
+    seed_from_step: str | None = None
+    prefix = ""
+    if isinstance(loop.init, InitPresetsModel) and loop.init.history is not None:
+        start = loop.init.history.start_with
+        seed_from_step, prefix = start.from_step, start.prefix
+    return Conversation(
+        history=history,
+        history_template=(
+            c.template(loop.history_template, (*path, "history_template")) if loop.history_template else None
+        ),
+        ai_turn_source=loop.ai_turn_source or "last",
+        named_steps=tuple(loop.named_steps or ()),
+        user_turn_sources=tuple(loop.user_turn_sources) if loop.user_turn_sources is not None else ("hitl",),
+        seed_from_input=seed_from_step is None,
+        seed_prefix=prefix,
+        seed_from_step=seed_from_step,
+    )
+
+
+def _init(c: StepCompiler, init: Sequence[InitOpModel] | InitPresetsModel | None, path: Path) -> InitOps | None:
+    ops: list[InitOp] = []
+    if isinstance(init, InitPresetsModel):
+        if init.notes is not None:
+            value = CompiledValue(c.template(init.notes.set, (*path, "notes", "set")))
+            ops.append(InitOp("set", "context.scratchpad.notes", value))
+    elif init is not None:
+        for op in init:
+            verbs: tuple[tuple[InitVerb, InitTargetModel | None], ...] = (
+                ("set", op.set),
+                ("append", op.append),
+                ("merge", op.merge),
+            )
+            for verb, operand in verbs:
+                if operand is not None:
+                    ops.append(InitOp(verb, operand.target, CompiledValue.of(operand.value)))
+    return InitOps(tuple(ops)) if ops else None
+
+
+def _propagation(c: StepCompiler, loop: LoopSettingsModel, path: Path) -> NextInput | None:
+    choice = loop.propagation
+    if choice is None:
+        return None
+    word = choice.next_input if isinstance(choice, PropagationModel) else choice
+    if word == "auto":
+        updates = any(
+            isinstance(site.step, AgentStepModel) and site.step.updates_context for site in walk(loop.body, ())
+        )
+        word = "context" if updates else "previous_output"
+    if word == "context":
+        return NextInput("context")
+    if word == "previous_output":
+        return None  # the engine's default: the next iteration receives the last output
+    return NextInput("template", c.template(word, (*path, "propagation", "next_input")))
+
+
+def _field(c: StepCompiler, name: str, value: Any, path: Path) -> OutputField:
+    if value == "conversation_history":
+        return OutputField(name, shorthand="conversation_history")
+    if value == "initial_prompt":
+        return OutputField(name, shorthand="initial_prompt")
+    if isinstance(value, str):
+        return OutputField(name, value=CompiledValue(c.template(value, path)))
+    return OutputField(name, value=CompiledValue.of(value))
+
+
+def _output(
+    c: StepCompiler,
+    template: str | None,
+    output: TextOutputModel | FieldsOutputModel | dict[str, Any] | None,
+    path: Path,
+) -> ShapeOutput | None:
+    if template is not None:
+        return ShapeOutput(template=c.template(template, (*path, "output_template")))
+    if output is None:
+        return None
+    here = (*path, "output")
+    if isinstance(output, TextOutputModel):
+        return ShapeOutput(text=_field(c, "text", output.text, (*here, "text")))
+    if isinstance(output, FieldsOutputModel):
+        return ShapeOutput(fields=tuple(_field(c, k, v, (*here, "fields", k)) for k, v in output.fields.items()))
+    return ShapeOutput(fields=tuple(_field(c, k, v, (*here, k)) for k, v in output.items()))

@@ -1,0 +1,68 @@
+"""The blueprint schema: pydantic models of the whole v0.1 language (structure only).
+
+Rules that span several values (references between steps, exactly-one-of, template syntax) are checked
+by ``blueprints.checks`` after the structure validates, where each finding can point at its own value.
+"""
+
+from blueprints.schema.agents import AgentModel, LimitsModel
+from blueprints.schema.document import BlueprintModel
+from blueprints.schema.loop_blocks import (
+    OUTPUT_SHORTHANDS,
+    PROPAGATION_PRESETS,
+    FieldsOutputModel,
+    FinalizeModel,
+    HistoryManagementModel,
+    InitOpModel,
+    InitPresetsModel,
+    InitTargetModel,
+    PropagationModel,
+    StartWithModel,
+    TextOutputModel,
+)
+from blueprints.schema.steps import (
+    BUILTIN_AGENTS,
+    STEP_KINDS,
+    AgentRefModel,
+    AgentStepModel,
+    AnyStepModel,
+    ConditionalStepModel,
+    HitlStepModel,
+    LoopSettingsModel,
+    LoopStepModel,
+    MapSettingsModel,
+    MapStepModel,
+    ParallelStepModel,
+    StepModel,
+    StepModelBase,
+)
+
+__all__ = [
+    "BUILTIN_AGENTS",
+    "OUTPUT_SHORTHANDS",
+    "PROPAGATION_PRESETS",
+    "STEP_KINDS",
+    "AgentModel",
+    "AgentRefModel",
+    "AgentStepModel",
+    "AnyStepModel",
+    "BlueprintModel",
+    "ConditionalStepModel",
+    "FieldsOutputModel",
+    "FinalizeModel",
+    "HistoryManagementModel",
+    "HitlStepModel",
+    "InitOpModel",
+    "InitPresetsModel",
+    "InitTargetModel",
+    "LimitsModel",
+    "LoopSettingsModel",
+    "LoopStepModel",
+    "MapSettingsModel",
+    "MapStepModel",
+    "ParallelStepModel",
+    "PropagationModel",
+    "StartWithModel",
+    "StepModel",
+    "StepModelBase",
+    "TextOutputModel",
+]

@@ -1,0 +1,181 @@
+"""Models of the six step kinds, a tagged union on ``kind`` (``step`` when ``kind`` is left out).
+
+Steps nest (a loop's body, a parallel's branches, a conditional's branches, a map's body), so the
+models refer to ``StepModel`` before it is defined and are rebuilt at the end of the module.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import Discriminator, Field, Tag
+
+from blueprints.schema.base import CallablePath, ContextPath, JsonSchema, Name, PositiveInt, StrictModel, UsesRef
+from blueprints.schema.loop_blocks import (
+    FinalizeModel,
+    HistoryManagementModel,
+    InitOpModel,
+    InitSpec,
+    OutputSpec,
+    PropagationSpec,
+)
+from core.steps import AiTurnSource, BranchFailure, MergeStrategy, ReduceMode
+
+BUILTIN_AGENTS = ("flujo.builtins.passthrough", "flujo.builtins.stringify", "flujo.builtins.ask_user")
+BuiltinId = Literal["flujo.builtins.passthrough", "flujo.builtins.stringify", "flujo.builtins.ask_user"]
+
+
+class AgentRefModel(StrictModel):
+    """``agent: {id: flujo.builtins.<name>, params: {...}}``."""
+
+    label: ClassVar[str] = "agent reference"
+
+    id: BuiltinId
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+def _agent_shape(value: Any) -> str | None:
+    if isinstance(value, str):
+        return "path"
+    if isinstance(value, dict | AgentRefModel):
+        return "ref"
+    return None
+
+
+AgentChoice = Annotated[
+    Annotated[CallablePath, Tag("path")] | Annotated[AgentRefModel, Tag("ref")],
+    Discriminator(
+        _agent_shape,
+        custom_error_type="bad_shape",
+        custom_error_message="expected 'module:function' or a mapping {id: flujo.builtins.<name>}",
+    ),
+]
+
+
+class StepModelBase(StrictModel):
+    label: ClassVar[str] = "step"
+
+    name: Name
+
+
+class AgentStepModel(StepModelBase):
+    """``kind: step``: call an agent (``uses`` or ``agent``), or pass the input through."""
+
+    kind: Literal["step"] = "step"
+    uses: UsesRef | None = None
+    agent: AgentChoice | None = None
+    input: str | None = None
+    updates_context: bool = False
+    sink_to: ContextPath | None = None
+    use_history: bool | None = None
+    output_schema: JsonSchema | None = None
+
+
+class HitlStepModel(StepModelBase):
+    """``kind: hitl``: ask the human."""
+
+    kind: Literal["hitl"]
+    message: str
+    input_schema: JsonSchema | None = None
+    sink_to: ContextPath | None = None
+
+
+class LoopSettingsModel(StrictModel):
+    """The ``loop:`` block of a loop step."""
+
+    label: ClassVar[str] = "loop settings"
+
+    body: Annotated[list[StepModel], Field(min_length=1)]
+    max_loops: PositiveInt | None = None
+    exit_expression: str | None = None
+    exit_condition: CallablePath | None = None
+    stop_when: Literal["agent_finished"] | None = None
+    conversation: bool = False
+    history_management: HistoryManagementModel | None = None
+    history_template: str | None = None
+    ai_turn_source: AiTurnSource | None = None
+    named_steps: list[Name] | None = None
+    user_turn_sources: list[Name] | None = None
+    init: InitSpec | None = None
+    propagation: PropagationSpec | None = None
+    output_template: str | None = None
+    output: OutputSpec | None = None
+
+
+class LoopStepModel(StepModelBase):
+    """``kind: loop``: run a body repeatedly."""
+
+    kind: Literal["loop"]
+    loop: LoopSettingsModel
+
+
+class ParallelStepModel(StepModelBase):
+    """``kind: parallel``: run named branches concurrently."""
+
+    kind: Literal["parallel"]
+    branches: Annotated[dict[str, Annotated[list[StepModel], Field(min_length=1)]], Field(min_length=1)]
+    merge_strategy: MergeStrategy = "merge_scratchpad"
+    on_branch_failure: BranchFailure = "propagate"
+    reduce: ReduceMode | None = None
+
+
+class ConditionalStepModel(StepModelBase):
+    """``kind: conditional``: pick a branch by a condition's value."""
+
+    kind: Literal["conditional"]
+    condition_expression: str | None = None
+    condition: CallablePath | None = None
+    branches: Annotated[dict[str, Annotated[list[StepModel], Field(min_length=1)]], Field(min_length=1)]
+    default_branch: Annotated[list[StepModel], Field(min_length=1)] | None = None
+
+
+class MapSettingsModel(StrictModel):
+    """The ``map:`` block of a map step."""
+
+    label: ClassVar[str] = "map settings"
+
+    over: str
+    body: Annotated[list[StepModel], Field(min_length=1)]
+    init: list[InitOpModel] | None = None
+    finalize: FinalizeModel | None = None
+
+
+class MapStepModel(StepModelBase):
+    """``kind: map``: run a body once per item of a list."""
+
+    kind: Literal["map"]
+    map: MapSettingsModel
+
+
+STEP_KINDS = ("step", "hitl", "loop", "parallel", "conditional", "map")
+
+
+def _step_kind(value: Any) -> str | None:
+    if isinstance(value, AgentStepModel | HitlStepModel | LoopStepModel | ParallelStepModel):
+        return value.kind
+    if isinstance(value, ConditionalStepModel | MapStepModel):
+        return value.kind
+    if isinstance(value, dict):
+        kind = value.get("kind", "step")
+        return kind if isinstance(kind, str) else repr(kind)
+    return None
+
+
+StepModel = Annotated[
+    Annotated[AgentStepModel, Tag("step")]
+    | Annotated[HitlStepModel, Tag("hitl")]
+    | Annotated[LoopStepModel, Tag("loop")]
+    | Annotated[ParallelStepModel, Tag("parallel")]
+    | Annotated[ConditionalStepModel, Tag("conditional")]
+    | Annotated[MapStepModel, Tag("map")],
+    Discriminator(
+        _step_kind,
+        custom_error_type="bad_shape",
+        custom_error_message="a step is a mapping with kind and name",
+    ),
+]
+
+AnyStepModel = AgentStepModel | HitlStepModel | LoopStepModel | ParallelStepModel | ConditionalStepModel | MapStepModel
+
+for _model in (LoopSettingsModel, ParallelStepModel, ConditionalStepModel, MapSettingsModel):
+    _model.model_rebuild()

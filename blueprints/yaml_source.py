@@ -1,0 +1,186 @@
+"""Reading a blueprint's YAML once, keeping where every key and value is.
+
+The text is composed into PyYAML nodes (which carry marks), then this module walks the nodes itself to
+build both the plain data and the ``PositionIndex``; that is the one place YAML is parsed. While walking
+it rejects duplicate keys (PyYAML silently keeps the last one) and turns every mapping key into a string:
+``true:``/``false:`` (the branch keys of a conditional) become ``"true"``/``"false"``, ``1:`` becomes ``"1"``.
+PyYAML's exceptions are translated into findings here and nowhere else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from blueprints.findings import Finding
+from blueprints.positions import Path, Place, PositionIndex
+from core.errors import SourcePosition
+
+# Plain-language hints for the YAML mistakes people make most.
+_SYNTAX_HINTS = (
+    ("cannot start any token", "YAML indents with spaces; replace the tab (or quote the value)"),
+    ("mapping values are not allowed", "check this line's indentation, or quote a value that holds ': '"),
+    ("expected <block end>", "check this line's indentation against the lines above it"),
+    ("could not find expected ':'", "a key needs ': ' after it; quote values that span lines"),
+    ("found undefined alias", "define the anchor (&name) before using it (*name)"),
+    ("expected a single document", "a blueprint is one YAML document; remove the extra '---'"),
+    ("while scanning a quoted scalar", "close the quote"),
+    ("found unexpected end of stream", "close the quote or bracket that is still open"),
+    ("<stream end>", "close the quote or bracket that is still open"),
+)
+
+
+@dataclass
+class ParsedYaml:
+    """The data of a YAML file, where each part of it is, and problems found while reading it."""
+
+    data: Any
+    index: PositionIndex
+    findings: list[Finding] = field(default_factory=list)
+    ok: bool = True
+
+
+def _key_text(value: Any, node: ScalarNode) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return value
+    return str(node.value)
+
+
+class _Walker:
+    def __init__(self, loader: yaml.SafeLoader, index: PositionIndex) -> None:
+        self.loader = loader
+        self.index = index
+        self.findings: list[Finding] = []
+        self._active: set[int] = set()
+
+    def position(self, mark: Any) -> SourcePosition:
+        return SourcePosition(self.index.file, mark.line + 1, mark.column + 1)
+
+    def walk(self, node: Node, path: Path) -> Any:
+        if isinstance(node, ScalarNode):
+            return self.loader.construct_object(node, deep=True)
+        if id(node) in self._active:  # an alias that contains itself
+            at = self.position(node.start_mark)
+            self.findings.append(
+                Finding(
+                    "error",
+                    "a YAML alias refers to itself",
+                    at,
+                    None,
+                    "yaml-syntax",
+                    self.index.excerpt(at),
+                    self.index.file,
+                )
+            )
+            return None
+        self._active.add(id(node))
+        try:
+            if isinstance(node, SequenceNode):
+                items = []
+                for number, item in enumerate(node.value):
+                    mark = item.start_mark
+                    self.index.add((*path, number), Place(None, None, mark.line + 1, mark.column + 1, _style(item)))
+                    items.append(self.walk(item, (*path, number)))
+                return items
+            assert isinstance(node, MappingNode)
+            self.loader.flatten_mapping(node)  # resolve "<<: *defaults" merge keys
+            return self._mapping(node, path)
+        finally:
+            self._active.discard(id(node))
+
+    def _mapping(self, node: MappingNode, path: Path) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            key_at = self.position(key_node.start_mark)
+            if not isinstance(key_node, ScalarNode):
+                self.findings.append(
+                    Finding(
+                        "error", "a key must be plain text, not a list or mapping", key_at, None,
+                        "bad-value", self.index.excerpt(key_at), self.index.file,
+                    )
+                )  # fmt: skip
+                continue
+            key = _key_text(self.loader.construct_object(key_node, deep=True), key_node)
+            written = str(key_node.value)
+            if key != written and key in ("true", "false") and key_node.style is None:
+                # YAML 1.1 reads yes/no/on/off as booleans: a branch named "yes" would never match.
+                self.findings.append(
+                    Finding(
+                        "warning", f"YAML reads the key {written!r} as {key}", key_at,
+                        f"write {key} if you mean the boolean, or quote it ('{written}') to mean the text",
+                        "bad-value", self.index.excerpt(key_at), self.index.file,
+                    )
+                )  # fmt: skip
+            if key in result:
+                first = self.index.key((*path, key))
+                where = f" (first at line {first.line})" if first else ""
+                spelled = f" (YAML reads {written!r} as {key})" if key != written else ""
+                self.findings.append(
+                    Finding(
+                        "error",
+                        f"duplicate key {key!r}{spelled}{where}",
+                        key_at,
+                        "YAML would silently keep only one of them; remove or rename one",
+                        "duplicate-key",
+                        self.index.excerpt(key_at),
+                        self.index.file,
+                    )
+                )
+                continue
+            value_mark = value_node.start_mark
+            self.index.add(
+                (*path, key),
+                Place(key_at.line, key_at.column, value_mark.line + 1, value_mark.column + 1, _style(value_node)),
+            )
+            result[key] = self.walk(value_node, (*path, key))
+        return result
+
+
+def _style(node: Node) -> str | None:
+    return node.style if isinstance(node, ScalarNode) else None
+
+
+def _syntax_finding(exc: yaml.YAMLError, index: PositionIndex) -> Finding:
+    at: SourcePosition | None = None
+    problem = str(exc)
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        if mark is not None:
+            at = SourcePosition(index.file, mark.line + 1, mark.column + 1)
+        problem = exc.problem or exc.context or "invalid YAML"
+        if exc.context and exc.problem:
+            # PyYAML splits "expected X, but found Y" across context and problem; put it back in order.
+            problem = f"{exc.context}, {problem}" if problem.startswith("but ") else f"{problem} ({exc.context})"
+    elif isinstance(exc, yaml.reader.ReaderError):
+        text = "\n".join(index.lines)
+        line = text.count("\n", 0, exc.position) + 1
+        column = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
+        at = SourcePosition(index.file, line, column)
+        problem = f"character {exc.character!r} is not allowed in YAML"
+    hint = next((h for needle, h in _SYNTAX_HINTS if needle in problem), None)
+    return Finding("error", f"YAML syntax error: {problem}", at, hint, "yaml-syntax", index.excerpt(at), index.file)
+
+
+def parse_yaml(text: str, file: str) -> ParsedYaml:
+    """Parse ``text`` (the contents of ``file``); syntax errors come back as one finding, never raised."""
+    index = PositionIndex(file, text.splitlines())
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return ParsedYaml(None, index)
+        index.add((), Place(None, None, node.start_mark.line + 1, node.start_mark.column + 1, _style(node)))
+        walker = _Walker(loader, index)
+        data = walker.walk(node, ())
+        return ParsedYaml(data, index, walker.findings)
+    except yaml.YAMLError as exc:
+        return ParsedYaml(None, index, [_syntax_finding(exc, index)], ok=False)
+    finally:
+        loader.dispose()

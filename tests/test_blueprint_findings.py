@@ -1,0 +1,98 @@
+"""The findings API: the JSON format is stable, not-yet-supported keys warn where they are written."""
+
+# Expected messages are kept one per line, whole, so a reader sees exactly what a user sees.
+# ruff: noqa: E501
+
+from __future__ import annotations
+
+import json
+
+import blueprints
+from blueprints import NOT_YET_SUPPORTED, findings_to_json, validate_file
+from tests.blueprint_findings import DATA, rows
+
+
+def test_public_api_is_pinned() -> None:
+    assert set(blueprints.__all__) == {
+        "NOT_YET_SUPPORTED", "AgentFactory", "Blueprint", "Finding", "InvalidBlueprint", "compile_pipeline",
+        "findings_to_json", "load_blueprint", "load_pipeline", "validate_file",
+    }  # fmt: skip
+    for name in blueprints.__all__:
+        assert hasattr(blueprints, name), name
+
+
+def test_json_format_is_stable() -> None:
+    findings = validate_file(DATA / "anchor_templates.yaml")
+    document = findings_to_json(findings)
+    assert list(document) == ["file", "valid", "errors", "warnings", "findings"]
+    assert document["file"] == str(DATA / "anchor_templates.yaml")
+    assert (document["valid"], document["errors"], document["warnings"]) == (False, 2, 2)
+    first = document["findings"][0]
+    assert list(first) == ["severity", "code", "message", "file", "line", "column", "hint"]
+    assert first == {
+        "severity": "warning",
+        "code": "passthrough-step",
+        "message": "step 'first' has no agent; it passes its input through",
+        "file": str(DATA / "anchor_templates.yaml"),
+        "line": 4,
+        "column": 5,
+        "hint": "add uses: agents.<name>, or agent: {id: flujo.builtins.passthrough} to make this explicit",
+    }
+    json.dumps(document)  # plain data all the way down
+
+
+def test_json_for_a_valid_file_and_for_a_missing_file() -> None:
+    valid = findings_to_json(validate_file(DATA / "valid_all_kinds.yaml"), file="x.yaml")
+    assert (valid["file"], valid["valid"], valid["errors"], valid["warnings"], valid["findings"]) == (
+        "x.yaml", True, 0, 0, [],
+    )  # fmt: skip
+    missing = findings_to_json(validate_file(DATA / "nope.yaml"))
+    assert missing["file"] == str(DATA / "nope.yaml") and missing["valid"] is False
+    assert missing["findings"][0]["line"] is None and missing["findings"][0]["code"] == "file-unreadable"
+
+
+def test_not_yet_supported_keys_warn_at_their_lines() -> None:
+    assert rows("pending", severity="warning") == [
+        (12, 7, "not-yet-supported", "conversation is accepted but has no effect yet: "
+         "conversation history is not captured or injected into prompts yet "
+         "(its implied stop_when: agent_finished does apply)"),
+        (13, 7, "not-yet-supported", "history_management is accepted but has no effect yet: "
+         "history bounding applies once conversation history is injected"),
+        (14, 7, "not-yet-supported", "history_template is accepted but has no effect yet: "
+         "the history template applies once conversation history is injected"),
+        (15, 7, "not-yet-supported", "ai_turn_source is accepted but has no effect yet: assistant turns are not collected yet"),
+        (16, 7, "not-yet-supported", "named_steps is accepted but has no effect yet: assistant turns are not collected yet"),
+        (17, 7, "not-yet-supported", "user_turn_sources is accepted but has no effect yet: user turns are not collected yet"),
+        (19, 9, "not-yet-supported", "init.history is accepted but has no effect yet: seeding the conversation history is not done yet"),
+        (28, 11, "not-yet-supported", "use_history is accepted but has no effect yet: conversation history is not injected into prompts yet"),
+        (35, 5, "ignored-key", "use_history has no effect outside a loop with conversation: true"),
+    ]  # fmt: skip
+    assert rows("pending", severity="error") == []
+
+
+def test_imports_warn_as_not_yet_supported() -> None:
+    assert [(line, code) for line, _, code, _ in rows("imports_present")] == [
+        (2, "not-yet-supported"),
+        (7, "not-yet-supported"),
+    ]
+
+
+def test_the_pending_list_is_one_mapping_of_keys_to_reasons() -> None:
+    assert "loop.conversation" in NOT_YET_SUPPORTED
+    assert all(isinstance(reason, str) and reason for reason in NOT_YET_SUPPORTED.values())
+
+
+def test_keys_that_would_do_nothing_warn() -> None:
+    assert rows("ignored") == [
+        (3, 22, "ignored-key", "replies has no effect on agent 'bot'; only model: scripted uses them"),
+        (4, 50, "ignored-key", "system_prompt has no effect on agent 'tool', which is not a model"),
+        (10, 7, "ignored-key", "stop_when is ignored because this loop has an explicit exit_expression/exit_condition"),
+        (11, 7, "ignored-key", "history_management has no effect without conversation: true"),
+        (13, 9, "ignored-key", "init.history has no effect without conversation: true"),
+        (15, 11, "passthrough-step", "step 'plain' has no agent; it passes its input through"),
+        (17, 11, "ignored-key", "output_schema has no effect on step 'plain', which has no agent"),
+        (21, 7, "ignored-key", "named_steps has no effect unless ai_turn_source is named_steps"),
+        (22, 7, "not-yet-supported", "conversation is accepted but has no effect yet: "
+         "conversation history is not captured or injected into prompts yet "
+         "(its implied stop_when: agent_finished does apply)"),
+    ]  # fmt: skip
