@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from core.context import RunContext
@@ -37,6 +37,7 @@ class RunOutcome:
     pause: Pause | None = None
     detail: str | None = None
     usage: Usage = ZERO_USAGE
+    replayed: int = 0  # leaf steps taken from the journal of an earlier attempt (resume)
 
     @property
     def ok(self) -> bool:
@@ -110,6 +111,11 @@ class Engine:
             limits=pipeline.limits,
             journal=journal,
         )
+        outcome = await self._settle(pipeline, input, run_id, frame)
+        return replace(outcome, replayed=frame.replays)
+
+    async def _settle(self, pipeline: Pipeline, input: Any, run_id: str, frame: Frame) -> RunOutcome:
+        """Run the steps and turn how they ended (value, signal or error) into a stored outcome."""
         ctx = RunContext(initial_prompt=input)
         try:
             output = await run_steps(pipeline.steps, input, ctx, "", frame)

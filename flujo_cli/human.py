@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -50,6 +52,12 @@ def load_answers_file(path: Path) -> tuple[list[str], dict[str, list[str]]]:
     )
 
 
+class _Question(Prompt):
+    """A rich prompt without the ': ' suffix (questions end with their own punctuation)."""
+
+    prompt_suffix = " "
+
+
 class TerminalHuman:
     """Answers HITL questions; see the module docstring for where answers come from."""
 
@@ -77,6 +85,25 @@ class TerminalHuman:
             return self._answers.pop(0)
         return None
 
+    def _prompt(self, message: str) -> str | None:
+        """Ask on the terminal. Ctrl-C or Ctrl-D here pauses the run (returns None).
+
+        asyncio.run's own SIGINT handler only cancels the task, which would leave input() blocked; for the
+        length of the prompt the default handler is put back so Ctrl-C interrupts the read at once.
+        """
+        previous = signal.getsignal(signal.SIGINT)
+        in_main_thread = threading.current_thread() is threading.main_thread()
+        if in_main_thread:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            return str(_Question.ask(f"[bold cyan]?[/] {escape(message.rstrip())}", console=self._console))
+        except (KeyboardInterrupt, EOFError):
+            self._console.print()
+            return None
+        finally:
+            if in_main_thread:
+                signal.signal(signal.SIGINT, previous)
+
     async def ask(self, question: HumanQuestion) -> str | None:
         if question.error is not None:
             if self._last_was_scripted:
@@ -94,14 +121,9 @@ class TerminalHuman:
         if not self._interactive:
             return None
         if self._stdin.isatty():
-            try:
-                answer = Prompt.ask(f"[bold cyan]?[/] {escape(question.message.rstrip())}", console=self._console)
-            except (KeyboardInterrupt, EOFError):
-                self._console.print()
-                return None  # Ctrl-C / Ctrl-D at a prompt pauses the run; nothing typed so far is lost
-            return answer
+            return self._prompt(question.message)
         self._console.print(f"[bold cyan]?[/] {escape(question.message)}")
-        line = await asyncio.to_thread(self._stdin.readline)
+        line: str = await asyncio.to_thread(self._stdin.readline)
         if not line:
             return None  # end of piped input: pause
         answer = line.rstrip("\n").rstrip("\r")

@@ -16,7 +16,11 @@ from core.ports import StepRecord
 
 
 def preview(value: Any, limit: int = 2000) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    """One readable line for a step output: text as is; a flat mapping as ``key: value · key: value``."""
+    if isinstance(value, dict) and value and all(isinstance(v, str | int | float | bool) for v in value.values()):
+        text = " · ".join(f"{key}: {item}" for key, item in value.items())
+    else:
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= limit else text[:limit] + f"… ({len(text) - limit} more characters)"
 
 
@@ -35,9 +39,9 @@ class LiveReporter:
             self._status = None
 
     def step_started(self, path: str, name: str, kind: str) -> None:
+        self._stop_status()
         if self._quiet or kind != "step" or not self._console.is_terminal:
             return
-        self._stop_status()
         self._status = self._console.status(f"[bold]{escape(name)}[/] running…", spinner="dots")
         self._status.start()
 

@@ -102,6 +102,7 @@ async def test_hitl_without_answer_pauses_and_resume_replays_without_rerunning()
     assert resumed.output == "reply to yes"
     assert agent.calls == ["x", "yes"]  # "first" was replayed from the journal, not called again
     assert agent.replays == 1  # ...and the agent was told, so a scripted agent moves to its next reply
+    assert resumed.replayed == 1
     assert [r.path for r in await store.steps(paused.run_id)] == ["first", "ask", "second"]
 
 

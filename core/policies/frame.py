@@ -31,6 +31,7 @@ class Frame:
     journal: Mapping[str, StepRecord] = field(default_factory=dict)
     usage: Usage = ZERO_USAGE
     failed_path: str | None = None
+    replays: int = 0  # leaf steps replayed from the journal instead of executed
 
     def event(self, kind: str, path: str, payload: Mapping[str, Any]) -> TraceEvent:
         """A trace event with secrets masked, ready to store."""

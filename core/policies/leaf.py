@@ -32,15 +32,16 @@ def _apply_agent_output(step: AgentStep, ctx: RunContext, output: Any) -> None:
 
 
 async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str, frame: Frame) -> Any:
-    frame.reporter.step_started(path, step.name, step.kind)
     replay = frame.replayed(path)
     if replay is not None:
+        frame.replays += 1
         if step.agent is not None:
             step.agent.replayed()
         _apply_agent_output(step, ctx, replay.output)
         frame.usage = frame.usage + replay.usage
         return replay.output
 
+    frame.reporter.step_started(path, step.name, step.kind)
     started = time.time()
     events = []
     usage: Usage = ZERO_USAGE
@@ -135,7 +136,6 @@ def _apply_answer(step: HitlStep, ctx: RunContext, message: str, answer: Any) ->
 
 
 async def run_hitl_step(step: HitlStep, data: Any, ctx: RunContext, path: str, frame: Frame) -> Any:
-    frame.reporter.step_started(path, step.name, step.kind)
     started = time.time()
     try:
         message = step.message.render_text(scope(ctx, data))
@@ -144,8 +144,10 @@ async def run_hitl_step(step: HitlStep, data: Any, ctx: RunContext, path: str, f
         raise
     replay = frame.replayed(path)
     if replay is not None:
+        frame.replays += 1
         _apply_answer(step, ctx, message, replay.output)
         return replay.output
+    frame.reporter.step_started(path, step.name, step.kind)
 
     try:
         answer = await _ask_until_valid(step, path, message, frame)

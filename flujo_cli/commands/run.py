@@ -196,6 +196,8 @@ def _finish(outcome: Any, *, json_output: bool, seconds: float, console: Console
         }
         sys.stdout.write(json.dumps(payload, ensure_ascii=False, default=str) + "\n")
     summary = f"run {outcome.run_id} · {seconds:.2f}s"
+    if outcome.replayed:
+        summary += f" · {outcome.replayed} finished step(s) replayed from the store"
     if usage.total_tokens:
         summary += f" · {usage.total_tokens} tokens"
     if usage.cost_usd:

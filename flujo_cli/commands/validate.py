@@ -18,7 +18,7 @@ def validate_blueprint(file: Path, *, json_output: bool, debug: bool) -> int:
         findings = validate_file(file)
         errors = [f for f in findings if f.severity == "error"]
         if json_output:
-            sys.stdout.write(json.dumps(findings_to_json(file, findings), ensure_ascii=False) + "\n")
+            sys.stdout.write(json.dumps(findings_to_json(findings, file=str(file)), ensure_ascii=False) + "\n")
         else:
             console = stderr()
             render_findings(findings, console)
