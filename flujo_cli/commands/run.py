@@ -201,7 +201,7 @@ def _finish(outcome: Any, *, json_output: bool, seconds: float, console: Console
     if usage.total_tokens:
         summary += f" · {usage.total_tokens} tokens"
     if usage.cost_usd:
-        summary += f" · ${usage.cost_usd:.4f}"
+        summary += f" · ${usage.cost_usd:.4f}" if usage.cost_usd >= 0.01 else f" · ${usage.cost_usd:.6f}"
     if outcome.status == "completed":
         if not json_output:
             _print_output(outcome.output)
