@@ -210,3 +210,36 @@ def test_debug_shows_the_traceback(state_db: Path, tmp_path: Path) -> None:
 def test_every_example_validates_without_errors(example: str, state_db: Path) -> None:
     code, _, err = flujo(["validate", str(EXAMPLES / example)])
     assert code == exit_codes.OK, err
+
+
+def test_input_dash_reads_stdin(state_db: Path) -> None:
+    proc = flujo_process(
+        ["run", str(EXAMPLES / "map.yaml"), "--input", "-", "--json"],
+        input='["apples", "pears"]\n',
+        env={"FLUJO_STATE_URI": str(state_db)},
+    )
+    assert proc.returncode == exit_codes.OK, proc.stderr
+    assert json.loads(proc.stdout)["output"] == ["Describe apples in one line.", "Describe pears in one line."]
+
+
+def test_unusable_state_database_is_one_line_and_exit_7(tmp_path: Path, state_db: Path) -> None:
+    not_a_db = tmp_path / "notes.txt"
+    not_a_db.write_text("just some notes, not a database\n" * 20, encoding="utf-8")
+    proc = flujo_process(["run", str(EXAMPLES / "map.yaml"), "--input", "[1]"], env={"FLUJO_STATE_URI": str(not_a_db)})
+    assert proc.returncode == exit_codes.STORE, proc.stderr
+    assert "not a flujo database" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not_a_db.read_text(encoding="utf-8").startswith("just some notes")  # the user's file is untouched
+
+
+def test_ask_user_builtin_asks_the_human(state_db: Path, tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "ask.yaml",
+        'version: "0.1"\nsteps:\n  - kind: step\n    name: ask\n'
+        "    agent: {id: flujo.builtins.ask_user, params: {question: 'Your name?'}}\n",
+    )
+    code, out, err = flujo(["run", path, "--answer", "Ada"])
+    assert code == exit_codes.OK, err
+    assert out.strip() == "Ada"
+    assert "Your name?" in err
