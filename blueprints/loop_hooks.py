@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from core.context import RunContext
 from core.errors import RunError
+from core.policies.context_writes import scratchpad_slot
 from core.policies.frame import scope  # the engine's own template variables, so hooks see the same names
 from core.templates import Template
 
@@ -56,16 +57,6 @@ def _render(value: Any, variables: Mapping[str, Any]) -> Any:
     return value
 
 
-def scratchpad_parts(target: str) -> tuple[str, ...]:
-    """``context.scratchpad.a.b`` → ``("a", "b")`` (the path inside the scratchpad)."""
-    parts = target.split(".")
-    if parts and parts[0] == "context":
-        parts = parts[1:]
-    if parts and parts[0] == "scratchpad":
-        parts = parts[1:]
-    return tuple(parts)
-
-
 def _maybe_json(value: Any) -> Any:
     if isinstance(value, str) and value.strip()[:1] in ("{", "["):
         try:
@@ -82,15 +73,7 @@ class InitOp:
     value: CompiledValue
 
     def apply(self, ctx: RunContext, variables: Mapping[str, Any]) -> None:
-        parts = scratchpad_parts(self.target)
-        node = ctx.scratchpad
-        for part in parts[:-1]:
-            child = node.get(part)
-            if not isinstance(child, dict):
-                child = {}
-                node[part] = child
-            node = child
-        last = parts[-1]
+        node, last = scratchpad_slot(ctx, self.target)
         value = self.value.render(variables)
         if self.verb == "set":
             node[last] = value

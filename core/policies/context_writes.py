@@ -18,10 +18,11 @@ def record_output(ctx: RunContext, name: str, output: Any) -> None:
     ctx.steps[name] = {"output": output}
 
 
-def sink(ctx: RunContext, target: str, value: Any) -> None:
-    """Write ``value`` at ``target`` (``scratchpad.goal``, ``context.scratchpad.goal`` or ``goal``).
+def scratchpad_slot(ctx: RunContext, target: str) -> tuple[dict[str, Any], str]:
+    """The mapping and key that ``target`` names, creating missing levels on the way.
 
-    Every target lives in the scratchpad: ``goal`` and ``scratchpad.goal`` mean the same place.
+    Every target lives in the scratchpad: ``goal``, ``scratchpad.goal`` and ``context.scratchpad.goal``
+    mean the same place.
     """
     parts = target.split(".")
     if parts[0] == "context":
@@ -37,7 +38,13 @@ def sink(ctx: RunContext, target: str, value: Any) -> None:
             child = {}
             node[part] = child
         node = child
-    node[parts[-1]] = value
+    return node, parts[-1]
+
+
+def sink(ctx: RunContext, target: str, value: Any) -> None:
+    """Write ``value`` at ``target`` (see ``scratchpad_slot``)."""
+    node, key = scratchpad_slot(ctx, target)
+    node[key] = value
 
 
 def update_context(ctx: RunContext, step: str, output: Any) -> None:

@@ -6,7 +6,7 @@ import asyncio
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,17 @@ def _answers(answers: Sequence[str], answers_file: Path | None) -> tuple[list[st
     return [*answers, *positional], by_step
 
 
+def _drive(coroutine: Coroutine[Any, Any, int], *, debug: bool) -> int:
+    """Run the async command; turn Ctrl-C and errors into one clear line and an exit code."""
+    try:
+        return asyncio.run(coroutine)
+    except KeyboardInterrupt:
+        error_line("interrupted", "the steps finished so far are saved; `flujo resume RUN_ID` continues the run")
+        return exit_codes.INTERRUPTED
+    except Exception as exc:  # the CLI's top level: one clear line, never a traceback (unless --debug)
+        fail(exc, debug=debug)
+
+
 def run_blueprint(
     file: Path,
     *,
@@ -52,23 +63,18 @@ def run_blueprint(
         usage_error(f"no such blueprint file: {file}", "check the path; examples live in blueprints/examples/")
     if answers_file is not None and not answers_file.is_file():
         usage_error(f"no such answers file: {answers_file}")
-    try:
-        return asyncio.run(
-            _run(
-                file,
-                resume_id=None,
-                input_text=_read_input(input_text),
-                answers=answers,
-                answers_file=answers_file,
-                no_input=no_input,
-                json_output=json_output,
-            )
-        )
-    except KeyboardInterrupt:
-        error_line("interrupted", "the steps finished so far are saved; `flujo resume RUN_ID` continues the run")
-        return exit_codes.INTERRUPTED
-    except Exception as exc:  # the CLI's top level: one clear line, never a traceback (unless --debug)
-        fail(exc, debug=debug)
+    return _drive(
+        _run(
+            file,
+            resume_id=None,
+            input_text=_read_input(input_text),
+            answers=answers,
+            answers_file=answers_file,
+            no_input=no_input,
+            json_output=json_output,
+        ),
+        debug=debug,
+    )
 
 
 def resume_run(
@@ -82,23 +88,18 @@ def resume_run(
 ) -> int:
     if answers_file is not None and not answers_file.is_file():
         usage_error(f"no such answers file: {answers_file}")
-    try:
-        return asyncio.run(
-            _run(
-                None,
-                resume_id=run_id,
-                input_text=None,
-                answers=answers,
-                answers_file=answers_file,
-                no_input=no_input,
-                json_output=json_output,
-            )
-        )
-    except KeyboardInterrupt:
-        error_line("interrupted", "the steps finished so far are saved; `flujo resume RUN_ID` continues the run")
-        return exit_codes.INTERRUPTED
-    except Exception as exc:  # the CLI's top level
-        fail(exc, debug=debug)
+    return _drive(
+        _run(
+            None,
+            resume_id=run_id,
+            input_text=None,
+            answers=answers,
+            answers_file=answers_file,
+            no_input=no_input,
+            json_output=json_output,
+        ),
+        debug=debug,
+    )
 
 
 async def _run(
