@@ -3,8 +3,9 @@
 - Templates render strings (``"Goal: {{ steps.get_goal.output }}"``). A template that is a single
   ``{{ expression }}`` and nothing else returns the expression's *value* (a dict stays a dict).
 - The handlebars blocks used by the Flujo specs (``{{#each xs}}``, ``{{#if x}}``, ``{{else}}``,
-  ``{{#unless x}}``, ``{{this.role}}``, ``{{@index}}``) are translated to Jinja before compiling, with
-  ``trim_blocks``/``lstrip_blocks`` so the output matches handlebars' standalone-line rule.
+  ``{{else if y}}``, ``{{#unless x}}``, ``{{this.role}}``, ``{{@index}}``) are translated to Jinja before
+  compiling, with ``trim_blocks``/``lstrip_blocks`` so the output matches handlebars' standalone-line rule.
+  As in handlebars, a block over a missing value is falsy (``#each`` over it renders its ``else``).
 - Expressions (exit_expression, condition_expression, when) compile with ``compile_expression``: the
   same language and the same sandbox; Python ``eval`` is never used. A missing attribute in an
   expression is undefined (falsy), so ``context.scratchpad.cmd.action == 'finish'`` is simply false
@@ -19,7 +20,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from jinja2 import ChainableUndefined, StrictUndefined, TemplateSyntaxError, UndefinedError, nodes
+from jinja2 import ChainableUndefined, StrictUndefined, TemplateSyntaxError, Undefined, UndefinedError, nodes
 from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
@@ -67,7 +68,15 @@ _SAFE_GLOBALS: dict[str, Any] = {
 }
 
 
-def _make_env(undefined: type[StrictUndefined] | type[ChainableUndefined]) -> ImmutableSandboxedEnvironment:
+class _StrictChainedUndefined(ChainableUndefined, StrictUndefined):
+    """A template's missing value: an error as soon as it is used (printed, iterated, compared, tested for
+    truth), but reading an attribute of it chains, so ``a.b.c is defined`` and ``a.b.c | default(x)`` work
+    when ``a`` is missing (the handlebars ``{{#if}}`` translation relies on it); the error names ``a``."""
+
+    __slots__ = ()
+
+
+def _make_env(undefined: type[Undefined]) -> ImmutableSandboxedEnvironment:
     env = ImmutableSandboxedEnvironment(
         undefined=undefined,
         trim_blocks=True,
@@ -81,7 +90,7 @@ def _make_env(undefined: type[StrictUndefined] | type[ChainableUndefined]) -> Im
     return env
 
 
-_TEMPLATE_ENV = _make_env(StrictUndefined)
+_TEMPLATE_ENV = _make_env(_StrictChainedUndefined)
 _EXPRESSION_ENV = _make_env(ChainableUndefined)
 
 _HB_TOKEN = re.compile(r"\{\{\s*(#each|#if|#unless|else|/each|/if|/unless)\b\s*([^}]*?)\s*\}\}")
@@ -98,15 +107,22 @@ def translate_handlebars(text: str) -> str:
     def block(match: re.Match[str]) -> str:
         word, arg = match.group(1), match.group(2).strip()
         line = text.count("\n", 0, match.start()) + 1
+        # As in handlebars, a missing value is simply falsy (an empty list for #each), not an error.
         if word == "#each":
             stack.append("each")
-            return "{% for this in " + arg + " %}"
+            return "{% for this in ((" + arg + ") if (" + arg + ") is defined else ()) %}"
         if word in ("#if", "#unless"):
             stack.append("if")
-            return "{% if " + ("not (" + arg + ")" if word == "#unless" else arg) + " %}"
+            test = _hb_truthy(arg)
+            return "{% if " + ("not " + test if word == "#unless" else test) + " %}"
         if word == "else":
             if not stack:
                 raise TemplateSyntax("{{else}} outside a block", line=line)
+            chained = re.fullmatch(r"if\s+(.+)", arg, re.DOTALL)
+            if chained and stack[-1] == "if":  # {{else if x}}: handlebars' chained condition
+                return "{% elif " + _hb_truthy(chained.group(1)) + " %}"
+            if arg:
+                raise TemplateSyntax(f"{{{{else {arg}}}}} is not supported; write {{{{else if ...}}}}", line=line)
             return "{% else %}"
         wanted = "each" if word == "/each" else "if"
         if not stack or stack[-1] != wanted:
@@ -119,6 +135,32 @@ def translate_handlebars(text: str) -> str:
         raise TemplateSyntax(f"unclosed {{{{#{stack[-1]}}}}} block")
     out = _HB_THIS.sub(lambda m: "{{ this" + m.group(1) + " }}", out)
     return _HB_INDEX.sub("{{ loop.index0 }}", out)
+
+
+def _hb_truthy(arg: str) -> str:
+    return "((" + arg + ") is defined and (" + arg + "))"
+
+
+def _undefined_inside(value: Any) -> Undefined | None:
+    """The first undefined value inside lists/tuples/dicts (``{{ {'goal': stepz.x} }}``), if any."""
+    if isinstance(value, Undefined):
+        return value
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list | tuple) else ()
+    for item in items:
+        found = _undefined_inside(item)
+        if found is not None:
+            return found
+    return None
+
+
+def _undefined_to_none(value: Any) -> Any:
+    if isinstance(value, Undefined):
+        return None
+    if isinstance(value, dict):
+        return {key: _undefined_to_none(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_undefined_to_none(item) for item in value)
+    return value
 
 
 _NO_ATTRIBUTE = re.compile(r"'([\w ]+) object' has no attribute '([^']+)'")
@@ -147,8 +189,9 @@ class Template:
         try:
             if self._expression is not None:
                 value = self._expression(**variables)
-                if isinstance(value, StrictUndefined):
-                    str(value)  # raises UndefinedError naming the missing variable
+                missing = _undefined_inside(value)
+                if missing is not None:
+                    str(missing)  # raises UndefinedError naming the missing variable
                 return value
             return self._template.render(**variables)
         except UndefinedError as exc:
@@ -197,7 +240,8 @@ class Expression:
             raise TemplateError(f"expression {self.source!r} tried something unsafe: {exc}") from None
         except Exception as exc:  # e.g. comparing a str with an int: report it as the expression's failure
             raise TemplateError(f"expression {self.source!r} failed: {exc}") from None
-        return None if isinstance(value, ChainableUndefined) else value
+        # Missing is None, also inside a list or mapping the expression built.
+        return value if _undefined_inside(value) is None else _undefined_to_none(value)
 
     def __repr__(self) -> str:
         return f"Expression({self.source!r})"
