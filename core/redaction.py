@@ -17,7 +17,8 @@ from typing import Any
 MASK = "[REDACTED]"
 
 _BUILTIN_PATTERNS: tuple[str, ...] = (
-    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+    # A key cut off before its END line (a reply truncated by max_tokens) is masked to the end of the text.
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)",
     r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}",  # JWT
     r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}",
     r"\bAKIA[0-9A-Z]{16}\b",
@@ -25,16 +26,21 @@ _BUILTIN_PATTERNS: tuple[str, ...] = (
     r"\bgh[pousr]_[A-Za-z0-9]{30,}",
     r"\bxox[abprs]-[A-Za-z0-9-]{10,}",
 )
-# key=value / key: value / "key": "value" forms: keep the key, mask the value.
+# key=value / key: value / "key": "value" forms: keep the key, mask the value; a quoted value is masked whole
+# (spaces and all), and any length counts: the key says it is a secret.
 _ASSIGNMENT = re.compile(
     r"""(?ix)
-    (\b(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token|token|client[_-]?secret)
-     ["']?\s*(?:[:=]|\bis\b)\s*["']?)
-    ([^\s"',;]{3,})
+    (\b(?:password|passwd|pwd|passphrase|secret|api[_-]?key|access[_-]?token|auth[_-]?token|token|client[_-]?secret)
+     ["']?[ \t]*[:=][ \t]*)
+    (?:"([^"\n]+)"|'([^'\n]+)'|([^\s"',;]+))
     """
 )
-# "password hunter2": a password named in prose is masked too (a false positive is the safe side).
-_PROSE_PASSWORD = re.compile(r"""(?i)(\b(?:password|passwd|passphrase)\s+)(?!is\b)([^\s"',;]{3,})""")
+# "password hunter2", "password is hunter2": a password named in prose is masked too (a false positive is
+# the safe side).
+_PROSE_PASSWORD = re.compile(r"""(?i)(\b(?:password|passwd|passphrase)\s+(?:is\s+)?)(?!is\b)([^\s"',;]{3,})""")
+# "the api key is 3f9a...": for these words only a value that looks like a credential (8+ characters with a
+# digit), so that "each token is counted" and "the secret is out" stay readable.
+_PROSE_CREDENTIAL = re.compile(r"""(?i)(\b(?:secret|token|api[ _-]?key)\s+is\s+)((?=[^\s"',;]*\d)[^\s"',;]{8,})""")
 _BEARER = re.compile(r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/=-]{8,})")
 _SECRET_NAME = re.compile(r"(?i)(_API_KEY|_TOKEN|_SECRET|PASSWORD|_KEY)$")
 
@@ -71,7 +77,8 @@ class Redactor:
             value = pattern.sub(MASK, value)
         value = _BEARER.sub(lambda m: m.group(1) + MASK, value)
         value = _PROSE_PASSWORD.sub(lambda m: m.group(1) + MASK, value)
-        return _ASSIGNMENT.sub(lambda m: m.group(1) + (MASK if m.group(2) != MASK else m.group(2)), value)
+        value = _PROSE_CREDENTIAL.sub(lambda m: m.group(1) + MASK, value)
+        return _ASSIGNMENT.sub(_mask_assignment, value)
 
     def value(self, value: Any) -> Any:
         if isinstance(value, str):
@@ -81,3 +88,12 @@ class Redactor:
         if isinstance(value, list | tuple):
             return [self.value(item) for item in value]
         return value
+
+
+def _mask_assignment(match: re.Match[str]) -> str:
+    key, double, single = match.group(1), match.group(2), match.group(3)
+    if double is not None:
+        return f'{key}"{MASK}"'
+    if single is not None:
+        return f"{key}'{MASK}'"
+    return key + MASK

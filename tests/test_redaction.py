@@ -1,0 +1,117 @@
+"""Redaction: secrets never reach a trace event, and ordinary text reaches it unchanged."""
+
+from __future__ import annotations
+
+import pytest
+
+from core import AgentStep, Engine, HitlStep, Pipeline, Template
+from core.redaction import MASK, Redactor
+from core.store import MemoryStore
+from core.testing import ScriptedHuman
+from tests.engine_helpers import FuncAgent
+
+OPENAI = "sk-" + "Ab1" * 16
+PROJECT = "sk-proj-" + "Xy9_" * 10
+ANTHROPIC = "sk-ant-api03-" + "Qw3-" * 12
+JWT = (
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ"
+    ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+)
+PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAzrx1\nq2Vb8mGQ==\n-----END RSA PRIVATE KEY-----"
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        (f"key {OPENAI} here", OPENAI),
+        (f"export OPENAI_API_KEY={PROJECT}", PROJECT),
+        (f"x-api-key: {ANTHROPIC}", ANTHROPIC),
+        ("Authorization: Bearer abc.def-ghi_jkl0123", "abc.def-ghi_jkl0123"),
+        ("password=hunter22", "hunter22"),
+        ("password: x", "x"),
+        ("PASSWORD: Tr0ub4dor&3", "Tr0ub4dor&3"),
+        ("my password is hunter2", "hunter2"),
+        ("the api key is 3f9a1c7e55d0", "3f9a1c7e55d0"),
+        (f"token {JWT}", JWT),
+        (f"here:\n{PEM}\nend", "MIIEowIBAAKCAQEAzrx1"),
+        ("-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC", "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC"),
+    ],
+)
+def test_secrets_are_masked(text: str, secret: str) -> None:
+    masked = Redactor().text(text)
+    assert secret not in masked
+    assert MASK in masked
+
+
+@pytest.mark.parametrize(
+    ("text", "leaked"),
+    [
+        ('{"password": "my secret pass"}', "my secret pass"),
+        ('password = "correct horse battery staple"', "horse battery staple"),
+        ("api_key: 'abc def ghi'", "def ghi"),
+    ],
+)
+def test_quoted_values_are_masked_whole(text: str, leaked: str) -> None:
+    masked = Redactor().text(text)
+    assert leaked not in masked
+    assert masked.count(MASK) == 1
+
+
+def test_values_of_secret_env_vars_are_masked_by_name() -> None:
+    env = {
+        "MY_VENDOR_API_KEY": "zzz-unknown-vendor-key",
+        "GH_TOKEN": "tok_abcdef",
+        "APP_SECRET": "s3cr3t-value",
+        "HOME": "/home/alice",
+        "LANG": "en_US.UTF-8",
+    }
+    redactor = Redactor.from_environment(env, secret_env_vars=["CUSTOM"])
+    text = "zzz-unknown-vendor-key tok_abcdef s3cr3t-value /home/alice en_US.UTF-8"
+    assert redactor.text(text) == f"{MASK} {MASK} {MASK} /home/alice en_US.UTF-8"
+    assert (
+        Redactor.from_environment({"CUSTOM": "named-in-config"}, secret_env_vars=["CUSTOM"]).text("x named-in-config")
+        == f"x {MASK}"
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The task-force met the skeleton crew at the kiosk.",
+        "Each token is counted once, and the token limit is 400.",
+        "The secret is out: we ship on Friday.",
+        "Use max_tokens: 400 and total_tokens from the usage block.",
+        'Ask one question at a time; when clear reply {"action": "finish"}',
+        "risk-assessment-for-the-whole-quarter",
+    ],
+)
+def test_ordinary_text_is_not_mangled(text: str) -> None:
+    assert Redactor().text(text) == text
+
+
+def test_nested_values_are_masked_and_non_strings_kept() -> None:
+    value = {"messages": [{"role": "user", "content": f"use {OPENAI}"}], "n": 3, "ok": True, "none": None}
+    assert Redactor().value(value) == {
+        "messages": [{"role": "user", "content": f"use {MASK}"}],
+        "n": 3,
+        "ok": True,
+        "none": None,
+    }
+
+
+async def test_trace_events_of_a_run_hold_no_secret_but_the_run_data_does() -> None:
+    pipeline = Pipeline(
+        steps=(
+            HitlStep(name="creds", message=Template("Your password?")),
+            AgentStep(name="call", agent=FuncAgent(lambda x: {"echo": f'login with password: "{x}"', "key": OPENAI})),
+        )
+    )
+    store = MemoryStore()
+    outcome = await Engine(store=store, human=ScriptedHuman([f"use {OPENAI}"]), redactor=Redactor()).run(pipeline)
+    assert outcome.status == "completed"
+    assert outcome.output == {"echo": f'login with password: "use {OPENAI}"', "key": OPENAI}  # data untouched
+    events = await store.events(outcome.run_id)
+    assert {e.kind for e in events} >= {"hitl.answer", "agent.prompt", "agent.reply"}
+    dumped = repr([e.payload for e in events])
+    assert OPENAI not in dumped
+    assert "login with password: " in dumped and "Your password?" in dumped  # the prose stays readable
