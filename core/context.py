@@ -74,14 +74,21 @@ class RunContext:
         self.conversation_history = other.conversation_history
 
     def view(self) -> dict[str, Any]:
-        """Plain data for templates and expressions (no methods of ours reachable from a template)."""
-        return {
-            "initial_prompt": self.initial_prompt,
-            "scratchpad": self.scratchpad,
-            "steps": self.steps,
-            "hitl_history": [entry.to_dict() for entry in self.hitl_history],
-            "conversation_history": [turn.to_dict() for turn in self.conversation_history],
-        }
+        """Plain data for templates, expressions, hooks and agents (no methods of ours reachable from them).
+
+        A deep copy: what reads the view can neither change the run's state behind the journal's back (an
+        agent mutating ``context``) nor capture live state (``{{ steps }}`` as a step's output would
+        otherwise contain itself once recorded).
+        """
+        return copy.deepcopy(
+            {
+                "initial_prompt": self.initial_prompt,
+                "scratchpad": self.scratchpad,
+                "steps": self.steps,
+                "hitl_history": [entry.to_dict() for entry in self.hitl_history],
+                "conversation_history": [turn.to_dict() for turn in self.conversation_history],
+            }
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return self.view()

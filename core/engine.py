@@ -22,6 +22,7 @@ from core.policies.frame import Frame
 from core.ports import HumanInput, HumanQuestion, NullReporter, Reporter, RunRecord, RunStatus, RunStore
 from core.redaction import Redactor
 from core.steps import Pipeline
+from core.store.codec import normalize
 from core.usage import ZERO_USAGE, Usage
 
 
@@ -88,7 +89,8 @@ class Engine:
                 thread=thread,
             )
         )
-        return await self._execute(pipeline, input, run_id, journal_from_store=False)
+        # The input as the store gives it back (a JSON round trip), which is what a resumed run starts from.
+        return await self._execute(pipeline, normalize(input), run_id, journal_from_store=False)
 
     async def resume(self, pipeline: Pipeline, run_id: str) -> RunOutcome:
         """Continue a paused or crashed run: committed steps are replayed, the rest executed."""
@@ -139,7 +141,7 @@ class Engine:
                 run_id, status="failed", error=error.message, usage=frame.usage, finished_at=time.time()
             )
             return RunOutcome(
-                run_id=run_id, status="failed", error=error, failed_step=frame.failed_path, usage=frame.usage
+                run_id=run_id, status="failed", error=error, failed_step=frame.failed_step(error), usage=frame.usage
             )
         await self.store.update_run(
             run_id, status="completed", output=output, usage=frame.usage, finished_at=time.time()

@@ -6,10 +6,10 @@ import time
 from typing import Any
 
 from core.context import RunContext
-from core.errors import ControlSignal, FlujoError, StepFailed
+from core.errors import ControlSignal, StepFailed
 from core.policies.body import BodyRunner
 from core.policies.context_writes import record_output
-from core.policies.frame import Frame, child_path, scope
+from core.policies.frame import Frame, child_path, scope, step_error
 from core.steps import ConditionalStep, MapStep
 
 
@@ -41,12 +41,15 @@ async def run_conditional(
         output = await body(chosen, data, ctx, child_path(path, key), frame)
     except ControlSignal:
         raise
-    except FlujoError as exc:
+    except Exception as exc:  # the body's errors are FlujoErrors already; a hook's may be anything
+        error = step_error(exc, f"{step.kind} {step.name!r}")
         await frame.commit(
             path=path, name=step.name, kind=step.kind, status="failed", started=started,
-            input=data, error=exc.message,
+            input=data, error=error.message, failure=error,
         )  # fmt: skip
-        raise
+        if error is exc:
+            raise
+        raise error from exc
     record_output(ctx, step.name, output)
     event = frame.event("conditional.branch", path, {"branch": key, "condition": step.condition_description})
     await frame.commit(
@@ -67,7 +70,7 @@ async def run_map(step: MapStep, data: Any, ctx: RunContext, path: str, frame: F
             raise StepFailed(
                 f"map {step.name!r}: {step.over.source!r} gave {type(items).__name__}, not a list",
                 step=step.name,
-                hint="map.over must evaluate to a list, e.g. previous_step or context.scratchpad.items",
+                hint="map.over must evaluate to a list, e.g. previous_step or context.scratchpad.todo",
             )
         if step.init is not None:
             step.init(ctx, data)
@@ -79,12 +82,15 @@ async def run_map(step: MapStep, data: Any, ctx: RunContext, path: str, frame: F
         output: Any = step.finalize(results, ctx) if step.finalize is not None else results
     except ControlSignal:
         raise
-    except FlujoError as exc:
+    except Exception as exc:  # the body's errors are FlujoErrors already; a hook's may be anything
+        error = step_error(exc, f"{step.kind} {step.name!r}")
         await frame.commit(
             path=path, name=step.name, kind=step.kind, status="failed", started=started,
-            input=data, error=exc.message,
+            input=data, error=error.message, failure=error,
         )  # fmt: skip
-        raise
+        if error is exc:
+            raise
+        raise error from exc
     record_output(ctx, step.name, output)
     await frame.commit(
         path=path, name=step.name, kind=step.kind, status="completed", started=started,

@@ -1,11 +1,13 @@
 """How a step's output lands in the context: step outputs by name, ``sink_to`` and ``updates_context``.
 
 These are pure functions of the output, so replaying a committed output on resume reproduces the same
-context exactly.
+context exactly. What lands in the scratchpad is a copy: a later write into the scratchpad (``sink_to:
+cfg.extra``, a map's ``init`` append) must never change a step's output, which stays as it was produced.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -44,7 +46,7 @@ def scratchpad_slot(ctx: RunContext, target: str) -> tuple[dict[str, Any], str]:
 def sink(ctx: RunContext, target: str, value: Any) -> None:
     """Write ``value`` at ``target`` (see ``scratchpad_slot``)."""
     node, key = scratchpad_slot(ctx, target)
-    node[key] = value
+    node[key] = copy.deepcopy(value)
 
 
 def update_context(ctx: RunContext, step: str, output: Any) -> None:
@@ -60,9 +62,9 @@ def update_context(ctx: RunContext, step: str, output: Any) -> None:
         )
     for key, value in output.items():
         if key == "scratchpad" and isinstance(value, Mapping):
-            ctx.scratchpad.update(value)
+            ctx.scratchpad.update(copy.deepcopy(dict(value)))
         else:
-            ctx.scratchpad[key] = value
+            ctx.scratchpad[key] = copy.deepcopy(value)
 
 
 def note_agent_command(ctx: RunContext, output: Any) -> None:
@@ -71,4 +73,4 @@ def note_agent_command(ctx: RunContext, output: Any) -> None:
     This is what ``stop_when: agent_finished`` reads (``...last_agent_command.action == 'finish'``).
     """
     if isinstance(output, Mapping) and "action" in output:
-        ctx.scratchpad["last_agent_command"] = dict(output)
+        ctx.scratchpad["last_agent_command"] = copy.deepcopy(dict(output))

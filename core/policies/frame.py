@@ -7,13 +7,14 @@ the redactor. Policies receive it explicitly; there is no global state.
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from core.context import RunContext
-from core.errors import LimitReached
+from core.errors import FlujoError, LimitReached, RunError
 from core.ports import HumanInput, Reporter, RunStore, StepRecord, StepStatus, TraceEvent
 from core.redaction import Redactor
 from core.steps import Limits
@@ -30,8 +31,11 @@ class Frame:
     limits: Limits = field(default_factory=Limits)
     journal: Mapping[str, StepRecord] = field(default_factory=dict)
     usage: Usage = ZERO_USAGE
-    failed_path: str | None = None
     replays: int = 0  # leaf steps replayed from the journal instead of executed
+    # Each recorded failure → the innermost step it failed (composites re-raise the same error object, so
+    # the first commit wins). Keyed by the error, not "first failure of the run": a failure that a parallel
+    # absorbed (on_branch_failure: ignore) must not be reported as where a later error happened.
+    failures: dict[FlujoError, str] = field(default_factory=dict)
 
     def event(self, kind: str, path: str, payload: Mapping[str, Any]) -> TraceEvent:
         """A trace event with secrets masked, ready to store."""
@@ -41,6 +45,24 @@ class Frame:
         """The committed result of ``path`` from an earlier attempt of this run, if any."""
         record = self.journal.get(path)
         return record if record is not None and record.status == "completed" else None
+
+    def absorbed_failure(self, path: str) -> str | None:
+        """The error of ``path`` if it failed in an earlier attempt inside a step that then completed anyway
+        (a parallel with ``on_branch_failure: ignore``): resume replays that failure rather than running
+        the step again, because what followed was built on its absence."""
+        record = self.journal.get(path)
+        if record is None or record.status != "failed":
+            return None
+        parts = path.split("/")
+        for end in range(len(parts) - 1, 0, -1):
+            enclosing = self.journal.get("/".join(parts[:end]))
+            if enclosing is not None and enclosing.status == "completed":
+                return record.error or "failed"
+        return None
+
+    def failed_step(self, error: FlujoError) -> str | None:
+        """The path of the innermost step ``error`` failed, when a step recorded it."""
+        return self.failures.get(error)
 
     async def commit(
         self,
@@ -55,8 +77,13 @@ class Frame:
         error: str | None = None,
         usage: Usage = ZERO_USAGE,
         events: Sequence[TraceEvent] = (),
+        failure: FlujoError | None = None,
     ) -> StepRecord:
-        """Store one step result with its events (one transaction) and tell the reporter."""
+        """Store one step result with its events (one transaction) and tell the reporter.
+
+        ``failure`` is the error a failed step raises; it remembers where it failed (``failed_step``). A
+        composite step that an earlier attempt already committed as completed (it is re-entered on resume
+        to replay its leaves) is not stored again: its events would be duplicated in the trace."""
         record = StepRecord(
             run_id=self.run_id,
             path=path,
@@ -70,15 +97,21 @@ class Frame:
             duration_s=max(0.0, time.time() - started),
             usage=usage,
         )
-        await self.store.record_step(record, events)
-        if status == "failed" and self.failed_path is None:
-            self.failed_path = path
+        if status != "completed" or self.replayed(path) is None:
+            await self.store.record_step(record, events)
+        if failure is not None:
+            self.failures.setdefault(failure, path)
         self.reporter.step_finished(record)
         return record
 
     def charge(self, usage: Usage) -> None:
         """Add a call's usage to the run total; LimitReached when a run-wide limit is now exceeded."""
         self.usage = self.usage + usage
+        self.check_limits()
+
+    def check_limits(self) -> None:
+        """LimitReached when the run has already spent more than a limit allows. Called before each agent
+        call too: a parallel branch must not start a call after a sibling has spent the budget."""
         limits = self.limits
         if limits.max_tokens is not None and self.usage.total_tokens > limits.max_tokens:
             raise LimitReached(
@@ -95,12 +128,13 @@ class Frame:
 
 
 def scope(ctx: RunContext, previous: Any, *, iteration: int | None = None) -> dict[str, Any]:
-    """Variables for templates and expressions at this point of the run."""
+    """Variables for templates and expressions at this point of the run: copies, never live state."""
+    view = ctx.view()
     variables: dict[str, Any] = {
-        "context": ctx.view(),
-        "previous_step": previous,
-        "steps": ctx.steps,
-        "initial_prompt": ctx.initial_prompt,
+        "context": view,
+        "previous_step": copy.deepcopy(previous),
+        "steps": view["steps"],
+        "initial_prompt": view["initial_prompt"],
     }
     if iteration is not None:
         variables["iteration"] = iteration
@@ -109,3 +143,11 @@ def scope(ctx: RunContext, previous: Any, *, iteration: int | None = None) -> di
 
 def child_path(prefix: str, name: str) -> str:
     return f"{prefix}/{name}" if prefix else name
+
+
+def step_error(exc: Exception, what: str) -> FlujoError:
+    """``exc`` as the FlujoError a step fails with: ours unchanged, anything else (a user's ``module:function``
+    condition or hook raising KeyError, say) wrapped in a RunError naming the step."""
+    if isinstance(exc, FlujoError):
+        return exc
+    return RunError(f"{what} failed: {type(exc).__name__}: {exc}")

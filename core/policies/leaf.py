@@ -6,6 +6,7 @@ moves on, and on resume a committed leaf is replayed from the journal, never exe
 
 from __future__ import annotations
 
+import copy
 import time
 from typing import Any
 
@@ -16,6 +17,7 @@ from core.policies.frame import Frame, scope
 from core.ports import AgentCall, HumanQuestion
 from core.schema_check import parse_answer, schema_errors
 from core.steps import AgentStep, HitlStep
+from core.store.codec import normalize
 from core.usage import ZERO_USAGE, Usage
 
 MAX_ANSWER_ATTEMPTS = 10
@@ -32,6 +34,10 @@ def _apply_agent_output(step: AgentStep, ctx: RunContext, output: Any) -> None:
 
 
 async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str, frame: Frame) -> Any:
+    absorbed = frame.absorbed_failure(path)
+    if absorbed is not None:
+        frame.replays += 1
+        raise RunError(absorbed)
     replay = frame.replayed(path)
     if replay is not None:
         frame.replays += 1
@@ -51,11 +57,11 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
         if step.input is not None:
             call_input = step.input.render(variables)
         if step.agent is None:
-            output = call_input
+            output = normalize(call_input)
         else:
             agent = step.agent
             call = AgentCall(
-                input=call_input,
+                input=copy.deepcopy(call_input),  # an agent that mutates its input changes nothing of ours
                 step=step.name,
                 context=variables["context"],
                 on_text=lambda text: frame.reporter.text_delta(path, text),
@@ -68,9 +74,11 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
                     {"agent": agent.label, "messages": messages, "history_injected": bool(call.history)},
                 )
             )
+            frame.check_limits()
             reply = await agent.run(call)
             usage = reply.usage
-            output = reply.output
+            # The value the journal will hold (a JSON round trip), so a resumed run sees exactly what this one saw.
+            output = normalize(reply.output)
             events.append(
                 frame.event(
                     "agent.reply",
@@ -125,6 +133,7 @@ async def _fail(
         error=exc.message,
         usage=usage,
         events=events,
+        failure=exc,
     )
 
 
@@ -142,6 +151,10 @@ async def run_hitl_step(step: HitlStep, data: Any, ctx: RunContext, path: str, f
     except FlujoError as exc:
         await _fail(frame, step.name, step.kind, path, started, data, exc, [], ZERO_USAGE)
         raise
+    absorbed = frame.absorbed_failure(path)
+    if absorbed is not None:
+        frame.replays += 1
+        raise RunError(absorbed)
     replay = frame.replayed(path)
     if replay is not None:
         frame.replays += 1

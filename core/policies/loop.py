@@ -17,7 +17,7 @@ from core.context import RunContext
 from core.errors import ControlSignal, FlujoError, RunError
 from core.policies.body import BodyRunner
 from core.policies.context_writes import record_output
-from core.policies.frame import Frame, child_path, scope
+from core.policies.frame import Frame, child_path, scope, step_error
 from core.steps import LoopStep
 
 
@@ -48,13 +48,16 @@ async def run_loop(step: LoopStep, data: Any, ctx: RunContext, path: str, frame:
         final = step.output(output, ctx) if step.output is not None else output
     except ControlSignal:
         raise
-    except FlujoError as exc:
-        event = frame.event("loop.exit", path, {"reason": "error", "iterations": iterations, "error": exc.message})
+    except Exception as exc:  # the body's errors are FlujoErrors already; a hook's may be anything
+        error = step_error(exc, f"loop {step.name!r}")
+        event = frame.event("loop.exit", path, {"reason": "error", "iterations": iterations, "error": error.message})
         await frame.commit(
             path=path, name=step.name, kind=step.kind, status="failed", started=started,
-            input=data, error=exc.message, events=[event],
+            input=data, error=error.message, events=[event], failure=error,
         )  # fmt: skip
-        raise
+        if error is exc:
+            raise
+        raise error from exc
     record_output(ctx, step.name, final)
     event = frame.event(
         "loop.exit",

@@ -31,6 +31,9 @@ def merge_contexts(ctx: RunContext, branches: list[tuple[str, RunContext]], stra
         if branches:
             ctx.adopt(branches[-1][1])
         return
+    # Taken before merging: what each branch added is relative to the parent as the branches found it.
+    base_steps = dict(ctx.steps)
+    known = len(ctx.hitl_history)
     written: dict[str, tuple[str, Any]] = {}
     for name, branch in branches:
         for key, value in branch.scratchpad.items():
@@ -49,8 +52,10 @@ def merge_contexts(ctx: RunContext, branches: list[tuple[str, RunContext]], stra
             written[key] = (name, value)
             ctx.scratchpad[key] = value
         for key, value in branch.steps.items():
-            ctx.steps.setdefault(key, value)
-        known = len(ctx.hitl_history)
+            # A branch's own outputs replace older ones of the same name (a parallel inside a loop); between
+            # branches, the first to write a name keeps it.
+            if base_steps.get(key) is not value and ctx.steps.get(key) is base_steps.get(key):
+                ctx.steps[key] = value
         ctx.hitl_history.extend(branch.hitl_history[known:])
 
 
@@ -116,7 +121,7 @@ async def run_parallel(
                 error = result if isinstance(result, FlujoError) else RunError(f"branch {name!r} failed: {result!r}")
                 await frame.commit(
                     path=path, name=step.name, kind=step.kind, status="failed", started=started,
-                    input=data, error=f"branch {name!r} failed: {failures[name]}",
+                    input=data, error=f"branch {name!r} failed: {failures[name]}", failure=error,
                 )  # fmt: skip
                 raise error
             continue
@@ -128,7 +133,7 @@ async def run_parallel(
     except FlujoError as exc:
         await frame.commit(
             path=path, name=step.name, kind=step.kind, status="failed", started=started,
-            input=data, error=exc.message,
+            input=data, error=exc.message, failure=exc,
         )  # fmt: skip
         raise
     record_output(ctx, step.name, final)
