@@ -1,0 +1,214 @@
+"""Documented examples are tests (CONVENTIONS 15).
+
+- Every blueprint in ``docs/examples/`` and ``blueprints/examples/`` validates without errors and runs
+  offline to completion through the real CLI, with the input and answers listed in ``RUNS`` below. A new
+  example without an entry in ``RUNS`` fails with a message saying what to add.
+- Every ```yaml block in ``docs/*.md`` that starts with ``# docs/examples/NAME.yaml`` is that file, byte
+  for byte; every complete blueprint shown in the docs (a block with ``version:`` and ``steps:``) is such
+  a block; every file in ``docs/examples/`` is shown somewhere in the docs.
+- The blueprints in ``docs/examples/invalid/`` fail validation, and the ``flujo validate`` output the docs
+  show for them is the real output; the other YAML fragments parse, and every ``flujo.toml`` shown loads.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from core.config import load_settings
+from flujo_cli import exit_codes
+from tests.cli_helpers import ROOT, flujo
+
+DOCS = ROOT / "docs"
+DOC_EXAMPLES = DOCS / "examples"
+INVALID = DOC_EXAMPLES / "invalid"
+_UNSET: Any = object()
+
+
+@dataclass(frozen=True)
+class Run:
+    """How to run one example offline: its ``--input``, its ``--answer`` values, and (optionally) the output."""
+
+    input: str | None = None
+    answers: tuple[str, ...] = ()
+    output: Any = _UNSET
+
+
+RUNS: dict[str, Run] = {
+    "blueprints/examples/clarify.yaml": Run(answers=("Plan a trip", "My family", "June")),
+    "blueprints/examples/conditional.yaml": Run(input="The app crashes on start", answers=("3",)),
+    "blueprints/examples/map.yaml": Run(input='["apples", "pears"]'),
+    "blueprints/examples/parallel.yaml": Run(input="My draft"),
+    "docs/examples/hello.yaml": Run(answers=("Ada",), output="Please greet Ada."),
+    "docs/examples/agents.yaml": Run(
+        input="Write about tea", output='Outline for Tea: ["history", "kinds", "brewing"]'
+    ),
+    "docs/examples/templates.yaml": Run(
+        input='{"city": "Lima", "days": 3}',
+        output=(
+            'Trip to Lima ({"city": "Lima", "days": 3})\n0. passport\n1. umbrella\nNo coat needed.\nBudget: not set\n'
+        ),
+    ),
+    "docs/examples/hitl.yaml": Run(
+        answers=("4", "yes", "window", "no nuts"),
+        output="4 guests, confirmed: true, seat: window, notes: no nuts",
+    ),
+    "docs/examples/loop.yaml": Run(
+        input="a haiku about rain",
+        output={
+            "best": "Soft rain taps the glass, night listens",
+            "scores": [4, 7, 9],
+            "topic": "a haiku about rain",
+            "run_input": "a haiku about rain",
+        },
+    ),
+    "docs/examples/agent_finished.yaml": Run(
+        input="a birthday party", answers=("Saturday", "12"), output="A party on Saturday for 12."
+    ),
+    "docs/examples/parallel.yaml": Run(
+        input="Our new logo",
+        output="Verdict ship from 2 reviews: Bold and clear. / Too close to a rival's logo.",
+    ),
+    "docs/examples/conditional.yaml": Run(input="URGENT: the site is down", output="paged on-call, sent to ops"),
+    "docs/examples/map.yaml": Run(
+        input='["milk", "rice", "bread"]',
+        output={
+            "count": 3,
+            "questions": [
+                "Where is milk in Corner Shop?",
+                "Where is rice in Corner Shop?",
+                "Where is bread in Corner Shop?",
+            ],
+        },
+    ),
+}
+
+# The keys of `flujo run --json` / `flujo resume --json` (docs/cli.md documents them).
+JSON_KEYS = {"run_id", "status", "output", "error", "failed_step", "pause", "usage"}
+
+
+def runnable_examples() -> list[str]:
+    files = sorted(DOC_EXAMPLES.glob("*.yaml")) + sorted((ROOT / "blueprints" / "examples").glob("*.yaml"))
+    return [path.relative_to(ROOT).as_posix() for path in files]
+
+
+def doc_pages() -> list[Path]:
+    return sorted(DOCS.glob("*.md"))
+
+
+def fenced_blocks(text: str, language: str) -> list[str]:
+    """The contents of the ```language fenced blocks of a Markdown text."""
+    return re.findall(rf"^```{language}\n(.*?)^```$", text, flags=re.DOTALL | re.MULTILINE)
+
+
+def test_every_example_has_a_run_entry() -> None:
+    examples = set(runnable_examples())
+    missing = sorted(examples - set(RUNS))
+    stale = sorted(set(RUNS) - examples)
+    assert not missing, (
+        f"no entry in RUNS (tests/test_docs_examples.py) for {', '.join(missing)}: "
+        "add Run(input=..., answers=(...)) so the example is run offline"
+    )
+    assert not stale, f"RUNS lists examples that do not exist: {', '.join(stale)}"
+
+
+@pytest.mark.parametrize("example", runnable_examples())
+def test_example_validates_and_runs_offline(example: str, state_db: Path) -> None:
+    run = RUNS.get(example)
+    if run is None:
+        pytest.fail(
+            f"{example} has no entry in RUNS (tests/test_docs_examples.py): "
+            "add Run(input=..., answers=(...)) with what it needs to run offline"
+        )
+    path = str(ROOT / example)
+
+    code, out, err = flujo(["validate", path, "--json"])
+    report = json.loads(out)
+    assert code == exit_codes.OK and report["errors"] == 0, f"{example} does not validate:\n{err}{out}"
+    if example.startswith("docs/"):
+        assert report["warnings"] == 0, f"{example} has warnings: {report['findings']}"
+
+    args = ["run", path, "--json", "--no-input"]
+    if run.input is not None:
+        args += ["--input", run.input]
+    for answer in run.answers:
+        args += ["--answer", answer]
+    code, out, err = flujo(args)
+    result = json.loads(out) if out.strip() else {}
+    assert code == exit_codes.OK and result.get("status") == "completed", (
+        f"{example} did not complete (exit {code}; a pause means RUNS needs more answers):\n{err}"
+    )
+    assert set(result) == JSON_KEYS
+    if run.output is not _UNSET:
+        assert result["output"] == run.output
+
+
+def test_documented_blueprints_are_the_example_files() -> None:
+    shown: set[str] = set()
+    for page in doc_pages():
+        for block in fenced_blocks(page.read_text(encoding="utf-8"), "yaml"):
+            header = re.match(r"# (docs/examples/[\w/.-]+\.yaml)\b", block)
+            if header is None:
+                complete = re.search(r"^version:", block, re.MULTILINE) and re.search(r"^steps:", block, re.MULTILINE)
+                assert not complete, (
+                    f"{page.name}: a complete blueprint must be a file in docs/examples/ and its block must "
+                    f"start with '# docs/examples/NAME.yaml':\n{block[:200]}"
+                )
+                continue
+            name = header.group(1)
+            file = ROOT / name
+            assert file.is_file(), f"{page.name} shows {name}, which does not exist"
+            assert block == file.read_text(encoding="utf-8"), f"{page.name}: the block for {name} differs from the file"
+            shown.add(name)
+    files = {path.relative_to(ROOT).as_posix() for path in DOC_EXAMPLES.rglob("*.yaml")}
+    assert not files - shown, f"examples not shown in any docs page: {sorted(files - shown)}"
+
+
+def test_documented_fragments_parse(tmp_path: Path) -> None:
+    """Every other ```yaml block is valid YAML, and every ```toml block is a flujo.toml that loads."""
+    for page in doc_pages():
+        text = page.read_text(encoding="utf-8")
+        for block in fenced_blocks(text, "yaml"):
+            yaml.safe_load(block)
+        for number, block in enumerate(fenced_blocks(text, "toml")):
+            folder = tmp_path / f"{page.stem}-{number}"
+            folder.mkdir()
+            (folder / "flujo.toml").write_text(block, encoding="utf-8")
+            load_settings(cwd=folder, env={})  # raises ConfigError naming the bad key
+
+
+def test_invalid_examples_fail_with_the_documented_output(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)  # the docs show paths relative to the repository root
+    documented: dict[str, str] = {}
+    for page in doc_pages():
+        for block in fenced_blocks(page.read_text(encoding="utf-8"), "text"):
+            command = re.match(r"\$ flujo validate (docs/examples/invalid/[\w.-]+\.yaml)\n", block)
+            if command is not None:
+                documented[command.group(1)] = block[command.end() :]
+    invalid = sorted(path.relative_to(ROOT).as_posix() for path in INVALID.glob("*.yaml"))
+    assert invalid, "docs/examples/invalid/ holds no examples"
+    for example in invalid:
+        code, _, err = flujo(["validate", example])
+        assert code == exit_codes.FAILED, f"{example} should not validate"
+        assert example in documented, f"no docs page shows the output of: flujo validate {example}"
+        assert documented[example] == err, f"the documented output of flujo validate {example} is not the real one"
+
+
+def test_documented_pause_and_resume(state_db: Path) -> None:
+    """docs/blueprints.md: `--no-input` pauses at the first question; `flujo resume` continues the run."""
+    hitl = str(DOC_EXAMPLES / "hitl.yaml")
+    code, out, _ = flujo(["run", hitl, "--no-input", "--json"])
+    paused = json.loads(out)
+    assert code == exit_codes.PAUSED and paused["status"] == "paused"
+    assert paused["pause"]["step"] == "guests"
+    code, out, _ = flujo(["resume", paused["run_id"][:6], "--no-input", "--json", "-a", "4", "-a", "yes"])
+    assert code == exit_codes.PAUSED and json.loads(out)["pause"]["step"] == "seat"
+    code, out, err = flujo(["resume", paused["run_id"], "--json", "-a", "window", "-a", "no nuts"])
+    assert code == exit_codes.OK, err
+    assert json.loads(out)["output"] == RUNS["docs/examples/hitl.yaml"].output
