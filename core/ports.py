@@ -191,6 +191,10 @@ class Reporter(Protocol):
 
     def text_delta(self, path: str, text: str) -> None: ...
 
+    def agent_replied(self, path: str, name: str, output: Any) -> None:
+        """A model agent (or its offline stand-in) answered; the human should see the reply."""
+        ...
+
     def note(self, message: str) -> None: ...
 
 
@@ -204,6 +208,9 @@ class NullReporter:
         return None
 
     def text_delta(self, path: str, text: str) -> None:
+        return None
+
+    def agent_replied(self, path: str, name: str, output: Any) -> None:
         return None
 
     def note(self, message: str) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from core.errors import RunError
 from core.ports import HumanQuestion, StepRecord
@@ -43,6 +44,7 @@ class RecordingReporter:
     finished: list[StepRecord] = field(default_factory=list)
     text: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    replies: list[tuple[str, Any]] = field(default_factory=list)
 
     def step_started(self, path: str, name: str, kind: str) -> None:
         self.started.append(path)
@@ -52,6 +54,9 @@ class RecordingReporter:
 
     def text_delta(self, path: str, text: str) -> None:
         self.text.append(text)
+
+    def agent_replied(self, path: str, name: str, output: Any) -> None:
+        self.replies.append((name, output))
 
     def note(self, message: str) -> None:
         self.notes.append(message)

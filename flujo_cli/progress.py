@@ -54,18 +54,23 @@ class LiveReporter:
             self._console.print(f"[bold green]{escape(path.rsplit('/', 1)[-1])}[/] › ", end="")
         self._console.print(escape(text), end="")
 
+    def agent_replied(self, path: str, name: str, output: Any) -> None:
+        self._stop_status()
+        if self._quiet:
+            return
+        if self._streaming == path:  # already shown as it streamed
+            self._streaming = None
+            self._console.print()
+            return
+        self._console.print(f"[bold green]{escape(name)}[/] › {escape(preview(output))}")
+
     def step_finished(self, record: StepRecord) -> None:
         if record.kind != "step":
             return
         self._stop_status()
-        if self._quiet:
-            return
-        if self._streaming == record.path:
+        if self._streaming == record.path:  # a stream that ended without a reply (the step failed)
             self._streaming = None
             self._console.print()
-            return
-        if record.status == "completed" and record.output is not None:
-            self._console.print(f"[bold green]{escape(record.name)}[/] › {escape(preview(record.output))}")
 
     def note(self, message: str) -> None:
         self._stop_status()

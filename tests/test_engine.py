@@ -358,3 +358,19 @@ async def test_template_errors_fail_the_step_with_a_clear_message(bad: str) -> N
     outcome, _ = await run(Pipeline(steps=(AgentStep(name="t", input=Template(bad)),)))
     assert outcome.status == "failed" and outcome.error is not None
     assert "undefined" in outcome.error.message
+
+
+async def test_reporter_is_told_model_replies_only() -> None:
+    from core.agents import ScriptedAgent
+
+    reporter = RecordingReporter()
+    pipeline = Pipeline(
+        steps=(
+            AgentStep(name="bot", agent=ScriptedAgent(["hello"])),
+            AgentStep(name="script", agent=FuncAgent(lambda x: x + "!")),
+            AgentStep(name="pass"),
+        )
+    )
+    outcome = await Engine(store=MemoryStore(), reporter=reporter).run(pipeline, "in")
+    assert outcome.output == "hello!"
+    assert reporter.replies == [("bot", "hello")]

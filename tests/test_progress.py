@@ -25,14 +25,17 @@ def test_streamed_text_is_shown_once_under_the_step_name() -> None:
     reporter.step_started("loop/1/answer", "answer", "step")
     for piece in ("The capital ", "is ", "Paris."):
         reporter.text_delta("loop/1/answer", piece)
+    reporter.agent_replied("loop/1/answer", "answer", "The capital is Paris.")
     reporter.step_finished(record("answer", "The capital is Paris.", path="loop/1/answer"))
     assert buffer.getvalue() == "answer › The capital is Paris.\n"
 
 
-def test_unstreamed_reply_is_printed_when_the_step_finishes() -> None:
+def test_unstreamed_reply_is_printed_and_non_agent_steps_are_not() -> None:
     con, buffer = console()
     reporter = LiveReporter(con)
+    reporter.agent_replied("clarify", "clarify", {"action": "ask", "question": "Who is it for?"})
     reporter.step_finished(record("clarify", {"action": "ask", "question": "Who is it for?"}))
+    reporter.step_finished(record("summary", "a passthrough step's output is not a reply"))
     reporter.step_finished(record("broken", None, status="failed"))
     assert buffer.getvalue() == "clarify › action: ask · question: Who is it for?\n"
 
@@ -42,6 +45,7 @@ def test_quiet_mode_shows_nothing() -> None:
     reporter = LiveReporter(con, quiet=True)
     reporter.step_started("a", "a", "step")
     reporter.text_delta("a", "x")
+    reporter.agent_replied("a", "a", "x")
     reporter.step_finished(record("a", "x"))
     reporter.note("hello")
     assert buffer.getvalue() == ""

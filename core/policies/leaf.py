@@ -86,6 +86,8 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
                     {"output": output, "model": reply.model, "attempts": reply.attempts, "usage": usage.to_dict()},
                 )
             )
+            if agent.is_model:
+                frame.reporter.agent_replied(path, step.name, output)
         _apply_agent_output(step, ctx, output)
     except ControlSignal:
         raise
