@@ -143,6 +143,12 @@ class Engine:
             return RunOutcome(
                 run_id=run_id, status="failed", error=error, failed_step=frame.failed_step(error), usage=frame.usage
             )
+        except Exception as exc:  # an injected port (store, human input) broke: record it, never leave "running"
+            failure = RunError(f"{type(exc).__name__}: {exc}", hint="run again with --debug to see where")
+            await self.store.update_run(
+                run_id, status="failed", error=failure.message, usage=frame.usage, finished_at=time.time()
+            )  # if the store itself is what broke, this raises and the caller sees the store's error
+            return RunOutcome(run_id=run_id, status="failed", error=failure, usage=frame.usage)
         await self.store.update_run(
             run_id, status="completed", output=output, usage=frame.usage, finished_at=time.time()
         )

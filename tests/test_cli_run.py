@@ -243,3 +243,19 @@ def test_ask_user_builtin_asks_the_human(state_db: Path, tmp_path: Path) -> None
     assert code == exit_codes.OK, err
     assert out.strip() == "Ada"
     assert "Your name?" in err
+
+
+def test_resume_works_from_another_directory(state_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(EXAMPLES)
+    code, out, _ = flujo(["run", "clarify.yaml", "--no-input", "--json"])
+    assert code == exit_codes.PAUSED
+    run_id = json.loads(out)["run_id"]
+    monkeypatch.chdir(tmp_path)
+    code, out, err = flujo(["resume", run_id, "-a", "goal", "-a", "a1", "-a", "a2"])
+    assert code == exit_codes.OK, err
+
+
+def test_validate_missing_file_is_a_usage_error(state_db: Path) -> None:
+    code, _, err = flujo(["validate", "nope.yaml"])
+    assert code == exit_codes.USAGE
+    assert "no such blueprint file" in err

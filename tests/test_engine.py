@@ -374,3 +374,42 @@ async def test_reporter_is_told_model_replies_only() -> None:
     outcome = await Engine(store=MemoryStore(), reporter=reporter).run(pipeline, "in")
     assert outcome.output == "hello!"
     assert reporter.replies == [("bot", "hello")]
+
+
+async def test_a_broken_human_input_fails_the_run_instead_of_leaving_it_running() -> None:
+    class BrokenHuman:
+        async def ask(self, question: Any) -> str | None:
+            raise OSError("terminal went away")
+
+    store = MemoryStore()
+    pipeline = Pipeline(steps=(HitlStep(name="q", message=Template("?")),))
+    outcome = await Engine(store=store, human=BrokenHuman()).run(pipeline)
+    assert outcome.status == "failed"
+    assert outcome.error is not None and "terminal went away" in outcome.error.message
+    assert (await store.get_run(outcome.run_id)).status == "failed"  # type: ignore[union-attr]
+
+
+async def test_agent_finished_in_one_loop_does_not_stop_the_next() -> None:
+    from core.agents import ScriptedAgent
+
+    def finished(scope: Any) -> bool:
+        command = scope["context"]["scratchpad"].get("last_agent_command") or {}
+        return command.get("action") == "finish"
+
+    pipeline = Pipeline(
+        steps=(
+            LoopStep(
+                name="first",
+                body=(AgentStep(name="a", agent=ScriptedAgent([{"action": "finish"}])),),
+                exit_when=finished,
+            ),
+            LoopStep(
+                name="second",
+                body=(AgentStep(name="b", agent=ScriptedAgent(["one", "two", "three"])),),
+                max_loops=3,
+                exit_when=finished,
+            ),
+        )
+    )
+    outcome, _ = await run(pipeline, "go")
+    assert outcome.output == "three"

@@ -32,6 +32,8 @@ async def run_loop(step: LoopStep, data: Any, ctx: RunContext, path: str, frame:
         for iteration in range(1, step.max_loops + 1):
             iterations = iteration
             iteration_ctx = ctx.isolate()
+            # stop_when: agent_finished reads *this* iteration's last agent command, never a stale one.
+            iteration_ctx.scratchpad.pop("last_agent_command", None)
             if iteration == 1 and step.init is not None:
                 try:
                     step.init(iteration_ctx, iteration_input)

@@ -148,7 +148,7 @@ async def _run(
             file = Path(record.source)
         assert file is not None
         try:
-            pipeline = load_pipeline(file, settings)
+            pipeline = load_pipeline(file.resolve(), settings)  # absolute: resume works from any directory
         except BlueprintError as exc:
             _report_blueprint_error(exc, console)
             return exit_codes.BLUEPRINT

@@ -7,10 +7,12 @@ import sys
 from pathlib import Path
 
 from flujo_cli import exit_codes
-from flujo_cli.messages import fail, stderr
+from flujo_cli.messages import fail, stderr, usage_error
 
 
 def validate_blueprint(file: Path, *, json_output: bool, debug: bool) -> int:
+    if not file.is_file():
+        usage_error(f"no such blueprint file: {file}", "check the path; examples live in blueprints/examples/")
     try:
         from blueprints import findings_to_json, validate_file
         from flujo_cli.findings_view import render_findings
