@@ -6,11 +6,23 @@ import time
 from typing import Any
 
 from core.context import RunContext
-from core.errors import ControlSignal, StepFailed
+from core.errors import ControlSignal, FlujoError, StepFailed
 from core.policies.body import BodyRunner
 from core.policies.context_writes import record_output
 from core.policies.frame import Frame, child_path, scope, step_error
 from core.steps import ConditionalStep, MapStep
+
+
+async def _record_failure(
+    step: ConditionalStep | MapStep, path: str, started: float, data: Any, exc: Exception, frame: Frame
+) -> FlujoError:
+    """Commit ``step`` as failed; returns the FlujoError to raise (``exc`` itself when it is one)."""
+    error = step_error(exc, f"{step.kind} {step.name!r}")
+    await frame.commit(
+        path=path, name=step.name, kind=step.kind, status="failed", started=started,
+        input=data, error=error.message, failure=error,
+    )  # fmt: skip
+    return error
 
 
 def branch_key(value: Any) -> str:
@@ -42,11 +54,7 @@ async def run_conditional(
     except ControlSignal:
         raise
     except Exception as exc:  # the body's errors are FlujoErrors already; a hook's may be anything
-        error = step_error(exc, f"{step.kind} {step.name!r}")
-        await frame.commit(
-            path=path, name=step.name, kind=step.kind, status="failed", started=started,
-            input=data, error=error.message, failure=error,
-        )  # fmt: skip
+        error = await _record_failure(step, path, started, data, exc, frame)
         if error is exc:
             raise
         raise error from exc
@@ -83,11 +91,7 @@ async def run_map(step: MapStep, data: Any, ctx: RunContext, path: str, frame: F
     except ControlSignal:
         raise
     except Exception as exc:  # the body's errors are FlujoErrors already; a hook's may be anything
-        error = step_error(exc, f"{step.kind} {step.name!r}")
-        await frame.commit(
-            path=path, name=step.name, kind=step.kind, status="failed", started=started,
-            input=data, error=error.message, failure=error,
-        )  # fmt: skip
+        error = await _record_failure(step, path, started, data, exc, frame)
         if error is exc:
             raise
         raise error from exc
