@@ -55,6 +55,17 @@ def _default_models() -> dict[str, ModelInfo]:
     }
 
 
+class HistorySettings(BaseModel):
+    """Defaults for ``conversation: true`` loops; a loop's ``history_management`` overrides each key."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    strategy: Literal["truncate_tokens", "truncate_turns", "summarize"] = "truncate_tokens"
+    max_tokens: int = Field(default=4096, gt=0)
+    max_turns: int = Field(default=20, gt=0)
+    summarize_ratio: float = Field(default=0.5, gt=0, le=1)
+
+
 class Settings(BaseModel):
     """All settings flujo reads. Build with ``load_settings``."""
 
@@ -65,6 +76,7 @@ class Settings(BaseModel):
     anthropic: ProviderSettings = Field(default_factory=lambda: ProviderSettings(base_url="https://api.anthropic.com"))
     ollama: ProviderSettings = Field(default_factory=lambda: ProviderSettings(base_url="http://localhost:11434/v1"))
     models: dict[str, ModelInfo] = Field(default_factory=_default_models)
+    history: HistorySettings = Field(default_factory=HistorySettings)
     default_context_window: int = 8192
     response_reserve_tokens: int = 1024
     secret_env_vars: list[str] = Field(default_factory=list)

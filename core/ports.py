@@ -66,6 +66,17 @@ class Agent(Protocol):
         """True for LLM providers (they take chat messages and report usage)."""
         ...
 
+    @property
+    def prompt_budget(self) -> int | None:
+        """The most tokens a prompt to this agent may hold (its context window minus the reply reserve);
+        None when unbounded (script agents) or unknown. Conversation history is cut to fit."""
+        ...
+
+    @property
+    def model_name(self) -> str | None:
+        """The model, for choosing a tokenizer (``openai:gpt-4o``); None for non-model agents."""
+        ...
+
     def prompt(self, call: AgentCall) -> list[ChatMessage]:
         """The messages this agent will send for ``call``, exactly as sent (before redaction)."""
         ...

@@ -27,6 +27,14 @@ class FuncAgent:
     def is_model(self) -> bool:
         return False
 
+    @property
+    def prompt_budget(self) -> int | None:
+        return None
+
+    @property
+    def model_name(self) -> str | None:
+        return None
+
     def prompt(self, call: AgentCall) -> list[ChatMessage]:
         return [ChatMessage("user", str(call.input))]
 

@@ -33,8 +33,16 @@ def anthropic_headers(api_key: str) -> dict[str, str]:
 class AnthropicChatAgent(ChatModelAgent):
     """A Claude model over the Messages API. ``endpoint.headers`` should come from ``anthropic_headers``."""
 
-    def __init__(self, spec: AgentSpec, endpoint: Endpoint, *, model: str, price: ModelInfo | None = None) -> None:
-        super().__init__(spec, price=price or ModelInfo(), schema_in_prompt=True)
+    def __init__(
+        self,
+        spec: AgentSpec,
+        endpoint: Endpoint,
+        *,
+        model: str,
+        price: ModelInfo | None = None,
+        prompt_budget: int | None = None,
+    ) -> None:
+        super().__init__(spec, price=price or ModelInfo(), schema_in_prompt=True, prompt_budget=prompt_budget)
         self.endpoint = endpoint
         self.model = model
         # ANTHROPIC_BASE_URL is usually the bare host; accept one that already ends in /v1.

@@ -80,8 +80,11 @@ class ChatModelAgent(ABC):
     """Base of the LLM provider agents. ``schema_in_prompt`` adds the schema to the system prompt, for
     providers (or modes) that cannot be handed the schema itself."""
 
-    def __init__(self, spec: AgentSpec, *, price: ModelInfo, schema_in_prompt: bool) -> None:
+    def __init__(
+        self, spec: AgentSpec, *, price: ModelInfo, schema_in_prompt: bool, prompt_budget: int | None = None
+    ) -> None:
         self.spec = spec
+        self._prompt_budget = prompt_budget
         self._price = price
         self._schema_in_prompt = schema_in_prompt
         self._schema = (
@@ -95,6 +98,14 @@ class ChatModelAgent(ABC):
     @property
     def is_model(self) -> bool:
         return True
+
+    @property
+    def prompt_budget(self) -> int | None:
+        return self._prompt_budget
+
+    @property
+    def model_name(self) -> str | None:
+        return self.spec.model
 
     def replayed(self) -> None:
         return None

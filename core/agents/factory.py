@@ -59,14 +59,29 @@ def build_agent(spec: AgentSpec, settings: Settings, *, backoff: Backoff | None 
     return _builtin_agent(spec, spec.builtin or "")
 
 
+def prompt_budget(spec: AgentSpec, window: int | None, reserve: int) -> int | None:
+    """The context window minus the tokens kept free for the reply (``model_settings.max_tokens`` when set,
+    else ``reserve``); None when the window is unknown. Never below 1."""
+    if window is None:
+        return None
+    wanted = spec.model_settings.get("max_tokens")
+    keep = wanted if isinstance(wanted, int) and not isinstance(wanted, bool) and wanted > 0 else reserve
+    return max(1, window - keep)
+
+
 def _model_agent(spec: AgentSpec, model: str, settings: Settings, backoff: Backoff | None) -> Agent:
     if model in OFFLINE_MODELS:
         from core.agents.offline import EchoAgent, ScriptedAgent
 
+        offline_budget = prompt_budget(spec, spec.context_window, 0)
         if model == "echo":
-            return EchoAgent(system_prompt=spec.system_prompt)
+            return EchoAgent(system_prompt=spec.system_prompt, prompt_budget=offline_budget)
         return ScriptedAgent(
-            spec.replies, name=spec.name, system_prompt=spec.system_prompt, output_schema=spec.output_schema
+            spec.replies,
+            name=spec.name,
+            system_prompt=spec.system_prompt,
+            output_schema=spec.output_schema,
+            prompt_budget=offline_budget,
         )
 
     provider, colon, name = model.partition(":")
@@ -90,6 +105,11 @@ def _model_agent(spec: AgentSpec, model: str, settings: Settings, backoff: Backo
         )
     api_key = conf.api_key.get_secret_value() if conf.api_key is not None else None
     price = settings.model_info(model)
+    budget = prompt_budget(
+        spec,
+        spec.context_window or price.context_window or settings.default_context_window,
+        settings.response_reserve_tokens,
+    )
 
     if provider == "anthropic":
         from core.agents.anthropic_chat import AnthropicChatAgent, anthropic_headers
@@ -106,7 +126,7 @@ def _model_agent(spec: AgentSpec, model: str, settings: Settings, backoff: Backo
             auth_hint="check ANTHROPIC_API_KEY (or api_key under [anthropic] in flujo.toml)",
             unreachable_hint="check the network connection and ANTHROPIC_BASE_URL / flujo.toml",
         )
-        return AnthropicChatAgent(spec, endpoint, model=name, price=price)
+        return AnthropicChatAgent(spec, endpoint, model=name, price=price, prompt_budget=budget)
 
     from core.agents.openai_chat import OpenAIChatAgent, openai_headers
 
@@ -129,7 +149,7 @@ def _model_agent(spec: AgentSpec, model: str, settings: Settings, backoff: Backo
         unreachable_hint=unreachable_hint,
     )
     mode = conf.structured_output or ("json_object" if provider == "ollama" else "json_schema")
-    return OpenAIChatAgent(spec, endpoint, model=name, price=price, structured_output=mode)
+    return OpenAIChatAgent(spec, endpoint, model=name, price=price, structured_output=mode, prompt_budget=budget)
 
 
 def _endpoint(

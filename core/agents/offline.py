@@ -34,7 +34,9 @@ class ScriptedAgent:
         name: str = "scripted",
         system_prompt: str | None = None,
         output_schema: Mapping[str, Any] | None = None,
+        prompt_budget: int | None = None,
     ) -> None:
+        self._prompt_budget = prompt_budget
         if not replies:
             raise ConfigError(
                 f"agents.{name} uses model: scripted but has no replies",
@@ -54,6 +56,14 @@ class ScriptedAgent:
     @property
     def is_model(self) -> bool:
         return True
+
+    @property
+    def prompt_budget(self) -> int | None:
+        return self._prompt_budget
+
+    @property
+    def model_name(self) -> str | None:
+        return None
 
     def prompt(self, call: AgentCall) -> list[ChatMessage]:
         return chat_prompt(self.system_prompt, call.history, call.input)
@@ -100,8 +110,9 @@ class ScriptedAgent:
 class EchoAgent:
     """Returns its input unchanged."""
 
-    def __init__(self, *, system_prompt: str | None = None) -> None:
+    def __init__(self, *, system_prompt: str | None = None, prompt_budget: int | None = None) -> None:
         self.system_prompt = system_prompt
+        self._prompt_budget = prompt_budget
 
     @property
     def label(self) -> str:
@@ -110,6 +121,14 @@ class EchoAgent:
     @property
     def is_model(self) -> bool:
         return True
+
+    @property
+    def prompt_budget(self) -> int | None:
+        return self._prompt_budget
+
+    @property
+    def model_name(self) -> str | None:
+        return None
 
     def prompt(self, call: AgentCall) -> list[ChatMessage]:
         return chat_prompt(self.system_prompt, call.history, call.input)

@@ -37,9 +37,15 @@ class OpenAIChatAgent(ChatModelAgent):
         *,
         model: str,
         price: ModelInfo | None = None,
+        prompt_budget: int | None = None,
         structured_output: StructuredMode = "json_schema",
     ) -> None:
-        super().__init__(spec, price=price or ModelInfo(), schema_in_prompt=structured_output == "json_object")
+        super().__init__(
+            spec,
+            price=price or ModelInfo(),
+            schema_in_prompt=structured_output == "json_object",
+            prompt_budget=prompt_budget,
+        )
         self.endpoint = endpoint
         self.model = model
         self.structured_output = structured_output

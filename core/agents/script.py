@@ -39,6 +39,14 @@ class _LocalAgent:
     def is_model(self) -> bool:
         return False
 
+    @property
+    def prompt_budget(self) -> int | None:
+        return None
+
+    @property
+    def model_name(self) -> str | None:
+        return None
+
     def replayed(self) -> None:
         return None
 
