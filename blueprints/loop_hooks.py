@@ -116,7 +116,7 @@ class NextInput:
 
     def __call__(self, output: Any, ctx: RunContext, iteration: int) -> Any:
         if self.mode == "context":
-            return ctx.view()
+            return ctx.lazy_view()  # the context carries the state; copied only where something reads it
         if self.mode == "previous_output" or self.template is None:
             return output
         return _maybe_json(self.template.render(scope(ctx, output, iteration=iteration)))

@@ -7,13 +7,20 @@ Invariants:
 - Step outputs are treated as immutable values once produced: copies share them (copying is shallow for
   outputs and turns, deep only for the mutable scratchpad).
 - ``conversation_history`` is the one conversation store; views such as ``scratchpad.history`` are derived.
+- Reading state for templates and hooks goes through ``lazy_view()``: a snapshot whose parts are copied
+  only when read, so the cost of a step does not grow with the length of the history.
 """
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+from core.views import LazyView, snapshot_of
+
+if TYPE_CHECKING:
+    from core.conversation import ActiveConversation
 
 Role = Literal["user", "assistant"]
 
@@ -45,6 +52,9 @@ class HitlEntry:
         return {"step": self.step, "message": self.message, "answer": self.answer}
 
 
+_VIEW_KEYS = ("initial_prompt", "scratchpad", "steps", "hitl_history", "conversation_history")
+
+
 @dataclass
 class RunContext:
     """Mutable state of one run (or of one isolated iteration/branch of it)."""
@@ -54,6 +64,8 @@ class RunContext:
     steps: dict[str, Any] = field(default_factory=dict)
     hitl_history: list[HitlEntry] = field(default_factory=list)
     conversation_history: list[ConversationTurn] = field(default_factory=list)
+    # The innermost ``conversation: true`` loop this context runs in (not state: never stored).
+    conversation: ActiveConversation | None = field(default=None, compare=False, repr=False)
 
     def isolate(self) -> RunContext:
         """A copy to work on; changes reach this context only through ``adopt``."""
@@ -63,6 +75,7 @@ class RunContext:
             steps=dict(self.steps),
             hitl_history=list(self.hitl_history),
             conversation_history=list(self.conversation_history),
+            conversation=self.conversation,
         )
 
     def adopt(self, other: RunContext) -> None:
@@ -72,23 +85,35 @@ class RunContext:
         self.steps = other.steps
         self.hitl_history = other.hitl_history
         self.conversation_history = other.conversation_history
+        self.conversation = other.conversation
+
+    def lazy_view(self) -> LazyView:
+        """A read-only snapshot for templates, expressions, hooks and agents; parts are copied when read.
+
+        What reads it can neither change the run's state behind the journal's back (an agent mutating
+        ``context``) nor capture live state (``{{ steps }}`` as a step's output would otherwise contain
+        itself once recorded). Making it costs a copy of the scratchpad and of two list headers.
+        """
+        initial, scratchpad = self.initial_prompt, copy.deepcopy(self.scratchpad)
+        steps = snapshot_of(self.steps)
+        hitl, turns = tuple(self.hitl_history), tuple(self.conversation_history)
+
+        def compute(key: str) -> Any:
+            if key == "initial_prompt":
+                return copy.deepcopy(initial)
+            if key == "scratchpad":
+                return scratchpad
+            if key == "steps":
+                return steps
+            if key == "hitl_history":
+                return [entry.to_dict() for entry in hitl]
+            return [turn.to_dict() for turn in turns]
+
+        return LazyView(_VIEW_KEYS, compute)
 
     def view(self) -> dict[str, Any]:
-        """Plain data for templates, expressions, hooks and agents (no methods of ours reachable from them).
-
-        A deep copy: what reads the view can neither change the run's state behind the journal's back (an
-        agent mutating ``context``) nor capture live state (``{{ steps }}`` as a step's output would
-        otherwise contain itself once recorded).
-        """
-        return copy.deepcopy(
-            {
-                "initial_prompt": self.initial_prompt,
-                "scratchpad": self.scratchpad,
-                "steps": self.steps,
-                "hitl_history": [entry.to_dict() for entry in self.hitl_history],
-                "conversation_history": [turn.to_dict() for turn in self.conversation_history],
-            }
-        )
+        """The same as ``lazy_view()``, as plain data (a deep copy)."""
+        return self.lazy_view().materialize()
 
     def to_dict(self) -> dict[str, Any]:
         return self.view()

@@ -25,6 +25,7 @@ from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from core.errors import TemplateError
+from core.views import json_default, plain
 
 
 class TemplateSyntax(ValueError):
@@ -37,7 +38,7 @@ class TemplateSyntax(ValueError):
 
 
 def _tojson(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
+    return json.dumps(value, ensure_ascii=False, default=json_default)
 
 
 def _fromjson(value: Any) -> Any:
@@ -163,7 +164,7 @@ def _undefined_to_none(value: Any) -> Any:
     return value
 
 
-_NO_ATTRIBUTE = re.compile(r"'([\w ]+) object' has no attribute '([^']+)'")
+_NO_ATTRIBUTE = re.compile(r"'([\w .]+) object' has no attribute '([^']+)'")
 _SINGLE_EXPRESSION = re.compile(r"^\s*\{\{(.*)\}\}\s*$", re.DOTALL)
 
 
@@ -192,7 +193,7 @@ class Template:
                 missing = _undefined_inside(value)
                 if missing is not None:
                     str(missing)  # raises UndefinedError naming the missing variable
-                return value
+                return plain(value)  # a lone {{ context }} yields data, not a view of the run
             return self._template.render(**variables)
         except UndefinedError as exc:
             message = _NO_ATTRIBUTE.sub(r"'\2' is undefined (no such key)", exc.message or str(exc))

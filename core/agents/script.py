@@ -20,6 +20,7 @@ from typing import Any
 from core.agents.chat import input_text
 from core.errors import ConfigError, ControlSignal, FlujoError, RunError
 from core.ports import Agent, AgentCall, AgentReply, ChatMessage
+from core.views import plain
 
 DEFAULT_COMMAND_TIMEOUT_S = 300.0
 STDERR_TAIL_CHARS = 2000
@@ -70,7 +71,7 @@ class PythonAgent(_LocalAgent):
         self._takes_context = _takes_context(self.function, owner=f"agents.{name} ({self.path})")
 
     async def run(self, call: AgentCall) -> AgentReply:
-        args: tuple[Any, ...] = (call.input, MappingProxyType(dict(call.context)))
+        args: tuple[Any, ...] = (call.input, MappingProxyType(plain(dict(call.context))))
         args = args if self._takes_context else args[:1]
         try:
             if inspect.iscoroutinefunction(self.function):

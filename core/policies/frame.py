@@ -19,6 +19,7 @@ from core.ports import HumanInput, Reporter, RunStore, StepRecord, StepStatus, T
 from core.redaction import Redactor
 from core.steps import Limits
 from core.usage import ZERO_USAGE, Usage
+from core.views import LazyView
 
 
 @dataclass
@@ -36,6 +37,7 @@ class Frame:
     # the first commit wins). Keyed by the error, not "first failure of the run": a failure that a parallel
     # absorbed (on_branch_failure: ignore) must not be reported as where a later error happened.
     failures: dict[FlujoError, str] = field(default_factory=dict)
+    summarizer_failures: int = 0  # consecutive; at 3 the history manager stops summarizing for this run
 
     def event(self, kind: str, path: str, payload: Mapping[str, Any]) -> TraceEvent:
         """A trace event with secrets masked, ready to store."""
@@ -128,11 +130,14 @@ class Frame:
 
 
 def scope(ctx: RunContext, previous: Any, *, iteration: int | None = None) -> dict[str, Any]:
-    """Variables for templates and expressions at this point of the run: copies, never live state."""
-    view = ctx.view()
+    """Variables for templates and expressions at this point of the run: copies, never live state.
+
+    ``context`` and ``steps`` are lazy views (copied when read), so preparing a scope costs the same at
+    iteration 1,000 as at iteration 1."""
+    view = ctx.lazy_view()
     variables: dict[str, Any] = {
         "context": view,
-        "previous_step": copy.deepcopy(previous),
+        "previous_step": previous if isinstance(previous, LazyView) else copy.deepcopy(previous),
         "steps": view["steps"],
         "initial_prompt": view["initial_prompt"],
     }

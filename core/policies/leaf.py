@@ -11,10 +11,12 @@ import time
 from typing import Any
 
 from core.context import HitlEntry, RunContext
+from core.conversation import capture
 from core.errors import ControlSignal, FlujoError, Pause, RunError, StepFailed
 from core.policies.context_writes import note_agent_command, record_output, sink, update_context
 from core.policies.frame import Frame, scope
-from core.ports import AgentCall, HumanQuestion
+from core.policies.history import prepare, replay_summary
+from core.ports import AgentCall, HumanQuestion, TraceEvent
 from core.schema_check import parse_answer, schema_errors
 from core.steps import AgentStep, HitlStep
 from core.store.codec import normalize
@@ -25,6 +27,7 @@ MAX_ANSWER_ATTEMPTS = 10
 
 def _apply_agent_output(step: AgentStep, ctx: RunContext, output: Any) -> None:
     record_output(ctx, step.name, output)
+    capture(ctx, step.name, output, hitl=False)
     if step.agent is not None:
         note_agent_command(ctx, output)
     if step.sink_to:
@@ -43,13 +46,14 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
         frame.replays += 1
         if step.agent is not None:
             step.agent.replayed()
+            replay_summary(ctx, path, frame)
         _apply_agent_output(step, ctx, replay.output)
         frame.usage = frame.usage + replay.usage
         return replay.output
 
     frame.reporter.step_started(path, step.name, step.kind)
     started = time.time()
-    events = []
+    events: list[TraceEvent] = []
     usage: Usage = ZERO_USAGE
     call_input: Any = data
     try:
@@ -60,20 +64,24 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
             output = normalize(call_input)
         else:
             agent = step.agent
+            injection = await prepare(step, agent, data, call_input, ctx, path, frame, events)
+            call_input = injection.message
             call = AgentCall(
                 input=copy.deepcopy(call_input),  # an agent that mutates its input changes nothing of ours
                 step=step.name,
+                history=injection.history,
                 context=variables["context"],
                 on_text=lambda text: frame.reporter.text_delta(path, text),
             )
             messages = [message.to_dict() for message in agent.prompt(call)]
-            events.append(
-                frame.event(
-                    "agent.prompt",
-                    path,
-                    {"agent": agent.label, "messages": messages, "history_injected": bool(call.history)},
-                )
-            )
+            prompt_event: dict[str, Any] = {
+                "agent": agent.label,
+                "messages": messages,
+                "history_injected": injection.injected,
+            }
+            if injection.trace:
+                prompt_event["history"] = injection.trace
+            events.append(frame.event("agent.prompt", path, prompt_event))
             frame.check_limits()
             reply = await agent.run(call)
             usage = reply.usage
@@ -142,6 +150,7 @@ async def _fail(
 def _apply_answer(step: HitlStep, ctx: RunContext, message: str, answer: Any) -> None:
     ctx.hitl_history.append(HitlEntry(step=step.name, message=message, answer=answer))
     record_output(ctx, step.name, answer)
+    capture(ctx, step.name, answer, hitl=True)
     if step.sink_to:
         sink(ctx, step.sink_to, answer)
 

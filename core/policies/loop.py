@@ -6,6 +6,9 @@ Invariants:
 - Control-flow signals (Pause, Abort, LimitReached) propagate untouched; the committed leaf steps of the
   paused iteration are replayed on resume, so nothing needs merging here.
 - Reaching ``max_loops`` is a normal end (exit reason ``max_loops``), not a failure.
+- ``conversation: true``: the loop owns a fresh history for its body (seeded before iteration 1, after
+  ``init``); when it ends, an enclosing conversation gets its own history back (nothing leaks outward),
+  and at the top level the loop's turns stay in ``context.conversation_history`` for later steps.
 """
 
 from __future__ import annotations
@@ -13,12 +16,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from core import conversation
 from core.context import RunContext
 from core.errors import ControlSignal, FlujoError, RunError
 from core.policies.body import BodyRunner
 from core.policies.context_writes import record_output
 from core.policies.frame import Frame, child_path, scope, step_error
 from core.steps import LoopStep
+from core.views import LazyView
 
 
 async def run_loop(step: LoopStep, data: Any, ctx: RunContext, path: str, frame: Frame, body: BodyRunner) -> Any:
@@ -28,6 +33,10 @@ async def run_loop(step: LoopStep, data: Any, ctx: RunContext, path: str, frame:
     output: Any = data
     reason = "max_loops"
     iterations = 0
+    active = conversation.start(step) if step.conversation is not None else None
+    outer = (ctx.conversation, ctx.conversation_history)
+    if active is not None:
+        ctx.conversation, ctx.conversation_history = active, []
     try:
         for iteration in range(1, step.max_loops + 1):
             iterations = iteration
@@ -41,6 +50,12 @@ async def run_loop(step: LoopStep, data: Any, ctx: RunContext, path: str, frame:
                     raise
                 except Exception as exc:  # an init op failing is the loop's failure, reason "init"
                     raise RunError(f"loop {step.name!r} init failed: {exc}") from exc
+            if active is not None:
+                iteration_ctx.conversation = active.for_iteration(
+                    iteration_input, input_is_context=isinstance(iteration_input, LazyView)
+                )
+                if iteration == 1:
+                    conversation.seed(iteration_ctx, active, iteration_input)
             output = await body(step.body, iteration_input, iteration_ctx, child_path(path, str(iteration)), frame)
             ctx.adopt(iteration_ctx)
             if step.exit_when is not None and step.exit_when(scope(ctx, output, iteration=iteration)):
@@ -60,6 +75,11 @@ async def run_loop(step: LoopStep, data: Any, ctx: RunContext, path: str, frame:
         if error is exc:
             raise
         raise error from exc
+    finally:
+        if active is not None:
+            ctx.conversation = outer[0]
+            if outer[0] is not None:  # the enclosing conversation's history, untouched by this loop's turns
+                ctx.conversation_history = outer[1]
     record_output(ctx, step.name, final)
     event = frame.event(
         "loop.exit",

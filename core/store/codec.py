@@ -1,9 +1,9 @@
 """How run-store records become SQLite rows and come back: JSON payloads, usage, status words.
 
 Invariants: every payload (inputs, outputs, event payloads, usage) is stored as JSON text written with
-``json.dumps(default=str, ensure_ascii=False)``, so a value that JSON cannot represent comes back as its
-``str()`` and tuples come back as lists; ``None`` is stored as SQL NULL. Both stores pass values through
-``normalize`` so the in-memory store hands back exactly what the SQLite store would.
+``json.dumps(default=json_default, ensure_ascii=False)``: a view or mapping comes back as an object, a value
+that JSON cannot represent as its ``str()``, tuples as lists; ``None`` is stored as SQL NULL. Both stores
+pass values through ``normalize`` so the in-memory store hands back exactly what the SQLite store would.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any, get_args
 from core.errors import StoreError
 from core.ports import RunRecord, RunStatus, StepRecord, StepStatus
 from core.usage import ZERO_USAGE, Usage
+from core.views import json_default
 
 _RUN_STATUSES: frozenset[str] = frozenset(get_args(RunStatus))
 _STEP_STATUSES: frozenset[str] = frozenset(get_args(StepStatus))
@@ -24,7 +25,7 @@ def dump(value: Any) -> str | None:
     """JSON text for ``value``; None stays None (stored as NULL)."""
     if value is None:
         return None
-    return json.dumps(value, default=str, ensure_ascii=False)
+    return json.dumps(value, default=json_default, ensure_ascii=False)
 
 
 def load(text: str | None) -> Any:
@@ -44,7 +45,7 @@ def normalize(value: Any) -> Any:
 
 def dump_payload(payload: Any) -> str:
     """JSON text of an event payload (never NULL)."""
-    return json.dumps(dict(payload), default=str, ensure_ascii=False)
+    return json.dumps(dict(payload), default=json_default, ensure_ascii=False)
 
 
 def load_payload(text: str) -> dict[str, Any]:

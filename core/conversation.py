@@ -1,0 +1,242 @@
+"""Conversation history of ``conversation: true`` loops: which steps make turns, and the history manager.
+
+The loop policy starts an ``ActiveConversation`` for its body; leaf policies call ``capture`` when a step
+finishes (live or replayed, so a resumed run rebuilds the same history) and ``prepare`` before an agent
+call to get the bounded history to inject.
+
+Invariants:
+- ``context.conversation_history`` is the one store of turns; each turn's tokens are counted once, when
+  it is added, so bounding a long history costs the turns kept, not the turns stored.
+- Turns come in chronological order: a step's turn is added when that step finishes (after a streamed
+  reply is complete; a failed call adds nothing). Only final answers become turns; the full exchange of
+  a call (repairs, retries) stays in the trace.
+- Bounding never separates an assistant turn from the user turn that answers it (a question from its
+  HITL answer): turns are kept or dropped in those units, newest first.
+- Nothing here reads the environment or files: defaults arrive already merged into ``HistoryPolicy``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from core.context import ConversationTurn, Role, RunContext
+from core.ports import ChatMessage
+from core.steps import AgentStep, ConditionalStep, Conversation, HitlStep, LoopStep, MapStep, ParallelStep, Step
+from core.templates import Template
+from core.tokens import MESSAGE_OVERHEAD, count_tokens
+from core.views import json_default
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+SUMMARY_PREFIX = "Summary of the earlier conversation: "
+HISTORY_OPEN = "<conversation_history>"
+HISTORY_CLOSE = "</conversation_history>"
+
+
+@dataclass(frozen=True)
+class ActiveConversation:
+    """The conversation a loop body runs in: its settings and which steps' results become turns.
+
+    ``propagated`` is the object the current iteration received as input when that input is the loop's
+    propagated context (``propagation: context``): a step without an explicit ``input`` is then sent the
+    latest user turn, never the context object itself.
+    """
+
+    loop: str
+    settings: Conversation
+    assistant_steps: frozenset[str]
+    user_steps: frozenset[str]
+    hitl_is_user: bool
+    propagated: Any = None
+
+    def for_iteration(self, iteration_input: Any, *, input_is_context: bool) -> ActiveConversation:
+        return replace(self, propagated=iteration_input if input_is_context else None)
+
+
+def start(loop: LoopStep) -> ActiveConversation:
+    """The conversation of ``loop`` (which has ``conversation`` settings)."""
+    settings = loop.conversation or Conversation()
+    sources = set(settings.user_turn_sources)
+    hitl_is_user = "hitl" in sources
+    user_steps = frozenset(sources - {"hitl"})
+    if settings.ai_turn_source == "named_steps":
+        assistant = frozenset(settings.named_steps) - user_steps
+    elif settings.ai_turn_source == "all_agents":
+        assistant = frozenset(s.name for s in _leaf_steps(loop.body) if _is_model_step(s)) - user_steps
+    else:
+        assistant = _last_assistant(loop.body, user_steps, hitl_is_user)
+    return ActiveConversation(loop.name, settings, assistant, user_steps, hitl_is_user)
+
+
+def _is_model_step(step: Step) -> bool:
+    return isinstance(step, AgentStep) and step.agent is not None and step.agent.is_model
+
+
+def _last_assistant(body: Sequence[Step], user_steps: frozenset[str], hitl_is_user: bool) -> frozenset[str]:
+    """``ai_turn_source: last``: the body's last step that is not a user-turn source, when it is a model
+    agent; a non-agent last step (a script, a passthrough, a composite) makes no assistant turn."""
+    for step in reversed(body):
+        if step.name in user_steps or (isinstance(step, HitlStep) and hitl_is_user):
+            continue
+        return frozenset({step.name}) if _is_model_step(step) else frozenset()
+    return frozenset()
+
+
+def _leaf_steps(steps: Sequence[Step]) -> Iterator[Step]:
+    """Every step of a body, depth first; a nested conversational loop owns its own body."""
+    for step in steps:
+        yield step
+        if isinstance(step, LoopStep):
+            if step.conversation is None:
+                yield from _leaf_steps(step.body)
+        elif isinstance(step, MapStep):
+            yield from _leaf_steps(step.body)
+        elif isinstance(step, (ParallelStep, ConditionalStep)):
+            for _, branch in step.branches:
+                yield from _leaf_steps(branch)
+            if isinstance(step, ConditionalStep) and step.default_branch:
+                yield from _leaf_steps(step.default_branch)
+
+
+def turn_text(value: Any) -> str:
+    """A step result as turn content: text as it is, anything else as compact JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=json_default)
+
+
+def add_turn(ctx: RunContext, role: Role, content: str) -> None:
+    ctx.conversation_history.append(ConversationTurn(role, content, count_tokens(content)))
+
+
+def capture(ctx: RunContext, step: str, value: Any, *, hitl: bool) -> None:
+    """Add the turn that ``step``'s result makes in the active conversation, if it makes one."""
+    active = ctx.conversation
+    if active is None:
+        return
+    role: Role
+    if step in active.user_steps or (hitl and active.hitl_is_user):
+        role = "user"
+    elif step in active.assistant_steps and not hitl:
+        role = "assistant"
+    else:
+        return
+    text = turn_text(value)
+    if text.strip():
+        add_turn(ctx, role, text)
+
+
+def seed(ctx: RunContext, active: ActiveConversation, loop_input: Any) -> None:
+    """The first user turn, before iteration 1: from ``init.history.start_with`` or the loop's input."""
+    settings = active.settings
+    if settings.seed_from_step is not None:
+        record = ctx.steps.get(settings.seed_from_step)
+        value = record.get("output") if isinstance(record, dict) else None
+    elif settings.seed_from_input:
+        value = loop_input
+    else:
+        return
+    if value is None:
+        return
+    text = turn_text(value)
+    prefix = settings.seed_prefix
+    if prefix and prefix.strip().rstrip(":").strip().lower() != "user":  # "User: " is what a user turn is
+        text = f"{prefix}{text}"
+    if text.strip():
+        add_turn(ctx, "user", text)
+
+
+def turn_cost(turn: ConversationTurn) -> int:
+    tokens = turn.tokens if turn.tokens is not None else count_tokens(turn.content)
+    return tokens + MESSAGE_OVERHEAD
+
+
+def _units(turns: Sequence[ConversationTurn], end: int) -> Iterator[tuple[int, int]]:
+    """``(start, stop)`` index ranges of ``turns[:end]``, newest first; an assistant turn followed by the
+    user turn answering it is one unit."""
+    index = end - 1
+    while index >= 0:
+        if index > 0 and turns[index].role == "user" and turns[index - 1].role == "assistant":
+            yield index - 1, index + 1
+            index -= 2
+        else:
+            yield index, index + 1
+            index -= 1
+
+
+def bound(
+    turns: Sequence[ConversationTurn],
+    *,
+    end: int | None = None,
+    max_tokens: int | None = None,
+    max_turns: int | None = None,
+) -> list[ConversationTurn]:
+    """The most recent turns of ``turns[:end]`` within ``max_tokens`` (with message overhead) and
+    ``max_turns``, dropping the oldest whole units first. Costs the turns kept, not the turns stored."""
+    stop = len(turns) if end is None else end
+    kept_from, tokens, count = stop, 0, 0
+    for start, unit_stop in _units(turns, stop):
+        size = unit_stop - start
+        cost = sum(turn_cost(turns[i]) for i in range(start, unit_stop))
+        if max_turns is not None and count + size > max_turns:
+            break
+        if max_tokens is not None and tokens + cost > max_tokens:
+            break
+        kept_from, tokens, count = start, tokens + cost, count + size
+    return list(turns[kept_from:stop])
+
+
+def summary_cut(turns: Sequence[ConversationTurn], ratio: float) -> int:
+    """How many of the oldest turns a summary replaces: ``ratio`` of them, at least two, moved forward so
+    that no assistant turn is separated from the user turn answering it. 0 when there is nothing to cut."""
+    if len(turns) < 3:
+        return 0
+    cut = min(len(turns) - 1, max(2, int(len(turns) * ratio)))
+    if turns[cut].role == "user" and turns[cut - 1].role == "assistant":
+        cut += 1
+    return cut if cut < len(turns) else 0
+
+
+def needs_summary(turns: Sequence[ConversationTurn], *, max_tokens: int | None, max_turns: int | None) -> bool:
+    if max_turns is not None and len(turns) > max_turns:
+        return True
+    if max_tokens is None:
+        return False
+    total = 0
+    for turn in turns:
+        total += turn_cost(turn)
+        if total > max_tokens:
+            return True
+    return False
+
+
+def default_block(turns: Sequence[ConversationTurn]) -> str:
+    lines = [HISTORY_OPEN, *(f"{turn.role}: {turn.content}" for turn in turns), HISTORY_CLOSE]
+    return "\n".join(lines)
+
+
+def history_block(turns: Sequence[ConversationTurn], template: Template | None) -> str:
+    """The history as one clearly delimited text block (prompt-only agents, or ``history_template``)."""
+    if template is None:
+        return default_block(turns)
+    return template.render_text({"history": [turn.to_dict() for turn in turns]})
+
+
+def as_messages(turns: Sequence[ConversationTurn]) -> tuple[ChatMessage, ...]:
+    return tuple(ChatMessage(turn.role, turn.content) for turn in turns)
+
+
+def latest_user_turn(turns: Sequence[ConversationTurn]) -> int | None:
+    for index in range(len(turns) - 1, -1, -1):
+        if turns[index].role == "user":
+            return index
+    return None
+
+
+def history_lines(turns: Sequence[ConversationTurn]) -> list[str]:
+    """The FSD-028 view ``scratchpad.history``: ``User: ...`` / ``Assistant: ...`` lines."""
+    return [f"{turn.role.capitalize()}: {turn.content}" for turn in turns]

@@ -1,0 +1,190 @@
+"""History injection for agent steps inside a ``conversation: true`` loop (the history manager's policy part).
+
+Before each agent call, ``prepare`` decides what the agent is sent: the bounded history (as chat messages
+for model agents, or as one delimited text block for prompt-only agents and when a ``history_template`` is
+set) and the current message. The bound is the loop's strategy (``truncate_tokens``, ``truncate_turns``,
+``summarize``) and, always, the agent's prompt budget (context window minus the reply reserve).
+
+``summarize`` condenses the oldest turns with the summarizer agent when the history is over its bound.
+The summary is journaled as a step of its own (``<step path>/summarize``) so a resumed run rebuilds the
+same history without calling the summarizer again. After three consecutive summarizer failures the run
+stops trying and the final bound pass (truncation) does the work; the trace says so.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.context import ConversationTurn, RunContext
+from core.conversation import (
+    SUMMARY_PREFIX,
+    ActiveConversation,
+    as_messages,
+    bound,
+    history_block,
+    latest_user_turn,
+    needs_summary,
+    summary_cut,
+    turn_text,
+)
+from core.errors import ControlSignal, FlujoError
+from core.policies.frame import Frame, child_path
+from core.ports import Agent, AgentCall, ChatMessage, TraceEvent
+from core.steps import AgentStep
+from core.store.codec import normalize
+from core.tokens import count_messages, count_tokens
+
+MAX_SUMMARIZER_FAILURES = 3
+SUMMARY_REQUEST = (
+    "Summarize the conversation below in a few sentences. Keep every fact, decision and open question; "
+    "reply with the summary only."
+)
+
+
+@dataclass(frozen=True)
+class Injection:
+    """What an agent step sends: its message, the history messages, and facts for the trace."""
+
+    message: Any
+    history: tuple[ChatMessage, ...] = ()
+    trace: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def injected(self) -> bool:
+        return bool(self.trace.get("turns"))
+
+
+async def prepare(
+    step: AgentStep,
+    agent: Agent,
+    data: Any,
+    message: Any,
+    ctx: RunContext,
+    path: str,
+    frame: Frame,
+    events: list[TraceEvent],
+) -> Injection:
+    """The history to inject into this call and the message to send with it."""
+    active = ctx.conversation
+    if active is None or step.use_history is False:
+        return Injection(message)
+    await _summarize(active, ctx, path, frame, events)
+    turns = ctx.conversation_history
+    end = len(turns)
+    if step.input is None:  # the conversation supplies the message
+        if end and turns[-1].role == "user":
+            end -= 1
+            message = turns[end].content
+        elif active.propagated is not None and data is active.propagated:
+            latest = latest_user_turn(turns)
+            message = turns[latest].content if latest is not None else turn_text(ctx.initial_prompt or "")
+    policy = active.settings.history
+    max_tokens = policy.max_tokens if policy.strategy != "truncate_turns" else None
+    max_turns = policy.max_turns if policy.strategy != "truncate_tokens" else None
+    room = _room(agent, step.name, message)
+    if room is not None:
+        max_tokens = room if max_tokens is None else min(max_tokens, room)
+    kept = bound(turns, end=end, max_tokens=max_tokens, max_turns=max_turns)
+    trace: dict[str, Any] = {"conversation": active.loop, "turns": len(kept), "dropped": end - len(kept)}
+    if not kept:
+        return Injection(message, (), trace)
+    template = active.settings.history_template
+    if agent.is_model and template is None:
+        return Injection(message, as_messages(kept), {**trace, "mode": "messages"})
+    if isinstance(message, str):
+        block = history_block(kept, template)
+        return Injection(f"{block}\n\n{message}", (), {**trace, "mode": "text"})
+    return Injection(message, (), {**trace, "turns": 0, "dropped": end, "mode": "none (structured input)"})
+
+
+def _room(agent: Agent, step: str, message: Any) -> int | None:
+    """Tokens left for history in the agent's prompt budget, after its system prompt and the message."""
+    budget = agent.prompt_budget
+    if budget is None:
+        return None
+    fixed = count_messages(agent.prompt(AgentCall(input=message, step=step)), agent.model_name)
+    return max(0, budget - fixed)
+
+
+def replay_summary(ctx: RunContext, path: str, frame: Frame) -> None:
+    """On resume: re-apply the summary an earlier attempt journaled before this step's call."""
+    record = frame.replayed(child_path(path, "summarize"))
+    if record is None or not isinstance(record.input, dict):
+        return
+    cut = record.input.get("cut")
+    if isinstance(cut, int) and isinstance(record.output, str):
+        frame.replays += 1
+        _apply_summary(ctx, cut, record.output)
+
+
+def _apply_summary(ctx: RunContext, cut: int, summary: str) -> None:
+    content = f"{SUMMARY_PREFIX}{summary}"
+    ctx.conversation_history = [
+        ConversationTurn("assistant", content, count_tokens(content)),
+        *ctx.conversation_history[cut:],
+    ]
+
+
+async def _summarize(
+    active: ActiveConversation, ctx: RunContext, path: str, frame: Frame, events: list[TraceEvent]
+) -> None:
+    policy = active.settings.history
+    summarizer = policy.summarizer
+    if policy.strategy != "summarize" or summarizer is None or frame.summarizer_failures >= MAX_SUMMARIZER_FAILURES:
+        return
+    turns = ctx.conversation_history
+    if not needs_summary(turns, max_tokens=policy.max_tokens, max_turns=policy.max_turns):
+        return
+    cut = summary_cut(turns, policy.summarize_ratio)
+    if cut == 0:
+        return
+    here = child_path(path, "summarize")
+    request = f"{SUMMARY_REQUEST}\n\n{history_block(turns[:cut], None)}"
+    call = AgentCall(input=request, step=f"{active.loop}.summarize")
+    started = time.time()
+    prompt = frame.event(
+        "agent.prompt",
+        here,
+        {
+            "agent": summarizer.label,
+            "messages": [m.to_dict() for m in summarizer.prompt(call)],
+            "history_injected": False,
+            "purpose": "summarize",
+        },
+    )
+    try:
+        frame.check_limits()
+        reply = await summarizer.run(call)
+    except ControlSignal:
+        raise
+    except Exception as exc:  # a failing summarizer never fails the run: truncation takes over
+        frame.summarizer_failures += 1
+        error = exc.message if isinstance(exc, FlujoError) else f"{type(exc).__name__}: {exc}"
+        payload: dict[str, Any] = {"error": error, "consecutive_failures": frame.summarizer_failures}
+        if frame.summarizer_failures >= MAX_SUMMARIZER_FAILURES:
+            payload["fallback"] = "summarizer disabled for the rest of the run; history is truncated instead"
+        events.append(prompt)
+        events.append(frame.event("history.summarize_failed", here, payload))
+        return
+    frame.summarizer_failures = 0
+    summary = turn_text(normalize(reply.output)).strip()
+    replaced = [turn.to_dict() for turn in turns[:cut]]
+    await frame.commit(
+        path=here,
+        name=f"{active.loop}.summarize",
+        kind="summarize",
+        status="completed",
+        started=started,
+        input={"cut": cut, "turns": replaced},
+        output=summary,
+        usage=reply.usage,
+        events=[
+            prompt,
+            frame.event("agent.reply", here, {"output": summary, "model": reply.model, "usage": reply.usage.to_dict()}),
+            frame.event("history.summarized", here, {"turns_replaced": cut, "turns_kept": len(turns) - cut}),
+        ],
+    )
+    _apply_summary(ctx, cut, summary)
+    frame.charge(reply.usage)

@@ -1,0 +1,89 @@
+"""Lazy, read-only views of run state for templates, expressions, hooks and agents.
+
+A view is a snapshot taken when it is made (cheap: shallow copies of append-only lists, a deep copy of
+the small mutable scratchpad) whose entries are turned into plain data only when something reads them.
+So a template that reads ``steps.clarify.output`` never pays for copying a long conversation history,
+and per-iteration cost does not grow with the length of the run.
+
+Invariants:
+- Reading an entry returns a private copy: no reader (a Python hook, an agent) can change run state
+  through a view, and a value read twice is the same object within one view.
+- ``plain(value)`` turns any view inside ``value`` into ordinary dicts and lists (for JSON, Python
+  agents, storage). ``json_default`` does the same for ``json.dumps``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+
+class LazyView(Mapping[str, Any]):
+    """A read-only mapping whose entries are computed (copied) on first access and then kept."""
+
+    __slots__ = ("_cache", "_compute", "_keys")
+
+    def __init__(self, keys: tuple[str, ...], compute: Callable[[str], Any]) -> None:
+        self._keys = keys
+        self._compute = compute
+        self._cache: dict[str, Any] = {}
+
+    def __getitem__(self, key: str) -> Any:
+        try:
+            return self._cache[key]
+        except KeyError:
+            pass
+        if key not in self._keys:
+            raise KeyError(key)
+        value = self._cache[key] = self._compute(key)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
+
+    def materialize(self) -> dict[str, Any]:
+        """Every entry as plain data (a fresh dict; nested views materialized too)."""
+        return {key: plain(self[key]) for key in self._keys}
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+        return copy.deepcopy(self.materialize(), memo)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({list(self._keys)!r})"
+
+
+def plain(value: Any) -> Any:
+    """``value`` with every LazyView in it materialized (other values are returned as they are)."""
+    if isinstance(value, LazyView):
+        return value.materialize()
+    if isinstance(value, dict):
+        if any(isinstance(item, (LazyView, dict, list)) for item in value.values()):
+            return {key: plain(item) for key, item in value.items()}
+        return value
+    if isinstance(value, list):
+        if any(isinstance(item, (LazyView, dict, list)) for item in value):
+            return [plain(item) for item in value]
+        return value
+    return value
+
+
+def json_default(value: Any) -> Any:
+    """``default=`` for ``json.dumps``: views and other mappings as objects, anything else as its str."""
+    if isinstance(value, LazyView):
+        return value.materialize()
+    if isinstance(value, Mapping):
+        return dict(value)
+    return str(value)
+
+
+def snapshot_of(mapping: Mapping[str, Any]) -> LazyView:
+    """A view of ``mapping`` (whose values are never mutated in place) copying each value on access."""
+    frozen = dict(mapping)
+    return LazyView(tuple(frozen), lambda key: copy.deepcopy(frozen[key]))
