@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from blueprints.compiler import StepCompiler
 
 DEFAULT_MAX_LOOPS = 10
+_AGENT_FINISHED = agent_finished()  # one instance: the loop also ends its iteration early on it
 
 
 def compile_loop(c: StepCompiler, model: LoopStepModel, path: Path) -> LoopStep:
@@ -47,6 +48,7 @@ def compile_loop(c: StepCompiler, model: LoopStepModel, path: Path) -> LoopStep:
         next_input=_propagation(c, loop, here),
         output=_output(c, loop.output_template, loop.output, here),
         conversation=_conversation(c, loop, here) if loop.conversation else None,
+        finish_early=exit_when is not None and exit_when is _AGENT_FINISHED,
         position=c.position(path),
     )
 
@@ -72,24 +74,26 @@ def _exit(c: StepCompiler, loop: LoopSettingsModel, path: Path) -> tuple[ScopeFu
         function = c.function(loop.exit_condition, (*path, "exit_condition"), role="exit_condition")
         return CallableTest(function, loop.exit_condition), loop.exit_condition
     if loop.stop_when == "agent_finished":
-        return agent_finished(), "stop_when: agent_finished"
+        return _AGENT_FINISHED, "stop_when: agent_finished"
     if loop.conversation:
-        return agent_finished(), "stop_when: agent_finished (implied by conversation: true)"
+        return _AGENT_FINISHED, "stop_when: agent_finished (implied by conversation: true)"
     return None, None
 
 
 def _conversation(c: StepCompiler, loop: LoopSettingsModel, path: Path) -> Conversation:
     manage = loop.history_management
-    history = HistoryPolicy()
-    if manage is not None:
-        summarizer = manage.summarizer_agent
-        history = HistoryPolicy(
-            strategy=manage.strategy,
-            max_tokens=manage.max_tokens,
-            max_turns=manage.max_turns,
-            summarizer=c.agents.named(summarizer) if summarizer is not None else None,
-            summarize_ratio=manage.summarize_ratio,
-        )
+    defaults = c.agents.settings.history  # flujo.toml / FLUJO_HISTORY__*; the loop's own keys win
+    given = manage.model_fields_set if manage is not None else set()
+    summarizer = manage.summarizer_agent if manage is not None else None
+    history = HistoryPolicy(
+        strategy=manage.strategy if manage is not None and "strategy" in given else defaults.strategy,
+        max_tokens=manage.max_tokens if manage is not None and manage.max_tokens is not None else defaults.max_tokens,
+        max_turns=manage.max_turns if manage is not None and manage.max_turns is not None else defaults.max_turns,
+        summarizer=c.agents.named(summarizer) if summarizer is not None else None,
+        summarize_ratio=(
+            manage.summarize_ratio if manage is not None and "summarize_ratio" in given else defaults.summarize_ratio
+        ),
+    )
     seed_from_step: str | None = None
     prefix = ""
     if isinstance(loop.init, InitPresetsModel) and loop.init.history is not None:
@@ -131,7 +135,9 @@ def _init(c: StepCompiler, init: Sequence[InitOpModel] | InitPresetsModel | None
 def _propagation(c: StepCompiler, loop: LoopSettingsModel, path: Path) -> NextInput | None:
     choice = loop.propagation
     if choice is None:
-        return None
+        # conversation: true implies propagation: context (the history carries the conversation; a step
+        # without an explicit input is sent the latest user turn, never the context object)
+        return NextInput("context") if loop.conversation else None
     word = choice.next_input if isinstance(choice, PropagationModel) else choice
     if word == "auto":
         updates = any(

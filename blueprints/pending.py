@@ -12,17 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 NOT_YET_SUPPORTED: Mapping[str, str] = {
-    "loop.conversation": (
-        "conversation history is not captured or injected into prompts yet "
-        "(its implied stop_when: agent_finished does apply)"
-    ),
-    "loop.history_management": "history bounding applies once conversation history is injected",
-    "loop.history_template": "the history template applies once conversation history is injected",
-    "loop.ai_turn_source": "assistant turns are not collected yet",
-    "loop.named_steps": "assistant turns are not collected yet",
-    "loop.user_turn_sources": "user turns are not collected yet",
-    "loop.init.history": "seeding the conversation history is not done yet",
-    "step.use_history": "conversation history is not injected into prompts yet",
     "imports": "sub-workflows (imports) cannot run yet",
     "step.uses_import": "sub-workflows (imports) cannot run yet; compiling this blueprint will fail",
 }

@@ -102,6 +102,8 @@ class RunContext:
             if key == "initial_prompt":
                 return copy.deepcopy(initial)
             if key == "scratchpad":
+                if turns and "history" not in scratchpad:  # the FSD-028 view of the one history
+                    scratchpad["history"] = [f"{turn.role.capitalize()}: {turn.content}" for turn in turns]
                 return scratchpad
             if key == "steps":
                 return steps

@@ -56,7 +56,8 @@ class HitlStep:
 
 @dataclass(frozen=True)
 class HistoryPolicy:
-    """How a conversational loop bounds the history it injects (behaviour lands with issue 4)."""
+    """How a conversational loop bounds the history it injects. None means no bound of that kind (the
+    blueprint compiler fills both from the configured defaults); the agent's prompt budget always applies."""
 
     strategy: HistoryStrategy = "truncate_tokens"
     max_tokens: int | None = None
@@ -99,6 +100,9 @@ class LoopStep:
     next_input: NextInputHook | None = None
     output: OutputHook | None = None
     conversation: Conversation | None = None
+    # stop_when: agent_finished — the iteration ends right after the body step whose agent replied
+    # {"action": "finish"} (later body steps, such as the next question to the human, do not run).
+    finish_early: bool = False
     position: SourcePosition | None = None
     kind: Literal["loop"] = "loop"
 

@@ -51,22 +51,10 @@ def test_json_for_a_valid_file_and_for_a_missing_file() -> None:
     assert missing["findings"][0]["line"] is None and missing["findings"][0]["code"] == "file-unreadable"
 
 
-def test_not_yet_supported_keys_warn_at_their_lines() -> None:
+def test_conversation_keys_are_supported_and_only_misplaced_ones_warn() -> None:
     assert rows("pending", severity="warning") == [
-        (12, 7, "not-yet-supported", "conversation is accepted but has no effect yet: "
-         "conversation history is not captured or injected into prompts yet "
-         "(its implied stop_when: agent_finished does apply)"),
-        (13, 7, "not-yet-supported", "history_management is accepted but has no effect yet: "
-         "history bounding applies once conversation history is injected"),
-        (14, 7, "not-yet-supported", "history_template is accepted but has no effect yet: "
-         "the history template applies once conversation history is injected"),
-        (15, 7, "not-yet-supported", "ai_turn_source is accepted but has no effect yet: assistant turns are not collected yet"),
-        (16, 7, "not-yet-supported", "named_steps is accepted but has no effect yet: assistant turns are not collected yet"),
-        (17, 7, "not-yet-supported", "user_turn_sources is accepted but has no effect yet: user turns are not collected yet"),
-        (19, 9, "not-yet-supported", "init.history is accepted but has no effect yet: seeding the conversation history is not done yet"),
-        (28, 11, "not-yet-supported", "use_history is accepted but has no effect yet: conversation history is not injected into prompts yet"),
         (35, 5, "ignored-key", "use_history has no effect outside a loop with conversation: true"),
-    ]  # fmt: skip
+    ]
     assert rows("pending", severity="error") == []
 
 
@@ -78,7 +66,7 @@ def test_imports_warn_as_not_yet_supported() -> None:
 
 
 def test_the_pending_list_is_one_mapping_of_keys_to_reasons() -> None:
-    assert "loop.conversation" in NOT_YET_SUPPORTED
+    assert "imports" in NOT_YET_SUPPORTED and "loop.conversation" not in NOT_YET_SUPPORTED
     assert all(isinstance(reason, str) and reason for reason in NOT_YET_SUPPORTED.values())
 
 
@@ -92,7 +80,4 @@ def test_keys_that_would_do_nothing_warn() -> None:
         (15, 11, "passthrough-step", "step 'plain' has no agent; it passes its input through"),
         (17, 11, "ignored-key", "output_schema has no effect on step 'plain', which has no agent"),
         (21, 7, "ignored-key", "named_steps has no effect unless ai_turn_source is named_steps"),
-        (22, 7, "not-yet-supported", "conversation is accepted but has no effect yet: "
-         "conversation history is not captured or injected into prompts yet "
-         "(its implied stop_when: agent_finished does apply)"),
     ]  # fmt: skip

@@ -34,6 +34,7 @@ from blueprints.suggestions import did_you_mean
 
 _CONTEXT_TARGET = re.compile(r"context(\.[A-Za-z_][A-Za-z0-9_]*)+")
 # Parts of the context the run itself maintains; init operations write only to the scratchpad.
+_HISTORY_TARGETS = ("context.scratchpad.history", "context.history")
 _READ_ONLY = ("steps", "initial_prompt", "hitl_history", "conversation_history")
 _CONVERSATION_KEYS = ("history_management", "history_template", "ai_turn_source", "named_steps", "user_turn_sources")
 
@@ -166,7 +167,26 @@ def _check_conversation(checker: Checker, loop: LoopSettingsModel, path: Path, s
             _check_body_name(
                 checker, name, (*path, "user_turn_sources", number), [*body, "hitl"], step_names, "user_turn_sources"
             )
-    summarizer = loop.history_management.summarizer_agent if loop.history_management else None
+    manage = loop.history_management
+    summarizer = manage.summarizer_agent if manage else None
+    if manage is not None and manage.strategy == "summarize" and summarizer is None:
+        checker.error(
+            "missing-field",
+            "strategy: summarize needs summarizer_agent: <an agent under agents>",
+            checker.at((*path, "history_management", "strategy")),
+            "add summarizer_agent, or use strategy: truncate_tokens",
+        )
+    if isinstance(loop.init, list):
+        for number, op in enumerate(loop.init):
+            for verb, operand in (("set", op.set), ("append", op.append), ("merge", op.merge)):
+                if operand is not None and operand.target in _HISTORY_TARGETS:
+                    checker.error(
+                        "bad-value",
+                        f"in a conversation loop {operand.target} is the conversation history, derived from "
+                        "context.conversation_history; init cannot write it",
+                        checker.at((*path, "init", number, verb, "target")),
+                        "seed the history with init: {history: {start_with: {from_step: <step>}}}",
+                    )
     if summarizer is not None and summarizer not in checker.model.agents:
         agents = list(checker.model.agents)
         checker.error(

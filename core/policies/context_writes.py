@@ -74,3 +74,9 @@ def note_agent_command(ctx: RunContext, output: Any) -> None:
     """
     if isinstance(output, Mapping) and "action" in output:
         ctx.scratchpad["last_agent_command"] = copy.deepcopy(dict(output))
+
+
+def agent_finished(ctx: RunContext) -> bool:
+    """True when the last agent command (see ``note_agent_command``) is ``{"action": "finish", ...}``."""
+    command = ctx.scratchpad.get("last_agent_command")
+    return isinstance(command, Mapping) and command.get("action") == "finish"

@@ -5,6 +5,8 @@ Invariants:
 - ``init`` runs once, on iteration 1's isolated context, before the body.
 - Control-flow signals (Pause, Abort, LimitReached) propagate untouched; the committed leaf steps of the
   paused iteration are replayed on resume, so nothing needs merging here.
+- ``finish_early`` (``stop_when: agent_finished``): the body stops right after the step whose agent replied
+  ``{"action": "finish"}``; the iteration then completes normally and the exit check ends the loop.
 - Reaching ``max_loops`` is a normal end (exit reason ``max_loops``), not a failure.
 - ``conversation: true``: the loop owns a fresh history for its body (seeded before iteration 1, after
   ``init``); when it ends, an enclosing conversation gets its own history back (nothing leaks outward),
@@ -20,7 +22,7 @@ from core import conversation
 from core.context import RunContext
 from core.errors import ControlSignal, FlujoError, RunError
 from core.policies.body import BodyRunner
-from core.policies.context_writes import record_output
+from core.policies.context_writes import agent_finished, record_output
 from core.policies.frame import Frame, child_path, scope, step_error
 from core.steps import LoopStep
 from core.views import LazyView
@@ -56,7 +58,15 @@ async def run_loop(step: LoopStep, data: Any, ctx: RunContext, path: str, frame:
                 )
                 if iteration == 1:
                     conversation.seed(iteration_ctx, active, iteration_input)
-            output = await body(step.body, iteration_input, iteration_ctx, child_path(path, str(iteration)), frame)
+            here = child_path(path, str(iteration))
+            if step.finish_early:
+                output = iteration_input
+                for part in step.body:  # same paths as running the body at once
+                    output = await body((part,), output, iteration_ctx, here, frame)
+                    if agent_finished(iteration_ctx):
+                        break
+            else:
+                output = await body(step.body, iteration_input, iteration_ctx, here, frame)
             ctx.adopt(iteration_ctx)
             if step.exit_when is not None and step.exit_when(scope(ctx, output, iteration=iteration)):
                 reason = "condition"
