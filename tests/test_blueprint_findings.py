@@ -1,7 +1,6 @@
 """The findings API: the JSON format is stable, not-yet-supported keys warn where they are written."""
 
 # Expected messages are kept one per line, whole, so a reader sees exactly what a user sees.
-# ruff: noqa: E501
 
 from __future__ import annotations
 
