@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 MASK = "[REDACTED]"
+_MEMO_SIZE = 4096  # distinct texts remembered per redactor
 
 _BUILTIN_PATTERNS: tuple[str, ...] = (
     # A key cut off before its END line (a reply truncated by max_tokens) is masked to the end of the text.
@@ -52,6 +53,9 @@ class Redactor:
         self._patterns = [re.compile(p) for p in (*_BUILTIN_PATTERNS, *extra_patterns)]
         # Longest first so a value containing another is masked whole.
         self._values = sorted({v for v in secret_values if len(v) >= 6}, key=len, reverse=True)
+        # Conversation turns are traced again on every call that injects them: remember recent results
+        # (redaction is a pure function of the text), so tracing costs the new text, not the whole history.
+        self._memo: dict[str, str] = {}
 
     @classmethod
     def from_environment(
@@ -70,6 +74,15 @@ class Redactor:
         return cls.from_environment(os.environ)
 
     def text(self, value: str) -> str:
+        done = self._memo.get(value)
+        if done is not None:
+            return done
+        if len(self._memo) >= _MEMO_SIZE:
+            self._memo.clear()
+        done = self._memo[value] = self._mask(value)
+        return done
+
+    def _mask(self, value: str) -> str:
         for secret in self._values:
             if secret in value:
                 value = value.replace(secret, MASK)
