@@ -192,7 +192,10 @@ def test_token_limit_stops_the_run_with_exit_5(state_db: Path, tmp_path: Path, f
     )
     proc = flujo_process(["run", path, "--input", "hi"], env={**fake_llm.env(), "FLUJO_STATE_URI": str(state_db)})
     assert proc.returncode == exit_codes.LIMIT, proc.stderr
-    assert "token limit reached: 60 tokens used, limit is 50" in proc.stderr
+    # 3 calls of 15 tokens are spent; the 4th call's prompt would pass the limit, so it is never made
+    assert "token limit reached before calling 'ask'" in proc.stderr
+    assert "45 of the 50 allowed are used" in proc.stderr
+    assert len(fake_llm.requests) == 3
 
 
 def test_debug_shows_the_traceback(state_db: Path, tmp_path: Path) -> None:

@@ -111,6 +111,18 @@ class Frame:
         self.usage = self.usage + usage
         self.check_limits()
 
+    def reserve(self, step: str, tokens: int) -> None:
+        """Before a call: LimitReached when a limit is already spent, or when the call's estimated prompt
+        (``tokens``) would take the run past ``max_tokens``. The provider's reported usage is reconciled
+        after the call (``charge``)."""
+        self.check_limits()
+        limit = self.limits.max_tokens
+        if limit is not None and tokens and self.usage.total_tokens + tokens > limit:
+            raise LimitReached(
+                f"token limit reached before calling {step!r}: its prompt needs about {tokens} tokens and "
+                f"{self.usage.total_tokens} of the {limit} allowed are used"
+            )
+
     def check_limits(self) -> None:
         """LimitReached when the run has already spent more than a limit allows. Called before each agent
         call too: a parallel branch must not start a call after a sibling has spent the budget."""

@@ -16,10 +16,11 @@ from core.errors import ControlSignal, FlujoError, Pause, RunError, StepFailed
 from core.policies.context_writes import note_agent_command, record_output, sink, update_context
 from core.policies.frame import Frame, scope
 from core.policies.history import prepare, replay_summary
-from core.ports import AgentCall, HumanQuestion, TraceEvent
+from core.ports import Agent, AgentCall, HumanQuestion, TraceEvent
 from core.schema_check import parse_answer, schema_errors
 from core.steps import AgentStep, HitlStep
 from core.store.codec import normalize
+from core.tokens import count_messages
 from core.usage import ZERO_USAGE, Usage
 
 MAX_ANSWER_ATTEMPTS = 10
@@ -82,7 +83,7 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
             if injection.trace:
                 prompt_event["history"] = injection.trace
             events.append(frame.event("agent.prompt", path, prompt_event))
-            frame.check_limits()
+            frame.reserve(step.name, _prompt_tokens(agent, call, frame))
             reply = await agent.run(call)
             usage = reply.usage
             # The value the journal will hold (a JSON round trip), so a resumed run sees exactly what this one saw.
@@ -119,6 +120,13 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
     )
     frame.charge(usage)
     return output
+
+
+def _prompt_tokens(agent: Agent, call: AgentCall, frame: Frame) -> int:
+    """The estimated prompt size of a model call, counted only when a token limit needs it."""
+    if frame.limits.max_tokens is None or not agent.is_model:
+        return 0
+    return count_messages(agent.prompt(call), agent.model_name)
 
 
 async def _fail(

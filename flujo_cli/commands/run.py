@@ -214,7 +214,7 @@ def _finish(outcome: Any, *, json_output: bool, seconds: float, console: Console
         console.print(f"  continue with: [bold]{escape(resume_cmd)}[/]  [dim]{summary}[/]")
         return exit_codes.PAUSED
     if outcome.status == "limit_reached":
-        error_line(outcome.detail or "usage limit reached", "raise limits in the blueprint, or resume to go on")
+        error_line(outcome.detail or "usage limit reached", "raise limits in the blueprint, then resume: finished steps are replayed, not paid again")
         console.print(f"  [dim]{summary}[/]")
         return exit_codes.LIMIT
     if outcome.status == "aborted":
