@@ -42,6 +42,15 @@ class Run:
 
 RUNS: dict[str, Run] = {
     "blueprints/examples/clarify.yaml": Run(answers=("Plan a trip", "My family", "June")),
+    "blueprints/examples/conversation.yaml": Run(
+        answers=("Plan a trip", "My family", "June"),
+        output="User: Plan a trip\n"
+        'Assistant: {"action": "ask", "question": "Who is it for?"}\n'
+        "User: My family\n"
+        'Assistant: {"action": "ask", "question": "By when should it be done?"}\n'
+        "User: June\n"
+        'Assistant: {"action": "finish", "summary": "The goal is clear."}',
+    ),
     "blueprints/examples/conditional.yaml": Run(input="The app crashes on start", answers=("3",)),
     "blueprints/examples/map.yaml": Run(input='["apples", "pears"]'),
     "blueprints/examples/parallel.yaml": Run(input="My draft"),
