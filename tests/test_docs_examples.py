@@ -55,6 +55,30 @@ RUNS: dict[str, Run] = {
     "blueprints/examples/map.yaml": Run(input='["apples", "pears"]'),
     "blueprints/examples/parallel.yaml": Run(input="My draft"),
     "docs/examples/hello.yaml": Run(answers=("Ada",), output="Please greet Ada."),
+    "docs/examples/conversation.yaml": Run(
+        answers=("Plan a trip", "My family"),
+        output="User: Plan a trip\n"
+        'Assistant: {"action": "ask", "question": "Who is it for?"}\n'
+        "User: My family\n"
+        'Assistant: {"action": "finish", "summary": "A trip for the family."}',
+    ),
+    "docs/examples/conversation_sources.yaml": Run(
+        input="Tea",
+        output={
+            "topic": "Tea",
+            "transcript": "User: Tea\nAssistant: Tea is old.\n"
+            'User: {"action": "revise", "note": "Say where it is loved."}\n'
+            "Assistant: Tea is old and loved in many countries.\n"
+            'User: {"action": "finish", "note": "Good."}',
+        },
+    ),
+    "docs/examples/conversation_summarize.yaml": Run(
+        input="Practice sums",
+        answers=("4", "6", "8"),
+        output="Assistant: Summary of the earlier conversation: The student is doing sums and answers correctly.\n"
+        "Assistant: And 4+4?\nUser: 8\n"
+        'Assistant: {"action": "finish"}',
+    ),
     "docs/examples/agents.yaml": Run(
         input="Write about tea", output='Outline for Tea: ["history", "kinds", "brewing"]'
     ),
