@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import socket
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from core.agents import AgentSpec, Backoff, OpenAIChatAgent, build_agent
-from core.config import ProviderSettings, Settings
+from core.config import ProviderSettings, Settings, load_settings
 from core.errors import AgentOutputError, ConfigError, ProviderError, ProviderUnreachable
 from core.ports import AgentCall, ChatMessage
 from tests.fakes.openai_server import FAKE_API_KEY, FakeLLM
@@ -103,6 +104,48 @@ async def test_retries_stop_after_max_retries(fake_llm: FakeLLM) -> None:
         await make(fake_llm, max_retries=2).run(AgentCall(input="hi", step="s"))
     assert caught.value.status == 500 and "upstream exploded" in caught.value.message
     assert len(fake_llm.requests) == 3
+
+
+async def test_provider_max_retries_applies_when_the_agent_sets_none(fake_llm: FakeLLM) -> None:
+    fake_llm.fail(500, times=4).reply("finally")
+    settings = fake_llm.settings()
+    settings.openai.max_retries = 4
+    reply = await make(fake_llm, settings).run(AgentCall(input="hi", step="s"))
+    assert reply.output == "finally" and reply.attempts == 5
+
+
+async def test_the_agents_own_max_retries_wins_over_the_provider_setting(fake_llm: FakeLLM) -> None:
+    fake_llm.fail(500, times=4).reply("never")
+    settings = fake_llm.settings()
+    settings.openai.max_retries = 4
+    with pytest.raises(ProviderError):
+        await make(fake_llm, settings, max_retries=1).run(AgentCall(input="hi", step="s"))
+    assert len(fake_llm.requests) == 2
+
+
+async def test_max_retries_from_the_environment_reaches_a_blueprint_agent(fake_llm: FakeLLM, tmp_path: Path) -> None:
+    from blueprints.agent_builder import agent_spec
+    from blueprints.schema import AgentModel
+
+    env = {**fake_llm.env(), "FLUJO_OPENAI__MAX_RETRIES": "3"}
+    settings = load_settings(cwd=tmp_path, env=env)
+    spec = agent_spec("bot", AgentModel(model="openai:gpt-4o-mini"))  # the blueprint sets no max_retries
+    assert spec.max_retries is None
+    fake_llm.fail(503, times=3).reply("ok")
+    reply = await build_agent(spec, settings, backoff=FAST).run(AgentCall(input="hi", step="s"))
+    assert reply.output == "ok" and reply.attempts == 4
+
+
+async def test_provider_timeout_applies_unless_the_agent_sets_one(fake_llm: FakeLLM) -> None:
+    settings = fake_llm.settings()
+    settings.openai.timeout_s = 0.2
+    fake_llm.reply("too late", delay=3)
+    with pytest.raises(ProviderError, match=r"did not answer within 0\.2s"):
+        await make(fake_llm, settings, max_retries=0).run(AgentCall(input="hi", step="s"))
+    settings.openai.timeout_s = 0.1
+    fake_llm.reply("in time", delay=0.3)
+    reply = await make(fake_llm, settings, timeout=5, max_retries=0).run(AgentCall(input="hi", step="s"))
+    assert reply.output == "in time"
 
 
 async def test_retry_after_is_honoured(fake_llm: FakeLLM) -> None:
