@@ -9,11 +9,13 @@ of import on every CLI call; this is ~80 lines on top of pydantic.) The provider
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
@@ -140,8 +142,34 @@ def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
             continue
         path = [part.lower() for part in name[len("FLUJO_") :].split("__")]
         if path[0] in Settings.model_fields:
-            put(path, value)
+            put(path, _list_value(value) if _is_list_setting(path) else value)
     return layer
+
+
+def _is_list_setting(path: list[str]) -> bool:
+    """Whether the setting at ``path`` (``["secret_env_vars"]``, ``["openai", "timeout_s"]``) holds a list."""
+    model: type[BaseModel] | None = Settings
+    annotation: Any = None
+    for part in path:
+        field = model.model_fields.get(part) if model is not None else None
+        if field is None:
+            return False
+        annotation = field.annotation
+        model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+    options = get_args(annotation) if get_origin(annotation) in (Union, UnionType) else (annotation,)
+    return any(get_origin(option) is list for option in options)
+
+
+def _list_value(text: str) -> Any:
+    """An environment variable's text as a list: a JSON list (``["A", "B"]``), else comma-separated values
+    (``A, B``). A regular expression with a comma in it needs the JSON form."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if isinstance(value, list):
+        return value
+    return [item.strip() for item in text.split(",") if item.strip()]
 
 
 def load_settings(
