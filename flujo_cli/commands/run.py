@@ -113,7 +113,7 @@ async def _run(
     json_output: bool,
 ) -> int:
     from blueprints import load_pipeline
-    from core.config import load_settings
+    from core.config import load_settings, secret_values
     from core.engine import Engine
     from core.errors import BlueprintError, RunError
     from core.redaction import Redactor
@@ -126,11 +126,7 @@ async def _run(
     positional, by_step = _answers(answers, answers_file)
     human = TerminalHuman(answers=positional, by_step=by_step, interactive=not no_input, console=console)
     reporter = LiveReporter(console, quiet=json_output)
-    redactor = Redactor.from_environment(
-        __import__("os").environ,
-        secret_env_vars=settings.secret_env_vars,
-        extra_patterns=settings.redact_patterns,
-    )
+    redactor = Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings))
     started = time.perf_counter()
     store = await open_store(settings.state_uri)
     try:
