@@ -44,7 +44,7 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
         if step.agent is not None:
             step.agent.replayed()
         _apply_agent_output(step, ctx, replay.output)
-        frame.usage = frame.usage + replay.usage
+        frame.add_usage(replay.usage)
         return replay.output
 
     frame.reporter.step_started(path, step.name, step.kind)

@@ -197,7 +197,9 @@ def _finish(outcome: Any, *, json_output: bool, seconds: float, console: Console
         summary += f" · {outcome.replayed} finished step(s) replayed from the store"
     if usage.total_tokens:
         summary += f" · {usage.total_tokens} tokens"
-    if usage.cost_usd:
+    if usage.cost_usd is None:  # a model without a price was called: unknown, never shown as $0
+        summary += " · cost unknown"
+    elif usage.cost_usd:
         summary += f" · ${usage.cost_usd:.4f}" if usage.cost_usd >= 0.01 else f" · ${usage.cost_usd:.6f}"
     if outcome.status == "completed":
         if not json_output:
