@@ -233,16 +233,27 @@ async def test_structured_output_is_repaired_once(fake_llm: FakeLLM) -> None:
     repair = fake_llm.last.body["messages"]
     assert repair[-2] == {"role": "assistant", "content": "Sure! Here you go"}
     assert repair[-1]["role"] == "user" and "not valid JSON" in repair[-1]["content"]
+    assert reply.repair is not None
+    assert reply.repair.first_reply == "Sure! Here you go" and reply.repair.request == repair[-1]["content"]
+    assert reply.repair.second_reply == '```json\n{"action": "finish"}\n```'
+    assert reply.repair.error.startswith("the reply is not valid JSON")
 
 
 async def test_structured_output_that_stays_invalid_is_an_agent_output_error(fake_llm: FakeLLM) -> None:
-    fake_llm.reply({"question": "no action"}).reply({"action": 3})
+    fake_llm.reply({"question": "no action"}, usage=(10, 4)).reply({"action": 3}, usage=(20, 3))
     with pytest.raises(AgentOutputError) as caught:
         await make(fake_llm, output_schema=SCHEMA).run(AgentCall(input="hi", step="s"))
     assert "agents.clarifier (openai:gpt-4o-mini)" in caught.value.message
     assert "at action: 3 is not of type 'string'" in caught.value.message
     assert len(fake_llm.requests) == 2
     assert "'action' is a required property" in fake_llm.last.body["messages"][-1]["content"]
+    usage = caught.value.usage  # both exchanges were paid for
+    assert (usage.input_tokens, usage.output_tokens, usage.requests) == (30, 7, 2)
+    assert usage.cost_usd == pytest.approx((30 * 0.15 + 7 * 0.60) / 1e6)
+    repair = caught.value.repair
+    assert repair is not None
+    assert (repair.first_reply, repair.second_reply) == ('{"question": "no action"}', '{"action": 3}')
+    assert repair.request == fake_llm.last.body["messages"][-1]["content"]
 
 
 async def test_json_object_mode_puts_the_schema_in_the_system_prompt(fake_llm: FakeLLM) -> None:

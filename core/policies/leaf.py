@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from core.context import HitlEntry, RunContext
-from core.errors import ControlSignal, FlujoError, Pause, RunError, StepFailed
+from core.errors import AgentOutputError, ControlSignal, FlujoError, Pause, RunError, StepFailed
 from core.policies.context_writes import note_agent_command, record_output, sink, update_context
 from core.policies.frame import Frame, scope
 from core.ports import AgentCall, HumanQuestion
@@ -79,6 +79,8 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
             usage = reply.usage
             # The value the journal will hold (a JSON round trip), so a resumed run sees exactly what this one saw.
             output = normalize(reply.output)
+            if reply.repair is not None:
+                events.append(frame.event("agent.repair", path, reply.repair.to_dict()))
             events.append(
                 frame.event(
                     "agent.reply",
@@ -92,6 +94,10 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
     except ControlSignal:
         raise
     except FlujoError as exc:
+        if isinstance(exc, AgentOutputError):  # the call spent tokens, and its repair belongs in the trace
+            usage = exc.usage
+            if exc.repair is not None:
+                events.append(frame.event("agent.repair", path, exc.repair.to_dict()))
         await _fail(frame, step.name, step.kind, path, started, call_input, exc, events, usage)
         raise
     except Exception as exc:  # an agent's own bug: record it as this step's failure
@@ -124,6 +130,8 @@ async def _fail(
     events: list[Any],
     usage: Usage,
 ) -> None:
+    """Record the failed step and add what it spent to the run total. The limits are not checked here: a
+    LimitReached would hide ``exc``; the check before the next agent call (if the run goes on) sees it."""
     events.append(frame.event("step.error", path, {"error": exc.message, "hint": exc.hint}))
     await frame.commit(
         path=path,
@@ -137,6 +145,7 @@ async def _fail(
         events=events,
         failure=exc,
     )
+    frame.add_usage(usage)
 
 
 def _apply_answer(step: HitlStep, ctx: RunContext, message: str, answer: Any) -> None:
