@@ -114,7 +114,8 @@ class Frame:
 
     def add_usage(self, usage: Usage) -> None:
         """Add usage to the run total without checking the limits: for steps replayed from the journal, and
-        for a failed step's calls (the run is ending with that failure; a LimitReached must not hide it)."""
+        for a failed step's calls (a LimitReached must not hide that failure; if the run goes on, the check
+        before its next agent call sees the spend)."""
         self.usage = self.usage + usage
         self.known_cost_usd += usage.cost_usd or 0.0
 
