@@ -1,19 +1,23 @@
 """Settings: defaults ← flujo.toml (project) ← FLUJO_* environment ← CLI flags.
 
 This is the one module that reads settings from the environment or files; policies, agents and
-processors receive a ``Settings`` object. (pydantic-settings would do the layering too, but costs ~0.2 s
-of import on every CLI call; this is ~80 lines on top of pydantic.) The provider variables
-``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL`` and
-``OLLAMA_HOST`` are honoured too, because every tool of this field reads them.
+processors receive a ``Settings`` object. It also picks the secret values redaction masks
+(``secret_values``), because finding them means reading the environment. (pydantic-settings would do the
+layering too, but costs ~0.2 s of import on every CLI call; this is ~80 lines on top of pydantic.) The
+provider variables ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``
+and ``OLLAMA_HOST`` are honoured too, because every tool of this field reads them.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
@@ -140,8 +144,34 @@ def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
             continue
         path = [part.lower() for part in name[len("FLUJO_") :].split("__")]
         if path[0] in Settings.model_fields:
-            put(path, value)
+            put(path, _list_value(value) if _is_list_setting(path) else value)
     return layer
+
+
+def _is_list_setting(path: list[str]) -> bool:
+    """Whether the setting at ``path`` (``["secret_env_vars"]``, ``["openai", "timeout_s"]``) holds a list."""
+    model: type[BaseModel] | None = Settings
+    annotation: Any = None
+    for part in path:
+        field = model.model_fields.get(part) if model is not None else None
+        if field is None:
+            return False
+        annotation = field.annotation
+        model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+    options = get_args(annotation) if get_origin(annotation) in (Union, UnionType) else (annotation,)
+    return any(get_origin(option) is list for option in options)
+
+
+def _list_value(text: str) -> Any:
+    """An environment variable's text as a list: a JSON list (``["A", "B"]``), else comma-separated values
+    (``A, B``). A regular expression with a comma in it needs the JSON form."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if isinstance(value, list):
+        return value
+    return [item.strip() for item in text.split(",") if item.strip()]
 
 
 def load_settings(
@@ -179,3 +209,21 @@ def load_settings(
     if toml_path is not None and not Path(settings.state_uri).is_absolute() and "FLUJO_STATE_URI" not in env:
         settings = settings.model_copy(update={"state_uri": str(toml_path.parent / settings.state_uri)})
     return settings
+
+
+# Environment variables whose names say they hold a secret.
+_SECRET_NAME = re.compile(r"(?i)(_API_KEY|_TOKEN|_SECRET|PASSWORD|_KEY)$")
+
+
+def secret_values(settings: Settings, *, env: Mapping[str, str] | None = None) -> list[str]:
+    """The literal values redaction must mask (``Redactor(secret_values=...)``): those of the environment
+    variables whose names look secret (``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*_KEY``, ``*PASSWORD``)
+    or are listed in ``settings.secret_env_vars``, and the providers' API keys, which ``flujo.toml`` may
+    hold without any variable naming them. ``env`` defaults to the process environment."""
+    env = os.environ if env is None else env
+    named = set(settings.secret_env_vars)
+    values = [value for name, value in env.items() if name in named or _SECRET_NAME.search(name)]
+    for provider in (settings.openai, settings.anthropic, settings.ollama):
+        if provider.api_key is not None:
+            values.append(provider.api_key.get_secret_value())
+    return values

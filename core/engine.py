@@ -52,6 +52,13 @@ class NoHuman:
         return None
 
 
+def _environment_redactor() -> Redactor:
+    """The redactor of an engine built without one: the secret values of the process environment."""
+    from core.config import Settings, secret_values  # lazy: pydantic only when needed
+
+    return Redactor(secret_values=secret_values(Settings()))
+
+
 def new_run_id() -> str:
     return secrets.token_hex(8)
 
@@ -70,7 +77,7 @@ class Engine:
         self.store = store
         self.human: HumanInput = human or NoHuman()
         self.reporter: Reporter = reporter or NullReporter()
-        self.redactor = redactor or Redactor.default()
+        self.redactor = redactor or _environment_redactor()
 
     async def run(
         self, pipeline: Pipeline, input: Any = None, *, run_id: str | None = None, thread: str | None = None

@@ -25,6 +25,12 @@ outcome, after the safe part of the state is saved.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from core.usage import ZERO_USAGE, Usage
+
+if TYPE_CHECKING:
+    from core.ports import OutputRepair
 
 
 class FlujoError(Exception):
@@ -89,7 +95,22 @@ class ProviderUnreachable(ProviderError):
 
 
 class AgentOutputError(RunError):
-    """An agent's output did not validate against its output_schema, even after the repair retry."""
+    """An agent's output did not validate against its output_schema, even after the repair retry.
+
+    ``usage`` is what the failed call spent (every exchange, the repair included): the step records it and
+    the run counts it. ``repair`` is the repair exchange, for the trace."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = None,
+        usage: Usage = ZERO_USAGE,
+        repair: OutputRepair | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.usage = usage
+        self.repair = repair
 
 
 class TemplateError(RunError):

@@ -44,13 +44,35 @@ class AgentCall:
 
 
 @dataclass(frozen=True)
+class OutputRepair:
+    """A structured reply that did not match the agent's ``output_schema``, and the one repair exchange
+    that followed: the reply as received, why it was rejected, the repair request sent, and the reply
+    to that request as received (the agent's output when valid, else the cause of ``AgentOutputError``)."""
+
+    first_reply: str
+    error: str
+    request: str
+    second_reply: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "first_reply": self.first_reply,
+            "error": self.error,
+            "request": self.request,
+            "second_reply": self.second_reply,
+        }
+
+
+@dataclass(frozen=True)
 class AgentReply:
-    """An agent's answer: the output value (text or JSON-like data) and what it cost."""
+    """An agent's answer: the output value (text or JSON-like data) and what it cost. ``repair`` is set
+    when the first reply did not match the output_schema and a repair request was needed."""
 
     output: Any
     usage: Usage = ZERO_USAGE
     model: str | None = None
     attempts: int = 1
+    repair: OutputRepair | None = None
 
 
 class Agent(Protocol):

@@ -2,14 +2,14 @@
 
 Masks API keys (OpenAI/Anthropic style ``sk-...``, AWS ``AKIA...``, Google ``AIza...``, GitHub ``ghp_...``),
 bearer tokens, ``password=...``/``api_key: ...`` style assignments, PEM private keys, JWTs, and the
-literal values of secret environment variables (``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*PASSWORD*``
-and any configured in ``secret_env_vars``). Name-driven as well as pattern-driven, so an unknown
+literal secret values it is given. Those come from ``core.config.secret_values`` (the values of secret
+environment variables, by name or listed in ``secret_env_vars``, and the providers' API keys): the config
+module is the one that reads the environment. Name-driven as well as pattern-driven, so an unknown
 vendor's key stored in a secret env var is still caught.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -43,11 +43,12 @@ _PROSE_PASSWORD = re.compile(r"""(?i)(\b(?:password|passwd|passphrase)\s+(?:is\s
 # digit), so that "each token is counted" and "the secret is out" stay readable.
 _PROSE_CREDENTIAL = re.compile(r"""(?i)(\b(?:secret|token|api[ _-]?key)\s+is\s+)((?=[^\s"',;]*\d)[^\s"',;]{8,})""")
 _BEARER = re.compile(r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/=-]{8,})")
-_SECRET_NAME = re.compile(r"(?i)(_API_KEY|_TOKEN|_SECRET|PASSWORD|_KEY)$")
 
 
 class Redactor:
-    """Masks secrets in strings and (recursively) in JSON-like values."""
+    """Masks secrets in strings and (recursively) in JSON-like values: the built-in patterns, then
+    ``extra_patterns`` (regular expressions), and every one of ``secret_values`` (6 characters or more)
+    wherever it appears."""
 
     def __init__(self, *, extra_patterns: Iterable[str] = (), secret_values: Iterable[str] = ()) -> None:
         self._patterns = [re.compile(p) for p in (*_BUILTIN_PATTERNS, *extra_patterns)]
@@ -56,22 +57,6 @@ class Redactor:
         # Conversation turns are traced again on every call that injects them: remember recent results
         # (redaction is a pure function of the text), so tracing costs the new text, not the whole history.
         self._memo: dict[str, str] = {}
-
-    @classmethod
-    def from_environment(
-        cls,
-        env: Mapping[str, str],
-        *,
-        secret_env_vars: Iterable[str] = (),
-        extra_patterns: Iterable[str] = (),
-    ) -> Redactor:
-        names = set(secret_env_vars)
-        values = [value for name, value in env.items() if name in names or _SECRET_NAME.search(name)]
-        return cls(extra_patterns=extra_patterns, secret_values=values)
-
-    @classmethod
-    def default(cls) -> Redactor:
-        return cls.from_environment(os.environ)
 
     def text(self, value: str) -> str:
         done = self._memo.get(value)

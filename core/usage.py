@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Usage:
-    """What calls cost. ``cost_usd`` is None when the model's price is unknown (never guessed)."""
+    """What calls cost. ``cost_usd`` is None when the price of any call counted here is unknown: never
+    guessed, and never counted as zero (offline and script agents do cost exactly 0.0)."""
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -19,11 +20,8 @@ class Usage:
         return self.input_tokens + self.output_tokens
 
     def __add__(self, other: Usage) -> Usage:
-        cost: float | None
-        if self.cost_usd is None and other.cost_usd is None:
-            cost = None
-        else:
-            cost = (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
+        # Unknown plus anything is unknown: a total that skipped an unpriced call would understate the spend.
+        cost = None if self.cost_usd is None or other.cost_usd is None else self.cost_usd + other.cost_usd
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,

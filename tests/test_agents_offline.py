@@ -20,6 +20,7 @@ from core.agents import (
 from core.config import Settings
 from core.errors import AgentOutputError, ConfigError
 from core.ports import Agent, AgentCall, ChatMessage
+from core.usage import Usage
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = {"type": "object", "properties": {"action": {"type": "string"}}, "required": ["action"]}
@@ -72,12 +73,19 @@ async def test_scripted_output_schema_uses_the_next_reply_as_repair() -> None:
     agent = ScriptedAgent(['{"nope": 1}', '{"action": "ask"}'], output_schema=SCHEMA)
     reply = await agent.run(AgentCall(input="x", step="s"))
     assert reply.output == {"action": "ask"} and reply.attempts == 2
+    assert reply.repair is not None
+    assert (reply.repair.first_reply, reply.repair.second_reply) == ('{"nope": 1}', '{"action": "ask"}')
+    assert "'action' is a required property" in reply.repair.error
+    assert reply.repair.request.startswith("Your previous reply did not match the required JSON Schema")
 
 
 async def test_scripted_output_schema_failure_is_an_agent_output_error() -> None:
-    agent = ScriptedAgent(["not json"], name="clarifier", output_schema=SCHEMA)
-    with pytest.raises(AgentOutputError, match=r"agents\.clarifier \(scripted\)"):
+    agent = ScriptedAgent(["not json", {"action": 1}], name="clarifier", output_schema=SCHEMA)
+    with pytest.raises(AgentOutputError, match=r"agents\.clarifier \(scripted\)") as caught:
         await agent.run(AgentCall(input="x", step="s"))
+    assert caught.value.usage == Usage(requests=2, cost_usd=0.0)
+    assert caught.value.repair is not None
+    assert (caught.value.repair.first_reply, caught.value.repair.second_reply) == ("not json", '{"action": 1}')
 
 
 async def test_scripted_plain_text_is_fine_for_a_string_schema() -> None:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import socket
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from core.agents import AgentSpec, Backoff, OpenAIChatAgent, build_agent
-from core.config import ProviderSettings, Settings
+from core.config import ProviderSettings, Settings, load_settings
 from core.errors import AgentOutputError, ConfigError, ProviderError, ProviderUnreachable
 from core.ports import AgentCall, ChatMessage
 from tests.fakes.openai_server import FAKE_API_KEY, FakeLLM
@@ -105,6 +106,48 @@ async def test_retries_stop_after_max_retries(fake_llm: FakeLLM) -> None:
     assert len(fake_llm.requests) == 3
 
 
+async def test_provider_max_retries_applies_when_the_agent_sets_none(fake_llm: FakeLLM) -> None:
+    fake_llm.fail(500, times=4).reply("finally")
+    settings = fake_llm.settings()
+    settings.openai.max_retries = 4
+    reply = await make(fake_llm, settings).run(AgentCall(input="hi", step="s"))
+    assert reply.output == "finally" and reply.attempts == 5
+
+
+async def test_the_agents_own_max_retries_wins_over_the_provider_setting(fake_llm: FakeLLM) -> None:
+    fake_llm.fail(500, times=4).reply("never")
+    settings = fake_llm.settings()
+    settings.openai.max_retries = 4
+    with pytest.raises(ProviderError):
+        await make(fake_llm, settings, max_retries=1).run(AgentCall(input="hi", step="s"))
+    assert len(fake_llm.requests) == 2
+
+
+async def test_max_retries_from_the_environment_reaches_a_blueprint_agent(fake_llm: FakeLLM, tmp_path: Path) -> None:
+    from blueprints.agent_builder import agent_spec
+    from blueprints.schema import AgentModel
+
+    env = {**fake_llm.env(), "FLUJO_OPENAI__MAX_RETRIES": "3"}
+    settings = load_settings(cwd=tmp_path, env=env)
+    spec = agent_spec("bot", AgentModel(model="openai:gpt-4o-mini"))  # the blueprint sets no max_retries
+    assert spec.max_retries is None
+    fake_llm.fail(503, times=3).reply("ok")
+    reply = await build_agent(spec, settings, backoff=FAST).run(AgentCall(input="hi", step="s"))
+    assert reply.output == "ok" and reply.attempts == 4
+
+
+async def test_provider_timeout_applies_unless_the_agent_sets_one(fake_llm: FakeLLM) -> None:
+    settings = fake_llm.settings()
+    settings.openai.timeout_s = 0.2
+    fake_llm.reply("too late", delay=3)
+    with pytest.raises(ProviderError, match=r"did not answer within 0\.2s"):
+        await make(fake_llm, settings, max_retries=0).run(AgentCall(input="hi", step="s"))
+    settings.openai.timeout_s = 0.1
+    fake_llm.reply("in time", delay=0.3)
+    reply = await make(fake_llm, settings, timeout=5, max_retries=0).run(AgentCall(input="hi", step="s"))
+    assert reply.output == "in time"
+
+
 async def test_retry_after_is_honoured(fake_llm: FakeLLM) -> None:
     fake_llm.fail(429, retry_after=0.3).reply("ok")
     agent = build_agent(
@@ -190,16 +233,27 @@ async def test_structured_output_is_repaired_once(fake_llm: FakeLLM) -> None:
     repair = fake_llm.last.body["messages"]
     assert repair[-2] == {"role": "assistant", "content": "Sure! Here you go"}
     assert repair[-1]["role"] == "user" and "not valid JSON" in repair[-1]["content"]
+    assert reply.repair is not None
+    assert reply.repair.first_reply == "Sure! Here you go" and reply.repair.request == repair[-1]["content"]
+    assert reply.repair.second_reply == '```json\n{"action": "finish"}\n```'
+    assert reply.repair.error.startswith("the reply is not valid JSON")
 
 
 async def test_structured_output_that_stays_invalid_is_an_agent_output_error(fake_llm: FakeLLM) -> None:
-    fake_llm.reply({"question": "no action"}).reply({"action": 3})
+    fake_llm.reply({"question": "no action"}, usage=(10, 4)).reply({"action": 3}, usage=(20, 3))
     with pytest.raises(AgentOutputError) as caught:
         await make(fake_llm, output_schema=SCHEMA).run(AgentCall(input="hi", step="s"))
     assert "agents.clarifier (openai:gpt-4o-mini)" in caught.value.message
     assert "at action: 3 is not of type 'string'" in caught.value.message
     assert len(fake_llm.requests) == 2
     assert "'action' is a required property" in fake_llm.last.body["messages"][-1]["content"]
+    usage = caught.value.usage  # both exchanges were paid for
+    assert (usage.input_tokens, usage.output_tokens, usage.requests) == (30, 7, 2)
+    assert usage.cost_usd == pytest.approx((30 * 0.15 + 7 * 0.60) / 1e6)
+    repair = caught.value.repair
+    assert repair is not None
+    assert (repair.first_reply, repair.second_reply) == ('{"question": "no action"}', '{"action": 3}')
+    assert repair.request == fake_llm.last.body["messages"][-1]["content"]
 
 
 async def test_json_object_mode_puts_the_schema_in_the_system_prompt(fake_llm: FakeLLM) -> None:

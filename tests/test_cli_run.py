@@ -150,6 +150,22 @@ def test_real_http_provider_through_the_cli(state_db: Path, tmp_path: Path, fake
     assert sent == [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Capital of France?"}]
 
 
+def test_the_cost_of_an_unpriced_model_is_shown_as_unknown(state_db: Path, tmp_path: Path, fake_llm: FakeLLM) -> None:
+    path = write(tmp_path, "chat.yaml", one_agent('{model: "openai:my-finetune"}'))
+    env = {**fake_llm.env(), "FLUJO_STATE_URI": str(state_db)}
+    fake_llm.reply("one", usage=(20, 2)).reply("two", usage=(20, 2))
+    proc = flujo_process(["run", path, "--input", "hi", "--json"], env=env)
+    assert proc.returncode == exit_codes.OK, proc.stderr
+    assert json.loads(proc.stdout)["usage"] == {
+        "input_tokens": 20,
+        "output_tokens": 2,
+        "requests": 1,
+        "cost_usd": None,
+    }
+    proc = flujo_process(["run", path, "--input", "hi"], env=env)
+    assert "22 tokens · cost unknown" in proc.stderr and "$0" not in proc.stderr
+
+
 def test_unreachable_provider_is_one_line_and_exit_6(state_db: Path, tmp_path: Path) -> None:
     import socket
 

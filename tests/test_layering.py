@@ -56,3 +56,24 @@ def test_help_does_not_import_the_engine_or_providers() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def reads_environment(path: Path) -> bool:
+    """Whether the module touches ``os.environ`` / ``os.getenv`` (or imports them from ``os``)."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "environb"):
+            return True
+        imported = {alias.name for alias in node.names} if isinstance(node, ast.ImportFrom) else set()
+        if isinstance(node, ast.ImportFrom) and node.module == "os" and imported & {"environ", "getenv", "environb"}:
+            return True
+    return False
+
+
+def test_only_the_config_module_reads_the_environment() -> None:
+    offenders = [
+        str(path.relative_to(ROOT))
+        for package in ("core", "blueprints", "lens")
+        for path in (ROOT / package).rglob("*.py")
+        if path != ROOT / "core" / "config.py" and reads_environment(path)
+    ]
+    assert offenders == []

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+from pathlib import Path
+
 import pytest
+from pydantic import SecretStr
 
 from core import AgentStep, Engine, HitlStep, Pipeline, Template
+from core.config import ProviderSettings, Settings, secret_values
 from core.redaction import MASK, Redactor
-from core.store import MemoryStore
+from core.store import MemoryStore, open_store
 from core.testing import ScriptedHuman
+from tests.cli_helpers import flujo
 from tests.engine_helpers import FuncAgent
 
 OPENAI = "sk-" + "Ab1" * 16
@@ -65,13 +72,47 @@ def test_values_of_secret_env_vars_are_masked_by_name() -> None:
         "HOME": "/home/alice",
         "LANG": "en_US.UTF-8",
     }
-    redactor = Redactor.from_environment(env, secret_env_vars=["CUSTOM"])
+    redactor = Redactor(secret_values=secret_values(Settings(secret_env_vars=["CUSTOM"]), env=env))
     text = "zzz-unknown-vendor-key tok_abcdef s3cr3t-value /home/alice en_US.UTF-8"
     assert redactor.text(text) == f"{MASK} {MASK} {MASK} /home/alice en_US.UTF-8"
-    assert (
-        Redactor.from_environment({"CUSTOM": "named-in-config"}, secret_env_vars=["CUSTOM"]).text("x named-in-config")
-        == f"x {MASK}"
+    configured = secret_values(Settings(secret_env_vars=["CUSTOM"]), env={"CUSTOM": "named-in-config"})
+    assert Redactor(secret_values=configured).text("x named-in-config") == f"x {MASK}"
+
+
+def test_provider_api_keys_are_secret_values_even_when_no_variable_holds_them() -> None:
+    settings = Settings(openai=ProviderSettings(base_url="http://x/v1", api_key=SecretStr("toml-only-key-4711")))
+    assert secret_values(settings, env={}) == ["toml-only-key-4711"]
+
+
+def test_secrets_named_in_config_are_masked_in_the_trace_of_a_cli_run(
+    state_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "flujo.toml").write_text(
+        '[openai]\nbase_url = "http://127.0.0.1:9/v1"\napi_key = "toml-only-key-4711"\n', encoding="utf-8"
     )
+    (tmp_path / "echo.yaml").write_text(
+        'version: "0.1"\nagents:\n  bot: {model: echo}\nsteps:\n  - {kind: step, name: say, uses: agents.bot}\n',
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("FLUJO_SECRET_ENV_VARS", "MY_CREDENTIAL,OTHER")  # a list setting from the environment
+    monkeypatch.setenv("MY_CREDENTIAL", "plain-looking-value")
+    monkeypatch.setenv("DEPLOY_TOKEN", "deploy-value-99")
+    said = "plain-looking-value deploy-value-99 toml-only-key-4711 stays"
+    code, out, err = flujo(["run", "echo.yaml", "--input", said, "--json"])
+    assert code == 0, err
+    run_id = json.loads(out)["run_id"]
+
+    async def trace() -> str:
+        store = await open_store(str(state_db))
+        try:
+            return repr([event.payload for event in await store.events(run_id)])
+        finally:
+            await store.close()
+
+    dumped = asyncio.run(trace())
+    assert f"{MASK} {MASK} {MASK} stays" in dumped
+    for secret in ("plain-looking-value", "deploy-value-99", "toml-only-key-4711"):
+        assert secret not in dumped
 
 
 @pytest.mark.parametrize(

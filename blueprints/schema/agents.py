@@ -19,7 +19,7 @@ class AgentModel(StrictModel):
     output_schema: JsonSchema | None = None
     model_settings: dict[str, Any] = Field(default_factory=dict)
     timeout: Annotated[float, Field(gt=0)] | None = None
-    max_retries: Annotated[int, Field(ge=0)] = 2
+    max_retries: Annotated[int, Field(ge=0)] | None = None
     replies: list[Any] | None = None
     python: CallablePath | None = None
     command: Annotated[list[str], Field(min_length=1)] | None = None

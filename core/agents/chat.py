@@ -7,7 +7,8 @@ method, ``_complete``: a single exchange with their API. Everything else is deci
 - without an ``output_schema`` the reply is the model's text, streamed to ``call.on_text`` when set
   (a JSON-looking text is *not* parsed: no guessing);
 - with an ``output_schema`` the reply is parsed and validated; an invalid reply gets exactly one repair
-  request, then ``AgentOutputError``;
+  request (described by the reply's ``repair``, for the trace), then ``AgentOutputError`` (which carries
+  the usage of both exchanges and the repair);
 - usage is summed over every exchange; cost comes from the price table, None when a price or the
   provider's token counts are unknown (never guessed).
 """
@@ -24,7 +25,7 @@ from core.agents.spec import AgentSpec
 from core.agents.structured import OutputSchema
 from core.config import ModelInfo
 from core.errors import AgentOutputError
-from core.ports import AgentCall, AgentReply, ChatMessage
+from core.ports import AgentCall, AgentReply, ChatMessage, OutputRepair
 from core.usage import Usage
 
 
@@ -129,20 +130,21 @@ class ChatModelAgent(ABC):
         if checked.error is None:
             return AgentReply(checked.value, usage, first.model, attempts)
 
-        repair = [
-            *messages,
-            ChatMessage("assistant", first.text),
-            ChatMessage("user", self._schema.repair_request(checked.error)),
-        ]
-        second = await self._complete(repair, on_text=None)
+        request = self._schema.repair_request(checked.error)
+        second = await self._complete(
+            [*messages, ChatMessage("assistant", first.text), ChatMessage("user", request)], on_text=None
+        )
         usage, attempts = usage + priced_usage(second, self._price), attempts + second.attempts
+        repair = OutputRepair(first.text, checked.error, request, second.text)
         rechecked = self._schema.check_text(second.text)
         if rechecked.error is None:
-            return AgentReply(rechecked.value, usage, second.model, attempts)
+            return AgentReply(rechecked.value, usage, second.model, attempts, repair=repair)
         raise AgentOutputError(
             f"agents.{self.spec.name} ({self.label}) replied with output that does not match its "
             f"output_schema, even after one repair request: {rechecked.error}",
             hint="describe the expected JSON in the system prompt, or loosen the output_schema",
+            usage=usage,
+            repair=repair,
         )
 
     @abstractmethod

@@ -29,7 +29,8 @@ _VALID_MODELS = "openai:<model>, anthropic:<model>, ollama:<model>, scripted, ec
 
 def build_agent(spec: AgentSpec, settings: Settings, *, backoff: Backoff | None = None) -> Agent:
     """The agent ``spec`` describes. ``backoff`` sets the delays between provider retries (tests make
-    them tiny); the number of retries is ``spec.max_retries``. Raises ConfigError."""
+    them tiny); the number of retries is ``spec.max_retries``, else the provider's ``max_retries`` setting.
+    Raises ConfigError."""
     kinds = [
         kind
         for kind, present in (
@@ -168,8 +169,9 @@ def _endpoint(
     return Endpoint(
         label=model,
         base_url=base_url,
+        # The agent's own values win; the provider's settings are the defaults.
         timeout=spec.timeout if spec.timeout is not None else conf.timeout_s,
-        max_retries=spec.max_retries,
+        max_retries=spec.max_retries if spec.max_retries is not None else conf.max_retries,
         headers=headers,
         backoff=backoff or Backoff(),
         auth_hint=auth_hint,

@@ -15,7 +15,7 @@ from typing import Any
 from core.agents.chat import chat_prompt, input_text
 from core.agents.structured import Checked, OutputSchema
 from core.errors import AgentOutputError, ConfigError
-from core.ports import AgentCall, AgentReply, ChatMessage
+from core.ports import AgentCall, AgentReply, ChatMessage, OutputRepair
 from core.usage import Usage
 
 OFFLINE_USAGE = Usage(requests=1, cost_usd=0.0)
@@ -78,13 +78,20 @@ class ScriptedAgent:
         checked = self._check(self._schema, reply)
         if checked.error is None:
             return AgentReply(checked.value, OFFLINE_USAGE, "scripted")
-        repaired = self._check(self._schema, self._take())
+        second = self._take()
+        repaired = self._check(self._schema, second)
+        usage = OFFLINE_USAGE + OFFLINE_USAGE
+        repair = OutputRepair(
+            input_text(reply), checked.error, self._schema.repair_request(checked.error), input_text(second)
+        )
         if repaired.error is None:
-            return AgentReply(repaired.value, OFFLINE_USAGE + OFFLINE_USAGE, "scripted", attempts=2)
+            return AgentReply(repaired.value, usage, "scripted", attempts=2, repair=repair)
         raise AgentOutputError(
             f"agents.{self.name} (scripted) replied with output that does not match its output_schema, "
             f"even after one repair request: {repaired.error}",
             hint="fix the scripted replies so they match the output_schema",
+            usage=usage,
+            repair=repair,
         )
 
     def replayed(self) -> None:

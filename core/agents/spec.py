@@ -16,6 +16,8 @@ class AgentSpec:
     ``python`` is ``package.module:function`` (sync or async callable of (input, context)).
     ``command`` is an argv list (input on stdin, JSON when not text; stdout parsed as JSON when it is).
     ``builtin`` is one of ``flujo.builtins.passthrough|stringify|ask_user``.
+    ``timeout`` and ``max_retries`` left None take the provider's ``timeout_s`` and ``max_retries`` from
+    the settings (a command agent's timeout then defaults to 300 seconds).
     """
 
     name: str
@@ -24,7 +26,7 @@ class AgentSpec:
     output_schema: Mapping[str, Any] | None = None
     model_settings: Mapping[str, Any] = field(default_factory=dict)
     timeout: float | None = None
-    max_retries: int = 2
+    max_retries: int | None = None
     replies: tuple[Any, ...] = ()
     python: str | None = None
     command: tuple[str, ...] = ()

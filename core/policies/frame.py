@@ -32,6 +32,9 @@ class Frame:
     limits: Limits = field(default_factory=Limits)
     journal: Mapping[str, StepRecord] = field(default_factory=dict)
     usage: Usage = ZERO_USAGE
+    # What the calls with a known price cost. ``usage.cost_usd`` is None (unknown) once a model without a
+    # price has been called; ``max_cost_usd`` still holds against this lower bound.
+    known_cost_usd: float = 0.0
     replays: int = 0  # leaf steps replayed from the journal instead of executed
     # Each recorded failure → the innermost step it failed (composites re-raise the same error object, so
     # the first commit wins). Keyed by the error, not "first failure of the run": a failure that a parallel
@@ -108,7 +111,7 @@ class Frame:
 
     def charge(self, usage: Usage) -> None:
         """Add a call's usage to the run total; LimitReached when a run-wide limit is now exceeded."""
-        self.usage = self.usage + usage
+        self.add_usage(usage)
         self.check_limits()
 
     def reserve(self, step: str, tokens: int) -> None:
@@ -123,6 +126,13 @@ class Frame:
                 f"{self.usage.total_tokens} of the {limit} allowed are used"
             )
 
+    def add_usage(self, usage: Usage) -> None:
+        """Add usage to the run total without checking the limits: for steps replayed from the journal, and
+        for a failed step's calls (a LimitReached must not hide that failure; if the run goes on, the check
+        before its next agent call sees the spend)."""
+        self.usage = self.usage + usage
+        self.known_cost_usd += usage.cost_usd or 0.0
+
     def check_limits(self) -> None:
         """LimitReached when the run has already spent more than a limit allows. Called before each agent
         call too: a parallel branch must not start a call after a sibling has spent the budget."""
@@ -131,14 +141,11 @@ class Frame:
             raise LimitReached(
                 f"token limit reached: {self.usage.total_tokens} tokens used, limit is {limits.max_tokens}"
             )
-        if (
-            limits.max_cost_usd is not None
-            and self.usage.cost_usd is not None
-            and self.usage.cost_usd > limits.max_cost_usd
-        ):
-            raise LimitReached(
-                f"cost limit reached: ${self.usage.cost_usd:.4f} spent, limit is ${limits.max_cost_usd:.4f}"
-            )
+        if limits.max_cost_usd is not None and self.known_cost_usd > limits.max_cost_usd:
+            spent = f"${self.known_cost_usd:.4f} spent"
+            if self.usage.cost_usd is None:
+                spent = f"at least {spent} (a model without a price was called too)"
+            raise LimitReached(f"cost limit reached: {spent}, limit is ${limits.max_cost_usd:.4f}")
 
 
 def scope(ctx: RunContext, previous: Any, *, iteration: int | None = None) -> dict[str, Any]:

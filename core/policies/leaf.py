@@ -12,7 +12,7 @@ from typing import Any
 
 from core.context import HitlEntry, RunContext
 from core.conversation import capture
-from core.errors import ControlSignal, FlujoError, Pause, RunError, StepFailed
+from core.errors import AgentOutputError, ControlSignal, FlujoError, Pause, RunError, StepFailed
 from core.policies.context_writes import note_agent_command, record_output, sink, update_context
 from core.policies.frame import Frame, scope
 from core.policies.history import prepare, replay_summary
@@ -49,7 +49,7 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
             step.agent.replayed()
             replay_summary(ctx, path, frame)
         _apply_agent_output(step, ctx, replay.output)
-        frame.usage = frame.usage + replay.usage
+        frame.add_usage(replay.usage)
         return replay.output
 
     frame.reporter.step_started(path, step.name, step.kind)
@@ -88,6 +88,8 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
             usage = reply.usage
             # The value the journal will hold (a JSON round trip), so a resumed run sees exactly what this one saw.
             output = normalize(reply.output)
+            if reply.repair is not None:
+                events.append(frame.event("agent.repair", path, reply.repair.to_dict()))
             events.append(
                 frame.event(
                     "agent.reply",
@@ -101,6 +103,10 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
     except ControlSignal:
         raise
     except FlujoError as exc:
+        if isinstance(exc, AgentOutputError):  # the call spent tokens, and its repair belongs in the trace
+            usage = exc.usage
+            if exc.repair is not None:
+                events.append(frame.event("agent.repair", path, exc.repair.to_dict()))
         await _fail(frame, step.name, step.kind, path, started, call_input, exc, events, usage)
         raise
     except Exception as exc:  # an agent's own bug: record it as this step's failure
@@ -140,6 +146,8 @@ async def _fail(
     events: list[Any],
     usage: Usage,
 ) -> None:
+    """Record the failed step and add what it spent to the run total. The limits are not checked here: a
+    LimitReached would hide ``exc``; the check before the next agent call (if the run goes on) sees it."""
     events.append(frame.event("step.error", path, {"error": exc.message, "hint": exc.hint}))
     await frame.commit(
         path=path,
@@ -153,6 +161,7 @@ async def _fail(
         events=events,
         failure=exc,
     )
+    frame.add_usage(usage)
 
 
 def _apply_answer(step: HitlStep, ctx: RunContext, message: str, answer: Any) -> None:

@@ -113,7 +113,7 @@ async def _run(
     json_output: bool,
 ) -> int:
     from blueprints import load_pipeline
-    from core.config import load_settings
+    from core.config import load_settings, secret_values
     from core.engine import Engine
     from core.errors import BlueprintError, RunError
     from core.redaction import Redactor
@@ -126,11 +126,7 @@ async def _run(
     positional, by_step = _answers(answers, answers_file)
     human = TerminalHuman(answers=positional, by_step=by_step, interactive=not no_input, console=console)
     reporter = LiveReporter(console, quiet=json_output)
-    redactor = Redactor.from_environment(
-        __import__("os").environ,
-        secret_env_vars=settings.secret_env_vars,
-        extra_patterns=settings.redact_patterns,
-    )
+    redactor = Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings))
     started = time.perf_counter()
     store = await open_store(settings.state_uri)
     try:
@@ -201,7 +197,9 @@ def _finish(outcome: Any, *, json_output: bool, seconds: float, console: Console
         summary += f" · {outcome.replayed} finished step(s) replayed from the store"
     if usage.total_tokens:
         summary += f" · {usage.total_tokens} tokens"
-    if usage.cost_usd:
+    if usage.cost_usd is None:  # a model without a price was called: unknown, never shown as $0
+        summary += " · cost unknown"
+    elif usage.cost_usd:
         summary += f" · ${usage.cost_usd:.4f}" if usage.cost_usd >= 0.01 else f" · ${usage.cost_usd:.6f}"
     if outcome.status == "completed":
         if not json_output:
@@ -214,7 +212,10 @@ def _finish(outcome: Any, *, json_output: bool, seconds: float, console: Console
         console.print(f"  continue with: [bold]{escape(resume_cmd)}[/]  [dim]{summary}[/]")
         return exit_codes.PAUSED
     if outcome.status == "limit_reached":
-        error_line(outcome.detail or "usage limit reached", "raise limits in the blueprint, then resume: finished steps are replayed, not paid again")
+        error_line(
+            outcome.detail or "usage limit reached",
+            "raise limits in the blueprint, then resume (finished steps are replayed, not paid again)",
+        )
         console.print(f"  [dim]{summary}[/]")
         return exit_codes.LIMIT
     if outcome.status == "aborted":

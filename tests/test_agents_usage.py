@@ -1,0 +1,136 @@
+"""What agent calls cost in a run: unknown prices, failed calls and repair exchanges, against the fake server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from core import AgentStep, Engine, Pipeline
+from core.agents import AgentSpec, Backoff, build_agent
+from core.config import Settings
+from core.errors import AgentOutputError
+from core.ports import Agent
+from core.redaction import MASK, Redactor
+from core.steps import Limits
+from core.store import MemoryStore
+from core.usage import ZERO_USAGE, Usage
+from tests.fakes.openai_server import FakeLLM
+
+FAST = Backoff(base_delay=0.001, max_delay=0.05)
+SECRET_KEY = "sk-" + "Zq7" * 16
+
+
+def agent(fake: FakeLLM, model: str = "openai:gpt-4o-mini", **spec: Any) -> Agent:
+    return build_agent(AgentSpec(name="bot", model=model, **spec), fake.settings(), backoff=FAST)
+
+
+def test_an_unknown_cost_stays_unknown_when_added() -> None:
+    priced, unpriced, offline = Usage(1, 1, 1, 0.25), Usage(1, 1, 1, None), Usage(requests=1, cost_usd=0.0)
+    assert (ZERO_USAGE + unpriced).cost_usd is None
+    assert (priced + unpriced).cost_usd is None and (unpriced + priced).cost_usd is None
+    assert (priced + offline).cost_usd == 0.25
+    assert (offline + offline).cost_usd == 0.0
+
+
+async def test_a_run_that_calls_an_unpriced_model_has_an_unknown_cost(fake_llm: FakeLLM) -> None:
+    fake_llm.reply("a", usage=(100, 10)).reply("b", usage=(100, 10))
+    store = MemoryStore()
+    pipeline = Pipeline(
+        steps=(
+            AgentStep(name="priced", agent=agent(fake_llm)),
+            AgentStep(name="unpriced", agent=agent(fake_llm, "openai:my-finetune")),
+        )
+    )
+    outcome = await Engine(store=store, redactor=Redactor()).run(pipeline, "hi")
+    assert outcome.status == "completed"
+    assert outcome.usage.cost_usd is None and outcome.usage.total_tokens == 220
+    costs = {step.name: step.usage.cost_usd for step in await store.steps(outcome.run_id)}
+    assert costs["priced"] == pytest.approx((100 * 0.15 + 10 * 0.60) / 1e6) and costs["unpriced"] is None
+    stored = await store.get_run(outcome.run_id)
+    assert stored is not None and stored.usage.cost_usd is None
+
+
+async def test_an_offline_run_costs_exactly_zero() -> None:
+    scripted = build_agent(AgentSpec(name="bot", model="scripted", replies=("x",)), Settings())
+    outcome = await Engine(store=MemoryStore(), redactor=Redactor()).run(
+        Pipeline(steps=(AgentStep(name="a", agent=scripted), AgentStep(name="b", agent=scripted)))
+    )
+    assert outcome.usage.cost_usd == 0.0 and outcome.usage.requests == 2
+
+
+async def test_the_cost_limit_still_holds_against_the_priced_calls(fake_llm: FakeLLM) -> None:
+    fake_llm.reply("free?", usage=(10, 10)).reply("dear", usage=(1_000_000, 0))
+    pipeline = Pipeline(
+        steps=(
+            AgentStep(name="unpriced", agent=agent(fake_llm, "openai:my-finetune")),
+            AgentStep(name="priced", agent=agent(fake_llm)),
+            AgentStep(name="never", agent=agent(fake_llm)),
+        ),
+        limits=Limits(max_cost_usd=0.1),
+    )
+    outcome = await Engine(store=MemoryStore(), redactor=Redactor()).run(pipeline, "hi")
+    assert outcome.status == "limit_reached"
+    assert outcome.detail == (
+        "cost limit reached: at least $0.1500 spent (a model without a price was called too), limit is $0.1000"
+    )
+    assert len(fake_llm.requests) == 2
+
+
+SCHEMA = {"type": "object", "properties": {"action": {"type": "string"}}, "required": ["action"]}
+
+
+async def test_a_call_whose_output_stays_invalid_still_counts_both_exchanges(fake_llm: FakeLLM) -> None:
+    fake_llm.reply("no JSON here", usage=(10, 4)).reply({"action": 3}, usage=(20, 3))
+    store = MemoryStore()
+    pipeline = Pipeline(steps=(AgentStep(name="decide", agent=agent(fake_llm, output_schema=SCHEMA)),))
+    outcome = await Engine(store=store, redactor=Redactor()).run(pipeline, "hi")
+
+    assert outcome.status == "failed" and isinstance(outcome.error, AgentOutputError)
+    assert outcome.failed_step == "decide"
+    expected = Usage(30, 7, 2, (30 * 0.15 + 7 * 0.60) / 1e6)
+    [step] = await store.steps(outcome.run_id)
+    assert step.status == "failed" and step.usage == expected
+    assert outcome.usage == expected
+    stored = await store.get_run(outcome.run_id)
+    assert stored is not None and stored.usage == expected
+
+
+async def test_a_failed_call_over_the_limit_still_fails_with_its_own_error(fake_llm: FakeLLM) -> None:
+    fake_llm.reply("no JSON here", usage=(10, 4)).reply({"action": 3}, usage=(20, 3))
+    pipeline = Pipeline(
+        steps=(AgentStep(name="decide", agent=agent(fake_llm, output_schema=SCHEMA)),), limits=Limits(max_tokens=20)
+    )
+    outcome = await Engine(store=MemoryStore(), redactor=Redactor()).run(pipeline, "hi")
+    assert outcome.status == "failed" and isinstance(outcome.error, AgentOutputError)
+    assert outcome.usage.total_tokens == 37
+
+
+async def test_the_repair_exchange_is_traced_and_redacted(fake_llm: FakeLLM) -> None:
+    fake_llm.reply(f"Sure, here is the key {SECRET_KEY}", usage=(10, 4)).reply({"action": "ask"}, usage=(20, 3))
+    store = MemoryStore()
+    pipeline = Pipeline(steps=(AgentStep(name="decide", agent=agent(fake_llm, output_schema=SCHEMA)),))
+    outcome = await Engine(store=store, redactor=Redactor()).run(pipeline, "hi")
+
+    assert outcome.status == "completed" and outcome.output == {"action": "ask"}
+    events = await store.events(outcome.run_id)
+    assert [event.kind for event in events] == ["agent.prompt", "agent.repair", "agent.reply"]
+    repair = events[1].payload
+    assert repair["first_reply"] == f"Sure, here is the key {MASK}"
+    assert repair["error"].startswith("the reply is not valid JSON")
+    assert repair["request"] == fake_llm.last.body["messages"][-1]["content"]
+    assert repair["second_reply"] == '{"action": "ask"}'
+
+
+async def test_the_repair_exchange_of_a_failed_call_is_traced(fake_llm: FakeLLM) -> None:
+    fake_llm.reply("no JSON here").reply({"action": 3})
+    store = MemoryStore()
+    pipeline = Pipeline(steps=(AgentStep(name="decide", agent=agent(fake_llm, output_schema=SCHEMA)),))
+    outcome = await Engine(store=store, redactor=Redactor()).run(pipeline, "hi")
+
+    assert outcome.status == "failed"
+    events = await store.events(outcome.run_id)
+    assert [event.kind for event in events] == ["agent.prompt", "agent.repair", "step.error"]
+    assert events[1].payload["first_reply"] == "no JSON here"
+    assert events[1].payload["second_reply"] == '{"action": 3}'
+    assert "3 is not of type 'string'" in events[2].payload["error"]

@@ -1,0 +1,52 @@
+"""Settings: the layers of ``load_settings`` and what the environment can set."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from core.config import load_settings
+from core.errors import ConfigError
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ('["MY_CREDENTIAL", "OTHER_ONE"]', ["MY_CREDENTIAL", "OTHER_ONE"]),
+        ("MY_CREDENTIAL, OTHER_ONE", ["MY_CREDENTIAL", "OTHER_ONE"]),
+        ("MY_CREDENTIAL", ["MY_CREDENTIAL"]),
+        ("", []),
+    ],
+)
+def test_list_settings_accept_a_json_list_or_comma_separated_values(
+    tmp_path: Path, value: str, expected: list[str]
+) -> None:
+    settings = load_settings(cwd=tmp_path, env={"FLUJO_SECRET_ENV_VARS": value})
+    assert settings.secret_env_vars == expected
+
+
+def test_a_pattern_with_a_comma_needs_the_json_form(tmp_path: Path) -> None:
+    json_form = load_settings(cwd=tmp_path, env={"FLUJO_REDACT_PATTERNS": '["ORDER-[0-9]{4,6}", "x+"]'})
+    assert json_form.redact_patterns == ["ORDER-[0-9]{4,6}", "x+"]
+    # Not JSON although it starts with a bracket: read as comma-separated text.
+    plain = load_settings(cwd=tmp_path, env={"FLUJO_REDACT_PATTERNS": "[0-9]{6}"})
+    assert plain.redact_patterns == ["[0-9]{6}"]
+
+
+def test_scalar_settings_keep_their_text(tmp_path: Path) -> None:
+    env = {"FLUJO_STATE_URI": "a,b.db", "FLUJO_OPENAI__TIMEOUT_S": "5", "FLUJO_OPENAI__BASE_URL": "http://x/v1"}
+    settings = load_settings(cwd=tmp_path, env=env)
+    assert settings.state_uri == "a,b.db"
+    assert settings.openai.timeout_s == 5.0 and settings.openai.base_url == "http://x/v1"
+
+
+def test_a_json_list_of_the_wrong_items_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"setting secret_env_vars\.0: Input should be a valid string"):
+        load_settings(cwd=tmp_path, env={"FLUJO_SECRET_ENV_VARS": "[1, 2]"})
+
+
+def test_environment_lists_replace_the_toml_lists(tmp_path: Path) -> None:
+    (tmp_path / "flujo.toml").write_text('secret_env_vars = ["FROM_TOML"]\n', encoding="utf-8")
+    assert load_settings(cwd=tmp_path, env={}).secret_env_vars == ["FROM_TOML"]
+    assert load_settings(cwd=tmp_path, env={"FLUJO_SECRET_ENV_VARS": "FROM_ENV"}).secret_env_vars == ["FROM_ENV"]
