@@ -1,0 +1,374 @@
+"""Units of ``core.conversation``: bounding in assistant→user units, the summary cut, history blocks,
+which steps make turns (``start``), seeding, turn text, and counting each turn's tokens once."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from blueprints import load_pipeline
+from core import conversation
+from core.agents.offline import ScriptedAgent
+from core.agents.script import PassthroughAgent, PythonAgent
+from core.config import Settings
+from core.context import ConversationTurn, Role, RunContext
+from core.conversation import (
+    HISTORY_CLOSE,
+    HISTORY_OPEN,
+    bound,
+    capture,
+    history_block,
+    needs_summary,
+    seed,
+    start,
+    summary_cut,
+    turn_text,
+)
+from core.engine import Engine
+from core.steps import (
+    AgentStep,
+    ConditionalStep,
+    Conversation,
+    HitlStep,
+    LoopStep,
+    MapStep,
+    ParallelStep,
+    Step,
+)
+from core.store import MemoryStore
+from core.templates import Expression, Template
+from core.testing import ScriptedHuman
+from core.tokens import MESSAGE_OVERHEAD
+from core.views import LazyView
+
+
+def turns(spec: str, *, tokens: int | None = None) -> list[ConversationTurn]:
+    """Turns from a compact spec: ``"u a u"`` is user, assistant, user; contents are ``u0``, ``a1``, ``u2``."""
+    roles: dict[str, Role] = {"u": "user", "a": "assistant"}
+    return [ConversationTurn(roles[r], f"{r}{i}", tokens) for i, r in enumerate(spec.split())]
+
+
+def contents(kept: Sequence[ConversationTurn]) -> list[str]:
+    return [turn.content for turn in kept]
+
+
+def model(name: str) -> AgentStep:
+    return AgentStep(name=name, agent=ScriptedAgent(["ok"], name=name))
+
+
+def script(name: str) -> AgentStep:
+    return AgentStep(name=name, agent=PythonAgent(lambda data: data, name=name))
+
+
+def hitl(name: str) -> HitlStep:
+    return HitlStep(name=name, message=Template("?"))
+
+
+def loop(*body: Step, settings: Conversation | None = None, name: str = "chat") -> LoopStep:
+    return LoopStep(name=name, body=body, conversation=settings or Conversation())
+
+
+# --- bound ---------------------------------------------------------------------------------------------
+
+
+def test_bound_keeps_the_most_recent_turns_within_max_turns() -> None:
+    history = turns("u u u u u")
+    assert contents(bound(history, max_turns=2)) == ["u3", "u4"]
+    assert contents(bound(history, max_turns=10)) == contents(history)
+    assert bound(history) == history  # no bound: everything
+
+
+def test_bound_never_splits_an_assistant_turn_from_the_user_turn_answering_it() -> None:
+    history = turns("u a u a u")  # units, newest first: (a3 u4) (a1 u2) (u0)
+    # Three turns would fit, but the third is half of the (a1 u2) unit: both are dropped together.
+    assert contents(bound(history, max_turns=3)) == ["a3", "u4"]
+    assert contents(bound(history, max_turns=4)) == ["a1", "u2", "a3", "u4"]
+    assert contents(bound(history, max_turns=1)) == []  # the newest unit alone is too big
+    # A user turn after a user turn, or an assistant turn after an assistant turn, is a unit of its own.
+    assert contents(bound(turns("a a u u"), max_turns=2)) == ["u3"]  # then (a1 u2), then (a0)
+    assert contents(bound(turns("a a u u"), max_turns=3)) == ["a1", "u2", "u3"]
+    assert contents(bound(turns("u a a u"), max_turns=3)) == ["a1", "a2", "u3"]  # (a2 u3), (a1), (u0)
+
+
+def test_bound_costs_each_turn_its_tokens_plus_the_message_overhead() -> None:
+    history = turns("u u u", tokens=7)
+    cost = 7 + MESSAGE_OVERHEAD
+    assert contents(bound(history, max_tokens=2 * cost)) == ["u1", "u2"]  # exactly at the limit: kept
+    assert contents(bound(history, max_tokens=2 * cost - 1)) == ["u2"]
+    assert contents(bound(history, max_tokens=cost - 1)) == []
+    pair = turns("u a u", tokens=7)
+    assert contents(bound(pair, max_tokens=2 * cost - 1)) == []  # (a1 u2) costs 2 * cost as one unit
+
+
+def test_bound_counts_turns_without_a_stored_count_from_their_content() -> None:
+    history = [ConversationTurn("user", "x" * 40), ConversationTurn("user", "y" * 40)]  # 10 tokens each
+    assert contents(bound(history, max_tokens=10 + MESSAGE_OVERHEAD)) == ["y" * 40]
+
+
+def test_bound_stops_at_the_first_unit_that_does_not_fit() -> None:
+    history = [
+        ConversationTurn("user", "old", 1),
+        ConversationTurn("user", "huge", 500),
+        ConversationTurn("user", "new", 1),
+    ]
+    # "old" alone would still fit, but keeping it would leave a hole where "huge" was.
+    assert contents(bound(history, max_tokens=20)) == ["new"]
+
+
+def test_bound_applies_both_limits() -> None:
+    history = turns("u u u u", tokens=1)
+    assert contents(bound(history, max_tokens=100, max_turns=1)) == ["u3"]
+    assert contents(bound(history, max_tokens=2 * (1 + MESSAGE_OVERHEAD), max_turns=3)) == ["u2", "u3"]
+
+
+def test_bound_end_leaves_out_the_newest_turns() -> None:
+    history = turns("u a u a u")
+    assert contents(bound(history, end=4)) == ["u0", "a1", "u2", "a3"]
+    # Within turns[:4] the newest turn is a3 (its answer u4 is beyond end): a unit of its own.
+    assert contents(bound(history, end=4, max_turns=1)) == ["a3"]
+    assert contents(bound(history, end=4, max_turns=2)) == ["a3"]
+    assert contents(bound(history, end=4, max_turns=3)) == ["a1", "u2", "a3"]
+    assert bound(history, end=0) == []
+
+
+# --- summary_cut / needs_summary -----------------------------------------------------------------------
+
+
+def test_summary_cut_is_nothing_for_fewer_than_three_turns() -> None:
+    assert summary_cut([], 0.5) == 0
+    assert summary_cut(turns("u"), 0.5) == 0
+    assert summary_cut(turns("u a"), 0.9) == 0
+
+
+def test_summary_cut_takes_the_ratio_of_the_oldest_turns() -> None:
+    assert summary_cut(turns("u u u u u u u u u u"), 0.5) == 5
+    assert summary_cut(turns("u u u u u u u u u u"), 0.3) == 3
+
+
+def test_summary_cut_is_at_least_two_and_at_most_all_but_one() -> None:
+    assert summary_cut(turns("u u u u u u u u u u"), 0.01) == 2
+    assert summary_cut(turns("u u u u"), 0.99) == 3
+    assert summary_cut(turns("u u u u"), 1.0) == 3
+
+
+def test_summary_cut_moves_past_an_assistant_to_user_pair() -> None:
+    history = turns("u a u a u a u a u a")
+    # 0.4 * 10 = 4 would cut between a3 and its answer u4: the cut moves to 5.
+    assert summary_cut(history, 0.4) == 5
+    assert summary_cut(history, 0.5) == 5  # already between a pair's answer (u4) and the next question
+    # Moving forward would leave nothing to keep: no cut at all.
+    assert summary_cut(turns("u a u"), 0.5) == 0
+
+
+def test_needs_summary_when_over_turns_or_tokens() -> None:
+    history = turns("u a u a", tokens=10)
+    assert not needs_summary(history, max_tokens=None, max_turns=None)
+    assert needs_summary(history, max_tokens=None, max_turns=3)
+    assert not needs_summary(history, max_tokens=None, max_turns=4)
+    assert not needs_summary(history, max_tokens=4 * (10 + MESSAGE_OVERHEAD), max_turns=None)
+    assert needs_summary(history, max_tokens=4 * (10 + MESSAGE_OVERHEAD) - 1, max_turns=None)
+
+
+# --- history blocks ------------------------------------------------------------------------------------
+
+
+def test_default_history_block_is_delimited_role_content_lines() -> None:
+    history = [ConversationTurn("user", "Plan a trip"), ConversationTurn("assistant", "Who is it for?")]
+    assert history_block(history, None) == (
+        f"{HISTORY_OPEN}\nuser: Plan a trip\nassistant: Who is it for?\n{HISTORY_CLOSE}"
+    )
+    assert (HISTORY_OPEN, HISTORY_CLOSE) == ("<conversation_history>", "</conversation_history>")
+
+
+def test_history_block_with_a_handlebars_template() -> None:
+    template = Template("{{#each history}}\n{{ this.role }}: {{ this.content }}\n{{/each}}\n")
+    history = [ConversationTurn("user", "Plan a trip", 3), ConversationTurn("assistant", "Who?", 1)]
+    assert history_block(history, template) == "user: Plan a trip\nassistant: Who?\n"
+
+
+def test_history_block_with_a_jinja_template() -> None:
+    template = Template("{% for t in history %}[{{ t.role }}|{{ t.content }}]{% endfor %}")
+    history = [ConversationTurn("user", "hi"), ConversationTurn("assistant", "hello")]
+    assert history_block(history, template) == "[user|hi][assistant|hello]"
+
+
+# --- start: which steps make turns ---------------------------------------------------------------------
+
+
+def test_last_is_the_last_body_step_that_is_not_a_user_source() -> None:
+    active = start(loop(model("clarify"), hitl("answer")))
+    assert active.assistant_steps == {"clarify"}
+    assert active.hitl_is_user and active.user_steps == frozenset()
+    assert active.loop == "chat"
+
+
+def test_last_makes_no_assistant_turn_when_the_last_step_is_not_a_model_agent() -> None:
+    assert start(loop(model("clarify"), script("tidy"))).assistant_steps == frozenset()
+    passthrough = AgentStep(name="echo", input=Template("{{ previous_step }}"))
+    assert start(loop(model("clarify"), passthrough)).assistant_steps == frozenset()
+    builtin = AgentStep(name="pass", agent=PassthroughAgent())
+    assert start(loop(model("clarify"), builtin)).assistant_steps == frozenset()
+    inner = LoopStep(name="inner", body=(model("deep"),))
+    assert start(loop(model("clarify"), inner)).assistant_steps == frozenset()
+
+
+def test_last_skips_hitl_steps_only_when_hitl_is_a_user_source() -> None:
+    settings = Conversation(user_turn_sources=("critic",))
+    active = start(loop(model("clarify"), model("critic"), settings=settings))
+    assert active.assistant_steps == {"clarify"}  # critic makes user turns, so clarify is the last
+    assert active.user_steps == {"critic"} and not active.hitl_is_user
+    # hitl is not a user source here: the HITL step is the last step, and it is not a model agent.
+    assert start(loop(model("clarify"), hitl("answer"), settings=settings)).assistant_steps == frozenset()
+
+
+def test_all_agents_is_every_model_step_of_the_body_tree_except_nested_conversations() -> None:
+    nested = LoopStep(name="side_chat", body=(model("n_inner"),), conversation=Conversation())
+    body: tuple[Step, ...] = (
+        model("a_top"),
+        script("s_top"),
+        hitl("answer"),
+        LoopStep(name="plain_loop", body=(model("a_loop"),)),
+        nested,
+        MapStep(name="each", over=Expression("[1]"), body=(model("a_map"),)),
+        ParallelStep(name="fan", branches=(("x", (model("a_par"),)), ("y", (script("s_par"),)))),
+        ConditionalStep(
+            name="route",
+            condition=lambda scope: "yes",
+            branches=(("yes", (model("a_yes"),)),),
+            default_branch=(model("a_default"),),
+        ),
+    )
+    active = start(loop(*body, settings=Conversation(ai_turn_source="all_agents")))
+    assert active.assistant_steps == {"a_top", "a_loop", "a_map", "a_par", "a_yes", "a_default"}
+
+
+def test_all_agents_and_named_steps_leave_out_user_sources() -> None:
+    settings = Conversation(ai_turn_source="all_agents", user_turn_sources=("hitl", "b"))
+    assert start(loop(model("a"), model("b"), settings=settings)).assistant_steps == {"a"}
+    named = Conversation(ai_turn_source="named_steps", named_steps=("a", "c"), user_turn_sources=("c",))
+    active = start(loop(model("a"), script("b"), model("c"), settings=named))
+    assert active.assistant_steps == {"a"} and active.user_steps == {"c"}
+    # named_steps may name a step that is not a model agent: the author chose it.
+    chosen = Conversation(ai_turn_source="named_steps", named_steps=("b",))
+    assert start(loop(model("a"), script("b"), settings=chosen)).assistant_steps == {"b"}
+
+
+def test_capture_adds_turns_by_source_and_skips_blank_results() -> None:
+    settings = Conversation(user_turn_sources=("hitl", "relay"))
+    ctx = RunContext(conversation=start(loop(model("relay"), model("clarify"), hitl("answer"), settings=settings)))
+    capture(ctx, "clarify", {"action": "ask"}, hitl=False)
+    capture(ctx, "answer", "Ada", hitl=True)
+    capture(ctx, "relay", "from relay", hitl=False)
+    capture(ctx, "other", "ignored", hitl=False)
+    capture(ctx, "answer", "   ", hitl=True)
+    assert [(t.role, t.content) for t in ctx.conversation_history] == [
+        ("assistant", '{"action": "ask"}'),
+        ("user", "Ada"),
+        ("user", "from relay"),
+    ]
+    assert all(t.tokens is not None for t in ctx.conversation_history)
+    outside = RunContext()
+    capture(outside, "clarify", "x", hitl=False)
+    assert outside.conversation_history == []
+
+
+# --- seed ----------------------------------------------------------------------------------------------
+
+
+def seeded(settings: Conversation, loop_input: Any, steps: dict[str, Any] | None = None) -> list[tuple[str, str]]:
+    ctx = RunContext(steps=dict(steps or {}))
+    seed(ctx, start(loop(model("clarify"), settings=settings)), loop_input)
+    assert all(turn.tokens is not None for turn in ctx.conversation_history)
+    return [(turn.role, turn.content) for turn in ctx.conversation_history]
+
+
+def test_seed_from_the_loop_input() -> None:
+    assert seeded(Conversation(), "Plan a trip") == [("user", "Plan a trip")]
+    assert seeded(Conversation(), {"goal": "trip"}) == [("user", '{"goal": "trip"}')]
+    assert seeded(Conversation(), None) == []
+    assert seeded(Conversation(), "  ") == []
+    assert seeded(Conversation(seed_from_input=False), "Plan a trip") == []
+
+
+def test_seed_from_a_step_with_a_prefix() -> None:
+    steps = {"get_goal": {"output": "Plan a trip"}}
+    settings = Conversation(seed_from_input=False, seed_from_step="get_goal", seed_prefix="Goal: ")
+    assert seeded(settings, "the loop input", steps) == [("user", "Goal: Plan a trip")]
+    assert seeded(settings, "the loop input", {}) == []  # the step has not run: nothing to seed
+
+
+@pytest.mark.parametrize("prefix", ["User: ", "user:", "USER : ", "User"])
+def test_a_prefix_that_only_names_the_user_is_not_added(prefix: str) -> None:
+    steps = {"get_goal": {"output": "Plan a trip"}}
+    settings = Conversation(seed_from_input=False, seed_from_step="get_goal", seed_prefix=prefix)
+    assert seeded(settings, None, steps) == [("user", "Plan a trip")]
+    assert seeded(Conversation(seed_prefix=prefix), "Plan a trip") == [("user", "Plan a trip")]
+
+
+def test_seed_prefix_applies_to_the_loop_input_too() -> None:
+    assert seeded(Conversation(seed_prefix="Request - "), "Plan a trip") == [("user", "Request - Plan a trip")]
+
+
+# --- turn_text -----------------------------------------------------------------------------------------
+
+
+def test_turn_text_keeps_strings_and_writes_other_values_as_json() -> None:
+    assert turn_text("Plan a trip") == "Plan a trip"
+    assert turn_text("") == ""
+    assert turn_text({"action": "ask", "question": "Qui?"}) == '{"action": "ask", "question": "Qui?"}'
+    assert turn_text({"city": "Zürich"}) == '{"city": "Zürich"}'  # not \u-escaped
+    assert turn_text([1, 2]) == "[1, 2]"
+    assert turn_text(3) == "3"
+    assert turn_text(None) == "null"
+    view = LazyView(("a",), lambda key: {"b": 1})
+    assert turn_text({"v": view}) == '{"v": {"a": {"b": 1}}}'
+
+
+# --- tokens are counted once ---------------------------------------------------------------------------
+
+TWENTY_ITERATIONS = """\
+version: "0.1"
+agents:
+  bot: {model: scripted, replies: [%s]}
+steps:
+  - kind: loop
+    name: chat
+    loop:
+      conversation: true
+      max_loops: 20
+      body:
+        - {kind: step, name: talk, uses: agents.bot}
+        - {kind: hitl, name: answer, message: "{{ steps.talk.output }}"}
+      output: {text: conversation_history}
+"""
+
+
+async def test_each_turn_is_counted_once_over_a_twenty_iteration_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counted: list[str] = []
+    real = conversation.count_tokens
+
+    def recording(text: str, model: str | None = None) -> int:
+        counted.append(text)
+        return real(text, model)
+
+    monkeypatch.setattr(conversation, "count_tokens", recording)
+    path = tmp_path / "flow.yaml"
+    path.write_text(TWENTY_ITERATIONS % ", ".join(f"question {i}" for i in range(1, 21)), encoding="utf-8")
+    answers = [f"answer {i}" for i in range(1, 21)]
+    outcome = await Engine(store=MemoryStore(), human=ScriptedHuman(answers)).run(
+        load_pipeline(path, Settings()), "the goal"
+    )
+    assert outcome.status == "completed", outcome.error
+    expected = ["the goal"]
+    for i in range(1, 21):
+        expected += [f"question {i}", f"answer {i}"]
+    assert outcome.output == "\n".join(
+        f"{'User' if n % 2 == 0 else 'Assistant'}: {text}" for n, text in enumerate(expected)
+    )
+    # 41 turns, and 20 bounding passes over a growing history: each turn's content counted exactly once.
+    assert counted == expected
