@@ -152,7 +152,7 @@ def seed(ctx: RunContext, active: ActiveConversation, loop_input: Any) -> None:
 
 def turn_cost(turn: ConversationTurn) -> int:
     tokens = turn.tokens if turn.tokens is not None else count_tokens(turn.content)
-    return tokens + MESSAGE_OVERHEAD
+    return tokens + MESSAGE_OVERHEAD + 1  # the role is one token (OpenAI's accounting, as count_messages)
 
 
 def _units(turns: Sequence[ConversationTurn], end: int) -> Iterator[tuple[int, int]]:
