@@ -25,6 +25,7 @@ from core.conversation import (
     seed,
     start,
     summary_cut,
+    turn_cost,
     turn_text,
 )
 from core.engine import Engine
@@ -41,7 +42,7 @@ from core.steps import (
 from core.store import MemoryStore
 from core.templates import Expression, Template
 from core.testing import ScriptedHuman
-from core.tokens import MESSAGE_OVERHEAD
+from core.tokens import MESSAGE_OVERHEAD, count_tokens
 from core.views import LazyView
 
 
@@ -93,9 +94,23 @@ def test_bound_never_splits_an_assistant_turn_from_the_user_turn_answering_it() 
     assert contents(bound(turns("u a a u"), max_turns=3)) == ["a1", "a2", "u3"]  # (a2 u3), (a1), (u0)
 
 
+def overhead() -> int:
+    """What a turn costs beyond its content's tokens (role and message separators)."""
+    return turn_cost(ConversationTurn("user", "", 0))
+
+
+def test_a_turn_costs_its_stored_tokens_plus_a_fixed_message_overhead() -> None:
+    assert overhead() >= MESSAGE_OVERHEAD
+    # The stored count is used as it is (the content is not counted again).
+    assert turn_cost(ConversationTurn("assistant", "a long reply " * 50, 7)) == 7 + overhead()
+    assert turn_cost(ConversationTurn("user", "x", 0)) == overhead()
+    unstored = ConversationTurn("user", "Plan a family trip to the mountains in June")
+    assert turn_cost(unstored) == count_tokens(unstored.content) + overhead()
+
+
 def test_bound_costs_each_turn_its_tokens_plus_the_message_overhead() -> None:
     history = turns("u u u", tokens=7)
-    cost = 7 + MESSAGE_OVERHEAD
+    cost = 7 + overhead()
     assert contents(bound(history, max_tokens=2 * cost)) == ["u1", "u2"]  # exactly at the limit: kept
     assert contents(bound(history, max_tokens=2 * cost - 1)) == ["u2"]
     assert contents(bound(history, max_tokens=cost - 1)) == []
@@ -104,8 +119,9 @@ def test_bound_costs_each_turn_its_tokens_plus_the_message_overhead() -> None:
 
 
 def test_bound_counts_turns_without_a_stored_count_from_their_content() -> None:
-    history = [ConversationTurn("user", "x" * 40), ConversationTurn("user", "y" * 40)]  # 10 tokens each
-    assert contents(bound(history, max_tokens=10 + MESSAGE_OVERHEAD)) == ["y" * 40]
+    short, long = ConversationTurn("user", "Yes."), ConversationTurn("user", "A much longer answer " * 20)
+    assert contents(bound([long, short], max_tokens=turn_cost(short))) == ["Yes."]
+    assert bound([short, long], max_tokens=turn_cost(long) - 1) == []
 
 
 def test_bound_stops_at_the_first_unit_that_does_not_fit() -> None:
@@ -115,13 +131,13 @@ def test_bound_stops_at_the_first_unit_that_does_not_fit() -> None:
         ConversationTurn("user", "new", 1),
     ]
     # "old" alone would still fit, but keeping it would leave a hole where "huge" was.
-    assert contents(bound(history, max_tokens=20)) == ["new"]
+    assert contents(bound(history, max_tokens=2 * (1 + overhead()))) == ["new"]
 
 
 def test_bound_applies_both_limits() -> None:
     history = turns("u u u u", tokens=1)
     assert contents(bound(history, max_tokens=100, max_turns=1)) == ["u3"]
-    assert contents(bound(history, max_tokens=2 * (1 + MESSAGE_OVERHEAD), max_turns=3)) == ["u2", "u3"]
+    assert contents(bound(history, max_tokens=2 * (1 + overhead()), max_turns=3)) == ["u2", "u3"]
 
 
 def test_bound_end_leaves_out_the_newest_turns() -> None:
@@ -168,8 +184,8 @@ def test_needs_summary_when_over_turns_or_tokens() -> None:
     assert not needs_summary(history, max_tokens=None, max_turns=None)
     assert needs_summary(history, max_tokens=None, max_turns=3)
     assert not needs_summary(history, max_tokens=None, max_turns=4)
-    assert not needs_summary(history, max_tokens=4 * (10 + MESSAGE_OVERHEAD), max_turns=None)
-    assert needs_summary(history, max_tokens=4 * (10 + MESSAGE_OVERHEAD) - 1, max_turns=None)
+    assert not needs_summary(history, max_tokens=4 * (10 + overhead()), max_turns=None)
+    assert needs_summary(history, max_tokens=4 * (10 + overhead()) - 1, max_turns=None)
 
 
 # --- history blocks ------------------------------------------------------------------------------------
