@@ -288,12 +288,6 @@ async def test_use_history_false_sends_no_history_while_another_step_gets_it(tmp
     assert sent(talk) == [("user", "goal"), ("assistant", "q1"), ("user", "a1"), ("assistant", "q2"), ("user", "a2")]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a use_history: false step without input, first in a conversation body, is sent the whole "
-    "propagated context serialised as JSON from iteration 2 on (history.prepare returns before it swaps the "
-    "propagated context for the latest user turn)",
-)
 async def test_use_history_false_first_step_is_sent_the_latest_user_turn_not_the_context(tmp_path: Path) -> None:
     pipeline = compile_text(tmp_path, OPT_OUT % "")  # no input: the conversation supplies the message
     outcome, store, _ = await run(pipeline, "goal", ["a1", "a2", "a3"])
@@ -641,11 +635,6 @@ async def test_a_resumed_run_replays_the_summary_without_calling_the_summarizer(
     assert await prompts(store, first.run_id) == await prompts(store, straight.run_id)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: replaying a journaled summary does not tell the summarizer agent (no .replayed()), so a "
-    "scripted summarizer repeats its first reply after resume and the history differs from an uninterrupted run",
-)
 async def test_a_scripted_summarizer_continues_where_it_was_after_resume(tmp_path: Path) -> None:
     text = SUMMARIZED % ("{model: scripted, replies: [S1, S2, S3, S4]}", 8)
     straight, store, _ = await run(compile_text(tmp_path, text), "my goal", ANSWERS)
@@ -677,11 +666,6 @@ class CrashingStore(MemoryStore):
         await super().record_step(step, events)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: after a crash between the journaled summary (<step>/summarize) and the step's own commit, "
-    "resume calls the summarizer again for that step instead of reusing the journaled summary",
-)
 async def test_a_crash_after_the_summary_is_journaled_does_not_summarize_again(tmp_path: Path) -> None:
     text = SUMMARIZED % (f'{{python: "{HERE}:summarize_lines"}}', 6)
     straight, reference, _ = await run(compile_text(tmp_path, text), "my goal", ANSWERS)

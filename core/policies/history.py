@@ -68,18 +68,21 @@ async def prepare(
 ) -> Injection:
     """The history to inject into this call and the message to send with it."""
     active = ctx.conversation
-    if active is None or step.use_history is False:
+    if active is None:
         return Injection(message)
-    await _summarize(active, ctx, path, frame, events)
+    if step.use_history is not False:
+        await _summarize(active, ctx, path, frame, events)
     turns = ctx.conversation_history
     end = len(turns)
-    if step.input is None:  # the conversation supplies the message
+    if step.input is None:  # the conversation supplies the message; never the propagated context object
         if end and turns[-1].role == "user":
             end -= 1
             message = turns[end].content
         elif active.propagated is not None and data is active.propagated:
             latest = latest_user_turn(turns)
             message = turns[latest].content if latest is not None else turn_text(ctx.initial_prompt or "")
+    if step.use_history is False:
+        return Injection(message)
     policy = active.settings.history
     max_tokens = policy.max_tokens if policy.strategy != "truncate_turns" else None
     max_turns = policy.max_turns if policy.strategy != "truncate_tokens" else None
@@ -108,15 +111,22 @@ def _room(agent: Agent, step: str, message: Any) -> int | None:
     return max(0, budget - fixed)
 
 
-def replay_summary(ctx: RunContext, path: str, frame: Frame) -> None:
-    """On resume: re-apply the summary an earlier attempt journaled before this step's call."""
+def replay_summary(ctx: RunContext, path: str, frame: Frame) -> bool:
+    """Re-apply the summary an earlier attempt journaled before this step's call (on resume, whether the
+    step itself finished or the process died between the summary and the call); True if there was one.
+    The summarizer is told its reply was replayed, as agents of replayed steps are."""
     record = frame.replayed(child_path(path, "summarize"))
     if record is None or not isinstance(record.input, dict):
-        return
+        return False
     cut = record.input.get("cut")
-    if isinstance(cut, int) and isinstance(record.output, str):
-        frame.replays += 1
-        _apply_summary(ctx, cut, record.output)
+    if not isinstance(cut, int) or not isinstance(record.output, str):
+        return False
+    frame.replays += 1
+    active = ctx.conversation
+    if active is not None and active.settings.history.summarizer is not None:
+        active.settings.history.summarizer.replayed()
+    _apply_summary(ctx, cut, record.output)
+    return True
 
 
 def _apply_summary(ctx: RunContext, cut: int, summary: str) -> None:
@@ -132,7 +142,9 @@ async def _summarize(
 ) -> None:
     policy = active.settings.history
     summarizer = policy.summarizer
-    if policy.strategy != "summarize" or summarizer is None or frame.summarizer_failures >= MAX_SUMMARIZER_FAILURES:
+    if policy.strategy != "summarize" or summarizer is None:
+        return
+    if replay_summary(ctx, path, frame) or frame.summarizer_failures >= MAX_SUMMARIZER_FAILURES:
         return
     turns = ctx.conversation_history
     if not needs_summary(turns, max_tokens=policy.max_tokens, max_turns=policy.max_turns):
