@@ -6,6 +6,7 @@
 - Every ```yaml block in ``docs/*.md`` that starts with ``# docs/examples/NAME.yaml`` is that file, byte
   for byte; every complete blueprint shown in the docs (a block with ``version:`` and ``steps:``) is such
   a block; every file in ``docs/examples/`` is shown somewhere in the docs.
+- A ```text block that shows ``$ flujo run ... 2>/dev/null`` shows that command's real stdout.
 - The blueprints in ``docs/examples/invalid/`` fail validation, and the ``flujo validate`` output the docs
   show for them is the real output; the other YAML fragments parse, and every ``flujo.toml`` shown loads.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -198,6 +200,21 @@ def test_invalid_examples_fail_with_the_documented_output(monkeypatch: pytest.Mo
         assert code == exit_codes.FAILED, f"{example} should not validate"
         assert example in documented, f"no docs page shows the output of: flujo validate {example}"
         assert documented[example] == err, f"the documented output of flujo validate {example} is not the real one"
+
+
+def test_documented_run_output_is_the_real_output(state_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ```text block that starts with ``$ flujo run ... 2>/dev/null`` shows exactly what that prints on stdout."""
+    monkeypatch.chdir(ROOT)  # the docs show paths relative to the repository root
+    for page in doc_pages():
+        for block in fenced_blocks(page.read_text(encoding="utf-8"), "text"):
+            command = re.match(r"\$ flujo (run .+) 2>/dev/null\n", block)
+            if command is None:
+                continue
+            code, out, err = flujo(shlex.split(command.group(1)))
+            assert code == exit_codes.OK, f"{page.name}: {command.group(0)} failed:\n{err}"
+            assert out == block[command.end() :], (
+                f"{page.name}: the output shown for {command.group(0)} is not the real one"
+            )
 
 
 def test_documented_pause_and_resume(state_db: Path) -> None:
