@@ -174,6 +174,17 @@ LOOP_PAIRS: dict[tuple[str, str], Run] = {
     ("docs/examples/reduce_before.yaml", "docs/examples/reduce_after.yaml"): Run(
         input="My draft", output=["typo in line 2", "long sentence", "passive voice"]
     ),
+    ("docs/examples/refine_explicit.yaml", "docs/examples/refine_friendly.yaml"): Run(
+        input="a haiku about rain",
+        output={"topic": "a haiku about rain", "best": "Soft rain taps the glass, night listens", "scores": [4, 7, 9]},
+    ),
+    ("docs/examples/research_explicit.yaml", "docs/examples/research_friendly.yaml"): Run(
+        input="green tea",
+        output=(
+            "Notes on green tea:\n- It comes from Camellia sinensis.\n- Its leaves are not oxidised.\n"
+            "- Matcha is a powdered green tea."
+        ),
+    ),
 }
 RUNS.update({example: run for pair, run in LOOP_PAIRS.items() for example in pair})
 
