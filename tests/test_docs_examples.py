@@ -6,6 +6,7 @@
 - Every ```yaml block in ``docs/*.md`` that starts with ``# docs/examples/NAME.yaml`` is that file, byte
   for byte; every complete blueprint shown in the docs (a block with ``version:`` and ``steps:``) is such
   a block; every file in ``docs/examples/`` is shown somewhere in the docs.
+- A ```text block that shows ``$ flujo run ... 2>/dev/null`` shows that command's real stdout.
 - The blueprints in ``docs/examples/invalid/`` fail validation, and the ``flujo validate`` output the docs
   show for them is the real output; the other YAML fragments parse, and every ``flujo.toml`` shown loads.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -120,7 +122,104 @@ RUNS: dict[str, Run] = {
             ],
         },
     ),
+    "docs/examples/reduce_modes.yaml": Run(
+        output={
+            "keys": ["a", "b"],
+            "values": [["tea", "milk"], ["milk", "bread"]],
+            "concat": ["tea", "milk", "milk", "bread"],
+            "union": ["tea", "milk", "bread"],
+            "first": ["tea", "milk"],
+            "last": ["milk", "bread"],
+        },
+    ),
 }
+
+# docs/loops.md shows each FSD-028 block twice: a "before" (or "explicit") file without it and an "after" (or
+# "friendly") file with it. Both files of a pair run with the same input and answers and give the same
+# output; tests/test_docs_line_savings.py also checks that their agents are sent the same prompts.
+LOOP_PAIRS: dict[tuple[str, str], Run] = {
+    ("docs/examples/init_before.yaml", "docs/examples/init_after.yaml"): Run(
+        input='{"product": "a bakery", "tone": "warm"}',
+        output=["brief: a bakery", "Fresh every morning", "Warm bread, warm hearts"],
+    ),
+    ("docs/examples/notes_before.yaml", "docs/examples/notes_after.yaml"): Run(
+        input="first-time visitors", output="Review for first-time visitors:\n- Shorten the intro.\n- Add a map."
+    ),
+    ("docs/examples/propagation_context_before.yaml", "docs/examples/propagation_context_after.yaml"): Run(
+        input="a picnic",
+        output={
+            "initial_prompt": "a picnic",
+            "scratchpad": {"budget": 20},
+            "steps": {"think": {"output": "a picnic"}},
+            "hitl_history": [],
+            "conversation_history": [],
+        },
+    ),
+    ("docs/examples/propagation_auto_before.yaml", "docs/examples/propagation_auto_after.yaml"): Run(
+        input="a picnic",
+        output={
+            "stateful": {
+                "initial_prompt": "a picnic",
+                "scratchpad": {"budget": 20},
+                "steps": {"think": {"output": "a picnic"}, "estimate": {"output": {"budget": 20}}},
+                "hitl_history": [],
+                "conversation_history": [],
+            },
+            "stateless": {"budget": 20},
+        },
+    ),
+    ("docs/examples/next_input_before.yaml", "docs/examples/next_input_after.yaml"): Run(
+        input="Write a haiku about rain.",
+        output="Soft rain taps the glass (last request: Improve this draft (scored 4/10): Rain taps the window)",
+    ),
+    ("docs/examples/output_template_before.yaml", "docs/examples/output_template_after.yaml"): Run(
+        input="Write a haiku about rain.", output="Soft rain taps the glass (score 9)"
+    ),
+    ("docs/examples/output_mapping_before.yaml", "docs/examples/output_mapping_after.yaml"): Run(
+        input="Write a haiku about rain.",
+        output={
+            "draft": "Soft rain taps the glass",
+            "score": 9,
+            "request": "Write a haiku about rain.",
+            "reviewed": False,
+        },
+    ),
+    ("docs/examples/output_text_before.yaml", "docs/examples/output_text_after.yaml"): Run(
+        answers=("Lima", "June"), output="Assistant: Which city?\nUser: Lima\nAssistant: Which month?\nUser: June"
+    ),
+    ("docs/examples/output_fields_before.yaml", "docs/examples/output_fields_after.yaml"): Run(
+        input="Plan a trip",
+        answers=("Lima", "June"),
+        output={
+            "goal": "Plan a trip",
+            "clarifications": (
+                "User: Plan a trip\nAssistant: Which city?\nUser: Lima\nAssistant: Which month?\nUser: June"
+            ),
+            "questions": 2,
+        },
+    ),
+    ("docs/examples/stop_when_before.yaml", "docs/examples/stop_when_after.yaml"): Run(
+        input="a birthday party", output={"action": "finish", "summary": "Venue and cake booked."}
+    ),
+    ("docs/examples/map_hooks_before.yaml", "docs/examples/map_hooks_after.yaml"): Run(
+        input='["bread", "cheese", "grapes"]', output={"items": 3, "total": 14}
+    ),
+    ("docs/examples/reduce_before.yaml", "docs/examples/reduce_after.yaml"): Run(
+        input="My draft", output=["typo in line 2", "long sentence", "passive voice"]
+    ),
+    ("docs/examples/refine_explicit.yaml", "docs/examples/refine_friendly.yaml"): Run(
+        input="a haiku about rain",
+        output={"topic": "a haiku about rain", "best": "Soft rain taps the glass, night listens", "scores": [4, 7, 9]},
+    ),
+    ("docs/examples/research_explicit.yaml", "docs/examples/research_friendly.yaml"): Run(
+        input="green tea",
+        output=(
+            "Notes on green tea:\n- It comes from Camellia sinensis.\n- Its leaves are not oxidised.\n"
+            "- Matcha is a powdered green tea."
+        ),
+    ),
+}
+RUNS.update({example: run for pair, run in LOOP_PAIRS.items() for example in pair})
 
 # The keys of `flujo run --json` / `flujo resume --json` (docs/cli.md documents them).
 JSON_KEYS = {"run_id", "status", "output", "error", "failed_step", "pause", "usage"}
@@ -231,6 +330,21 @@ def test_invalid_examples_fail_with_the_documented_output(monkeypatch: pytest.Mo
         assert code == exit_codes.FAILED, f"{example} should not validate"
         assert example in documented, f"no docs page shows the output of: flujo validate {example}"
         assert documented[example] == err, f"the documented output of flujo validate {example} is not the real one"
+
+
+def test_documented_run_output_is_the_real_output(state_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ```text block that starts with ``$ flujo run ... 2>/dev/null`` shows exactly what that prints on stdout."""
+    monkeypatch.chdir(ROOT)  # the docs show paths relative to the repository root
+    for page in doc_pages():
+        for block in fenced_blocks(page.read_text(encoding="utf-8"), "text"):
+            command = re.match(r"\$ flujo (run .+) 2>/dev/null\n", block)
+            if command is None:
+                continue
+            code, out, err = flujo(shlex.split(command.group(1)))
+            assert code == exit_codes.OK, f"{page.name}: {command.group(0)} failed:\n{err}"
+            assert out == block[command.end() :], (
+                f"{page.name}: the output shown for {command.group(0)} is not the real one"
+            )
 
 
 def test_documented_pause_and_resume(state_db: Path) -> None:
