@@ -37,6 +37,8 @@ async def run_loop(step: LoopStep, data: Any, ctx: RunContext, path: str, frame:
     iterations = 0
     active = conversation.start(step) if step.conversation is not None else None
     outer = (ctx.conversation, ctx.conversation_history)
+    # An enclosing loop's stop_when reads its own iteration's command: this loop's must not replace it.
+    enclosing_command = ctx.scratchpad.get("last_agent_command")
     if active is not None:
         ctx.conversation, ctx.conversation_history = active, []
     try:
@@ -71,7 +73,8 @@ async def run_loop(step: LoopStep, data: Any, ctx: RunContext, path: str, frame:
             if step.exit_when is not None and step.exit_when(scope(ctx, output, iteration=iteration)):
                 reason = "condition"
                 break
-            iteration_input = step.next_input(output, ctx, iteration) if step.next_input else output
+            if iteration < step.max_loops:  # no next iteration, no next input (its template may not apply)
+                iteration_input = step.next_input(output, ctx, iteration) if step.next_input else output
         final = step.output(output, ctx) if step.output is not None else output
     except ControlSignal:
         raise
@@ -90,6 +93,10 @@ async def run_loop(step: LoopStep, data: Any, ctx: RunContext, path: str, frame:
             ctx.conversation = outer[0]
             if outer[0] is not None:  # the enclosing conversation's history, untouched by this loop's turns
                 ctx.conversation_history = outer[1]
+    if enclosing_command is None:
+        ctx.scratchpad.pop("last_agent_command", None)
+    else:
+        ctx.scratchpad["last_agent_command"] = enclosing_command
     record_output(ctx, step.name, final)
     event = frame.event(
         "loop.exit",
