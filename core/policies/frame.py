@@ -43,8 +43,13 @@ class Frame:
     summarizer_failures: int = 0  # consecutive; at 3 the history manager stops summarizing for this run
 
     def event(self, kind: str, path: str, payload: Mapping[str, Any]) -> TraceEvent:
-        """A trace event with secrets masked, ready to store."""
-        return TraceEvent(kind=kind, path=path, payload=self.redactor.value(dict(payload)), ts=time.time())
+        """A trace event with secrets masked, ready to store. Tracing never fails a run: a payload that
+        cannot be prepared is replaced by a note saying why."""
+        try:
+            masked = self.redactor.value(dict(payload))
+        except Exception as exc:  # a tracing failure must not become the step's failure
+            masked = {"trace_error": f"this {kind} event could not be recorded: {type(exc).__name__}: {exc}"}
+        return TraceEvent(kind=kind, path=path, payload=masked, ts=time.time())
 
     def replayed(self, path: str) -> StepRecord | None:
         """The committed result of ``path`` from an earlier attempt of this run, if any."""

@@ -48,12 +48,14 @@ async def run_loop(step: LoopStep, data: Any, ctx: RunContext, path: str, frame:
             # stop_when: agent_finished reads *this* iteration's last agent command, never a stale one.
             iteration_ctx.scratchpad.pop("last_agent_command", None)
             if iteration == 1 and step.init is not None:
+                reason = "init"  # an init op failing is the loop's failure, with exit reason "init"
                 try:
                     step.init(iteration_ctx, iteration_input)
                 except (ControlSignal, FlujoError):
                     raise
-                except Exception as exc:  # an init op failing is the loop's failure, reason "init"
+                except Exception as exc:
                     raise RunError(f"loop {step.name!r} init failed: {exc}") from exc
+                reason = "max_loops"
             if active is not None:
                 iteration_ctx.conversation = active.for_iteration(
                     iteration_input, input_is_context=isinstance(iteration_input, LazyView)
@@ -80,7 +82,8 @@ async def run_loop(step: LoopStep, data: Any, ctx: RunContext, path: str, frame:
         raise
     except Exception as exc:  # the body's errors are FlujoErrors already; a hook's may be anything
         error = step_error(exc, f"loop {step.name!r}")
-        event = frame.event("loop.exit", path, {"reason": "error", "iterations": iterations, "error": error.message})
+        why = "init" if reason == "init" else "error"
+        event = frame.event("loop.exit", path, {"reason": why, "iterations": iterations, "error": error.message})
         await frame.commit(
             path=path, name=step.name, kind=step.kind, status="failed", started=started,
             input=data, error=error.message, events=[event], failure=error,
