@@ -52,8 +52,9 @@ def test_run_with_answers_completes_and_records_every_step(state_db: Path) -> No
     paths = [path for path, _ in steps]
     assert paths[0] == "get_goal"
     assert "clarification_loop/1/clarify" in paths and "clarification_loop/3/clarify" in paths
-    assert ("clarification_loop/1/ask_or_finish/ask/answer", "a1") in steps
-    assert ("clarification_loop/2/ask_or_finish/ask/answer", "a2") in steps
+    assert ("clarification_loop/1/answer", "a1") in steps
+    assert ("clarification_loop/2/answer", "a2") in steps
+    assert not any(path.startswith("clarification_loop/3/answer") for path in paths)  # not asked after finish
 
 
 def test_piped_answers_are_read_line_by_line(state_db: Path) -> None:

@@ -43,7 +43,10 @@ class Run:
 
 
 RUNS: dict[str, Run] = {
-    "blueprints/examples/clarify.yaml": Run(answers=("Plan a trip", "My family", "June")),
+    "blueprints/examples/clarify.yaml": Run(
+        answers=("Plan a trip", "My family", "June"),
+        output="The goal is clear.\nGoal: Plan a trip\n- Who is it for? My family\n- By when should it be done? June\n",
+    ),
     "blueprints/examples/conversation.yaml": Run(
         answers=("Plan a trip", "My family", "June"),
         output="User: Plan a trip\n"
