@@ -128,7 +128,7 @@ def conversation_text(ctx: RunContext) -> str:
     When no turns were recorded, a FSD-028 style ``scratchpad.history`` list of lines is joined instead.
     """
     if ctx.conversation_history:
-        return "\n".join(f"{turn.role.capitalize()}: {turn.content}" for turn in ctx.conversation_history)
+        return "\n".join(turn.line for turn in ctx.conversation_history)
     history = ctx.scratchpad.get("history")
     if isinstance(history, list):
         return "\n".join(str(line) for line in history)

@@ -33,6 +33,11 @@ class ConversationTurn:
     content: str
     tokens: int | None = None
 
+    @property
+    def line(self) -> str:
+        """The turn as a ``User: ...`` / ``Assistant: ...`` line (``scratchpad.history``, ``conversation_history``)."""
+        return f"{self.role.capitalize()}: {self.content}"
+
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"role": self.role, "content": self.content}
         if self.tokens is not None:
@@ -103,7 +108,7 @@ class RunContext:
                 return copy.deepcopy(initial)
             if key == "scratchpad":
                 if turns and "history" not in scratchpad:  # the FSD-028 view of the one history
-                    scratchpad["history"] = [f"{turn.role.capitalize()}: {turn.content}" for turn in turns]
+                    scratchpad["history"] = [turn.line for turn in turns]
                 return scratchpad
             if key == "steps":
                 return steps

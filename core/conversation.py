@@ -235,8 +235,3 @@ def latest_user_turn(turns: Sequence[ConversationTurn]) -> int | None:
         if turns[index].role == "user":
             return index
     return None
-
-
-def history_lines(turns: Sequence[ConversationTurn]) -> list[str]:
-    """The FSD-028 view ``scratchpad.history``: ``User: ...`` / ``Assistant: ...`` lines."""
-    return [f"{turn.role.capitalize()}: {turn.content}" for turn in turns]

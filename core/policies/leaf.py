@@ -16,7 +16,7 @@ from core.errors import AgentOutputError, ControlSignal, FlujoError, Pause, RunE
 from core.policies.context_writes import note_agent_command, record_output, sink, update_context
 from core.policies.frame import Frame, scope
 from core.policies.history import prepare, replay_summary
-from core.ports import Agent, AgentCall, HumanQuestion, TraceEvent
+from core.ports import Agent, AgentCall, ChatMessage, HumanQuestion, TraceEvent
 from core.schema_check import parse_answer, schema_errors
 from core.steps import AgentStep, HitlStep
 from core.store.codec import normalize
@@ -74,7 +74,8 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
                 context=variables["context"],
                 on_text=lambda text: frame.reporter.text_delta(path, text),
             )
-            messages = [message.to_dict() for message in agent.prompt(call)]
+            sent = agent.prompt(call)
+            messages = [message.to_dict() for message in sent]
             prompt_event: dict[str, Any] = {
                 "agent": agent.label,
                 "messages": messages,
@@ -83,7 +84,7 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
             if injection.trace:
                 prompt_event["history"] = injection.trace
             events.append(frame.event("agent.prompt", path, prompt_event))
-            frame.reserve(step.name, _prompt_tokens(agent, call, frame))
+            frame.reserve(step.name, _prompt_tokens(agent, sent, frame))
             reply = await agent.run(call)
             usage = reply.usage
             # The value the journal will hold (a JSON round trip), so a resumed run sees exactly what this one saw.
@@ -128,11 +129,11 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
     return output
 
 
-def _prompt_tokens(agent: Agent, call: AgentCall, frame: Frame) -> int:
-    """The estimated prompt size of a model call, counted only when a token limit needs it."""
+def _prompt_tokens(agent: Agent, sent: list[ChatMessage], frame: Frame) -> int:
+    """The estimated size of the prompt ``sent``, counted only when a token limit needs it."""
     if frame.limits.max_tokens is None or not agent.is_model:
         return 0
-    return count_messages(agent.prompt(call), agent.model_name)
+    return count_messages(sent, agent.model_name)
 
 
 async def _fail(
