@@ -99,6 +99,12 @@ class Agent(Protocol):
         """The model, for choosing a tokenizer (``openai:gpt-4o``); None for non-model agents."""
         ...
 
+    def estimate_cost_usd(self, prompt_tokens: int) -> float | None:
+        """The most a call with a prompt of ``prompt_tokens`` may cost: the prompt at the input price plus
+        the reply cap (``model_settings.max_tokens``, when set) at the output price. 0.0 for agents that
+        cost nothing; None when the price is unknown. The run reserves it against ``max_cost_usd``."""
+        ...
+
     def prompt(self, call: AgentCall) -> list[ChatMessage]:
         """The messages this agent will send for ``call``, exactly as sent (before redaction)."""
         ...

@@ -35,6 +35,9 @@ class FuncAgent:
     def model_name(self) -> str | None:
         return None
 
+    def estimate_cost_usd(self, prompt_tokens: int) -> float | None:
+        return 0.0
+
     def prompt(self, call: AgentCall) -> list[ChatMessage]:
         return [ChatMessage("user", str(call.input))]
 

@@ -134,3 +134,47 @@ async def test_the_repair_exchange_of_a_failed_call_is_traced(fake_llm: FakeLLM)
     assert events[1].payload["first_reply"] == "no JSON here"
     assert events[1].payload["second_reply"] == '{"action": 3}'
     assert "3 is not of type 'string'" in events[2].payload["error"]
+
+
+def test_a_call_estimate_prices_the_prompt_and_the_reply_cap(fake_llm: FakeLLM) -> None:
+    assert agent(fake_llm).estimate_cost_usd(1000) == pytest.approx(1000 * 0.15 / 1e6)
+    capped = agent(fake_llm, model_settings={"max_tokens": 500})
+    assert capped.estimate_cost_usd(1000) == pytest.approx((1000 * 0.15 + 500 * 0.60) / 1e6)
+    assert agent(fake_llm, "openai:my-finetune").estimate_cost_usd(1000) is None
+    scripted = build_agent(AgentSpec(name="bot", model="scripted", replies=("x",)), Settings())
+    assert scripted.estimate_cost_usd(1000) == 0.0
+
+
+async def test_a_call_that_could_overrun_the_cost_limit_is_never_made(fake_llm: FakeLLM) -> None:
+    fake_llm.reply("first", usage=(600_000, 0)).reply("second", usage=(10, 10))
+    store = MemoryStore()
+    pipeline = Pipeline(
+        steps=(
+            AgentStep(name="cheap", agent=agent(fake_llm)),
+            AgentStep(name="long_answer", agent=agent(fake_llm, model_settings={"max_tokens": 100_000})),
+        ),
+        limits=Limits(max_cost_usd=0.1),
+    )
+    outcome = await Engine(store=store, redactor=Redactor()).run(pipeline, "hi")
+
+    assert outcome.status == "limit_reached"
+    assert outcome.detail is not None and outcome.detail.startswith(
+        "cost limit reached before calling 'long_answer': the call may cost up to $0.0600 and "
+        "$0.0900 of the $0.1000 allowed are spent"
+    )
+    assert len(fake_llm.requests) == 1  # the second call was refused before it was sent
+    [done] = await store.steps(outcome.run_id)
+    assert done.name == "cheap" and done.output == "first"  # what was produced is kept
+
+
+async def test_a_call_within_the_cost_limit_goes_ahead(fake_llm: FakeLLM) -> None:
+    fake_llm.reply("first", usage=(10, 10)).reply("second", usage=(10, 10))
+    pipeline = Pipeline(
+        steps=(
+            AgentStep(name="a", agent=agent(fake_llm)),
+            AgentStep(name="b", agent=agent(fake_llm, model_settings={"max_tokens": 1000})),
+        ),
+        limits=Limits(max_cost_usd=0.1),
+    )
+    outcome = await Engine(store=MemoryStore(), redactor=Redactor()).run(pipeline, "hi")
+    assert outcome.status == "completed" and outcome.output == "second"

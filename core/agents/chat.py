@@ -111,6 +111,18 @@ class ChatModelAgent(ABC):
     def replayed(self) -> None:
         return None
 
+    def estimate_cost_usd(self, prompt_tokens: int) -> float | None:
+        price = self._price
+        if price.input_per_mtok is None:
+            return None
+        cost = prompt_tokens * price.input_per_mtok
+        cap = self.spec.model_settings.get("max_tokens")
+        if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0:
+            if price.output_per_mtok is None:
+                return None
+            cost += cap * price.output_per_mtok
+        return cost / 1_000_000
+
     def prompt(self, call: AgentCall) -> list[ChatMessage]:
         system = self.spec.system_prompt
         if self._schema is not None and self._schema_in_prompt:

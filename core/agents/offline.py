@@ -65,6 +65,9 @@ class ScriptedAgent:
     def model_name(self) -> str | None:
         return None
 
+    def estimate_cost_usd(self, prompt_tokens: int) -> float | None:
+        return 0.0
+
     def prompt(self, call: AgentCall) -> list[ChatMessage]:
         return chat_prompt(self.system_prompt, call.history, call.input)
 
@@ -136,6 +139,9 @@ class EchoAgent:
     @property
     def model_name(self) -> str | None:
         return None
+
+    def estimate_cost_usd(self, prompt_tokens: int) -> float | None:
+        return 0.0
 
     def prompt(self, call: AgentCall) -> list[ChatMessage]:
         return chat_prompt(self.system_prompt, call.history, call.input)

@@ -48,6 +48,9 @@ class _LocalAgent:
     def model_name(self) -> str | None:
         return None
 
+    def estimate_cost_usd(self, prompt_tokens: int) -> float | None:
+        return 0.0
+
     def replayed(self) -> None:
         return None
 

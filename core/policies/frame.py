@@ -119,16 +119,23 @@ class Frame:
         self.add_usage(usage)
         self.check_limits()
 
-    def reserve(self, step: str, tokens: int) -> None:
-        """Before a call: LimitReached when a limit is already spent, or when the call's estimated prompt
-        (``tokens``) would take the run past ``max_tokens``. The provider's reported usage is reconciled
-        after the call (``charge``)."""
+    def reserve(self, step: str, tokens: int, cost_usd: float | None = None) -> None:
+        """Before a call: LimitReached when a limit is already spent, when the call's estimated prompt
+        (``tokens``) would take the run past ``max_tokens``, or when its most expensive outcome
+        (``cost_usd``, None when the price is unknown) would take it past ``max_cost_usd``. The provider's
+        reported usage is reconciled after the call (``charge``)."""
         self.check_limits()
         limit = self.limits.max_tokens
         if limit is not None and tokens and self.usage.total_tokens + tokens > limit:
             raise LimitReached(
                 f"token limit reached before calling {step!r}: its prompt needs about {tokens} tokens and "
                 f"{self.usage.total_tokens} of the {limit} allowed are used"
+            )
+        budget = self.limits.max_cost_usd
+        if budget is not None and cost_usd and self.known_cost_usd + cost_usd > budget:
+            raise LimitReached(
+                f"cost limit reached before calling {step!r}: the call may cost up to ${cost_usd:.4f} and "
+                f"${self.known_cost_usd:.4f} of the ${budget:.4f} allowed are spent"
             )
 
     def add_usage(self, usage: Usage) -> None:

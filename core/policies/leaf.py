@@ -84,7 +84,8 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
             if injection.trace:
                 prompt_event["history"] = injection.trace
             events.append(frame.event("agent.prompt", path, prompt_event))
-            frame.reserve(step.name, _prompt_tokens(agent, sent, frame))
+            tokens = _prompt_tokens(agent, sent, frame)
+            frame.reserve(step.name, tokens, agent.estimate_cost_usd(tokens) if tokens else None)
             reply = await agent.run(call)
             usage = reply.usage
             # The value the journal will hold (a JSON round trip), so a resumed run sees exactly what this one saw.
@@ -130,8 +131,8 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
 
 
 def _prompt_tokens(agent: Agent, sent: list[ChatMessage], frame: Frame) -> int:
-    """The estimated size of the prompt ``sent``, counted only when a token limit needs it."""
-    if frame.limits.max_tokens is None or not agent.is_model:
+    """The estimated size of the prompt ``sent``, counted only when a usage limit needs it."""
+    if (frame.limits.max_tokens is None and frame.limits.max_cost_usd is None) or not agent.is_model:
         return 0
     return count_messages(sent, agent.model_name)
 
