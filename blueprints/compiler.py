@@ -170,9 +170,12 @@ def compile_pipeline(
     agents = AgentBuilder(blueprint, settings, agent_factory or default_agent_factory())
     compiler = StepCompiler(blueprint, agents)
     model = blueprint.model
-    limits = (
-        Limits(max_cost_usd=model.limits.max_cost_usd, max_tokens=model.limits.max_tokens) if model.limits else Limits()
-    )
+    limits = Limits(max_cost_usd=settings.limits.max_cost_usd, max_tokens=settings.limits.max_tokens)
+    if model.limits is not None:  # the blueprint's own limits beat the configured defaults, key by key
+        limits = Limits(
+            max_cost_usd=_first_set(model.limits.max_cost_usd, limits.max_cost_usd),
+            max_tokens=_first_set(model.limits.max_tokens, limits.max_tokens),
+        )
     return Pipeline(
         steps=compiler.steps(model.steps, ("steps",)),
         name=blueprint.name,
@@ -180,3 +183,7 @@ def compile_pipeline(
         source=str(blueprint.path),
         source_hash=blueprint.source_hash,
     )
+
+
+def _first_set(value: Any, default: Any) -> Any:
+    return default if value is None else value

@@ -14,7 +14,7 @@ import json
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin
@@ -70,6 +70,16 @@ class HistorySettings(BaseModel):
     summarize_ratio: float = Field(default=0.5, gt=0, le=1)
 
 
+class LimitSettings(BaseModel):
+    """Run-wide usage limits for blueprints that set none; a blueprint's ``limits`` overrides each key, and
+    ``flujo run --max-tokens/--max-cost-usd`` override both for one run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_tokens: int | None = Field(default=None, gt=0)
+    max_cost_usd: float | None = Field(default=None, ge=0)
+
+
 class Settings(BaseModel):
     """All settings flujo reads. Build with ``load_settings``."""
 
@@ -81,6 +91,7 @@ class Settings(BaseModel):
     ollama: ProviderSettings = Field(default_factory=lambda: ProviderSettings(base_url="http://localhost:11434/v1"))
     models: dict[str, ModelInfo] = Field(default_factory=_default_models)
     history: HistorySettings = Field(default_factory=HistorySettings)
+    limits: LimitSettings = Field(default_factory=LimitSettings)
     default_context_window: int = 8192
     response_reserve_tokens: int = 1024
     secret_env_vars: list[str] = Field(default_factory=list)
@@ -148,6 +159,37 @@ def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
     return layer
 
 
+def overrides_from_assignments(assignments: Sequence[str]) -> dict[str, Any]:
+    """``flujo run --set`` values (``history.max_tokens=2000``, ``secret_env_vars=A,B``) as the overrides
+    layer of ``load_settings``. A value is read as JSON when it parses (numbers, true/false, lists), else
+    as text; a list setting also takes comma-separated text. ConfigError names a malformed assignment."""
+    layer: dict[str, Any] = {}
+    for assignment in assignments:
+        key, sep, text = assignment.partition("=")
+        path = [part.strip() for part in key.split(".")]
+        if not sep or not all(path):
+            raise ConfigError(
+                f"--set {assignment!r} is not KEY=VALUE", hint="write it as --set history.max_tokens=2000"
+            )
+        if path[0] not in Settings.model_fields:
+            raise ConfigError(
+                f"--set {assignment!r}: there is no setting {path[0]!r}",
+                hint="the settings are listed in docs/configuration.md",
+            )
+        if _is_list_setting(path):
+            value: Any = _list_value(text)
+        else:
+            try:
+                value = json.loads(text)
+            except ValueError:
+                value = text
+        node = layer
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        node[path[-1]] = value
+    return layer
+
+
 def _is_list_setting(path: list[str]) -> bool:
     """Whether the setting at ``path`` (``["secret_env_vars"]``, ``["openai", "timeout_s"]``) holds a list."""
     model: type[BaseModel] | None = Settings
@@ -205,6 +247,8 @@ def load_settings(
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
         source = f"{toml_path} or FLUJO_* environment" if toml_path else "FLUJO_* environment"
+        if overrides:
+            source = f"--set, {source}"
         raise ConfigError(f"setting {where}: {first['msg']}", hint=f"check {source}") from None
     if toml_path is not None and not Path(settings.state_uri).is_absolute() and "FLUJO_STATE_URI" not in env:
         settings = settings.model_copy(update={"state_uri": str(toml_path.parent / settings.state_uri)})

@@ -66,6 +66,30 @@ NoInputOption = Annotated[
     typer.Option("--no-input", help="Never prompt: when no answer is given, pause the run (resume later)."),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print a JSON result on stdout (for scripts).")]
+SetOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        help="Override a setting for this run, e.g. --set history.max_tokens=2000 (repeatable; beats flujo.toml"
+        " and FLUJO_* variables).",
+        show_default=False,
+    ),
+]
+MaxTokensOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-tokens", min=1, help="Token limit for this run (beats the blueprint's limits).", show_default=False
+    ),
+]
+MaxCostOption = Annotated[
+    float | None,
+    typer.Option(
+        "--max-cost-usd",
+        min=0.0,
+        help="Cost limit in USD for this run (beats the blueprint's limits).",
+        show_default=False,
+    ),
+]
 
 
 @app.command()
@@ -76,9 +100,12 @@ def run(
     answers: AnswersFileOption = None,
     no_input: NoInputOption = False,
     json_output: JsonOption = False,
+    set_: SetOption = None,
+    max_tokens: MaxTokensOption = None,
+    max_cost_usd: MaxCostOption = None,
 ) -> None:
     """Run a blueprint. Human questions are asked in the terminal (or answered by --answer/--answers)."""
-    from flujo_cli.commands.run import run_blueprint
+    from flujo_cli.commands.run import RunOverrides, run_blueprint
 
     raise SystemExit(
         run_blueprint(
@@ -88,6 +115,7 @@ def run(
             answers_file=answers,
             no_input=no_input,
             json_output=json_output,
+            overrides=RunOverrides(set_ or [], max_tokens, max_cost_usd),
             debug=state.debug,
         )
     )
@@ -100,9 +128,12 @@ def resume(
     answers: AnswersFileOption = None,
     no_input: NoInputOption = False,
     json_output: JsonOption = False,
+    set_: SetOption = None,
+    max_tokens: MaxTokensOption = None,
+    max_cost_usd: MaxCostOption = None,
 ) -> None:
     """Continue a paused or interrupted run; steps already done are not run again."""
-    from flujo_cli.commands.run import resume_run
+    from flujo_cli.commands.run import RunOverrides, resume_run
 
     raise SystemExit(
         resume_run(
@@ -111,6 +142,7 @@ def resume(
             answers_file=answers,
             no_input=no_input,
             json_output=json_output,
+            overrides=RunOverrides(set_ or [], max_tokens, max_cost_usd),
             debug=state.debug,
         )
     )

@@ -213,6 +213,43 @@ def test_token_limit_stops_the_run_with_exit_5(state_db: Path, tmp_path: Path, f
     assert "token limit reached before calling 'ask'" in proc.stderr
     assert "45 of the 50 allowed are used" in proc.stderr
     assert len(fake_llm.requests) == 3
+    run_id = proc.stderr.split("flujo resume ")[1].split()[0]
+    assert "--max-tokens N" in proc.stderr  # the hint names the flag that lifts this limit
+
+    resumed = flujo_process(
+        ["resume", run_id, "--max-tokens", "200"], env={**fake_llm.env(), "FLUJO_STATE_URI": str(state_db)}
+    )
+    assert resumed.returncode == exit_codes.OK, resumed.stderr
+    assert len(fake_llm.requests) == 5  # the 3 finished calls were replayed from the store, not sent again
+    status, steps = stored(state_db, run_id)
+    assert status == "completed" and [path for path, _ in steps if path.endswith("/ask")] == [
+        f"l/{n}/ask" for n in range(1, 6)
+    ]
+
+
+def test_settings_and_limits_can_be_given_on_the_command_line(
+    state_db: Path, tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    path = write(
+        tmp_path,
+        "nolimit.yaml",
+        'version: "0.1"\nagents:\n  bot: {model: "openai:gpt-4o-mini"}\nsteps:\n'
+        "  - kind: loop\n    name: l\n    loop:\n      max_loops: 5\n"
+        "      body:\n        - {kind: step, name: ask, uses: agents.bot}\n",
+    )
+    env = {**fake_llm.env(), "FLUJO_STATE_URI": str(state_db)}
+    by_setting = flujo_process(["run", path, "-i", "hi", "--set", "limits.max_tokens=50"], env=env)
+    assert by_setting.returncode == exit_codes.LIMIT, by_setting.stderr
+    assert "45 of the 50 allowed are used" in by_setting.stderr
+    by_flag = flujo_process(["run", path, "-i", "hi", "--set", "limits.max_tokens=50", "--max-tokens", "20"], env=env)
+    assert by_flag.returncode == exit_codes.LIMIT and "15 of the 20 allowed are used" in by_flag.stderr
+
+    bad = flujo_process(["run", path, "-i", "hi", "--set", "histroy.max_tokens=5"], env=env)
+    assert bad.returncode == exit_codes.CONFIG
+    assert "there is no setting 'histroy'" in bad.stderr and "Traceback" not in bad.stderr
+    wrong_type = flujo_process(["run", path, "-i", "hi", "--set", "history.max_tokens=lots"], env=env)
+    assert wrong_type.returncode == exit_codes.CONFIG
+    assert "setting history.max_tokens" in wrong_type.stderr and "--set" in wrong_type.stderr
 
 
 def test_debug_shows_the_traceback(state_db: Path, tmp_path: Path) -> None:

@@ -50,3 +50,43 @@ def test_environment_lists_replace_the_toml_lists(tmp_path: Path) -> None:
     (tmp_path / "flujo.toml").write_text('secret_env_vars = ["FROM_TOML"]\n', encoding="utf-8")
     assert load_settings(cwd=tmp_path, env={}).secret_env_vars == ["FROM_TOML"]
     assert load_settings(cwd=tmp_path, env={"FLUJO_SECRET_ENV_VARS": "FROM_ENV"}).secret_env_vars == ["FROM_ENV"]
+
+
+def test_set_assignments_are_the_top_layer(tmp_path: Path) -> None:
+    from core.config import overrides_from_assignments
+
+    (tmp_path / "flujo.toml").write_text("[history]\nmax_tokens = 1000\nmax_turns = 7\n", encoding="utf-8")
+    overrides = overrides_from_assignments(
+        ["history.max_tokens=2000", "secret_env_vars=A, B", "limits.max_cost_usd=0.25", "state_uri=x.db"]
+    )
+    assert overrides == {
+        "history": {"max_tokens": 2000},
+        "secret_env_vars": ["A", "B"],
+        "limits": {"max_cost_usd": 0.25},
+        "state_uri": "x.db",
+    }
+    settings = load_settings(cwd=tmp_path, env={"FLUJO_HISTORY__MAX_TOKENS": "1500"}, overrides=overrides)
+    assert settings.history.max_tokens == 2000  # --set beats the environment, which beats flujo.toml
+    assert settings.history.max_turns == 7  # keys not set keep the lower layers
+    assert settings.limits.max_cost_usd == 0.25 and settings.limits.max_tokens is None
+
+
+@pytest.mark.parametrize(
+    ("assignment", "message"),
+    [("history.max_tokens", "is not KEY=VALUE"), ("=3", "is not KEY=VALUE"), ("nope=1", "no setting 'nope'")],
+)
+def test_a_malformed_set_assignment_is_a_config_error(assignment: str, message: str) -> None:
+    from core.config import overrides_from_assignments
+
+    with pytest.raises(ConfigError, match=message):
+        overrides_from_assignments([assignment])
+
+
+def test_blueprint_limits_beat_the_configured_defaults_key_by_key(tmp_path: Path) -> None:
+    from blueprints import load_pipeline
+
+    path = tmp_path / "b.yaml"
+    path.write_text('version: "0.1"\nlimits: {max_tokens: 300}\nsteps:\n  - {kind: step, name: s}\n', encoding="utf-8")
+    settings = load_settings(cwd=tmp_path, env={}, overrides={"limits": {"max_tokens": 50, "max_cost_usd": 1.5}})
+    limits = load_pipeline(path, settings).limits
+    assert (limits.max_tokens, limits.max_cost_usd) == (300, 1.5)

@@ -7,6 +7,7 @@ import json
 import sys
 import time
 from collections.abc import Coroutine, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,15 @@ from rich.markup import escape
 
 from flujo_cli import exit_codes
 from flujo_cli.messages import error_line, fail, stderr, usage_error
+
+
+@dataclass(frozen=True)
+class RunOverrides:
+    """What the command line overrides for one run: settings (``--set``) and the blueprint's limits."""
+
+    settings: Sequence[str] = ()
+    max_tokens: int | None = None
+    max_cost_usd: float | None = None
 
 
 def _read_input(input_text: str | None) -> str | None:
@@ -57,6 +67,7 @@ def run_blueprint(
     answers_file: Path | None,
     no_input: bool,
     json_output: bool,
+    overrides: RunOverrides = RunOverrides(),
     debug: bool,
 ) -> int:
     if not file.is_file():
@@ -72,6 +83,7 @@ def run_blueprint(
             answers_file=answers_file,
             no_input=no_input,
             json_output=json_output,
+            overrides=overrides,
         ),
         debug=debug,
     )
@@ -84,6 +96,7 @@ def resume_run(
     answers_file: Path | None,
     no_input: bool,
     json_output: bool,
+    overrides: RunOverrides = RunOverrides(),
     debug: bool,
 ) -> int:
     if answers_file is not None and not answers_file.is_file():
@@ -97,6 +110,7 @@ def resume_run(
             answers_file=answers_file,
             no_input=no_input,
             json_output=json_output,
+            overrides=overrides,
         ),
         debug=debug,
     )
@@ -111,9 +125,10 @@ async def _run(
     answers_file: Path | None,
     no_input: bool,
     json_output: bool,
+    overrides: RunOverrides,
 ) -> int:
     from blueprints import load_pipeline
-    from core.config import load_settings, secret_values
+    from core.config import load_settings, overrides_from_assignments, secret_values
     from core.engine import Engine
     from core.errors import BlueprintError, RunError
     from core.redaction import Redactor
@@ -122,7 +137,7 @@ async def _run(
     from flujo_cli.progress import LiveReporter
 
     console = stderr()
-    settings = load_settings()
+    settings = load_settings(overrides=overrides_from_assignments(overrides.settings))
     positional, by_step = _answers(answers, answers_file)
     human = TerminalHuman(answers=positional, by_step=by_step, interactive=not no_input, console=console)
     reporter = LiveReporter(console, quiet=json_output)
@@ -148,6 +163,7 @@ async def _run(
         except BlueprintError as exc:
             _report_blueprint_error(exc, console)
             return exit_codes.BLUEPRINT
+        pipeline = _with_limits(pipeline, overrides)
         engine = Engine(store=store, human=human, reporter=reporter, redactor=redactor)
         if resume_id is not None:
             outcome = await engine.resume(pipeline, resume_id)
@@ -157,6 +173,16 @@ async def _run(
         reporter.close()
         await store.close()
     return _finish(outcome, json_output=json_output, seconds=time.perf_counter() - started, console=console)
+
+
+def _with_limits(pipeline: Any, overrides: RunOverrides) -> Any:
+    """``pipeline`` with the limits given on the command line in place of its own."""
+    limits = pipeline.limits
+    if overrides.max_tokens is not None:
+        limits = replace(limits, max_tokens=overrides.max_tokens)
+    if overrides.max_cost_usd is not None:
+        limits = replace(limits, max_cost_usd=overrides.max_cost_usd)
+    return replace(pipeline, limits=limits)
 
 
 def _report_blueprint_error(exc: Any, console: Console) -> None:
@@ -212,9 +238,11 @@ def _finish(outcome: Any, *, json_output: bool, seconds: float, console: Console
         console.print(f"  continue with: [bold]{escape(resume_cmd)}[/]  [dim]{summary}[/]")
         return exit_codes.PAUSED
     if outcome.status == "limit_reached":
+        flag = "--max-cost-usd AMOUNT" if (outcome.detail or "").startswith("cost") else "--max-tokens N"
         error_line(
             outcome.detail or "usage limit reached",
-            "raise limits in the blueprint, then resume (finished steps are replayed, not paid again)",
+            f"continue with a higher limit: flujo resume {outcome.run_id} {flag}"
+            " (finished steps are replayed, not paid again)",
         )
         console.print(f"  [dim]{summary}[/]")
         return exit_codes.LIMIT
