@@ -878,3 +878,50 @@ def test_validate_rejects_summarize_without_a_summarizer_and_init_writing_the_hi
     assert f"{path}:13:28: error: in a conversation loop context.scratchpad.history is the conversation" in err
     code, _, err = flujo(["run", str(path)])
     assert code == exit_codes.BLUEPRINT
+
+
+# --- parallel branches inside a conversation --------------------------------------------------------------
+
+PARALLEL_BODY = """\
+version: "0.1"
+agents:
+  optimist: {model: scripted, replies: [pro1, pro2]}
+  pessimist: {model: scripted, replies: [con1, con2]}
+  judge: {model: scripted, replies: [verdict1, verdict2]}
+steps:
+  - kind: loop
+    name: debate
+    loop:
+      conversation: true
+      max_loops: 2
+      ai_turn_source: all_agents
+      body:
+        - kind: parallel
+          name: sides
+          merge_strategy: %s
+          branches:
+            pro:
+              - {kind: step, name: for, uses: agents.optimist}
+            con:
+              - {kind: hitl, name: objection, message: "Any objection?"}
+              - {kind: step, name: against, uses: agents.pessimist}
+        - {kind: step, name: judge, uses: agents.judge}
+      output: {text: conversation_history}
+"""
+
+
+@pytest.mark.parametrize("strategy", ["merge_scratchpad", "no_merge", "overwrite"])
+async def test_turns_said_in_parallel_branches_join_the_conversation_in_branch_order(
+    tmp_path: Path, strategy: str
+) -> None:
+    pipeline = compile_text(tmp_path, PARALLEL_BODY % strategy)
+    outcome, store, _ = await run(pipeline, "Should we ship?", ["o1", "o2"])
+    assert outcome.status == "completed", outcome.error
+    first = [("User", "Should we ship?"), ("Assistant", "pro1"), ("User", "o1"), ("Assistant", "con1")]
+    assert outcome.output == lines(
+        *first, ("Assistant", "verdict1"), ("Assistant", "pro2"), ("User", "o2"), ("Assistant", "con2"),
+        ("Assistant", "verdict2"),
+    )  # fmt: skip
+    # The judge, after the branches, is sent what both sides said, then its input (the branch outputs).
+    judged = sent((await prompts(store, outcome.run_id))["debate/1/judge"])
+    assert judged == [*((role.lower(), text) for role, text in first), ("user", '{"pro": "pro1", "con": "con1"}')]

@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, assert_never
 
-from core.context import RunContext
+from core.context import ConversationTurn, HitlEntry, RunContext
 from core.errors import ControlSignal, FlujoError, RunError, StepFailed
 from core.policies.body import BodyRunner
 from core.policies.context_writes import record_output
@@ -23,7 +23,35 @@ _MISSING = object()
 
 
 def merge_contexts(ctx: RunContext, branches: list[tuple[str, RunContext]], strategy: MergeStrategy, step: str) -> None:
-    """Fold the successful branch contexts back into ``ctx`` according to ``strategy``."""
+    """Fold the successful branch contexts back into ``ctx`` according to ``strategy``. What was said in
+    the branches (conversation turns, HITL answers) is a record, not state: every strategy keeps all of it,
+    in branch order."""
+    turns, hitl = merged_records(ctx, branches)
+    _merge_state(ctx, branches, strategy, step)
+    ctx.conversation_history, ctx.hitl_history = turns, hitl
+
+
+def merged_records(
+    ctx: RunContext, branches: list[tuple[str, RunContext]]
+) -> tuple[list[ConversationTurn], list[HitlEntry]]:
+    """The conversation turns and HITL answers of ``ctx`` followed by those each branch added, in branch
+    order. A branch that summarised the history (its turns no longer start with the parent's) brings its
+    condensed history in place of the parent's."""
+    base, known = ctx.conversation_history, len(ctx.conversation_history)
+    history, added = list(base), list[ConversationTurn]()
+    for _, branch in branches:
+        turns = branch.conversation_history
+        if turns[:known] == base:
+            added.extend(turns[known:])
+        else:
+            history = list(turns)
+    answers = list(ctx.hitl_history)
+    for _, branch in branches:
+        answers.extend(branch.hitl_history[len(ctx.hitl_history) :])
+    return history + added, answers
+
+
+def _merge_state(ctx: RunContext, branches: list[tuple[str, RunContext]], strategy: MergeStrategy, step: str) -> None:
     if strategy == "no_merge":
         return
     base = dict(ctx.scratchpad)
@@ -33,7 +61,6 @@ def merge_contexts(ctx: RunContext, branches: list[tuple[str, RunContext]], stra
         return
     # Taken before merging: what each branch added is relative to the parent as the branches found it.
     base_steps = dict(ctx.steps)
-    known = len(ctx.hitl_history)
     written: dict[str, tuple[str, Any]] = {}
     for name, branch in branches:
         for key, value in branch.scratchpad.items():
@@ -56,7 +83,6 @@ def merge_contexts(ctx: RunContext, branches: list[tuple[str, RunContext]], stra
             # branches, the first to write a name keeps it.
             if base_steps.get(key) is not value and ctx.steps.get(key) is base_steps.get(key):
                 ctx.steps[key] = value
-        ctx.hitl_history.extend(branch.hitl_history[known:])
 
 
 def reduce_outputs(outputs: Mapping[str, Any], mode: ReduceMode, step: str) -> Any:
