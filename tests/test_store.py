@@ -22,6 +22,7 @@ import core.store.sqlite as sqlite_module
 from core.errors import StoreError
 from core.ports import RunRecord, RunStore, StepRecord, TraceEvent
 from core.store import SCHEMA_VERSION, MemoryStore, SqliteStore, open_store
+from core.store.migrations import MIGRATIONS
 from core.usage import Usage
 
 REPO = Path(__file__).resolve().parent.parent
@@ -29,7 +30,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 def test_exports() -> None:
     assert sorted(core.store.__all__) == ["MemoryStore", "SCHEMA_VERSION", "SqliteStore", "open_store"]
-    assert SCHEMA_VERSION == 2
+    assert SCHEMA_VERSION == 3
 
 
 def run(run_id: str, *, created_at: float = 1000.0, **fields: Any) -> RunRecord:
@@ -81,6 +82,14 @@ async def test_a_run_round_trips_every_field(store: RunStore) -> None:
     )
     await store.create_run(record)
     assert await store.get_run("r1") == record
+
+
+async def test_a_run_whose_input_is_a_long_text_can_be_created(store: RunStore) -> None:
+    # Long texts are stored once, apart from the row that refers to them (before the run row exists).
+    long_input = "Plan a two-week family trip to Japan in June, on a budget, with a ten-year-old. " * 3
+    await store.create_run(run("r1", input=long_input, output={"draft": long_input}))
+    record = await store.get_run("r1")
+    assert record is not None and record.input == long_input and record.output == {"draft": long_input}
 
 
 async def test_creating_a_run_twice_is_an_error(store: RunStore) -> None:
@@ -346,7 +355,7 @@ async def test_sqlite_upgrades_an_m001_database(tmp_path: Path) -> None:
         assert [e.payload for e in await store.events("old-run")] == [{"t": "é"}]
         await store.record_step(step("old-run", "1"), [])
     names = [r[0] for r in _query(path, "SELECT name FROM schema_migrations ORDER BY applied_at")]
-    assert names == ["m001_runs_steps_events", "m002_run_and_event_indexes"]
+    assert names == [step.__name__ for step in MIGRATIONS]  # every later migration applied, in order
     indexes = {r[0] for r in _query(path, "SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert {"runs_by_created_at", "runs_by_status", "events_by_run"} <= indexes
     assert _query(path, "PRAGMA integrity_check") == [("ok",)]
@@ -356,8 +365,9 @@ async def test_sqlite_refuses_a_database_from_a_newer_flujo(tmp_path: Path) -> N
     path = tmp_path / "flujo.db"
     await (await open_store(str(path))).close()
     with contextlib.closing(sqlite3.connect(path)) as db, db:
-        db.execute("INSERT INTO schema_migrations VALUES ('m003_something_new', 2.0)")
-    with pytest.raises(StoreError, match=r"written by a newer flujo \(schema 3 > 2\)") as caught:
+        db.execute("INSERT INTO schema_migrations VALUES ('m999_something_new', 2.0)")
+    newer = rf"written by a newer flujo \(schema {SCHEMA_VERSION + 1} > {SCHEMA_VERSION}\)"
+    with pytest.raises(StoreError, match=newer) as caught:
         await open_store(str(path))
     assert caught.value.hint == "upgrade flujo"
 

@@ -2,13 +2,15 @@
 
 Invariants: every payload (inputs, outputs, event payloads, usage) is stored as JSON text written with
 ``json.dumps(default=json_default, ensure_ascii=False)``: a view or mapping comes back as an object, a value
-that JSON cannot represent as its ``str()``, tuples as lists; ``None`` is stored as SQL NULL. Both stores
+that JSON cannot represent as its ``str()``, tuples as lists; ``None`` is stored as SQL NULL. The SQLite
+store may keep a long JSON text zlib-compressed (``pack``); ``load`` reads both forms. Both stores
 pass values through ``normalize`` so the in-memory store hands back exactly what the SQLite store would.
 """
 
 from __future__ import annotations
 
 import json
+import zlib
 from typing import Any, get_args
 
 from core.errors import StoreError
@@ -28,14 +30,39 @@ def dump(value: Any) -> str | None:
     return json.dumps(value, default=json_default, ensure_ascii=False)
 
 
-def load(text: str | None) -> Any:
-    """The value ``dump`` wrote."""
+def load(text: str | bytes | None) -> Any:
+    """The value ``dump`` wrote (or that ``pack`` compressed)."""
     if text is None:
         return None
     try:
-        return json.loads(text)
+        return json.loads(unpack(text))
     except json.JSONDecodeError as exc:
         raise StoreError(f"a stored value is not valid JSON: {exc}", hint=_DAMAGED) from exc
+
+
+PACK_FROM = 256
+"""Texts at least this long (in UTF-8 bytes) are stored compressed when that saves a tenth or more."""
+
+
+def pack(text: str) -> str | bytes:
+    """``text`` as the SQLite store keeps it: as it is (TEXT), or zlib-compressed (a BLOB) when long and
+    compressible. ``unpack`` tells the two apart by their type, so rows written before compression existed
+    read the same."""
+    encoded = text.encode("utf-8")
+    if len(encoded) < PACK_FROM:
+        return text
+    packed = zlib.compress(encoded, 6)
+    return packed if len(packed) * 10 <= len(encoded) * 9 else text
+
+
+def unpack(value: str | bytes) -> str:
+    """The text ``pack`` stored."""
+    if isinstance(value, str):
+        return value
+    try:
+        return zlib.decompress(value).decode("utf-8")
+    except (zlib.error, UnicodeDecodeError) as exc:
+        raise StoreError(f"a stored value cannot be decompressed: {exc}", hint=_DAMAGED) from exc
 
 
 def normalize(value: Any) -> Any:
@@ -48,7 +75,7 @@ def dump_payload(payload: Any) -> str:
     return json.dumps(dict(payload), default=json_default, ensure_ascii=False)
 
 
-def load_payload(text: str) -> dict[str, Any]:
+def load_payload(text: str | bytes) -> dict[str, Any]:
     value = load(text)
     if not isinstance(value, dict):
         raise StoreError("a stored event payload is not a JSON object", hint=_DAMAGED)
@@ -95,11 +122,16 @@ RUN_COLUMNS = (
 STEP_COLUMNS = "run_id, path, name, kind, status, input, output, error, started_at, duration_s, usage"
 
 
-def run_row(run: RunRecord) -> tuple[Any, ...]:
-    """The values of ``RUN_COLUMNS`` for ``run``."""
+def plain(value: Any) -> Any:
+    """``value`` as plain JSON data (dicts, lists, str, numbers, bool, None): what ``load(dump(value))`` gives."""
+    return normalize(value)
+
+
+def run_row(run: RunRecord, input: str | bytes | None, output: str | bytes | None) -> tuple[Any, ...]:
+    """The values of ``RUN_COLUMNS`` for ``run``, its input and output already encoded."""
     return (
-        run.run_id, run.pipeline_name, run.status, run.source, run.source_hash, dump(run.input),
-        dump(run.output), run.error, run.created_at, run.finished_at, dump_usage(run.usage),
+        run.run_id, run.pipeline_name, run.status, run.source, run.source_hash, input,
+        output, run.error, run.created_at, run.finished_at, dump_usage(run.usage),
         run.parent_run_id, run.thread, run.pause_path, run.pause_message,
     )  # fmt: skip
 
@@ -125,10 +157,10 @@ def run_from_row(row: Any) -> RunRecord:
     )
 
 
-def step_row(step: StepRecord) -> tuple[Any, ...]:
-    """The values of ``STEP_COLUMNS`` for ``step``."""
+def step_row(step: StepRecord, input: str | bytes | None, output: str | bytes | None) -> tuple[Any, ...]:
+    """The values of ``STEP_COLUMNS`` for ``step``, its input and output already encoded."""
     return (
-        step.run_id, step.path, step.name, step.kind, step.status, dump(step.input), dump(step.output),
+        step.run_id, step.path, step.name, step.kind, step.status, input, output,
         step.error, step.started_at, step.duration_s, dump_usage(step.usage),
     )  # fmt: skip
 

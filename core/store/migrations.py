@@ -100,6 +100,23 @@ async def m002_run_and_event_indexes(db: aiosqlite.Connection) -> None:
     await db.execute("CREATE INDEX events_by_run ON events(run_id, seq)")
 
 
+@migration
+async def m003_shared_texts(db: aiosqlite.Connection) -> None:
+    # Long texts stored once per run (core.store.texts); the run's records refer to them as {"$text": id},
+    # and they go when the run goes. The hash is not unique: texts are matched by body too.
+    await db.execute(
+        """
+        CREATE TABLE texts (
+            id INTEGER PRIMARY KEY,
+            run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+            hash BLOB NOT NULL,
+            body NOT NULL
+        )
+        """
+    )
+    await db.execute("CREATE INDEX texts_by_run_and_hash ON texts(run_id, hash)")
+
+
 SCHEMA_VERSION = len(MIGRATIONS)
 """How many migrations this flujo knows; a database with more was written by a newer flujo."""
 

@@ -9,12 +9,16 @@ Invariants:
   ``record_step`` stores a step and its events together, so ``kill -9`` loses at most the step in flight.
 * A step recorded again at the same path replaces the earlier row and sorts after the others (a journal
   entry is overwritten); events are append-only, so the trace keeps every attempt.
+* Each long text is stored once (``core.store.texts``): writes replace texts by references inside the
+  same transaction, reads substitute them back, so no caller ever sees a reference.
 * sqlite3 errors become ``StoreError`` in one place, ``_store_error``, with one line and a hint.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
 import os
 import sqlite3
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -27,11 +31,15 @@ import aiosqlite
 
 from core.errors import StoreError
 from core.ports import RunRecord, RunStatus, StepRecord, TraceEvent
-from core.store import codec
+from core.store import codec, texts
 from core.store.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
 from core.store.migrations import migrate
 from core.store.transaction import immediate
 from core.usage import Usage
+
+TEXT_CACHE_SIZE = 4096
+"""How many texts' ids a store remembers (text → id), so a conversation's turns are looked up once."""
+_CHUNK = 500  # ids per "IN (...)" query, well under SQLite's limit on parameters
 
 BUSY_TIMEOUT_S = 10.0
 """How long a write waits for another process's write lock before failing with "locked"."""
@@ -54,6 +62,8 @@ class SqliteStore:
         self.path = str(path)
         self._db: aiosqlite.Connection | None = None
         self._lock = asyncio.Lock()
+        self._text_ids: dict[tuple[str, str], int] = {}  # (run, text) → id, committed texts only
+        self._new_text_ids: dict[tuple[str, str], int] = {}  # texts inserted by the transaction in progress
 
     async def open(self) -> SqliteStore:
         """Connect, set the pragmas, create the parent directory and apply pending migrations."""
@@ -93,10 +103,13 @@ class SqliteStore:
 
     async def create_run(self, run: RunRecord) -> None:
         async with self._write(f"create run {run.run_id}") as db:
+            # The run's long texts are inserted before its row, which they reference: check at COMMIT.
+            await db.execute("PRAGMA defer_foreign_keys = ON")
+            input, output = await self._encode(db, run.run_id, [run.input, run.output])
             cursor = await db.execute(
                 f"INSERT INTO runs ({codec.RUN_COLUMNS}) VALUES ({_marks(codec.RUN_COLUMNS)})"
                 " ON CONFLICT (run_id) DO NOTHING",
-                codec.run_row(run),
+                codec.run_row(run, input, output),
             )
             if cursor.rowcount == 0:
                 raise StoreError(f"run {run.run_id} already exists", hint="every run needs a new id")
@@ -104,16 +117,18 @@ class SqliteStore:
     async def record_step(self, step: StepRecord, events: Sequence[TraceEvent]) -> None:
         """Store ``step`` (replacing any earlier step at its path) and its events in one transaction."""
         async with self._write(f"record step {step.path!r} of run {step.run_id}") as db:
+            values = [step.input, step.output, *_payloads(events)]
+            input, output, *payloads = await self._encode(db, step.run_id, values)
             await db.execute("DELETE FROM steps WHERE run_id = ? AND path = ?", (step.run_id, step.path))
             await db.execute(
                 f"INSERT INTO steps ({codec.STEP_COLUMNS}) VALUES ({_marks(codec.STEP_COLUMNS)})",
-                codec.step_row(step),
+                codec.step_row(step, input, output),
             )
-            await _insert_events(db, step.run_id, events)
+            await _insert_events(db, step.run_id, events, payloads)
 
     async def record_events(self, run_id: str, events: Sequence[TraceEvent]) -> None:
         async with self._write(f"record events of run {run_id}") as db:
-            await _insert_events(db, run_id, events)
+            await _insert_events(db, run_id, events, await self._encode(db, run_id, _payloads(events)))
 
     async def update_run(
         self,
@@ -128,13 +143,14 @@ class SqliteStore:
         finished_at: float | None = None,
     ) -> None:
         async with self._write(f"update run {run_id}") as db:
+            [encoded_output] = await self._encode(db, run_id, [output])
             cursor = await db.execute(
                 "UPDATE runs SET status = ?, output = COALESCE(?, output), error = COALESCE(?, error),"
                 " usage = COALESCE(?, usage), finished_at = COALESCE(?, finished_at),"
                 " pause_path = ?, pause_message = ? WHERE run_id = ?",
                 (
                     status,
-                    codec.dump(output),
+                    encoded_output,
                     error,
                     None if usage is None else codec.dump_usage(usage),
                     finished_at,
@@ -159,7 +175,7 @@ class SqliteStore:
         if found is None:
             return None
         rows = await self._read(f"read run {found}", f"SELECT {codec.RUN_COLUMNS} FROM runs WHERE run_id = ?", (found,))
-        return codec.run_from_row(rows[0]) if rows else None
+        return (await self._runs_from_rows(rows))[0] if rows else None
 
     async def list_runs(self, *, limit: int = 20, status: RunStatus | None = None) -> list[RunRecord]:
         """Up to ``limit`` runs, newest first, optionally only those with ``status``."""
@@ -170,7 +186,7 @@ class SqliteStore:
             f"SELECT {codec.RUN_COLUMNS} FROM runs {where} ORDER BY created_at DESC, rowid DESC LIMIT ?",
             (*params, max(limit, 0)),
         )
-        return [codec.run_from_row(row) for row in rows]
+        return await self._runs_from_rows(rows)
 
     async def steps(self, run_id: str) -> list[StepRecord]:
         """The steps of run ``run_id`` in the order they were recorded."""
@@ -179,7 +195,12 @@ class SqliteStore:
             f"SELECT {codec.STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY seq",
             (run_id,),
         )
-        return [codec.step_from_row(row) for row in rows]
+        steps = [codec.step_from_row(row) for row in rows]
+        known = await self._texts([ref for step in steps for ref in texts.references([step.input, step.output])])
+        return [
+            dataclasses.replace(step, input=texts.join(step.input, known), output=texts.join(step.output, known))
+            for step in steps
+        ]
 
     async def events(self, run_id: str) -> list[TraceEvent]:
         """The trace events of run ``run_id`` in the order they were recorded."""
@@ -188,7 +209,80 @@ class SqliteStore:
             "SELECT kind, path, payload, ts FROM events WHERE run_id = ? ORDER BY seq",
             (run_id,),
         )
-        return [TraceEvent(kind=r[0], path=r[1], payload=codec.load_payload(r[2]), ts=r[3]) for r in rows]
+        payloads = [codec.load_payload(r[2]) for r in rows]
+        known = await self._texts([ref for payload in payloads for ref in texts.references(payload)])
+        return [
+            TraceEvent(kind=r[0], path=r[1], payload=texts.join(payload, known), ts=r[3])
+            for r, payload in zip(rows, payloads, strict=True)
+        ]
+
+    async def _runs_from_rows(self, rows: Sequence[Any]) -> list[RunRecord]:
+        runs = [codec.run_from_row(row) for row in rows]
+        known = await self._texts([ref for run in runs for ref in texts.references([run.input, run.output])])
+        return [
+            dataclasses.replace(run, input=texts.join(run.input, known), output=texts.join(run.output, known))
+            for run in runs
+        ]
+
+    async def _texts(self, ids: Sequence[int]) -> dict[int, str]:
+        """The bodies of the texts ``ids`` refer to; StoreError when one is missing."""
+        wanted = sorted(set(ids))
+        found: dict[int, str] = {}
+        for start in range(0, len(wanted), _CHUNK):
+            chunk = wanted[start : start + _CHUNK]
+            rows = await self._read(
+                "read stored texts", f"SELECT id, body FROM texts WHERE id IN ({_marks_n(len(chunk))})", tuple(chunk)
+            )
+            found.update((int(row[0]), codec.unpack(row[1])) for row in rows)
+        if len(found) != len(wanted):
+            raise StoreError(
+                f"{len(wanted) - len(found)} stored text(s) are missing from {self.path}",
+                hint="the database may be damaged; restore a backup",
+            )
+        return found
+
+    async def _encode(self, db: aiosqlite.Connection, run_id: str, values: Sequence[Any]) -> list[str | bytes | None]:
+        """``values`` as stored: compact JSON with the long texts stored once for run ``run_id`` and
+        referenced, compressed when long (None stays None)."""
+        plain = [None if value is None else codec.plain(value) for value in values]
+        wanted = {text for value in plain for text in texts.shared_texts(value)}
+        ids = await self._text_id_map(db, run_id, wanted) if wanted else {}
+        return [
+            None
+            if value is None
+            else codec.pack(json.dumps(texts.split(value, ids.__getitem__), ensure_ascii=False, separators=(",", ":")))
+            for value in plain
+        ]
+
+    async def _text_id_map(self, db: aiosqlite.Connection, run_id: str, wanted: set[str]) -> dict[str, int]:
+        """The id of each text in ``wanted`` among run ``run_id``'s texts, inserting those not stored yet
+        (inside the caller's transaction: the ids become known to this store only when it commits)."""
+        ids: dict[str, int] = {}
+        missing: dict[bytes, list[str]] = {}
+        for text in wanted:
+            known = self._text_ids.get((run_id, text)) or self._new_text_ids.get((run_id, text))
+            if known is not None:
+                ids[text] = known
+            else:
+                missing.setdefault(texts.digest(text), []).append(text)
+        hashes = list(missing)
+        for start in range(0, len(hashes), _CHUNK):
+            chunk = hashes[start : start + _CHUNK]
+            sql = f"SELECT id, body FROM texts WHERE run_id = ? AND hash IN ({_marks_n(len(chunk))})"
+            for row_id, body in await db.execute_fetchall(sql, (run_id, *chunk)):
+                text = codec.unpack(body)
+                if text in wanted:
+                    ids[text] = int(row_id)
+        for digest_, group in missing.items():
+            for text in group:
+                if text not in ids:
+                    cursor = await db.execute(
+                        "INSERT INTO texts (run_id, hash, body) VALUES (?, ?, ?)", (run_id, digest_, codec.pack(text))
+                    )
+                    assert cursor.lastrowid is not None
+                    ids[text] = cursor.lastrowid
+        self._new_text_ids.update(((run_id, text), ids[text]) for group in missing.values() for text in group)
+        return ids
 
     def _connection(self) -> aiosqlite.Connection:
         if self._db is None:
@@ -206,9 +300,15 @@ class SqliteStore:
     async def _write(self, action: str) -> AsyncIterator[aiosqlite.Connection]:
         db = self._connection()
         async with self._lock:
+            self._new_text_ids = {}
             with self._translated(action):
                 async with immediate(db):
                     yield db
+            # Committed: the texts this transaction stored can now be referred to without a look-up.
+            if len(self._text_ids) + len(self._new_text_ids) > TEXT_CACHE_SIZE:
+                self._text_ids.clear()
+            self._text_ids.update(self._new_text_ids)
+            self._new_text_ids = {}
 
     async def _read(self, action: str, sql: str, params: tuple[Any, ...]) -> list[Any]:
         db = self._connection()
@@ -279,12 +379,22 @@ def _store_error(label: str, action: str, exc: sqlite3.Error) -> StoreError:
 
 
 def _marks(columns: str) -> str:
-    return ", ".join("?" for _ in columns.split(","))
+    return _marks_n(len(columns.split(",")))
 
 
-async def _insert_events(db: aiosqlite.Connection, run_id: str, events: Sequence[TraceEvent]) -> None:
+def _marks_n(count: int) -> str:
+    return ", ".join("?" for _ in range(count))
+
+
+def _payloads(events: Sequence[TraceEvent]) -> list[dict[str, Any]]:
+    return [dict(event.payload) for event in events]
+
+
+async def _insert_events(
+    db: aiosqlite.Connection, run_id: str, events: Sequence[TraceEvent], payloads: Sequence[str | bytes | None]
+) -> None:
     if events:
         await db.executemany(
             "INSERT INTO events (run_id, path, kind, ts, payload) VALUES (?, ?, ?, ?, ?)",
-            [(run_id, e.path, e.kind, e.ts, codec.dump_payload(e.payload)) for e in events],
+            [(run_id, e.path, e.kind, e.ts, p) for e, p in zip(events, payloads, strict=True)],
         )

@@ -1,0 +1,84 @@
+"""Long texts stored once: how the SQLite store keeps a conversation from growing with its square.
+
+A conversation's turns reappear in many records: as a step's output, as the next step's input, in every
+later ``agent.prompt`` event that injects them, in ``agent.reply`` and ``hitl.answer`` events. The SQLite
+store keeps each distinct text of ``MIN_SHARED`` characters or more once, in the ``texts`` table, and
+writes ``{"$text": id}`` in its place; reading substitutes it back, so callers never see a reference.
+
+Invariants:
+
+* ``split`` and ``join`` are inverses on JSON values: ``join(split(v, ids), texts) == v`` for every value,
+  including user data that happens to look like a reference (a mapping whose only key is ``$text`` or
+  ``$literal`` is wrapped as ``{"$literal": ...}``).
+* A text's id is found by its BLAKE2b digest; the body is compared too, so a digest collision can never
+  make one text stand for another (``SqliteStore`` stores the second text under a new row).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+MIN_SHARED = 48
+"""Texts at least this long are stored once and referenced; shorter ones stay inline."""
+
+TEXT_KEY = "$text"
+LITERAL_KEY = "$literal"
+_RESERVED = ({TEXT_KEY}, {LITERAL_KEY})
+
+
+def digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+
+
+def shared_texts(value: Any) -> Iterator[str]:
+    """The texts in a JSON ``value`` that ``split`` replaces by references."""
+    if isinstance(value, str):
+        if len(value) >= MIN_SHARED:
+            yield value
+    elif isinstance(value, list):
+        for item in value:
+            yield from shared_texts(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from shared_texts(item)
+
+
+def split(value: Any, text_id: Callable[[str], int]) -> Any:
+    """``value`` (plain JSON data) with each long text replaced by ``{"$text": text_id(text)}``."""
+    if isinstance(value, str):
+        return {TEXT_KEY: text_id(value)} if len(value) >= MIN_SHARED else value
+    if isinstance(value, list):
+        return [split(item, text_id) for item in value]
+    if isinstance(value, dict):
+        mapping = {key: split(item, text_id) for key, item in value.items()}
+        return {LITERAL_KEY: mapping} if set(mapping) in _RESERVED else mapping
+    return value
+
+
+def references(value: Any) -> Iterator[int]:
+    """The text ids a stored value refers to."""
+    if isinstance(value, list):
+        for item in value:
+            yield from references(item)
+    elif isinstance(value, dict):
+        if set(value) == {TEXT_KEY} and isinstance(value[TEXT_KEY], int):
+            yield value[TEXT_KEY]
+            return
+        inner = value[LITERAL_KEY] if set(value) == {LITERAL_KEY} and isinstance(value[LITERAL_KEY], dict) else value
+        for item in inner.values():
+            yield from references(item)
+
+
+def join(value: Any, texts: Mapping[int, str]) -> Any:
+    """A stored value with its references replaced by the texts they name (``KeyError`` for a missing one)."""
+    if isinstance(value, list):
+        return [join(item, texts) for item in value]
+    if isinstance(value, dict):
+        if set(value) == {TEXT_KEY} and isinstance(value[TEXT_KEY], int):
+            return texts[value[TEXT_KEY]]
+        if set(value) == {LITERAL_KEY} and isinstance(value[LITERAL_KEY], dict):
+            value = value[LITERAL_KEY]
+        return {key: join(item, texts) for key, item in value.items()}
+    return value
