@@ -10,13 +10,14 @@ Invariants:
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import time
 from dataclasses import dataclass, replace
 from typing import Any
 
 from core.context import RunContext
-from core.errors import Abort, FlujoError, LimitReached, Pause, RunError
+from core.errors import Abort, FlujoError, LimitReached, Pause, ResumeRefused, RunError
 from core.policies.dispatch import run_steps
 from core.policies.frame import Frame
 from core.ports import HumanInput, HumanQuestion, NullReporter, Reporter, RunRecord, RunStatus, RunStore
@@ -59,6 +60,22 @@ def _environment_redactor() -> Redactor:
     return Redactor(secret_values=secret_values(Settings()))
 
 
+def _check_resumable(record: RunRecord, pipeline: Pipeline, *, force: bool) -> None:
+    if record.status == "completed":
+        raise ResumeRefused(
+            f"run {record.run_id} already completed; there is nothing to resume",
+            hint="start a new run with: flujo run FILE",
+        )
+    changed = record.source_hash is not None and record.source_hash != pipeline.source_hash
+    if changed and not force:
+        where = f"the blueprint {record.source}" if record.source else "the blueprint"
+        raise ResumeRefused(
+            f"{where} changed since run {record.run_id} started",
+            hint="restore it, or resume with --force to go on with the changed file"
+            " (finished steps keep their recorded results)",
+        )
+
+
 def new_run_id() -> str:
     return secrets.token_hex(8)
 
@@ -96,16 +113,40 @@ class Engine:
                 thread=thread,
             )
         )
-        # The input as the store gives it back (a JSON round trip), which is what a resumed run starts from.
-        return await self._execute(pipeline, normalize(input), run_id, journal_from_store=False)
+        if not await self.store.claim_run(run_id):
+            raise RunError(f"run {run_id} is already being executed", hint="every run needs a new id")
+        try:
+            # The input as the store gives it back (a JSON round trip), which is what a resumed run starts from.
+            return await self._execute(pipeline, normalize(input), run_id, journal_from_store=False)
+        finally:
+            await self.store.release_run(run_id)
 
-    async def resume(self, pipeline: Pipeline, run_id: str) -> RunOutcome:
-        """Continue a paused or crashed run: committed steps are replayed, the rest executed."""
+    async def resume(self, pipeline: Pipeline, run_id: str, *, force: bool = False) -> RunOutcome:
+        """Continue a paused, failed, interrupted or crashed run: committed steps are replayed, the rest
+        executed. ``run_id`` may be a unique prefix.
+
+        Refused (``ResumeRefused``) when the run completed, when another live process is executing it
+        (a crashed process holds no claim, so its run resumes), or when ``pipeline`` is not the blueprint
+        the run started with (its source hash differs) unless ``force``."""
         record = await self.store.get_run(run_id)
         if record is None:
-            raise RunError(f"no run {run_id!r}", hint="list runs with: flujo lens list")
-        await self.store.update_run(record.run_id, status="running")
-        return await self._execute(pipeline, record.input, record.run_id, journal_from_store=True)
+            raise RunError(f"no run matches {run_id!r}", hint="list runs with: flujo lens list")
+        full_id = record.run_id
+        if not await self.store.claim_run(full_id):
+            owner = f" ({record.owner})" if record.owner else ""
+            raise ResumeRefused(
+                f"run {full_id} is being executed by another flujo process{owner}",
+                hint="wait for it to finish or pause; a run whose process died can be resumed",
+            )
+        try:
+            # Read again under the claim: the process that held it may have finished the run meanwhile.
+            record = await self.store.get_run(full_id)
+            assert record is not None
+            _check_resumable(record, pipeline, force=force)
+            await self.store.update_run(full_id, status="running")
+            return await self._execute(pipeline, record.input, full_id, journal_from_store=True)
+        finally:
+            await self.store.release_run(full_id)
 
     async def _execute(self, pipeline: Pipeline, input: Any, run_id: str, *, journal_from_store: bool) -> RunOutcome:
         journal = {}
@@ -150,6 +191,9 @@ class Engine:
             return RunOutcome(
                 run_id=run_id, status="failed", error=error, failed_step=frame.failed_step(error), usage=frame.usage
             )
+        except asyncio.CancelledError:  # Ctrl-C (or a caller's cancel) outside a prompt: say so, then go on
+            await self.store.update_run(run_id, status="interrupted", usage=frame.usage)
+            raise
         except Exception as exc:  # an injected port (store, human input) broke: record it, never leave "running"
             failure = RunError(f"{type(exc).__name__}: {exc}", hint="run again with --debug to see where")
             await self.store.update_run(

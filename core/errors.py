@@ -11,7 +11,8 @@ The tree::
         │   └── ProviderUnreachable the endpoint could not be reached at all
         ├── AgentOutputError        an agent's output did not match its output_schema
         ├── TemplateError           a template or expression failed while rendering
-        └── StoreError              the run store could not be read or written
+        ├── StoreError              the run store could not be read or written
+        └── ResumeRefused           a run cannot be resumed: completed, executing elsewhere, blueprint changed
 
     ControlSignal (not a FlujoError: ``except FlujoError`` can never swallow one)
     ├── Pause                       a human must answer before the run can go on
@@ -119,6 +120,11 @@ class TemplateError(RunError):
 
 class StoreError(RunError):
     """The run store could not be opened, read or written (locked, corrupt, newer schema)."""
+
+
+class ResumeRefused(RunError):
+    """A run cannot be resumed as asked: it completed, another live process is executing it, or its
+    blueprint changed since it started (``force`` overrides only the last)."""
 
 
 class ControlSignal(Exception):

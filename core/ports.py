@@ -135,7 +135,7 @@ class HumanInput(Protocol):
 
 
 StepStatus = Literal["completed", "failed", "skipped", "paused"]
-RunStatus = Literal["running", "completed", "failed", "paused", "limit_reached", "aborted"]
+RunStatus = Literal["running", "completed", "failed", "paused", "limit_reached", "aborted", "interrupted"]
 
 
 @dataclass(frozen=True)
@@ -182,6 +182,7 @@ class RunRecord:
     thread: str | None = None
     pause_path: str | None = None
     pause_message: str | None = None
+    owner: str | None = None  # the process that claimed the run last, e.g. "pid 4242 on build-01"
 
 
 class RunStore(Protocol):
@@ -218,7 +219,17 @@ class RunStore(Protocol):
 
     async def events(self, run_id: str) -> list[TraceEvent]: ...
 
-    async def close(self) -> None: ...
+    async def claim_run(self, run_id: str) -> bool:
+        """Claim run ``run_id`` for this process, so no other process executes it at the same time, and
+        record this process as its owner. False when a live process (this one included) holds it already.
+        A claim ends with ``release_run``, ``close``, or the process, however it ends."""
+        ...
+
+    async def release_run(self, run_id: str) -> None: ...
+
+    async def close(self) -> None:
+        """Release this store's claims and its connection."""
+        ...
 
 
 class Reporter(Protocol):

@@ -131,8 +131,12 @@ def resume(
     set_: SetOption = None,
     max_tokens: MaxTokensOption = None,
     max_cost_usd: MaxCostOption = None,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Resume even though the blueprint file changed since the run started."),
+    ] = False,
 ) -> None:
-    """Continue a paused or interrupted run; steps already done are not run again."""
+    """Continue a paused, failed, interrupted or crashed run; steps already done are not run again."""
     from flujo_cli.commands.run import RunOverrides, resume_run
 
     raise SystemExit(
@@ -143,6 +147,7 @@ def resume(
             no_input=no_input,
             json_output=json_output,
             overrides=RunOverrides(set_ or [], max_tokens, max_cost_usd),
+            force=force,
             debug=state.debug,
         )
     )

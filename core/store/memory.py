@@ -17,7 +17,7 @@ from typing import Any
 
 from core.errors import StoreError
 from core.ports import RunRecord, RunStatus, StepRecord, TraceEvent
-from core.store import codec
+from core.store import claims, codec
 from core.store.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
 from core.usage import Usage
 
@@ -29,6 +29,7 @@ class MemoryStore:
         self._runs: dict[str, RunRecord] = {}  # insertion order breaks ties between equal created_at
         self._steps: dict[str, list[StepRecord]] = {}
         self._events: dict[str, list[TraceEvent]] = {}
+        self._claimed: set[str] = set()  # one process, one store: a claim only has to exclude this store's users
 
     async def __aenter__(self) -> MemoryStore:
         return self
@@ -39,8 +40,8 @@ class MemoryStore:
         await self.close()
 
     async def close(self) -> None:
-        """Nothing to release; the data stays readable."""
-        return None
+        """Release the claims; the data stays readable."""
+        self._claimed.clear()
 
     async def create_run(self, run: RunRecord) -> None:
         if run.run_id in self._runs:
@@ -108,6 +109,17 @@ class MemoryStore:
 
     async def events(self, run_id: str) -> list[TraceEvent]:
         return [_fresh_event(e) for e in self._events.get(run_id, [])]
+
+    async def claim_run(self, run_id: str) -> bool:
+        self._require(run_id, f"claim run {run_id}")
+        if run_id in self._claimed:
+            return False
+        self._claimed.add(run_id)
+        self._runs[run_id] = dataclasses.replace(self._runs[run_id], owner=claims.process_label())
+        return True
+
+    async def release_run(self, run_id: str) -> None:
+        self._claimed.discard(run_id)
 
     def _require(self, run_id: str, action: str) -> None:
         if run_id not in self._runs:

@@ -117,6 +117,13 @@ async def m003_shared_texts(db: aiosqlite.Connection) -> None:
     await db.execute("CREATE INDEX texts_by_run_and_hash ON texts(run_id, hash)")
 
 
+@migration
+async def m004_run_owner(db: aiosqlite.Connection) -> None:
+    # Who claimed the run last ("pid 1234 on host"), for the message that refuses a second executor
+    # (core.store.claims holds the claim itself).
+    await db.execute("ALTER TABLE runs ADD COLUMN owner TEXT")
+
+
 SCHEMA_VERSION = len(MIGRATIONS)
 """How many migrations this flujo knows; a database with more was written by a newer flujo."""
 

@@ -31,7 +31,7 @@ import aiosqlite
 
 from core.errors import StoreError
 from core.ports import RunRecord, RunStatus, StepRecord, TraceEvent
-from core.store import codec, texts
+from core.store import claims, codec, texts
 from core.store.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
 from core.store.migrations import migrate
 from core.store.transaction import immediate
@@ -40,6 +40,9 @@ from core.usage import Usage
 TEXT_CACHE_SIZE = 4096
 """How many texts' ids a store remembers (text → id), so a conversation's turns are looked up once."""
 _CHUNK = 500  # ids per "IN (...)" query, well under SQLite's limit on parameters
+
+CLAIMS_SUFFIX = ".claims"
+"""The file beside the database whose byte-range locks say which process executes which run."""
 
 BUSY_TIMEOUT_S = 10.0
 """How long a write waits for another process's write lock before failing with "locked"."""
@@ -64,6 +67,7 @@ class SqliteStore:
         self._lock = asyncio.Lock()
         self._text_ids: dict[tuple[str, str], int] = {}  # (run, text) → id, committed texts only
         self._new_text_ids: dict[tuple[str, str], int] = {}  # texts inserted by the transaction in progress
+        self._claimed: set[str] = set()  # runs this store claimed (core.store.claims)
 
     async def open(self) -> SqliteStore:
         """Connect, set the pragmas, create the parent directory and apply pending migrations."""
@@ -86,7 +90,9 @@ class SqliteStore:
         return self
 
     async def close(self) -> None:
-        """Close the connection; closing twice is harmless."""
+        """Release this store's claims and close the connection; closing twice is harmless."""
+        for run_id in list(self._claimed):
+            await self.release_run(run_id)
         db, self._db = self._db, None
         if db is not None:
             async with self._lock:
@@ -161,6 +167,37 @@ class SqliteStore:
             )
             if cursor.rowcount == 0:
                 raise StoreError(f"no run {run_id} to update", hint="create the run first")
+
+    async def claim_run(self, run_id: str) -> bool:
+        """Claim ``run_id`` for this process (``core.store.claims``) and record it as the run's owner."""
+        self._connection()
+        if run_id in self._claimed:
+            return False
+        if self.path != ":memory:":  # a private in-memory database has no other process to exclude
+            try:
+                if not claims.claim(self.path + CLAIMS_SUFFIX, run_id):
+                    return False
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot claim run {run_id}: {exc.strerror or exc} ({self.path}{CLAIMS_SUFFIX})",
+                    hint=f"check permissions, or {_MOVE_HINT}",
+                ) from exc
+        self._claimed.add(run_id)
+        try:
+            async with self._write(f"claim run {run_id}") as db:
+                cursor = await db.execute("UPDATE runs SET owner = ? WHERE run_id = ?", (claims.process_label(), run_id))
+                if cursor.rowcount == 0:
+                    raise StoreError(f"cannot claim run {run_id}: no such run", hint=NO_RUN_HINT)
+        except BaseException:
+            await self.release_run(run_id)
+            raise
+        return True
+
+    async def release_run(self, run_id: str) -> None:
+        if run_id in self._claimed:
+            self._claimed.discard(run_id)
+            if self.path != ":memory:":
+                claims.release(self.path + CLAIMS_SUFFIX, run_id)
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         """The run ``run_id`` names or is a unique prefix of; StoreError when several runs match."""

@@ -48,12 +48,25 @@ def _answers(answers: Sequence[str], answers_file: Path | None) -> tuple[list[st
     return [*answers, *positional], by_step
 
 
-def _drive(coroutine: Coroutine[Any, Any, int], *, debug: bool) -> int:
+@dataclass
+class _Invocation:
+    """What the top level needs to know of the run in progress when it is interrupted."""
+
+    run_id: str | None = None
+
+
+def _drive(coroutine: Coroutine[Any, Any, int], invocation: _Invocation, *, debug: bool) -> int:
     """Run the async command; turn Ctrl-C and errors into one clear line and an exit code."""
     try:
         return asyncio.run(coroutine)
     except KeyboardInterrupt:
-        error_line("interrupted", "the steps finished so far are saved; `flujo resume RUN_ID` continues the run")
+        if invocation.run_id is None:
+            error_line("interrupted before the run started")
+        else:
+            error_line(
+                f"interrupted: run {invocation.run_id} is saved up to its last finished step",
+                f"continue it with: flujo resume {invocation.run_id}",
+            )
         return exit_codes.INTERRUPTED
     except Exception as exc:  # the CLI's top level: one clear line, never a traceback (unless --debug)
         fail(exc, debug=debug)
@@ -74,9 +87,11 @@ def run_blueprint(
         usage_error(f"no such blueprint file: {file}", "check the path; examples live in blueprints/examples/")
     if answers_file is not None and not answers_file.is_file():
         usage_error(f"no such answers file: {answers_file}")
+    invocation = _Invocation()
     return _drive(
         _run(
             file,
+            invocation,
             resume_id=None,
             input_text=_read_input(input_text),
             answers=answers,
@@ -85,6 +100,7 @@ def run_blueprint(
             json_output=json_output,
             overrides=overrides,
         ),
+        invocation,
         debug=debug,
     )
 
@@ -97,14 +113,18 @@ def resume_run(
     no_input: bool,
     json_output: bool,
     overrides: RunOverrides = RunOverrides(),
+    force: bool = False,
     debug: bool,
 ) -> int:
     if answers_file is not None and not answers_file.is_file():
         usage_error(f"no such answers file: {answers_file}")
+    invocation = _Invocation()
     return _drive(
         _run(
             None,
+            invocation,
             resume_id=run_id,
+            force=force,
             input_text=None,
             answers=answers,
             answers_file=answers_file,
@@ -112,14 +132,17 @@ def resume_run(
             json_output=json_output,
             overrides=overrides,
         ),
+        invocation,
         debug=debug,
     )
 
 
 async def _run(
     file: Path | None,
+    invocation: _Invocation,
     *,
     resume_id: str | None,
+    force: bool = False,
     input_text: str | None,
     answers: Sequence[str],
     answers_file: Path | None,
@@ -129,8 +152,8 @@ async def _run(
 ) -> int:
     from blueprints import load_pipeline
     from core.config import load_settings, overrides_from_assignments, secret_values
-    from core.engine import Engine
-    from core.errors import BlueprintError, RunError
+    from core.engine import Engine, new_run_id
+    from core.errors import BlueprintError, ResumeRefused, RunError
     from core.redaction import Redactor
     from core.store import open_store
     from flujo_cli.human import TerminalHuman
@@ -149,8 +172,12 @@ async def _run(
             record = await store.get_run(resume_id)
             if record is None:
                 raise RunError(f"no run matches {resume_id!r}", hint="check the id printed when the run paused")
-            if record.status == "completed":
-                raise RunError(f"run {record.run_id} already completed; there is nothing to resume")
+            invocation.run_id = resume_id = record.run_id
+            if record.status == "completed":  # the engine refuses it too; say so before loading anything
+                raise ResumeRefused(
+                    f"run {record.run_id} already completed; there is nothing to resume",
+                    hint="start a new run with: flujo run FILE",
+                )
             if record.source is None or not Path(record.source).is_file():
                 raise RunError(
                     f"the blueprint of run {record.run_id} ({record.source}) is no longer there",
@@ -166,9 +193,10 @@ async def _run(
         pipeline = _with_limits(pipeline, overrides)
         engine = Engine(store=store, human=human, reporter=reporter, redactor=redactor)
         if resume_id is not None:
-            outcome = await engine.resume(pipeline, resume_id)
+            outcome = await engine.resume(pipeline, resume_id, force=force)
         else:
-            outcome = await engine.run(pipeline, input_text)
+            invocation.run_id = new_run_id()
+            outcome = await engine.run(pipeline, input_text, run_id=invocation.run_id)
     finally:
         reporter.close()
         await store.close()
