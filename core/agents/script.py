@@ -18,6 +18,7 @@ from types import MappingProxyType
 from typing import Any
 
 from core.agents.chat import input_text
+from core.agents.detached import call_detached
 from core.errors import ConfigError, ControlSignal, FlujoError, RunError
 from core.ports import Agent, AgentCall, AgentReply, ChatMessage
 from core.views import plain
@@ -80,7 +81,7 @@ class PythonAgent(_LocalAgent):
             if inspect.iscoroutinefunction(self.function):
                 result = await self.function(*args)
             else:
-                result = await asyncio.to_thread(self.function, *args)
+                result = await call_detached(self.function, *args)
                 if inspect.isawaitable(result):
                     result = await result
         except (FlujoError, ControlSignal):
