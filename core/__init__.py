@@ -39,6 +39,8 @@ from core.ports import (
     RunRecord,
     RunStore,
     StepRecord,
+    ThreadSummary,
+    ThreadTurn,
     TraceEvent,
 )
 from core.steps import (
@@ -105,6 +107,8 @@ __all__ = [
     "Template",
     "TemplateError",
     "TemplateSyntax",
+    "ThreadSummary",
+    "ThreadTurn",
     "TraceEvent",
     "Usage",
     "new_run_id",
