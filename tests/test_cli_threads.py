@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -200,3 +202,23 @@ def test_thread_on_a_blueprint_without_a_conversation_is_refused_before_it_runs(
             return len(await store.list_runs())
 
     assert asyncio.run(runs()) == 0
+
+
+def test_the_documented_threads_show_output_is_the_real_one(state_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/conversation.md: after its two documented runs, ``flujo threads show trip`` prints the block it
+    shows (run ids and times aside)."""
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.chdir(root)
+    page = (root / "docs" / "conversation.md").read_text(encoding="utf-8")
+    runs = re.findall(r"^\$ flujo (run docs/examples/thread\.yaml .+) 2>/dev/null$", page, flags=re.MULTILINE)
+    [shown] = re.findall(r"^```text\n(thread trip: .*?)^```$", page, flags=re.MULTILINE | re.DOTALL)
+    assert len(runs) == 2
+    for command in runs:
+        assert flujo(shlex.split(command))[0] == exit_codes.OK
+    code, out, _ = flujo(["threads", "show", "trip"])
+    assert code == exit_codes.OK
+
+    def neutral(text: str) -> str:
+        return re.sub(r"run [0-9a-f]{16} · (\w+) · [\d-]{10} [\d:]{5}", r"run ID · \1 · TIME", text)
+
+    assert neutral(out) == neutral(shown)
