@@ -17,10 +17,11 @@ from blueprints import load_pipeline
 from core.config import Settings
 from core.engine import Engine, RunOutcome
 from core.errors import RunError
-from core.ports import ThreadTurn
+from core.ports import ChatMessage, ThreadTurn
 from core.steps import Pipeline
 from core.store import MemoryStore
 from core.testing import RecordingReporter, ScriptedHuman
+from core.tokens import count_messages
 
 HERE = "tests.test_thread_runs"
 
@@ -311,3 +312,67 @@ async def test_parallel_branches_add_their_thread_turns_in_branch_order_also_whe
     done = await resume(pipeline, store, paused.run_id, ["o2"])
     assert done.status == "completed", done.error
     assert said(await store.thread_turns("t")) == [*expected, ("user", "o2"), ("assistant", "con2")]
+
+
+LIMITED = """\
+version: "0.1"
+limits: {max_tokens: %d}
+agents:
+  bot: {model: scripted, replies: ["Tell me more."]}
+steps:
+  - kind: loop
+    name: chat
+    loop:
+      conversation: true
+      max_loops: 5
+      body:
+        - {kind: hitl, name: ask, message: "Go on"}
+        - {kind: step, name: talk, uses: agents.bot}
+"""
+
+
+async def test_a_run_stopped_by_a_limit_keeps_the_answer_typed_before_the_refused_call(tmp_path: Path) -> None:
+    # A budget the first call's prompt fits in exactly (scripted agents report no usage); the second
+    # call's prompt, with the history, does not fit.
+    first_prompt = count_messages([ChatMessage("user", "hi"), ChatMessage("user", "a1")])
+    pipeline, store = compile_text(tmp_path, LIMITED % first_prompt), MemoryStore()
+    outcome = await start(pipeline, store, "hi", ["a1", "a2"])
+    assert outcome.status == "limit_reached", outcome
+    assert said(await store.thread_turns("t")) == [
+        ("user", "hi"),
+        ("user", "a1"),
+        ("assistant", "Tell me more."),
+        ("user", "a2"),
+    ]
+
+
+SUMMARIZED = """\
+version: "0.1"
+agents:
+  tutor: {model: scripted, replies: ["q"]}
+  summarizer: {model: scripted, replies: ["earlier stuff"]}
+steps:
+  - kind: loop
+    name: quiz
+    loop:
+      conversation: true
+      max_loops: 2
+      history_management: {strategy: summarize, summarizer_agent: summarizer, max_turns: 2, summarize_ratio: 0.5}
+      body:
+        - {kind: step, name: ask, uses: agents.tutor}
+        - {kind: hitl, name: answer, message: "{{ steps.ask.output }}"}
+"""
+
+
+async def test_a_summary_condenses_what_is_sent_never_the_thread(tmp_path: Path) -> None:
+    pipeline, store = compile_text(tmp_path, SUMMARIZED), MemoryStore()
+    one = await start(pipeline, store, "one", ["a", "b"])
+    two = await start(pipeline, store, "two", ["c", "d"])
+    assert (one.status, two.status) == ("completed", "completed")
+    # Before run 2's first call, the oldest of the thread's turns were condensed into a summary for sending.
+    [summarized] = [e.payload for e in await store.events(two.run_id) if e.kind == "history.summarized"][:1]
+    assert summarized["turns_replaced"] == 3
+    request = await first_call(store, two.run_id, "quiz/1/ask/summarize")
+    assert "user: one\nassistant: q\nuser: a\n" in request[-1][1]
+    # The thread keeps every turn as it was said.
+    assert [c for _, c in said(await store.thread_turns("t"))] == ["one", "q", "a", "q", "b", "two", "q", "c", "q", "d"]
