@@ -40,6 +40,8 @@ from core.ports import (
     RunRecord,
     RunStore,
     StepRecord,
+    ThreadSummary,
+    ThreadTurn,
     TraceEvent,
 )
 from core.steps import (
@@ -107,6 +109,8 @@ __all__ = [
     "Template",
     "TemplateError",
     "TemplateSyntax",
+    "ThreadSummary",
+    "ThreadTurn",
     "TraceEvent",
     "Usage",
     "new_run_id",

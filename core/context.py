@@ -7,6 +7,10 @@ Invariants:
 - Step outputs are treated as immutable values once produced: copies share them (copying is shallow for
   outputs and turns, deep only for the mutable scratchpad).
 - ``conversation_history`` is the one conversation store; views such as ``scratchpad.history`` are derived.
+- ``thread_turns`` is a record, not a second store: the turns this run added to its thread's conversation
+  (``core.threads``), never bounded or summarised. It follows ``isolate``/``adopt`` like the state, but
+  what was said in a unit of work that stopped part-way is kept (``keep_said``): a pause, a limit or a
+  failure drops the unit's state, not what the user typed.
 - Reading state for templates and hooks goes through ``lazy_view()``: a snapshot whose parts are copied
   only when read, so the cost of a step does not grow with the length of the history.
 """
@@ -14,6 +18,7 @@ Invariants:
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -69,6 +74,7 @@ class RunContext:
     steps: dict[str, Any] = field(default_factory=dict)
     hitl_history: list[HitlEntry] = field(default_factory=list)
     conversation_history: list[ConversationTurn] = field(default_factory=list)
+    thread_turns: list[ConversationTurn] = field(default_factory=list)
     # The innermost ``conversation: true`` loop this context runs in (not state: never stored).
     conversation: ActiveConversation | None = field(default=None, compare=False, repr=False)
 
@@ -80,6 +86,7 @@ class RunContext:
             steps=dict(self.steps),
             hitl_history=list(self.hitl_history),
             conversation_history=list(self.conversation_history),
+            thread_turns=list(self.thread_turns),
             conversation=self.conversation,
         )
 
@@ -90,7 +97,14 @@ class RunContext:
         self.steps = other.steps
         self.hitl_history = other.hitl_history
         self.conversation_history = other.conversation_history
+        self.thread_turns = other.thread_turns
         self.conversation = other.conversation
+
+    def keep_said(self, stopped: Sequence[RunContext]) -> None:
+        """Keep the thread turns said in isolated copies that stopped part-way (paused, failed, stopped by a
+        limit) and will not be adopted: those each copy added, in the order given."""
+        known = len(self.thread_turns)
+        self.thread_turns = [*self.thread_turns, *(turn for other in stopped for turn in other.thread_turns[known:])]
 
     def lazy_view(self) -> LazyView:
         """A read-only snapshot for templates, expressions, hooks and agents; parts are copied when read.

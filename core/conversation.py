@@ -52,13 +52,15 @@ class ActiveConversation:
     user_steps: frozenset[str]
     hitl_is_user: bool
     propagated: Any = None
+    threaded: bool = False  # this conversation continues the run's thread: its new turns are recorded for it
 
     def for_iteration(self, iteration_input: Any, *, input_is_context: bool) -> ActiveConversation:
         return replace(self, propagated=iteration_input if input_is_context else None)
 
 
-def start(loop: LoopStep) -> ActiveConversation:
-    """The conversation of ``loop`` (which has ``conversation`` settings)."""
+def start(loop: LoopStep, *, threaded: bool = False) -> ActiveConversation:
+    """The conversation of ``loop`` (which has ``conversation`` settings); ``threaded`` when it continues
+    the run's thread."""
     settings = loop.conversation or Conversation()
     sources = set(settings.user_turn_sources)
     hitl_is_user = "hitl" in sources
@@ -69,7 +71,7 @@ def start(loop: LoopStep) -> ActiveConversation:
         assistant = frozenset(s.name for s in _leaf_steps(loop.body) if _is_model_step(s)) - user_steps
     else:
         assistant = _last_assistant(loop.body, user_steps, hitl_is_user)
-    return ActiveConversation(loop.name, settings, assistant, user_steps, hitl_is_user)
+    return ActiveConversation(loop.name, settings, assistant, user_steps, hitl_is_user, threaded=threaded)
 
 
 def _is_model_step(step: Step) -> bool:
@@ -110,7 +112,11 @@ def turn_text(value: Any) -> str:
 
 
 def add_turn(ctx: RunContext, role: Role, content: str) -> None:
-    ctx.conversation_history.append(ConversationTurn(role, content, count_tokens(content)))
+    """Add a turn said now to the history (and, in the thread's conversation, to the run's thread turns)."""
+    turn = ConversationTurn(role, content, count_tokens(content))
+    ctx.conversation_history.append(turn)
+    if ctx.conversation is not None and ctx.conversation.threaded:
+        ctx.thread_turns.append(turn)
 
 
 def capture(ctx: RunContext, step: str, value: Any, *, hitl: bool) -> None:

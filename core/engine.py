@@ -6,6 +6,8 @@ Invariants:
   committed steps from the journal (same outputs, same context effects) and executes only the rest.
 - Control-flow signals become outcomes here and only here: Pause → ``paused`` (with the question),
   LimitReached → ``limit_reached``, Abort → ``aborted``. FlujoErrors become ``failed``.
+- A run in a thread (``core.threads``) stores the turns it added to it whenever it stops, before its
+  status, so a run recorded as ended always has its turns.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from core.ports import HumanInput, HumanQuestion, NullReporter, Reporter, RunRec
 from core.redaction import Redactor
 from core.steps import Pipeline
 from core.store.codec import normalize
+from core.threads import bind as bind_thread
+from core.threads import check_thread
 from core.usage import ZERO_USAGE, Usage
 
 
@@ -99,31 +103,34 @@ class Engine:
     async def run(
         self, pipeline: Pipeline, input: Any = None, *, run_id: str | None = None, thread: str | None = None
     ) -> RunOutcome:
-        """Start a new run of ``pipeline`` with ``input`` as the first step's input."""
-        run_id = run_id or new_run_id()
-        await self.store.create_run(
-            RunRecord(
-                run_id=run_id,
-                pipeline_name=pipeline.name,
-                status="running",
-                source=pipeline.source,
-                source_hash=pipeline.source_hash,
-                input=input,
-                created_at=time.time(),
-                thread=thread,
-            )
+        """Start a new run of ``pipeline`` with ``input`` as the first step's input.
+
+        With ``thread``, the run continues that conversation (``core.threads``): RunError before anything
+        is stored when the name is not valid or the pipeline has no ``conversation: true`` loop."""
+        if thread is not None:
+            check_thread(pipeline, thread)
+        record = RunRecord(
+            run_id=run_id or new_run_id(),
+            pipeline_name=pipeline.name,
+            status="running",
+            source=pipeline.source,
+            source_hash=pipeline.source_hash,
+            input=input,
+            created_at=time.time(),
+            thread=thread,
         )
-        if not await self.store.claim_run(run_id):
-            raise RunError(f"run {run_id} is already being executed", hint="every run needs a new id")
+        await self.store.create_run(record)
+        if not await self.store.claim_run(record.run_id):
+            raise RunError(f"run {record.run_id} is already being executed", hint="every run needs a new id")
         try:
             # The input as the store gives it back (a JSON round trip), which is what a resumed run starts from.
-            return await self._execute(pipeline, normalize(input), run_id, journal_from_store=False)
+            return await self._execute(pipeline, replace(record, input=normalize(input)), journal_from_store=False)
         finally:
-            await self.store.release_run(run_id)
+            await self.store.release_run(record.run_id)
 
     async def resume(self, pipeline: Pipeline, run_id: str, *, force: bool = False) -> RunOutcome:
         """Continue a paused, failed, interrupted or crashed run: committed steps are replayed, the rest
-        executed. ``run_id`` may be a unique prefix.
+        executed (in the same thread, if the run has one). ``run_id`` may be a unique prefix.
 
         Refused (``ResumeRefused``) when the run completed, when another live process is executing it
         (a crashed process holds no claim, so its run resumes), or when ``pipeline`` is not the blueprint
@@ -144,14 +151,18 @@ class Engine:
             assert record is not None
             _check_resumable(record, pipeline, force=force)
             await self.store.update_run(full_id, status="running")
-            return await self._execute(pipeline, record.input, full_id, journal_from_store=True)
+            return await self._execute(pipeline, record, journal_from_store=True)
         finally:
             await self.store.release_run(full_id)
 
-    async def _execute(self, pipeline: Pipeline, input: Any, run_id: str, *, journal_from_store: bool) -> RunOutcome:
+    async def _execute(self, pipeline: Pipeline, record: RunRecord, *, journal_from_store: bool) -> RunOutcome:
+        run_id = record.run_id
         journal = {}
         if journal_from_store:
             journal = {step.path: step for step in await self.store.steps(run_id)}
+        thread = await bind_thread(self.store, record)
+        if thread is not None:
+            self.reporter.note(thread.note)
         frame = Frame(
             run_id=run_id,
             store=self.store,
@@ -160,47 +171,45 @@ class Engine:
             redactor=self.redactor,
             limits=pipeline.limits,
             journal=journal,
+            thread=thread,
         )
-        outcome = await self._settle(pipeline, input, run_id, frame)
+        ctx = RunContext(initial_prompt=record.input)
+        try:
+            outcome = await self._outcome(pipeline, record.input, run_id, frame, ctx)
+        except asyncio.CancelledError:  # Ctrl-C (or a caller's cancel) outside a prompt: keep what was said
+            if thread is not None:
+                await self.store.record_thread_turns(run_id, ctx.thread_turns)
+            await self.store.update_run(run_id, status="interrupted", usage=frame.usage)
+            raise
+        if thread is not None:  # before the status: a run that ends "completed" has its turns stored
+            await self.store.record_thread_turns(run_id, ctx.thread_turns)
+        await self.store.update_run(
+            run_id,
+            status=outcome.status,
+            output=outcome.output,
+            error=outcome.error.message if outcome.error is not None else outcome.detail,
+            usage=frame.usage,
+            pause_path=outcome.pause.path if outcome.pause is not None else None,
+            pause_message=outcome.pause.message if outcome.pause is not None else None,
+            finished_at=None if outcome.status == "paused" else time.time(),
+        )  # if the store itself is what broke, this raises and the caller sees the store's error
         return replace(outcome, replayed=frame.replays)
 
-    async def _settle(self, pipeline: Pipeline, input: Any, run_id: str, frame: Frame) -> RunOutcome:
-        """Run the steps and turn how they ended (value, signal or error) into a stored outcome."""
-        ctx = RunContext(initial_prompt=input)
+    async def _outcome(self, pipeline: Pipeline, input: Any, run_id: str, frame: Frame, ctx: RunContext) -> RunOutcome:
+        """Run the steps and turn how they ended (value, signal or error) into an outcome."""
         try:
             output = await run_steps(pipeline.steps, input, ctx, "", frame)
         except Pause as pause:
-            await self.store.update_run(
-                run_id, status="paused", usage=frame.usage, pause_path=pause.path, pause_message=pause.message
-            )
             return RunOutcome(run_id=run_id, status="paused", pause=pause, usage=frame.usage)
         except LimitReached as limit:
-            await self.store.update_run(
-                run_id, status="limit_reached", error=limit.detail, usage=frame.usage, finished_at=time.time()
-            )
             return RunOutcome(run_id=run_id, status="limit_reached", detail=limit.detail, usage=frame.usage)
         except Abort as abort:
-            await self.store.update_run(
-                run_id, status="aborted", error=abort.reason, usage=frame.usage, finished_at=time.time()
-            )
             return RunOutcome(run_id=run_id, status="aborted", detail=abort.reason, usage=frame.usage)
         except FlujoError as error:
-            await self.store.update_run(
-                run_id, status="failed", error=error.message, usage=frame.usage, finished_at=time.time()
-            )
             return RunOutcome(
                 run_id=run_id, status="failed", error=error, failed_step=frame.failed_step(error), usage=frame.usage
             )
-        except asyncio.CancelledError:  # Ctrl-C (or a caller's cancel) outside a prompt: say so, then go on
-            await self.store.update_run(run_id, status="interrupted", usage=frame.usage)
-            raise
         except Exception as exc:  # an injected port (store, human input) broke: record it, never leave "running"
             failure = RunError(f"{type(exc).__name__}: {exc}", hint="run again with --debug to see where")
-            await self.store.update_run(
-                run_id, status="failed", error=failure.message, usage=frame.usage, finished_at=time.time()
-            )  # if the store itself is what broke, this raises and the caller sees the store's error
             return RunOutcome(run_id=run_id, status="failed", error=failure, usage=frame.usage)
-        await self.store.update_run(
-            run_id, status="completed", output=output, usage=frame.usage, finished_at=time.time()
-        )
         return RunOutcome(run_id=run_id, status="completed", output=output, usage=frame.usage)

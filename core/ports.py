@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from core.context import ConversationTurn, Role
 from core.usage import ZERO_USAGE, Usage
 
 ChatRole = Literal["system", "user", "assistant"]
@@ -185,8 +186,36 @@ class RunRecord:
     owner: str | None = None  # the process that claimed the run last, e.g. "pid 4242 on build-01"
 
 
+@dataclass(frozen=True)
+class ThreadTurn:
+    """A turn of a thread: the ``index``-th (from 0) of the turns run ``run_id`` added to it."""
+
+    run_id: str
+    index: int
+    role: Role
+    content: str
+    tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class ThreadSummary:
+    """A thread as a whole: its runs (those started with ``--thread name``), the turns they added, the sum
+    of those turns' token counts, and when its first and latest runs were created."""
+
+    name: str
+    runs: int
+    turns: int
+    tokens: int
+    first_run_at: float
+    last_run_at: float
+
+
 class RunStore(Protocol):
-    """Durable storage of runs. Every method that writes commits before it returns."""
+    """Durable storage of runs. Every method that writes commits before it returns.
+
+    A thread is the set of runs created with the same ``RunRecord.thread``; each run owns the turns it
+    added to the thread (``record_thread_turns`` replaces them), ordered by run creation, then by index.
+    """
 
     async def create_run(self, run: RunRecord) -> None: ...
 
@@ -218,6 +247,29 @@ class RunStore(Protocol):
     async def steps(self, run_id: str) -> list[StepRecord]: ...
 
     async def events(self, run_id: str) -> list[TraceEvent]: ...
+
+    async def record_thread_turns(self, run_id: str, turns: Sequence[ConversationTurn]) -> None:
+        """Replace the turns run ``run_id`` added to its thread by ``turns`` (one transaction). A run in no
+        thread (never, or no longer: its thread was deleted) stores nothing; an unknown run is a StoreError."""
+        ...
+
+    async def thread_turns(self, thread: str, *, before_run: str | None = None) -> list[ThreadTurn]:
+        """The turns of ``thread``: oldest run first, each run's turns in order. With ``before_run``, only
+        those of the thread's runs created before run ``before_run`` (none if that run is unknown)."""
+        ...
+
+    async def get_thread(self, thread: str) -> ThreadSummary | None:
+        """The thread named ``thread``, or None when no run belongs to it."""
+        ...
+
+    async def list_threads(self) -> list[ThreadSummary]:
+        """Every thread, the one with the latest run first."""
+        ...
+
+    async def delete_thread(self, thread: str) -> ThreadSummary | None:
+        """Forget ``thread`` (one transaction): its turns are deleted and its runs leave it (they stay in the
+        store, in no thread). Returns what was removed, or None when there was no such thread."""
+        ...
 
     async def claim_run(self, run_id: str) -> bool:
         """Claim run ``run_id`` for this process, so no other process executes it at the same time, and

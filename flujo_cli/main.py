@@ -91,6 +91,16 @@ MaxCostOption = Annotated[
     ),
 ]
 
+ThreadOption = Annotated[
+    str | None,
+    typer.Option(
+        "--thread",
+        help="Continue the conversation of thread NAME: its earlier turns open the first conversation: true"
+        " loop's history, and this run's turns are added to it (see: flujo threads).",
+        show_default=False,
+    ),
+]
+
 
 @app.command()
 def run(
@@ -99,6 +109,7 @@ def run(
     answer: AnswerOption = None,
     answers: AnswersFileOption = None,
     no_input: NoInputOption = False,
+    thread: ThreadOption = None,
     json_output: JsonOption = False,
     set_: SetOption = None,
     max_tokens: MaxTokensOption = None,
@@ -116,6 +127,7 @@ def run(
             no_input=no_input,
             json_output=json_output,
             overrides=RunOverrides(set_ or [], max_tokens, max_cost_usd),
+            thread=thread,
             debug=state.debug,
         )
     )
@@ -136,7 +148,8 @@ def resume(
         typer.Option("--force", help="Resume even though the blueprint file changed since the run started."),
     ] = False,
 ) -> None:
-    """Continue a paused, failed, interrupted or crashed run; steps already done are not run again."""
+    """Continue a paused, failed, interrupted or crashed run; steps already done are not run again (a run
+    started with --thread stays in its thread)."""
     from flujo_cli.commands.run import RunOverrides, resume_run
 
     raise SystemExit(
@@ -162,6 +175,39 @@ def validate(
     from flujo_cli.commands.validate import validate_blueprint
 
     raise SystemExit(validate_blueprint(file, json_output=json_output, debug=state.debug))
+
+
+threads_app = typer.Typer(
+    name="threads",
+    help="Conversations continued across runs with flujo run FILE --thread NAME.",
+    no_args_is_help=True,
+)
+app.add_typer(threads_app)
+ThreadName = Annotated[str, typer.Argument(help="The thread's name.", show_default=False)]
+
+
+@threads_app.command("list")
+def threads_list(json_output: JsonOption = False) -> None:
+    """List the threads, the one with the latest run first: runs, turns, tokens."""
+    from flujo_cli.commands.threads import list_threads
+
+    raise SystemExit(list_threads(json_output=json_output, debug=state.debug))
+
+
+@threads_app.command("show")
+def threads_show(name: ThreadName, json_output: JsonOption = False) -> None:
+    """Print a thread's turns in order, grouped by the run that said them."""
+    from flujo_cli.commands.threads import show_thread
+
+    raise SystemExit(show_thread(name, json_output=json_output, debug=state.debug))
+
+
+@threads_app.command("delete")
+def threads_delete(name: ThreadName, json_output: JsonOption = False) -> None:
+    """Delete a thread's turns (without asking) and say what was removed; its runs stay in the run store."""
+    from flujo_cli.commands.threads import delete_thread
+
+    raise SystemExit(delete_thread(name, json_output=json_output, debug=state.debug))
 
 
 def main() -> None:

@@ -67,6 +67,7 @@ RUNS: dict[str, Run] = {
         "User: My family\n"
         'Assistant: {"action": "finish", "summary": "A trip for the family."}',
     ),
+    "docs/examples/thread.yaml": Run(input="Lisbon in June", output="User: Lisbon in June\nAssistant: Noted."),
     "docs/examples/conversation_sources.yaml": Run(
         input="Tea",
         output={

@@ -19,8 +19,9 @@ import pytest
 
 import core.store
 import core.store.sqlite as sqlite_module
+from core.context import ConversationTurn
 from core.errors import StoreError
-from core.ports import RunRecord, RunStore, StepRecord, TraceEvent
+from core.ports import RunRecord, RunStore, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
 from core.store import SCHEMA_VERSION, MemoryStore, SqliteStore, open_store
 from core.store.migrations import MIGRATIONS
 from core.usage import Usage
@@ -30,7 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 def test_exports() -> None:
     assert sorted(core.store.__all__) == ["MemoryStore", "SCHEMA_VERSION", "SqliteStore", "open_store"]
-    assert SCHEMA_VERSION == 4
+    assert SCHEMA_VERSION == 5
 
 
 def run(run_id: str, *, created_at: float = 1000.0, **fields: Any) -> RunRecord:
@@ -276,6 +277,95 @@ async def test_concurrent_tasks_share_a_store(store: RunStore) -> None:
     assert len(await store.events("r1")) == 50
 
 
+# --- threads ----------------------------------------------------------------------------------------
+
+LONG = "a turn long enough to be stored once in the texts table " * 3
+
+
+def said(*turns: tuple[str, str]) -> list[ConversationTurn]:
+    return [ConversationTurn(role, content, len(content.split())) for role, content in turns]  # type: ignore[arg-type]
+
+
+def contents(turns: list[ThreadTurn]) -> list[tuple[str, int, str, str]]:
+    return [(t.run_id, t.index, t.role, t.content) for t in turns]
+
+
+async def test_a_runs_thread_turns_are_replaced_as_a_whole_and_read_in_run_order(store: RunStore) -> None:
+    await store.create_run(run("b-later", created_at=20.0, thread="trip"))
+    await store.create_run(run("a-first", created_at=10.0, thread="trip"))
+    await store.create_run(run("other", created_at=15.0, thread="work"))
+    await store.record_thread_turns("b-later", said(("user", "June?")))
+    await store.record_thread_turns("a-first", said(("user", "Lisbon"), ("assistant", "Noted.")))
+    await store.record_thread_turns("other", said(("user", "Budget")))
+    # Paused, then resumed to the end: the run's turns are replaced by the full set, never doubled.
+    await store.record_thread_turns("b-later", said(("user", "June?"), ("assistant", "Yes."), ("user", LONG)))
+    turns = await store.thread_turns("trip")
+    assert contents(turns) == [
+        ("a-first", 0, "user", "Lisbon"),
+        ("a-first", 1, "assistant", "Noted."),
+        ("b-later", 0, "user", "June?"),
+        ("b-later", 1, "assistant", "Yes."),
+        ("b-later", 2, "user", LONG),
+    ]
+    assert [t.tokens for t in turns] == [1, 1, 1, 1, len(LONG.split())]
+    assert contents(await store.thread_turns("work")) == [("other", 0, "user", "Budget")]
+    assert await store.thread_turns("nobody") == []
+    await store.record_thread_turns("b-later", [])
+    assert [t.run_id for t in await store.thread_turns("trip")] == ["a-first", "a-first"]
+
+
+async def test_the_turns_before_a_run_are_those_of_the_threads_runs_created_before_it(store: RunStore) -> None:
+    for run_id, created_at in (("r1", 10.0), ("r2", 20.0), ("r2-twin", 20.0), ("r3", 30.0)):
+        await store.create_run(run(run_id, created_at=created_at, thread="t"))
+        await store.record_thread_turns(run_id, said(("user", run_id)))
+    before = {rid: [t.content for t in await store.thread_turns("t", before_run=rid)] for rid in ("r1", "r2", "r3")}
+    assert before == {"r1": [], "r2": ["r1"], "r3": ["r1", "r2", "r2-twin"]}
+    # Created at the same moment: the run created first comes first, as in list_runs.
+    assert [t.content for t in await store.thread_turns("t", before_run="r2-twin")] == ["r1", "r2"]
+    assert await store.thread_turns("t", before_run="unknown") == []
+
+
+async def test_threads_are_listed_latest_first_with_their_runs_turns_and_tokens(store: RunStore) -> None:
+    await store.create_run(run("r1", created_at=10.0, thread="trip"))
+    await store.create_run(run("r2", created_at=30.0, thread="work"))
+    await store.create_run(run("r3", created_at=40.0, thread="trip"))
+    await store.create_run(run("lone", created_at=50.0))
+    await store.record_thread_turns("r1", said(("user", "one two"), ("assistant", "three")))
+    await store.record_thread_turns("r2", [ConversationTurn("user", "uncounted")])
+    trip = ThreadSummary(name="trip", runs=2, turns=2, tokens=3, first_run_at=10.0, last_run_at=40.0)
+    work = ThreadSummary(name="work", runs=1, turns=1, tokens=0, first_run_at=30.0, last_run_at=30.0)
+    assert await store.list_threads() == [trip, work]
+    assert await store.get_thread("trip") == trip
+    assert await store.get_thread("lone") is None
+
+
+async def test_deleting_a_thread_removes_its_turns_and_keeps_its_runs(store: RunStore) -> None:
+    await store.create_run(run("r1", created_at=10.0, thread="trip"))
+    await store.create_run(run("r2", created_at=20.0, thread="work"))
+    await store.record_thread_turns("r1", said(("user", LONG)))
+    await store.record_thread_turns("r2", said(("user", "kept")))
+    removed = await store.delete_thread("trip")
+    assert removed == ThreadSummary("trip", runs=1, turns=1, tokens=len(LONG.split()), first_run_at=10, last_run_at=10)
+    assert await store.delete_thread("trip") is None
+    assert await store.get_thread("trip") is None and await store.thread_turns("trip") == []
+    found = await store.get_run("r1")
+    assert found is not None and found.thread is None
+    assert [t.name for t in await store.list_threads()] == ["work"]
+    # A run whose thread was deleted stores no turns when it ends later (a resume, say).
+    await store.record_thread_turns("r1", said(("user", "late")))
+    assert await store.thread_turns("trip") == []
+
+
+async def test_thread_turns_of_an_unknown_run_are_an_error_and_a_run_in_no_thread_stores_none(
+    store: RunStore,
+) -> None:
+    with pytest.raises(StoreError, match="no such run"):
+        await store.record_thread_turns("ghost", said(("user", "hi")))
+    await store.create_run(run("lone"))
+    await store.record_thread_turns("lone", said(("user", "hi")))
+    assert await store.list_threads() == []
+
+
 # --- SQLite only -------------------------------------------------------------------------------------
 
 
@@ -354,11 +444,30 @@ async def test_sqlite_upgrades_an_m001_database(tmp_path: Path) -> None:
         assert [(s.name, s.output) for s in await store.steps("old-run")] == [("only", {"x": 1})]
         assert [e.payload for e in await store.events("old-run")] == [{"t": "é"}]
         await store.record_step(step("old-run", "1"), [])
+        await store.create_run(run("new-run", thread="trip"))
+        await store.record_thread_turns("new-run", said(("user", "hola")))
+        assert contents(await store.thread_turns("trip")) == [("new-run", 0, "user", "hola")]
     names = [r[0] for r in _query(path, "SELECT name FROM schema_migrations ORDER BY applied_at")]
     assert names == [step.__name__ for step in MIGRATIONS]  # every later migration applied, in order
     indexes = {r[0] for r in _query(path, "SELECT name FROM sqlite_master WHERE type = 'index'")}
-    assert {"runs_by_created_at", "runs_by_status", "events_by_run"} <= indexes
+    assert {"runs_by_created_at", "runs_by_status", "events_by_run", "runs_by_thread"} <= indexes
     assert _query(path, "PRAGMA integrity_check") == [("ok",)]
+
+
+async def test_sqlite_stores_a_long_turn_once_with_the_step_that_said_it(tmp_path: Path) -> None:
+    path = tmp_path / "flujo.db"
+    async with await open_store(str(path)) as store:
+        await store.create_run(run("r1", thread="trip"))
+        await store.record_step(step("r1", "0", output=LONG), [event("0", output=LONG)])
+        await store.record_thread_turns("r1", said(("assistant", LONG), ("user", "short")))
+        await store.record_thread_turns("r1", said(("assistant", LONG), ("user", "short")))
+        assert [t.content for t in await store.thread_turns("trip")] == [LONG, "short"]
+    assert _query(path, "SELECT COUNT(*) FROM texts") == [(1,)]
+    [(text_id,)] = _query(path, "SELECT id FROM texts")
+    assert _query(path, "SELECT idx, role, content FROM thread_turns ORDER BY idx") == [
+        (0, "assistant", f'{{"$text":{text_id}}}'),
+        (1, "user", '"short"'),
+    ]
 
 
 async def test_sqlite_refuses_a_database_from_a_newer_flujo(tmp_path: Path) -> None:

@@ -68,8 +68,11 @@ async def run_conditional(
 
 
 async def run_map(step: MapStep, data: Any, ctx: RunContext, path: str, frame: Frame, body: BodyRunner) -> Any:
+    """Run the body once per item, each on an isolated copy adopted when it succeeds (an item that stops
+    part-way keeps only the thread turns it said: ``RunContext.keep_said``)."""
     frame.reporter.step_started(path, step.name, step.kind)
     started = time.time()
+    item_ctx = ctx
     try:
         items = step.over.evaluate(scope(ctx, data))
         if isinstance(items, dict):
@@ -89,8 +92,10 @@ async def run_map(step: MapStep, data: Any, ctx: RunContext, path: str, frame: F
             ctx.adopt(item_ctx)
         output: Any = step.finalize(results, ctx) if step.finalize is not None else results
     except ControlSignal:
+        ctx.keep_said([item_ctx])
         raise
     except Exception as exc:  # the body's errors are FlujoErrors already; a hook's may be anything
+        ctx.keep_said([item_ctx])
         error = await _record_failure(step, path, started, data, exc, frame)
         if error is exc:
             raise

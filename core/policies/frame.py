@@ -1,8 +1,8 @@
 """The execution frame: what every step policy shares during one run.
 
 It holds the injected ports (store, human, reporter), the journal of steps already committed by an
-earlier attempt of this run (resume replays them instead of executing them again), the usage meter and
-the redactor. Policies receive it explicitly; there is no global state.
+earlier attempt of this run (resume replays them instead of executing them again), the usage meter, the
+redactor and the thread the run continues. Policies receive it explicitly; there is no global state.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from core.errors import FlujoError, LimitReached, RunError
 from core.ports import HumanInput, Reporter, RunStore, StepRecord, StepStatus, TraceEvent
 from core.redaction import Redactor
 from core.steps import Limits
+from core.threads import ThreadBinding
 from core.usage import ZERO_USAGE, Usage
 from core.views import LazyView
 
@@ -41,6 +42,7 @@ class Frame:
     # absorbed (on_branch_failure: ignore) must not be reported as where a later error happened.
     failures: dict[FlujoError, str] = field(default_factory=dict)
     summarizer_failures: int = 0  # consecutive; at 3 the history manager stops summarizing for this run
+    thread: ThreadBinding | None = None  # the thread this run continues (core.threads), if any
 
     def event(self, kind: str, path: str, payload: Mapping[str, Any]) -> TraceEvent:
         """A trace event with secrets masked, ready to store. Tracing never fails a run: a payload that

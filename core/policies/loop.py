@@ -11,6 +11,9 @@ Invariants:
 - ``conversation: true``: the loop owns a fresh history for its body (seeded before iteration 1, after
   ``init``); when it ends, an enclosing conversation gets its own history back (nothing leaks outward),
   and at the top level the loop's turns stay in ``context.conversation_history`` for later steps.
+- Threads (``core.threads``): the first conversational loop the run starts continues the run's thread; its
+  history opens with the thread's earlier turns. When an iteration stops part-way (a signal or an error),
+  the thread turns it said are kept in the loop's context before the signal or error propagates.
 """
 
 from __future__ import annotations
@@ -35,12 +38,14 @@ async def run_loop(step: LoopStep, data: Any, ctx: RunContext, path: str, frame:
     output: Any = data
     reason = "max_loops"
     iterations = 0
-    active = conversation.start(step) if step.conversation is not None else None
+    thread = frame.thread if step.conversation is not None and frame.thread and frame.thread.claim(step) else None
+    active = conversation.start(step, threaded=thread is not None) if step.conversation is not None else None
     outer = (ctx.conversation, ctx.conversation_history)
     # An enclosing loop's stop_when reads its own iteration's command: this loop's must not replace it.
     enclosing_command = ctx.scratchpad.get("last_agent_command")
     if active is not None:
-        ctx.conversation, ctx.conversation_history = active, []
+        ctx.conversation, ctx.conversation_history = active, thread.opening(ctx) if thread is not None else []
+    iteration_ctx = ctx
     try:
         for iteration in range(1, step.max_loops + 1):
             iterations = iteration
@@ -79,8 +84,10 @@ async def run_loop(step: LoopStep, data: Any, ctx: RunContext, path: str, frame:
                 iteration_input = step.next_input(output, ctx, iteration) if step.next_input else output
         final = step.output(output, ctx) if step.output is not None else output
     except ControlSignal:
+        ctx.keep_said([iteration_ctx])
         raise
     except Exception as exc:  # the body's errors are FlujoErrors already; a hook's may be anything
+        ctx.keep_said([iteration_ctx])
         error = step_error(exc, f"loop {step.name!r}")
         why = "init" if reason == "init" else "error"
         event = frame.event("loop.exit", path, {"reason": why, "iterations": iterations, "error": error.message})

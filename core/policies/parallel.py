@@ -2,7 +2,8 @@
 
 Branch order (as written) is kept for outputs, merging and reducing, whatever order branches finish in.
 A control-flow signal from any branch propagates after all branches have settled (their committed
-steps are replayed on resume). ``on_branch_failure: ignore`` leaves failed branches out of the output.
+steps are replayed on resume); the thread turns said in every branch are kept (``RunContext.keep_said``).
+``on_branch_failure: ignore`` leaves failed branches out of the output.
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ _MISSING = object()
 
 def merge_contexts(ctx: RunContext, branches: list[tuple[str, RunContext]], strategy: MergeStrategy, step: str) -> None:
     """Fold the successful branch contexts back into ``ctx`` according to ``strategy``. What was said in
-    the branches (conversation turns, HITL answers) is a record, not state: every strategy keeps all of it,
-    in branch order."""
-    turns, hitl = merged_records(ctx, branches)
+    the branches (conversation turns, HITL answers, thread turns) is a record, not state: every strategy
+    keeps all of it, in branch order."""
+    turns, hitl, said = *merged_records(ctx, branches), ctx.thread_turns
     _merge_state(ctx, branches, strategy, step)
-    ctx.conversation_history, ctx.hitl_history = turns, hitl
+    ctx.conversation_history, ctx.hitl_history, ctx.thread_turns = turns, hitl, said
+    ctx.keep_said([branch for _, branch in branches])
 
 
 def merged_records(
@@ -133,6 +135,7 @@ async def run_parallel(
     )
     for result in results:
         if isinstance(result, ControlSignal):
+            ctx.keep_said([branch_ctx for _, branch_ctx in contexts])
             raise result
     for result in results:
         if isinstance(result, BaseException) and not isinstance(result, Exception):
@@ -144,6 +147,7 @@ async def run_parallel(
         if isinstance(result, Exception):
             failures[name] = result.message if isinstance(result, FlujoError) else repr(result)
             if step.on_branch_failure == "propagate":
+                ctx.keep_said([branch_ctx for _, branch_ctx in contexts])
                 error = result if isinstance(result, FlujoError) else RunError(f"branch {name!r} failed: {result!r}")
                 await frame.commit(
                     path=path, name=step.name, kind=step.kind, status="failed", started=started,

@@ -3,7 +3,9 @@
 Invariants, the same as the SQLite store's: values go through the same JSON round trip (what you read
 back is what SQLite would give, and never aliases what you stored); an id prefix finds a run only when
 it is unique; a step recorded again at the same path replaces the earlier one and moves to the end;
-events are append-only; writing steps or events for an unknown run is a ``StoreError``.
+events are append-only; writing steps or events for an unknown run is a ``StoreError``; a thread is the
+runs whose ``thread`` names it, ordered by creation (ties in the order the runs were created), and a run's
+thread turns are replaced as a whole.
 
 One deliberate difference: ``close()`` keeps the data, so a test can read a store after a run closed it.
 """
@@ -15,8 +17,9 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
+from core.context import ConversationTurn
 from core.errors import StoreError
-from core.ports import RunRecord, RunStatus, StepRecord, TraceEvent
+from core.ports import RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
 from core.store import claims, codec
 from core.store.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
 from core.usage import Usage
@@ -30,6 +33,7 @@ class MemoryStore:
         self._steps: dict[str, list[StepRecord]] = {}
         self._events: dict[str, list[TraceEvent]] = {}
         self._claimed: set[str] = set()  # one process, one store: a claim only has to exclude this store's users
+        self._thread_turns: dict[str, list[ThreadTurn]] = {}  # run id → the turns it added to its thread
 
     async def __aenter__(self) -> MemoryStore:
         return self
@@ -120,6 +124,63 @@ class MemoryStore:
 
     async def release_run(self, run_id: str) -> None:
         self._claimed.discard(run_id)
+
+    async def record_thread_turns(self, run_id: str, turns: Sequence[ConversationTurn]) -> None:
+        """Replace the turns run ``run_id`` added to its thread; nothing for a run in no thread."""
+        self._require(run_id, f"record the thread turns of run {run_id}")
+        if self._runs[run_id].thread is None:
+            return
+        self._thread_turns[run_id] = [
+            ThreadTurn(run_id, index, turn.role, turn.content, turn.tokens) for index, turn in enumerate(turns)
+        ]
+
+    async def thread_turns(self, thread: str, *, before_run: str | None = None) -> list[ThreadTurn]:
+        """The turns of ``thread`` in order (with ``before_run``: of its runs created before that run)."""
+        runs = self._thread_runs(thread)
+        if before_run is not None:
+            order = self._order()
+            limit = self._runs.get(before_run)
+            if limit is None:
+                return []
+            runs = [r for r in runs if (r.created_at, order[r.run_id]) < (limit.created_at, order[before_run])]
+        return [turn for r in runs for turn in self._thread_turns.get(r.run_id, [])]
+
+    async def get_thread(self, thread: str) -> ThreadSummary | None:
+        runs = self._thread_runs(thread)
+        if not runs:
+            return None
+        turns = [turn for r in runs for turn in self._thread_turns.get(r.run_id, [])]
+        return ThreadSummary(
+            name=thread,
+            runs=len(runs),
+            turns=len(turns),
+            tokens=sum(turn.tokens or 0 for turn in turns),
+            first_run_at=min(r.created_at for r in runs),
+            last_run_at=max(r.created_at for r in runs),
+        )
+
+    async def list_threads(self) -> list[ThreadSummary]:
+        """Every thread, the one with the latest run first."""
+        names = {r.thread for r in self._runs.values() if r.thread is not None}
+        found = [summary for name in names if (summary := await self.get_thread(name)) is not None]
+        found.sort(key=lambda summary: summary.name)
+        found.sort(key=lambda summary: summary.last_run_at, reverse=True)
+        return found
+
+    async def delete_thread(self, thread: str) -> ThreadSummary | None:
+        """Delete the turns of ``thread`` and take its runs out of it; what was removed, or None."""
+        removed = await self.get_thread(thread)
+        for r in self._thread_runs(thread):
+            self._thread_turns.pop(r.run_id, None)
+            self._runs[r.run_id] = dataclasses.replace(r, thread=None)
+        return removed
+
+    def _thread_runs(self, thread: str) -> list[RunRecord]:
+        """The runs of ``thread``, oldest first (ties: in the order they were created)."""
+        return sorted((r for r in self._runs.values() if r.thread == thread), key=lambda r: r.created_at)
+
+    def _order(self) -> dict[str, int]:
+        return {rid: i for i, rid in enumerate(self._runs)}
 
     def _require(self, run_id: str, action: str) -> None:
         if run_id not in self._runs:

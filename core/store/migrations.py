@@ -124,6 +124,27 @@ async def m004_run_owner(db: aiosqlite.Connection) -> None:
     await db.execute("ALTER TABLE runs ADD COLUMN owner TEXT")
 
 
+@migration
+async def m005_threads(db: aiosqlite.Connection) -> None:
+    # The turns each run added to its thread (the thread itself is runs.thread, a column since m001). A
+    # run's turns are replaced as a whole and go when the run goes. ``content`` is the turn's text stored
+    # as the run's other values are (JSON, a long text as a reference to the run's ``texts`` row holding
+    # it, which the step that said it already uses), so a turn's text is not stored twice.
+    await db.execute(
+        """
+        CREATE TABLE thread_turns (
+            run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+            idx INTEGER NOT NULL,
+            role TEXT NOT NULL,
+            content NOT NULL,
+            tokens INTEGER,
+            PRIMARY KEY (run_id, idx)
+        )
+        """
+    )
+    await db.execute("CREATE INDEX runs_by_thread ON runs(thread, created_at)")
+
+
 SCHEMA_VERSION = len(MIGRATIONS)
 """How many migrations this flujo knows; a database with more was written by a newer flujo."""
 

@@ -11,6 +11,8 @@ Invariants:
   entry is overwritten); events are append-only, so the trace keeps every attempt.
 * Each long text is stored once (``core.store.texts``): writes replace texts by references inside the
   same transaction, reads substitute them back, so no caller ever sees a reference.
+* A run's thread turns are replaced as a whole in one transaction (``core.store.thread_rows``); their
+  texts are the run's texts, so a turn said by a step refers to the text the step's record holds.
 * sqlite3 errors become ``StoreError`` in one place, ``_store_error``, with one line and a hint.
 """
 
@@ -29,9 +31,10 @@ from typing import Any
 
 import aiosqlite
 
+from core.context import ConversationTurn
 from core.errors import StoreError
-from core.ports import RunRecord, RunStatus, StepRecord, TraceEvent
-from core.store import claims, codec, texts
+from core.ports import RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
+from core.store import claims, codec, texts, thread_rows
 from core.store.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
 from core.store.migrations import migrate
 from core.store.transaction import immediate
@@ -254,6 +257,56 @@ class SqliteStore:
             TraceEvent(kind=r[0], path=r[1], payload=texts.join(payload, known), ts=r[3])
             for r, payload in zip(rows, payloads, strict=True)
         ]
+
+    async def record_thread_turns(self, run_id: str, turns: Sequence[ConversationTurn]) -> None:
+        """Replace the turns run ``run_id`` added to its thread; nothing for a run in no thread."""
+        async with self._write(f"record the thread turns of run {run_id}") as db:
+            found = list(await db.execute_fetchall(thread_rows.RUN_THREAD, (run_id,)))
+            if not found:
+                raise StoreError(f"cannot record the thread turns of run {run_id}: no such run", hint=NO_RUN_HINT)
+            if found[0][0] is None:
+                return
+            contents = await self._encode(db, run_id, [turn.content for turn in turns])
+            await db.execute(thread_rows.DELETE_RUN_TURNS, (run_id,))
+            await db.executemany(
+                thread_rows.INSERT_TURN,
+                [
+                    (run_id, index, turn.role, content, turn.tokens)
+                    for index, (turn, content) in enumerate(zip(turns, contents, strict=True))
+                ],
+            )
+
+    async def thread_turns(self, thread: str, *, before_run: str | None = None) -> list[ThreadTurn]:
+        """The turns of ``thread`` in order (with ``before_run``: of its runs created before that run)."""
+        if before_run is None:
+            rows = await self._read(f"read thread {thread!r}", thread_rows.TURNS, (thread,))
+        else:
+            rows = await self._read(f"read thread {thread!r}", thread_rows.TURNS_BEFORE, (thread, before_run))
+        contents = [codec.load(row[3]) for row in rows]
+        known = await self._texts([ref for content in contents for ref in texts.references(content)])
+        return [
+            thread_rows.turn_from_row(row, texts.join(content, known))
+            for row, content in zip(rows, contents, strict=True)
+        ]
+
+    async def get_thread(self, thread: str) -> ThreadSummary | None:
+        rows = await self._read(f"read thread {thread!r}", thread_rows.ONE_SUMMARY, (thread,))
+        return thread_rows.summary_from_row(rows[0]) if rows else None
+
+    async def list_threads(self) -> list[ThreadSummary]:
+        """Every thread, the one with the latest run first."""
+        rows = await self._read("list threads", thread_rows.ALL_SUMMARIES, ())
+        return [thread_rows.summary_from_row(row) for row in rows]
+
+    async def delete_thread(self, thread: str) -> ThreadSummary | None:
+        """Delete the turns of ``thread`` and take its runs out of it; what was removed, or None."""
+        async with self._write(f"delete thread {thread!r}") as db:
+            rows = list(await db.execute_fetchall(thread_rows.ONE_SUMMARY, (thread,)))
+            if not rows:
+                return None
+            await db.execute(thread_rows.DELETE_THREAD_TURNS, (thread,))
+            await db.execute(thread_rows.LEAVE_THREAD, (thread,))
+            return thread_rows.summary_from_row(rows[0])
 
     async def _runs_from_rows(self, rows: Sequence[Any]) -> list[RunRecord]:
         runs = [codec.run_from_row(row) for row in rows]

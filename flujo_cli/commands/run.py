@@ -81,10 +81,13 @@ def run_blueprint(
     no_input: bool,
     json_output: bool,
     overrides: RunOverrides = RunOverrides(),
+    thread: str | None = None,
     debug: bool,
 ) -> int:
     if not file.is_file():
         usage_error(f"no such blueprint file: {file}", "check the path; examples live in blueprints/examples/")
+    if thread is not None:
+        _check_thread_name(thread)
     if answers_file is not None and not answers_file.is_file():
         usage_error(f"no such answers file: {answers_file}")
     invocation = _Invocation()
@@ -99,10 +102,21 @@ def run_blueprint(
             no_input=no_input,
             json_output=json_output,
             overrides=overrides,
+            thread=thread,
         ),
         invocation,
         debug=debug,
     )
+
+
+def _check_thread_name(thread: str) -> None:
+    from core.errors import RunError
+    from core.threads import check_thread_name
+
+    try:
+        check_thread_name(thread)
+    except RunError as exc:
+        usage_error(exc.message, exc.hint)
 
 
 def resume_run(
@@ -149,6 +163,7 @@ async def _run(
     no_input: bool,
     json_output: bool,
     overrides: RunOverrides,
+    thread: str | None = None,
 ) -> int:
     from blueprints import load_pipeline
     from core.config import load_settings, overrides_from_assignments, secret_values
@@ -156,6 +171,7 @@ async def _run(
     from core.errors import BlueprintError, ResumeRefused, RunError
     from core.redaction import Redactor
     from core.store import open_store
+    from core.threads import check_thread
     from flujo_cli.human import TerminalHuman
     from flujo_cli.progress import LiveReporter
 
@@ -191,12 +207,18 @@ async def _run(
             _report_blueprint_error(exc, console)
             return exit_codes.BLUEPRINT
         pipeline = _with_limits(pipeline, overrides)
+        if thread is not None:
+            try:
+                check_thread(pipeline, thread)
+            except RunError as exc:  # --thread does not fit this blueprint: a usage error, nothing ran
+                error_line(exc.message, exc.hint)
+                return exit_codes.USAGE
         engine = Engine(store=store, human=human, reporter=reporter, redactor=redactor)
         if resume_id is not None:
-            outcome = await engine.resume(pipeline, resume_id, force=force)
+            outcome = await engine.resume(pipeline, resume_id, force=force)  # in the run's own thread, if any
         else:
             invocation.run_id = new_run_id()
-            outcome = await engine.run(pipeline, input_text, run_id=invocation.run_id)
+            outcome = await engine.run(pipeline, input_text, run_id=invocation.run_id, thread=thread)
     finally:
         reporter.close()
         await store.close()

@@ -1,0 +1,186 @@
+"""``flujo threads list | show NAME | delete NAME``: the conversations runs continue with ``--thread NAME``.
+
+Results go to stdout (text, or one JSON document with ``--json``); messages to stderr. An unknown thread
+is one line and exit code 1 (as an unknown run id is for ``resume``); a name that cannot be a thread's is
+a usage error (2). ``delete`` asks nothing: it deletes the thread's turns, takes its runs out of it (they
+stay in the run store) and says what it removed.
+
+JSON shapes (stable): a thread is ``{"name", "runs", "turns", "tokens", "first_run_at", "last_run_at"}``
+(counts, and run creation times in seconds since the epoch); ``list`` prints ``{"threads": [thread...]}``,
+``show`` ``{"thread": thread, "turns": [{"run_id", "index", "role", "content", "tokens"}...]}``, ``delete``
+``{"deleted": thread}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from flujo_cli import exit_codes
+from flujo_cli.messages import error_line, fail, stderr, usage_error
+
+if TYPE_CHECKING:
+    from core.ports import RunStore, ThreadSummary, ThreadTurn
+
+
+def list_threads(*, json_output: bool, debug: bool) -> int:
+    async def body(store: RunStore) -> int:
+        threads = await store.list_threads()
+        if json_output:
+            _print_json({"threads": [_summary_data(t) for t in threads]})
+        elif not threads:
+            stderr().print("no threads yet; start one with: flujo run FILE --thread NAME")
+        else:
+            _print_lines(_table(threads))
+        return exit_codes.OK
+
+    return _with_store(body, debug=debug)
+
+
+def show_thread(name: str, *, json_output: bool, debug: bool) -> int:
+    _check_name(name)
+
+    async def body(store: RunStore) -> int:
+        summary = await store.get_thread(name)
+        if summary is None:
+            return _unknown(name)
+        turns = await store.thread_turns(name)
+        if json_output:
+            _print_json({"thread": _summary_data(summary), "turns": [_turn_data(t) for t in turns]})
+            return exit_codes.OK
+        statuses = {}
+        for run_id in dict.fromkeys(t.run_id for t in turns):
+            record = await store.get_run(run_id)
+            statuses[run_id] = (record.status, _when(record.created_at)) if record else ("?", "")
+        _print_lines(_transcript(summary, turns, statuses))
+        return exit_codes.OK
+
+    return _with_store(body, debug=debug)
+
+
+def delete_thread(name: str, *, json_output: bool, debug: bool) -> int:
+    _check_name(name)
+
+    async def body(store: RunStore) -> int:
+        removed = await store.delete_thread(name)
+        if removed is None:
+            return _unknown(name)
+        if json_output:
+            _print_json({"deleted": _summary_data(removed)})
+        else:
+            _print_lines(
+                [
+                    f"deleted thread {name}: {_count(removed.turns, 'turn')} of {_count(removed.runs, 'run')}"
+                    " (the runs stay in the run store)"
+                ]
+            )
+        return exit_codes.OK
+
+    return _with_store(body, debug=debug)
+
+
+def _with_store(body: Callable[[RunStore], Awaitable[int]], *, debug: bool) -> int:
+    """Open the run store the settings name, run ``body`` with it, close it; errors as one line."""
+
+    async def main() -> int:
+        from core.config import load_settings
+        from core.store import open_store
+
+        store = await open_store(load_settings().state_uri)
+        try:
+            return await body(store)
+        finally:
+            await store.close()
+
+    try:
+        return asyncio.run(main())
+    except KeyboardInterrupt:
+        return exit_codes.INTERRUPTED
+    except Exception as exc:  # the CLI's top level: one clear line, never a traceback (unless --debug)
+        fail(exc, debug=debug)
+
+
+def _check_name(name: str) -> None:
+    from core.errors import RunError
+    from core.threads import check_thread_name
+
+    try:
+        check_thread_name(name)
+    except RunError as exc:
+        usage_error(exc.message, exc.hint)
+
+
+def _unknown(name: str) -> int:
+    error_line(f"no thread named {name!r}", "list the threads with: flujo threads list")
+    return exit_codes.FAILED
+
+
+def _table(threads: Sequence[ThreadSummary]) -> list[str]:
+    rows = [("THREAD", "RUNS", "TURNS", "TOKENS", "LAST RUN")] + [
+        (t.name, str(t.runs), str(t.turns), str(t.tokens), _when(t.last_run_at)) for t in threads
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    return [
+        f"{row[0]:<{widths[0]}}  {row[1]:>{widths[1]}}  {row[2]:>{widths[2]}}  {row[3]:>{widths[3]}}  {row[4]}"
+        for row in rows
+    ]
+
+
+def _transcript(summary: ThreadSummary, turns: Sequence[ThreadTurn], runs: dict[str, tuple[str, str]]) -> list[str]:
+    """The thread's turns grouped by run, oldest first, each as a ``User:`` / ``Assistant:`` line."""
+    lines = [
+        f"thread {summary.name}: {_count(summary.runs, 'run')}, {_count(summary.turns, 'turn')},"
+        f" {_count(summary.tokens, 'token')}"
+    ]
+    current = None
+    for turn in turns:
+        if turn.run_id != current:
+            current = turn.run_id
+            status, when = runs[current]
+            lines += ["", f"run {current} · {status} · {when}"]
+        label = f"  {turn.role.capitalize()}: "
+        first, *rest = turn.content.split("\n")
+        lines.append(label + first)
+        lines.extend(" " * len(label) + line for line in rest)  # a long turn stays under its label
+    return lines
+
+
+def _summary_data(summary: ThreadSummary) -> dict[str, Any]:
+    return {
+        "name": summary.name,
+        "runs": summary.runs,
+        "turns": summary.turns,
+        "tokens": summary.tokens,
+        "first_run_at": summary.first_run_at,
+        "last_run_at": summary.last_run_at,
+    }
+
+
+def _turn_data(turn: ThreadTurn) -> dict[str, Any]:
+    return {
+        "run_id": turn.run_id,
+        "index": turn.index,
+        "role": turn.role,
+        "content": turn.content,
+        "tokens": turn.tokens,
+    }
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _when(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
+
+
+def _print_lines(lines: Sequence[str]) -> None:
+    sys.stdout.write("".join(f"{line}\n" for line in lines))
