@@ -50,9 +50,11 @@ from core.steps import (
     Limits,
     LoopStep,
     MapStep,
+    OutputMapping,
     ParallelStep,
     Pipeline,
     Step,
+    WorkflowStep,
 )
 from core.templates import Expression, Template, TemplateSyntax
 from core.usage import Usage
@@ -85,6 +87,7 @@ __all__ = [
     "MapStep",
     "NoHuman",
     "NullReporter",
+    "OutputMapping",
     "OutputRepair",
     "ParallelStep",
     "Pause",
@@ -107,5 +110,6 @@ __all__ = [
     "TemplateSyntax",
     "TraceEvent",
     "Usage",
+    "WorkflowStep",
     "new_run_id",
 ]

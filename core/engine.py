@@ -100,10 +100,16 @@ class Engine:
         return await self._execute(pipeline, normalize(input), run_id, journal_from_store=False)
 
     async def resume(self, pipeline: Pipeline, run_id: str) -> RunOutcome:
-        """Continue a paused or crashed run: committed steps are replayed, the rest executed."""
+        """Continue a paused or crashed run: committed steps are replayed, the rest executed. A sub-workflow's
+        child run is resumed through its parent (RunError here)."""
         record = await self.store.get_run(run_id)
         if record is None:
             raise RunError(f"no run {run_id!r}", hint="list runs with: flujo lens list")
+        if record.parent_run_id is not None:  # its input and context come from the parent (a sub-workflow)
+            raise RunError(
+                f"run {record.run_id} is a sub-workflow of run {record.parent_run_id}; resume that run instead",
+                hint=f"flujo resume {record.parent_run_id} continues inside this sub-workflow",
+            )
         await self.store.update_run(record.run_id, status="running")
         return await self._execute(pipeline, record.input, record.run_id, journal_from_store=True)
 
