@@ -27,6 +27,8 @@ BranchFailure = Literal["propagate", "ignore"]
 HistoryStrategy = Literal["truncate_tokens", "truncate_turns", "summarize"]
 AiTurnSource = Literal["last", "all_agents", "named_steps"]
 InputTarget = Literal["initial_prompt", "scratchpad", "both"]
+# The roots an ``OutputMapping.child`` path may start with (after an optional ``context.``).
+CHILD_PATH_ROOTS = ("output", "scratchpad", "steps", "initial_prompt", "hitl_history", "conversation_history")
 
 
 @dataclass(frozen=True)

@@ -20,12 +20,10 @@ from typing import Any
 from core.context import RunContext
 from core.errors import RunError
 from core.policies.context_writes import sink
-from core.steps import WorkflowStep
+from core.steps import CHILD_PATH_ROOTS, WorkflowStep
 
 # The child's stop_when bookkeeping; it belongs to the loops of the run that wrote it.
 _PRIVATE_KEYS = ("last_agent_command",)
-# The roots an ``outputs`` child path may start with (after an optional ``context.``).
-CHILD_ROOTS = ("output", "scratchpad", "steps", "initial_prompt", "hitl_history", "conversation_history")
 
 
 @dataclass(frozen=True)
@@ -68,10 +66,10 @@ def read_child_path(view: Mapping[str, Any], output: Any, path: str, step: str) 
     parts = path.split(".")
     if parts[0] == "context":
         parts = parts[1:]
-    if not parts or parts[0] not in CHILD_ROOTS:
+    if not parts or parts[0] not in CHILD_PATH_ROOTS:
         raise RunError(
             f"sub-workflow {step!r}: cannot read {path!r} from the child",
-            hint=f"start the path with one of {', '.join(CHILD_ROOTS)}",
+            hint=f"start the path with one of {', '.join(CHILD_PATH_ROOTS)}",
         )
     node: Any = output if parts[0] == "output" else view[parts[0]]
     for depth, part in enumerate(parts[1:], start=2):
