@@ -62,7 +62,7 @@ class ImportGraph:
             if not file.is_file():
                 _error(
                     node, "unknown-reference", ("imports", alias),
-                    f"imports.{alias}: file {target!r} not found (looked for {file.resolve()})",
+                    f"imports.{alias}: file {target!r} not found (looked for {file})",
                     f"paths are relative to the folder of {path.name}",
                 )  # fmt: skip
             elif file.resolve() in here:

@@ -115,8 +115,7 @@ async def test_child_sees_only_what_the_parent_passes() -> None:
         assert outcome.output["conversation_history"] == []
 
 
-@pytest.mark.parametrize("answers", [[], ["yes"]])
-async def test_pause_in_the_child_pauses_the_parent_and_resume_continues_inside(answers: list[str]) -> None:
+async def test_pause_in_the_child_pauses_the_parent_and_resume_continues_inside() -> None:
     calls, store = Calls(), MemoryStore()
     engine = Engine(store=store, human=ScriptedHuman())
     paused = await engine.run(parent_pipeline(calls), "tea", run_id="p2")
