@@ -245,3 +245,74 @@ async def test_child_steps_are_reported_at_their_place_in_the_parent() -> None:
     await Engine(store=MemoryStore(), reporter=reporter).run(parent, "x")
     assert reporter.started == ["sub", "sub/inner"]
     assert [r.path for r in reporter.finished] == ["sub/inner", "sub"]
+
+
+async def test_nested_sub_workflows_pause_and_resume_through_the_top_run() -> None:
+    calls, store = Calls(), MemoryStore()
+
+    def top() -> Pipeline:
+        middle = Pipeline(name="middle", steps=(WorkflowStep(name="inner", pipeline=child_pipeline(calls)),))
+        return Pipeline(name="top", steps=(WorkflowStep(name="outer", pipeline=middle),))
+
+    paused = await Engine(store=store).run(top(), "tea", run_id="p7")
+    assert paused.pause is not None and paused.pause.path == "outer/inner/approve"
+    middle_id = child_run_id("p7", "outer")
+    inner_id = child_run_id(middle_id, "inner")
+    statuses = {r.run_id: (r.status, r.parent_run_id, r.pause_path) for r in await store.list_runs()}
+    assert statuses == {
+        "p7": ("paused", None, "outer/inner/approve"),
+        middle_id: ("paused", "p7", "inner/approve"),
+        inner_id: ("paused", middle_id, "approve"),
+    }
+    resumed = await Engine(store=store, human=ScriptedHuman(["no"])).resume(top(), "p7")
+    assert (resumed.status, resumed.output) == ("completed", "final (draft of tea / no)")
+    assert calls.count == {"draft": 1, "final": 1}
+    assert {r.status for r in await store.list_runs()} == {"completed"}
+
+
+async def test_each_iteration_of_a_loop_gets_its_own_child_run() -> None:
+    child = Pipeline(name="c", steps=(AgentStep(name="inner", input=Template("seen {{ initial_prompt }}")),))
+    loop = LoopStep(name="again", max_loops=2, body=(WorkflowStep(name="sub", pipeline=child),))
+    store = MemoryStore()
+    outcome = await Engine(store=store).run(Pipeline(steps=(loop,)), "x", run_id="p8")
+    assert outcome.output == "seen seen x"
+    children = {r.run_id: r.input for r in await children_of(store, "p8")}
+    assert children == {child_run_id("p8", "again/1/sub"): "x", child_run_id("p8", "again/2/sub"): "seen x"}
+
+
+async def test_what_comes_back_is_what_the_step_names() -> None:
+    """outputs copy named values; without them updates_context merges the child's scratchpad (its stop_when
+    bookkeeping excepted); with neither only the output comes back; a missing path fails the step."""
+    child = Pipeline(
+        name="c",
+        steps=(
+            AgentStep(name="note", agent=FuncAgent(lambda _: {"action": "finish", "n": 2}), sink_to="kept"),
+            AgentStep(name="last", input=Template("done")),
+        ),
+    )
+    show = AgentStep(name="show", input=Template("{{ context.scratchpad }}"))
+    cases: list[tuple[dict[str, Any], Any]] = [
+        ({}, {}),
+        ({"sink_to": "result"}, {"result": "done"}),
+        ({"updates_context": True}, {"kept": {"action": "finish", "n": 2}}),
+        (
+            {"outputs": (OutputMapping("steps.note.output.n", "n"), OutputMapping("output", "context.scratchpad.o"))},
+            {"n": 2, "o": "done"},
+        ),
+    ]
+    for options, scratchpad in cases:
+        parent = Pipeline(steps=(WorkflowStep(name="sub", pipeline=child, **options), show))
+        outcome = await Engine(store=MemoryStore()).run(parent, "x")
+        assert (outcome.status, outcome.output) == ("completed", scratchpad), options
+
+    for path, message in (
+        ("scratchpad.kept.gone", "sub-workflow 'sub' finished without scratchpad.kept.gone"),
+        (
+            "scratchpad.nope.deeper",
+            "sub-workflow 'sub' finished without scratchpad.nope (outputs reads scratchpad.nope.deeper)",
+        ),
+    ):
+        missing = WorkflowStep(name="sub", pipeline=child, outputs=(OutputMapping(path, "g"),))
+        failed = await Engine(store=MemoryStore()).run(Pipeline(steps=(missing,)), "x")
+        assert (failed.status, failed.failed_step) == ("failed", "sub")
+        assert failed.error is not None and failed.error.message == message

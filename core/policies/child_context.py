@@ -76,8 +76,9 @@ def read_child_path(view: Mapping[str, Any], output: Any, path: str, step: str) 
         found, node = _child_item(node, part)
         if not found:
             where = ".".join(parts[:depth])
+            read = "" if where == path else f" (outputs reads {path})"
             raise RunError(
-                f"sub-workflow {step!r} finished without {where} (outputs maps {path})",
+                f"sub-workflow {step!r} finished without {where}{read}",
                 hint="make the imported blueprint set it (e.g. with sink_to), or fix the outputs path",
             )
     return copy.deepcopy(node)
