@@ -2,11 +2,18 @@
 
 Every template, expression and ``module:function`` is compiled or imported here, once; the resulting
 steps hold only ready-to-call objects. The loop's own blocks are compiled by ``loop_compiler``.
+
+A step ``uses: imports.<alias>`` becomes a ``WorkflowStep`` holding the imported blueprint compiled into a
+Pipeline of its own. Each imported file is compiled once per ``compile_pipeline`` call, so two steps using
+the same import (or two blueprints importing the same file) share its agents, as two steps naming the
+same agent do. An imported blueprint's own ``limits:`` do not apply to it as a sub-workflow: the budget
+is the top-level run's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path as FilePath
 from typing import Any, assert_never
 
 from blueprints.agent_builder import AgentBuilder, AgentFactory
@@ -21,6 +28,7 @@ from blueprints.schema import (
     AnyStepModel,
     ConditionalStepModel,
     HitlStepModel,
+    ImportConfigModel,
     LoopStepModel,
     MapStepModel,
     ParallelStepModel,
@@ -32,10 +40,12 @@ from core.steps import (
     ConditionalStep,
     HitlStep,
     Limits,
+    OutputMapping,
     ParallelStep,
     Pipeline,
     ScopeFunction,
     Step,
+    WorkflowStep,
 )
 from core.templates import Expression, Template, TemplateSyntax
 
@@ -43,9 +53,10 @@ from core.templates import Expression, Template, TemplateSyntax
 class StepCompiler:
     """Compiles the steps of one blueprint; ``path`` arguments are data paths into the YAML."""
 
-    def __init__(self, blueprint: Blueprint, agents: AgentBuilder) -> None:
+    def __init__(self, blueprint: Blueprint, agents: AgentBuilder, imported: Callable[[str], Pipeline]) -> None:
         self.blueprint = blueprint
         self.agents = agents
+        self.imported = imported  # the Pipeline of imports.<alias>
 
     def position(self, path: Path) -> SourcePosition:
         return self.blueprint.position(path)
@@ -99,14 +110,10 @@ class StepCompiler:
             return compile_map(self, model, path)
         assert_never(model)
 
-    def agent_step(self, model: AgentStepModel, path: Path) -> AgentStep | HitlStep:
-        if model.uses is not None and model.uses.startswith("imports."):
-            raise BlueprintError(
-                f"step {model.name!r} uses {model.uses}: sub-workflows cannot run yet",
-                position=self.position((*path, "uses")),
-                hint="copy the imported blueprint's steps into this one for now",
-            )
+    def agent_step(self, model: AgentStepModel, path: Path) -> AgentStep | HitlStep | WorkflowStep:
         input_template = self.template(model.input, (*path, "input")) if model.input is not None else None
+        if model.uses is not None and model.uses.startswith("imports."):
+            return self.workflow_step(model, input_template, path)
         if isinstance(model.agent, AgentRefModel) and model.agent.id == "flujo.builtins.ask_user":
             question = model.agent.params.get("question")
             if isinstance(question, str):
@@ -121,6 +128,26 @@ class StepCompiler:
             updates_context=model.updates_context,
             sink_to=model.sink_to,
             use_history=model.use_history,
+            position=self.position(path),
+        )
+
+    def workflow_step(self, model: AgentStepModel, input_template: Template | None, path: Path) -> WorkflowStep:
+        config = model.config or ImportConfigModel()
+        outputs: tuple[OutputMapping, ...] | None = None
+        if isinstance(config.outputs, list):
+            outputs = tuple(OutputMapping(child=m.child, parent=m.parent) for m in config.outputs)
+        elif config.outputs is not None:
+            outputs = tuple(OutputMapping(child=child, parent=parent) for child, parent in config.outputs.items())
+        return WorkflowStep(
+            name=model.name,
+            pipeline=self.imported((model.uses or "").removeprefix("imports.")),
+            input=input_template,
+            input_to=config.input_to,
+            input_key=config.input_scratchpad_key,
+            inherit_context=config.inherit_context,
+            outputs=outputs,
+            updates_context=model.updates_context,
+            sink_to=model.sink_to,
             position=self.position(path),
         )
 
@@ -162,13 +189,29 @@ def default_agent_factory() -> AgentFactory:
 def compile_pipeline(
     blueprint: Blueprint, settings: Settings, *, agent_factory: AgentFactory | None = None
 ) -> Pipeline:
-    """The Pipeline ``blueprint`` describes, its agents built with ``agent_factory`` (``build_agent``).
+    """The Pipeline ``blueprint`` describes, its agents built with ``agent_factory`` (``build_agent``),
+    its sub-workflows compiled from its imported blueprints.
 
     Raises BlueprintError (an import that fails, at its file:line:col) or ConfigError (from building an
     agent, its message prefixed with the agent's file:line:col).
     """
-    agents = AgentBuilder(blueprint, settings, agent_factory or default_agent_factory())
-    compiler = StepCompiler(blueprint, agents)
+    return _compile(blueprint, settings, agent_factory or default_agent_factory(), {})
+
+
+def _compile(
+    blueprint: Blueprint, settings: Settings, factory: AgentFactory, compiled: dict[FilePath, Pipeline]
+) -> Pipeline:
+    """``compile_pipeline`` with ``compiled``: the Pipeline of each file compiled so far in this call."""
+    key = blueprint.path.resolve()
+    known = compiled.get(key)
+    if known is not None:
+        return known
+
+    def imported(alias: str) -> Pipeline:
+        return _compile(blueprint.imports[alias], settings, factory, compiled)
+
+    agents = AgentBuilder(blueprint, settings, factory)
+    compiler = StepCompiler(blueprint, agents, imported)
     model = blueprint.model
     limits = Limits(max_cost_usd=settings.limits.max_cost_usd, max_tokens=settings.limits.max_tokens)
     if model.limits is not None:  # the blueprint's own limits beat the configured defaults, key by key
@@ -176,13 +219,15 @@ def compile_pipeline(
             max_cost_usd=_first_set(model.limits.max_cost_usd, limits.max_cost_usd),
             max_tokens=_first_set(model.limits.max_tokens, limits.max_tokens),
         )
-    return Pipeline(
+    pipeline = Pipeline(
         steps=compiler.steps(model.steps, ("steps",)),
         name=blueprint.name,
         limits=limits,
         source=str(blueprint.path),
-        source_hash=blueprint.source_hash,
+        source_hash=blueprint.tree_hash,
     )
+    compiled[key] = pipeline
+    return pipeline
 
 
 def _first_set(value: Any, default: Any) -> Any:

@@ -1,25 +1,24 @@
-"""Loading a blueprint file: read once, parse with positions, validate, check, and report findings.
+"""Loading a blueprint file and the blueprints it imports, and reporting their findings.
 
-``validate_file`` never raises for an author's mistake (a missing file is a finding too);
-``load_blueprint`` returns a ``Blueprint`` or raises ``InvalidBlueprint`` (a BlueprintError located at the
-first error, carrying every finding).
+``validate_file`` never raises for an author's mistake (a missing file is a finding too); its findings
+are the loaded file's, then each imported file's, every one at its own file:line:col. ``load_blueprint``
+returns a ``Blueprint`` (with its imported blueprints) or raises ``InvalidBlueprint`` (a BlueprintError
+located at the first error, carrying every finding). Reading one file is ``blueprints.analysis``;
+following imports is ``blueprints.import_graph``.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import ValidationError
-
-from blueprints.checks import run_checks
-from blueprints.findings import Finding, sort_findings
+from blueprints.findings import Finding
+from blueprints.import_graph import ImportedFile, ImportGraph
 from blueprints.positions import Path as DataPath
 from blueprints.positions import PositionIndex
 from blueprints.schema import BlueprintModel
-from blueprints.validation import validation_findings
-from blueprints.yaml_source import parse_yaml
 from core.errors import BlueprintError, SourcePosition
 
 
@@ -37,13 +36,15 @@ class InvalidBlueprint(BlueprintError):
 
 @dataclass(frozen=True)
 class Blueprint:
-    """A validated blueprint: the model, where each value is in the file, and its warnings."""
+    """A validated blueprint: the model, where each value is in the file, its warnings, and the
+    blueprints it imports by alias (a file imported twice is one ``Blueprint``)."""
 
     model: BlueprintModel
     positions: PositionIndex
     path: Path
     source_hash: str
     findings: tuple[Finding, ...] = ()
+    imports: Mapping[str, Blueprint] = field(default_factory=dict)
 
     def position(self, path: DataPath) -> SourcePosition:
         """Where the value at data ``path`` is written (or its nearest written ancestor)."""
@@ -57,63 +58,47 @@ class Blueprint:
     def name(self) -> str:
         return self.model.name or self.path.stem
 
+    @property
+    def tree_hash(self) -> str:
+        """A hash of this file and of every file it imports, at any depth: what ``flujo resume`` compares to
+        tell whether the blueprint a run started with has changed. Without imports, the file's own hash."""
+        if not self.imports:
+            return self.source_hash
+        digest = hashlib.sha256(self.source_hash.encode("ascii"))
+        for alias in sorted(self.imports):  # import cycles are validation errors, so this ends
+            digest.update(f"\0{alias}\0{self.imports[alias].tree_hash}".encode())
+        return digest.hexdigest()
 
-@dataclass(frozen=True)
-class _Analysis:
-    findings: list[Finding]
-    model: BlueprintModel | None = None
-    index: PositionIndex | None = None
-    source_hash: str | None = None
 
-
-def _unreadable(file: str, reason: str, hint: str | None = None) -> _Analysis:
-    return _Analysis([Finding("error", reason, None, hint, "file-unreadable", None, file)])
-
-
-def _analyse(path: Path) -> _Analysis:
-    file = str(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return _unreadable(file, f"no such file: {file}", "check the path")
-    except IsADirectoryError:
-        return _unreadable(file, f"{file} is a folder, not a blueprint file")
-    except OSError as exc:
-        return _unreadable(file, f"cannot read {file}: {exc.strerror or exc}")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return _unreadable(file, f"{file} is not UTF-8 text (byte {exc.start})", "save the file as UTF-8")
-    source_hash = hashlib.sha256(raw).hexdigest()
-    parsed = parse_yaml(text.removeprefix("\ufeff"), file)
-    if not parsed.ok:
-        return _Analysis(parsed.findings)
-    index = parsed.index
-    if parsed.data is None:
-        at = SourcePosition(file, 1, 1)
-        empty = Finding(
-            "error", "the blueprint is empty", at, 'start with version: "0.1" and a list of steps:', "missing-field",
-            index.excerpt(at), file,
-        )  # fmt: skip
-        return _Analysis([empty])
-    try:
-        model = BlueprintModel.model_validate(parsed.data)
-    except ValidationError as exc:
-        return _Analysis(sort_findings([*parsed.findings, *validation_findings(exc, parsed.data, index)]))
-    findings = [*parsed.findings, *run_checks(model, index, path.parent)]
-    return _Analysis(sort_findings(findings), model, index, source_hash)
+def _load(path: Path) -> tuple[list[Finding], ImportedFile]:
+    graph = ImportGraph()
+    root = graph.load(path)
+    return [finding for file in graph.files for finding in file.findings], root
 
 
 def validate_file(path: str | Path) -> list[Finding]:
-    """Every finding for the blueprint at ``path``, in reading order. Never raises for author mistakes."""
-    return _analyse(Path(path)).findings
+    """Every finding for the blueprint at ``path`` and the files it imports. Never raises for author mistakes."""
+    return _load(Path(path))[0]
 
 
 def load_blueprint(path: str | Path) -> Blueprint:
-    """The validated blueprint at ``path``; InvalidBlueprint (a BlueprintError) if it has any error."""
-    file_path = Path(path)
-    analysis = _analyse(file_path)
-    if any(f.is_error for f in analysis.findings):
-        raise InvalidBlueprint(analysis.findings)
+    """The validated blueprint at ``path``; InvalidBlueprint (a BlueprintError) if it or an import has an error."""
+    findings, root = _load(Path(path))
+    if any(f.is_error for f in findings):
+        raise InvalidBlueprint(findings)
+    return _blueprint(root, {})
+
+
+def _blueprint(node: ImportedFile, built: dict[Path, Blueprint]) -> Blueprint:
+    key = node.path.resolve()
+    known = built.get(key)
+    if known is not None:
+        return known
+    analysis = node.analysis
     assert analysis.model is not None and analysis.index is not None and analysis.source_hash is not None
-    return Blueprint(analysis.model, analysis.index, file_path, analysis.source_hash, tuple(analysis.findings))
+    imports = {alias: _blueprint(child, built) for alias, child in node.imports.items()}
+    blueprint = Blueprint(
+        analysis.model, analysis.index, node.path, analysis.source_hash, tuple(node.findings), imports
+    )
+    built[key] = blueprint
+    return blueprint

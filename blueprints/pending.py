@@ -11,10 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-NOT_YET_SUPPORTED: Mapping[str, str] = {
-    "imports": "sub-workflows (imports) cannot run yet",
-    "step.uses_import": "sub-workflows (imports) cannot run yet; compiling this blueprint will fail",
-}
+NOT_YET_SUPPORTED: Mapping[str, str] = {}
 
 
 def pending_message(feature: str, key: str) -> str | None:

@@ -53,9 +53,11 @@ from core.steps import (
     Limits,
     LoopStep,
     MapStep,
+    OutputMapping,
     ParallelStep,
     Pipeline,
     Step,
+    WorkflowStep,
 )
 from core.templates import Expression, Template, TemplateSyntax
 from core.usage import Usage
@@ -88,6 +90,7 @@ __all__ = [
     "MapStep",
     "NoHuman",
     "NullReporter",
+    "OutputMapping",
     "OutputRepair",
     "ParallelStep",
     "Pause",
@@ -113,5 +116,6 @@ __all__ = [
     "ThreadTurn",
     "TraceEvent",
     "Usage",
+    "WorkflowStep",
     "new_run_id",
 ]

@@ -24,7 +24,17 @@ from typing import TYPE_CHECKING, Any
 
 from core.context import ConversationTurn, Role, RunContext
 from core.ports import ChatMessage
-from core.steps import AgentStep, ConditionalStep, Conversation, HitlStep, LoopStep, MapStep, ParallelStep, Step
+from core.steps import (
+    AgentStep,
+    ConditionalStep,
+    Conversation,
+    HitlStep,
+    LoopStep,
+    MapStep,
+    ParallelStep,
+    Step,
+    WorkflowStep,
+)
 from core.templates import Template
 from core.tokens import MESSAGE_OVERHEAD, count_tokens
 from core.views import json_default
@@ -75,12 +85,16 @@ def start(loop: LoopStep, *, threaded: bool = False) -> ActiveConversation:
 
 
 def _is_model_step(step: Step) -> bool:
+    """A model agent's step; a sub-workflow counts as one (its result is the answer of the agents inside,
+    which the parent's conversation never saw)."""
+    if isinstance(step, WorkflowStep):
+        return True
     return isinstance(step, AgentStep) and step.agent is not None and step.agent.is_model
 
 
 def _last_assistant(body: Sequence[Step], user_steps: frozenset[str], hitl_is_user: bool) -> frozenset[str]:
     """``ai_turn_source: last``: the body's last step that is not a user-turn source, when it is a model
-    agent; a non-agent last step (a script, a passthrough, a composite) makes no assistant turn."""
+    agent or a sub-workflow; another last step (a script, a passthrough, a composite) makes no assistant turn."""
     for step in reversed(body):
         if step.name in user_steps or (isinstance(step, HitlStep) and hitl_is_user):
             continue

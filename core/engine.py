@@ -134,10 +134,16 @@ class Engine:
 
         Refused (``ResumeRefused``) when the run completed, when another live process is executing it
         (a crashed process holds no claim, so its run resumes), or when ``pipeline`` is not the blueprint
-        the run started with (its source hash differs) unless ``force``."""
+        the run started with (its source hash differs) unless ``force``; a sub-workflow's child run is
+        resumed through its parent."""
         record = await self.store.get_run(run_id)
         if record is None:
             raise RunError(f"no run matches {run_id!r}", hint="list runs with: flujo lens list")
+        if record.parent_run_id is not None:  # its input and context come from the parent (a sub-workflow)
+            raise ResumeRefused(
+                f"run {record.run_id} is a sub-workflow of run {record.parent_run_id}; resume that run instead",
+                hint=f"flujo resume {record.parent_run_id} continues inside this sub-workflow",
+            )
         full_id = record.run_id
         if not await self.store.claim_run(full_id):
             owner = f" ({record.owner})" if record.owner else ""

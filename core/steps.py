@@ -26,6 +26,9 @@ ReduceMode = Literal["keys", "values", "union", "concat", "first", "last"]
 BranchFailure = Literal["propagate", "ignore"]
 HistoryStrategy = Literal["truncate_tokens", "truncate_turns", "summarize"]
 AiTurnSource = Literal["last", "all_agents", "named_steps"]
+InputTarget = Literal["initial_prompt", "scratchpad", "both"]
+# The roots an ``OutputMapping.child`` path may start with (after an optional ``context.``).
+CHILD_PATH_ROOTS = ("output", "scratchpad", "steps", "initial_prompt", "hitl_history", "conversation_history")
 
 
 @dataclass(frozen=True)
@@ -146,7 +149,42 @@ class MapStep:
     kind: Literal["map"] = "map"
 
 
-Step = AgentStep | HitlStep | LoopStep | ParallelStep | ConditionalStep | MapStep
+@dataclass(frozen=True)
+class OutputMapping:
+    """One ``outputs`` entry of a sub-workflow: the value at ``child`` (a path into the child's final
+    context, such as ``scratchpad.verdict`` or ``steps.review.output``, or ``output`` for its result) is
+    written to the parent's scratchpad at ``parent``."""
+
+    child: str
+    parent: str
+
+
+@dataclass(frozen=True)
+class WorkflowStep:
+    """Runs ``pipeline`` as a child run with a context of its own (a sub-workflow: ``uses: imports.X``).
+
+    The child receives only the step's input (``input`` rendered, else the previous output), placed by
+    ``input_to``: as its initial prompt, into its scratchpad (a mapping is merged, anything else is stored
+    under ``input_key``), or both; ``inherit_context`` also starts it with a copy of the parent's
+    scratchpad. The step's output is the child's output. Back in the parent, ``outputs`` copy values of the
+    child's final context into the parent's scratchpad; without ``outputs``, ``updates_context`` merges the
+    child's whole scratchpad. See ``core.policies.workflow`` for the run semantics.
+    """
+
+    name: str
+    pipeline: Pipeline
+    input: Template | None = None
+    input_to: InputTarget = "initial_prompt"
+    input_key: str = "initial_input"
+    inherit_context: bool = False
+    outputs: tuple[OutputMapping, ...] | None = None
+    updates_context: bool = False
+    sink_to: str | None = None
+    position: SourcePosition | None = None
+    kind: Literal["workflow"] = "workflow"
+
+
+Step = AgentStep | HitlStep | LoopStep | ParallelStep | ConditionalStep | MapStep | WorkflowStep
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from blueprints.predicates import CallableTest, CallableValue, ExpressionTest, E
 from core.agents import AgentSpec, build_agent
 from core.config import Settings
 from core.engine import Engine, RunOutcome
-from core.errors import BlueprintError, ConfigError
+from core.errors import ConfigError
 from core.ports import Agent
 from core.steps import (
     AgentStep,
@@ -25,8 +25,10 @@ from core.steps import (
     Limits,
     LoopStep,
     MapStep,
+    OutputMapping,
     ParallelStep,
     Pipeline,
+    WorkflowStep,
 )
 from core.store import MemoryStore
 from core.testing import ScriptedHuman
@@ -141,11 +143,53 @@ steps:
     assert caught.value.hint is not None
 
 
-def test_imports_cannot_compile_yet() -> None:
-    with pytest.raises(BlueprintError) as caught:
-        load_pipeline(DATA / "imports_present.yaml", Settings())
-    assert caught.value.message == "step 'call_sub' uses imports.sub: sub-workflows cannot run yet"
-    assert caught.value.position is not None and caught.value.position.line == 7
+def test_an_import_compiles_into_a_workflow_step_holding_the_imported_pipeline() -> None:
+    [step] = load_pipeline(DATA / "imports_present.yaml", Settings()).steps
+    assert isinstance(step, WorkflowStep)
+    assert (step.name, step.input_to, step.outputs, step.updates_context) == ("call_sub", "initial_prompt", None, False)
+    assert step.position is not None and step.position.line == 5
+    child = load_pipeline(DATA / "valid_all_kinds.yaml", Settings())
+    assert step.pipeline.name == child.name == "every_kind"
+    assert step.pipeline.source == str(DATA / "valid_all_kinds.yaml")
+    assert [s.name for s in step.pipeline.steps] == [s.name for s in child.steps]
+
+
+def test_import_config_compiles_in_both_outputs_shapes(tmp_path: Path) -> None:
+    (tmp_path / "child.yaml").write_text('version: "0.1"\nsteps: [{name: echo}]\n', encoding="utf-8")
+    path = write(
+        tmp_path,
+        """version: "0.1"
+imports: {child: child.yaml}
+steps:
+  - name: listed
+    uses: imports.child
+    input: "{{ previous_step }}!"
+    updates_context: true
+    sink_to: scratchpad.result
+    config:
+      input_to: both
+      input_scratchpad_key: question
+      inherit_context: true
+      outputs:
+        - {child: scratchpad.a, parent: scratchpad.b}
+  - name: mapped
+    uses: imports.child
+    config:
+      outputs: {steps.echo.output: context.scratchpad.echoed, output: c}
+""",
+    )
+    listed, mapped = load_pipeline(path, Settings()).steps
+    assert isinstance(listed, WorkflowStep) and isinstance(mapped, WorkflowStep)
+    assert listed.pipeline is mapped.pipeline  # one import, compiled once
+    assert (listed.input_to, listed.input_key, listed.inherit_context, listed.updates_context, listed.sink_to) == (
+        "both", "question", True, True, "scratchpad.result",
+    )  # fmt: skip
+    assert listed.input is not None and listed.input.source == "{{ previous_step }}!"
+    assert listed.outputs == (OutputMapping("scratchpad.a", "scratchpad.b"),)
+    assert mapped.outputs == (
+        OutputMapping("steps.echo.output", "context.scratchpad.echoed"),
+        OutputMapping("output", "c"),
+    )
 
 
 def test_conversation_loop_compiles_its_settings_and_implied_exit() -> None:

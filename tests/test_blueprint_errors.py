@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from blueprints import InvalidBlueprint, load_blueprint, validate_file
+from core.errors import SourcePosition
 from tests.blueprint_findings import DATA, rows
 
 
@@ -99,15 +100,11 @@ def test_template_errors_inside_block_scalars_point_at_the_template_line() -> No
     ]
 
 
-def test_missing_import_file_is_an_error_at_the_uses() -> None:
+def test_missing_import_file_is_an_error_at_the_imports_entry() -> None:
     [finding] = [f for f in validate_file(DATA / "imports_missing.yaml") if f.is_error]
-    assert finding.position is not None
-    assert (finding.position.line, finding.position.column) == (6, 11)
-    assert finding.message.startswith("imports.review: file 'review.yaml' not found (looked for ")
-    assert finding.hint == (
-        f"imports.review is declared at {DATA / 'imports_missing.yaml'}:2:19; "
-        "paths are relative to the blueprint's folder"
-    )
+    assert finding.position == SourcePosition(str(DATA / "imports_missing.yaml"), 2, 19)
+    assert finding.message == f"imports.review: file 'review.yaml' not found (looked for {DATA / 'review.yaml'})"
+    assert finding.hint == "paths are relative to the folder of imports_missing.yaml"
 
 
 @pytest.mark.parametrize(

@@ -57,15 +57,14 @@ def test_conversation_keys_are_supported_and_only_misplaced_ones_warn() -> None:
     assert rows("pending", severity="error") == []
 
 
-def test_imports_warn_as_not_yet_supported() -> None:
-    assert [(line, code) for line, _, code, _ in rows("imports_present")] == [
-        (2, "not-yet-supported"),
-        (7, "not-yet-supported"),
-    ]
+def test_imports_are_supported_and_an_imported_file_is_validated_too() -> None:
+    """imports_present.yaml has no finding of its own; those of the file it imports are reported with it."""
+    assert validate_file(DATA / "imports_present.yaml") == validate_file(DATA / "valid_all_kinds.yaml")
 
 
 def test_the_pending_list_is_one_mapping_of_keys_to_reasons() -> None:
-    assert "imports" in NOT_YET_SUPPORTED and "loop.conversation" not in NOT_YET_SUPPORTED
+    assert "imports" not in NOT_YET_SUPPORTED and "step.uses_import" not in NOT_YET_SUPPORTED
+    assert "loop.conversation" not in NOT_YET_SUPPORTED
     assert all(isinstance(reason, str) and reason for reason in NOT_YET_SUPPORTED.values())
 
 

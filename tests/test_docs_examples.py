@@ -126,6 +126,12 @@ RUNS: dict[str, Run] = {
             ],
         },
     ),
+    "docs/examples/subworkflow.yaml": Run(
+        input="tea", answers=("yes",), output="approved: Clear, but say where tea is loved. (published: true)"
+    ),
+    "docs/examples/review.yaml": Run(
+        input="Tea is old.", answers=("no",), output="rejected: Clear, but say where tea is loved."
+    ),
     "docs/examples/reduce_modes.yaml": Run(
         output={
             "keys": ["a", "b"],

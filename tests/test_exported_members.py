@@ -11,11 +11,10 @@ def test_core_exports() -> None:
         "ChatMessage", "ConditionalStep", "ConfigError", "ControlSignal", "Conversation", "ConversationTurn",
         "Engine", "Expression", "FlujoError", "HistoryPolicy", "HitlEntry", "HitlStep", "HumanInput",
         "HumanQuestion", "LimitReached", "Limits", "LoopStep", "MapStep", "NoHuman", "NullReporter",
-        "OutputRepair", "ParallelStep", "Pause", "Pipeline", "ProviderError", "ProviderUnreachable", "Reporter",
-        "ResumeRefused", "RunContext", "RunError", "RunOutcome", "RunRecord", "RunStore", "SourcePosition", "Step",
-        "StepFailed", "StepRecord", "StoreError", "Template", "TemplateError", "TemplateSyntax", "ThreadSummary",
-        "ThreadTurn", "TraceEvent", "Usage",
-        "new_run_id",
+        "OutputMapping", "OutputRepair", "ParallelStep", "Pause", "Pipeline", "ProviderError", "ProviderUnreachable",
+        "Reporter", "ResumeRefused", "RunContext", "RunError", "RunOutcome", "RunRecord", "RunStore", "SourcePosition",
+        "Step", "StepFailed", "StepRecord", "StoreError", "Template", "TemplateError", "TemplateSyntax",
+        "ThreadSummary", "ThreadTurn", "TraceEvent", "Usage", "WorkflowStep", "new_run_id",
     }  # fmt: skip
     for name in core.__all__:
         assert hasattr(core, name), name

@@ -14,6 +14,7 @@ from blueprints.checks.control import check_conditional, check_hitl, check_loop,
 from blueprints.checks.names import check_unique_names
 from blueprints.checks.pending_keys import check_pending_keys
 from blueprints.checks.sites import walk
+from blueprints.checks.workflows import check_workflow_step
 from blueprints.findings import Finding
 from blueprints.positions import PositionIndex
 from blueprints.schema import (
@@ -39,6 +40,7 @@ def run_checks(model: BlueprintModel, index: PositionIndex, folder: FilePath) ->
         step = site.step
         if isinstance(step, AgentStepModel):
             check_agent_step(checker, site, step_names)
+            check_workflow_step(checker, site)
         elif isinstance(step, HitlStepModel):
             check_hitl(checker, site, step_names)
         elif isinstance(step, LoopStepModel):

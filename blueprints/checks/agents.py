@@ -11,7 +11,6 @@ from blueprints.callables import load_callable
 from blueprints.checks.checker import Checker
 from blueprints.checks.sites import StepSite
 from blueprints.checks.texts import check_text
-from blueprints.pending import pending_message
 from blueprints.schema import AgentModel, AgentRefModel, AgentStepModel
 from blueprints.suggestions import did_you_mean, one_of
 from core.errors import BlueprintError
@@ -155,19 +154,8 @@ def _check_uses(checker: Checker, step: AgentStepModel, path: tuple[str | int, .
             where,
             "declare it under imports: (alias: path/to/blueprint.yaml)",
         )
-        return
-    target = (checker.folder / imports[name]).resolve()
-    if not target.is_file():
-        declared = checker.at(("imports", name))
-        checker.error(
-            "unknown-reference",
-            f"imports.{name}: file {imports[name]!r} not found (looked for {target})",
-            where,
-            f"imports.{name} is declared at {declared}; paths are relative to the blueprint's folder",
-        )
-    message = pending_message("step.uses_import", f"uses: imports.{name}")
-    if message:
-        checker.warning("not-yet-supported", message, where)
+    # Whether the imported file exists (and imports no cycle) is checked where imports are followed:
+    # blueprints.import_graph, at the imports: entry.
 
 
 def _check_builtin_params(

@@ -28,8 +28,6 @@ def _warn(checker: Checker, feature: str, key: str, path: tuple[str | int, ...])
 
 
 def check_pending_keys(checker: Checker, sites: Sequence[StepSite]) -> None:
-    if checker.written(("imports",)):
-        _warn(checker, "imports", "imports", ("imports",))
     for site in sites:
         step = site.step
         if isinstance(step, LoopStepModel) and step.loop.conversation:

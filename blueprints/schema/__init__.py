@@ -6,6 +6,7 @@ by ``blueprints.checks`` after the structure validates, where each finding can p
 
 from blueprints.schema.agents import AgentModel, LimitsModel
 from blueprints.schema.document import BlueprintModel
+from blueprints.schema.import_config import ImportConfigModel, OutputMapModel
 from blueprints.schema.loop_blocks import (
     OUTPUT_SHORTHANDS,
     PROPAGATION_PRESETS,
@@ -51,6 +52,7 @@ __all__ = [
     "FinalizeModel",
     "HistoryManagementModel",
     "HitlStepModel",
+    "ImportConfigModel",
     "InitOpModel",
     "InitPresetsModel",
     "InitTargetModel",
@@ -59,6 +61,7 @@ __all__ = [
     "LoopStepModel",
     "MapSettingsModel",
     "MapStepModel",
+    "OutputMapModel",
     "ParallelStepModel",
     "PropagationModel",
     "StartWithModel",

@@ -11,6 +11,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Discriminator, Field, Tag
 
 from blueprints.schema.base import CallablePath, ContextPath, JsonSchema, Name, PositiveInt, StrictModel, UsesRef
+from blueprints.schema.import_config import ImportConfigModel
 from blueprints.schema.loop_blocks import (
     FinalizeModel,
     HistoryManagementModel,
@@ -59,7 +60,8 @@ class StepModelBase(StrictModel):
 
 
 class AgentStepModel(StepModelBase):
-    """``kind: step``: call an agent (``uses`` or ``agent``), or pass the input through."""
+    """``kind: step``: call an agent (``uses`` or ``agent``) or a sub-workflow (``uses: imports.<alias>``,
+    set up by ``config``), or pass the input through."""
 
     kind: Literal["step"] = "step"
     uses: UsesRef | None = None
@@ -69,6 +71,7 @@ class AgentStepModel(StepModelBase):
     sink_to: ContextPath | None = None
     use_history: bool | None = None
     output_schema: JsonSchema | None = None
+    config: ImportConfigModel | None = None
 
 
 class HitlStepModel(StepModelBase):

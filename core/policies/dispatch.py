@@ -11,6 +11,7 @@ from core.policies.frame import Frame, child_path
 from core.policies.leaf import run_agent_step, run_hitl_step
 from core.policies.loop import run_loop
 from core.policies.parallel import run_parallel
+from core.policies.workflow import run_workflow
 from core.steps import (
     AgentStep,
     ConditionalStep,
@@ -19,6 +20,7 @@ from core.steps import (
     MapStep,
     ParallelStep,
     Step,
+    WorkflowStep,
 )
 
 
@@ -42,4 +44,6 @@ async def run_step(step: Step, data: Any, ctx: RunContext, path: str, frame: Fra
         return await run_conditional(step, data, ctx, path, frame, run_steps)
     if isinstance(step, MapStep):
         return await run_map(step, data, ctx, path, frame, run_steps)
+    if isinstance(step, WorkflowStep):
+        return await run_workflow(step, data, ctx, path, frame, run_steps)
     assert_never(step)

@@ -3,6 +3,10 @@
 It holds the injected ports (store, human, reporter), the journal of steps already committed by an
 earlier attempt of this run (resume replays them instead of executing them again), the usage meter, the
 redactor and the thread the run continues. Policies receive it explicitly; there is no global state.
+
+A sub-workflow runs with a frame of its own (its child run's id and journal) whose ``parent`` is the
+frame of the run that called it: usage added to a child is added to every ancestor too, and the usage
+limits are checked by the top-level frame, so a budget covers the whole tree of runs.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ class Frame:
     failures: dict[FlujoError, str] = field(default_factory=dict)
     summarizer_failures: int = 0  # consecutive; at 3 the history manager stops summarizing for this run
     thread: ThreadBinding | None = None  # the thread this run continues (core.threads), if any
+    parent: Frame | None = None  # the calling run's frame, for a sub-workflow's child run
 
     def event(self, kind: str, path: str, payload: Mapping[str, Any]) -> TraceEvent:
         """A trace event with secrets masked, ready to store. Tracing never fails a run: a payload that
@@ -126,6 +131,9 @@ class Frame:
         (``tokens``) would take the run past ``max_tokens``, or when its most expensive outcome
         (``cost_usd``, None when the price is unknown) would take it past ``max_cost_usd``. The provider's
         reported usage is reconciled after the call (``charge``)."""
+        if self.parent is not None:  # the budget is the top-level run's, spent by the whole tree
+            self.parent.reserve(step, tokens, cost_usd)
+            return
         self.check_limits()
         limit = self.limits.max_tokens
         if limit is not None and tokens and self.usage.total_tokens + tokens > limit:
@@ -146,10 +154,15 @@ class Frame:
         before its next agent call sees the spend)."""
         self.usage = self.usage + usage
         self.known_cost_usd += usage.cost_usd or 0.0
+        if self.parent is not None:
+            self.parent.add_usage(usage)
 
     def check_limits(self) -> None:
         """LimitReached when the run has already spent more than a limit allows. Called before each agent
         call too: a parallel branch must not start a call after a sibling has spent the budget."""
+        if self.parent is not None:
+            self.parent.check_limits()
+            return
         limits = self.limits
         if limits.max_tokens is not None and self.usage.total_tokens > limits.max_tokens:
             raise LimitReached(

@@ -1,0 +1,70 @@
+"""Analysing one blueprint file: read it once, parse with positions, validate, check; never raise.
+
+The result holds every finding of that file and, when its structure is valid, the model and the
+position index. Imports are not followed here (``blueprints.import_graph`` does that).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from blueprints.checks import run_checks
+from blueprints.findings import Finding, sort_findings
+from blueprints.positions import PositionIndex
+from blueprints.schema import BlueprintModel
+from blueprints.validation import validation_findings
+from blueprints.yaml_source import parse_yaml
+from core.errors import SourcePosition
+
+
+@dataclass(frozen=True)
+class FileAnalysis:
+    """The findings of one file, in reading order; the model and index when the structure is valid."""
+
+    findings: list[Finding]
+    model: BlueprintModel | None = None
+    index: PositionIndex | None = None
+    source_hash: str | None = None
+
+
+def _unreadable(file: str, reason: str, hint: str | None = None) -> FileAnalysis:
+    return FileAnalysis([Finding("error", reason, None, hint, "file-unreadable", None, file)])
+
+
+def analyse_file(path: Path) -> FileAnalysis:
+    """Every finding of the blueprint file at ``path`` (named as given in positions)."""
+    file = str(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return _unreadable(file, f"no such file: {file}", "check the path")
+    except IsADirectoryError:
+        return _unreadable(file, f"{file} is a folder, not a blueprint file")
+    except OSError as exc:
+        return _unreadable(file, f"cannot read {file}: {exc.strerror or exc}")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return _unreadable(file, f"{file} is not UTF-8 text (byte {exc.start})", "save the file as UTF-8")
+    source_hash = hashlib.sha256(raw).hexdigest()
+    parsed = parse_yaml(text.removeprefix("\ufeff"), file)
+    if not parsed.ok:
+        return FileAnalysis(parsed.findings)
+    index = parsed.index
+    if parsed.data is None:
+        at = SourcePosition(file, 1, 1)
+        empty = Finding(
+            "error", "the blueprint is empty", at, 'start with version: "0.1" and a list of steps:', "missing-field",
+            index.excerpt(at), file,
+        )  # fmt: skip
+        return FileAnalysis([empty])
+    try:
+        model = BlueprintModel.model_validate(parsed.data)
+    except ValidationError as exc:
+        return FileAnalysis(sort_findings([*parsed.findings, *validation_findings(exc, parsed.data, index)]))
+    findings = [*parsed.findings, *run_checks(model, index, path.parent)]
+    return FileAnalysis(sort_findings(findings), model, index, source_hash)

@@ -1,0 +1,196 @@
+"""Workflow policy: a sub-workflow (``uses: imports.X``) runs as a child run of its own.
+
+Invariants:
+- The child run's id is derived from the parent run's id and the step's path (``child_run_id``), so a
+  resumed parent finds the same child. Its RunRecord (``parent_run_id`` = the caller) is created the
+  first time the step runs; every later entry (resume, crash recovery) reuses it. Its ``input`` is the
+  value the parent passed (the step's input, before ``input_to`` places it).
+- The child runs on a fresh context (``core.policies.child_context``) with a frame of its own: its leaf
+  steps commit to the child run's journal, and re-entering the child replays them from that journal;
+  only the rest executes. A child that already completed is replayed without touching its record.
+- The child run's status follows what happened inside it (``paused``, ``limit_reached``, ``aborted``,
+  ``failed``, ``completed``). Control-flow signals propagate to the parent as they are (a Pause's path
+  gains this step's path as prefix), so a HITL question in the child pauses the parent, and resuming the
+  parent continues inside the child. A child run is never resumed on its own: ``Engine.resume`` refuses
+  it, since only its parent holds the context its input came from.
+- Usage: the child's calls count in its own record and in every ancestor's total; the usage limits are
+  the top-level run's (``Frame.parent``). The parent's record of this step holds no usage (the child's
+  leaves hold it, and replaying them counts it again in the totals).
+- The parent commits this step (output = the child's output) once the child completed and what it gives
+  back is applied; the step's result then lands in the parent's context like an agent step's
+  (``steps.<name>.output``, ``sink_to``, a conversation turn by the loop's ``ai_turn_source`` rules).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import replace
+from typing import Any
+
+from core.context import RunContext
+from core.conversation import capture
+from core.errors import Abort, FlujoError, LimitReached, Pause, RunError
+from core.policies.body import BodyRunner
+from core.policies.child_context import child_start, give_back
+from core.policies.context_writes import note_agent_command, record_output, sink
+from core.policies.frame import Frame, child_path, scope
+from core.ports import Reporter, RunRecord, StepRecord, TraceEvent
+from core.steps import WorkflowStep
+
+
+def child_run_id(parent_run_id: str, path: str) -> str:
+    """The id of the child run that the step at ``path`` of run ``parent_run_id`` starts (16 hex digits,
+    like any run id, so a prefix typed for one run does not also match its children)."""
+    return hashlib.sha256(f"{parent_run_id}/{path}".encode()).hexdigest()[:16]
+
+
+class ChildReporter:
+    """The parent's reporter, shown the child's steps at their place in the parent (``review/critic``)."""
+
+    def __init__(self, reporter: Reporter, prefix: str) -> None:
+        self.reporter = reporter
+        self.prefix = prefix
+
+    def step_started(self, path: str, name: str, kind: str) -> None:
+        self.reporter.step_started(child_path(self.prefix, path), name, kind)
+
+    def step_finished(self, record: StepRecord) -> None:
+        self.reporter.step_finished(replace(record, path=child_path(self.prefix, record.path)))
+
+    def text_delta(self, path: str, text: str) -> None:
+        self.reporter.text_delta(child_path(self.prefix, path), text)
+
+    def agent_replied(self, path: str, name: str, output: Any) -> None:
+        self.reporter.agent_replied(child_path(self.prefix, path), name, output)
+
+    def note(self, message: str) -> None:
+        self.reporter.note(message)
+
+
+async def run_workflow(
+    step: WorkflowStep, data: Any, ctx: RunContext, path: str, frame: Frame, body: BodyRunner
+) -> Any:
+    absorbed = frame.absorbed_failure(path)
+    if absorbed is not None:  # failed earlier inside a parallel that completed without it
+        raise RunError(absorbed)
+    frame.reporter.step_started(path, step.name, step.kind)
+    started = time.time()
+    child_id = child_run_id(frame.run_id, path)
+    event = frame.event("workflow.child", path, {"child_run_id": child_id, "pipeline": step.pipeline.name})
+    value = data
+    try:
+        if step.input is not None:
+            value = step.input.render(scope(ctx, data))
+        start = child_start(step, value, ctx)
+    except FlujoError as exc:
+        await _fail(step, path, started, value, exc, frame, event)
+        raise
+    child, completed = await _enter(step, value, child_id, path, frame)
+    child_ctx = RunContext(initial_prompt=start.prompt, scratchpad=start.scratchpad)
+    store = frame.store
+    try:
+        output = await body(step.pipeline.steps, start.prompt, child_ctx, "", child)
+        if not completed:
+            await store.update_run(
+                child_id, status="completed", output=output, usage=child.usage, finished_at=time.time()
+            )
+    except Pause as pause:
+        await store.update_run(
+            child_id, status="paused", usage=child.usage, pause_path=pause.path, pause_message=pause.message
+        )
+        raise Pause(step=pause.step, path=child_path(path, pause.path), message=pause.message) from None
+    except LimitReached as limit:
+        await store.update_run(
+            child_id, status="limit_reached", error=limit.detail, usage=child.usage, finished_at=time.time()
+        )
+        raise
+    except Abort as abort:
+        await store.update_run(
+            child_id, status="aborted", error=abort.reason, usage=child.usage, finished_at=time.time()
+        )
+        raise
+    except FlujoError as error:
+        await store.update_run(
+            child_id, status="failed", error=error.message, usage=child.usage, finished_at=time.time()
+        )
+        inner = child.failed_step(error)  # where the run failed, seen from the parent: review/critic
+        frame.failures.setdefault(error, child_path(path, inner) if inner else path)
+        await _fail(step, path, started, value, error, frame, event)
+        raise
+    except Exception as exc:  # a port broke inside the child: never leave the child "running"
+        await store.update_run(
+            child_id, status="failed", error=f"{type(exc).__name__}: {exc}", usage=child.usage, finished_at=time.time()
+        )
+        raise
+    finally:
+        frame.replays += child.replays
+    try:
+        give_back(step, child_ctx, output, ctx)
+    except FlujoError as exc:
+        await _fail(step, path, started, value, exc, frame, event)
+        raise
+    _apply_output(step, ctx, output)
+    await frame.commit(
+        path=path, name=step.name, kind=step.kind, status="completed", started=started,
+        input=value, output=output, events=[event],
+    )  # fmt: skip
+    return output
+
+
+async def _enter(step: WorkflowStep, value: Any, child_id: str, path: str, frame: Frame) -> tuple[Frame, bool]:
+    """The child run's frame (creating its record on first entry, with its journal on a later one), and
+    whether the child had already completed."""
+    store = frame.store
+    record = await store.get_run(child_id)
+    journal = {}
+    completed = False
+    if record is None or record.run_id != child_id:
+        pipeline = step.pipeline
+        await store.create_run(
+            RunRecord(
+                run_id=child_id,
+                pipeline_name=pipeline.name,
+                status="running",
+                source=pipeline.source,
+                source_hash=pipeline.source_hash,
+                input=value,
+                created_at=time.time(),
+                parent_run_id=frame.run_id,
+            )
+        )
+    else:
+        journal = {entry.path: entry for entry in await store.steps(child_id)}
+        completed = record.status == "completed"
+        if not completed:
+            await store.update_run(child_id, status="running")
+    child = Frame(
+        run_id=child_id,
+        store=store,
+        human=frame.human,
+        reporter=ChildReporter(frame.reporter, path),
+        redactor=frame.redactor,
+        limits=frame.limits,
+        journal=journal,
+        parent=frame,
+    )
+    return child, completed
+
+
+def _apply_output(step: WorkflowStep, ctx: RunContext, output: Any) -> None:
+    """The child's output lands in the parent as an agent step's output does."""
+    record_output(ctx, step.name, output)
+    capture(ctx, step.name, output, hitl=False)
+    note_agent_command(ctx, output)
+    if step.sink_to:
+        sink(ctx, step.sink_to, output)
+
+
+async def _fail(
+    step: WorkflowStep, path: str, started: float, value: Any, error: FlujoError, frame: Frame, event: TraceEvent
+) -> None:
+    events = [event, frame.event("step.error", path, {"error": error.message, "hint": error.hint})]
+    await frame.commit(
+        path=path, name=step.name, kind=step.kind, status="failed", started=started,
+        input=value, error=error.message, events=events, failure=error,
+    )  # fmt: skip
