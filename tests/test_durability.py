@@ -285,3 +285,56 @@ def test_eight_processes_run_on_one_database_at_once(workdir: Path) -> None:
     assert len(per_run) == 8 and len({count for _, count in per_run}) == 1  # every run has all its steps
     assert _rows(db, "SELECT COUNT(*) FROM runs WHERE status = 'completed'") == [(8,)]
     assert _rows(db, "PRAGMA integrity_check") == [("ok",)]
+
+
+def _read_until(fd: int, marker: str, timeout: float = 30) -> str:
+    """Read a pseudo-terminal until ``marker`` appears; everything read so far."""
+    import select
+
+    seen = ""
+    deadline = time.monotonic() + timeout
+    while marker not in seen:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{marker!r} never appeared; the terminal showed:\n{seen}")
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        if ready:
+            try:
+                seen += os.read(fd, 4096).decode("utf-8", "replace")
+            except OSError:  # the process closed the terminal
+                break
+    return seen
+
+
+def test_a_paused_run_resumed_at_a_terminal_asks_the_question_there(
+    workdir: Path, uninterrupted: dict[str, Any]
+) -> None:
+    db = workdir / "flujo.db"
+    paused = _flujo(workdir, "run", "chat.yaml", "--no-input", "--json", *_answer_args(ANSWERS[:2]))
+    assert paused.returncode == 4, paused.stderr
+    run_id = json.loads(paused.stdout)["run_id"]
+    question = json.loads(paused.stdout)["pause"]["message"]
+
+    controller, terminal = os.openpty()
+    with contextlib.chdir(workdir):
+        process = subprocess.Popen(
+            [sys.executable, "-m", "flujo_cli.main", "resume", run_id[:8]],
+            stdin=terminal,
+            stdout=terminal,
+            stderr=terminal,
+            env={**os.environ, "PYTHONPATH": str(ROOT), "TERM": "dumb", "COLUMNS": "200", **_env(workdir)},
+        )
+    os.close(terminal)
+    try:
+        shown = _read_until(controller, question)  # the question the run paused at, asked at the terminal
+        for answer in ANSWERS[2:]:
+            os.write(controller, (answer + "\r").encode())
+        shown += _read_until(controller, "completed")
+        assert process.wait(timeout=30) == 0, shown
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(controller)
+    assert _rows(db, "SELECT status FROM runs") == [("completed",)]
+    assert "4 finished step(s) replayed from the store" in shown  # answered before the pause: not asked again
+    assert [path for path, _ in _completed_steps(db, run_id)] == uninterrupted["steps"]
+    assert _sent_prompts(db, run_id) == uninterrupted["prompts"]
