@@ -68,7 +68,7 @@ def _check_resumable(record: RunRecord, pipeline: Pipeline, *, force: bool) -> N
     if record.status == "completed":
         raise ResumeRefused(
             f"run {record.run_id} already completed; there is nothing to resume",
-            hint="start a new run with: flujo run FILE",
+            hint=f"start a new run with: flujo run {record.source or 'FILE'}",
         )
     changed = record.source_hash is not None and record.source_hash != pipeline.source_hash
     if changed and not force:

@@ -192,7 +192,7 @@ async def _run(
             if record.status == "completed":  # the engine refuses it too; say so before loading anything
                 raise ResumeRefused(
                     f"run {record.run_id} already completed; there is nothing to resume",
-                    hint="start a new run with: flujo run FILE",
+                    hint=f"start a new run with: flujo run {record.source or 'FILE'}",
                 )
             if record.source is None or not Path(record.source).is_file():
                 raise RunError(
