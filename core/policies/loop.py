@@ -18,6 +18,7 @@ Invariants:
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -83,7 +84,7 @@ async def run_loop(step: LoopStep, data: Any, ctx: RunContext, path: str, frame:
             if iteration < step.max_loops:  # no next iteration, no next input (its template may not apply)
                 iteration_input = step.next_input(output, ctx, iteration) if step.next_input else output
         final = step.output(output, ctx) if step.output is not None else output
-    except ControlSignal:
+    except (ControlSignal, asyncio.CancelledError):  # a pause, a limit, Ctrl-C: what was said stays said
         ctx.keep_said([iteration_ctx])
         raise
     except Exception as exc:  # the body's errors are FlujoErrors already; a hook's may be anything
