@@ -12,8 +12,8 @@ def test_core_exports() -> None:
         "Engine", "Expression", "FlujoError", "HistoryPolicy", "HitlEntry", "HitlStep", "HumanInput",
         "HumanQuestion", "LimitReached", "Limits", "LoopStep", "MapStep", "NoHuman", "NullReporter",
         "OutputRepair", "ParallelStep", "Pause", "Pipeline", "ProviderError", "ProviderUnreachable", "Reporter",
-        "ResumeRefused", "RunContext", "RunError", "RunOutcome", "RunRecord", "RunStore", "SourcePosition", "Step", "StepFailed",
-        "StepRecord", "StoreError", "Template", "TemplateError", "TemplateSyntax", "TraceEvent", "Usage",
+        "ResumeRefused", "RunContext", "RunError", "RunOutcome", "RunRecord", "RunStore", "SourcePosition", "Step",
+        "StepFailed", "StepRecord", "StoreError", "Template", "TemplateError", "TemplateSyntax", "TraceEvent", "Usage",
         "new_run_id",
     }  # fmt: skip
     for name in core.__all__:

@@ -185,7 +185,9 @@ class SqliteStore:
         self._claimed.add(run_id)
         try:
             async with self._write(f"claim run {run_id}") as db:
-                cursor = await db.execute("UPDATE runs SET owner = ? WHERE run_id = ?", (claims.process_label(), run_id))
+                cursor = await db.execute(
+                    "UPDATE runs SET owner = ? WHERE run_id = ?", (claims.process_label(), run_id)
+                )
                 if cursor.rowcount == 0:
                     raise StoreError(f"cannot claim run {run_id}: no such run", hint=NO_RUN_HINT)
         except BaseException:
