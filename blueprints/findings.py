@@ -32,6 +32,7 @@ FindingCode = Literal[
     "passthrough-step",
     "ignored-key",
     "import-failed",
+    "context-in-prompt",
 ]
 
 

@@ -57,7 +57,8 @@ class HitlEntry:
         return {"step": self.step, "message": self.message, "answer": self.answer}
 
 
-_VIEW_KEYS = ("initial_prompt", "scratchpad", "steps", "hitl_history", "conversation_history")
+# The keys of the context as templates, hooks and agents see it (``lazy_view``).
+VIEW_KEYS = ("initial_prompt", "scratchpad", "steps", "hitl_history", "conversation_history")
 
 
 @dataclass
@@ -116,7 +117,7 @@ class RunContext:
                 return [entry.to_dict() for entry in hitl]
             return [turn.to_dict() for turn in turns]
 
-        return LazyView(_VIEW_KEYS, compute)
+        return LazyView(VIEW_KEYS, compute)
 
     def view(self) -> dict[str, Any]:
         """The same as ``lazy_view()``, as plain data (a deep copy)."""

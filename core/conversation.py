@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from core.context import ConversationTurn, Role, RunContext
@@ -39,22 +39,13 @@ HISTORY_CLOSE = "</conversation_history>"
 
 @dataclass(frozen=True)
 class ActiveConversation:
-    """The conversation a loop body runs in: its settings and which steps' results become turns.
-
-    ``propagated`` is the object the current iteration received as input when that input is the loop's
-    propagated context (``propagation: context``): a step without an explicit ``input`` is then sent the
-    latest user turn, never the context object itself.
-    """
+    """The conversation a loop body runs in: its settings and which steps' results become turns."""
 
     loop: str
     settings: Conversation
     assistant_steps: frozenset[str]
     user_steps: frozenset[str]
     hitl_is_user: bool
-    propagated: Any = None
-
-    def for_iteration(self, iteration_input: Any, *, input_is_context: bool) -> ActiveConversation:
-        return replace(self, propagated=iteration_input if input_is_context else None)
 
 
 def start(loop: LoopStep) -> ActiveConversation:

@@ -258,6 +258,18 @@ def referenced_names(source: str) -> set[str]:
     return {node.name for node in ast.find_all(nodes.Name) if node.ctx == "load"} - assigned - {"this", "loop"}
 
 
+def whole_references(source: str) -> set[str]:
+    """Top-level names a template reads as a whole object (``{{ context }}``, ``{{ previous_step | tojson }}``),
+    rather than only through one of their keys (``{{ context.scratchpad.goal }}``)."""
+    try:
+        ast = _TEMPLATE_ENV.parse(translate_handlebars(source))
+    except (TemplateSyntaxError, TemplateSyntax):
+        return set()
+    bases = {id(node.node) for node in ast.find_all(nodes.Getattr)}
+    bases |= {id(node.node) for node in ast.find_all(nodes.Getitem)}
+    return {node.name for node in ast.find_all(nodes.Name) if node.ctx == "load" and id(node) not in bases}
+
+
 def step_references(source: str) -> set[str]:
     """Step names read as ``steps.<name>`` or ``steps['name']`` in a template or expression."""
     try:

@@ -24,11 +24,11 @@ from core.conversation import (
     as_messages,
     bound,
     history_block,
-    latest_user_turn,
     needs_summary,
     summary_cut,
     turn_text,
 )
+from core.current_message import current_message
 from core.errors import ControlSignal, FlujoError
 from core.policies.frame import Frame, child_path
 from core.ports import Agent, AgentCall, ChatMessage, TraceEvent
@@ -73,14 +73,10 @@ async def prepare(
     if step.use_history is not False:
         await _summarize(active, ctx, path, frame, events)
     turns = ctx.conversation_history
-    end = len(turns)
-    if step.input is None:  # the conversation supplies the message; never the propagated context object
-        if end and turns[-1].role == "user":
-            end -= 1
-            message = turns[end].content
-        elif active.propagated is not None and data is active.propagated:
-            latest = latest_user_turn(turns)
-            message = turns[latest].content if latest is not None else turn_text(ctx.initial_prompt or "")
+    current = current_message(
+        turns, data=data, rendered=message, explicit=step.input is not None, initial_prompt=ctx.initial_prompt
+    )
+    message, end = current.message, current.end
     if step.use_history is False:
         return Injection(message)
     policy = active.settings.history

@@ -25,7 +25,6 @@ from core.policies.body import BodyRunner
 from core.policies.context_writes import agent_finished, record_output
 from core.policies.frame import Frame, child_path, scope, step_error
 from core.steps import LoopStep
-from core.views import LazyView
 
 
 async def run_loop(step: LoopStep, data: Any, ctx: RunContext, path: str, frame: Frame, body: BodyRunner) -> Any:
@@ -56,12 +55,8 @@ async def run_loop(step: LoopStep, data: Any, ctx: RunContext, path: str, frame:
                 except Exception as exc:
                     raise RunError(f"loop {step.name!r} init failed: {exc}") from exc
                 reason = "max_loops"
-            if active is not None:
-                iteration_ctx.conversation = active.for_iteration(
-                    iteration_input, input_is_context=isinstance(iteration_input, LazyView)
-                )
-                if iteration == 1:
-                    conversation.seed(iteration_ctx, active, iteration_input)
+            if active is not None and iteration == 1:
+                conversation.seed(iteration_ctx, active, iteration_input)
             here = child_path(path, str(iteration))
             if step.finish_early:
                 output = iteration_input

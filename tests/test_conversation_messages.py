@@ -1,0 +1,85 @@
+"""What each agent call in a ``conversation: true`` loop is sent as its current message, and with which
+turns (docs/conversation.md, "The current message"), asserted on the ``agent.prompt`` trace events."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from blueprints import validate_file
+from tests.test_conversation_runs import compile_text, prompts, run, sent, step_records
+
+PREVIOUS_STEP = """\
+version: "0.1"
+agents:
+  bot: {model: scripted, replies: [q1, q2, q3]}
+steps:
+  - kind: loop
+    name: chat
+    loop:
+      conversation: true
+      max_loops: 3
+      body:
+        - {kind: step, name: talk, uses: agents.bot, input: "%s"}
+        - {kind: hitl, name: answer, message: "{{ steps.talk.output }}"}
+"""
+
+
+async def test_an_input_of_previous_step_is_the_latest_user_turn_never_the_context(tmp_path: Path) -> None:
+    outcome, store, _ = await run(compile_text(tmp_path, PREVIOUS_STEP % "{{ previous_step }}"), "goal", ["a1", "a2"])
+    assert outcome.status == "paused", outcome.error
+    calls = await prompts(store, outcome.run_id)
+    # Iteration 1: previous_step is the seed, sent once (not as a history turn and again as the message).
+    assert sent(calls["chat/1/talk"]) == [("user", "goal")]
+    # Then previous_step is the propagated context: the latest user turn is sent instead, never the context.
+    assert sent(calls["chat/2/talk"]) == [("user", "goal"), ("assistant", "q1"), ("user", "a1")]
+    assert sent(calls["chat/3/talk"]) == [
+        ("user", "goal"), ("assistant", "q1"), ("user", "a1"), ("assistant", "q2"), ("user", "a2"),
+    ]  # fmt: skip
+    records = await step_records(store, outcome.run_id)
+    assert [records[f"chat/{n}/talk"].input for n in (1, 2, 3)] == ["goal", "a1", "a2"]
+
+
+async def test_an_input_that_renders_the_context_object_is_never_serialised(tmp_path: Path) -> None:
+    outcome, store, _ = await run(compile_text(tmp_path, PREVIOUS_STEP % "{{ context }}"), "goal", ["a1"])
+    calls = await prompts(store, outcome.run_id)
+    assert sent(calls["chat/1/talk"]) == [("user", "goal")]
+    assert sent(calls["chat/2/talk"]) == [("user", "goal"), ("assistant", "q1"), ("user", "a1")]
+
+
+async def test_an_input_of_its_own_is_sent_as_written_after_the_whole_history(tmp_path: Path) -> None:
+    outcome, store, _ = await run(compile_text(tmp_path, PREVIOUS_STEP % "Go on: {{ initial_prompt }}"), "goal", ["a1"])
+    calls = await prompts(store, outcome.run_id)
+    assert sent(calls["chat/1/talk"]) == [("user", "goal"), ("user", "Go on: goal")]
+    assert sent(calls["chat/2/talk"]) == [
+        ("user", "goal"),
+        ("assistant", "q1"),
+        ("user", "a1"),
+        ("user", "Go on: goal"),
+    ]
+
+
+WHOLE_CONTEXT = """\
+version: "0.1"
+agents:
+  bot: {model: scripted, replies: [q1]}
+steps:
+  - kind: loop
+    name: chat
+    loop:
+      conversation: true
+      body:
+        - {kind: step, name: first, uses: agents.bot, input: "Go on: {{ previous_step }}"}
+        - {kind: step, name: second, uses: agents.bot, input: "{{ context | tojson }}"}
+        - {kind: step, name: third, uses: agents.bot, input: "{{ previous_step }} / {{ context.steps }}"}
+        - {kind: step, name: fourth, uses: agents.bot, input: "{{ previous_step }}"}
+"""
+
+
+def test_validate_warns_where_an_input_would_send_the_context_object_as_text(tmp_path: Path) -> None:
+    path = tmp_path / "flow.yaml"
+    path.write_text(WHOLE_CONTEXT, encoding="utf-8")
+    found = [(f.severity, f.code, f.position.line if f.position else 0) for f in validate_file(path)]
+    # Lines 10 (previous_step of the first body step: the propagated context) and 11 (the whole context).
+    # Not 12 (previous_step of a later step is the step before's output; context.steps is one key) nor 13
+    # (a lone {{ previous_step }} is sent as the latest user turn).
+    assert found == [("warning", "context-in-prompt", 10), ("warning", "context-in-prompt", 11)]
