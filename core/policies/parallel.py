@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any, assert_never
 
 from core.context import ConversationTurn, HitlEntry, RunContext
-from core.errors import ControlSignal, FlujoError, RunError, StepFailed
+from core.errors import ControlSignal, FlujoError, LimitReached, RunError, StepFailed
 from core.policies.body import BodyRunner
 from core.policies.context_writes import record_output
 from core.policies.frame import Frame, child_path
@@ -132,6 +132,8 @@ async def run_parallel(
         return_exceptions=True,
     )
     for result in results:
+        if isinstance(result, LimitReached):
+            raise frame.restate(result)  # its siblings may have spent more after it was raised
         if isinstance(result, ControlSignal):
             raise result
     for result in results:
