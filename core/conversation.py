@@ -181,6 +181,16 @@ def bound(
     return list(turns[kept_from:stop])
 
 
+def drop_oldest(turns: Sequence[ConversationTurn], count: int) -> list[ConversationTurn]:
+    """``turns`` without at least ``count`` (and at least one) of their oldest turns, in whole units (an
+    assistant turn and the user turn answering it are one)."""
+    start = 0
+    while start < len(turns) and (start == 0 or start < count):
+        pair = start + 1 < len(turns) and turns[start].role == "assistant" and turns[start + 1].role == "user"
+        start += 2 if pair else 1
+    return list(turns[start:])
+
+
 def summary_cut(turns: Sequence[ConversationTurn], ratio: float) -> int:
     """How many of the oldest turns a summary replaces: ``ratio`` of them, at least two, moved forward so
     that no assistant turn is separated from the user turn answering it. 0 when there is nothing to cut."""

@@ -13,7 +13,9 @@ stops trying and the final bound pass (truncation) does the work; the trace says
 
 from __future__ import annotations
 
+import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +25,7 @@ from core.conversation import (
     ActiveConversation,
     as_messages,
     bound,
+    drop_oldest,
     history_block,
     needs_summary,
     summary_cut,
@@ -34,7 +37,8 @@ from core.policies.frame import Frame, child_path
 from core.ports import Agent, AgentCall, ChatMessage, TraceEvent
 from core.steps import AgentStep
 from core.store.codec import normalize
-from core.tokens import count_messages, count_tokens
+from core.templates import Template
+from core.tokens import DEFAULT_ENCODING, count_messages, count_tokens, encoding_name
 
 MAX_SUMMARIZER_FAILURES = 3
 SUMMARY_REQUEST = (
@@ -86,16 +90,25 @@ async def prepare(
     if room is not None:
         max_tokens = room if max_tokens is None else min(max_tokens, room)
     kept = bound(turns, end=end, max_tokens=max_tokens, max_turns=max_turns)
+    template = active.settings.history_template
+    as_text = not agent.is_model or template is not None
+    if kept and (isinstance(message, str) or not as_text):
+        kept = _fit_window(agent, step.name, message, kept, template if as_text else _MESSAGES)
     trace: dict[str, Any] = {"conversation": active.loop, "turns": len(kept), "dropped": end - len(kept)}
     if not kept:
         return Injection(message, (), trace)
-    template = active.settings.history_template
-    if agent.is_model and template is None:
+    if not as_text:
         return Injection(message, as_messages(kept), {**trace, "mode": "messages"})
     if isinstance(message, str):
-        block = history_block(kept, template)
-        return Injection(f"{block}\n\n{message}", (), {**trace, "mode": "text"})
+        return Injection(_with_block(kept, template, message), (), {**trace, "mode": "text"})
     return Injection(message, (), {**trace, "turns": 0, "dropped": end, "mode": "none (structured input)"})
+
+
+_MESSAGES = "messages"  # _fit_window's "as chat messages" (a template is the text block's form)
+
+
+def _with_block(kept: Sequence[ConversationTurn], template: Template | None, message: str) -> str:
+    return f"{history_block(kept, template)}\n\n{message}"
 
 
 def _room(agent: Agent, step: str, message: Any) -> int | None:
@@ -105,6 +118,30 @@ def _room(agent: Agent, step: str, message: Any) -> int | None:
         return None
     fixed = count_messages(agent.prompt(AgentCall(input=message, step=step)), agent.model_name)
     return max(0, budget - fixed)
+
+
+def _fit_window(
+    agent: Agent, step: str, message: Any, kept: list[ConversationTurn], form: Template | str | None
+) -> list[ConversationTurn]:
+    """``kept`` without as many of its oldest units as it takes for the prompt *as sent* (the rendered
+    history block with its template's text, or the history messages in the model's own tokenizer) to fit
+    the agent's prompt budget. ``bound`` estimated it from the turns' stored counts (o200k_base, one chat
+    message each), which is exact only for history messages to a model counted with o200k_base."""
+    budget = agent.prompt_budget
+    if budget is None or (form == _MESSAGES and encoding_name(agent.model_name) == DEFAULT_ENCODING):
+        return kept
+    fixed = count_messages(agent.prompt(AgentCall(input=message, step=step)), agent.model_name)
+    while kept:
+        if form == _MESSAGES:
+            call = AgentCall(input=message, step=step, history=as_messages(kept))
+        else:
+            call = AgentCall(input=_with_block(kept, form if isinstance(form, Template) else None, message), step=step)
+        sent = count_messages(agent.prompt(call), agent.model_name)
+        if sent <= budget:
+            break
+        per_turn = max(1.0, (sent - fixed) / len(kept))  # what a kept turn really costs, template included
+        kept = drop_oldest(kept, math.ceil((sent - budget) / per_turn))
+    return kept
 
 
 def replay_summary(ctx: RunContext, path: str, frame: Frame) -> bool:

@@ -1,0 +1,87 @@
+"""What bounds the history an agent is sent in a ``conversation: true`` loop: the context window counted on
+the prompt as sent, the summarizer's own call, and never an answer without its question."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from blueprints import load_pipeline
+from core.ports import ChatMessage
+from core.tokens import count_messages
+from tests.fakes.openai_server import FakeLLM
+from tests.test_conversation_runs import compile_text, prompts, run, sent
+
+
+def size(payload: dict[str, Any], model: str | None = None) -> int:
+    """The tokens of an ``agent.prompt`` payload's messages, as ``model`` counts them."""
+    return count_messages([ChatMessage(m["role"], m["content"]) for m in payload["messages"]], model)
+
+
+TEMPLATE_WINDOW = """\
+version: "0.1"
+agents:
+  bot: {model: scripted, replies: [q1, q2, q3, q4], context_window: 80}
+steps:
+  - kind: loop
+    name: chat
+    loop:
+      conversation: true
+      max_loops: 4
+      history_template: |
+        {{#each history}}
+        <turn note="a long wrapper written around every turn" role="{{ this.role }}">{{ this.content }}</turn>
+        {{/each}}
+      body:
+        - {kind: step, name: talk, uses: agents.bot}
+        - {kind: hitl, name: answer, message: "{{ steps.talk.output }}"}
+"""
+
+
+async def test_the_context_window_counts_the_rendered_history_block_not_only_the_turns(tmp_path: Path) -> None:
+    outcome, store, _ = await run(compile_text(tmp_path, TEMPLATE_WINDOW), "goal", ["a1", "a2", "a3"])
+    assert outcome.status == "paused", outcome.error
+    calls = await prompts(store, outcome.run_id)
+    assert [size(calls[f"chat/{n}/talk"]) <= 80 for n in (1, 2, 3, 4)] == [True] * 4
+    # The newest whole unit still fits (the question before the answer that is the message).
+    fourth = calls["chat/4/talk"]
+    assert fourth["history"]["mode"] == "text" and fourth["history"]["dropped"] > 0
+    assert fourth["history"]["turns"] + fourth["history"]["dropped"] == 6 and fourth["history"]["turns"] >= 1
+    [(role, text)] = sent(fourth)
+    assert role == "user" and text.endswith('role="assistant">q3</turn>\n\n\na3')
+
+
+KOREAN = [
+    "그 여행은 가족을 위한 것이고 유월에 떠납니다",
+    "아이들이 둘 있고 바다를 좋아합니다",
+    "예산은 넉넉하지 않습니다",
+]
+CL100K_WINDOW = """\
+version: "0.1"
+agents:
+  bot: {model: "openai:gpt-4", context_window: 110, model_settings: {max_tokens: 10}}
+steps:
+  - kind: loop
+    name: chat
+    loop:
+      conversation: true
+      max_loops: 4
+      body:
+        - {kind: step, name: talk, uses: agents.bot}
+        - {kind: hitl, name: answer, message: "{{ steps.talk.output }}"}
+"""
+
+
+async def test_the_context_window_counts_history_messages_with_the_models_own_tokenizer(
+    tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    for question in ("어디로 가나요?", "누구와 가나요?", "언제 가나요?", "좋아요"):
+        fake_llm.reply(question)
+    path = tmp_path / "flow.yaml"
+    path.write_text(CL100K_WINDOW, encoding="utf-8")
+    outcome, store, _ = await run(load_pipeline(path, fake_llm.settings()), "가족 여행", KOREAN)
+    assert outcome.status == "paused", outcome.error
+    calls = await prompts(store, outcome.run_id)
+    budget = 110 - 10  # the window minus the reply cap
+    assert [size(calls[f"chat/{n}/talk"], "openai:gpt-4") <= budget for n in (1, 2, 3, 4)] == [True] * 4
+    assert calls["chat/4/talk"]["history"]["dropped"] > 0
