@@ -15,7 +15,8 @@ from core.conversation import capture
 from core.errors import AgentOutputError, ControlSignal, FlujoError, Pause, RunError, StepFailed
 from core.policies.context_writes import note_agent_command, record_output, sink, update_context
 from core.policies.frame import Frame, Reservation, scope
-from core.policies.history import prepare, replay_summary
+from core.policies.history import prepare
+from core.policies.summary import replay_summary
 from core.ports import Agent, AgentCall, ChatMessage, HumanQuestion, TraceEvent
 from core.schema_check import parse_answer, schema_errors
 from core.steps import AgentStep, HitlStep

@@ -1,0 +1,119 @@
+"""The ``summarize`` strategy: condensing the oldest turns of a conversation with the summarizer agent.
+
+When the history is over its bound, the oldest ``summarize_ratio`` of the turns are sent to the
+summarizer and replaced by one assistant turn ``Summary of the earlier conversation: ...``. The summary
+is journaled as a step of its own (``<step path>/summarize``, with the turns it replaced), so a resumed
+run rebuilds the same history without calling the summarizer again (``replay_summary``). A failing
+summarizer never fails the run: after three consecutive failures the run stops trying and the history
+manager's final bound pass (truncation) does the work; the trace says so.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from core.context import ConversationTurn, RunContext
+from core.conversation import SUMMARY_PREFIX, ActiveConversation, history_block, needs_summary, summary_cut, turn_text
+from core.errors import ControlSignal, FlujoError
+from core.policies.frame import Frame, child_path
+from core.ports import AgentCall, TraceEvent
+from core.store.codec import normalize
+from core.tokens import count_tokens
+
+MAX_SUMMARIZER_FAILURES = 3
+SUMMARY_REQUEST = (
+    "Summarize the conversation below in a few sentences. Keep every fact, decision and open question; "
+    "reply with the summary only."
+)
+
+
+def replay_summary(ctx: RunContext, path: str, frame: Frame) -> bool:
+    """Re-apply the summary an earlier attempt journaled before this step's call (on resume, whether the
+    step itself finished or the process died between the summary and the call); True if there was one.
+    The summarizer is told its reply was replayed, as agents of replayed steps are."""
+    record = frame.replayed(child_path(path, "summarize"))
+    if record is None or not isinstance(record.input, dict):
+        return False
+    cut = record.input.get("cut")
+    if not isinstance(cut, int) or not isinstance(record.output, str):
+        return False
+    frame.replays += 1
+    active = ctx.conversation
+    if active is not None and active.settings.history.summarizer is not None:
+        active.settings.history.summarizer.replayed()
+    _apply_summary(ctx, cut, record.output)
+    return True
+
+
+def _apply_summary(ctx: RunContext, cut: int, summary: str) -> None:
+    content = f"{SUMMARY_PREFIX}{summary}"
+    ctx.conversation_history = [
+        ConversationTurn("assistant", content, count_tokens(content)),
+        *ctx.conversation_history[cut:],
+    ]
+
+
+async def summarize(
+    active: ActiveConversation, ctx: RunContext, path: str, frame: Frame, events: list[TraceEvent]
+) -> None:
+    policy = active.settings.history
+    summarizer = policy.summarizer
+    if policy.strategy != "summarize" or summarizer is None:
+        return
+    if replay_summary(ctx, path, frame) or frame.summarizer_failures >= MAX_SUMMARIZER_FAILURES:
+        return
+    turns = ctx.conversation_history
+    if not needs_summary(turns, max_tokens=policy.max_tokens, max_turns=policy.max_turns):
+        return
+    cut = summary_cut(turns, policy.summarize_ratio)
+    if cut == 0:
+        return
+    here = child_path(path, "summarize")
+    request = f"{SUMMARY_REQUEST}\n\n{history_block(turns[:cut], None)}"
+    call = AgentCall(input=request, step=f"{active.loop}.summarize")
+    started = time.time()
+    prompt = frame.event(
+        "agent.prompt",
+        here,
+        {
+            "agent": summarizer.label,
+            "messages": [m.to_dict() for m in summarizer.prompt(call)],
+            "history_injected": False,
+            "purpose": "summarize",
+        },
+    )
+    try:
+        frame.check_limits()
+        reply = await summarizer.run(call)
+    except ControlSignal:
+        raise
+    except Exception as exc:  # a failing summarizer never fails the run: truncation takes over
+        frame.summarizer_failures += 1
+        error = exc.message if isinstance(exc, FlujoError) else f"{type(exc).__name__}: {exc}"
+        payload: dict[str, Any] = {"error": error, "consecutive_failures": frame.summarizer_failures}
+        if frame.summarizer_failures >= MAX_SUMMARIZER_FAILURES:
+            payload["fallback"] = "summarizer disabled for the rest of the run; history is truncated instead"
+        events.append(prompt)
+        events.append(frame.event("history.summarize_failed", here, payload))
+        return
+    frame.summarizer_failures = 0
+    summary = turn_text(normalize(reply.output)).strip()
+    replaced = [turn.to_dict() for turn in turns[:cut]]
+    await frame.commit(
+        path=here,
+        name=f"{active.loop}.summarize",
+        kind="summarize",
+        status="completed",
+        started=started,
+        input={"cut": cut, "turns": replaced},
+        output=summary,
+        usage=reply.usage,
+        events=[
+            prompt,
+            frame.event("agent.reply", here, {"output": summary, "model": reply.model, "usage": reply.usage.to_dict()}),
+            frame.event("history.summarized", here, {"turns_replaced": cut, "turns_kept": len(turns) - cut}),
+        ],
+    )
+    _apply_summary(ctx, cut, summary)
+    frame.charge(reply.usage)
