@@ -10,7 +10,7 @@ from blueprints import load_pipeline
 from core.ports import ChatMessage
 from core.tokens import count_messages
 from tests.fakes.openai_server import FakeLLM
-from tests.test_conversation_runs import compile_text, prompts, run, sent
+from tests.test_conversation_runs import ANSWERS, SUMMARIZED, compile_text, prompts, run, sent
 
 
 def size(payload: dict[str, Any], model: str | None = None) -> int:
@@ -85,3 +85,49 @@ async def test_the_context_window_counts_history_messages_with_the_models_own_to
     budget = 110 - 10  # the window minus the reply cap
     assert [size(calls[f"chat/{n}/talk"], "openai:gpt-4") <= budget for n in (1, 2, 3, 4)] == [True] * 4
     assert calls["chat/4/talk"]["history"]["dropped"] > 0
+
+
+def summarized(summarizer: str, *, limits: str = "", history_tokens: int = 50) -> str:
+    text = SUMMARIZED % (summarizer, 8)
+    text = text.replace("max_tokens: 50}", f"max_tokens: {history_tokens}, summarize_ratio: 0.9}}")
+    return text.replace('version: "0.1"\n', f'version: "0.1"\n{limits}', 1)
+
+
+async def test_the_summarizer_call_is_reserved_against_the_limits_like_any_call(
+    tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    fake_llm.reply("a summary", usage=(400, 100))
+    # Its worst case (a reply cap of 100,000 tokens at $0.60 per million) is $0.06: over the $0.01 limit.
+    summarizer = '{model: "openai:gpt-4o-mini", model_settings: {max_tokens: 100000}}'
+    path = tmp_path / "flow.yaml"
+    path.write_text(summarized(summarizer, limits="limits: {max_cost_usd: 0.01}\n"), encoding="utf-8")
+    outcome, store, _ = await run(load_pipeline(path, fake_llm.settings()), "my goal", ANSWERS)
+
+    assert outcome.status == "limit_reached"
+    assert outcome.detail == (
+        "cost limit reached before calling 'chat.summarize': the call may cost up to $0.0600 and $0.0000 of "
+        "the $0.0100 allowed are spent"
+    )
+    assert fake_llm.requests == []  # never sent
+    assert not [e for e in await store.events(outcome.run_id) if e.path.endswith("/summarize")]
+
+
+async def test_the_summarizer_request_fits_the_summarizers_context_window(tmp_path: Path) -> None:
+    text = summarized("{model: scripted, replies: [S1, S2, S3, S4], context_window: 60}", history_tokens=60)
+    outcome, store, _ = await run(compile_text(tmp_path, text), "my goal", ANSWERS)
+    assert outcome.status == "completed", outcome.error
+    requests = {p: v for p, v in (await prompts(store, outcome.run_id)).items() if p.endswith("/summarize")}
+    records = [r for r in await store.steps(outcome.run_id) if r.kind == "summarize"]
+    assert records and len(requests) == len(records)
+    for record in records:
+        payload = requests[record.path]
+        assert payload["purpose"] == "summarize" and size(payload) <= 60
+        # The summary replaces exactly the turns it was sent (fewer than summarize_ratio asked for).
+        [(_, request)] = sent(payload)
+        block = request.split("<conversation_history>\n", 1)[1].removesuffix("\n</conversation_history>")
+        assert len(block.splitlines()) == record.input["cut"] == len(record.input["turns"]) >= 2
+    unbounded = summarized("{model: scripted, replies: [S1, S2, S3, S4]}", history_tokens=60)
+    plain, plain_store, _ = await run(compile_text(tmp_path, unbounded), "my goal", ANSWERS)
+    first = next(r for r in await plain_store.steps(plain.run_id) if r.kind == "summarize")
+    assert (first.path, records[0].path) == ("chat/6/talk/summarize", "chat/6/talk/summarize")
+    assert records[0].input["cut"] < first.input["cut"]  # the ratio alone asked for more than fits

@@ -15,9 +15,10 @@ from typing import Any
 
 from core.context import RunContext
 from core.errors import FlujoError, LimitReached, RunError
-from core.ports import HumanInput, Reporter, RunStore, StepRecord, StepStatus, TraceEvent
+from core.ports import Agent, ChatMessage, HumanInput, Reporter, RunStore, StepRecord, StepStatus, TraceEvent
 from core.redaction import Redactor
 from core.steps import Limits
+from core.tokens import count_messages
 from core.usage import ZERO_USAGE, Usage
 from core.views import LazyView
 
@@ -186,6 +187,14 @@ class Frame:
             raise LimitReached(
                 f"cost limit reached: {self._spent()}, limit is ${limits.max_cost_usd:.4f}", usage=self.usage
             )
+
+    def reserve_call(self, step: str, agent: Agent, sent: Sequence[ChatMessage]) -> Reservation:
+        """``reserve`` for one call of ``agent`` whose prompt is ``sent``: the prompt is counted (with the
+        model's tokenizer) only when a limit needs it, and only model agents are counted."""
+        if (self.limits.max_tokens is None and self.limits.max_cost_usd is None) or not agent.is_model:
+            return self.reserve(step, 0)
+        tokens = count_messages(sent, agent.model_name)
+        return self.reserve(step, tokens, agent.estimate_cost_usd(tokens), reply_tokens=agent.reply_cap or 0)
 
     def _spent(self) -> str:
         spent = f"${self.known_cost_usd:.4f} spent"

@@ -17,11 +17,10 @@ from core.policies.context_writes import note_agent_command, record_output, sink
 from core.policies.frame import Frame, Reservation, scope
 from core.policies.history import prepare
 from core.policies.summary import replay_summary
-from core.ports import Agent, AgentCall, ChatMessage, HumanQuestion, TraceEvent
+from core.ports import AgentCall, HumanQuestion, TraceEvent
 from core.schema_check import parse_answer, schema_errors
 from core.steps import AgentStep, HitlStep
 from core.store.codec import normalize
-from core.tokens import count_messages
 from core.usage import ZERO_USAGE, Usage
 
 MAX_ANSWER_ATTEMPTS = 10
@@ -86,9 +85,7 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
             if injection.trace:
                 prompt_event["history"] = injection.trace
             events.append(frame.event("agent.prompt", path, prompt_event))
-            tokens = _prompt_tokens(agent, sent, frame)
-            cost = agent.estimate_cost_usd(tokens) if tokens else None
-            held = frame.reserve(step.name, tokens, cost, reply_tokens=agent.reply_cap or 0)
+            held = frame.reserve_call(step.name, agent, sent)
             reply = await agent.run(call)
             usage = reply.usage
             # The value the journal will hold (a JSON round trip), so a resumed run sees exactly what this one saw.
@@ -135,13 +132,6 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
     )
     frame.charge(usage, releasing=held)
     return output
-
-
-def _prompt_tokens(agent: Agent, sent: list[ChatMessage], frame: Frame) -> int:
-    """The estimated size of the prompt ``sent``, counted only when a usage limit needs it."""
-    if (frame.limits.max_tokens is None and frame.limits.max_cost_usd is None) or not agent.is_model:
-        return 0
-    return count_messages(sent, agent.model_name)
 
 
 async def _fail(

@@ -3,23 +3,28 @@
 When the history is over its bound, the oldest ``summarize_ratio`` of the turns are sent to the
 summarizer and replaced by one assistant turn ``Summary of the earlier conversation: ...``. The summary
 is journaled as a step of its own (``<step path>/summarize``, with the turns it replaced), so a resumed
-run rebuilds the same history without calling the summarizer again (``replay_summary``). A failing
-summarizer never fails the run: after three consecutive failures the run stops trying and the history
-manager's final bound pass (truncation) does the work; the trace says so.
+run rebuilds the same history without calling the summarizer again (``replay_summary``). Its call obeys
+the rules of any agent call: reserved against the run's limits, traced as ``agent.prompt``, and its
+request bounded by the summarizer's own prompt budget (fewer turns are condensed when the ratio's do not
+fit). A failing summarizer never fails the run: after three consecutive failures the run stops trying
+and the history manager's final bound pass (truncation) does the work; the trace says so.
 """
 
 from __future__ import annotations
 
+import math
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from core.context import ConversationTurn, RunContext
 from core.conversation import SUMMARY_PREFIX, ActiveConversation, history_block, needs_summary, summary_cut, turn_text
-from core.errors import ControlSignal, FlujoError
+from core.errors import AgentOutputError, ControlSignal, FlujoError
 from core.policies.frame import Frame, child_path
-from core.ports import AgentCall, TraceEvent
+from core.ports import Agent, AgentCall, TraceEvent
 from core.store.codec import normalize
-from core.tokens import count_tokens
+from core.tokens import count_messages, count_tokens
+from core.usage import ZERO_USAGE
 
 MAX_SUMMARIZER_FAILURES = 3
 SUMMARY_REQUEST = (
@@ -66,37 +71,48 @@ async def summarize(
     turns = ctx.conversation_history
     if not needs_summary(turns, max_tokens=policy.max_tokens, max_turns=policy.max_turns):
         return
-    cut = summary_cut(turns, policy.summarize_ratio)
+    step = f"{active.loop}.summarize"
+    cut = _fitting_cut(summarizer, step, turns, summary_cut(turns, policy.summarize_ratio))
     if cut == 0:
         return
     here = child_path(path, "summarize")
-    request = f"{SUMMARY_REQUEST}\n\n{history_block(turns[:cut], None)}"
-    call = AgentCall(input=request, step=f"{active.loop}.summarize")
+    call = AgentCall(input=_request(turns[:cut]), step=step)
+    sent = summarizer.prompt(call)
     started = time.time()
+    # The same rules as any agent call: reserved against the limits (LimitReached stops the run, it is
+    # not a summarizer failure), and its usage replaces the reservation when it ends.
+    held = frame.reserve_call(step, summarizer, sent)
     prompt = frame.event(
         "agent.prompt",
         here,
         {
             "agent": summarizer.label,
-            "messages": [m.to_dict() for m in summarizer.prompt(call)],
+            "messages": [m.to_dict() for m in sent],
             "history_injected": False,
             "purpose": "summarize",
         },
     )
     try:
-        frame.check_limits()
         reply = await summarizer.run(call)
     except ControlSignal:
+        frame.release(held)
         raise
     except Exception as exc:  # a failing summarizer never fails the run: truncation takes over
+        usage = exc.usage if isinstance(exc, AgentOutputError) else ZERO_USAGE
+        frame.add_usage(usage, releasing=held)
         frame.summarizer_failures += 1
         error = exc.message if isinstance(exc, FlujoError) else f"{type(exc).__name__}: {exc}"
         payload: dict[str, Any] = {"error": error, "consecutive_failures": frame.summarizer_failures}
+        if usage.requests:
+            payload["usage"] = usage.to_dict()
         if frame.summarizer_failures >= MAX_SUMMARIZER_FAILURES:
             payload["fallback"] = "summarizer disabled for the rest of the run; history is truncated instead"
         events.append(prompt)
         events.append(frame.event("history.summarize_failed", here, payload))
         return
+    except BaseException:
+        frame.release(held)
+        raise
     frame.summarizer_failures = 0
     summary = turn_text(normalize(reply.output)).strip()
     replaced = [turn.to_dict() for turn in turns[:cut]]
@@ -116,4 +132,28 @@ async def summarize(
         ],
     )
     _apply_summary(ctx, cut, summary)
-    frame.charge(reply.usage)
+    frame.charge(reply.usage, releasing=held)
+
+
+def _request(turns: Sequence[ConversationTurn]) -> str:
+    return f"{SUMMARY_REQUEST}\n\n{history_block(turns, None)}"
+
+
+def _fitting_cut(summarizer: Agent, step: str, turns: Sequence[ConversationTurn], cut: int) -> int:
+    """``cut``, or fewer of the oldest turns when the request for them would not fit the summarizer's own
+    prompt budget (the summary replaces only the turns it was given); never splitting an assistant turn from
+    the user turn answering it. 0 when not even two turns fit."""
+    budget = summarizer.prompt_budget
+    if budget is None:
+        return cut
+    model = summarizer.model_name
+    fixed = count_messages(summarizer.prompt(AgentCall(input=_request(()), step=step)), model)
+    while cut >= 2:
+        size = count_messages(summarizer.prompt(AgentCall(input=_request(turns[:cut]), step=step)), model)
+        if size <= budget:
+            return cut
+        per_turn = max(1.0, (size - fixed) / cut)
+        cut -= max(1, math.ceil((size - budget) / per_turn))
+        while 0 < cut < len(turns) and turns[cut - 1].role == "assistant" and turns[cut].role == "user":
+            cut -= 1
+    return 0
