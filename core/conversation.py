@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from core.context import ConversationTurn, Role, RunContext
@@ -39,13 +39,21 @@ HISTORY_CLOSE = "</conversation_history>"
 
 @dataclass(frozen=True)
 class ActiveConversation:
-    """The conversation a loop body runs in: its settings and which steps' results become turns."""
+    """The conversation a loop body runs in: its settings and which steps' results become turns.
+
+    ``iteration_input`` is what the current iteration's body received (the loop's input, then the
+    propagated context): a step whose input is still that object answers the conversation's newest turn.
+    """
 
     loop: str
     settings: Conversation
     assistant_steps: frozenset[str]
     user_steps: frozenset[str]
     hitl_is_user: bool
+    iteration_input: Any = None
+
+    def for_iteration(self, iteration_input: Any) -> ActiveConversation:
+        return replace(self, iteration_input=iteration_input)
 
 
 def start(loop: LoopStep) -> ActiveConversation:
@@ -229,10 +237,3 @@ def history_block(turns: Sequence[ConversationTurn], template: Template | None) 
 
 def as_messages(turns: Sequence[ConversationTurn]) -> tuple[ChatMessage, ...]:
     return tuple(ChatMessage(turn.role, turn.content) for turn in turns)
-
-
-def latest_user_turn(turns: Sequence[ConversationTurn]) -> int | None:
-    for index in range(len(turns) - 1, -1, -1):
-        if turns[index].role == "user":
-            return index
-    return None

@@ -3,14 +3,17 @@
 A ``conversation: true`` loop sends an agent the bounded history and then one current message. This
 module decides that message (docs/conversation.md, "The current message"):
 
-- A step's *candidate* is its rendered ``input:`` when it has one, else its input as usual.
-- An explicit ``input:`` *is the conversation's current turn* when it renders to the context object (the
-  state a conversation loop propagates: ``{{ previous_step }}`` from iteration 2, ``{{ context }}``) or
-  to exactly the text of the newest turn (``{{ previous_step }}`` on iteration 1 is the seed). Such a step
-  is treated as a step without ``input:``. Any other explicit input is sent as written, after the whole
-  history.
-- A step without ``input:`` is sent the latest user turn when the history ends with one (taken out of the
-  history, so it is not sent twice); when its input is the propagated context, the latest user turn.
+- A step without ``input:`` answers what was said last when its input *is* that: when its input is the
+  iteration's own input (the first step of the body: the loop's input, then the context the loop
+  propagates), or is exactly the newest turn (the HITL answer just given, the reply of the agent just
+  before it under ``all_agents``),
+  the newest turn is its message, in the user role, and is taken out of the history sent (never twice).
+  Otherwise its input (the output of a step that made no turn: a writer under ``ai_turn_source: last``,
+  a script, a parallel's outputs) is its message, after the whole history.
+- An explicit ``input:`` that renders to the context object (``{{ previous_step }}`` from iteration 2,
+  ``{{ context }}``) is treated as no ``input:``; one that renders to exactly the newest turn's text
+  (``{{ previous_step }}`` on iteration 1 is the seed) sends that turn once, as the message. Any other
+  explicit input is sent as written, after the whole history.
 
 Invariant: the context object is never serialised into a prompt.
 """
@@ -22,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.context import VIEW_KEYS, ConversationTurn
-from core.conversation import latest_user_turn, turn_text
+from core.conversation import turn_text
 
 _CONTEXT_KEYS = frozenset(VIEW_KEYS)
 
@@ -40,13 +43,6 @@ def is_context(value: Any) -> bool:
     return isinstance(value, Mapping) and set(value) == _CONTEXT_KEYS
 
 
-def is_current_turn(rendered: Any, turns: Sequence[ConversationTurn]) -> bool:
-    """Whether an explicit input renders to what the conversation already holds as its current turn."""
-    if is_context(rendered):
-        return True
-    return bool(turns) and turn_text(rendered) == turns[-1].content
-
-
 def current_message(
     turns: Sequence[ConversationTurn],
     *,
@@ -54,15 +50,20 @@ def current_message(
     rendered: Any,
     explicit: bool,
     initial_prompt: Any,
+    iteration_input: Any,
 ) -> CurrentMessage:
     """The message for a step whose input is ``data`` and whose ``input:`` (if ``explicit``) rendered
     to ``rendered``."""
     end = len(turns)
-    if explicit and not is_current_turn(rendered, turns):
+    newest = turns[-1] if turns else None
+    if explicit and not is_context(rendered):
+        if newest is not None and turn_text(rendered) == newest.content:
+            return CurrentMessage(newest.content, end - 1)
         return CurrentMessage(rendered, end)
-    if end and turns[-1].role == "user":
-        return CurrentMessage(turns[-1].content, end - 1)
-    if is_context(data) or is_context(rendered):
-        latest = latest_user_turn(turns)
-        return CurrentMessage(turns[latest].content if latest is not None else turn_text(initial_prompt or ""), end)
+    if data is iteration_input or is_context(data):  # the body's own input: the conversation says what is next
+        if newest is None:
+            return CurrentMessage(turn_text(initial_prompt or ""), 0)
+        return CurrentMessage(newest.content, end - 1)
+    if newest is not None and turn_text(data) == newest.content:
+        return CurrentMessage(newest.content, end - 1)
     return CurrentMessage(data, end)

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from blueprints import validate_file
-from tests.test_conversation_runs import compile_text, prompts, run, sent, step_records
+from tests.test_conversation_runs import TWO_AGENTS, compile_text, prompts, run, sent, step_records
 
 PREVIOUS_STEP = """\
 version: "0.1"
@@ -83,3 +85,65 @@ def test_validate_warns_where_an_input_would_send_the_context_object_as_text(tmp
     # Not 12 (previous_step of a later step is the step before's output; context.steps is one key) nor 13
     # (a lone {{ previous_step }} is sent as the latest user turn).
     assert found == [("warning", "context-in-prompt", 10), ("warning", "context-in-prompt", 11)]
+
+
+@pytest.mark.parametrize(
+    ("source", "second_review"),
+    [
+        # The writer's q1 and the critic's c1 are both assistant turns; the critic hears q2 once, as its message.
+        ("all_agents", [("user", "goal"), ("assistant", "q1"), ("assistant", "c1"), ("user", "a1"), ("user", "q2")]),
+        # Only the critic speaks as the assistant; the writer's draft (no turn) is the critic's message.
+        ("last", [("user", "goal"), ("assistant", "c1"), ("user", "a1"), ("user", "q2")]),
+        (
+            "named_steps\n      named_steps: [talk]",
+            [("user", "goal"), ("assistant", "q1"), ("user", "a1"), ("user", "q2")],
+        ),
+    ],
+)
+async def test_a_second_agent_hears_the_first_agents_reply_once_as_its_message(
+    tmp_path: Path, source: str, second_review: list[tuple[str, str]]
+) -> None:
+    outcome, store, _ = await run(compile_text(tmp_path, TWO_AGENTS % source), "goal", ["a1", "a2"])
+    assert outcome.status == "completed", outcome.error
+    calls = await prompts(store, outcome.run_id)
+    assert sent(calls["chat/1/review"]) == [("user", "goal"), ("user", "q1")]
+    assert sent(calls["chat/2/review"]) == second_review
+    records = await step_records(store, outcome.run_id)
+    assert [records[f"chat/{n}/review"].input for n in (1, 2)] == ["q1", "q2"]
+
+
+NO_HUMAN = """\
+version: "0.1"
+agents:
+  writer: {model: scripted, replies: [draft1, draft2]}
+  critic: {model: scripted, replies: [note1, note2]}
+steps:
+  - kind: loop
+    name: refine
+    loop:
+      conversation: true
+      max_loops: 2
+      ai_turn_source: all_agents
+      body:
+        - {kind: step, name: write, uses: agents.writer}
+        - {kind: step, name: review, uses: agents.critic}
+"""
+
+
+async def test_without_a_user_turn_between_iterations_the_newest_turn_is_the_next_message(tmp_path: Path) -> None:
+    outcome, store, _ = await run(compile_text(tmp_path, NO_HUMAN), "a poem")
+    assert outcome.status == "completed", outcome.error
+    calls = await prompts(store, outcome.run_id)
+    # Iteration 2's first step answers what was said last (the critic's note), never the seed again.
+    assert sent(calls["refine/2/write"]) == [("user", "a poem"), ("assistant", "draft1"), ("user", "note1")]
+    assert sent(calls["refine/2/review"]) == [
+        ("user", "a poem"), ("assistant", "draft1"), ("assistant", "note1"), ("user", "draft2"),
+    ]  # fmt: skip
+
+
+async def test_an_input_naming_the_newest_turn_sends_it_once(tmp_path: Path) -> None:
+    text = PREVIOUS_STEP % "{{ context.conversation_history[-1].content }}"
+    outcome, store, _ = await run(compile_text(tmp_path, text), "goal", ["a1"])
+    calls = await prompts(store, outcome.run_id)
+    assert sent(calls["chat/1/talk"]) == [("user", "goal")]
+    assert sent(calls["chat/2/talk"]) == [("user", "goal"), ("assistant", "q1"), ("user", "a1")]

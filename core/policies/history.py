@@ -63,7 +63,12 @@ async def prepare(
         await summarize(active, ctx, path, frame, events)
     turns = ctx.conversation_history
     current = current_message(
-        turns, data=data, rendered=message, explicit=step.input is not None, initial_prompt=ctx.initial_prompt
+        turns,
+        data=data,
+        rendered=message,
+        explicit=step.input is not None,
+        initial_prompt=ctx.initial_prompt,
+        iteration_input=active.iteration_input,
     )
     message, end = current.message, current.end
     if step.use_history is False:

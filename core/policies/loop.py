@@ -55,8 +55,10 @@ async def run_loop(step: LoopStep, data: Any, ctx: RunContext, path: str, frame:
                 except Exception as exc:
                     raise RunError(f"loop {step.name!r} init failed: {exc}") from exc
                 reason = "max_loops"
-            if active is not None and iteration == 1:
-                conversation.seed(iteration_ctx, active, iteration_input)
+            if active is not None:
+                iteration_ctx.conversation = active.for_iteration(iteration_input)
+                if iteration == 1:
+                    conversation.seed(iteration_ctx, active, iteration_input)
             here = child_path(path, str(iteration))
             if step.finish_early:
                 output = iteration_input
