@@ -11,7 +11,8 @@ Invariants:
   reply is complete; a failed call adds nothing). Only final answers become turns; the full exchange of
   a call (repairs, retries) stays in the trace.
 - Bounding never separates an assistant turn from the user turn that answers it (a question from its
-  HITL answer): turns are kept or dropped in those units, newest first.
+  HITL answer): turns are kept or dropped in those units, newest first; when the answer is the current
+  message (taken out of the history), its question is kept whatever the bound (``question_of``).
 - Nothing here reads the environment or files: defaults arrive already merged into ``HistoryPolicy``.
 """
 
@@ -167,18 +168,29 @@ def _units(turns: Sequence[ConversationTurn], end: int) -> Iterator[tuple[int, i
             index -= 1
 
 
+def question_of(turns: Sequence[ConversationTurn], end: int) -> int:
+    """1 when ``turns[end]`` (the current message, taken out of the history) is a user turn answering the
+    assistant turn just before it: that question must be sent with it. Else 0."""
+    answers = end < len(turns) and turns[end].role == "user"
+    return 1 if answers and end > 0 and turns[end - 1].role == "assistant" else 0
+
+
 def bound(
     turns: Sequence[ConversationTurn],
     *,
     end: int | None = None,
     max_tokens: int | None = None,
     max_turns: int | None = None,
+    keep_last: int = 0,
 ) -> list[ConversationTurn]:
     """The most recent turns of ``turns[:end]`` within ``max_tokens`` (with message overhead) and
-    ``max_turns``, dropping the oldest whole units first. Costs the turns kept, not the turns stored."""
+    ``max_turns``, dropping the oldest whole units first. Costs the turns kept, not the turns stored.
+    The newest ``keep_last`` turns (the question the current message answers) are kept whatever the
+    bounds; they count towards them."""
     stop = len(turns) if end is None else end
-    kept_from, tokens, count = stop, 0, 0
-    for start, unit_stop in _units(turns, stop):
+    kept_from = max(0, stop - keep_last)
+    tokens, count = sum(turn_cost(turn) for turn in turns[kept_from:stop]), stop - kept_from
+    for start, unit_stop in _units(turns, kept_from):
         size = unit_stop - start
         cost = sum(turn_cost(turns[i]) for i in range(start, unit_stop))
         if max_turns is not None and count + size > max_turns:
@@ -189,12 +201,12 @@ def bound(
     return list(turns[kept_from:stop])
 
 
-def drop_oldest(turns: Sequence[ConversationTurn], count: int) -> list[ConversationTurn]:
+def drop_oldest(turns: Sequence[ConversationTurn], count: int, *, keep_last: int = 0) -> list[ConversationTurn]:
     """``turns`` without at least ``count`` (and at least one) of their oldest turns, in whole units (an
-    assistant turn and the user turn answering it are one)."""
-    start = 0
-    while start < len(turns) and (start == 0 or start < count):
-        pair = start + 1 < len(turns) and turns[start].role == "assistant" and turns[start + 1].role == "user"
+    assistant turn and the user turn answering it are one); the newest ``keep_last`` turns always stay."""
+    start, droppable = 0, len(turns) - keep_last
+    while start < droppable and (start == 0 or start < count):
+        pair = start + 1 < droppable and turns[start].role == "assistant" and turns[start + 1].role == "user"
         start += 2 if pair else 1
     return list(turns[start:])
 

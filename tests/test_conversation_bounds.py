@@ -7,10 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from blueprints import load_pipeline
+from core.config import load_settings
+from core.context import ConversationTurn
+from core.conversation import bound, drop_oldest, turn_cost
 from core.ports import ChatMessage
 from core.tokens import count_messages
 from tests.fakes.openai_server import FakeLLM
-from tests.test_conversation_runs import ANSWERS, SUMMARIZED, compile_text, prompts, run, sent
+from tests.test_conversation_runs import ANSWERS, EXAMPLE, Q1, Q2, SUMMARIZED, compile_text, prompts, run, sent
 
 
 def size(payload: dict[str, Any], model: str | None = None) -> int:
@@ -131,3 +134,26 @@ async def test_the_summarizer_request_fits_the_summarizers_context_window(tmp_pa
     first = next(r for r in await plain_store.steps(plain.run_id) if r.kind == "summarize")
     assert (first.path, records[0].path) == ("chat/6/talk/summarize", "chat/6/talk/summarize")
     assert records[0].input["cut"] < first.input["cut"]  # the ratio alone asked for more than fits
+
+
+async def test_truncation_never_sends_an_answer_without_the_question_it_answers(tmp_path: Path) -> None:
+    settings = load_settings(cwd=tmp_path, env={}, overrides={"history": {"max_tokens": 12}})
+    outcome, store, _ = await run(load_pipeline(EXAMPLE, settings), None, ["Plan a trip", "My family", "June"])
+    assert outcome.status == "completed", outcome.error
+    calls = await prompts(store, outcome.run_id)
+    # 12 tokens hold no turn of this history; the question the message answers is sent with it anyway.
+    third = calls["clarification_loop/3/clarify"]
+    assert sent(third)[1:] == [("assistant", Q2), ("user", "June")]
+    assert third["history"] == {"conversation": "clarification_loop", "turns": 1, "dropped": 3, "mode": "messages"}
+    assert sent(calls["clarification_loop/2/clarify"])[1:] == [("assistant", Q1), ("user", "My family")]
+
+
+def test_bound_keeps_the_newest_turns_it_is_told_to_keep_and_counts_them() -> None:
+    history = [ConversationTurn(role, f"{role[0]}{n}", 5) for n, role in enumerate(["user", "assistant"] * 3)]
+    cost = turn_cost(history[0])
+    assert [t.content for t in bound(history, max_tokens=cost - 1, keep_last=1)] == ["a5"]
+    assert [t.content for t in bound(history, max_turns=0, keep_last=1)] == ["a5"]
+    # The kept turn counts towards the bound: one more unit (a3, u4) needs 3 turns' worth.
+    assert [t.content for t in bound(history, max_tokens=3 * cost - 1, keep_last=1)] == ["a5"]
+    assert [t.content for t in bound(history, max_tokens=3 * cost, keep_last=1)] == ["a3", "u4", "a5"]
+    assert [t.content for t in drop_oldest(history[3:], 9, keep_last=1)] == ["a5"]

@@ -22,6 +22,7 @@ from core.conversation import (
     bound,
     drop_oldest,
     history_block,
+    question_of,
 )
 from core.current_message import current_message
 from core.policies.frame import Frame
@@ -79,11 +80,12 @@ async def prepare(
     room = _room(agent, step.name, message)
     if room is not None:
         max_tokens = room if max_tokens is None else min(max_tokens, room)
-    kept = bound(turns, end=end, max_tokens=max_tokens, max_turns=max_turns)
+    question = question_of(turns, end)  # never send an answer without the question it answers
+    kept = bound(turns, end=end, max_tokens=max_tokens, max_turns=max_turns, keep_last=question)
     template = active.settings.history_template
     as_text = not agent.is_model or template is not None
     if kept and (isinstance(message, str) or not as_text):
-        kept = _fit_window(agent, step.name, message, kept, template if as_text else _MESSAGES)
+        kept = _fit_window(agent, step.name, message, kept, template if as_text else _MESSAGES, question)
     trace: dict[str, Any] = {"conversation": active.loop, "turns": len(kept), "dropped": end - len(kept)}
     if not kept:
         return Injection(message, (), trace)
@@ -111,7 +113,7 @@ def _room(agent: Agent, step: str, message: Any) -> int | None:
 
 
 def _fit_window(
-    agent: Agent, step: str, message: Any, kept: list[ConversationTurn], form: Template | str | None
+    agent: Agent, step: str, message: Any, kept: list[ConversationTurn], form: Template | str | None, question: int
 ) -> list[ConversationTurn]:
     """``kept`` without as many of its oldest units as it takes for the prompt *as sent* (the rendered
     history block with its template's text, or the history messages in the model's own tokenizer) to fit
@@ -121,7 +123,7 @@ def _fit_window(
     if budget is None or (form == _MESSAGES and encoding_name(agent.model_name) == DEFAULT_ENCODING):
         return kept
     fixed = count_messages(agent.prompt(AgentCall(input=message, step=step)), agent.model_name)
-    while kept:
+    while len(kept) > question:
         if form == _MESSAGES:
             call = AgentCall(input=message, step=step, history=as_messages(kept))
         else:
@@ -130,5 +132,5 @@ def _fit_window(
         if sent <= budget:
             break
         per_turn = max(1.0, (sent - fixed) / len(kept))  # what a kept turn really costs, template included
-        kept = drop_oldest(kept, math.ceil((sent - budget) / per_turn))
+        kept = drop_oldest(kept, math.ceil((sent - budget) / per_turn), keep_last=question)
     return kept
