@@ -703,10 +703,30 @@ async def test_a_failing_summarizer_is_given_up_after_three_failures_and_truncat
     assert failed_at < 8
     last = prompt_events(events)["chat/8/talk"]
     assert last["history"]["dropped"] > 0  # the history is bounded by truncation instead
-    assert not [r for r in await store.steps(outcome.run_id) if r.kind == "summarize"]
+    # No summary was made; each failure is journaled (so a resumed run knows the count), with its cut.
+    journaled = [r for r in await store.steps(outcome.run_id) if r.kind == "summarize"]
+    assert [(r.path, r.status, r.input["consecutive_failures"]) for r in journaled] == [
+        (e.path, "failed", n) for n, e in enumerate(failures, 1)
+    ]
+    assert all(r.error is not None and "the summarizer is down" in r.error for r in journaled)
     questions = ("one", "two", "three", "four", "five", "six", "seven", "eight")
     pairs = [(("Assistant", f"question {q}"), ("User", f"answer {n}")) for n, q in enumerate(questions, 1)]
     assert outcome.output == lines(("User", "my goal"), *[turn for pair in pairs for turn in pair])
+
+
+@pytest.mark.parametrize("answered", [4, 6])  # paused after the first failure, or after the third
+async def test_a_given_up_summarizer_stays_given_up_after_resume(tmp_path: Path, answered: int) -> None:
+    text = SUMMARIZED % (f'{{python: "{HERE}:broken_summarizer"}}', 8)
+    straight, store, _ = await run(compile_text(tmp_path, text), "my goal", ANSWERS)
+    assert len(SEEN["broken"]) == 3
+    SEEN.clear()
+    first, _, _ = await run(compile_text(tmp_path, text), "my goal", ANSWERS[:answered], store=store)
+    assert first.status == "paused"
+    resumed, _ = await resume(compile_text(tmp_path, text), store, first.run_id, ANSWERS[answered:])
+    assert resumed.status == "completed", resumed.error
+    assert len(SEEN["broken"]) == 3  # as many tries in all as the uninterrupted run, not 3 more
+    assert resumed.output == straight.output
+    assert await prompts(store, first.run_id) == await prompts(store, straight.run_id)
 
 
 # --- settings ------------------------------------------------------------------------------------------

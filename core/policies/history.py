@@ -61,7 +61,7 @@ async def prepare(
     if active is None:
         return Injection(message)
     if step.use_history is not False:
-        await summarize(active, ctx, path, frame, events)
+        await summarize(active, ctx, path, frame)
     turns = ctx.conversation_history
     current = current_message(
         turns,

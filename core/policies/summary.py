@@ -6,8 +6,9 @@ is journaled as a step of its own (``<step path>/summarize``, with the turns it 
 run rebuilds the same history without calling the summarizer again (``replay_summary``). Its call obeys
 the rules of any agent call: reserved against the run's limits, traced as ``agent.prompt``, and its
 request bounded by the summarizer's own prompt budget (fewer turns are condensed when the ratio's do not
-fit). A failing summarizer never fails the run: after three consecutive failures the run stops trying
-and the history manager's final bound pass (truncation) does the work; the trace says so.
+fit). A failing summarizer never fails the run: each failure is journaled too (status failed, with the
+count of consecutive failures), and after three in a row the run stops trying and the history manager's
+final bound pass (truncation) does the work; the trace says so, and a resumed run knows it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from core.context import ConversationTurn, RunContext
 from core.conversation import SUMMARY_PREFIX, ActiveConversation, history_block, needs_summary, summary_cut, turn_text
 from core.errors import AgentOutputError, ControlSignal, FlujoError
 from core.policies.frame import Frame, child_path
-from core.ports import Agent, AgentCall, TraceEvent
+from core.ports import Agent, AgentCall
 from core.store.codec import normalize
 from core.tokens import count_messages, count_tokens
 from core.usage import ZERO_USAGE
@@ -34,16 +35,27 @@ SUMMARY_REQUEST = (
 
 
 def replay_summary(ctx: RunContext, path: str, frame: Frame) -> bool:
-    """Re-apply the summary an earlier attempt journaled before this step's call (on resume, whether the
-    step itself finished or the process died between the summary and the call); True if there was one.
-    The summarizer is told its reply was replayed, as agents of replayed steps are."""
-    record = frame.replayed(child_path(path, "summarize"))
+    """Re-apply what an earlier attempt journaled for the summary before this step's call (on resume,
+    whether the step itself finished or the process died between the summary and the call); True if there
+    was a record. A summary is applied again (the summarizer is told its reply was replayed, as agents of
+    replayed steps are); a failure restores the count of consecutive failures, so a summarizer the run had
+    given up stays given up, and the resumed run sends what an uninterrupted one would."""
+    record = frame.journal.get(child_path(path, "summarize"))
     if record is None or not isinstance(record.input, dict):
         return False
+    if record.status == "failed":
+        failures = record.input.get("consecutive_failures")
+        if not isinstance(failures, int):
+            return False
+        frame.replays += 1
+        frame.summarizer_failures = failures
+        frame.add_usage(record.usage)
+        return True
     cut = record.input.get("cut")
-    if not isinstance(cut, int) or not isinstance(record.output, str):
+    if record.status != "completed" or not isinstance(cut, int) or not isinstance(record.output, str):
         return False
     frame.replays += 1
+    frame.summarizer_failures = 0
     active = ctx.conversation
     if active is not None and active.settings.history.summarizer is not None:
         active.settings.history.summarizer.replayed()
@@ -59,9 +71,7 @@ def _apply_summary(ctx: RunContext, cut: int, summary: str) -> None:
     ]
 
 
-async def summarize(
-    active: ActiveConversation, ctx: RunContext, path: str, frame: Frame, events: list[TraceEvent]
-) -> None:
+async def summarize(active: ActiveConversation, ctx: RunContext, path: str, frame: Frame) -> None:
     policy = active.settings.history
     summarizer = policy.summarizer
     if policy.strategy != "summarize" or summarizer is None:
@@ -107,8 +117,18 @@ async def summarize(
             payload["usage"] = usage.to_dict()
         if frame.summarizer_failures >= MAX_SUMMARIZER_FAILURES:
             payload["fallback"] = "summarizer disabled for the rest of the run; history is truncated instead"
-        events.append(prompt)
-        events.append(frame.event("history.summarize_failed", here, payload))
+        # Journaled (not only traced), so a resumed run knows how many failed in a row (replay_summary).
+        await frame.commit(
+            path=here,
+            name=step,
+            kind="summarize",
+            status="failed",
+            started=started,
+            input={"cut": cut, "consecutive_failures": frame.summarizer_failures},
+            error=error,
+            usage=usage,
+            events=[prompt, frame.event("history.summarize_failed", here, payload)],
+        )
         return
     except BaseException:
         frame.release(held)
@@ -118,7 +138,7 @@ async def summarize(
     replaced = [turn.to_dict() for turn in turns[:cut]]
     await frame.commit(
         path=here,
-        name=f"{active.loop}.summarize",
+        name=step,
         kind="summarize",
         status="completed",
         started=started,
