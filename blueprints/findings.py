@@ -33,6 +33,7 @@ FindingCode = Literal[
     "ignored-key",
     "import-failed",
     "context-in-prompt",
+    "history-not-sent",
 ]
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from blueprints import validate_file
-from tests.test_conversation_runs import TWO_AGENTS, compile_text, prompts, run, sent, step_records
+from tests.test_conversation_runs import SEEN, TWO_AGENTS, compile_text, prompts, run, sent, step_records
 
 PREVIOUS_STEP = """\
 version: "0.1"
@@ -147,3 +147,67 @@ async def test_an_input_naming_the_newest_turn_sends_it_once(tmp_path: Path) -> 
     calls = await prompts(store, outcome.run_id)
     assert sent(calls["chat/1/talk"]) == [("user", "goal")]
     assert sent(calls["chat/2/talk"]) == [("user", "goal"), ("assistant", "q1"), ("user", "a1")]
+
+
+STRUCTURED = """\
+version: "0.1"
+agents:
+  bot: {model: scripted, replies: [q1, q2]}
+  noter: {model: scripted, replies: [n1, n2]}
+steps:
+  - kind: loop
+    name: chat
+    loop:
+      conversation: true
+      max_loops: 2
+      ai_turn_source: named_steps
+      named_steps: [talk]
+      history_template: |
+        {{#each history}}
+        {{ this.role }}: {{ this.content }}
+        {{/each}}
+      body:
+        - {kind: step, name: talk, uses: agents.bot}
+        - {kind: hitl, name: answer, message: "{{ steps.talk.output }}"}
+        - {kind: step, name: note, uses: agents.noter, input: "{{ {'said': previous_step} }}"}
+        - {kind: step, name: tidy, agent: "tests.test_conversation_runs:tidy", input: "{{ {'said': 1} }}"}
+"""
+
+
+async def test_a_model_agent_with_a_history_template_gets_the_block_before_a_structured_input(tmp_path: Path) -> None:
+    outcome, store, _ = await run(compile_text(tmp_path, STRUCTURED), "goal", ["a1", "a2"])
+    assert outcome.status == "completed", outcome.error
+    note = (await prompts(store, outcome.run_id))["chat/1/note"]
+    # The model would be sent the input as JSON text anyway: the rendered history goes before it.
+    assert sent(note) == [("user", 'user: goal\nassistant: q1\nuser: a1\n\n\n{"said": "a1"}')]
+    assert note["history"] == {"conversation": "chat", "turns": 3, "dropped": 0, "mode": "text"}
+
+
+async def test_a_script_agent_with_a_structured_input_gets_no_history_and_the_trace_says_so(tmp_path: Path) -> None:
+    SEEN.clear()
+    outcome, store, _ = await run(compile_text(tmp_path, STRUCTURED), "goal", ["a1", "a2"])
+    assert SEEN["tidy"] == [{"said": 1}, {"said": 1}]  # passed unchanged
+    events = [e for e in await store.events(outcome.run_id) if e.path == "chat/1/tidy"]
+    notes = [e.payload for e in events if e.kind == "history.not_injected"]
+    assert notes == [
+        {"turns": 3, "reason": "the input is structured (not text); the agent can read context.conversation_history"}
+    ]
+    [prompt] = [e.payload for e in events if e.kind == "agent.prompt"]
+    assert prompt["history"]["mode"] == "none (structured input)" and prompt["history_injected"] is False
+
+
+def test_validate_warns_where_a_script_agent_cannot_be_sent_the_history(tmp_path: Path) -> None:
+    text = STRUCTURED.replace(
+        "      body:\n",
+        "      body:\n"
+        "        - kind: parallel\n"
+        "          name: sides\n"
+        "          branches: {a: [{kind: step, name: pa, uses: agents.bot}]}\n"
+        '        - {kind: step, name: after, agent: "tests.test_conversation_runs:tidy"}\n',
+    )
+    path = tmp_path / "flow.yaml"
+    path.write_text(text, encoding="utf-8")
+    found = [(f.code, f.message.split(":")[0]) for f in validate_file(path) if f.code == "history-not-sent"]
+    # The script after the parallel (its outputs are a mapping) and the one with a {...} input; never the
+    # model agent 'note', which gets the block before the JSON text of its input.
+    assert found == [("history-not-sent", "step 'after'"), ("history-not-sent", "step 'tidy'")]

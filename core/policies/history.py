@@ -23,6 +23,7 @@ from core.conversation import (
     drop_oldest,
     history_block,
     question_of,
+    turn_text,
 )
 from core.current_message import current_message
 from core.policies.frame import Frame
@@ -74,6 +75,10 @@ async def prepare(
     message, end = current.message, current.end
     if step.use_history is False:
         return Injection(message)
+    template = active.settings.history_template
+    as_text = not agent.is_model or template is not None
+    if as_text and agent.is_model and not isinstance(message, str):
+        message = turn_text(message)  # a model is sent a structured input as JSON text: the block goes before it
     policy = active.settings.history
     max_tokens = policy.max_tokens if policy.strategy != "truncate_turns" else None
     max_turns = policy.max_turns if policy.strategy != "truncate_tokens" else None
@@ -82,8 +87,6 @@ async def prepare(
         max_tokens = room if max_tokens is None else min(max_tokens, room)
     question = question_of(turns, end)  # never send an answer without the question it answers
     kept = bound(turns, end=end, max_tokens=max_tokens, max_turns=max_turns, keep_last=question)
-    template = active.settings.history_template
-    as_text = not agent.is_model or template is not None
     if kept and (isinstance(message, str) or not as_text):
         kept = _fit_window(agent, step.name, message, kept, template if as_text else _MESSAGES, question)
     trace: dict[str, Any] = {"conversation": active.loop, "turns": len(kept), "dropped": end - len(kept)}
@@ -93,6 +96,9 @@ async def prepare(
         return Injection(message, as_messages(kept), {**trace, "mode": "messages"})
     if isinstance(message, str):
         return Injection(_with_block(kept, template, message), (), {**trace, "mode": "text"})
+    # A script agent's structured input is passed unchanged: no text block can go before it. Say so.
+    reason = "the input is structured (not text); the agent can read context.conversation_history"
+    events.append(frame.event("history.not_injected", path, {"turns": len(kept), "reason": reason}))
     return Injection(message, (), {**trace, "turns": 0, "dropped": end, "mode": "none (structured input)"})
 
 
