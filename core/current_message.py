@@ -6,10 +6,9 @@ module decides that message (docs/conversation.md, "The current message"):
 - A step without ``input:`` answers what was said last when its input *is* that: when its input is the
   iteration's own input (the first step of the body: the loop's input, then the context the loop
   propagates), or is exactly the newest turn (the HITL answer just given, the reply of the agent just
-  before it under ``all_agents``),
-  the newest turn is its message, in the user role, and is taken out of the history sent (never twice).
-  Otherwise its input (the output of a step that made no turn: a writer under ``ai_turn_source: last``,
-  a script, a parallel's outputs) is its message, after the whole history.
+  before it under ``all_agents``), the newest turn is its message, in the user role, and is taken out of
+  the history sent (never twice). Otherwise its input (the output of a step that made no turn: a writer
+  under ``ai_turn_source: last``, a script, a parallel's outputs) is its message, after the whole history.
 - An explicit ``input:`` that renders to the context object (``{{ previous_step }}`` from iteration 2,
   ``{{ context }}``) is treated as no ``input:``; one that renders to exactly the newest turn's text
   (``{{ previous_step }}`` on iteration 1 is the seed) sends that turn once, as the message. Any other
