@@ -100,6 +100,12 @@ class Agent(Protocol):
         """The model, for choosing a tokenizer (``openai:gpt-4o``); None for non-model agents."""
         ...
 
+    @property
+    def reply_cap(self) -> int | None:
+        """The most tokens a reply may hold (``model_settings.max_tokens``); None when not capped (or not
+        a model). The run reserves it, with the prompt, against ``max_tokens``."""
+        ...
+
     def estimate_cost_usd(self, prompt_tokens: int) -> float | None:
         """The most a call with a prompt of ``prompt_tokens`` may cost: the prompt at the input price plus
         the reply cap (``model_settings.max_tokens``, when set) at the output price. 0.0 for agents that

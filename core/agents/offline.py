@@ -65,6 +65,10 @@ class ScriptedAgent:
     def model_name(self) -> str | None:
         return None
 
+    @property
+    def reply_cap(self) -> int | None:
+        return None
+
     def estimate_cost_usd(self, prompt_tokens: int) -> float | None:
         return 0.0
 
@@ -138,6 +142,10 @@ class EchoAgent:
 
     @property
     def model_name(self) -> str | None:
+        return None
+
+    @property
+    def reply_cap(self) -> int | None:
         return None
 
     def estimate_cost_usd(self, prompt_tokens: int) -> float | None:

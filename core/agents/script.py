@@ -49,6 +49,10 @@ class _LocalAgent:
     def model_name(self) -> str | None:
         return None
 
+    @property
+    def reply_cap(self) -> int | None:
+        return None
+
     def estimate_cost_usd(self, prompt_tokens: int) -> float | None:
         return 0.0
 

@@ -29,7 +29,6 @@ from core.policies.body import BodyRunner
 from core.policies.context_writes import agent_finished, record_output
 from core.policies.frame import Frame, child_path, scope, step_error
 from core.steps import LoopStep
-from core.views import LazyView
 
 
 async def run_loop(step: LoopStep, data: Any, ctx: RunContext, path: str, frame: Frame, body: BodyRunner) -> Any:
@@ -63,9 +62,7 @@ async def run_loop(step: LoopStep, data: Any, ctx: RunContext, path: str, frame:
                     raise RunError(f"loop {step.name!r} init failed: {exc}") from exc
                 reason = "max_loops"
             if active is not None:
-                iteration_ctx.conversation = active.for_iteration(
-                    iteration_input, input_is_context=isinstance(iteration_input, LazyView)
-                )
+                iteration_ctx.conversation = active.for_iteration(iteration_input)
                 if iteration == 1:
                     conversation.seed(iteration_ctx, active, iteration_input)
             here = child_path(path, str(iteration))

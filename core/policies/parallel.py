@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any, assert_never
 
 from core.context import ConversationTurn, HitlEntry, RunContext
-from core.errors import ControlSignal, FlujoError, RunError, StepFailed
+from core.errors import ControlSignal, FlujoError, LimitReached, RunError, StepFailed
 from core.policies.body import BodyRunner
 from core.policies.context_writes import record_output
 from core.policies.frame import Frame, child_path
@@ -142,6 +142,8 @@ async def run_parallel(
             isinstance(result, BaseException) and not isinstance(result, Exception)
         ):
             ctx.keep_said([branch_ctx for _, branch_ctx in contexts])
+            if isinstance(result, LimitReached):
+                raise frame.restate(result)  # its siblings may have spent more after it was raised
             raise result  # a signal, or CancelledError / KeyboardInterrupt of a branch
     outputs: dict[str, Any] = {}
     succeeded: list[tuple[str, RunContext]] = []
