@@ -44,7 +44,7 @@ class ModelInfo(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    context_window: int | None = None
+    context_window: int | None = Field(default=None, gt=0)
     input_per_mtok: float | None = None
     output_per_mtok: float | None = None
 
@@ -123,8 +123,8 @@ class Settings(BaseModel):
     models: dict[str, ModelInfo] = Field(default_factory=_default_models)
     history: HistorySettings = Field(default_factory=HistorySettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
-    default_context_window: int = 8192
-    response_reserve_tokens: int = 1024
+    default_context_window: int = Field(default=8192, gt=0)
+    response_reserve_tokens: int = Field(default=1024, ge=0)
     secret_env_vars: list[str] = Field(default_factory=list)
     redact_patterns: list[str] = Field(default_factory=list)
 

@@ -122,3 +122,24 @@ def test_a_default_summarizer_that_cannot_be_built_is_a_config_error(tmp_path: P
     with pytest.raises(ConfigError, match=r"setting history\.summarizer_model: ") as caught:
         load_settings(cwd=tmp_path, env={"FLUJO_HISTORY__SUMMARIZER_MODEL": value})
     assert message in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("FLUJO_DEFAULT_CONTEXT_WINDOW", "0"),
+        ("FLUJO_DEFAULT_CONTEXT_WINDOW", "-8192"),
+        ("FLUJO_RESPONSE_RESERVE_TOKENS", "-1"),
+    ],
+)
+def test_a_window_or_reserve_that_cannot_be_is_a_config_error(tmp_path: Path, variable: str, value: str) -> None:
+    setting = variable.removeprefix("FLUJO_").lower()
+    with pytest.raises(ConfigError, match=f"setting {setting}: "):
+        load_settings(cwd=tmp_path, env={variable: value})
+
+
+def test_a_models_table_window_that_cannot_be_is_a_config_error(tmp_path: Path) -> None:
+    # 0 would be skipped silently for the default window (the window is the first one set), so it is refused.
+    (tmp_path / "flujo.toml").write_text('[models."openai:local-a"]\ncontext_window = 0\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"setting models\.openai:local-a\.context_window: "):
+        load_settings(cwd=tmp_path, env={})
