@@ -52,10 +52,16 @@ def summarizer(pipeline: Pipeline) -> str | None:
     return None if agent is None else agent.label
 
 
-def test_a_loops_own_summarizer_agent_beats_the_configured_default(tmp_path: Path, fake_llm: FakeLLM) -> None:
+async def test_a_loops_own_summarizer_agent_beats_the_configured_default(tmp_path: Path, fake_llm: FakeLLM) -> None:
     settings = load_settings(cwd=tmp_path, env={**fake_llm.env(), **DEFAULT})
-    own = "history_management: {strategy: summarize, summarizer_agent: own, max_turns: 2}"
-    assert summarizer(compile_text(tmp_path, CHAT % own, settings)) == "scripted"
+    own = "history_management: {strategy: summarize, summarizer_agent: own, max_turns: 4}"
+    pipeline = compile_text(tmp_path, CHAT % own, settings)
+    assert summarizer(pipeline) == "scripted"
+    outcome, store, _ = await run(pipeline, "my goal", ANSWERS)
+    assert outcome.status == "completed", outcome.error
+    records = await step_records(store, outcome.run_id)
+    assert [records[p].output for p in records if p.endswith("/summarize")] == ["OWN", "OWN"]
+    assert fake_llm.bodies == []  # the configured summarizer was never asked
     # Another strategy gets no summarizer at all, so the default one is not even built.
     assert summarizer(compile_text(tmp_path, CHAT % PLAIN, settings)) is None
 
