@@ -28,6 +28,10 @@ class FuncAgent:
         return False
 
     @property
+    def takes_history(self) -> bool:
+        return True
+
+    @property
     def prompt_budget(self) -> int | None:
         return None
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from blueprints import validate_file
-from tests.test_conversation_runs import SEEN, TWO_AGENTS, compile_text, prompts, run, sent, step_records
+from tests.test_conversation_runs import HERE, SEEN, TWO_AGENTS, compile_text, prompts, run, sent, step_records
 
 PREVIOUS_STEP = """\
 version: "0.1"
@@ -211,3 +211,52 @@ def test_validate_warns_where_a_script_agent_cannot_be_sent_the_history(tmp_path
     # The script after the parallel (its outputs are a mapping) and the one with a {...} input; never the
     # model agent 'note', which gets the block before the JSON text of its input.
     assert found == [("history-not-sent", "step 'after'"), ("history-not-sent", "step 'tidy'")]
+
+
+BUILTIN_IN_BODY = """\
+version: "0.1"
+agents:
+  bot: {model: scripted, replies: [q1, {action: finish}]}
+steps:
+  - kind: loop
+    name: chat
+    loop:
+      conversation: true
+      max_loops: 3
+      body:
+        - {kind: hitl, name: ask, message: "Say something"}
+        - {kind: step, name: relay, agent: {id: flujo.builtins.%s}}
+        - {kind: step, name: reply, uses: agents.bot}
+"""
+
+
+@pytest.mark.parametrize("builtin", ["passthrough", "stringify"])
+async def test_a_builtin_in_a_conversation_gets_no_history_so_neither_does_its_output(
+    tmp_path: Path, builtin: str
+) -> None:
+    outcome, store, _ = await run(compile_text(tmp_path, BUILTIN_IN_BODY % builtin), "hello", ["one", "two"])
+    assert outcome.status == "completed", outcome.error
+    calls = await prompts(store, outcome.run_id)
+    # The builtin is sent the newest turn alone (the answer it relays), never the <conversation_history> block.
+    assert sent(calls["chat/1/relay"]) == [("user", "one")]
+    assert sent(calls["chat/2/relay"]) == [("user", "two")]
+    assert calls["chat/2/relay"]["history_injected"] is False
+    assert calls["chat/2/relay"]["history"]["mode"] == "none (the agent takes no history)"
+    records = await step_records(store, outcome.run_id)
+    assert [records[f"chat/{n}/relay"].output for n in (1, 2)] == ["one", "two"]
+    # So the model agent after it hears the answer once, as its message, after the turns before it.
+    assert sent(calls["chat/1/reply"]) == [("user", "hello"), ("user", "one")]
+    assert sent(calls["chat/2/reply"]) == [("user", "hello"), ("user", "one"), ("assistant", "q1"), ("user", "two")]
+
+
+async def test_a_builtin_call_does_not_summarize_the_history_it_is_not_sent(tmp_path: Path) -> None:
+    text = BUILTIN_IN_BODY.replace(
+        "      max_loops: 3\n",
+        "      max_loops: 3\n      history_management: {strategy: summarize, summarizer_agent: summ, max_turns: 2}\n",
+    ).replace("agents:\n", f'agents:\n  summ: {{python: "{HERE}:summarize_lines"}}\n')
+    bot = "bot: {model: scripted, replies: [q1, q2, {action: finish}]}"
+    text = text.replace("bot: {model: scripted, replies: [q1, {action: finish}]}", bot)
+    outcome, store, _ = await run(compile_text(tmp_path, text % "passthrough"), "hello", ["one", "two", "three"])
+    assert outcome.status == "completed", outcome.error
+    summaries = [path for path in await step_records(store, outcome.run_id) if path.endswith("/summarize")]
+    assert summaries and all(path.endswith("/reply/summarize") for path in summaries)

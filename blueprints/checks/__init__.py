@@ -27,11 +27,15 @@ from blueprints.schema import (
     MapStepModel,
     ParallelStepModel,
 )
+from core.config import HistorySettings
 
 
-def run_checks(model: BlueprintModel, index: PositionIndex, folder: FilePath) -> list[Finding]:
-    """All semantic findings for a blueprint whose structure is valid."""
-    checker = Checker(model, index, folder)
+def run_checks(
+    model: BlueprintModel, index: PositionIndex, folder: FilePath, *, history: HistorySettings | None = None
+) -> list[Finding]:
+    """All semantic findings for a blueprint whose structure is valid, checked against the settings'
+    ``history`` defaults (the built-in ones when None)."""
+    checker = Checker(model, index, folder, history=history)
     sites = list(walk(model.steps, ("steps",)))
     step_names = [site.step.name for site in sites]
     check_unique_names(checker, sites)

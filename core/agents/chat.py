@@ -101,6 +101,10 @@ class ChatModelAgent(ABC):
         return True
 
     @property
+    def takes_history(self) -> bool:
+        return True
+
+    @property
     def prompt_budget(self) -> int | None:
         return self._prompt_budget
 

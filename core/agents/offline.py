@@ -58,6 +58,10 @@ class ScriptedAgent:
         return True
 
     @property
+    def takes_history(self) -> bool:
+        return True
+
+    @property
     def prompt_budget(self) -> int | None:
         return self._prompt_budget
 
@@ -134,6 +138,10 @@ class EchoAgent:
 
     @property
     def is_model(self) -> bool:
+        return True
+
+    @property
+    def takes_history(self) -> bool:
         return True
 
     @property

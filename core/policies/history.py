@@ -2,8 +2,10 @@
 
 Before each agent call, ``prepare`` decides what the agent is sent: the bounded history (as chat messages
 for model agents, or as one delimited text block for prompt-only agents and when a ``history_template`` is
-set) and the current message. The bound is the loop's strategy (``truncate_tokens``, ``truncate_turns``,
-``summarize``) and, always, the agent's prompt budget (context window minus the reply reserve).
+set) and the current message. Agents that take no history (``Agent.takes_history`` is False: the builtins,
+which move their input along) get only the message. The bound is the loop's strategy (``truncate_tokens``,
+``truncate_turns``, ``summarize``) and, always, the agent's prompt budget (context window minus the reply
+reserve).
 
 With ``summarize``, the oldest turns are first condensed (``core.policies.summary``); the bound then
 applies to what is left.
@@ -18,6 +20,7 @@ from typing import Any
 
 from core.context import ConversationTurn, RunContext
 from core.conversation import (
+    ActiveConversation,
     as_messages,
     bound,
     drop_oldest,
@@ -61,7 +64,7 @@ async def prepare(
     active = ctx.conversation
     if active is None:
         return Injection(message)
-    if step.use_history is not False:
+    if step.use_history is not False and agent.takes_history:  # only a call that sends history summarizes it
         await summarize(active, ctx, path, frame)
     turns = ctx.conversation_history
     current = current_message(
@@ -75,6 +78,8 @@ async def prepare(
     message, end = current.message, current.end
     if step.use_history is False:
         return Injection(message)
+    if not agent.takes_history:  # a builtin moving its input along: a history block would join its output
+        return Injection(message, (), {**_none(active, end), "mode": "none (the agent takes no history)"})
     template = active.settings.history_template
     as_text = not agent.is_model or template is not None
     if as_text and agent.is_model and not isinstance(message, str):
@@ -99,7 +104,12 @@ async def prepare(
     # A script agent's structured input is passed unchanged: no text block can go before it. Say so.
     reason = "the input is structured (not text); the agent can read context.conversation_history"
     events.append(frame.event("history.not_injected", path, {"turns": len(kept), "reason": reason}))
-    return Injection(message, (), {**trace, "turns": 0, "dropped": end, "mode": "none (structured input)"})
+    return Injection(message, (), {**_none(active, end), "mode": "none (structured input)"})
+
+
+def _none(active: ActiveConversation, end: int) -> dict[str, Any]:
+    """The trace of a call sent none of the ``end`` turns before its message."""
+    return {"conversation": active.loop, "turns": 0, "dropped": end}
 
 
 _MESSAGES = "messages"  # _fit_window's "as chat messages" (a template is the text block's form)
