@@ -101,7 +101,13 @@ class Engine:
         self.redactor = redactor or _environment_redactor()
 
     async def run(
-        self, pipeline: Pipeline, input: Any = None, *, run_id: str | None = None, thread: str | None = None
+        self,
+        pipeline: Pipeline,
+        input: Any = None,
+        *,
+        run_id: str | None = None,
+        thread: str | None = None,
+        options: dict[str, Any] | None = None,
     ) -> RunOutcome:
         """Start a new run of ``pipeline`` with ``input`` as the first step's input.
 
@@ -109,7 +115,7 @@ class Engine:
         is stored when the name is not valid or the pipeline has no ``conversation: true`` loop."""
         if thread is not None:
             check_thread(pipeline, thread)
-        record = pipeline.new_run(run_id or new_run_id(), input, thread=thread)
+        record = pipeline.new_run(run_id or new_run_id(), input, thread=thread, options=options)
         await self.store.create_run(record)
         if not await self.store.claim_run(record.run_id):
             raise RunError(f"run {record.run_id} is already being executed", hint="every run needs a new id")
@@ -119,14 +125,16 @@ class Engine:
         finally:
             await self.store.release_run(record.run_id)
 
-    async def resume(self, pipeline: Pipeline, run_id: str, *, force: bool = False) -> RunOutcome:
+    async def resume(
+        self, pipeline: Pipeline, run_id: str, *, force: bool = False, options: dict[str, Any] | None = None
+    ) -> RunOutcome:
         """Continue a paused, failed, interrupted or crashed run: committed steps are replayed, the rest
         executed (in the same thread, if the run has one). ``run_id`` may be a unique prefix.
 
         Refused (``ResumeRefused``) when the run completed, when another live process is executing it
         (a crashed process holds no claim, so its run resumes), or when ``pipeline`` is not the blueprint
         the run started with (its source hash differs) unless ``force``; a sub-workflow's child run is
-        resumed through its parent."""
+        resumed through its parent. ``options`` replaces the run's recorded ``RunRecord.options``."""
         record = await self.store.get_run(run_id)
         if record is None:
             raise RunError(f"no run matches {run_id!r}", hint="list runs with: flujo lens list")
@@ -147,7 +155,7 @@ class Engine:
             record = await self.store.get_run(full_id)
             assert record is not None
             _check_resumable(record, pipeline, force=force)
-            await self.store.update_run(full_id, status="running")
+            await self.store.update_run(full_id, status="running", options=options)
             return await self._execute(pipeline, record, journal_from_store=True)
         finally:
             await self.store.release_run(full_id)

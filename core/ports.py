@@ -197,6 +197,9 @@ class RunRecord:
     pause_path: str | None = None
     pause_message: str | None = None
     owner: str | None = None  # the process that claimed the run last, e.g. "pid 4242 on build-01"
+    # How the run was started beyond its blueprint and input (the command line's settings and limits, as
+    # plain JSON data), so a resume continues under the same ones. Core stores it and never reads it.
+    options: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -249,6 +252,7 @@ class RunStore(Protocol):
         pause_path: str | None = None,
         pause_message: str | None = None,
         finished_at: float | None = None,
+        options: dict[str, Any] | None = None,
     ) -> None: ...
 
     async def get_run(self, run_id: str) -> RunRecord | None:

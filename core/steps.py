@@ -207,7 +207,13 @@ class Pipeline:
     source_hash: str | None = None
 
     def new_run(
-        self, run_id: str, input: Any, *, thread: str | None = None, parent_run_id: str | None = None
+        self,
+        run_id: str,
+        input: Any,
+        *,
+        thread: str | None = None,
+        parent_run_id: str | None = None,
+        options: dict[str, Any] | None = None,
     ) -> RunRecord:
         """The record of a new run of this pipeline, ``running`` from now."""
         return RunRecord(
@@ -220,4 +226,5 @@ class Pipeline:
             created_at=time.time(),
             thread=thread,
             parent_run_id=parent_run_id,
+            options=options,
         )

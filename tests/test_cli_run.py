@@ -324,3 +324,32 @@ def test_validate_missing_file_is_a_usage_error(state_db: Path) -> None:
     code, _, err = flujo(["validate", "nope.yaml"])
     assert code == exit_codes.USAGE
     assert "no such blueprint file" in err
+
+
+def _history_of_calls(db: Path, run_id: str) -> dict[str, dict[str, object]]:
+    async def read() -> dict[str, dict[str, object]]:
+        async with await open_store(str(db)) as store:
+            record = await store.get_run(run_id)
+            assert record is not None
+            events = await store.events(run_id)
+            calls = {e.path: dict(e.payload["history"]) for e in events if e.kind == "agent.prompt"}
+            return {"options": record.options or {}, **calls}
+
+    return asyncio.run(read())
+
+
+def test_a_resumed_run_keeps_the_settings_and_limits_it_was_started_with(state_db: Path) -> None:
+    conversation = str(EXAMPLES / "conversation.yaml")
+    start = ["--set", "history.max_tokens=12", "--max-cost-usd", "5", "--no-input", "--json"]
+    code, out, err = flujo(["run", conversation, *start, "-a", "Plan a trip", "-a", "My family"])
+    assert code == exit_codes.PAUSED, err
+    run_id = json.loads(out)["run_id"]
+    assert _history_of_calls(state_db, run_id)["options"] == {"set": ["history.max_tokens=12"], "max_cost_usd": 5}
+
+    code, _, err = flujo(["resume", run_id, "-a", "June", "--max-tokens", "900"])
+    assert code == exit_codes.OK, err
+    calls = _history_of_calls(state_db, run_id)
+    third = calls["clarification_loop/3/clarify"]
+    assert third["dropped"], third  # history.max_tokens=12 still bounds what is sent after the resume
+    # What the resume added is recorded too, for a later resume: its own flags on top of the first ones.
+    assert calls["options"] == {"set": ["history.max_tokens=12"], "max_tokens": 900, "max_cost_usd": 5}

@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 def test_exports() -> None:
     assert sorted(core.store.__all__) == ["MemoryStore", "SCHEMA_VERSION", "SqliteStore", "open_store"]
-    assert SCHEMA_VERSION == 5
+    assert SCHEMA_VERSION == 6
 
 
 def run(run_id: str, *, created_at: float = 1000.0, **fields: Any) -> RunRecord:
@@ -80,9 +80,16 @@ async def test_a_run_round_trips_every_field(store: RunStore) -> None:
         thread="support",
         pause_path="3",
         pause_message="Approve?",
+        options={"set": ["history.max_tokens=12"], "max_cost_usd": 0.5},
     )
     await store.create_run(record)
     assert await store.get_run("r1") == record
+    await store.update_run("r1", status="running", options={"max_tokens": 900})
+    updated = await store.get_run("r1")
+    assert updated is not None and updated.options == {"max_tokens": 900}
+    await store.update_run("r1", status="paused")  # options given as None leave them as they are
+    again = await store.get_run("r1")
+    assert again is not None and again.options == {"max_tokens": 900}
 
 
 async def test_a_run_whose_input_is_a_long_text_can_be_created(store: RunStore) -> None:

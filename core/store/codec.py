@@ -117,7 +117,7 @@ def step_status(text: str) -> StepStatus:
 
 RUN_COLUMNS = (
     "run_id, pipeline_name, status, source, source_hash, input, output, error, created_at, finished_at,"
-    " usage, parent_run_id, thread, pause_path, pause_message, owner"
+    " usage, parent_run_id, thread, pause_path, pause_message, owner, options"
 )
 STEP_COLUMNS = "run_id, path, name, kind, status, input, output, error, started_at, duration_s, usage"
 
@@ -132,7 +132,7 @@ def run_row(run: RunRecord, input: str | bytes | None, output: str | bytes | Non
     return (
         run.run_id, run.pipeline_name, run.status, run.source, run.source_hash, input,
         output, run.error, run.created_at, run.finished_at, dump_usage(run.usage),
-        run.parent_run_id, run.thread, run.pause_path, run.pause_message, run.owner,
+        run.parent_run_id, run.thread, run.pause_path, run.pause_message, run.owner, dump(run.options),
     )  # fmt: skip
 
 
@@ -155,6 +155,7 @@ def run_from_row(row: Any) -> RunRecord:
         pause_path=row[13],
         pause_message=row[14],
         owner=row[15],
+        options=load(row[16]),
     )
 
 

@@ -80,6 +80,7 @@ class MemoryStore:
         pause_path: str | None = None,
         pause_message: str | None = None,
         finished_at: float | None = None,
+        options: dict[str, Any] | None = None,
     ) -> None:
         run = self._runs.get(run_id)
         if run is None:
@@ -93,6 +94,7 @@ class MemoryStore:
             finished_at=run.finished_at if finished_at is None else finished_at,
             pause_path=pause_path,
             pause_message=pause_message,
+            options=run.options if options is None else codec.normalize(options),
         )
 
     async def get_run(self, run_id: str) -> RunRecord | None:
@@ -192,7 +194,9 @@ class MemoryStore:
 
 
 def _fresh_run(run: RunRecord) -> RunRecord:
-    return dataclasses.replace(run, input=codec.normalize(run.input), output=codec.normalize(run.output))
+    return dataclasses.replace(
+        run, input=codec.normalize(run.input), output=codec.normalize(run.output), options=codec.normalize(run.options)
+    )
 
 
 def _fresh_step(step: StepRecord) -> StepRecord:

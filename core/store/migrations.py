@@ -145,6 +145,13 @@ async def m005_threads(db: aiosqlite.Connection) -> None:
     await db.execute("CREATE INDEX runs_by_thread ON runs(thread, created_at)")
 
 
+@migration
+async def m006_run_options(db: aiosqlite.Connection) -> None:
+    # The command-line settings and limits a run was started (or last resumed) with, as JSON, so that
+    # ``flujo resume`` continues under them (``RunRecord.options``).
+    await db.execute("ALTER TABLE runs ADD COLUMN options TEXT")
+
+
 SCHEMA_VERSION = len(MIGRATIONS)
 """How many migrations this flujo knows; a database with more was written by a newer flujo."""
 

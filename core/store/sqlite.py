@@ -150,13 +150,14 @@ class SqliteStore:
         pause_path: str | None = None,
         pause_message: str | None = None,
         finished_at: float | None = None,
+        options: dict[str, Any] | None = None,
     ) -> None:
         async with self._write(f"update run {run_id}") as db:
             [encoded_output] = await self._encode(db, run_id, [output])
             cursor = await db.execute(
                 "UPDATE runs SET status = ?, output = COALESCE(?, output), error = COALESCE(?, error),"
                 " usage = COALESCE(?, usage), finished_at = COALESCE(?, finished_at),"
-                " pause_path = ?, pause_message = ? WHERE run_id = ?",
+                " pause_path = ?, pause_message = ?, options = COALESCE(?, options) WHERE run_id = ?",
                 (
                     status,
                     encoded_output,
@@ -165,6 +166,7 @@ class SqliteStore:
                     finished_at,
                     pause_path,
                     pause_message,
+                    codec.dump(options),
                     run_id,
                 ),
             )

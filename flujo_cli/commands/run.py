@@ -6,7 +6,7 @@ import asyncio
 import json
 import sys
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -20,11 +20,41 @@ from flujo_cli.messages import error_line, fail, stderr, usage_error
 
 @dataclass(frozen=True)
 class RunOverrides:
-    """What the command line overrides for one run: settings (``--set``) and the blueprint's limits."""
+    """What the command line overrides for one run: settings (``--set``) and the blueprint's limits.
+
+    They are recorded with the run (``RunRecord.options``) and apply again when it is resumed, under any
+    given to ``flujo resume`` itself: a run continues under the settings it started with."""
 
     settings: Sequence[str] = ()
     max_tokens: int | None = None
     max_cost_usd: float | None = None
+
+    def to_options(self) -> dict[str, Any] | None:
+        """These overrides as the run records them (None when there are none)."""
+        options: dict[str, Any] = {}
+        if self.settings:
+            options["set"] = list(self.settings)
+        if self.max_tokens is not None:
+            options["max_tokens"] = self.max_tokens
+        if self.max_cost_usd is not None:
+            options["max_cost_usd"] = self.max_cost_usd
+        return options or None
+
+    def over(self, recorded: Mapping[str, Any] | None) -> RunOverrides:
+        """These overrides on top of those a run recorded: recorded ``--set`` values first (a later one
+        wins), a limit given now beats the recorded one. Values of the wrong type are ignored."""
+        if not recorded:
+            return self
+        earlier = recorded.get("set")
+        settings = [value for value in earlier if isinstance(value, str)] if isinstance(earlier, list) else []
+        tokens, cost = recorded.get("max_tokens"), recorded.get("max_cost_usd")
+        return RunOverrides(
+            settings=[*settings, *self.settings],
+            max_tokens=self.max_tokens if self.max_tokens is not None else tokens if isinstance(tokens, int) else None,
+            max_cost_usd=(
+                self.max_cost_usd if self.max_cost_usd is not None else cost if isinstance(cost, int | float) else None
+            ),
+        )
 
 
 def _read_input(input_text: str | None) -> str | None:
@@ -189,6 +219,10 @@ async def _run(
             if record is None:
                 raise RunError(f"no run matches {resume_id!r}", hint="check the id printed when the run paused")
             invocation.run_id = resume_id = record.run_id
+            if record.options:  # the run continues under the settings it started with (ours on top)
+                overrides = overrides.over(record.options)
+                settings = load_settings(overrides=overrides_from_assignments(overrides.settings))
+                redactor = Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings))
             if record.status == "completed":  # the engine refuses it too; say so before loading anything
                 raise ResumeRefused(
                     f"run {record.run_id} already completed; there is nothing to resume",
@@ -215,10 +249,12 @@ async def _run(
                 return exit_codes.USAGE
         engine = Engine(store=store, human=human, reporter=reporter, redactor=redactor)
         if resume_id is not None:
-            outcome = await engine.resume(pipeline, resume_id, force=force)  # in the run's own thread, if any
+            options = overrides.to_options()  # in the run's own thread, if it has one
+            outcome = await engine.resume(pipeline, resume_id, force=force, options=options)
         else:
             invocation.run_id = new_run_id()
-            outcome = await engine.run(pipeline, input_text, run_id=invocation.run_id, thread=thread)
+            options = overrides.to_options()
+            outcome = await engine.run(pipeline, input_text, run_id=invocation.run_id, thread=thread, options=options)
     finally:
         reporter.close()
         await store.close()
