@@ -58,7 +58,7 @@ class Question:
     needs: str = ""  # when it applies, for the message about a flag given where it does not
     ask_if: Callable[[Values], bool] | None = None  # asked only then (default: whenever it applies)
     choices: Callable[[Values], tuple[str, ...]] | None = None
-    help: str = ""  # the choices spelled out, shown before the question
+    help: tuple[str, ...] = ()  # the choices spelled out, one per line, shown before the question
     check: Callable[[Any, Values], str | None] = _no_check
 
     def asked(self, values: Values) -> bool:
@@ -194,14 +194,15 @@ QUESTIONS: tuple[Question, ...] = (
     Question("history", "--history", _text("How should the history be kept short?"), "choice",
              lambda v: "truncate_tokens", applies=_conversation, needs="a conversation (--conversation)",
              choices=lambda v: STRATEGIES, check=_in(lambda v: STRATEGIES),
-             help="truncate_tokens: send the latest turns within a token budget · truncate_turns: send the latest"
-             " N turns · summarize: a summarizer agent condenses the older turns"),
+             help=("truncate_tokens: send the latest turns within a token budget",
+                   "truncate_turns: send the latest N turns",
+                   "summarize: a summarizer agent condenses the older turns")),
     Question("history_limit", "--history-limit", _limit_text, "number",
              lambda v: _LIMIT_DEFAULTS[v["history"]], applies=_conversation,
              needs="a conversation (--conversation)", check=_check_positive),
     Question("model", "--model", _text("Which model?"), "text", lambda v: "scripted", check=_check_model,
-             help="scripted: offline, with canned replies (no key needed) · or provider:model, e.g."
-             " openai:gpt-4o-mini, anthropic:claude-3-5-haiku-latest, ollama:llama3.2"),
+             help=("scripted: offline, with canned replies (no key needed)",
+                   "or provider:model, e.g. openai:gpt-4o-mini, anthropic:claude-3-5-haiku-latest, ollama:llama3.2")),
     Question("step", "--step", _text("Name of the agent's step"), "text",
              lambda v: "ask" if v["human"] else "draft", ask_if=lambda v: False, check=_check_step),
     Question("extra_agents", "--extra-agent",
@@ -211,17 +212,17 @@ QUESTIONS: tuple[Question, ...] = (
              lambda v: "named_steps" if v["extra_agents"] else "last", applies=_conversation,
              needs="a conversation (--conversation)", ask_if=lambda v: bool(v["extra_agents"]),
              choices=lambda v: TURN_SOURCES, check=_in(lambda v: TURN_SOURCES),
-             help="named_steps: only the steps you name · all_agents: every agent step · last: the last agent"
-             " step of the round"),
+             help=("named_steps: only the steps you name", "all_agents: every agent step",
+                   "last: the last agent step of the round")),
     Question("named_steps", "--named-step", _text("Which steps speak as the assistant (comma-separated)?"),
              "names", lambda v: (v["step"],),
              applies=lambda v: v["conversation"] and v["ai_turn_source"] == "named_steps",
              needs="--ai-turn-source named_steps", check=_check_named),
     Question("stop", "--stop", _text("How does the loop stop?"), "choice", lambda v: "finish", choices=_stops,
              check=_in(_stops),
-             help='finish: when the agent replies {"action": "finish"} · rounds: after a number of rounds ·'
-             " score: when the agent scores its draft high enough (without a person) · expression: your own"
-             " exit_expression"),
+             help=('finish: when the agent replies {"action": "finish"}', "rounds: after a number of rounds",
+                   "score: when the agent scores its draft high enough (only without a person)",
+                   "expression: your own exit_expression")),
     Question("max_loops", "--max-loops",
              lambda v: "How many rounds?" if v["stop"] == "rounds" else "At most how many rounds?", "number",
              lambda v: 5, check=_check_positive),
@@ -229,17 +230,18 @@ QUESTIONS: tuple[Question, ...] = (
              applies=lambda v: v["stop"] == "score", needs="--stop score", check=_check_score),
     Question("exit_expression", "--exit-expression", _text("Stop when this expression is true"), "text",
              lambda v: None, applies=lambda v: v["stop"] == "expression", needs="--stop expression",
-             check=_check_expression, help="e.g. iteration >= 3, or steps.ask.output.action == 'done'"),
+             check=_check_expression, help=("e.g. iteration >= 3, or steps.ask.output.action == 'done'",)),
     Question("start", "--start", _text("Where does the first message come from?"), "choice",
              lambda v: "ask" if v["human"] else "input", choices=lambda v: STARTS, check=_in(lambda v: STARTS),
-             help="ask: a question before the loop · input: the text given with flujo run --input"),
+             help=("ask: a question before the loop", "input: the text given with flujo run --input")),
     Question("first_question", "--first-question", _text("The first question"), "text",
              lambda v: "What do you want to achieve?", applies=lambda v: v["start"] == "ask",
              needs="--start ask", check=_check_text),
     Question("returns", "--returns", _text("What should the loop return?"), "choice",
              lambda v: "conversation" if v["conversation"] else "last", choices=_returns, check=_in(_returns),
-             help="conversation: the whole conversation as text · fields: the goal and the result (and the"
-             " conversation) as a mapping · last: the agent's last reply"),
+             help=("conversation: the whole conversation as text",
+                   "fields: the goal and the result (and the conversation) as a mapping",
+                   "last: the agent's last reply")),
     Question("max_cost_usd", "--max-cost-usd", _text("Stop a run before it costs more than (USD; Enter for no limit)"),
              "amount", lambda v: None, applies=lambda v: v["model"] != "scripted", needs="a real model (--model)",
              check=_check_amount),

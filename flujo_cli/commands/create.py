@@ -68,8 +68,8 @@ class _Terminal:
             text += f" [{'/'.join(question.choices(values))}]"
         elif question.kind == "yes_no":
             text += " [yes/no]"
-        if question.help:
-            self.console.print(f"  [dim]{escape(question.help)}[/]")
+        for line in question.help:
+            self.console.print(f"  [dim]{escape(line)}[/]")
         shown = _shown(default)
         while True:
             typed = _Ask.ask(
