@@ -163,7 +163,7 @@ def test_an_existing_file_is_not_replaced_without_force(workdir: Path) -> None:
     assert code == exit_codes.USAGE and "already exists" in err
     code, _, err = flujo(["create", "--no-interactive", "--output", "mine.yaml", "--force"])
     assert code == exit_codes.OK, err
-    assert target.read_text(encoding="utf-8").startswith("# clarify_a_goal: a loop to clarify a goal.")
+    assert target.read_text(encoding="utf-8").startswith("# mine.yaml — a loop to clarify a goal.")
 
 
 def test_the_default_file_is_named_after_the_blueprint(workdir: Path) -> None:
@@ -206,6 +206,28 @@ def test_a_real_model_gets_no_scripted_replies_and_the_limits_asked_for(workdir:
     text = (workdir / "r.yaml").read_text(encoding="utf-8")
     assert "model: openai:gpt-4o-mini" in text and "replies:" not in text
     assert "limits: {max_cost_usd: 0.5}" in text and "# Needs OPENAI_API_KEY" in text
+
+
+@pytest.mark.parametrize(
+    ("example", "flags"),
+    [
+        ("create_clarify", ()),
+        (
+            "create_refine",
+            ("--purpose", "write a haiku about rain", "--no-human", "--no-conversation", "--stop", "score"),
+        ),
+    ],
+)
+def test_the_documented_wizard_blueprints_are_what_it_writes(
+    example: str, flags: tuple[str, ...], workdir: Path
+) -> None:
+    (workdir / "docs" / "examples").mkdir(parents=True)  # the same relative path, so the same header
+    code, _, err = flujo(
+        ["create", "--wizard", "--no-interactive", *flags, "--output", f"docs/examples/{example}.yaml"]
+    )
+    assert code == exit_codes.OK, err
+    written = (workdir / "docs" / "examples" / f"{example}.yaml").read_text(encoding="utf-8")
+    assert written == (ROOT / "docs" / "examples" / f"{example}.yaml").read_text(encoding="utf-8")
 
 
 def test_the_golden_blueprints_are_the_scenarios() -> None:

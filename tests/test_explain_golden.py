@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -67,6 +68,23 @@ def test_no_stale_golden_files() -> None:
     expected = {golden_name(example) for example in explained_files()}
     present = {path.relative_to(GOLDEN).as_posix() for path in (GOLDEN / "explain").rglob("*.txt")}
     assert present - expected == set(), "golden files of blueprints that no longer exist: delete them"
+
+
+def test_documented_explain_output_is_the_real_output(at_root: None) -> None:
+    """A ```text block of docs/*.md that starts with ``$ flujo explain FILE`` shows exactly its stdout."""
+    shown = 0
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        for block in re.findall(r"^```text\n(.*?)^```$", page.read_text(encoding="utf-8"), re.DOTALL | re.MULTILINE):
+            command = re.match(r"\$ flujo (explain \S+)\n", block)
+            if command is None:
+                continue
+            code, out, err = flujo(command.group(1).split())
+            assert code == exit_codes.OK, err
+            assert out == block[command.end() :], (
+                f"{page.name}: the output shown for {command.group(0)} is not the real one"
+            )
+            shown += 1
+    assert shown >= 2
 
 
 def test_a_blueprint_with_errors_is_not_explained(at_root: None) -> None:

@@ -55,7 +55,7 @@ def _mapping(pairs: Mapping[str, object]) -> str:
 def _header(a: WizardAnswers, file: str) -> list[str]:
     run = f"flujo run {file}" + (' --input "..."' if a.start == "input" else "")
     lines = [
-        f"# {a.name}: a loop to {a.purpose}.",
+        f"# {file} — a loop to {a.purpose}.",
         "# Written by `flujo create --wizard`; edit it freely.",
         f"# Run it:     {run}",
         f"# Explain it: flujo explain {file}",
