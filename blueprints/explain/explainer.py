@@ -3,7 +3,8 @@
 The walk follows the step tree (loop bodies, parallel and conditional branches, map bodies, and the steps
 of imported blueprints run as sub-workflows) carrying a ``Scope`` (how often a step runs at most, inside
 which loops, maps and conversations) and what each step receives. Loop words are in ``explain.loops``,
-expression words in ``explain.words``, the cost section in ``explain.usage``.
+expression words in ``explain.words``, the opening sentence and the agents in ``explain.overview``, the cost
+section in ``explain.usage``.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ from collections.abc import Sequence
 from typing import assert_never
 
 from blueprints.checks.agents import OFFLINE_MODELS
-from blueprints.checks.sites import walk
 from blueprints.explain import loops
 from blueprints.explain.model import AgentSummary, Explanation, Note, Part, StepExplanation, StepGroup
+from blueprints.explain.overview import agent_words, overview, used_by
 from blueprints.explain.scope import Call, Scope, Tally
 from blueprints.explain.usage import cost_words
 from blueprints.explain.words import (
@@ -29,7 +30,6 @@ from blueprints.explain.words import (
 from blueprints.loader import Blueprint
 from blueprints.positions import Path
 from blueprints.schema import (
-    AgentModel,
     AgentStepModel,
     AnyStepModel,
     ConditionalStepModel,
@@ -59,19 +59,6 @@ _REDUCE = {
     "first": "the first branch's output (reduce: first)",
     "last": "the last branch's output (reduce: last)",
 }
-
-
-def agent_words(agent: AgentModel) -> tuple[str, bool]:
-    """What an agent is, and whether it runs without a model provider."""
-    if agent.model == "scripted":
-        return "a scripted agent, offline", True
-    if agent.model == "echo":
-        return "an echo agent, offline: replies with what it is sent", True
-    if agent.model is not None:
-        return agent.model, False
-    if agent.python is not None:
-        return f"the Python function {agent.python}", True
-    return f"the command {' '.join(agent.command or [])}", True
 
 
 class _Walk:
@@ -383,59 +370,6 @@ def _scratch(path: str) -> str:
     return "scratchpad." + path.removeprefix("context.").removeprefix("scratchpad.")
 
 
-def _phrase(model: AnyStepModel) -> tuple[str, str, str]:
-    """How the overview names a top-level step: a key (consecutive steps with one key are said
-    together), the words for one step, and the words for several (``{n}`` is their number)."""
-    if isinstance(model, HitlStepModel) or loops.asks_user(model):
-        return "ask", "asks you a question", "asks you {n} questions"
-    if isinstance(model, AgentStepModel):
-        if model.uses is not None and model.uses.startswith("imports."):
-            return "import", "runs a sub-workflow", "runs {n} sub-workflows"
-        if model.uses is not None or isinstance(model.agent, str):
-            agent = model.uses.removeprefix("agents.") if model.uses is not None else str(model.agent)
-            return f"call {agent}", f"calls {agent}", f"calls {agent} {{n}} times"
-        return "value", "prepares a value", "prepares {n} values"
-    if isinstance(model, LoopStepModel):
-        limit = loops.max_loops(model.loop)
-        what = "a conversation" if model.loop.conversation else "a loop"
-        return f"loop {model.name}", f"runs {what} of up to {limit} iteration{'s' if limit > 1 else ''}", ""
-    if isinstance(model, ParallelStepModel):
-        return "parallel", f"runs {len(model.branches)} branches at once", "runs {n} sets of branches at once"
-    if isinstance(model, ConditionalStepModel):
-        return "conditional", "picks a branch", "picks {n} branches in turn"
-    if isinstance(model, MapStepModel):
-        return f"map {model.name}", "repeats its steps for each item of a list", ""
-    assert_never(model)
-
-
-def _overview(steps: Sequence[AnyStepModel]) -> str:
-    groups: list[tuple[str, str, str, list[str]]] = []
-    for step in steps:
-        key, one, several = _phrase(step)
-        if groups and groups[-1][0] == key and several:
-            groups[-1][3].append(step.name)
-        else:
-            groups.append((key, one, several, [step.name]))
-    said = [
-        f"{one if len(names) == 1 else several.format(n=len(names))} ({', '.join(names)})"
-        for _, one, several, names in groups
-    ]
-    return sentence("first " + ", then ".join(said) if len(said) > 1 else said[0])
-
-
-def _used_by(blueprint: Blueprint) -> dict[str, list[str]]:
-    used: dict[str, list[str]] = {name: [] for name in blueprint.model.agents}
-    for site in walk(blueprint.model.steps, ("steps",)):
-        step = site.step
-        if isinstance(step, AgentStepModel) and step.uses is not None and step.uses.startswith("agents."):
-            used.setdefault(step.uses.removeprefix("agents."), []).append(step.name)
-        if isinstance(step, LoopStepModel) and step.loop.history_management is not None:
-            summarizer = step.loop.history_management.summarizer_agent
-            if summarizer is not None:
-                used.setdefault(summarizer, []).append(f"{step.name} (to summarize the history)")
-    return used
-
-
 def explain_blueprint(blueprint: Blueprint, settings: Settings | None = None) -> Explanation:
     """``blueprint`` in plain words. ``settings`` gives the defaults a blueprint does not set (history
     bounds, limits) and the model prices; without it, flujo's built-in defaults."""
@@ -445,15 +379,15 @@ def explain_blueprint(blueprint: Blueprint, settings: Settings | None = None) ->
     root = Scope(blueprint)
     steps = walker.steps(model.steps, ("steps",), root, "", "the run's input")
     agents = dict(model.agents)
-    used = _used_by(blueprint)
+    used = used_by(blueprint)
     summaries = tuple(
         AgentSummary(name, *agent_words(agent), tuple(used.get(name, ()))) for name, agent in agents.items()
     )
-    overview = _overview(model.steps)
+    opening = overview(model.steps)
     last = model.steps[-1].name
     last_returns = clause(walker.returns.get(last, f"{last}'s output"))
     returns = sentence(f"the output of the last step, {last}: {last_returns}")
     cost = cost_words(walker.tally, model.limits, defaults=settings.limits, models=settings.models)
     human = tuple(walker.tally.human) or ("Nowhere: the run never asks you anything.",)
     warnings = sum(1 for finding in blueprint.findings if finding.severity == "warning")
-    return Explanation(str(blueprint.path), blueprint.name, overview, summaries, steps, human, returns, cost, warnings)
+    return Explanation(str(blueprint.path), blueprint.name, opening, summaries, steps, human, returns, cost, warnings)
