@@ -194,7 +194,8 @@ class _Walk:
             parts.append(Note("History", history))
             self.summarizer(model, inner, self.tally.calls[first_call:])
         last = settings.body[-1].name
-        last_returns = clause(self.returns.get(last, f"{last}'s output"))
+        simple = isinstance(settings.body[-1], AgentStepModel | HitlStepModel)
+        last_returns = clause(self.returns.get(last, f"{last}'s output")) if simple else f"{last}'s output"
         if limit > 1:
             parts.append(Note("Next iteration receives", loops.next_input_words(settings, last=last_returns)))
         default = f"The last output of the last iteration: {last_returns}"

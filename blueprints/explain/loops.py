@@ -20,12 +20,15 @@ from blueprints.schema import (
     AgentModel,
     AgentStepModel,
     AnyStepModel,
+    ConditionalStepModel,
     FieldsOutputModel,
     HitlStepModel,
     InitOpModel,
     InitPresetsModel,
     LoopSettingsModel,
     LoopStepModel,
+    MapStepModel,
+    ParallelStepModel,
     PropagationModel,
     TextOutputModel,
 )
@@ -107,6 +110,25 @@ def _is_model_step(step: AnyStepModel, agents: dict[str, AgentModel]) -> bool:
     return agent is not None and agent.model is not None
 
 
+def own_steps(body: Sequence[AnyStepModel]) -> list[AnyStepModel]:
+    """The steps of a conversational loop's body that speak in its conversation, depth first: a nested
+    ``conversation: true`` loop owns its body (as ``core.conversation`` decides)."""
+    found: list[AnyStepModel] = []
+    for step in body:
+        found.append(step)
+        if isinstance(step, LoopStepModel):
+            if not step.loop.conversation:
+                found += own_steps(step.loop.body)
+        elif isinstance(step, MapStepModel):
+            found += own_steps(step.map.body)
+        elif isinstance(step, ParallelStepModel | ConditionalStepModel):
+            for branch in step.branches.values():
+                found += own_steps(branch)
+            if isinstance(step, ConditionalStepModel) and step.default_branch is not None:
+                found += own_steps(step.default_branch)
+    return found
+
+
 def _names(names: Sequence[str]) -> str:
     return ", ".join(names) if names else "none"
 
@@ -115,7 +137,7 @@ def _speakers(loop: LoopSettingsModel, agents: dict[str, AgentModel]) -> tuple[s
     """Who the user is and who the assistant is, in words."""
     sources = list(loop.user_turn_sources) if loop.user_turn_sources is not None else ["hitl"]
     named_users = [name for name in sources if name != "hitl"]
-    steps = [site.step for site in walk(loop.body, ())]
+    steps = own_steps(loop.body)
     hitl = [s.name for s in steps if isinstance(s, HitlStepModel) or asks_user(s)] if "hitl" in sources else []
     users = [f"your answers at {_names(hitl)}"] if hitl else []
     if named_users:
