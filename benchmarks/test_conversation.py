@@ -77,7 +77,7 @@ def test_iteration_at_history_length(benchmark: BenchmarkFixture, turns: int) ->
         for _ in range(ITERATIONS_PER_ROUND):
             number = next(counter)
             work = ctx.isolate()
-            work.conversation = active.for_iteration(None, input_is_context=False)
+            work.conversation = active.for_iteration(ANSWER)
             output = await run_agent_step(clarify, ANSWER, work, f"chat/{number}/clarify", frame)
             await run_hitl_step(answer, output, work, f"chat/{number}/answer", frame)
             ctx.adopt(work)

@@ -25,8 +25,9 @@ from core.steps import Pipeline
 
 
 def load_pipeline(path: str | Path, settings: Settings, *, agent_factory: AgentFactory | None = None) -> Pipeline:
-    """Load, validate and compile the blueprint at ``path`` (InvalidBlueprint, BlueprintError, ConfigError)."""
-    return compile_pipeline(load_blueprint(path), settings, agent_factory=agent_factory)
+    """Load, validate (against ``settings``) and compile the blueprint at ``path`` (InvalidBlueprint,
+    BlueprintError, ConfigError)."""
+    return compile_pipeline(load_blueprint(path, settings=settings), settings, agent_factory=agent_factory)
 
 
 __all__ = [

@@ -1,8 +1,9 @@
 """Building the agents a blueprint uses: AgentSpecs from the YAML, then ``build_agent`` once per agent.
 
 An agent defined under ``agents:`` is built once and shared by every step that uses it (a step that
-overrides ``output_schema`` gets its own). A ConfigError from ``build_agent`` (a missing API key, an
-unknown provider) is re-raised as a ConfigError whose message starts with the agent's file:line:col.
+overrides ``output_schema`` gets its own); so is the default summarizer the settings name
+(``history.summarizer_model``). A ConfigError from ``build_agent`` (a missing API key, an unknown
+provider) is re-raised as a ConfigError whose message starts with the agent's file:line:col.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ class AgentBuilder:
         self.settings = settings
         self.factory = factory
         self._named: dict[str, Agent] = {}
+        self._default_summarizer: Agent | None = None
 
     def _build(self, spec: AgentSpec, position: SourcePosition) -> Agent:
         try:
@@ -74,6 +76,25 @@ class AgentBuilder:
         if output_schema is None:
             self._named[name] = agent
         return agent
+
+    def default_summarizer(self, position: SourcePosition) -> Agent:
+        """The summarizer the settings name (``history.summarizer_model``, ``history.summarizer_prompt``), for
+        a ``summarize`` loop without ``summarizer_agent``; built once. ``position`` is the first such loop's,
+        for the message of a ConfigError (a missing API key)."""
+        if self._default_summarizer is None:
+            history = self.settings.history
+            assert history.summarizer_model is not None, "the compiler asks only when one is configured"
+            spec = AgentSpec(
+                name="default_summarizer", model=history.summarizer_model, system_prompt=history.summarizer_prompt
+            )
+            try:
+                self._default_summarizer = self.factory(spec, self.settings)
+            except ConfigError as exc:
+                raise ConfigError(
+                    f"{position}: the default summarizer (setting history.summarizer_model): {exc.message}",
+                    hint=exc.hint,
+                ) from exc
+        return self._default_summarizer
 
     def for_step(self, step: AgentStepModel, path: Path) -> Agent | None:
         """The agent a ``kind: step`` calls; None for a passthrough step (no uses, no agent)."""

@@ -18,6 +18,7 @@ from blueprints.positions import PositionIndex
 from blueprints.schema import BlueprintModel
 from blueprints.validation import validation_findings
 from blueprints.yaml_source import parse_yaml
+from core.config import HistorySettings
 from core.errors import SourcePosition
 
 
@@ -35,8 +36,9 @@ def _unreadable(file: str, reason: str, hint: str | None = None) -> FileAnalysis
     return FileAnalysis([Finding("error", reason, None, hint, "file-unreadable", None, file)])
 
 
-def analyse_file(path: Path) -> FileAnalysis:
-    """Every finding of the blueprint file at ``path`` (named as given in positions)."""
+def analyse_file(path: Path, *, history: HistorySettings | None = None) -> FileAnalysis:
+    """Every finding of the blueprint file at ``path`` (named as given in positions), its loops checked
+    against the settings' ``history`` defaults (the built-in ones when None)."""
     file = str(path)
     try:
         raw = path.read_bytes()
@@ -66,5 +68,5 @@ def analyse_file(path: Path) -> FileAnalysis:
         model = BlueprintModel.model_validate(parsed.data)
     except ValidationError as exc:
         return FileAnalysis(sort_findings([*parsed.findings, *validation_findings(exc, parsed.data, index)]))
-    findings = [*parsed.findings, *run_checks(model, index, path.parent)]
+    findings = [*parsed.findings, *run_checks(model, index, path.parent, history=history)]
     return FileAnalysis(sort_findings(findings), model, index, source_hash)

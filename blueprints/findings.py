@@ -32,6 +32,8 @@ FindingCode = Literal[
     "passthrough-step",
     "ignored-key",
     "import-failed",
+    "context-in-prompt",
+    "history-not-sent",
     "import-cycle",
 ]
 

@@ -20,6 +20,7 @@ from blueprints.findings import Finding, FindingCode, sort_findings
 from blueprints.positions import Path as DataPath
 from blueprints.schema import AgentStepModel
 from blueprints.suggestions import did_you_mean
+from core.config import HistorySettings
 
 
 @dataclass
@@ -33,10 +34,12 @@ class ImportedFile:
 
 
 class ImportGraph:
-    """The files a load reaches, in the order they were found (the loaded file first)."""
+    """The files a load reaches, in the order they were found (the loaded file first), each checked
+    against the same settings' ``history`` defaults."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, history: HistorySettings | None = None) -> None:
         self._files: dict[Path, ImportedFile] = {}
+        self._history = history
 
     @property
     def files(self) -> list[ImportedFile]:
@@ -51,7 +54,7 @@ class ImportGraph:
         known = self._files.get(key)
         if known is not None:
             return known
-        analysis = analyse_file(path)
+        analysis = analyse_file(path, history=self._history)
         node = ImportedFile(path, analysis, list(analysis.findings))
         self._files[key] = node
         if analysis.model is None:

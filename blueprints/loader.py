@@ -4,7 +4,10 @@
 are the loaded file's, then each imported file's, every one at its own file:line:col. ``load_blueprint``
 returns a ``Blueprint`` (with its imported blueprints) or raises ``InvalidBlueprint`` (a BlueprintError
 located at the first error, carrying every finding). Reading one file is ``blueprints.analysis``;
-following imports is ``blueprints.import_graph``.
+following imports is ``blueprints.import_graph``. Both take the settings a run would compile the
+blueprint with (``flujo validate`` and ``flujo run`` pass the same ones), because whether a blueprint is
+valid can depend on them: a ``summarize`` loop needs a summarizer, its own or the settings' default. This
+layer never reads settings itself; without them, the built-in defaults apply.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from blueprints.import_graph import ImportedFile, ImportGraph
 from blueprints.positions import Path as DataPath
 from blueprints.positions import PositionIndex
 from blueprints.schema import BlueprintModel
+from core.config import Settings
 from core.errors import BlueprintError, SourcePosition
 
 
@@ -70,20 +74,22 @@ class Blueprint:
         return digest.hexdigest()
 
 
-def _load(path: Path) -> tuple[list[Finding], ImportedFile]:
-    graph = ImportGraph()
+def _load(path: Path, settings: Settings | None) -> tuple[list[Finding], ImportedFile]:
+    graph = ImportGraph(history=settings.history if settings is not None else None)
     root = graph.load(path)
     return [finding for file in graph.files for finding in file.findings], root
 
 
-def validate_file(path: str | Path) -> list[Finding]:
-    """Every finding for the blueprint at ``path`` and the files it imports. Never raises for author mistakes."""
-    return _load(Path(path))[0]
+def validate_file(path: str | Path, *, settings: Settings | None = None) -> list[Finding]:
+    """Every finding for the blueprint at ``path`` and the files it imports, checked against ``settings``
+    (the built-in defaults when None). Never raises for author mistakes."""
+    return _load(Path(path), settings)[0]
 
 
-def load_blueprint(path: str | Path) -> Blueprint:
-    """The validated blueprint at ``path``; InvalidBlueprint (a BlueprintError) if it or an import has an error."""
-    findings, root = _load(Path(path))
+def load_blueprint(path: str | Path, *, settings: Settings | None = None) -> Blueprint:
+    """The blueprint at ``path``, validated against ``settings`` (the built-in defaults when None);
+    InvalidBlueprint (a BlueprintError) if it or an import has an error."""
+    findings, root = _load(Path(path), settings)
     if any(f.is_error for f in findings):
         raise InvalidBlueprint(findings)
     return _blueprint(root, {})

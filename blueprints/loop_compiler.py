@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from blueprints.checks.sites import walk
+from blueprints.checks.summarizer import MISSING_HINT, missing_summarizer
 from blueprints.loop_hooks import CompiledValue, InitOp, InitOps, InitVerb, NextInput, OutputField, ShapeOutput
 from blueprints.positions import Path
 from blueprints.predicates import CallableTest, ExpressionTest, agent_finished
@@ -26,6 +27,8 @@ from blueprints.schema import (
     PropagationModel,
     TextOutputModel,
 )
+from core.errors import BlueprintError
+from core.ports import Agent
 from core.steps import Conversation, HistoryPolicy, LoopStep, MapStep, ScopeFunction
 
 if TYPE_CHECKING:
@@ -82,14 +85,22 @@ def _exit(c: StepCompiler, loop: LoopSettingsModel, path: Path) -> tuple[ScopeFu
 
 def _conversation(c: StepCompiler, loop: LoopSettingsModel, path: Path) -> Conversation:
     manage = loop.history_management
-    defaults = c.agents.settings.history  # flujo.toml / FLUJO_HISTORY__*; the loop's own keys win
+    defaults = c.agents.settings.history  # flujo.toml / FLUJO_HISTORY__* / --set; the loop's own keys win
     given = manage.model_fields_set if manage is not None else set()
-    summarizer = manage.summarizer_agent if manage is not None else None
+    strategy = manage.strategy if manage is not None and "strategy" in given else defaults.strategy
+    name = manage.summarizer_agent if manage is not None else None
+    summarizer: Agent | None = None
+    if name is not None:
+        summarizer = c.agents.named(name)
+    elif strategy == "summarize" and defaults.summarizer_model is not None:
+        summarizer = c.agents.default_summarizer(c.position(path))
+    elif strategy == "summarize":  # validated against other settings than these: never compile a silent no-op
+        raise BlueprintError(missing_summarizer(loop), position=c.position(path), hint=MISSING_HINT)
     history = HistoryPolicy(
-        strategy=manage.strategy if manage is not None and "strategy" in given else defaults.strategy,
+        strategy=strategy,
         max_tokens=manage.max_tokens if manage is not None and manage.max_tokens is not None else defaults.max_tokens,
         max_turns=manage.max_turns if manage is not None and manage.max_turns is not None else defaults.max_turns,
-        summarizer=c.agents.named(summarizer) if summarizer is not None else None,
+        summarizer=summarizer,
         summarize_ratio=(
             manage.summarize_ratio if manage is not None and "summarize_ratio" in given else defaults.summarize_ratio
         ),

@@ -19,9 +19,12 @@ from pathlib import Path
 from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 
 from core.errors import ConfigError
+
+PROVIDERS = ("openai", "anthropic", "ollama")  # the model providers of ``provider:model`` ids
 
 
 class ProviderSettings(BaseModel):
@@ -41,7 +44,7 @@ class ModelInfo(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    context_window: int | None = None
+    context_window: int | None = Field(default=None, gt=0)
     input_per_mtok: float | None = None
     output_per_mtok: float | None = None
 
@@ -60,7 +63,12 @@ def _default_models() -> dict[str, ModelInfo]:
 
 
 class HistorySettings(BaseModel):
-    """Defaults for ``conversation: true`` loops; a loop's ``history_management`` overrides each key."""
+    """Defaults for ``conversation: true`` loops; a loop's ``history_management`` overrides each key.
+
+    ``summarizer_model`` (with its optional system prompt ``summarizer_prompt``) is the summarizer of a
+    ``summarize`` loop that names no ``summarizer_agent``. It is checked here, so a model id that cannot
+    name a summarizer stops ``flujo validate`` and ``flujo run`` alike, before anything runs.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -68,6 +76,29 @@ class HistorySettings(BaseModel):
     max_tokens: int = Field(default=4096, gt=0)
     max_turns: int = Field(default=20, gt=0)
     summarize_ratio: float = Field(default=0.5, gt=0, le=1)
+    summarizer_model: str | None = None
+    summarizer_prompt: str | None = None
+
+    @field_validator("summarizer_model")
+    @classmethod
+    def _a_model_id(cls, value: str | None) -> str | None:
+        if value is None or value == "echo":
+            return value
+        provider, colon, name = value.partition(":")
+        if value == "scripted":
+            problem = (
+                "a scripted summarizer needs replies, which only an agent under agents: has; "
+                "name such an agent in the loop's history_management.summarizer_agent"
+            )
+        elif not colon:
+            problem = f"unknown model {value!r}; did you mean openai:{value}?"
+        elif provider not in PROVIDERS:
+            problem = f"unknown provider {provider!r} (providers: {', '.join(PROVIDERS)})"
+        elif not name:
+            problem = f"{value!r} names no model"
+        else:
+            return value
+        raise PydanticCustomError("summarizer_model", "{problem}", {"problem": problem})
 
 
 class LimitSettings(BaseModel):
@@ -92,8 +123,8 @@ class Settings(BaseModel):
     models: dict[str, ModelInfo] = Field(default_factory=_default_models)
     history: HistorySettings = Field(default_factory=HistorySettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
-    default_context_window: int = 8192
-    response_reserve_tokens: int = 1024
+    default_context_window: int = Field(default=8192, gt=0)
+    response_reserve_tokens: int = Field(default=1024, ge=0)
     secret_env_vars: list[str] = Field(default_factory=list)
     redact_patterns: list[str] = Field(default_factory=list)
 

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from core.errors import StoreError
 from core.views import LazyView, snapshot_of
 
 if TYPE_CHECKING:
@@ -62,7 +63,8 @@ class HitlEntry:
         return {"step": self.step, "message": self.message, "answer": self.answer}
 
 
-_VIEW_KEYS = ("initial_prompt", "scratchpad", "steps", "hitl_history", "conversation_history")
+# The keys of the context as templates, hooks and agents see it (``lazy_view``).
+VIEW_KEYS = ("initial_prompt", "scratchpad", "steps", "hitl_history", "conversation_history")
 
 
 @dataclass
@@ -130,7 +132,7 @@ class RunContext:
                 return [entry.to_dict() for entry in hitl]
             return [turn.to_dict() for turn in turns]
 
-        return LazyView(_VIEW_KEYS, compute)
+        return LazyView(VIEW_KEYS, compute)
 
     def view(self) -> dict[str, Any]:
         """The same as ``lazy_view()``, as plain data (a deep copy)."""
@@ -146,5 +148,17 @@ class RunContext:
             scratchpad=dict(data.get("scratchpad") or {}),
             steps=dict(data.get("steps") or {}),
             hitl_history=[HitlEntry(**entry) for entry in data.get("hitl_history") or []],
-            conversation_history=[ConversationTurn(**turn) for turn in data.get("conversation_history") or []],
+            conversation_history=[_turn(turn) for turn in data.get("conversation_history") or []],
         )
+
+
+def _turn(data: Any) -> ConversationTurn:
+    """A conversation turn from its stored form (``to_dict``); StoreError when it is not one."""
+    if not isinstance(data, dict) or set(data) - {"role", "content", "tokens"}:
+        raise StoreError(f"a stored conversation turn is not {{role, content[, tokens]}}: {data!r:.200}")
+    role, content, tokens = data.get("role"), data.get("content"), data.get("tokens")
+    if role not in ("user", "assistant"):
+        raise StoreError(f"a stored conversation turn has role {role!r}; a turn is the user's or the assistant's")
+    if not isinstance(content, str) or not (tokens is None or (isinstance(tokens, int) and tokens >= 0)):
+        raise StoreError(f"a stored conversation turn needs text content and a token count or none: {data!r:.200}")
+    return ConversationTurn(role, content, tokens)

@@ -11,7 +11,8 @@ Invariants:
   reply is complete; a failed call adds nothing). Only final answers become turns; the full exchange of
   a call (repairs, retries) stays in the trace.
 - Bounding never separates an assistant turn from the user turn that answers it (a question from its
-  HITL answer): turns are kept or dropped in those units, newest first.
+  HITL answer): turns are kept or dropped in those units, newest first; when the answer is the current
+  message (taken out of the history), its question is kept whatever the bound (``question_of``).
 - Nothing here reads the environment or files: defaults arrive already merged into ``HistoryPolicy``.
 """
 
@@ -51,9 +52,8 @@ HISTORY_CLOSE = "</conversation_history>"
 class ActiveConversation:
     """The conversation a loop body runs in: its settings and which steps' results become turns.
 
-    ``propagated`` is the object the current iteration received as input when that input is the loop's
-    propagated context (``propagation: context``): a step without an explicit ``input`` is then sent the
-    latest user turn, never the context object itself.
+    ``iteration_input`` is what the current iteration's body received (the loop's input, then the
+    propagated context): a step whose input is still that object answers the conversation's newest turn.
     """
 
     loop: str
@@ -61,11 +61,11 @@ class ActiveConversation:
     assistant_steps: frozenset[str]
     user_steps: frozenset[str]
     hitl_is_user: bool
-    propagated: Any = None
+    iteration_input: Any = None
     threaded: bool = False  # this conversation continues the run's thread: its new turns are recorded for it
 
-    def for_iteration(self, iteration_input: Any, *, input_is_context: bool) -> ActiveConversation:
-        return replace(self, propagated=iteration_input if input_is_context else None)
+    def for_iteration(self, iteration_input: Any) -> ActiveConversation:
+        return replace(self, iteration_input=iteration_input)
 
 
 def start(loop: LoopStep, *, threaded: bool = False) -> ActiveConversation:
@@ -188,18 +188,29 @@ def _units(turns: Sequence[ConversationTurn], end: int) -> Iterator[tuple[int, i
             index -= 1
 
 
+def question_of(turns: Sequence[ConversationTurn], end: int) -> int:
+    """1 when ``turns[end]`` (the current message, taken out of the history) is a user turn answering the
+    assistant turn just before it: that question must be sent with it. Else 0."""
+    answers = end < len(turns) and turns[end].role == "user"
+    return 1 if answers and end > 0 and turns[end - 1].role == "assistant" else 0
+
+
 def bound(
     turns: Sequence[ConversationTurn],
     *,
     end: int | None = None,
     max_tokens: int | None = None,
     max_turns: int | None = None,
+    keep_last: int = 0,
 ) -> list[ConversationTurn]:
     """The most recent turns of ``turns[:end]`` within ``max_tokens`` (with message overhead) and
-    ``max_turns``, dropping the oldest whole units first. Costs the turns kept, not the turns stored."""
+    ``max_turns``, dropping the oldest whole units first. Costs the turns kept, not the turns stored.
+    The newest ``keep_last`` turns (the question the current message answers) are kept whatever the
+    bounds; they count towards them."""
     stop = len(turns) if end is None else end
-    kept_from, tokens, count = stop, 0, 0
-    for start, unit_stop in _units(turns, stop):
+    kept_from = max(0, stop - keep_last)
+    tokens, count = sum(turn_cost(turn) for turn in turns[kept_from:stop]), stop - kept_from
+    for start, unit_stop in _units(turns, kept_from):
         size = unit_stop - start
         cost = sum(turn_cost(turns[i]) for i in range(start, unit_stop))
         if max_turns is not None and count + size > max_turns:
@@ -208,6 +219,16 @@ def bound(
             break
         kept_from, tokens, count = start, tokens + cost, count + size
     return list(turns[kept_from:stop])
+
+
+def drop_oldest(turns: Sequence[ConversationTurn], count: int, *, keep_last: int = 0) -> list[ConversationTurn]:
+    """``turns`` without at least ``count`` (and at least one) of their oldest turns, in whole units (an
+    assistant turn and the user turn answering it are one); the newest ``keep_last`` turns always stay."""
+    start, droppable = 0, len(turns) - keep_last
+    while start < droppable and (start == 0 or start < count):
+        pair = start + 1 < droppable and turns[start].role == "assistant" and turns[start + 1].role == "user"
+        start += 2 if pair else 1
+    return list(turns[start:])
 
 
 def summary_cut(turns: Sequence[ConversationTurn], ratio: float) -> int:
@@ -248,10 +269,3 @@ def history_block(turns: Sequence[ConversationTurn], template: Template | None) 
 
 def as_messages(turns: Sequence[ConversationTurn]) -> tuple[ChatMessage, ...]:
     return tuple(ChatMessage(turn.role, turn.content) for turn in turns)
-
-
-def latest_user_turn(turns: Sequence[ConversationTurn]) -> int | None:
-    for index in range(len(turns) - 1, -1, -1):
-        if turns[index].role == "user":
-            return index
-    return None

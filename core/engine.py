@@ -68,7 +68,7 @@ def _check_resumable(record: RunRecord, pipeline: Pipeline, *, force: bool) -> N
     if record.status == "completed":
         raise ResumeRefused(
             f"run {record.run_id} already completed; there is nothing to resume",
-            hint="start a new run with: flujo run FILE",
+            hint=f"start a new run with: flujo run {record.source or 'FILE'}",
         )
     changed = record.source_hash is not None and record.source_hash != pipeline.source_hash
     if changed and not force:
@@ -109,16 +109,7 @@ class Engine:
         is stored when the name is not valid or the pipeline has no ``conversation: true`` loop."""
         if thread is not None:
             check_thread(pipeline, thread)
-        record = RunRecord(
-            run_id=run_id or new_run_id(),
-            pipeline_name=pipeline.name,
-            status="running",
-            source=pipeline.source,
-            source_hash=pipeline.source_hash,
-            input=input,
-            created_at=time.time(),
-            thread=thread,
-        )
+        record = pipeline.new_run(run_id or new_run_id(), input, thread=thread)
         await self.store.create_run(record)
         if not await self.store.claim_run(record.run_id):
             raise RunError(f"run {record.run_id} is already being executed", hint="every run needs a new id")

@@ -152,6 +152,7 @@ class Abort(ControlSignal):
 class LimitReached(ControlSignal):
     """A usage limit would be or was exceeded; ``detail`` says which limit, the spend and the bound."""
 
-    def __init__(self, detail: str) -> None:
+    def __init__(self, detail: str, *, usage: Usage | None = None) -> None:
         super().__init__(detail)
         self.detail = detail
+        self.usage = usage  # the run's usage when the limit was reached, when known

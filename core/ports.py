@@ -90,6 +90,13 @@ class Agent(Protocol):
         ...
 
     @property
+    def takes_history(self) -> bool:
+        """Whether a conversation's history is sent to this agent: as chat messages to a model, as a text
+        block before the input of a script. False for agents that only move their input along (the
+        ``passthrough`` and ``stringify`` builtins): a history block would become part of their output."""
+        ...
+
+    @property
     def prompt_budget(self) -> int | None:
         """The most tokens a prompt to this agent may hold (its context window minus the reply reserve);
         None when unbounded (script agents) or unknown. Conversation history is cut to fit."""
@@ -98,6 +105,12 @@ class Agent(Protocol):
     @property
     def model_name(self) -> str | None:
         """The model, for choosing a tokenizer (``openai:gpt-4o``); None for non-model agents."""
+        ...
+
+    @property
+    def reply_cap(self) -> int | None:
+        """The most tokens a reply may hold (``model_settings.max_tokens``); None when not capped (or not
+        a model). The run reserves it, with the prompt, against ``max_tokens``."""
         ...
 
     def estimate_cost_usd(self, prompt_tokens: int) -> float | None:

@@ -6,16 +6,17 @@ step holds is already compiled (templates, expressions, hooks), so executing a s
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from core.errors import SourcePosition
+from core.ports import Agent, RunRecord
 from core.templates import Expression, Template
 
 if TYPE_CHECKING:
     from core.context import RunContext
-    from core.ports import Agent
 
 # A condition/exit hook compiled from an expression or a ``module:function``; it receives the scope
 # mapping {previous_step, context, steps, iteration, initial_prompt} and returns a value.
@@ -204,3 +205,19 @@ class Pipeline:
     limits: Limits = field(default_factory=Limits)
     source: str | None = None
     source_hash: str | None = None
+
+    def new_run(
+        self, run_id: str, input: Any, *, thread: str | None = None, parent_run_id: str | None = None
+    ) -> RunRecord:
+        """The record of a new run of this pipeline, ``running`` from now."""
+        return RunRecord(
+            run_id=run_id,
+            pipeline_name=self.name,
+            status="running",
+            source=self.source,
+            source_hash=self.source_hash,
+            input=input,
+            created_at=time.time(),
+            thread=thread,
+            parent_run_id=parent_run_id,
+        )

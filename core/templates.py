@@ -258,6 +258,34 @@ def referenced_names(source: str) -> set[str]:
     return {node.name for node in ast.find_all(nodes.Name) if node.ctx == "load"} - assigned - {"this", "loop"}
 
 
+def builds_structure(source: str) -> bool:
+    """Whether ``source`` is one ``{{ expression }}`` that builds a mapping or a list literal
+    (``{{ {'ask': previous_step} }}``): such a template renders a value, never text."""
+    lone = _SINGLE_EXPRESSION.match(source)
+    if lone is None or "{{" in lone.group(1) or "}}" in lone.group(1):
+        return False
+    try:
+        expression = _TEMPLATE_ENV.parse("{{ " + lone.group(1) + " }}")
+    except TemplateSyntaxError:
+        return False
+    if len(expression.body) != 1 or not isinstance(expression.body[0], nodes.Output):
+        return False
+    values = expression.body[0].nodes
+    return len(values) == 1 and isinstance(values[0], (nodes.Dict, nodes.List, nodes.Tuple))
+
+
+def whole_references(source: str) -> set[str]:
+    """Top-level names a template reads as a whole object (``{{ context }}``, ``{{ previous_step | tojson }}``),
+    rather than only through one of their keys (``{{ context.scratchpad.goal }}``)."""
+    try:
+        ast = _TEMPLATE_ENV.parse(translate_handlebars(source))
+    except (TemplateSyntaxError, TemplateSyntax):
+        return set()
+    bases = {id(node.node) for node in ast.find_all(nodes.Getattr)}
+    bases |= {id(node.node) for node in ast.find_all(nodes.Getitem)}
+    return {node.name for node in ast.find_all(nodes.Name) if node.ctx == "load" and id(node) not in bases}
+
+
 def step_references(source: str) -> set[str]:
     """Step names read as ``steps.<name>`` or ``steps['name']`` in a template or expression."""
     try:

@@ -19,7 +19,7 @@ Invariants:
   limit, aborted or paused — and replace what the run wrote before, so a resumed run that ends later writes
   its full set and nothing is doubled. Turns said in an iteration that stopped part-way (a pause, a limit, a
   failure) are kept too: nothing a user typed is lost. A run interrupted by Ctrl-C outside a prompt writes
-  nothing until it is resumed.
+  them as it stops, too.
 * **Resume sees what it saw.** A run loads only the turns of *other, earlier* runs of its thread (created
   before it), so resuming run 2 after run 3 exists rebuilds the history run 2 had. (If an earlier run was
   itself paused and completed in between, its added turns are seen.) ``flujo resume`` keeps the thread the

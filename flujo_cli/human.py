@@ -77,6 +77,11 @@ class TerminalHuman:
         self._stdin = stdin or sys.stdin
         self._last_was_scripted = False
 
+    @property
+    def unused(self) -> int:
+        """How many answers given on the command line (``--answer``, ``--answers``) no question took."""
+        return len(self._answers) + sum(len(values) for values in self._by_step.values())
+
     def _scripted(self, step: str) -> str | None:
         queue = self._by_step.get(step)
         if queue:

@@ -170,11 +170,21 @@ def resume(
 def validate(
     file: Annotated[Path, typer.Argument(help="The blueprint YAML file to check.", show_default=False)],
     json_output: JsonOption = False,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="Check with this setting, as flujo run --set would run with it (repeatable), e.g."
+            " --set history.summarizer_model=openai:gpt-4o-mini.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    """Check a blueprint and list every problem with file:line:col. Exit 0 when valid, 1 otherwise."""
+    """Check a blueprint against the settings (flujo.toml, FLUJO_*, --set) and list every problem with
+    file:line:col. Exit 0 when valid, 1 otherwise."""
     from flujo_cli.commands.validate import validate_blueprint
 
-    raise SystemExit(validate_blueprint(file, json_output=json_output, debug=state.debug))
+    raise SystemExit(validate_blueprint(file, json_output=json_output, debug=state.debug, settings=set_ or []))
 
 
 def _flag(help: str, *names: str) -> Any:

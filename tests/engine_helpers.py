@@ -28,11 +28,19 @@ class FuncAgent:
         return False
 
     @property
+    def takes_history(self) -> bool:
+        return True
+
+    @property
     def prompt_budget(self) -> int | None:
         return None
 
     @property
     def model_name(self) -> str | None:
+        return None
+
+    @property
+    def reply_cap(self) -> int | None:
         return None
 
     def estimate_cost_usd(self, prompt_tokens: int) -> float | None:

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import itertools
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from blueprints import load_pipeline
 from core.agents import AgentSpec, AnthropicChatAgent, Backoff, build_agent
+from core.agents.anthropic_chat import LEADING_USER_TURN
 from core.config import ProviderSettings, Settings
+from core.engine import Engine
 from core.errors import AgentOutputError, ConfigError, ProviderError
 from core.ports import AgentCall, ChatMessage
+from core.store import MemoryStore
+from core.testing import ScriptedHuman
 from tests.fakes.openai_server import FAKE_API_KEY, FakeLLM
 
 FAST = Backoff(base_delay=0.001, max_delay=0.05)
@@ -105,3 +112,70 @@ def test_missing_anthropic_key_is_a_config_error(fake_llm: FakeLLM) -> None:
         build_agent(AgentSpec(name="critic", model=MODEL), settings)
     assert caught.value.message == f"agents.critic uses {MODEL} but ANTHROPIC_API_KEY is not set"
     assert caught.value.hint == "export ANTHROPIC_API_KEY=..., or use model: scripted for an offline run"
+
+
+def roles_alternate_from_user(messages: list[dict[str, Any]]) -> bool:
+    roles = [m["role"] for m in messages]
+    return roles[:1] == ["user"] and all(a != b for a, b in itertools.pairwise(roles))
+
+
+async def test_messages_start_with_a_user_turn_and_alternate(fake_llm: FakeLLM) -> None:
+    fake_llm.reply("ok")
+    agent = make(fake_llm, system_prompt="Help.")
+    # A bounded history can start with an assistant turn and hold two turns of one role in a row.
+    history = (
+        ChatMessage("assistant", "Summary of the earlier conversation: a trip."),
+        ChatMessage("assistant", "Who is it for?"),
+        ChatMessage("user", "My family"),
+    )
+    call = AgentCall(input="June too", step="s", history=(*history, ChatMessage("user", "In June")))
+    await agent.run(call)
+
+    body = fake_llm.last.body
+    assert body["messages"] == [
+        {"role": "user", "content": LEADING_USER_TURN},
+        {"role": "assistant", "content": "Summary of the earlier conversation: a trip.\n\nWho is it for?"},
+        {"role": "user", "content": "My family\n\nIn June\n\nJune too"},
+    ]
+    assert body["system"] == "Help."
+    # The trace (agent.prompt) shows exactly what is sent.
+    assert [m.to_dict() for m in agent.prompt(call)] == [{"role": "system", "content": "Help."}, *body["messages"]]
+
+
+CONVERSATION = """\
+version: "0.1"
+agents:
+  bot: {model: "anthropic:claude-3-5-haiku-latest", max_retries: 0}
+steps:
+  - kind: loop
+    name: chat
+    loop:
+      conversation: true
+      max_loops: 3
+      history_management: {strategy: truncate_tokens, max_tokens: 12}
+      body:
+        - {kind: step, name: talk, uses: agents.bot}
+        - {kind: hitl, name: answer, message: "{{ steps.talk.output }}"}
+"""
+
+
+async def test_a_truncated_conversation_is_sent_as_anthropic_requires(fake_llm: FakeLLM, tmp_path: Path) -> None:
+    for question in ("Who is it for?", "By when should it be done?", "Done."):
+        fake_llm.reply(question)
+    path = tmp_path / "flow.yaml"
+    path.write_text(CONVERSATION, encoding="utf-8")
+    store = MemoryStore()
+    outcome = await Engine(store=store, human=ScriptedHuman(["My family", "June", "Thanks"])).run(
+        load_pipeline(path, fake_llm.settings()), "Plan a trip"
+    )
+    assert outcome.status == "completed", outcome.error
+    bodies = [request.body["messages"] for request in fake_llm.requests]
+    assert all(roles_alternate_from_user(messages) for messages in bodies)
+    # The third call keeps only the question its answer needs: the history starts with an assistant turn.
+    assert bodies[2] == [
+        {"role": "user", "content": LEADING_USER_TURN},
+        {"role": "assistant", "content": "By when should it be done?"},
+        {"role": "user", "content": "June"},
+    ]
+    sent = [e.payload["messages"] for e in await store.events(outcome.run_id) if e.kind == "agent.prompt"]
+    assert sent == bodies

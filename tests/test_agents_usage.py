@@ -12,7 +12,7 @@ from core.config import Settings
 from core.errors import AgentOutputError
 from core.ports import Agent
 from core.redaction import MASK, Redactor
-from core.steps import Limits
+from core.steps import Limits, ParallelStep
 from core.store import MemoryStore
 from core.usage import ZERO_USAGE, Usage
 from tests.fakes.openai_server import FakeLLM
@@ -178,3 +178,71 @@ async def test_a_call_within_the_cost_limit_goes_ahead(fake_llm: FakeLLM) -> Non
     )
     outcome = await Engine(store=MemoryStore(), redactor=Redactor()).run(pipeline, "hi")
     assert outcome.status == "completed" and outcome.output == "second"
+
+
+def parallel_of(fake: FakeLLM, branches: int, limits: Limits, **spec: Any) -> Pipeline:
+    return Pipeline(
+        steps=(
+            ParallelStep(
+                name="p",
+                branches=tuple(
+                    (f"b{n}", (AgentStep(name=f"s{n}", agent=agent(fake, **spec)),)) for n in range(branches)
+                ),
+            ),
+        ),
+        limits=limits,
+    )
+
+
+async def test_parallel_calls_hold_their_reservation_so_together_they_cannot_overrun_the_cost_limit(
+    fake_llm: FakeLLM,
+) -> None:
+    for _ in range(4):  # each call costs $0.045; the delay makes the four calls overlap if they all start
+        fake_llm.reply("x", usage=(100_000, 50_000), delay=0.2)
+    # Each call may cost up to $0.03 (its reply cap at the output price): one fits in $0.05, two do not.
+    pipeline = parallel_of(fake_llm, 4, Limits(max_cost_usd=0.05), model_settings={"max_tokens": 50_000})
+    outcome = await Engine(store=MemoryStore(), redactor=Redactor()).run(pipeline, "hi")
+
+    assert outcome.status == "limit_reached"
+    assert len(fake_llm.requests) == 1  # the other branches were refused while the first call held $0.03
+    assert outcome.usage.cost_usd == pytest.approx(0.045)
+    assert outcome.detail == (
+        "cost limit reached before calling 's1': the call may cost up to $0.0300 and $0.0000 of the $0.0500 "
+        "allowed are spent, and $0.0300 more is held by calls in flight "
+        "(when the calls running at the same time ended: 150000 tokens used, $0.0450 spent)"
+    )
+
+
+async def test_the_token_reservation_holds_the_reply_cap_too(fake_llm: FakeLLM) -> None:
+    fake_llm.reply("x", usage=(10, 10), delay=0.2).reply("y", usage=(10, 10))
+    pipeline = parallel_of(fake_llm, 2, Limits(max_tokens=700), model_settings={"max_tokens": 500})
+    outcome = await Engine(store=MemoryStore(), redactor=Redactor()).run(pipeline, "hi")
+
+    assert outcome.status == "limit_reached" and len(fake_llm.requests) == 1
+    assert outcome.detail is not None
+    prompt = fake_llm.requests[0].body["messages"]
+    assert len(prompt) == 1
+    assert outcome.detail.startswith("token limit reached before calling 's1': its prompt needs about ")
+    assert " tokens and its reply up to 500 and 0 of the 700 allowed are used, and " in outcome.detail
+    assert outcome.detail.endswith(
+        "more are held by calls in flight (when the calls running at the same time ended: 20 tokens used)"
+    )
+
+
+async def test_a_failed_call_gives_its_reservation_back(fake_llm: FakeLLM) -> None:
+    fake_llm.fail(400, message="bad request").reply("fine", usage=(10, 10))
+    pipeline = Pipeline(
+        steps=(
+            ParallelStep(
+                name="p",
+                branches=(("b0", (AgentStep(name="bad", agent=agent(fake_llm, model_settings={"max_tokens": 500})),)),),
+                on_branch_failure="ignore",
+            ),
+            AgentStep(name="after", agent=agent(fake_llm, model_settings={"max_tokens": 500})),
+        ),
+        limits=Limits(max_tokens=700),
+    )
+    outcome = await Engine(store=MemoryStore(), redactor=Redactor()).run(pipeline, "hi")
+    # Had the failed call kept its ~510 tokens, the next call (also ~510) would have been refused.
+    assert outcome.status == "completed", outcome.detail
+    assert outcome.output == "fine"

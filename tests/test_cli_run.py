@@ -57,6 +57,14 @@ def test_run_with_answers_completes_and_records_every_step(state_db: Path) -> No
     assert not any(path.startswith("clarification_loop/3/answer") for path in paths)  # not asked after finish
 
 
+def test_answers_no_question_took_are_reported(state_db: Path) -> None:
+    code, _, err = flujo(["run", CLARIFY, "-a", "Plan a trip", "-a", "My family", "-a", "June", "-a", "spare"])
+    assert code == exit_codes.OK, err
+    assert "note: 1 answer(s) given with --answer/--answers were not used" in err
+    code, _, err = flujo(["run", CLARIFY, "-a", "Plan a trip", "-a", "My family", "-a", "June"])
+    assert code == exit_codes.OK and "not used" not in err
+
+
 def test_piped_answers_are_read_line_by_line(state_db: Path) -> None:
     proc = flujo_process(
         ["run", CLARIFY], input="Plan a trip\nMy family\nJune\n", env={"FLUJO_STATE_URI": str(state_db)}

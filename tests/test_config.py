@@ -90,3 +90,56 @@ def test_blueprint_limits_beat_the_configured_defaults_key_by_key(tmp_path: Path
     settings = load_settings(cwd=tmp_path, env={}, overrides={"limits": {"max_tokens": 50, "max_cost_usd": 1.5}})
     limits = load_pipeline(path, settings).limits
     assert (limits.max_tokens, limits.max_cost_usd) == (300, 1.5)
+
+
+def test_the_default_summarizer_comes_from_every_layer(tmp_path: Path) -> None:
+    from core.config import overrides_from_assignments
+
+    assert load_settings(cwd=tmp_path, env={}).history.summarizer_model is None
+    (tmp_path / "flujo.toml").write_text(
+        '[history]\nsummarizer_model = "openai:gpt-4o-mini"\nsummarizer_prompt = "Be brief."\n', encoding="utf-8"
+    )
+    from_toml = load_settings(cwd=tmp_path, env={}).history
+    assert (from_toml.summarizer_model, from_toml.summarizer_prompt) == ("openai:gpt-4o-mini", "Be brief.")
+    env = {"FLUJO_HISTORY__SUMMARIZER_MODEL": "ollama:llama3.2"}
+    from_env = load_settings(cwd=tmp_path, env=env).history
+    assert (from_env.summarizer_model, from_env.summarizer_prompt) == ("ollama:llama3.2", "Be brief.")
+    overrides = overrides_from_assignments(["history.summarizer_model=anthropic:claude-3-5-haiku-latest"])
+    from_flag = load_settings(cwd=tmp_path, env=env, overrides=overrides).history
+    assert from_flag.summarizer_model == "anthropic:claude-3-5-haiku-latest"
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("gpt-4o-mini", "unknown model 'gpt-4o-mini'; did you mean openai:gpt-4o-mini"),
+        ("azure:gpt-4o", "unknown provider 'azure'"),
+        ("openai:", "names no model"),
+        ("scripted", "a scripted summarizer needs replies"),
+    ],
+)
+def test_a_default_summarizer_that_cannot_be_built_is_a_config_error(tmp_path: Path, value: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=r"setting history\.summarizer_model: ") as caught:
+        load_settings(cwd=tmp_path, env={"FLUJO_HISTORY__SUMMARIZER_MODEL": value})
+    assert message in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("FLUJO_DEFAULT_CONTEXT_WINDOW", "0"),
+        ("FLUJO_DEFAULT_CONTEXT_WINDOW", "-8192"),
+        ("FLUJO_RESPONSE_RESERVE_TOKENS", "-1"),
+    ],
+)
+def test_a_window_or_reserve_that_cannot_be_is_a_config_error(tmp_path: Path, variable: str, value: str) -> None:
+    setting = variable.removeprefix("FLUJO_").lower()
+    with pytest.raises(ConfigError, match=f"setting {setting}: "):
+        load_settings(cwd=tmp_path, env={variable: value})
+
+
+def test_a_models_table_window_that_cannot_be_is_a_config_error(tmp_path: Path) -> None:
+    # 0 would be skipped silently for the default window (the window is the first one set), so it is refused.
+    (tmp_path / "flujo.toml").write_text('[models."openai:local-a"]\ncontext_window = 0\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"setting models\.openai:local-a\.context_window: "):
+        load_settings(cwd=tmp_path, env={})

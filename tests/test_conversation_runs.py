@@ -285,7 +285,10 @@ async def test_use_history_false_sends_no_history_while_another_step_gets_it(tmp
         assert extract["history_injected"] is False and "history" not in extract
     talk = calls["chat/3/talk"]
     assert talk["history_injected"] is True
-    assert sent(talk) == [("user", "goal"), ("assistant", "q1"), ("user", "a1"), ("assistant", "q2"), ("user", "a2")]
+    # talk's input is the extractor's output (which made no turn): its message, after the whole history.
+    assert sent(talk) == [
+        ("user", "goal"), ("assistant", "q1"), ("user", "a1"), ("assistant", "q2"), ("user", "a2"), ("user", "e3"),
+    ]  # fmt: skip
 
 
 async def test_use_history_false_first_step_is_sent_the_latest_user_turn_not_the_context(tmp_path: Path) -> None:
@@ -541,10 +544,11 @@ async def test_truncation_bounds_what_is_sent_and_the_context_keeps_every_turn(t
     assert outcome.output == LONG_OUTPUT  # context.conversation_history keeps everything
     talk = (await prompts(store, outcome.run_id))["chat/4/talk"]
     assert talk["history"]["dropped"] > 0
-    assert talk["history"]["turns"] + talk["history"]["dropped"] == 6  # the 7th turn is the message
+    # talk's input is peek's output (which made no turn): its message, after the 7 turns so far.
+    assert talk["history"]["turns"] + talk["history"]["dropped"] == 7
     kept = sent(talk)
-    assert kept[-1] == ("user", "answer number three")
-    assert kept[:-1] == [("assistant", "question number three")]  # the newest whole units only
+    assert kept[-1] == ("user", "ok")
+    assert kept[:-1] == [("assistant", "question number three"), ("user", "answer number three")]  # newest unit
 
 
 async def test_an_agent_with_a_small_context_window_is_sent_fewer_turns(tmp_path: Path) -> None:
@@ -553,7 +557,7 @@ async def test_an_agent_with_a_small_context_window_is_sent_fewer_turns(tmp_path
     assert outcome.status == "completed", outcome.error
     calls = await prompts(store, outcome.run_id)
     peek, talk = calls["chat/4/peek"], calls["chat/4/talk"]
-    assert talk["history"]["dropped"] == 0 and talk["history"]["turns"] == 6
+    assert talk["history"]["dropped"] == 0 and talk["history"]["turns"] == 7
     assert 0 < peek["history"]["turns"] < 6 and peek["history"]["dropped"] > 0
     assert sent(peek)[-1] == ("user", "answer number three")  # the message itself is never dropped
     assert count_messages([ChatMessage(m["role"], m["content"]) for m in peek["messages"]]) <= window
@@ -699,10 +703,30 @@ async def test_a_failing_summarizer_is_given_up_after_three_failures_and_truncat
     assert failed_at < 8
     last = prompt_events(events)["chat/8/talk"]
     assert last["history"]["dropped"] > 0  # the history is bounded by truncation instead
-    assert not [r for r in await store.steps(outcome.run_id) if r.kind == "summarize"]
+    # No summary was made; each failure is journaled (so a resumed run knows the count), with its cut.
+    journaled = [r for r in await store.steps(outcome.run_id) if r.kind == "summarize"]
+    assert [(r.path, r.status, r.input["consecutive_failures"]) for r in journaled] == [
+        (e.path, "failed", n) for n, e in enumerate(failures, 1)
+    ]
+    assert all(r.error is not None and "the summarizer is down" in r.error for r in journaled)
     questions = ("one", "two", "three", "four", "five", "six", "seven", "eight")
     pairs = [(("Assistant", f"question {q}"), ("User", f"answer {n}")) for n, q in enumerate(questions, 1)]
     assert outcome.output == lines(("User", "my goal"), *[turn for pair in pairs for turn in pair])
+
+
+@pytest.mark.parametrize("answered", [4, 6])  # paused after the first failure, or after the third
+async def test_a_given_up_summarizer_stays_given_up_after_resume(tmp_path: Path, answered: int) -> None:
+    text = SUMMARIZED % (f'{{python: "{HERE}:broken_summarizer"}}', 8)
+    straight, store, _ = await run(compile_text(tmp_path, text), "my goal", ANSWERS)
+    assert len(SEEN["broken"]) == 3
+    SEEN.clear()
+    first, _, _ = await run(compile_text(tmp_path, text), "my goal", ANSWERS[:answered], store=store)
+    assert first.status == "paused"
+    resumed, _ = await resume(compile_text(tmp_path, text), store, first.run_id, ANSWERS[answered:])
+    assert resumed.status == "completed", resumed.error
+    assert len(SEEN["broken"]) == 3  # as many tries in all as the uninterrupted run, not 3 more
+    assert resumed.output == straight.output
+    assert await prompts(store, first.run_id) == await prompts(store, straight.run_id)
 
 
 # --- settings ------------------------------------------------------------------------------------------

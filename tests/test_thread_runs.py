@@ -376,3 +376,42 @@ async def test_a_summary_condenses_what_is_sent_never_the_thread(tmp_path: Path)
     assert "user: one\nassistant: q\nuser: a\n" in request[-1][1]
     # The thread keeps every turn as it was said.
     assert [c for _, c in said(await store.thread_turns("t"))] == ["one", "q", "a", "q", "b", "two", "q", "c", "q", "d"]
+
+
+async def slow_reply(data: Any) -> str:
+    """A script agent that takes its time (long enough to be interrupted)."""
+    import asyncio
+
+    await asyncio.sleep(30)
+    return "late"
+
+
+INTERRUPTIBLE = f"""\
+version: "0.1"
+agents:
+  slow: {{python: "{HERE}:slow_reply"}}
+steps:
+  - kind: loop
+    name: chat
+    loop:
+      conversation: true
+      max_loops: 2
+      body:
+        - {{kind: hitl, name: answer, message: "Go on?"}}
+        - {{kind: step, name: think, uses: agents.slow}}
+"""
+
+
+async def test_a_run_interrupted_outside_a_prompt_keeps_its_thread_turns(tmp_path: Path) -> None:
+    import asyncio
+
+    pipeline, store = compile_text(tmp_path, INTERRUPTIBLE), MemoryStore()
+    task = asyncio.create_task(start(pipeline, store, "hello", ["an answer typed before Ctrl-C"]))
+    while not [r for r in await store.list_runs() if await store.steps(r.run_id)]:  # the answer is committed
+        await asyncio.sleep(0.01)
+    task.cancel()  # what Ctrl-C does to the run's task
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    [run] = await store.list_runs()
+    assert run.status == "interrupted"
+    assert said(await store.thread_turns("t")) == [("user", "hello"), ("user", "an answer typed before Ctrl-C")]

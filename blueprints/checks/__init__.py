@@ -11,6 +11,7 @@ from typing import assert_never
 from blueprints.checks.agents import check_agent_definition, check_agent_step
 from blueprints.checks.checker import Checker
 from blueprints.checks.control import check_conditional, check_hitl, check_loop, check_map
+from blueprints.checks.conversation import check_conversation_inputs, check_history_reaches_scripts
 from blueprints.checks.names import check_unique_names
 from blueprints.checks.pending_keys import check_pending_keys
 from blueprints.checks.sites import walk
@@ -26,11 +27,15 @@ from blueprints.schema import (
     MapStepModel,
     ParallelStepModel,
 )
+from core.config import HistorySettings
 
 
-def run_checks(model: BlueprintModel, index: PositionIndex, folder: FilePath) -> list[Finding]:
-    """All semantic findings for a blueprint whose structure is valid."""
-    checker = Checker(model, index, folder)
+def run_checks(
+    model: BlueprintModel, index: PositionIndex, folder: FilePath, *, history: HistorySettings | None = None
+) -> list[Finding]:
+    """All semantic findings for a blueprint whose structure is valid, checked against the settings'
+    ``history`` defaults (the built-in ones when None)."""
+    checker = Checker(model, index, folder, history=history)
     sites = list(walk(model.steps, ("steps",)))
     step_names = [site.step.name for site in sites]
     check_unique_names(checker, sites)
@@ -53,5 +58,7 @@ def run_checks(model: BlueprintModel, index: PositionIndex, folder: FilePath) ->
             pass  # its structure is all checked by the schema
         else:
             assert_never(step)
+    check_conversation_inputs(checker, sites)
+    check_history_reaches_scripts(checker, sites)
     check_pending_keys(checker, sites)
     return checker.findings

@@ -1,4 +1,5 @@
-"""The state one validation pass shares: the model, where things are, and the findings so far."""
+"""The state one validation pass shares: the model, where things are, the settings' history defaults
+it is checked against, and the findings so far."""
 
 from __future__ import annotations
 
@@ -7,16 +8,20 @@ from pathlib import Path as FilePath
 from blueprints.findings import Finding, FindingCode, Severity
 from blueprints.positions import Path, PositionIndex
 from blueprints.schema import BlueprintModel
+from core.config import HistorySettings
 from core.errors import SourcePosition
 
 
 class Checker:
     """Collects findings; places them at a path's key or value in the file."""
 
-    def __init__(self, model: BlueprintModel, index: PositionIndex, folder: FilePath) -> None:
+    def __init__(
+        self, model: BlueprintModel, index: PositionIndex, folder: FilePath, *, history: HistorySettings | None = None
+    ) -> None:
         self.model = model
         self.index = index
         self.folder = folder
+        self.history = history or HistorySettings()  # the defaults a run would compile the loops with
         self.findings: list[Finding] = []
 
     def at(self, path: Path) -> SourcePosition:

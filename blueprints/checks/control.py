@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from blueprints.checks.agents import import_check
 from blueprints.checks.checker import Checker
 from blueprints.checks.sites import StepSite, names_under
+from blueprints.checks.summarizer import check_summarizer
 from blueprints.checks.texts import check_text
 from blueprints.positions import Path
 from blueprints.schema import (
@@ -167,15 +168,7 @@ def _check_conversation(checker: Checker, loop: LoopSettingsModel, path: Path, s
             _check_body_name(
                 checker, name, (*path, "user_turn_sources", number), [*body, "hitl"], step_names, "user_turn_sources"
             )
-    manage = loop.history_management
-    summarizer = manage.summarizer_agent if manage else None
-    if manage is not None and manage.strategy == "summarize" and summarizer is None:
-        checker.error(
-            "missing-field",
-            "strategy: summarize needs summarizer_agent: <an agent under agents>",
-            checker.at((*path, "history_management", "strategy")),
-            "add summarizer_agent, or use strategy: truncate_tokens",
-        )
+    check_summarizer(checker, loop, path)
     if isinstance(loop.init, list):
         for number, op in enumerate(loop.init):
             for verb, operand in (("set", op.set), ("append", op.append), ("merge", op.merge)):
@@ -187,13 +180,6 @@ def _check_conversation(checker: Checker, loop: LoopSettingsModel, path: Path, s
                         checker.at((*path, "init", number, verb, "target")),
                         "seed the history with init: {history: {start_with: {from_step: <step>}}}",
                     )
-    if summarizer is not None and summarizer not in checker.model.agents:
-        agents = list(checker.model.agents)
-        checker.error(
-            "unknown-reference",
-            f"summarizer_agent {summarizer!r} is not defined under agents{did_you_mean(summarizer, agents)}",
-            checker.at((*path, "history_management", "summarizer_agent")),
-        )
 
 
 def _check_body_name(checker: Checker, name: str, path: Path, body: list[str], step_names: list[str], key: str) -> None:

@@ -6,6 +6,12 @@ messages of the history are folded into it), ``max_tokens`` is required (default
 ``input_tokens``/``output_tokens``, and streams are typed SSE events (``message_start``,
 ``content_block_delta``, ``message_delta``, ``error``). There is no response-format switch, so an
 ``output_schema`` is stated in the system prompt and checked on our side.
+
+The Messages API requires the messages to start with a user turn and to alternate user/assistant; a
+bounded conversation history may start with an assistant turn (a question whose earlier turns were
+dropped, a summary) or hold two turns of one role in a row (two agents speaking, a critic's draft after
+the goal). ``prompt`` therefore merges consecutive turns of one role (blank line between) and puts
+``LEADING_USER_TURN`` before a leading assistant turn, so the trace shows exactly what is sent.
 """
 
 from __future__ import annotations
@@ -19,10 +25,29 @@ from core.agents.http import Endpoint, SSEEvent, post_json, stream_events
 from core.agents.spec import AgentSpec
 from core.config import ModelInfo
 from core.errors import ProviderError
-from core.ports import ChatMessage
+from core.ports import AgentCall, ChatMessage
 
 ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 1024
+LEADING_USER_TURN = "(continuing an earlier conversation)"
+
+
+def alternating(messages: list[ChatMessage]) -> list[ChatMessage]:
+    """``messages`` as the Messages API accepts them: system messages first, then turns that start with a
+    user turn and alternate (consecutive turns of one role merged, a leading assistant turn preceded by
+    ``LEADING_USER_TURN``)."""
+    system = [message for message in messages if message.role == "system"]
+    turns: list[ChatMessage] = []
+    for message in messages:
+        if message.role == "system":
+            continue
+        if turns and turns[-1].role == message.role:
+            turns[-1] = ChatMessage(message.role, f"{turns[-1].content}\n\n{message.content}")
+        else:
+            turns.append(message)
+    if turns and turns[0].role == "assistant":
+        turns.insert(0, ChatMessage("user", LEADING_USER_TURN))
+    return [*system, *turns]
 
 
 def anthropic_headers(api_key: str) -> dict[str, str]:
@@ -47,6 +72,9 @@ class AnthropicChatAgent(ChatModelAgent):
         self.model = model
         # ANTHROPIC_BASE_URL is usually the bare host; accept one that already ends in /v1.
         self._path = "/messages" if endpoint.base_url.rstrip("/").endswith("/v1") else "/v1/messages"
+
+    def prompt(self, call: AgentCall) -> list[ChatMessage]:
+        return alternating(super().prompt(call))
 
     async def _complete(self, messages: list[ChatMessage], *, on_text: Callable[[str], None] | None) -> Completion:
         body = self._body(messages)

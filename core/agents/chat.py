@@ -101,6 +101,10 @@ class ChatModelAgent(ABC):
         return True
 
     @property
+    def takes_history(self) -> bool:
+        return True
+
+    @property
     def prompt_budget(self) -> int | None:
         return self._prompt_budget
 
@@ -111,13 +115,18 @@ class ChatModelAgent(ABC):
     def replayed(self) -> None:
         return None
 
+    @property
+    def reply_cap(self) -> int | None:
+        cap = self.spec.model_settings.get("max_tokens")
+        return cap if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0 else None
+
     def estimate_cost_usd(self, prompt_tokens: int) -> float | None:
         price = self._price
         if price.input_per_mtok is None:
             return None
         cost = prompt_tokens * price.input_per_mtok
-        cap = self.spec.model_settings.get("max_tokens")
-        if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0:
+        cap = self.reply_cap
+        if cap is not None:
             if price.output_per_mtok is None:
                 return None
             cost += cap * price.output_per_mtok

@@ -58,11 +58,19 @@ class ScriptedAgent:
         return True
 
     @property
+    def takes_history(self) -> bool:
+        return True
+
+    @property
     def prompt_budget(self) -> int | None:
         return self._prompt_budget
 
     @property
     def model_name(self) -> str | None:
+        return None
+
+    @property
+    def reply_cap(self) -> int | None:
         return None
 
     def estimate_cost_usd(self, prompt_tokens: int) -> float | None:
@@ -133,11 +141,19 @@ class EchoAgent:
         return True
 
     @property
+    def takes_history(self) -> bool:
+        return True
+
+    @property
     def prompt_budget(self) -> int | None:
         return self._prompt_budget
 
     @property
     def model_name(self) -> str | None:
+        return None
+
+    @property
+    def reply_cap(self) -> int | None:
         return None
 
     def estimate_cost_usd(self, prompt_tokens: int) -> float | None:

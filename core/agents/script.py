@@ -28,10 +28,13 @@ STDERR_TAIL_CHARS = 2000
 
 
 class _LocalAgent:
-    """What the non-model agents share: a label, no chat messages, the input as one user message."""
+    """What the non-model agents share: a label, no chat messages, the input as one user message. In a
+    conversation they get the history as a text block before a text input, unless ``takes_history`` is
+    False (the builtins, which only move their input along)."""
 
-    def __init__(self, label: str) -> None:
+    def __init__(self, label: str, *, takes_history: bool = True) -> None:
         self._label = label
+        self._takes_history = takes_history
 
     @property
     def label(self) -> str:
@@ -42,11 +45,19 @@ class _LocalAgent:
         return False
 
     @property
+    def takes_history(self) -> bool:
+        return self._takes_history
+
+    @property
     def prompt_budget(self) -> int | None:
         return None
 
     @property
     def model_name(self) -> str | None:
+        return None
+
+    @property
+    def reply_cap(self) -> int | None:
         return None
 
     def estimate_cost_usd(self, prompt_tokens: int) -> float | None:
@@ -201,7 +212,7 @@ class PassthroughAgent(_LocalAgent):
     """``flujo.builtins.passthrough``: returns its input unchanged."""
 
     def __init__(self) -> None:
-        super().__init__("flujo.builtins.passthrough")
+        super().__init__("flujo.builtins.passthrough", takes_history=False)
 
     async def run(self, call: AgentCall) -> AgentReply:
         return AgentReply(call.input)
@@ -211,7 +222,7 @@ class StringifyAgent(_LocalAgent):
     """``flujo.builtins.stringify``: returns its input as text (JSON for anything but a string)."""
 
     def __init__(self) -> None:
-        super().__init__("flujo.builtins.stringify")
+        super().__init__("flujo.builtins.stringify", takes_history=False)
 
     async def run(self, call: AgentCall) -> AgentReply:
         return AgentReply(input_text(call.input))

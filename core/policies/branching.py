@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -91,7 +92,7 @@ async def run_map(step: MapStep, data: Any, ctx: RunContext, path: str, frame: F
             results.append(await body(step.body, item, item_ctx, child_path(path, str(index)), frame))
             ctx.adopt(item_ctx)
         output: Any = step.finalize(results, ctx) if step.finalize is not None else results
-    except ControlSignal:
+    except (ControlSignal, asyncio.CancelledError):  # a pause, a limit, Ctrl-C: what was said stays said
         ctx.keep_said([item_ctx])
         raise
     except Exception as exc:  # the body's errors are FlujoErrors already; a hook's may be anything

@@ -5,8 +5,9 @@ earlier attempt of this run (resume replays them instead of executing them again
 redactor and the thread the run continues. Policies receive it explicitly; there is no global state.
 
 A sub-workflow runs with a frame of its own (its child run's id and journal) whose ``parent`` is the
-frame of the run that called it: usage added to a child is added to every ancestor too, and the usage
-limits are checked by the top-level frame, so a budget covers the whole tree of runs.
+frame of the run that called it: usage added to a child is added to every ancestor too, and the limits
+(checks and the reservations of calls in flight) are the top-level frame's, so a budget covers the whole
+tree of runs.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ from typing import Any
 
 from core.context import RunContext
 from core.errors import FlujoError, LimitReached, RunError
-from core.ports import HumanInput, Reporter, RunStore, StepRecord, StepStatus, TraceEvent
+from core.ports import Agent, ChatMessage, HumanInput, Reporter, RunStore, StepRecord, StepStatus, TraceEvent
 from core.redaction import Redactor
 from core.steps import Limits
 from core.threads import ThreadBinding
+from core.tokens import count_messages
 from core.usage import ZERO_USAGE, Usage
 from core.views import LazyView
 
@@ -46,6 +48,9 @@ class Frame:
     # absorbed (on_branch_failure: ignore) must not be reported as where a later error happened.
     failures: dict[FlujoError, str] = field(default_factory=dict)
     summarizer_failures: int = 0  # consecutive; at 3 the history manager stops summarizing for this run
+    # What the calls in flight hold against the limits (``reserve``), until their usage replaces it.
+    reserved_tokens: int = 0
+    reserved_cost_usd: float = 0.0
     thread: ThreadBinding | None = None  # the thread this run continues (core.threads), if any
     parent: Frame | None = None  # the calling run's frame, for a sub-workflow's child run
 
@@ -121,37 +126,64 @@ class Frame:
         self.reporter.step_finished(record)
         return record
 
-    def charge(self, usage: Usage) -> None:
-        """Add a call's usage to the run total; LimitReached when a run-wide limit is now exceeded."""
-        self.add_usage(usage)
-        self.check_limits()
-
-    def reserve(self, step: str, tokens: int, cost_usd: float | None = None) -> None:
-        """Before a call: LimitReached when a limit is already spent, when the call's estimated prompt
-        (``tokens``) would take the run past ``max_tokens``, or when its most expensive outcome
-        (``cost_usd``, None when the price is unknown) would take it past ``max_cost_usd``. The provider's
-        reported usage is reconciled after the call (``charge``)."""
+    def reserve(self, step: str, tokens: int, cost_usd: float | None = None, *, reply_tokens: int = 0) -> Reservation:
+        """Before a call: hold what it may use, or LimitReached when a limit is already spent or when the
+        call's most — ``tokens`` of prompt plus ``reply_tokens`` (its reply cap), and ``cost_usd`` (its most
+        expensive outcome, None when the price is unknown) — on top of what is spent and what calls in
+        flight hold, would take the run past ``max_tokens`` / ``max_cost_usd``. The hold lasts until the
+        call's reported usage replaces it (``charge`` / ``add_usage`` with ``releasing=``, or ``release``),
+        so calls running at the same time (parallel branches) cannot together overrun a limit that each
+        alone would respect."""
         if self.parent is not None:  # the budget is the top-level run's, spent by the whole tree
-            self.parent.reserve(step, tokens, cost_usd)
-            return
+            return self.parent.reserve(step, tokens, cost_usd, reply_tokens=reply_tokens)
         self.check_limits()
-        limit = self.limits.max_tokens
-        if limit is not None and tokens and self.usage.total_tokens + tokens > limit:
+        limit, budget = self.limits.max_tokens, self.limits.max_cost_usd
+        most = tokens + reply_tokens if tokens else 0
+        if limit is not None and most and self.usage.total_tokens + self.reserved_tokens + most > limit:
+            reply = f" and its reply up to {reply_tokens}" if reply_tokens else ""
+            held = f", and {self.reserved_tokens} more are held by calls in flight" if self.reserved_tokens else ""
             raise LimitReached(
-                f"token limit reached before calling {step!r}: its prompt needs about {tokens} tokens and "
-                f"{self.usage.total_tokens} of the {limit} allowed are used"
+                f"token limit reached before calling {step!r}: its prompt needs about {tokens} tokens{reply} and "
+                f"{self.usage.total_tokens} of the {limit} allowed are used{held}",
+                usage=self.usage,
             )
-        budget = self.limits.max_cost_usd
-        if budget is not None and cost_usd and self.known_cost_usd + cost_usd > budget:
+        if budget is not None and cost_usd and self.known_cost_usd + self.reserved_cost_usd + cost_usd > budget:
+            held = (
+                f", and ${self.reserved_cost_usd:.4f} more is held by calls in flight" if self.reserved_cost_usd else ""
+            )
             raise LimitReached(
                 f"cost limit reached before calling {step!r}: the call may cost up to ${cost_usd:.4f} and "
-                f"${self.known_cost_usd:.4f} of the ${budget:.4f} allowed are spent"
+                f"${self.known_cost_usd:.4f} of the ${budget:.4f} allowed are spent{held}",
+                usage=self.usage,
             )
+        reservation = Reservation(most if limit is not None else 0, (cost_usd or 0.0) if budget is not None else 0.0)
+        self.reserved_tokens += reservation.tokens
+        self.reserved_cost_usd += reservation.cost_usd
+        return reservation
 
-    def add_usage(self, usage: Usage) -> None:
+    def release(self, held: Reservation | None) -> None:
+        """Give back what ``held`` reserved (once; a released reservation is released again as a no-op)."""
+        if self.parent is not None:  # reservations are held by the top-level frame
+            self.parent.release(held)
+            return
+        if held is None or held.released:
+            return
+        held.released = True
+        self.reserved_tokens -= held.tokens
+        self.reserved_cost_usd -= held.cost_usd
+
+    def charge(self, usage: Usage, *, releasing: Reservation | None = None) -> None:
+        """Add a call's usage to the run total (in place of its reservation, ``releasing``); LimitReached
+        when a run-wide limit is now exceeded."""
+        self.add_usage(usage, releasing=releasing)
+        self.check_limits()
+
+    def add_usage(self, usage: Usage, *, releasing: Reservation | None = None) -> None:
         """Add usage to the run total without checking the limits: for steps replayed from the journal, and
         for a failed step's calls (a LimitReached must not hide that failure; if the run goes on, the check
-        before its next agent call sees the spend)."""
+        before its next agent call sees the spend). The reservation ``releasing`` is given back in the same
+        step, so no other call ever sees neither."""
+        self.release(releasing)
         self.usage = self.usage + usage
         self.known_cost_usd += usage.cost_usd or 0.0
         if self.parent is not None:
@@ -166,13 +198,50 @@ class Frame:
         limits = self.limits
         if limits.max_tokens is not None and self.usage.total_tokens > limits.max_tokens:
             raise LimitReached(
-                f"token limit reached: {self.usage.total_tokens} tokens used, limit is {limits.max_tokens}"
+                f"token limit reached: {self.usage.total_tokens} tokens used, limit is {limits.max_tokens}",
+                usage=self.usage,
             )
         if limits.max_cost_usd is not None and self.known_cost_usd > limits.max_cost_usd:
-            spent = f"${self.known_cost_usd:.4f} spent"
-            if self.usage.cost_usd is None:
-                spent = f"at least {spent} (a model without a price was called too)"
-            raise LimitReached(f"cost limit reached: {spent}, limit is ${limits.max_cost_usd:.4f}")
+            raise LimitReached(
+                f"cost limit reached: {self._spent()}, limit is ${limits.max_cost_usd:.4f}", usage=self.usage
+            )
+
+    def reserve_call(self, step: str, agent: Agent, sent: Sequence[ChatMessage]) -> Reservation:
+        """``reserve`` for one call of ``agent`` whose prompt is ``sent``: the prompt is counted (with the
+        model's tokenizer) only when a limit needs it, and only model agents are counted."""
+        if (self.limits.max_tokens is None and self.limits.max_cost_usd is None) or not agent.is_model:
+            return self.reserve(step, 0)
+        tokens = count_messages(sent, agent.model_name)
+        return self.reserve(step, tokens, agent.estimate_cost_usd(tokens), reply_tokens=agent.reply_cap or 0)
+
+    def _spent(self) -> str:
+        spent = f"${self.known_cost_usd:.4f} spent"
+        if self.usage.cost_usd is None:
+            spent = f"at least {spent} (a model without a price was called too)"
+        return spent
+
+    def restate(self, signal: LimitReached) -> LimitReached:
+        """``signal`` (raised by one of several calls running at the same time) with the run's spend once
+        they have all ended, when the others spent more after it was raised: the message states the truth."""
+        if self.parent is not None:
+            return self.parent.restate(signal)
+        if signal.usage is None or signal.usage == self.usage:
+            return signal
+        cost = f", {self._spent()}" if self.limits.max_cost_usd is not None else ""
+        return LimitReached(
+            f"{signal.detail} (when the calls running at the same time ended: "
+            f"{self.usage.total_tokens} tokens used{cost})",
+            usage=self.usage,
+        )
+
+
+@dataclass
+class Reservation:
+    """What one call in flight holds against the run's limits (``Frame.reserve``)."""
+
+    tokens: int = 0
+    cost_usd: float = 0.0
+    released: bool = False
 
 
 def scope(ctx: RunContext, previous: Any, *, iteration: int | None = None) -> dict[str, Any]:

@@ -2,45 +2,39 @@
 
 Before each agent call, ``prepare`` decides what the agent is sent: the bounded history (as chat messages
 for model agents, or as one delimited text block for prompt-only agents and when a ``history_template`` is
-set) and the current message. The bound is the loop's strategy (``truncate_tokens``, ``truncate_turns``,
-``summarize``) and, always, the agent's prompt budget (context window minus the reply reserve).
+set) and the current message. Agents that take no history (``Agent.takes_history`` is False: the builtins,
+which move their input along) get only the message. The bound is the loop's strategy (``truncate_tokens``,
+``truncate_turns``, ``summarize``) and, always, the agent's prompt budget (context window minus the reply
+reserve).
 
-``summarize`` condenses the oldest turns with the summarizer agent when the history is over its bound.
-The summary is journaled as a step of its own (``<step path>/summarize``) so a resumed run rebuilds the
-same history without calling the summarizer again. After three consecutive summarizer failures the run
-stops trying and the final bound pass (truncation) does the work; the trace says so.
+With ``summarize``, the oldest turns are first condensed (``core.policies.summary``); the bound then
+applies to what is left.
 """
 
 from __future__ import annotations
 
-import time
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from core.context import ConversationTurn, RunContext
 from core.conversation import (
-    SUMMARY_PREFIX,
     ActiveConversation,
     as_messages,
     bound,
+    drop_oldest,
     history_block,
-    latest_user_turn,
-    needs_summary,
-    summary_cut,
+    question_of,
     turn_text,
 )
-from core.errors import ControlSignal, FlujoError
-from core.policies.frame import Frame, child_path
+from core.current_message import current_message
+from core.policies.frame import Frame
+from core.policies.summary import summarize
 from core.ports import Agent, AgentCall, ChatMessage, TraceEvent
 from core.steps import AgentStep
-from core.store.codec import normalize
-from core.tokens import count_messages, count_tokens
-
-MAX_SUMMARIZER_FAILURES = 3
-SUMMARY_REQUEST = (
-    "Summarize the conversation below in a few sentences. Keep every fact, decision and open question; "
-    "reply with the summary only."
-)
+from core.templates import Template
+from core.tokens import DEFAULT_ENCODING, count_messages, encoding_name
 
 
 @dataclass(frozen=True)
@@ -70,36 +64,59 @@ async def prepare(
     active = ctx.conversation
     if active is None:
         return Injection(message)
-    if step.use_history is not False:
-        await _summarize(active, ctx, path, frame, events)
+    if step.use_history is not False and agent.takes_history:  # only a call that sends history summarizes it
+        await summarize(active, ctx, path, frame)
     turns = ctx.conversation_history
-    end = len(turns)
-    if step.input is None:  # the conversation supplies the message; never the propagated context object
-        if end and turns[-1].role == "user":
-            end -= 1
-            message = turns[end].content
-        elif active.propagated is not None and data is active.propagated:
-            latest = latest_user_turn(turns)
-            message = turns[latest].content if latest is not None else turn_text(ctx.initial_prompt or "")
+    current = current_message(
+        turns,
+        data=data,
+        rendered=message,
+        explicit=step.input is not None,
+        initial_prompt=ctx.initial_prompt,
+        iteration_input=active.iteration_input,
+    )
+    message, end = current.message, current.end
     if step.use_history is False:
         return Injection(message)
+    if not agent.takes_history:  # a builtin moving its input along: a history block would join its output
+        return Injection(message, (), {**_none(active, end), "mode": "none (the agent takes no history)"})
+    template = active.settings.history_template
+    as_text = not agent.is_model or template is not None
+    if as_text and agent.is_model and not isinstance(message, str):
+        message = turn_text(message)  # a model is sent a structured input as JSON text: the block goes before it
     policy = active.settings.history
     max_tokens = policy.max_tokens if policy.strategy != "truncate_turns" else None
     max_turns = policy.max_turns if policy.strategy != "truncate_tokens" else None
     room = _room(agent, step.name, message)
     if room is not None:
         max_tokens = room if max_tokens is None else min(max_tokens, room)
-    kept = bound(turns, end=end, max_tokens=max_tokens, max_turns=max_turns)
+    question = question_of(turns, end)  # never send an answer without the question it answers
+    kept = bound(turns, end=end, max_tokens=max_tokens, max_turns=max_turns, keep_last=question)
+    if kept and (isinstance(message, str) or not as_text):
+        kept = _fit_window(agent, step.name, message, kept, template if as_text else _MESSAGES, question)
     trace: dict[str, Any] = {"conversation": active.loop, "turns": len(kept), "dropped": end - len(kept)}
     if not kept:
         return Injection(message, (), trace)
-    template = active.settings.history_template
-    if agent.is_model and template is None:
+    if not as_text:
         return Injection(message, as_messages(kept), {**trace, "mode": "messages"})
     if isinstance(message, str):
-        block = history_block(kept, template)
-        return Injection(f"{block}\n\n{message}", (), {**trace, "mode": "text"})
-    return Injection(message, (), {**trace, "turns": 0, "dropped": end, "mode": "none (structured input)"})
+        return Injection(_with_block(kept, template, message), (), {**trace, "mode": "text"})
+    # A script agent's structured input is passed unchanged: no text block can go before it. Say so.
+    reason = "the input is structured (not text); the agent can read context.conversation_history"
+    events.append(frame.event("history.not_injected", path, {"turns": len(kept), "reason": reason}))
+    return Injection(message, (), {**_none(active, end), "mode": "none (structured input)"})
+
+
+def _none(active: ActiveConversation, end: int) -> dict[str, Any]:
+    """The trace of a call sent none of the ``end`` turns before its message."""
+    return {"conversation": active.loop, "turns": 0, "dropped": end}
+
+
+_MESSAGES = "messages"  # _fit_window's "as chat messages" (a template is the text block's form)
+
+
+def _with_block(kept: Sequence[ConversationTurn], template: Template | None, message: str) -> str:
+    return f"{history_block(kept, template)}\n\n{message}"
 
 
 def _room(agent: Agent, step: str, message: Any) -> int | None:
@@ -111,92 +128,25 @@ def _room(agent: Agent, step: str, message: Any) -> int | None:
     return max(0, budget - fixed)
 
 
-def replay_summary(ctx: RunContext, path: str, frame: Frame) -> bool:
-    """Re-apply the summary an earlier attempt journaled before this step's call (on resume, whether the
-    step itself finished or the process died between the summary and the call); True if there was one.
-    The summarizer is told its reply was replayed, as agents of replayed steps are."""
-    record = frame.replayed(child_path(path, "summarize"))
-    if record is None or not isinstance(record.input, dict):
-        return False
-    cut = record.input.get("cut")
-    if not isinstance(cut, int) or not isinstance(record.output, str):
-        return False
-    frame.replays += 1
-    active = ctx.conversation
-    if active is not None and active.settings.history.summarizer is not None:
-        active.settings.history.summarizer.replayed()
-    _apply_summary(ctx, cut, record.output)
-    return True
-
-
-def _apply_summary(ctx: RunContext, cut: int, summary: str) -> None:
-    content = f"{SUMMARY_PREFIX}{summary}"
-    ctx.conversation_history = [
-        ConversationTurn("assistant", content, count_tokens(content)),
-        *ctx.conversation_history[cut:],
-    ]
-
-
-async def _summarize(
-    active: ActiveConversation, ctx: RunContext, path: str, frame: Frame, events: list[TraceEvent]
-) -> None:
-    policy = active.settings.history
-    summarizer = policy.summarizer
-    if policy.strategy != "summarize" or summarizer is None:
-        return
-    if replay_summary(ctx, path, frame) or frame.summarizer_failures >= MAX_SUMMARIZER_FAILURES:
-        return
-    turns = ctx.conversation_history
-    if not needs_summary(turns, max_tokens=policy.max_tokens, max_turns=policy.max_turns):
-        return
-    cut = summary_cut(turns, policy.summarize_ratio)
-    if cut == 0:
-        return
-    here = child_path(path, "summarize")
-    request = f"{SUMMARY_REQUEST}\n\n{history_block(turns[:cut], None)}"
-    call = AgentCall(input=request, step=f"{active.loop}.summarize")
-    started = time.time()
-    prompt = frame.event(
-        "agent.prompt",
-        here,
-        {
-            "agent": summarizer.label,
-            "messages": [m.to_dict() for m in summarizer.prompt(call)],
-            "history_injected": False,
-            "purpose": "summarize",
-        },
-    )
-    try:
-        frame.check_limits()
-        reply = await summarizer.run(call)
-    except ControlSignal:
-        raise
-    except Exception as exc:  # a failing summarizer never fails the run: truncation takes over
-        frame.summarizer_failures += 1
-        error = exc.message if isinstance(exc, FlujoError) else f"{type(exc).__name__}: {exc}"
-        payload: dict[str, Any] = {"error": error, "consecutive_failures": frame.summarizer_failures}
-        if frame.summarizer_failures >= MAX_SUMMARIZER_FAILURES:
-            payload["fallback"] = "summarizer disabled for the rest of the run; history is truncated instead"
-        events.append(prompt)
-        events.append(frame.event("history.summarize_failed", here, payload))
-        return
-    frame.summarizer_failures = 0
-    summary = turn_text(normalize(reply.output)).strip()
-    replaced = [turn.to_dict() for turn in turns[:cut]]
-    await frame.commit(
-        path=here,
-        name=f"{active.loop}.summarize",
-        kind="summarize",
-        status="completed",
-        started=started,
-        input={"cut": cut, "turns": replaced},
-        output=summary,
-        usage=reply.usage,
-        events=[
-            prompt,
-            frame.event("agent.reply", here, {"output": summary, "model": reply.model, "usage": reply.usage.to_dict()}),
-            frame.event("history.summarized", here, {"turns_replaced": cut, "turns_kept": len(turns) - cut}),
-        ],
-    )
-    _apply_summary(ctx, cut, summary)
-    frame.charge(reply.usage)
+def _fit_window(
+    agent: Agent, step: str, message: Any, kept: list[ConversationTurn], form: Template | str | None, question: int
+) -> list[ConversationTurn]:
+    """``kept`` without as many of its oldest units as it takes for the prompt *as sent* (the rendered
+    history block with its template's text, or the history messages in the model's own tokenizer) to fit
+    the agent's prompt budget. ``bound`` estimated it from the turns' stored counts (o200k_base, one chat
+    message each), which is exact only for history messages to a model counted with o200k_base."""
+    budget = agent.prompt_budget
+    if budget is None or (form == _MESSAGES and encoding_name(agent.model_name) == DEFAULT_ENCODING):
+        return kept
+    fixed = count_messages(agent.prompt(AgentCall(input=message, step=step)), agent.model_name)
+    while len(kept) > question:
+        if form == _MESSAGES:
+            call = AgentCall(input=message, step=step, history=as_messages(kept))
+        else:
+            call = AgentCall(input=_with_block(kept, form if isinstance(form, Template) else None, message), step=step)
+        sent = count_messages(agent.prompt(call), agent.model_name)
+        if sent <= budget:
+            break
+        per_turn = max(1.0, (sent - fixed) / len(kept))  # what a kept turn really costs, template included
+        kept = drop_oldest(kept, math.ceil((sent - budget) / per_turn), keep_last=question)
+    return kept

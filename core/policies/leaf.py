@@ -14,13 +14,13 @@ from core.context import HitlEntry, RunContext
 from core.conversation import capture
 from core.errors import AgentOutputError, ControlSignal, FlujoError, Pause, RunError, StepFailed
 from core.policies.context_writes import note_agent_command, record_output, sink, update_context
-from core.policies.frame import Frame, scope
-from core.policies.history import prepare, replay_summary
-from core.ports import Agent, AgentCall, ChatMessage, HumanQuestion, TraceEvent
+from core.policies.frame import Frame, Reservation, scope
+from core.policies.history import prepare
+from core.policies.summary import replay_summary
+from core.ports import AgentCall, HumanQuestion, TraceEvent
 from core.schema_check import parse_answer, schema_errors
 from core.steps import AgentStep, HitlStep
 from core.store.codec import normalize
-from core.tokens import count_messages
 from core.usage import ZERO_USAGE, Usage
 
 MAX_ANSWER_ATTEMPTS = 10
@@ -57,6 +57,7 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
     events: list[TraceEvent] = []
     usage: Usage = ZERO_USAGE
     call_input: Any = data
+    held: Reservation | None = None  # what the call holds against the limits until its usage replaces it
     try:
         variables = scope(ctx, data)
         if step.input is not None:
@@ -84,8 +85,7 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
             if injection.trace:
                 prompt_event["history"] = injection.trace
             events.append(frame.event("agent.prompt", path, prompt_event))
-            tokens = _prompt_tokens(agent, sent, frame)
-            frame.reserve(step.name, tokens, agent.estimate_cost_usd(tokens) if tokens else None)
+            held = frame.reserve_call(step.name, agent, sent)
             reply = await agent.run(call)
             usage = reply.usage
             # The value the journal will hold (a JSON round trip), so a resumed run sees exactly what this one saw.
@@ -103,16 +103,20 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
                 frame.reporter.agent_replied(path, step.name, output)
         _apply_agent_output(step, ctx, output)
     except ControlSignal:
+        frame.release(held)
         raise
     except FlujoError as exc:
         if isinstance(exc, AgentOutputError):  # the call spent tokens, and its repair belongs in the trace
             usage = exc.usage
             if exc.repair is not None:
                 events.append(frame.event("agent.repair", path, exc.repair.to_dict()))
-        await _fail(frame, step.name, step.kind, path, started, call_input, exc, events, usage)
+        await _fail(frame, step.name, step.kind, path, started, call_input, exc, events, usage, held)
         raise
-    except Exception as exc:  # an agent's own bug: record it as this step's failure
-        error = RunError(f"step {step.name!r} failed: {type(exc).__name__}: {exc}")
+    except BaseException as exc:
+        frame.release(held)  # cancelled (Ctrl-C, a sibling's failure): the call will never report usage
+        if not isinstance(exc, Exception):
+            raise
+        error = RunError(f"step {step.name!r} failed: {type(exc).__name__}: {exc}")  # an agent's own bug
         await _fail(frame, step.name, step.kind, path, started, call_input, error, events, usage)
         raise error from exc
     await frame.commit(
@@ -126,15 +130,8 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
         usage=usage,
         events=events,
     )
-    frame.charge(usage)
+    frame.charge(usage, releasing=held)
     return output
-
-
-def _prompt_tokens(agent: Agent, sent: list[ChatMessage], frame: Frame) -> int:
-    """The estimated size of the prompt ``sent``, counted only when a usage limit needs it."""
-    if (frame.limits.max_tokens is None and frame.limits.max_cost_usd is None) or not agent.is_model:
-        return 0
-    return count_messages(sent, agent.model_name)
 
 
 async def _fail(
@@ -147,6 +144,7 @@ async def _fail(
     exc: FlujoError,
     events: list[Any],
     usage: Usage,
+    held: Reservation | None = None,
 ) -> None:
     """Record the failed step and add what it spent to the run total. The limits are not checked here: a
     LimitReached would hide ``exc``; the check before the next agent call (if the run goes on) sees it."""
@@ -163,7 +161,7 @@ async def _fail(
         events=events,
         failure=exc,
     )
-    frame.add_usage(usage)
+    frame.add_usage(usage, releasing=held)
 
 
 def _apply_answer(step: HitlStep, ctx: RunContext, message: str, answer: Any) -> None:

@@ -18,6 +18,7 @@ Invariants:
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -28,7 +29,6 @@ from core.policies.body import BodyRunner
 from core.policies.context_writes import agent_finished, record_output
 from core.policies.frame import Frame, child_path, scope, step_error
 from core.steps import LoopStep
-from core.views import LazyView
 
 
 async def run_loop(step: LoopStep, data: Any, ctx: RunContext, path: str, frame: Frame, body: BodyRunner) -> Any:
@@ -62,9 +62,7 @@ async def run_loop(step: LoopStep, data: Any, ctx: RunContext, path: str, frame:
                     raise RunError(f"loop {step.name!r} init failed: {exc}") from exc
                 reason = "max_loops"
             if active is not None:
-                iteration_ctx.conversation = active.for_iteration(
-                    iteration_input, input_is_context=isinstance(iteration_input, LazyView)
-                )
+                iteration_ctx.conversation = active.for_iteration(iteration_input)
                 if iteration == 1:
                     conversation.seed(iteration_ctx, active, iteration_input)
             here = child_path(path, str(iteration))
@@ -83,7 +81,7 @@ async def run_loop(step: LoopStep, data: Any, ctx: RunContext, path: str, frame:
             if iteration < step.max_loops:  # no next iteration, no next input (its template may not apply)
                 iteration_input = step.next_input(output, ctx, iteration) if step.next_input else output
         final = step.output(output, ctx) if step.output is not None else output
-    except ControlSignal:
+    except (ControlSignal, asyncio.CancelledError):  # a pause, a limit, Ctrl-C: what was said stays said
         ctx.keep_said([iteration_ctx])
         raise
     except Exception as exc:  # the body's errors are FlujoErrors already; a hook's may be anything

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any, assert_never
 
 from core.context import ConversationTurn, HitlEntry, RunContext
-from core.errors import ControlSignal, FlujoError, RunError, StepFailed
+from core.errors import ControlSignal, FlujoError, LimitReached, RunError, StepFailed
 from core.policies.body import BodyRunner
 from core.policies.context_writes import record_output
 from core.policies.frame import Frame, child_path
@@ -126,20 +126,25 @@ async def run_parallel(
     frame.reporter.step_started(path, step.name, step.kind)
     started = time.time()
     contexts = [(name, ctx.isolate()) for name, _ in step.branches]
-    results = await asyncio.gather(
-        *(
-            body(steps, data, branch_ctx, child_path(path, name), frame)
-            for (name, steps), (_, branch_ctx) in zip(step.branches, contexts, strict=True)
-        ),
-        return_exceptions=True,
-    )
+    try:
+        results = await asyncio.gather(
+            *(
+                body(steps, data, branch_ctx, child_path(path, name), frame)
+                for (name, steps), (_, branch_ctx) in zip(step.branches, contexts, strict=True)
+            ),
+            return_exceptions=True,
+        )
+    except asyncio.CancelledError:  # Ctrl-C: what the branches said stays said
+        ctx.keep_said([branch_ctx for _, branch_ctx in contexts])
+        raise
     for result in results:
-        if isinstance(result, ControlSignal):
+        if isinstance(result, ControlSignal) or (
+            isinstance(result, BaseException) and not isinstance(result, Exception)
+        ):
             ctx.keep_said([branch_ctx for _, branch_ctx in contexts])
-            raise result
-    for result in results:
-        if isinstance(result, BaseException) and not isinstance(result, Exception):
-            raise result  # CancelledError, KeyboardInterrupt
+            if isinstance(result, LimitReached):
+                raise frame.restate(result)  # its siblings may have spent more after it was raised
+            raise result  # a signal, or CancelledError / KeyboardInterrupt of a branch
     outputs: dict[str, Any] = {}
     succeeded: list[tuple[str, RunContext]] = []
     failures: dict[str, str] = {}

@@ -35,7 +35,7 @@ from core.policies.body import BodyRunner
 from core.policies.child_context import child_start, give_back
 from core.policies.context_writes import note_agent_command, record_output, sink
 from core.policies.frame import Frame, child_path, scope
-from core.ports import Reporter, RunRecord, StepRecord, TraceEvent
+from core.ports import Reporter, StepRecord, TraceEvent
 from core.steps import WorkflowStep
 
 
@@ -146,19 +146,7 @@ async def _enter(step: WorkflowStep, value: Any, child_id: str, path: str, frame
     journal = {}
     completed = False
     if record is None or record.run_id != child_id:
-        pipeline = step.pipeline
-        await store.create_run(
-            RunRecord(
-                run_id=child_id,
-                pipeline_name=pipeline.name,
-                status="running",
-                source=pipeline.source,
-                source_hash=pipeline.source_hash,
-                input=value,
-                created_at=time.time(),
-                parent_run_id=frame.run_id,
-            )
-        )
+        await store.create_run(step.pipeline.new_run(child_id, value, parent_run_id=frame.run_id))
     else:
         journal = {entry.path: entry for entry in await store.steps(child_id)}
         completed = record.status == "completed"

@@ -192,7 +192,7 @@ async def _run(
             if record.status == "completed":  # the engine refuses it too; say so before loading anything
                 raise ResumeRefused(
                     f"run {record.run_id} already completed; there is nothing to resume",
-                    hint="start a new run with: flujo run FILE",
+                    hint=f"start a new run with: flujo run {record.source or 'FILE'}",
                 )
             if record.source is None or not Path(record.source).is_file():
                 raise RunError(
@@ -222,7 +222,13 @@ async def _run(
     finally:
         reporter.close()
         await store.close()
-    return _finish(outcome, json_output=json_output, seconds=time.perf_counter() - started, console=console)
+    code = _finish(outcome, json_output=json_output, seconds=time.perf_counter() - started, console=console)
+    if outcome.status == "completed" and human.unused:
+        console.print(
+            f"[yellow]note:[/] {human.unused} answer(s) given with --answer/--answers were not used:"
+            " the run asked fewer questions"
+        )
+    return code
 
 
 def _with_limits(pipeline: Any, overrides: RunOverrides) -> Any:

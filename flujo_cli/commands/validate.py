@@ -4,20 +4,24 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from flujo_cli import exit_codes
 from flujo_cli.messages import fail, stderr, usage_error
 
 
-def validate_blueprint(file: Path, *, json_output: bool, debug: bool) -> int:
+def validate_blueprint(file: Path, *, json_output: bool, debug: bool, settings: Sequence[str] = ()) -> int:
+    """Check ``file`` against the settings ``flujo run`` would use (flujo.toml, FLUJO_*, ``--set``
+    ``settings``), so the two agree on what is valid."""
     if not file.is_file():
         usage_error(f"no such blueprint file: {file}", "check the path; examples live in blueprints/examples/")
     try:
         from blueprints import findings_to_json, validate_file
+        from core.config import load_settings, overrides_from_assignments
         from flujo_cli.findings_view import render_findings
 
-        findings = validate_file(file)
+        findings = validate_file(file, settings=load_settings(overrides=overrides_from_assignments(settings)))
         errors = [f for f in findings if f.severity == "error"]
         if json_output:
             sys.stdout.write(json.dumps(findings_to_json(findings, file=str(file)), ensure_ascii=False) + "\n")

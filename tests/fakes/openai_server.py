@@ -7,7 +7,8 @@ or ``with FakeLLM() as fake: ...``.
 Routes (``POST``):
     /v1/chat/completions   OpenAI-compatible; SSE chunks when the body has ``"stream": true`` (then a usage
                            chunk when ``stream_options.include_usage``, then ``data: [DONE]``)
-    /v1/messages           Anthropic Messages API; typed SSE events when ``"stream": true``
+    /v1/messages           Anthropic Messages API; typed SSE events when ``"stream": true``; a 400 (as the
+                           real API) when the first message is not the user's, without consuming a reply
 
 Scripting (responses are consumed in order, whatever the route)::
 
@@ -232,6 +233,11 @@ def _handler_for(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
             if not (anthropic or self.path.rstrip("/").endswith("/chat/completions")):
                 self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
                 return
+            if anthropic and _first_role(body) not in (None, "user"):  # as the Messages API rejects it
+                self._error(
+                    _Scripted(status=400, message='messages: first message must use the "user" role'), anthropic=True
+                )
+                return
             scripted = fake._next() or _Scripted(text=f"echo: {_last_user_text(body)}")
             if scripted.delay and fake._closing.wait(scripted.delay):
                 return
@@ -351,6 +357,12 @@ def _openai_chunks(scripted: _Scripted, model: str, *, usage: bool) -> Iterator[
             },
         )
     yield None, "[DONE]"
+
+
+def _first_role(body: Any) -> Any:
+    messages = body.get("messages") if isinstance(body, dict) else None
+    first = messages[0] if isinstance(messages, list) and messages else None
+    return first.get("role") if isinstance(first, dict) else None
 
 
 def _anthropic_message(scripted: _Scripted, model: str) -> dict[str, Any]:

@@ -1,0 +1,103 @@
+"""Checks of what the steps of a ``conversation: true`` loop will be sent (docs/conversation.md).
+
+History reaches a script agent (``python:``, ``command:``) as a text block before a text input; a
+structured input cannot carry it. Where the input is structured for sure (a ``{{ {...} }}`` literal, the
+outputs of a parallel or a map just before), ``history-not-sent`` says so; the run also records a
+``history.not_injected`` trace event whenever it happens.
+
+The run never serialises the context object into a prompt when a step's input *is* that object (a lone
+``{{ previous_step }}`` from iteration 2, or ``{{ context }}``): it sends the latest user turn instead.
+A template that embeds the whole object in a longer text (``"Go on: {{ previous_step }}"``,
+``{{ context | tojson }}``) cannot be told apart from data at run time, so it is reported here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from blueprints.checks.checker import Checker
+from blueprints.checks.sites import StepSite
+from blueprints.schema import (
+    AgentStepModel,
+    AnyStepModel,
+    LoopSettingsModel,
+    MapStepModel,
+    ParallelStepModel,
+    PropagationModel,
+)
+from core.templates import builds_structure, whole_references
+
+_LONE = re.compile(r"\s*\{\{\s*(previous_step|context)\s*\}\}\s*")
+
+
+def _propagates_context(loop: LoopSettingsModel) -> bool:
+    choice = loop.propagation
+    word = choice.next_input if isinstance(choice, PropagationModel) else choice
+    return word is None or word == "context"  # conversation: true implies propagation: context
+
+
+def check_conversation_inputs(checker: Checker, sites: Sequence[StepSite]) -> None:
+    """Warn where a conversation step's ``input:`` would send the whole context object as text."""
+    for site in sites:
+        step, loop = site.step, site.loop
+        if not isinstance(step, AgentStepModel) or step.input is None or loop is None or not loop.conversation:
+            continue
+        if _LONE.fullmatch(step.input):
+            continue  # the step is sent the latest user turn, as without input
+        whole = whole_references(step.input)
+        first_in_body = site.path[-3:] == ("loop", "body", 0)
+        if "context" in whole:
+            reason = "reads the whole context object"
+        elif "previous_step" in whole and first_in_body and _propagates_context(loop):
+            reason = "reads previous_step, which from iteration 2 is the whole context this loop propagates"
+        else:
+            continue
+        checker.warning(
+            "context-in-prompt",
+            f"step {step.name!r}: input {step.input!r} {reason}; it would be sent to the agent as text, "
+            "with the whole conversation in it",
+            checker.at((*site.path, "input")),
+            "leave input out (the step is then sent the latest user turn after the history), "
+            "or read one value, e.g. {{ context.scratchpad.goal }}",
+        )
+
+
+def _is_script(checker: Checker, step: AgentStepModel) -> bool:
+    if isinstance(step.agent, str):
+        return True  # agent: "module:function"
+    if step.uses is None or not step.uses.startswith("agents."):
+        return False
+    agent = checker.model.agents.get(step.uses.removeprefix("agents."))
+    return agent is not None and (agent.python is not None or agent.command is not None)
+
+
+def _structured_output(step: AnyStepModel) -> bool:
+    if isinstance(step, ParallelStepModel):
+        return step.reduce in (None, "keys", "values")
+    return isinstance(step, MapStepModel) and step.map.finalize is None
+
+
+def check_history_reaches_scripts(checker: Checker, sites: Sequence[StepSite]) -> None:
+    """Warn where a script agent in a conversation gets a structured input, so no history block."""
+    by_path = {site.path: site for site in sites}
+    for site in sites:
+        step, loop = site.step, site.loop
+        if not isinstance(step, AgentStepModel) or loop is None or not loop.conversation:
+            continue
+        if step.use_history is False or not _is_script(checker, step):
+            continue
+        if step.input is not None:
+            structured = builds_structure(step.input)
+        else:
+            *parent, number = site.path
+            before = by_path.get((*parent, number - 1)) if isinstance(number, int) and number > 0 else None
+            structured = before is not None and _structured_output(before.step)
+        if structured:
+            checker.warning(
+                "history-not-sent",
+                f"step {step.name!r}: its input is structured, so the conversation history cannot be put "
+                "before it; the script agent gets no history",
+                checker.at((*site.path, "input")) if step.input is not None else checker.at(site.path),
+                "read context.conversation_history in the script, or set use_history: false to say it needs none",
+            )

@@ -1,0 +1,179 @@
+"""The ``summarize`` strategy: condensing the oldest turns of a conversation with the summarizer agent.
+
+When the history is over its bound, the oldest ``summarize_ratio`` of the turns are sent to the
+summarizer and replaced by one assistant turn ``Summary of the earlier conversation: ...``. The summary
+is journaled as a step of its own (``<step path>/summarize``, with the turns it replaced), so a resumed
+run rebuilds the same history without calling the summarizer again (``replay_summary``). Its call obeys
+the rules of any agent call: reserved against the run's limits, traced as ``agent.prompt``, and its
+request bounded by the summarizer's own prompt budget (fewer turns are condensed when the ratio's do not
+fit). A failing summarizer never fails the run: each failure is journaled too (status failed, with the
+count of consecutive failures), and after three in a row the run stops trying and the history manager's
+final bound pass (truncation) does the work; the trace says so, and a resumed run knows it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from core.context import ConversationTurn, RunContext
+from core.conversation import SUMMARY_PREFIX, ActiveConversation, history_block, needs_summary, summary_cut, turn_text
+from core.errors import AgentOutputError, ControlSignal, FlujoError
+from core.policies.frame import Frame, child_path
+from core.ports import Agent, AgentCall
+from core.store.codec import normalize
+from core.tokens import count_messages, count_tokens
+from core.usage import ZERO_USAGE
+
+MAX_SUMMARIZER_FAILURES = 3
+SUMMARY_REQUEST = (
+    "Summarize the conversation below in a few sentences. Keep every fact, decision and open question; "
+    "reply with the summary only."
+)
+
+
+def replay_summary(ctx: RunContext, path: str, frame: Frame) -> bool:
+    """Re-apply what an earlier attempt journaled for the summary before this step's call (on resume,
+    whether the step itself finished or the process died between the summary and the call); True if there
+    was a record. A summary is applied again (the summarizer is told its reply was replayed, as agents of
+    replayed steps are); a failure restores the count of consecutive failures, so a summarizer the run had
+    given up stays given up, and the resumed run sends what an uninterrupted one would."""
+    record = frame.journal.get(child_path(path, "summarize"))
+    if record is None or not isinstance(record.input, dict):
+        return False
+    if record.status == "failed":
+        failures = record.input.get("consecutive_failures")
+        if not isinstance(failures, int):
+            return False
+        frame.replays += 1
+        frame.summarizer_failures = failures
+        frame.add_usage(record.usage)
+        return True
+    cut = record.input.get("cut")
+    if record.status != "completed" or not isinstance(cut, int) or not isinstance(record.output, str):
+        return False
+    frame.replays += 1
+    frame.summarizer_failures = 0
+    active = ctx.conversation
+    if active is not None and active.settings.history.summarizer is not None:
+        active.settings.history.summarizer.replayed()
+    _apply_summary(ctx, cut, record.output)
+    return True
+
+
+def _apply_summary(ctx: RunContext, cut: int, summary: str) -> None:
+    content = f"{SUMMARY_PREFIX}{summary}"
+    ctx.conversation_history = [
+        ConversationTurn("assistant", content, count_tokens(content)),
+        *ctx.conversation_history[cut:],
+    ]
+
+
+async def summarize(active: ActiveConversation, ctx: RunContext, path: str, frame: Frame) -> None:
+    policy = active.settings.history
+    summarizer = policy.summarizer
+    if policy.strategy != "summarize" or summarizer is None:
+        return
+    if replay_summary(ctx, path, frame) or frame.summarizer_failures >= MAX_SUMMARIZER_FAILURES:
+        return
+    turns = ctx.conversation_history
+    if not needs_summary(turns, max_tokens=policy.max_tokens, max_turns=policy.max_turns):
+        return
+    step = f"{active.loop}.summarize"
+    cut = _fitting_cut(summarizer, step, turns, summary_cut(turns, policy.summarize_ratio))
+    if cut == 0:
+        return
+    here = child_path(path, "summarize")
+    call = AgentCall(input=_request(turns[:cut]), step=step)
+    sent = summarizer.prompt(call)
+    started = time.time()
+    # The same rules as any agent call: reserved against the limits (LimitReached stops the run, it is
+    # not a summarizer failure), and its usage replaces the reservation when it ends.
+    held = frame.reserve_call(step, summarizer, sent)
+    prompt = frame.event(
+        "agent.prompt",
+        here,
+        {
+            "agent": summarizer.label,
+            "messages": [m.to_dict() for m in sent],
+            "history_injected": False,
+            "purpose": "summarize",
+        },
+    )
+    try:
+        reply = await summarizer.run(call)
+    except ControlSignal:
+        frame.release(held)
+        raise
+    except Exception as exc:  # a failing summarizer never fails the run: truncation takes over
+        usage = exc.usage if isinstance(exc, AgentOutputError) else ZERO_USAGE
+        frame.add_usage(usage, releasing=held)
+        frame.summarizer_failures += 1
+        error = exc.message if isinstance(exc, FlujoError) else f"{type(exc).__name__}: {exc}"
+        payload: dict[str, Any] = {"error": error, "consecutive_failures": frame.summarizer_failures}
+        if usage.requests:
+            payload["usage"] = usage.to_dict()
+        if frame.summarizer_failures >= MAX_SUMMARIZER_FAILURES:
+            payload["fallback"] = "summarizer disabled for the rest of the run; history is truncated instead"
+        # Journaled (not only traced), so a resumed run knows how many failed in a row (replay_summary).
+        await frame.commit(
+            path=here,
+            name=step,
+            kind="summarize",
+            status="failed",
+            started=started,
+            input={"cut": cut, "consecutive_failures": frame.summarizer_failures},
+            error=error,
+            usage=usage,
+            events=[prompt, frame.event("history.summarize_failed", here, payload)],
+        )
+        return
+    except BaseException:
+        frame.release(held)
+        raise
+    frame.summarizer_failures = 0
+    summary = turn_text(normalize(reply.output)).strip()
+    replaced = [turn.to_dict() for turn in turns[:cut]]
+    await frame.commit(
+        path=here,
+        name=step,
+        kind="summarize",
+        status="completed",
+        started=started,
+        input={"cut": cut, "turns": replaced},
+        output=summary,
+        usage=reply.usage,
+        events=[
+            prompt,
+            frame.event("agent.reply", here, {"output": summary, "model": reply.model, "usage": reply.usage.to_dict()}),
+            frame.event("history.summarized", here, {"turns_replaced": cut, "turns_kept": len(turns) - cut}),
+        ],
+    )
+    _apply_summary(ctx, cut, summary)
+    frame.charge(reply.usage, releasing=held)
+
+
+def _request(turns: Sequence[ConversationTurn]) -> str:
+    return f"{SUMMARY_REQUEST}\n\n{history_block(turns, None)}"
+
+
+def _fitting_cut(summarizer: Agent, step: str, turns: Sequence[ConversationTurn], cut: int) -> int:
+    """``cut``, or fewer of the oldest turns when the request for them would not fit the summarizer's own
+    prompt budget (the summary replaces only the turns it was given); never splitting an assistant turn from
+    the user turn answering it. 0 when not even two turns fit."""
+    budget = summarizer.prompt_budget
+    if budget is None:
+        return cut
+    model = summarizer.model_name
+    fixed = count_messages(summarizer.prompt(AgentCall(input=_request(()), step=step)), model)
+    while cut >= 2:
+        size = count_messages(summarizer.prompt(AgentCall(input=_request(turns[:cut]), step=step)), model)
+        if size <= budget:
+            return cut
+        per_turn = max(1.0, (size - fixed) / cut)
+        cut -= max(1, math.ceil((size - budget) / per_turn))
+        while 0 < cut < len(turns) and turns[cut - 1].role == "assistant" and turns[cut].role == "user":
+            cut -= 1
+    return 0
