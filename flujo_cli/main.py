@@ -259,13 +259,22 @@ def create(
 def explain(
     file: Annotated[Path, typer.Argument(help="The blueprint YAML file to explain.", show_default=False)],
     json_output: JsonOption = False,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="Explain with this setting, as flujo run --set would run with it (repeatable), e.g."
+            " --set history.max_tokens=2000.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Say in plain words what a blueprint will do: each step in order, what each loop does per iteration,
     how it stops, what history agents see, where you are asked, what it returns and costs. No model call.
     A blueprint with errors prints them and exits 3."""
     from flujo_cli.commands.explain import explain_file
 
-    raise SystemExit(explain_file(file, json_output=json_output, debug=state.debug))
+    raise SystemExit(explain_file(file, json_output=json_output, debug=state.debug, settings=set_ or []))
 
 
 threads_app = typer.Typer(

@@ -113,3 +113,28 @@ def test_settings_supply_the_defaults_a_blueprint_leaves_out(at_root: None, monk
     flat = " ".join(out.split())
     assert "the most recent turns within 1500 tokens" in flat
     assert "At most $2.00 per run (the configured [limits])" in flat
+
+
+def test_a_summarize_loop_without_its_own_summarizer_uses_the_configured_one(tmp_path: Path) -> None:
+    flow = tmp_path / "flow.yaml"
+    flow.write_text(
+        'version: "0.1"\n'
+        "agents: {tutor: {model: openai:gpt-4o-mini}}\n"
+        "steps:\n"
+        "  - kind: loop\n"
+        "    name: quiz\n"
+        "    loop:\n"
+        "      conversation: true\n"
+        "      max_loops: 3\n"
+        "      history_management: {strategy: summarize, max_turns: 4}\n"
+        "      body: [{kind: step, name: ask, uses: agents.tutor}]\n",
+        encoding="utf-8",
+    )
+    code, _, err = flujo(["explain", str(flow)])
+    assert code == exit_codes.BLUEPRINT and "summarizer" in err  # no summarizer at all: not valid, as for run
+    code, out, err = flujo(["explain", str(flow), "--set", "history.summarizer_model=openai:gpt-4o-mini"])
+    assert code == exit_codes.OK, err
+    flat = " ".join(out.split())
+    assert "the configured summarizer (openai:gpt-4o-mini, history.summarizer_model) condenses the oldest 50%" in flat
+    assert "the configured summarizer (openai:gpt-4o-mini) may also condense the history before each agent call" in flat
+    assert "of quiz: up to 3 times." in flat

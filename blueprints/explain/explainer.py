@@ -157,12 +157,16 @@ class _Walk:
 
     @staticmethod
     def sent(model: AgentStepModel, scope: Scope, message: str) -> str:
+        """How the step's call is sent its input; in a conversation, after the history (the rules of
+        docs/conversation.md, "The current message")."""
         if scope.conversation is None:
             return f", sent {message}"
         if model.use_history is False:
             return f", without the conversation history (use_history: false), sent {message}"
+        if model.input is None and message == "the iteration's input":
+            return " with the conversation so far; its message is the newest turn"
         if model.input is None:
-            return " with the conversation so far; its message is the latest user turn"
+            return f" with the conversation so far; its message is {message}"
         return f" with the conversation so far and the message {message}"
 
     def loop(
@@ -210,19 +214,28 @@ class _Walk:
         return does, tuple(parts)
 
     def summarizer(self, model: LoopStepModel, scope: Scope, calls: Sequence[Call]) -> None:
+        """Record the summarizer's calls: at most one before each call that is sent this loop's history."""
         manage = model.loop.history_management
-        if manage is None or manage.summarizer_agent is None:
+        defaults = self.settings.history
+        strategy = (
+            manage.strategy if manage is not None and "strategy" in manage.model_fields_set else defaults.strategy
+        )
+        if strategy != "summarize":
             return
-        strategy = manage.strategy if "strategy" in manage.model_fields_set else self.settings.history.strategy
-        agent = scope.blueprint.model.agents.get(manage.summarizer_agent)
-        if strategy != "summarize" or agent is None:
+        if manage is not None and manage.summarizer_agent is not None:
+            name = manage.summarizer_agent
+            agent = scope.blueprint.model.agents.get(name)
+            model_id = agent.model if agent is not None else None
+        elif defaults.summarizer_model is not None:
+            name, model_id = "the configured summarizer", defaults.summarizer_model
+        else:
             return
-        metered = agent.model if agent.model is not None and agent.model not in OFFLINE_MODELS else None
+        metered = model_id if model_id is not None and model_id not in OFFLINE_MODELS else None
         label = scope.conversation_label or model.name  # ``scope`` is the loop's own: its conversation
         heard = [call for call in calls if call.conversation == label]
         times = sum(call.times for call in heard)
         per_item = next((call.per_item for call in heard if call.per_item), ())
-        self.tally.summarizer_calls.append(Call(label, manage.summarizer_agent, metered, times, per_item, False))
+        self.tally.summarizer_calls.append(Call(label, name, metered, times, per_item, False))
 
     def parallel(
         self, model: ParallelStepModel, path: Path, scope: Scope, number: str, receives: str
@@ -373,7 +386,8 @@ def _scratch(path: str) -> str:
 
 def explain_blueprint(blueprint: Blueprint, settings: Settings | None = None) -> Explanation:
     """``blueprint`` in plain words. ``settings`` gives the defaults a blueprint does not set (history
-    bounds, limits) and the model prices; without it, flujo's built-in defaults."""
+    bounds, the default summarizer, limits) and the model prices; without it, flujo's built-in defaults.
+    Load the blueprint with the same settings, so that what is valid agrees with what is explained."""
     settings = settings or Settings()
     walker = _Walk(settings)
     model = blueprint.model

@@ -176,6 +176,16 @@ def asks_user(step: AnyStepModel) -> bool:
     )
 
 
+def summarizer_name(loop: LoopSettingsModel, defaults: HistorySettings) -> str | None:
+    """Who summarises a ``summarize`` loop: its ``summarizer_agent``, else the configured default summarizer."""
+    manage = loop.history_management
+    if manage is not None and manage.summarizer_agent is not None:
+        return manage.summarizer_agent
+    if defaults.summarizer_model is not None:
+        return f"the configured summarizer ({defaults.summarizer_model}, history.summarizer_model)"
+    return None
+
+
 def _bound(loop: LoopSettingsModel, defaults: HistorySettings) -> str:
     manage = loop.history_management
     given = manage.model_fields_set if manage is not None else set()
@@ -205,11 +215,11 @@ def _bound(loop: LoopSettingsModel, defaults: HistorySettings) -> str:
         ratio = (
             manage.summarize_ratio if manage is not None and "summarize_ratio" in given else defaults.summarize_ratio
         )
-        summarizer = manage.summarizer_agent if manage is not None else None
+        summarizer = summarizer_name(loop, defaults)
         if summarizer is None:
             words = (
                 f"the most recent turns within {turns} turns and {tokens} tokens"
-                " (summarize without a summarizer_agent only truncates)"
+                " (no summarizer: set history_management.summarizer_agent or history.summarizer_model)"
             )
         else:
             words = (
