@@ -239,9 +239,11 @@ def create(
     max_cost_usd: Annotated[float | None, _flag("Cost limit per run, for a real model.", "--max-cost-usd")] = None,
     max_tokens: Annotated[int | None, _flag("Token limit per run, for a real model.", "--max-tokens")] = None,
 ) -> None:
-    """Write a working blueprint by answering a few plain questions (a conversation or a loop, its model,
-    who answers, its history, how it stops, what it returns); every question is also a flag. It validates
-    the file it wrote and prints the command to run it. An existing file is never replaced without --force."""
+    """Write a working blueprint from a few plain questions, each also a flag; validate it, say how to run it.
+
+    The questions: what the loop is for, who answers, whether it keeps a conversation and how its history is
+    kept short, which model, other agents, how it stops, what it returns. An existing file is never replaced
+    without --force."""
     from flujo_cli.commands.create import create_blueprint
 
     given = {
@@ -269,9 +271,10 @@ def explain(
         ),
     ] = None,
 ) -> None:
-    """Say in plain words what a blueprint will do: each step in order, what each loop does per iteration,
-    how it stops, what history agents see, where you are asked, what it returns and costs. No model call.
-    A blueprint with errors prints them and exits 3."""
+    """Say in plain words what a blueprint will do, without running it or calling a model.
+
+    Each step in order, what each loop does per iteration, how it stops, what history agents see, where you
+    are asked, what it returns and costs at most. A blueprint with errors prints them and exits 3."""
     from flujo_cli.commands.explain import explain_file
 
     raise SystemExit(explain_file(file, json_output=json_output, debug=state.debug, settings=set_ or []))
