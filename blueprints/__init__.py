@@ -4,6 +4,8 @@ from blueprints import validate_file, load_pipeline
 for finding in validate_file("flow.yaml"):
     print(finding)
 pipeline = load_pipeline("flow.yaml", settings)
+print(explain_blueprint(load_blueprint("flow.yaml")).overview)   # plain words, no model (blueprints.explain)
+render_blueprint(resolve_answers({"purpose": "plan a trip"}), file="trip.yaml")   # the wizard (blueprints.scaffold)
 """
 
 from __future__ import annotations
@@ -12,9 +14,12 @@ from pathlib import Path
 
 from blueprints.agent_builder import AgentFactory
 from blueprints.compiler import compile_pipeline
+from blueprints.explain import Explanation, explain_blueprint
 from blueprints.findings import Finding, findings_to_json
 from blueprints.loader import Blueprint, InvalidBlueprint, load_blueprint, validate_file
 from blueprints.pending import NOT_YET_SUPPORTED
+from blueprints.scaffold import ScaffoldError, WizardAnswers, render_blueprint
+from blueprints.scaffold import resolve as resolve_answers
 from core.config import Settings
 from core.steps import Pipeline
 
@@ -29,11 +34,17 @@ __all__ = [
     "NOT_YET_SUPPORTED",
     "AgentFactory",
     "Blueprint",
+    "Explanation",
     "Finding",
     "InvalidBlueprint",
+    "ScaffoldError",
+    "WizardAnswers",
     "compile_pipeline",
+    "explain_blueprint",
     "findings_to_json",
     "load_blueprint",
     "load_pipeline",
+    "render_blueprint",
+    "resolve_answers",
     "validate_file",
 ]

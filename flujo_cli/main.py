@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -185,6 +185,99 @@ def validate(
     from flujo_cli.commands.validate import validate_blueprint
 
     raise SystemExit(validate_blueprint(file, json_output=json_output, debug=state.debug, settings=set_ or []))
+
+
+def _flag(help: str, *names: str) -> Any:
+    return typer.Option(*names, help=help, show_default=False, rich_help_panel="Answers (each skips its question)")
+
+
+@app.command()
+def create(
+    wizard: Annotated[
+        bool, typer.Option("--wizard", help="Ask a few questions and write a blueprint (what create does).")
+    ] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="The file to write (default: NAME.yaml).", show_default=False),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace the file if it exists.")] = False,
+    interactive: Annotated[
+        bool,
+        typer.Option("--interactive/--no-interactive", help="Ask the questions no flag answers (or take defaults)."),
+    ] = True,
+    purpose: Annotated[str | None, _flag("What the loop is for, in a few words.", "--purpose")] = None,
+    name: Annotated[str | None, _flag("The blueprint's name (letters, digits, _).", "--name")] = None,
+    human: Annotated[bool | None, _flag("Whether a person answers the agent each round.", "--human/--no-human")] = None,
+    conversation: Annotated[
+        bool | None,
+        _flag("Keep the conversation history and send it to the agents.", "--conversation/--no-conversation"),
+    ] = None,
+    history: Annotated[str | None, _flag("truncate_tokens, truncate_turns or summarize.", "--history")] = None,
+    history_limit: Annotated[
+        int | None, _flag("Tokens (truncate_tokens) or turns (truncate_turns, summarize).", "--history-limit")
+    ] = None,
+    model: Annotated[str | None, _flag("scripted (offline), or provider:model.", "--model")] = None,
+    step: Annotated[str | None, _flag("The name of the agent's step (ask, or draft).", "--step")] = None,
+    extra_agent: Annotated[
+        list[str] | None, _flag("Another agent step in each round (repeatable).", "--extra-agent")
+    ] = None,
+    ai_turn_source: Annotated[
+        str | None, _flag("Whose replies are assistant turns: last, all_agents, named_steps.", "--ai-turn-source")
+    ] = None,
+    named_step: Annotated[
+        list[str] | None, _flag("A step that speaks as the assistant (repeatable).", "--named-step")
+    ] = None,
+    stop: Annotated[str | None, _flag("finish, rounds, score or expression.", "--stop")] = None,
+    max_loops: Annotated[int | None, _flag("The most rounds.", "--max-loops")] = None,
+    score: Annotated[int | None, _flag("With --stop score: the score (1-10) that ends it.", "--score")] = None,
+    exit_expression: Annotated[
+        str | None, _flag("With --stop expression: the exit_expression.", "--exit-expression")
+    ] = None,
+    start: Annotated[str | None, _flag("The first message: ask (a question) or input (--input).", "--start")] = None,
+    first_question: Annotated[str | None, _flag("With --start ask: the first question.", "--first-question")] = None,
+    returns: Annotated[str | None, _flag("What the loop returns: conversation, fields or last.", "--returns")] = None,
+    max_cost_usd: Annotated[float | None, _flag("Cost limit per run, for a real model.", "--max-cost-usd")] = None,
+    max_tokens: Annotated[int | None, _flag("Token limit per run, for a real model.", "--max-tokens")] = None,
+) -> None:
+    """Write a working blueprint from a few plain questions, each also a flag; validate it, say how to run it.
+
+    The questions: what the loop is for, who answers, whether it keeps a conversation and how its history is
+    kept short, which model, other agents, how it stops, what it returns. An existing file is never replaced
+    without --force."""
+    from flujo_cli.commands.create import create_blueprint
+
+    given = {
+        "purpose": purpose, "name": name, "human": human, "conversation": conversation, "history": history,
+        "history_limit": history_limit, "model": model, "step": step,
+        "extra_agents": tuple(extra_agent) if extra_agent else None, "ai_turn_source": ai_turn_source,
+        "named_steps": tuple(named_step) if named_step else None, "stop": stop, "max_loops": max_loops,
+        "score": score, "exit_expression": exit_expression, "start": start, "first_question": first_question,
+        "returns": returns, "max_cost_usd": max_cost_usd, "max_tokens": max_tokens,
+    }  # fmt: skip
+    raise SystemExit(create_blueprint(given, output=output, force=force, interactive=interactive, debug=state.debug))
+
+
+@app.command()
+def explain(
+    file: Annotated[Path, typer.Argument(help="The blueprint YAML file to explain.", show_default=False)],
+    json_output: JsonOption = False,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="Explain with this setting, as flujo run --set would run with it (repeatable), e.g."
+            " --set history.max_tokens=2000.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Say in plain words what a blueprint will do, without running it or calling a model.
+
+    Each step in order, what each loop does per iteration, how it stops, what history agents see, where you
+    are asked, what it returns and costs at most. A blueprint with errors prints them and exits 3."""
+    from flujo_cli.commands.explain import explain_file
+
+    raise SystemExit(explain_file(file, json_output=json_output, debug=state.debug, settings=set_ or []))
 
 
 threads_app = typer.Typer(

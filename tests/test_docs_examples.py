@@ -60,6 +60,16 @@ RUNS: dict[str, Run] = {
     "blueprints/examples/map.yaml": Run(input='["apples", "pears"]'),
     "blueprints/examples/parallel.yaml": Run(input="My draft"),
     "docs/examples/hello.yaml": Run(answers=("Ada",), output="Please greet Ada."),
+    "docs/examples/create_clarify.yaml": Run(
+        answers=("Plan a trip", "The views", "No flights"),
+        output="User: Plan a trip\n"
+        'Assistant: {"action": "ask", "question": "What matters most to you about it?"}\n'
+        "User: The views\n"
+        'Assistant: {"action": "ask", "question": "Is there anything to avoid, or a deadline?"}\n'
+        "User: No flights\n"
+        'Assistant: {"action": "finish", "summary": "That is all I need. Thank you!"}',
+    ),
+    "docs/examples/create_refine.yaml": Run(input="a haiku about rain", output={"draft": "A good draft.", "score": 9}),
     "docs/examples/conversation.yaml": Run(
         answers=("Plan a trip", "My family"),
         output="User: Plan a trip\n"

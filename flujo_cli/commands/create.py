@@ -1,0 +1,140 @@
+"""``flujo create --wizard``: ask the wizard's questions in the terminal, write the blueprint, validate it.
+
+The questions, their defaults and checks live in ``blueprints.scaffold``; this module shows them (with
+rich prompts, on stderr), re-asks an answer that does not fit, and writes the file. A flag answers its
+question without asking; ``--no-interactive`` takes the defaults for the rest. An existing file is never
+replaced without ``--force``. Ctrl-C or the end of stdin at a question stops without writing anything.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.prompt import Prompt
+
+from flujo_cli import exit_codes
+from flujo_cli.messages import error_line, fail, stderr, usage_error
+
+if TYPE_CHECKING:
+    from blueprints.scaffold import Question
+
+
+class _Ask(Prompt):
+    """A rich prompt without the ': ' suffix (the questions end with their own punctuation)."""
+
+    prompt_suffix = " "
+
+
+def _shown(value: Any) -> str:
+    """A default as the person would type it."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, tuple):
+        return ", ".join(str(item) for item in value)
+    return str(value)
+
+
+def _refuse_existing(path: Path, force: bool) -> str | None:
+    if path.is_dir():
+        return f"{path} is a folder; give a file name with --output"
+    if path.exists() and not force:
+        return f"{path} already exists; flujo create does not replace a file without --force"
+    if not path.parent.is_dir():
+        return f"the folder {path.parent} does not exist"
+    return None
+
+
+class _Terminal:
+    """Asks one question at a time on ``console`` until the answer fits."""
+
+    def __init__(self, console: Console, *, output: Path | None, force: bool) -> None:
+        self.console = console
+        self.output = output
+        self.force = force
+
+    def __call__(self, question: Question, default: Any, values: Mapping[str, Any]) -> Any:
+        from blueprints.scaffold import ScaffoldError, parse_answer
+
+        text = question.text(values)
+        if question.choices is not None:
+            text += f" [{'/'.join(question.choices(values))}]"
+        elif question.kind == "yes_no":
+            text += " [yes/no]"
+        for line in question.help:
+            self.console.print(f"  [dim]{escape(line)}[/]")
+        shown = _shown(default)
+        while True:
+            typed = _Ask.ask(
+                f"[bold cyan]?[/] {escape(text)}", console=self.console, default=shown, show_default=bool(shown)
+            )
+            if not sys.stdin.isatty():  # piped answers are not echoed by a terminal: show them
+                self.console.print(f"[dim]{escape(typed)}[/]")
+            try:
+                value = parse_answer(question, typed, values)
+            except ScaffoldError as exc:
+                self.console.print(f"  [red]✗ {escape(exc.message)}[/] — please answer again.")
+                continue
+            if question.key == "name" and self.output is None:
+                problem = _refuse_existing(Path(f"{value}.yaml"), self.force)
+                if problem is not None:
+                    self.console.print(f"  [red]✗ {escape(problem)}[/] — choose another name.")
+                    continue
+            return value
+
+
+def create_blueprint(
+    given: Mapping[str, Any], *, output: Path | None, force: bool, interactive: bool, debug: bool
+) -> int:
+    console = stderr()
+    try:
+        from blueprints import validate_file
+        from blueprints.scaffold import ScaffoldError, render_blueprint, resolve
+        from flujo_cli.findings_view import render_findings
+
+        early = output if output is not None else Path(f"{given['name']}.yaml") if given.get("name") else None
+        problem = _refuse_existing(early, force) if early is not None else None
+        if problem is not None:
+            usage_error(problem, "choose another --output (or --name), or add --force to replace it")
+        if interactive:
+            console.print(
+                "[bold]flujo create[/]: a few questions, then a blueprint you can run. Enter keeps the default."
+            )
+        try:
+            answers = resolve(given, _Terminal(console, output=output, force=force) if interactive else None)
+        except ScaffoldError as exc:
+            usage_error(exc.message, exc.hint or "see: flujo create --help")
+        path = output if output is not None else Path(f"{answers.name}.yaml")
+        problem = _refuse_existing(path, force)
+        if problem is not None:
+            usage_error(problem, "choose another --output (or --name), or add --force to replace it")
+        shown = shlex.quote(str(path))
+        path.write_text(render_blueprint(answers, file=shown), encoding="utf-8")
+        findings = validate_file(path)
+        render_findings(findings, console)
+        if any(finding.is_error for finding in findings):
+            console.print(
+                f"[bold red]✗ wrote {escape(str(path))}, but it has errors[/] (above); fix them, then run it."
+            )
+            return exit_codes.FAILED
+        console.print(f"[green]✓ wrote {escape(str(path))}[/] (valid)")
+        run = f"flujo run {shown}" + (' --input "..."' if answers.start == "input" else "")
+        console.print(f"  run it:      [bold]{escape(run)}[/]")
+        console.print(f"  explain it:  [bold]flujo explain {escape(shown)}[/]")
+        return exit_codes.OK
+    except (KeyboardInterrupt, EOFError) as exc:
+        console.print()
+        reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else "no more answers (stdin ended)"
+        error_line(
+            f"{reason}: nothing was written", "to create without questions: flujo create --wizard --no-interactive"
+        )
+        return exit_codes.INTERRUPTED if isinstance(exc, KeyboardInterrupt) else exit_codes.USAGE
+    except Exception as exc:  # the CLI's top level
+        fail(exc, debug=debug)

@@ -1,0 +1,48 @@
+"""``flujo explain``: what a blueprint will do, in plain words (or ``--json``), without running it.
+
+A blueprint with errors is not explained: its errors are printed as by ``flujo validate`` and the exit
+code is 3, as for ``flujo run`` (with ``--json``, validate's JSON document is printed on stdout).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+
+from flujo_cli import exit_codes
+from flujo_cli.messages import fail, stderr, usage_error
+
+
+def explain_file(file: Path, *, json_output: bool, debug: bool, settings: Sequence[str] = ()) -> int:
+    """Explain ``file`` with the settings ``flujo run`` would use (flujo.toml, FLUJO_*, ``--set``)."""
+    if not file.is_file():
+        usage_error(f"no such blueprint file: {file}", "check the path; examples live in blueprints/examples/")
+    try:
+        from blueprints import InvalidBlueprint, explain_blueprint, findings_to_json, load_blueprint
+        from core.config import load_settings, overrides_from_assignments
+        from flujo_cli.explain_view import render_explanation
+        from flujo_cli.findings_view import render_findings
+
+        configured = load_settings(overrides=overrides_from_assignments(settings))
+        try:
+            blueprint = load_blueprint(file, settings=configured)
+        except InvalidBlueprint as exc:
+            if json_output:
+                sys.stdout.write(json.dumps(findings_to_json(exc.findings, file=str(file)), ensure_ascii=False) + "\n")
+            errors = [f for f in exc.findings if f.is_error]
+            console = stderr()
+            render_findings(errors, console)
+            console.print(f"[bold red]{len(errors)} error(s)[/]; nothing to explain. Check with: flujo validate FILE")
+            return exit_codes.BLUEPRINT
+        explanation = explain_blueprint(blueprint, configured)
+        if json_output:
+            sys.stdout.write(json.dumps(explanation.to_json(), ensure_ascii=False) + "\n")
+        else:
+            render_explanation(explanation, Console(highlight=False))
+        return exit_codes.OK
+    except Exception as exc:  # the CLI's top level
+        fail(exc, debug=debug)

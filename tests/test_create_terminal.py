@@ -1,0 +1,98 @@
+"""``flujo create`` at a real terminal (a pseudo-terminal): the wizard asks its questions one by one, the
+answers typed there write the same file as the flags (the golden file), and the blueprint it wrote runs
+at the terminal, asking its questions, to completion."""
+
+from __future__ import annotations
+
+import os
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.cli_helpers import ROOT
+from tests.golden import GOLDEN
+
+
+def _read_until(fd: int, marker: str, timeout: float = 30) -> str:
+    """Read the terminal until ``marker`` appears; everything read so far."""
+    seen = ""
+    deadline = time.monotonic() + timeout
+    while marker not in seen:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{marker!r} never appeared; the terminal showed:\n{seen}")
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        if ready:
+            try:
+                seen += os.read(fd, 4096).decode("utf-8", "replace")
+            except OSError:  # the process closed the terminal
+                break
+    return seen
+
+
+def _session(folder: Path, args: list[str], exchange: list[tuple[str, str]], end: str) -> tuple[int, str]:
+    """Run flujo on a pseudo-terminal; for each (marker, answer) wait for the marker and type the answer."""
+    controller, terminal = os.openpty()
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "TERM": "dumb",
+        "COLUMNS": "200",
+        "FLUJO_STATE_URI": str(folder / "f.db"),
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "flujo_cli.main", *args],
+        stdin=terminal, stdout=terminal, stderr=terminal, cwd=folder, env=env,
+    )  # fmt: skip
+    os.close(terminal)
+    shown = ""
+    try:
+        for marker, answer in exchange:
+            shown += _read_until(controller, marker)
+            os.write(controller, (answer + "\r").encode())
+        shown += _read_until(controller, end)
+        return process.wait(timeout=30), shown
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(controller)
+
+
+@pytest.mark.slow
+def test_the_wizard_at_a_terminal_writes_the_golden_file_and_it_runs_there(tmp_path: Path) -> None:
+    questions = [
+        ("What is the loop for", "plan a trip"),
+        ("Name of the blueprint (plan_a_trip)", ""),
+        ("Does a person answer the agent", ""),
+        ("Should the agent remember the conversation", "y"),
+        ("How should the history be kept short?", "truncate_turns"),
+        ("How many recent turns", "6"),
+        ("Which model? (scripted)", ""),
+        ("Other agents acting in each round", "take_notes"),
+        ("Whose replies are the assistant's turns?", ""),
+        ("Which steps speak as the assistant", "ask"),
+        ("How does the loop stop?", ""),
+        ("At most how many rounds? (5)", ""),
+        ("Where does the first message come from?", ""),
+        ("The first question", ""),
+        ("What should the loop return?", ""),
+    ]
+    code, shown = _session(
+        tmp_path, ["create", "--wizard", "--output", "named_assistant.yaml"], questions, "explain it"
+    )
+    assert code == 0, shown
+    assert "✓ wrote named_assistant.yaml (valid)" in shown
+    written = (tmp_path / "named_assistant.yaml").read_text(encoding="utf-8")
+    assert written == (GOLDEN / "wizard" / "named_assistant.yaml").read_text(encoding="utf-8")
+
+    answers = [
+        ("What do you want to achieve?", "Plan a trip"),
+        ("What matters most to you about it?", "The views"),
+        ("Is there anything to avoid, or a deadline?", "No flights"),
+    ]
+    code, shown = _session(tmp_path, ["run", "named_assistant.yaml"], answers, "completed")
+    assert code == 0, shown
+    assert 'Assistant: {"action": "finish", "summary": "That is all I need. Thank you!"}' in shown
