@@ -262,9 +262,15 @@ class RunStore(Protocol):
         ...
 
     async def list_runs(
-        self, *, limit: int = 20, status: RunStatus | None = None, thread: str | None = None
+        self,
+        *,
+        limit: int = 20,
+        status: RunStatus | None = None,
+        thread: str | None = None,
+        parent_run_id: str | None = None,
     ) -> list[RunRecord]:
-        """Up to ``limit`` runs, newest first; only those with ``status`` / in ``thread`` when given."""
+        """Up to ``limit`` runs, newest first; only those with ``status`` / in ``thread`` / whose parent is
+        ``parent_run_id`` (a sub-workflow's child runs) when given."""
         ...
 
     async def step_counts(self, run_ids: Sequence[str]) -> dict[str, int]:

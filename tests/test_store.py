@@ -376,6 +376,16 @@ async def test_list_runs_of_a_thread(store: RunStore) -> None:
     assert await store.list_runs(thread="nobody") == []
 
 
+async def test_list_the_child_runs_of_a_run(store: RunStore) -> None:
+    await store.create_run(run("p", created_at=1.0))
+    await store.create_run(run("c1", created_at=2.0, parent_run_id="p"))
+    await store.create_run(run("c2", created_at=3.0, parent_run_id="p"))
+    await store.create_run(run("g", created_at=4.0, parent_run_id="c1"))
+    assert [r.run_id for r in await store.list_runs(parent_run_id="p")] == ["c2", "c1"]
+    assert [r.run_id for r in await store.list_runs(parent_run_id="c1")] == ["g"]
+    assert await store.list_runs(parent_run_id="g") == []
+
+
 async def test_step_counts(store: RunStore) -> None:
     await store.create_run(run("r1"))
     await store.create_run(run("r2"))

@@ -102,13 +102,21 @@ class MemoryStore:
         return None if found is None else _fresh_run(self._runs[found])
 
     async def list_runs(
-        self, *, limit: int = 20, status: RunStatus | None = None, thread: str | None = None
+        self,
+        *,
+        limit: int = 20,
+        status: RunStatus | None = None,
+        thread: str | None = None,
+        parent_run_id: str | None = None,
     ) -> list[RunRecord]:
-        """Up to ``limit`` runs, newest first; only those with ``status`` / in ``thread`` when given."""
+        """Up to ``limit`` runs, newest first; only those with ``status`` / in ``thread`` / of
+        ``parent_run_id`` when given."""
         runs = [
             r
             for r in self._newest_first()
-            if (status is None or r.status == status) and (thread is None or r.thread == thread)
+            if (status is None or r.status == status)
+            and (thread is None or r.thread == thread)
+            and (parent_run_id is None or r.parent_run_id == parent_run_id)
         ]
         return [_fresh_run(r) for r in runs[: max(limit, 0)]]
 

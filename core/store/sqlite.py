@@ -251,10 +251,16 @@ class SqliteStore:
         return (await self._runs_from_rows(rows))[0] if rows else None
 
     async def list_runs(
-        self, *, limit: int = 20, status: RunStatus | None = None, thread: str | None = None
+        self,
+        *,
+        limit: int = 20,
+        status: RunStatus | None = None,
+        thread: str | None = None,
+        parent_run_id: str | None = None,
     ) -> list[RunRecord]:
-        """Up to ``limit`` runs, newest first; only those with ``status`` / in ``thread`` when given."""
-        filters = {"status": status, "thread": thread}
+        """Up to ``limit`` runs, newest first; only those with ``status`` / in ``thread`` / of
+        ``parent_run_id`` when given."""
+        filters = {"status": status, "thread": thread, "parent_run_id": parent_run_id}
         conditions = [f"{column} = ?" for column, value in filters.items() if value is not None]
         where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
         params = tuple(value for value in filters.values() if value is not None)
