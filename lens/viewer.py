@@ -29,6 +29,35 @@ from lens.plain import Expansion
 from lens.tree import Node, RunNode, walk
 
 
+class SpanTree(Tree[Node]):
+    """Textual's tree, with → and ← opening and closing nodes (a plain Tree scrolls sideways with them)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("right", "open_node", "Open", show=False),
+        Binding("left", "close_node", "Close", show=False),
+    ]
+
+    def action_open_node(self) -> None:
+        """Open the node under the cursor; on an open node, go to its first child."""
+        widget = self.cursor_node
+        if widget is None or not widget.allow_expand:
+            return
+        if not widget.is_expanded:
+            widget.expand()
+        elif widget.children:
+            self.move_cursor(widget.children[0])
+
+    def action_close_node(self) -> None:
+        """Close the node under the cursor; on a closed node (or a leaf), go to its parent."""
+        widget = self.cursor_node
+        if widget is None:
+            return
+        if widget.is_expanded and widget.allow_expand:
+            widget.collapse()
+        elif widget.parent is not None:
+            self.move_cursor(widget.parent)
+
+
 class TraceViewer(App[None]):
     """A run's span tree, opened by ``lens.open_viewer`` (or ``run_test()`` in tests)."""
 
@@ -47,8 +76,6 @@ class TraceViewer(App[None]):
         Binding("slash", "search", "Search"),
         Binding("n", "next_match", "Next", show=False),
         Binding("N", "next_match(-1)", "Previous", show=False),
-        Binding("right", "open_node", "Open", show=False),
-        Binding("left", "close_node", "Close", show=False),
         Binding("escape", "close_search", "Close search", show=False),
     ]
 
@@ -65,7 +92,7 @@ class TraceViewer(App[None]):
 
     def compose(self) -> ComposeResult:
         with Horizontal():
-            yield Tree(labels.label(self.model), data=self.model, id="tree")
+            yield SpanTree(labels.label(self.model), data=self.model, id="tree")
             with VerticalScroll(id="detail-pane"):
                 yield Static(id="detail")
         yield Static(id="status")
@@ -89,8 +116,8 @@ class TraceViewer(App[None]):
 
     # --- the tree -----------------------------------------------------------------------------------
 
-    def _tree(self) -> Tree[Node]:
-        return self.query_one("#tree", Tree)
+    def _tree(self) -> SpanTree:
+        return self.query_one("#tree", SpanTree)
 
     def _populate(self, widget: TreeNode[Node]) -> None:
         """Create the tree nodes of ``widget``'s children, once."""
@@ -131,26 +158,6 @@ class TraceViewer(App[None]):
         for child in tree.root.children:
             child.collapse_all()
         tree.move_cursor(tree.root)
-
-    def action_open_node(self) -> None:
-        tree = self._tree()
-        widget = tree.cursor_node
-        if widget is None or not widget.allow_expand:
-            return
-        if not widget.is_expanded:
-            widget.expand()
-        elif widget.children:
-            tree.move_cursor(widget.children[0])
-
-    def action_close_node(self) -> None:
-        tree = self._tree()
-        widget = tree.cursor_node
-        if widget is None:
-            return
-        if widget.is_expanded and widget.allow_expand:
-            widget.collapse()
-        elif widget.parent is not None:
-            tree.move_cursor(widget.parent)
 
     # --- search -------------------------------------------------------------------------------------
 

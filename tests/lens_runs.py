@@ -170,7 +170,7 @@ async def record_demo(store: RunStore, *, secret: str = "", clock: Clock | None 
     await store.record_step(
         child_steps[1], [TraceEvent("hitl.answer", "approve", {"message": "Publish?", "answer": True}, tick())]
     )
-    await store.update_run(CHILD, status="completed", output="approved", finished_at=tick())
+    await store.update_run(CHILD, status="completed", output=f"approved{s}", finished_at=tick())
     await store.record_step(
         StepRecord(DEMO, "publish", "publish", "workflow", "completed", input="Lisbon, June.", output="approved",
                    started_at=publish_started, duration_s=round(tick() - publish_started, 3)),
