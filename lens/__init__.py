@@ -1,13 +1,14 @@
 """Lens: reads the run store and shows runs, their steps and their traces, redacted.
 
-    from lens import build_tree, load_run, trace_view
-    tree = build_tree(await load_run(store, "3f2a", redactor=redactor))
+    from lens import load_tree, trace_view
+    tree = await load_tree(store, "3f2a", redactor=redactor)
     console.print(trace_view(tree))
 
-``load_run`` / ``recent_runs`` read a ``RunStore`` and mask every text with the ``Redactor`` given
-(``lens.masking``); ``build_tree`` makes the span tree (``lens.tree``); the plain views are rich renderables
-(``lens.plain``), the ``--json`` documents plain data (``lens.documents``); ``open_viewer`` opens the Textual
-viewer (imported only then); ``prune`` and its helpers serve ``flujo lens prune``.
+``load_tree`` (``load_run`` then ``build_tree``) and ``recent_runs`` read a ``RunStore`` and mask every
+text with the ``Redactor`` given (``lens.masking``); ``build_tree`` makes the span tree (``lens.tree``); the
+plain views are rich renderables (``lens.plain``), the ``--json`` documents plain data (``lens.documents``);
+``open_viewer`` opens the Textual viewer (imported only then); ``prune`` and its helpers serve
+``flujo lens prune``.
 
 Imports ``core``'s store and records only; ``flujo_cli`` imports lens, never the other way round.
 """
@@ -18,6 +19,7 @@ from datetime import tzinfo
 
 from lens.documents import final_output_document, list_document, masked_document, show_document, trace_document
 from lens.listing import RunRow, nested, recent_runs
+from lens.loading import load_tree
 from lens.plain import Expansion, runs_table, show_view, trace_view
 from lens.prune import document as prune_document
 from lens.prune import parse_age, prune
@@ -41,6 +43,7 @@ __all__ = [
     "focus",
     "list_document",
     "load_run",
+    "load_tree",
     "masked_document",
     "nested",
     "open_viewer",
@@ -60,7 +63,14 @@ __all__ = [
 
 def open_viewer(root: RunNode, *, expand: Expansion | None = None, tz: tzinfo | None = None) -> None:
     """Open the interactive viewer of ``root`` in the terminal and return when the user quits (``q``).
-    Textual is imported here, on first use, not when lens is."""
+    Textual is imported here, on first use, not when lens is.
+
+    The objects already made (the tree above all) are moved out of the garbage collector's sight for the
+    rest of the process (``gc.freeze``): they live until it exits, and scanning them on every collection
+    made the viewer slower to open and to use."""
+    import gc
+
     from lens.viewer import TraceViewer
 
+    gc.freeze()
     TraceViewer(root, expand=expand, tz=tz).run()

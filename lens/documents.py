@@ -22,9 +22,9 @@ from typing import Any
 
 from core.ports import RunRecord
 from core.redaction import Redactor
-from lens import masking
 from lens.labels import run_duration
 from lens.listing import RunRow
+from lens.masking import Masker
 from lens.tree import GroupNode, Node, RunNode, StepNode
 
 _GROUP_TYPES = {"iteration": "iteration", "item": "item", "branch": "branch"}
@@ -51,7 +51,7 @@ def final_output_document(record: RunRecord) -> dict[str, Any]:
 
 
 def masked_document(document: dict[str, Any], redactor: Redactor) -> dict[str, Any]:
-    masked = masking.value(document, redactor)
+    masked = Masker(redactor).value(document)
     assert isinstance(masked, dict)
     return masked
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from core.ports import RunRecord, RunStatus, RunStore
 from core.redaction import Redactor
-from lens import masking
+from lens.masking import Masker
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,8 @@ async def recent_runs(
     """Up to ``limit`` runs, newest first (as the store lists them), masked, with their step counts."""
     records = await store.list_runs(limit=limit, status=status, thread=thread)
     counts = await store.step_counts([r.run_id for r in records])
-    return [RunRow(masking.run(r, redactor), counts.get(r.run_id, 0)) for r in records]
+    masker = Masker(redactor)
+    return [RunRow(masker.run(r), counts.get(r.run_id, 0)) for r in records]
 
 
 def nested(rows: Sequence[RunRow]) -> list[RunRow]:

@@ -5,6 +5,9 @@ elsewhere or an older flujo, and step inputs and outputs are stored as they were
 from a record goes through the ``Redactor`` here, once, when the run is loaded (``lens.snapshot``), and
 the views only ever see masked records. Mapping keys are masked too (user data may put a token in a key),
 and a path is masked segment by segment, so that the same step always has the same masked path.
+
+A conversation's turns come back in every prompt that injected them, so a ``Masker`` remembers each text
+it masked for as long as it lives (one load): the regular expressions run once per distinct text.
 """
 
 from __future__ import annotations
@@ -17,52 +20,63 @@ from core.ports import RunRecord, StepRecord, TraceEvent
 from core.redaction import Redactor
 
 
-def value(data: Any, redactor: Redactor) -> Any:
-    """``data`` (JSON-like) with every text, keys included, masked."""
-    if isinstance(data, str):
-        return redactor.text(data)
-    if isinstance(data, Mapping):
-        return {redactor.text(str(key)): value(item, redactor) for key, item in data.items()}
-    if isinstance(data, list | tuple):
-        return [value(item, redactor) for item in data]
-    return data
+class Masker:
+    """Masks records with ``redactor``, remembering what it masked."""
 
+    def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
+        self._done: dict[str, str] = {}
 
-def text(data: str | None, redactor: Redactor) -> str | None:
-    return None if data is None else redactor.text(data)
+    def text(self, data: str) -> str:
+        done = self._done.get(data)
+        if done is None:
+            done = self._done[data] = self.redactor.text(data)
+        return done
 
+    def value(self, data: Any) -> Any:
+        """``data`` (JSON-like) with every text, keys included, masked."""
+        kind = type(data)  # the exact types first: the store gives str, dict and list (an ABC check is slow)
+        if kind is str:
+            return self.text(data)
+        if kind is dict or isinstance(data, Mapping):
+            return {self.text(str(key)): self.value(item) for key, item in data.items()}
+        if kind is list or isinstance(data, list | tuple):
+            return [self.value(item) for item in data]
+        if isinstance(data, str):  # a str subclass
+            return self.text(data)
+        return data
 
-def path(data: str, redactor: Redactor) -> str:
-    return "/".join(redactor.text(segment) for segment in data.split("/"))
+    def optional(self, data: str | None) -> str | None:
+        return None if data is None else self.text(data)
 
+    def path(self, data: str) -> str:
+        return "/".join(self.text(segment) for segment in data.split("/"))
 
-def run(record: RunRecord, redactor: Redactor) -> RunRecord:
-    return dataclasses.replace(
-        record,
-        pipeline_name=redactor.text(record.pipeline_name),
-        source=text(record.source, redactor),
-        input=value(record.input, redactor),
-        output=value(record.output, redactor),
-        error=text(record.error, redactor),
-        thread=text(record.thread, redactor),
-        pause_path=None if record.pause_path is None else path(record.pause_path, redactor),
-        pause_message=text(record.pause_message, redactor),
-        owner=text(record.owner, redactor),
-    )
+    def run(self, record: RunRecord) -> RunRecord:
+        return dataclasses.replace(
+            record,
+            pipeline_name=self.text(record.pipeline_name),
+            source=self.optional(record.source),
+            input=self.value(record.input),
+            output=self.value(record.output),
+            error=self.optional(record.error),
+            thread=self.optional(record.thread),
+            pause_path=None if record.pause_path is None else self.path(record.pause_path),
+            pause_message=self.optional(record.pause_message),
+            owner=self.optional(record.owner),
+        )
 
+    def step(self, record: StepRecord) -> StepRecord:
+        return dataclasses.replace(
+            record,
+            path=self.path(record.path),
+            name=self.text(record.name),
+            input=self.value(record.input),
+            output=self.value(record.output),
+            error=self.optional(record.error),
+        )
 
-def step(record: StepRecord, redactor: Redactor) -> StepRecord:
-    return dataclasses.replace(
-        record,
-        path=path(record.path, redactor),
-        name=redactor.text(record.name),
-        input=value(record.input, redactor),
-        output=value(record.output, redactor),
-        error=text(record.error, redactor),
-    )
-
-
-def event(record: TraceEvent, redactor: Redactor) -> TraceEvent:
-    payload = value(record.payload, redactor)
-    assert isinstance(payload, dict)
-    return dataclasses.replace(record, path=path(record.path, redactor), payload=payload)
+    def event(self, record: TraceEvent) -> TraceEvent:
+        payload = self.value(record.payload)
+        assert isinstance(payload, dict)
+        return TraceEvent(kind=record.kind, path=self.path(record.path), payload=payload, ts=record.ts)

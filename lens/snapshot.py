@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from core.errors import RunError
 from core.ports import RunRecord, RunStore, StepRecord, TraceEvent
 from core.redaction import Redactor
-from lens import masking
+from lens.masking import Masker
 
 MAX_DEPTH = 16
 _ALL_CHILDREN = 100_000  # a map over thousands of items may start one child run per item
@@ -38,13 +38,13 @@ async def load_run(store: RunStore, run_id: str, *, redactor: Redactor) -> RunSn
     record = await store.get_run(run_id)
     if record is None:
         raise RunError(f"no run matches {run_id!r}", hint="list the runs with: flujo lens list")
-    return await _load(store, record, redactor, seen={record.run_id}, depth=0)
+    return await _load(store, record, Masker(redactor), seen={record.run_id}, depth=0)
 
 
-async def _load(store: RunStore, record: RunRecord, redactor: Redactor, *, seen: set[str], depth: int) -> RunSnapshot:
-    steps = tuple(masking.step(s, redactor) for s in await store.steps(record.run_id))
-    events = tuple(masking.event(e, redactor) for e in await store.events(record.run_id))
-    masked = masking.run(record, redactor)
+async def _load(store: RunStore, record: RunRecord, masker: Masker, *, seen: set[str], depth: int) -> RunSnapshot:
+    steps = tuple(masker.step(s) for s in await store.steps(record.run_id))
+    events = tuple(masker.event(e) for e in await store.events(record.run_id))
+    masked = masker.run(record)
     if depth >= MAX_DEPTH:
         return RunSnapshot(masked, steps, events)
     paths = {
@@ -61,7 +61,7 @@ async def _load(store: RunStore, record: RunRecord, redactor: Redactor, *, seen:
         if child.run_id in seen:
             continue
         seen.add(child.run_id)
-        children[child.run_id] = await _load(store, child, redactor, seen=seen, depth=depth + 1)
+        children[child.run_id] = await _load(store, child, masker, seen=seen, depth=depth + 1)
         if child.run_id not in paths:
             where = _paused_inside(masked, children[child.run_id].record)
             if where is not None:

@@ -19,6 +19,7 @@ ties). Building is linear in the number of steps and events (10,000 events in we
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -60,13 +61,17 @@ class CallNode:
     ts: float
     reply: Mapping[str, Any] | None = None
     repairs: list[Mapping[str, Any]] = field(default_factory=list)
-    messages: list[MessageNode] = field(default_factory=list)
     summary: TraceEvent | None = None  # the history.summarized / summarize_failed event before this call
     kind: Literal["call"] = "call"
 
     @property
     def children(self) -> Sequence[Node]:
         return self.messages
+
+    @functools.cached_property
+    def messages(self) -> list[MessageNode]:
+        """The messages sent, made when first asked for (a long run has tens of thousands)."""
+        return _messages(self)
 
     @property
     def history(self) -> Mapping[str, Any] | None:
@@ -270,7 +275,6 @@ class _Builder:
         last = self.calls.get(id(target))
         if event.kind == "agent.prompt":
             call = CallNode(self.run_id, event.path, 0 if last is None else last.index + 1, event.payload, event.ts)
-            call.messages = _messages(call)
             target.children.append(call)
             self.calls[id(target)] = call
             self._start(call, event.ts)

@@ -13,6 +13,7 @@ searched, not the widget, so a search finds nodes that were never opened.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import tzinfo
 from typing import ClassVar
 
@@ -26,7 +27,23 @@ from textual.widgets.tree import TreeNode
 from lens import labels
 from lens.detail import detail, search_text
 from lens.plain import Expansion
-from lens.tree import Node, RunNode, walk
+from lens.tree import CallNode, Node, RunNode, walk
+
+EXPAND_ALL_LIMIT = 5_000
+"""``e`` opens agent calls too (showing every message) only in runs of at most this many nodes."""
+
+
+def _size(root: RunNode) -> int:
+    """How many nodes the tree has, messages included (counted without making them)."""
+    return sum(len(n.prompt.get("messages") or ()) + 1 if isinstance(n, CallNode) else 1 for n in _spans(root))
+
+
+def _spans(node: Node) -> Iterator[Node]:
+    """Every node but the messages, depth first."""
+    yield node
+    if not isinstance(node, CallNode):
+        for child in node.children:
+            yield from _spans(child)
 
 
 class SpanTree(Tree[Node]):
@@ -89,6 +106,7 @@ class TraceViewer(App[None]):
         self.matches: list[Node] = []
         self.match_index = -1
         self.query_text = ""
+        self.index: list[tuple[Node, str]] | None = None
 
     def compose(self) -> ComposeResult:
         with Horizontal():
@@ -145,18 +163,34 @@ class TraceViewer(App[None]):
         self.query_one("#status", Static).update(text)
 
     def action_expand_all(self) -> None:
+        """Open every node; in a run too large for that to be useful, agent calls stay closed (their
+        messages are in the detail pane, and Enter opens one)."""
         tree = self._tree()
+        whole = _size(self.model) <= EXPAND_ALL_LIMIT
         pending = [tree.root]
-        while pending:  # create every node first: expand_all opens only the nodes that exist
+        while pending:  # create the nodes first: expand_all opens only the nodes that exist
             widget = pending.pop()
-            self._populate(widget)
-            pending.extend(widget.children)
-        tree.root.expand_all()
+            if whole or not isinstance(widget.data, CallNode):
+                self._populate(widget)
+                pending.extend(widget.children)
+        with tree.prevent(Tree.NodeExpanded):  # every node is made already: no message per node needed
+            if whole:
+                tree.root.expand_all()
+            else:
+                for widget in self.widgets.values():
+                    if widget.allow_expand and not isinstance(widget.data, CallNode):
+                        widget.expand()
+        if not whole:
+            self._status(
+                f"opened every step; agent calls stay closed in a run this large ({_size(self.model):,}"
+                " nodes): Enter opens one, and the right pane shows its messages"
+            )
 
     def action_collapse_all(self) -> None:
         tree = self._tree()
-        for child in tree.root.children:
-            child.collapse_all()
+        with tree.prevent(Tree.NodeCollapsed):
+            for child in tree.root.children:
+                child.collapse_all()
         tree.move_cursor(tree.root)
 
     # --- search -------------------------------------------------------------------------------------
@@ -175,7 +209,9 @@ class TraceViewer(App[None]):
         self.query_text = event.value.strip()
         self.action_close_search()
         wanted = self.query_text.lower()
-        self.matches = [n for n in walk(self.model) if wanted and wanted in search_text(n).lower()]
+        if self.index is None:  # made at the first search: the text of every node, messages included
+            self.index = [(node, search_text(node).lower()) for node in walk(self.model)]
+        self.matches = [node for node, text in self.index if wanted and wanted in text]
         self.match_index = -1
         if not self.matches:
             self._status(f"no match for {self.query_text!r}")

@@ -59,10 +59,10 @@ def list_runs(*, status: str | None, limit: int, thread: str | None, json_output
 
 def show_run(run_id: str, *, final_output: bool, json_output: bool, debug: bool) -> int:
     async def body(store: RunStore, redactor: Redactor, where: str) -> int:
-        from lens import build_tree, final_output_document, load_run, masked_document, show_document, show_view
+        from lens import StepNode, final_output_document, load_tree, masked_document, show_document, show_view, walk
 
-        snapshot = await load_run(store, run_id, redactor=redactor)
-        record = snapshot.record
+        tree = await load_tree(store, run_id, redactor=redactor)
+        record = tree.record
         if final_output:
             if record.output is None:
                 error_line(
@@ -75,11 +75,11 @@ def show_run(run_id: str, *, final_output: bool, json_output: bool, debug: bool)
             else:
                 _print_output(record.output)
             return exit_codes.OK
-        tree = build_tree(snapshot)
         if json_output:
             _print_json(masked_document(show_document(tree), redactor))
         else:
-            _print(show_view(tree, steps=len(snapshot.steps)))
+            own = [n for n in walk(tree) if isinstance(n, StepNode) and n.record and n.run_id == record.run_id]
+            _print(show_view(tree, steps=len(own)))
         return exit_codes.OK
 
     return _with_store(body, debug=debug)
@@ -99,10 +99,9 @@ def trace_run(run_id: str, options: TraceOptions, *, json_output: bool, debug: b
     shown: list[RunNode] = []
 
     async def body(store: RunStore, redactor: Redactor, where: str) -> int:
-        from lens import build_tree, load_run, masked_document, trace_document, trace_view
+        from lens import load_tree, masked_document, trace_document, trace_view
 
-        snapshot = await load_run(store, run_id, redactor=redactor)
-        tree = _focused(build_tree(snapshot), options.step)
+        tree = _focused(await load_tree(store, run_id, redactor=redactor), options.step)
         if tree is None:
             return exit_codes.FAILED
         if interactive:
