@@ -20,7 +20,11 @@ from lens.tree import CallNode, EventNode, GroupNode, MessageNode, Node, RunNode
 def detail(node: Node, *, tz: tzinfo | None = None) -> RenderableType:
     """Everything lens knows of ``node``, nothing collapsed."""
     if isinstance(node, RunNode):
-        return run_facts(node.record, tz=tz)
+        record = node.record
+        parts: list[RenderableType] = [run_facts(record, tz=tz, previews=False)]
+        for title, value in (("input", record.input), ("output", record.output)):
+            parts += [Text(), Text(title, style="bold"), Text(full_text(value) if value is not None else "(none)")]
+        return Group(*parts)
     if isinstance(node, StepNode):
         return _step(node, tz)
     if isinstance(node, GroupNode):

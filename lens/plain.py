@@ -107,8 +107,11 @@ def trace_view(root: RunNode, *, expand: Expansion = Expansion(), tz: tzinfo | N
     return _tree(root, "trace", expand)
 
 
-def run_facts(record: RunRecord, *, tz: tzinfo | None = None, steps: int | None = None) -> RenderableType:
-    """The head of ``lens show``: status, blueprint, when, how long, usage, input, output, error, pause."""
+def run_facts(
+    record: RunRecord, *, tz: tzinfo | None = None, steps: int | None = None, previews: bool = True
+) -> RenderableType:
+    """The head of ``lens show``: status, blueprint, when, how long, usage, input and output (one-line
+    previews, unless ``previews`` is False: the caller shows them whole), error, pause point."""
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="dim", no_wrap=True)
     grid.add_column()
@@ -122,11 +125,12 @@ def run_facts(record: RunRecord, *, tz: tzinfo | None = None, steps: int | None 
     took = figures.duration(labels.run_duration(record))
     grid.add_row("started", Text(f"{started} · took {took}" + (f" · {figures.count(steps, 'step')}" if steps else "")))
     grid.add_row("usage", Text(labels.usage_words(record.usage, always=True)))
-    grid.add_row("input", _preview(record.input))
-    output = _preview(record.output)
-    if one_line(record.output) != full_text(record.output) and record.output is not None:
-        output.append("  (--final-output prints it whole)", style="dim")
-    grid.add_row("output", output)
+    if previews:
+        grid.add_row("input", _preview(record.input))
+        output = _preview(record.output)
+        if one_line(record.output) != full_text(record.output) and record.output is not None:
+            output.append("  (--final-output prints it whole)", style="dim")
+        grid.add_row("output", output)
     if record.error:
         grid.add_row("error", Text(record.error, style="red"))
     if record.status == "paused" and record.pause_path:

@@ -80,8 +80,8 @@ class TraceViewer(App[None]):
 
     TITLE = "flujo lens"
     CSS = """
-    #tree { width: 1fr; min-width: 30; border-right: solid $primary-darken-2; }
-    #detail-pane { width: 1fr; padding: 0 1; }
+    #tree { width: 3fr; min-width: 30; border-right: solid $primary-darken-2; }
+    #detail-pane { width: 2fr; padding: 0 1; }
     #status { height: 1; background: $panel; padding: 0 1; }
     #search { dock: bottom; display: none; }
     #search.open { display: block; }

@@ -3,7 +3,16 @@ what each command prints, its exit codes, and that looking never creates or chan
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import os
+import select
+import struct
+import subprocess
+import sys
+import termios
+import time
 from pathlib import Path
 
 import pytest
@@ -188,3 +197,58 @@ def test_prune(runs: dict[str, str], state_db: Path) -> None:
 def test_prune_needs_a_criterion(state_db: Path, args: list[str], message: str) -> None:
     code, out, err = flujo(["lens", "prune", *args])
     assert (code, out) == (exit_codes.USAGE, "") and message in err
+
+
+def _read_until(fd: int, marker: str, timeout: float = 30) -> str:
+    """Read a pseudo-terminal until ``marker`` appears (escape sequences and all); everything read so far."""
+    seen = ""
+    deadline = time.monotonic() + timeout
+    while marker not in seen:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{marker!r} never appeared; the terminal showed:\n{seen[-3000:]}")
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        if ready:
+            try:
+                seen += os.read(fd, 65536).decode("utf-8", "replace")
+            except OSError:  # the process closed the terminal
+                break
+    return seen
+
+
+def _drain(fd: int) -> None:
+    ready, _, _ = select.select([fd], [], [], 0.1)
+    if ready:
+        with contextlib.suppress(OSError):  # the process closed the terminal
+            os.read(fd, 65536)
+
+
+@pytest.mark.slow
+def test_at_a_terminal_trace_opens_the_viewer(runs: dict[str, str], state_db: Path) -> None:
+    controller, terminal = os.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "flujo_cli.main", "lens", "trace", runs["conversation"][:6]],
+        stdin=terminal,
+        stdout=terminal,
+        stderr=terminal,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "TERM": "xterm-256color", "FLUJO_STATE_URI": str(state_db)},
+    )
+    os.close(terminal)
+    try:
+        shown = _read_until(controller, "Collapse all")  # the footer: the viewer is up
+        assert runs["conversation"] in shown and "clarification_loop" in shown
+        os.write(controller, b"/")
+        _read_until(controller, "search the trace")  # the search box has opened
+        for key in "My family\r":
+            os.write(controller, key.encode())
+            time.sleep(0.02)  # a key at a time, as typed (a burst reads as a paste)
+        shown = _read_until(controller, "match 1 of")
+        os.write(controller, b"q")
+        deadline = time.monotonic() + 30
+        while process.poll() is None and time.monotonic() < deadline:
+            _drain(controller)  # a terminal nobody reads would block the viewer's last writes
+        assert process.wait(timeout=1) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(controller)
