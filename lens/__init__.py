@@ -63,14 +63,7 @@ __all__ = [
 
 def open_viewer(root: RunNode, *, expand: Expansion | None = None, tz: tzinfo | None = None) -> None:
     """Open the interactive viewer of ``root`` in the terminal and return when the user quits (``q``).
-    Textual is imported here, on first use, not when lens is.
-
-    The objects already made (the tree above all) are moved out of the garbage collector's sight for the
-    rest of the process (``gc.freeze``): they live until it exits, and scanning them on every collection
-    made the viewer slower to open and to use."""
-    import gc
-
+    Textual is imported here, on first use, not when lens is."""
     from lens.viewer import TraceViewer
 
-    gc.freeze()
     TraceViewer(root, expand=expand, tz=tz).run()

@@ -26,6 +26,7 @@ class Masker:
     def __init__(self, redactor: Redactor) -> None:
         self.redactor = redactor
         self._done: dict[str, str] = {}
+        self._paths: dict[str, str] = {}  # a step's path comes back in each of its events
 
     def text(self, data: str) -> str:
         done = self._done.get(data)
@@ -37,9 +38,15 @@ class Masker:
         """``data`` (JSON-like) with every text, keys included, masked."""
         kind = type(data)  # the exact types first: the store gives str, dict and list (an ABC check is slow)
         if kind is str:
-            return self.text(data)
+            return self._done.get(data) or self.text(data)
         if kind is dict or isinstance(data, Mapping):
-            return {self.text(str(key)): self.value(item) for key, item in data.items()}
+            done, text, value = self._done, self.text, self.value
+            return {
+                (done.get(key) or text(key)) if type(key) is str else text(str(key)): (
+                    (done.get(item) or text(item)) if type(item) is str else value(item)
+                )
+                for key, item in data.items()
+            }
         if kind is list or isinstance(data, list | tuple):
             return [self.value(item) for item in data]
         if isinstance(data, str):  # a str subclass
@@ -50,7 +57,10 @@ class Masker:
         return None if data is None else self.text(data)
 
     def path(self, data: str) -> str:
-        return "/".join(self.text(segment) for segment in data.split("/"))
+        done = self._paths.get(data)
+        if done is None:
+            done = self._paths[data] = "/".join(self.text(segment) for segment in data.split("/"))
+        return done
 
     def run(self, record: RunRecord) -> RunRecord:
         return dataclasses.replace(
@@ -67,13 +77,20 @@ class Masker:
         )
 
     def step(self, record: StepRecord) -> StepRecord:
-        return dataclasses.replace(
-            record,
+        # Built field by field rather than with dataclasses.replace, which costs three times as much (a run
+        # has thousands of steps); tests/test_lens_masking.py fails if StepRecord gains a field not copied.
+        return StepRecord(
+            run_id=record.run_id,
             path=self.path(record.path),
             name=self.text(record.name),
+            kind=record.kind,
+            status=record.status,
             input=self.value(record.input),
             output=self.value(record.output),
             error=self.optional(record.error),
+            started_at=record.started_at,
+            duration_s=record.duration_s,
+            usage=record.usage,
         )
 
     def event(self, record: TraceEvent) -> TraceEvent:

@@ -34,7 +34,7 @@ _GROUP_WORDS = {"loop": "iteration", "map": "item", "parallel": "branch", "condi
 _CALL_EVENTS = frozenset({"agent.repair", "agent.reply"})
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class MessageNode:
     """A message of an agent call, as it was sent (masked)."""
 
@@ -45,12 +45,15 @@ class MessageNode:
     content: str
     kind: Literal["message"] = "message"
 
+    def __repr__(self) -> str:
+        return _short_repr(self)
+
     @property
     def children(self) -> Sequence[Node]:
         return ()
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class CallNode:
     """One agent call of the step at ``path`` (``index`` counts the step's calls from 0)."""
 
@@ -63,6 +66,9 @@ class CallNode:
     repairs: list[Mapping[str, Any]] = field(default_factory=list)
     summary: TraceEvent | None = None  # the history.summarized / summarize_failed event before this call
     kind: Literal["call"] = "call"
+
+    def __repr__(self) -> str:
+        return _short_repr(self)
 
     @property
     def children(self) -> Sequence[Node]:
@@ -84,11 +90,14 @@ class CallNode:
         return bool(self.prompt.get("history_injected"))
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class EventNode:
     run_id: str
     event: TraceEvent
     kind: Literal["event"] = "event"
+
+    def __repr__(self) -> str:
+        return _short_repr(self)
 
     @property
     def path(self) -> str:
@@ -99,7 +108,7 @@ class EventNode:
         return ()
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class StepNode:
     run_id: str
     path: str
@@ -109,6 +118,9 @@ class StepNode:
     events: list[TraceEvent] = field(default_factory=list)
     status_if_unrecorded: str = "not recorded"
     kind: Literal["step"] = "step"
+
+    def __repr__(self) -> str:
+        return _short_repr(self)
 
     @property
     def step_kind(self) -> str:
@@ -121,7 +133,7 @@ class StepNode:
         return self.record.status if self.record is not None else self.status_if_unrecorded
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class GroupNode:
     """An iteration / item / branch of the composite step whose path is ``path`` minus its last segment."""
 
@@ -132,18 +144,24 @@ class GroupNode:
     children: list[Node] = field(default_factory=list)
     kind: Literal["group"] = "group"
 
+    def __repr__(self) -> str:
+        return _short_repr(self)
+
     @property
     def title(self) -> str:
         return f"{self.word} {self.key}"
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class RunNode:
     record: RunRecord
     children: list[Node] = field(default_factory=list)
     path: str = ""  # in its parent run: the path of the step that started it ("" for the root)
     events: list[TraceEvent] = field(default_factory=list)  # the run's own events (at path "")
     kind: Literal["run"] = "run"
+
+    def __repr__(self) -> str:
+        return _short_repr(self)
 
     @property
     def run_id(self) -> str:
@@ -155,6 +173,15 @@ class RunNode:
 
 
 Node = RunNode | StepNode | GroupNode | CallNode | MessageNode | EventNode
+
+
+def _short_repr(node: Node) -> str:
+    """``StepNode('chat/3/clarify', children=2)``: a node without the tree below it (the default repr of a
+    large run's root runs to megabytes, and asyncio computes it for a task's result on some paths)."""
+    where = node.run_id if isinstance(node, RunNode) else node.path
+    return f"{type(node).__name__}({where!r}, children={len(node.children)})"
+
+
 Container = RunNode | StepNode | GroupNode
 
 

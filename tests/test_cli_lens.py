@@ -78,7 +78,7 @@ def test_show_lists_the_steps_in_execution_order(runs: dict[str, str]) -> None:
     order = [line.strip("│├└─ ").split("  ")[0] for line in out.splitlines() if "✓" in line and "·" in line]
     assert order[1:] == ["✓ get_goal", "✓ clarification_loop", "✓ clarify", "✓ answer", "✓ clarify", "✓ answer",
                          "✓ clarify"]  # fmt: skip
-    assert "iteration 3" in out and 'out {"action": "finish", "summary": "The goal is clear."}' in out
+    assert "iteration 3" in out and 'out   {"action": "finish", "summary": "The goal is clear."}' in out
 
     code, out, _ = flujo(["lens", "show", runs["parent"], "--json"])
     document = json.loads(out)

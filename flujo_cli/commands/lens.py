@@ -13,6 +13,7 @@ ambiguous (the message names the candidates), as for ``flujo resume``.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import sys
 import time
@@ -106,6 +107,10 @@ def trace_run(run_id: str, options: TraceOptions, *, json_output: bool, debug: b
             return exit_codes.FAILED
         if interactive:
             shown.append(tree)  # the viewer runs its own event loop, after this one is closed
+            # The tree lives until the process ends: out of the collector's sight (frozen while it is
+            # paused, before it can scan them), its objects are not scanned at every collection while the
+            # viewer runs (with a 10,000-event run, that was 0.3 s at opening alone).
+            gc.freeze()
         elif json_output:
             _print_json(masked_document(trace_document(tree), redactor))
         else:
@@ -189,12 +194,19 @@ def _with_store(
         finally:
             await store.close()
 
+    # A large run is hundreds of thousands of objects, none of them garbage: the cyclic collector would
+    # scan them again and again while they are read and printed. It is back on when the command returns.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         return asyncio.run(main())
     except KeyboardInterrupt:
         return exit_codes.INTERRUPTED
     except Exception as exc:  # the CLI's top level: one clear line, never a traceback (unless --debug)
         fail(exc, debug=debug)
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _print(renderable: RenderableType) -> None:
