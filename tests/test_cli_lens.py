@@ -8,6 +8,7 @@ import fcntl
 import json
 import os
 import select
+import shutil
 import struct
 import subprocess
 import sys
@@ -32,14 +33,28 @@ def run(*args: str) -> str:
     return str(json.loads(out)["run_id"])
 
 
+@pytest.fixture(scope="module")
+def made_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """A conversation, a sub-workflow run (and its child), and a paused run, in that order: made once per
+    module (three real runs take a second), copied for each test."""
+    db = tmp_path_factory.mktemp("lens-runs") / "flujo.db"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("FLUJO_STATE_URI", str(db))
+        ids = {
+            "conversation": run(CONVERSATION, "-a", "Plan a trip", "-a", "My family", "-a", "June"),
+            "parent": run(SUBWORKFLOW, "--input", "tea", "-a", "yes"),
+            "paused": run(HITL, "--no-input"),
+        }
+    return db, ids
+
+
 @pytest.fixture
-def runs(state_db: Path) -> dict[str, str]:
-    """A conversation, a sub-workflow run (and its child), and a paused run, in that order."""
-    return {
-        "conversation": run(CONVERSATION, "-a", "Plan a trip", "-a", "My family", "-a", "June"),
-        "parent": run(SUBWORKFLOW, "--input", "tea", "-a", "yes"),
-        "paused": run(HITL, "--no-input"),
-    }
+def runs(state_db: Path, made_runs: tuple[Path, dict[str, str]]) -> dict[str, str]:
+    """``made_runs`` in this test's own store (the runs' processes are gone: the store is closed)."""
+    db, ids = made_runs
+    state_db.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(db, state_db)
+    return ids
 
 
 def test_list_shows_recent_runs_with_child_runs_under_their_parent(runs: dict[str, str]) -> None:
@@ -239,9 +254,9 @@ def test_at_a_terminal_trace_opens_the_viewer(runs: dict[str, str], state_db: Pa
         assert runs["conversation"] in shown and "clarification_loop" in shown
         os.write(controller, b"/")
         _read_until(controller, "search the trace")  # the search box has opened
-        for key in "My family\r":
+        for key in "family\r":
             os.write(controller, key.encode())
-            time.sleep(0.02)  # a key at a time, as typed (a burst reads as a paste)
+            time.sleep(0.01)  # a key at a time, as typed (a burst reads as a paste)
         shown = _read_until(controller, "match 1 of")
         os.write(controller, b"q")
         deadline = time.monotonic() + 30
