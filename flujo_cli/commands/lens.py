@@ -65,7 +65,7 @@ def show_run(run_id: str, *, final_output: bool, json_output: bool, debug: bool)
         tree = await load_tree(store, run_id, redactor=redactor)
         record = tree.record
         if final_output:
-            if record.output is None:
+            if record.output is None and record.status != "completed":
                 error_line(
                     f"run {record.run_id} has no final output: it is {record.status.replace('_', ' ')}",
                     f"see where it stopped with: flujo lens show {record.run_id}",
@@ -92,10 +92,11 @@ def trace_run(run_id: str, options: TraceOptions, *, json_output: bool, debug: b
     expansion = Expansion.parse(options.expand)
     if expansion.everything and expansion.nothing:
         usage_error("--expand all and --expand none contradict each other", "give one of them")
-    interactive = options.tui if options.tui is not None else (sys.stdout.isatty() and not json_output)
+    terminal = sys.stdout.isatty() and sys.stdin.isatty()  # the viewer reads keys and draws on the screen
+    interactive = options.tui if options.tui is not None else (terminal and not json_output)
     if interactive and json_output:
         usage_error("--tui and --json do not go together", "drop one of them")
-    if interactive and not (sys.stdout.isatty() and sys.stdin.isatty()):
+    if interactive and not terminal:
         usage_error("--tui needs a terminal", "without it, the trace is printed (add --plain to be explicit)")
     shown: list[RunNode] = []
 
