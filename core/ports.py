@@ -214,6 +214,25 @@ class ThreadTurn:
 
 
 @dataclass(frozen=True)
+class PruneResult:
+    """What ``RunStore.prune_runs`` removed (or, in a dry run, would remove).
+
+    ``deleted`` are the runs chosen (newest first) and ``children`` their sub-workflow child runs, deleted
+    with them; ``live`` the chosen runs kept because a live process is executing them. ``size_before`` and
+    ``size_after`` are the bytes of the store's files (None for a store without files); ``vacuumed`` says
+    whether the freed space was given back to the file system (False when nothing was deleted, in a dry
+    run, or when another process kept the database busy: SQLite then reuses the space for new rows).
+    """
+
+    deleted: tuple[str, ...] = ()
+    children: tuple[str, ...] = ()
+    live: tuple[str, ...] = ()
+    size_before: int | None = None
+    size_after: int | None = None
+    vacuumed: bool = False
+
+
+@dataclass(frozen=True)
 class ThreadSummary:
     """A thread as a whole: its runs (those started with ``--thread name``), the turns they added, the sum
     of those turns' token counts, and when its first and latest runs were created."""
@@ -259,7 +278,21 @@ class RunStore(Protocol):
         """The run whose id is ``run_id`` or starts with it; StoreError when a prefix is ambiguous."""
         ...
 
-    async def list_runs(self, *, limit: int = 20, status: RunStatus | None = None) -> list[RunRecord]: ...
+    async def list_runs(
+        self,
+        *,
+        limit: int = 20,
+        status: RunStatus | None = None,
+        thread: str | None = None,
+        parent_run_id: str | None = None,
+    ) -> list[RunRecord]:
+        """Up to ``limit`` runs, newest first; only those with ``status`` / in ``thread`` / whose parent is
+        ``parent_run_id`` (a sub-workflow's child runs) when given."""
+        ...
+
+    async def step_counts(self, run_ids: Sequence[str]) -> dict[str, int]:
+        """How many steps each of ``run_ids`` has recorded (0 for a run with none or an unknown id)."""
+        ...
 
     async def steps(self, run_id: str) -> list[StepRecord]: ...
 
@@ -286,6 +319,20 @@ class RunStore(Protocol):
     async def delete_thread(self, thread: str) -> ThreadSummary | None:
         """Forget ``thread`` (one transaction): its turns are deleted and its runs leave it (they stay in the
         store, in no thread). Returns what was removed, or None when there was no such thread."""
+        ...
+
+    async def prune_runs(
+        self, *, created_before: float | None = None, keep: int | None = None, dry_run: bool = False
+    ) -> PruneResult:
+        """Delete old runs with everything that belongs to them: steps, events, stored texts, thread turns and
+        their sub-workflow child runs (a child run is never chosen on its own: it goes with its parent).
+
+        The runs chosen are the top-level runs (those with no parent in the store) created before
+        ``created_before`` and, with ``keep``, not among the ``keep`` newest; both given, both must hold;
+        neither given, none. A run a live process is executing (it holds the run's claim) is never deleted:
+        it is reported in ``live``. The store holds the claim of each run it deletes until it is gone, so no
+        process can start resuming it meanwhile. Stores with files give the freed space back afterwards.
+        ``dry_run`` reports what would be deleted and deletes nothing."""
         ...
 
     async def claim_run(self, run_id: str) -> bool:

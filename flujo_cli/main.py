@@ -313,6 +313,109 @@ def threads_delete(name: ThreadName, json_output: JsonOption = False) -> None:
     raise SystemExit(delete_thread(name, json_output=json_output, debug=state.debug))
 
 
+lens_app = typer.Typer(
+    name="lens",
+    help="Look into the run store: runs, their steps, and the prompts each agent was sent (redacted).",
+    no_args_is_help=True,
+)
+app.add_typer(lens_app)
+RunIdArgument = Annotated[str, typer.Argument(help="The run id (a unique prefix is enough).", show_default=False)]
+
+
+@lens_app.command("list")
+def lens_list(
+    status: Annotated[
+        str | None,
+        typer.Option(
+            "--status",
+            help="Only runs with this status: running, completed, failed, paused, limit_reached, aborted, interrupted.",
+            show_default=False,
+        ),
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=0, help="How many runs, newest first.")] = 20,
+    thread: Annotated[
+        str | None, typer.Option("--thread", help="Only the runs of thread NAME.", show_default=False)
+    ] = None,
+    json_output: JsonOption = False,
+) -> None:
+    """List recent runs, newest first: id, blueprint, status, start, duration, steps, tokens, cost (a
+    sub-workflow's child run is shown under its parent)."""
+    from flujo_cli.commands.lens import list_runs
+
+    raise SystemExit(list_runs(status=status, limit=limit, thread=thread, json_output=json_output, debug=state.debug))
+
+
+@lens_app.command("show")
+def lens_show(
+    run_id: RunIdArgument,
+    final_output: Annotated[
+        bool, typer.Option("--final-output", help="Print only the run's output, whole (as flujo run does).")
+    ] = False,
+    json_output: JsonOption = False,
+) -> None:
+    """Show a run: its status, usage, input and output, then its steps in execution order (loops by
+    iteration, parallel by branch, sub-workflows nested) with their input, output and errors."""
+    from flujo_cli.commands.lens import show_run
+
+    raise SystemExit(show_run(run_id, final_output=final_output, json_output=json_output, debug=state.debug))
+
+
+@lens_app.command("trace")
+def lens_trace(
+    run_id: RunIdArgument,
+    step: Annotated[
+        str | None,
+        typer.Option("--step", help="Only this step (a name, or a path such as chat/3/clarify).", show_default=False),
+    ] = None,
+    expand: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--expand",
+            help="Show prompts whole: all, none (one line per call), or the calls at a step PATH (repeatable)."
+            " By default long prompts are collapsed to a few lines.",
+            show_default=False,
+        ),
+    ] = None,
+    tui: Annotated[
+        bool | None,
+        typer.Option(
+            "--tui/--plain",
+            help="Open the interactive viewer, or print the trace. Default: the viewer when stdout is a terminal.",
+            show_default=False,
+        ),
+    ] = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Show a run's span tree (run, steps, iterations, agent calls) with the messages each agent was sent,
+    redacted, and where conversation history was injected, trimmed or summarised."""
+    from flujo_cli.commands.lens import TraceOptions, trace_run
+
+    options = TraceOptions(step=step, expand=expand or (), tui=tui)
+    raise SystemExit(trace_run(run_id, options, json_output=json_output, debug=state.debug))
+
+
+@lens_app.command("prune")
+def lens_prune(
+    older_than: Annotated[
+        str | None,
+        typer.Option("--older-than", help="Delete runs older than AGE: 90m, 12h, 30d, 2w.", show_default=False),
+    ] = None,
+    keep: Annotated[
+        int | None,
+        typer.Option("--keep", min=0, help="Keep the N newest runs, delete the others.", show_default=False),
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would be deleted; delete nothing.")] = False,
+    json_output: JsonOption = False,
+) -> None:
+    """Delete old runs with their steps, events, stored texts, thread turns and sub-workflow runs, and give
+    the space back. A run being executed right now is never deleted. Both options: both must hold."""
+    from flujo_cli.commands.lens import prune_runs
+
+    raise SystemExit(
+        prune_runs(older_than=older_than, keep=keep, dry_run=dry_run, json_output=json_output, debug=state.debug)
+    )
+
+
 def main() -> None:
     app()
 

@@ -1,6 +1,69 @@
-"""Lens: reads the run store and renders runs, steps and traces (arrives with issue 6).
+"""Lens: reads the run store and shows runs, their steps and their traces, redacted.
+
+    from lens import load_tree, trace_view
+    tree = await load_tree(store, "3f2a", redactor=redactor)
+    console.print(trace_view(tree))
+
+``load_tree`` (``load_run`` then ``build_tree``) and ``recent_runs`` read a ``RunStore`` and mask every
+text with the ``Redactor`` given (``lens.masking``); ``build_tree`` makes the span tree (``lens.tree``); the
+plain views are rich renderables (``lens.plain``), the ``--json`` documents plain data (``lens.documents``);
+``open_viewer`` opens the Textual viewer (imported only then); ``prune`` and its helpers serve
+``flujo lens prune``.
 
 Imports ``core``'s store and records only; ``flujo_cli`` imports lens, never the other way round.
 """
 
-__all__: list[str] = []
+from __future__ import annotations
+
+from datetime import tzinfo
+
+from lens.documents import final_output_document, list_document, masked_document, show_document, trace_document
+from lens.listing import RunRow, nested, recent_runs
+from lens.loading import load_tree
+from lens.plain import Expansion, runs_table, show_view, trace_view
+from lens.prune import document as prune_document
+from lens.prune import parse_age, prune
+from lens.prune import summary as prune_summary
+from lens.snapshot import RunSnapshot, load_run
+from lens.tree import CallNode, EventNode, GroupNode, MessageNode, Node, RunNode, StepNode, build_tree, focus, walk
+
+__all__ = [
+    "CallNode",
+    "EventNode",
+    "Expansion",
+    "GroupNode",
+    "MessageNode",
+    "Node",
+    "RunNode",
+    "RunRow",
+    "RunSnapshot",
+    "StepNode",
+    "build_tree",
+    "final_output_document",
+    "focus",
+    "list_document",
+    "load_run",
+    "load_tree",
+    "masked_document",
+    "nested",
+    "open_viewer",
+    "parse_age",
+    "prune",
+    "prune_document",
+    "prune_summary",
+    "recent_runs",
+    "runs_table",
+    "show_document",
+    "show_view",
+    "trace_document",
+    "trace_view",
+    "walk",
+]
+
+
+def open_viewer(root: RunNode, *, expand: Expansion | None = None, tz: tzinfo | None = None) -> None:
+    """Open the interactive viewer of ``root`` in the terminal and return when the user quits (``q``).
+    Textual is imported here, on first use, not when lens is."""
+    from lens.viewer import TraceViewer
+
+    TraceViewer(root, expand=expand, tz=tz).run()

@@ -341,10 +341,12 @@ def _history_of_calls(db: Path, run_id: str) -> dict[str, dict[str, object]]:
 def test_a_resumed_run_keeps_the_settings_and_limits_it_was_started_with(state_db: Path) -> None:
     conversation = str(EXAMPLES / "conversation.yaml")
     start = ["--set", "history.max_tokens=12", "--max-cost-usd", "5", "--no-input", "--json"]
-    code, out, err = flujo(["run", conversation, *start, "-a", "Plan a trip", "-a", "My family"])
+    secret = ["--set", "openai.api_key=sk-proj-Zz99Yy88Xx77Ww66Vv55"]  # used by the run, never stored
+    code, out, err = flujo(["run", conversation, *start, *secret, "-a", "Plan a trip", "-a", "My family"])
     assert code == exit_codes.PAUSED, err
     run_id = json.loads(out)["run_id"]
     assert _history_of_calls(state_db, run_id)["options"] == {"set": ["history.max_tokens=12"], "max_cost_usd": 5}
+    assert b"Zz99Yy88" not in b"".join(p.read_bytes() for p in state_db.parent.glob("flujo.db*"))
 
     code, _, err = flujo(["resume", run_id, "-a", "June", "--max-tokens", "900"])
     assert code == exit_codes.OK, err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import core
+import lens
 
 
 def test_core_exports() -> None:
@@ -12,6 +13,7 @@ def test_core_exports() -> None:
         "Engine", "Expression", "FlujoError", "HistoryPolicy", "HitlEntry", "HitlStep", "HumanInput",
         "HumanQuestion", "LimitReached", "Limits", "LoopStep", "MapStep", "NoHuman", "NullReporter",
         "OutputMapping", "OutputRepair", "ParallelStep", "Pause", "Pipeline", "ProviderError", "ProviderUnreachable",
+        "PruneResult",
         "Reporter", "ResumeRefused", "RunContext", "RunError", "RunOutcome", "RunRecord", "RunStore", "SourcePosition",
         "Step", "StepFailed", "StepRecord", "StoreError", "Template", "TemplateError", "TemplateSyntax",
         "ThreadSummary", "ThreadTurn", "TraceEvent", "Usage", "WorkflowStep", "new_run_id",
@@ -24,3 +26,15 @@ def test_control_signals_are_not_flujo_errors() -> None:
     for signal in (core.Pause, core.Abort, core.LimitReached):
         assert not issubclass(signal, core.FlujoError)
         assert issubclass(signal, core.ControlSignal)
+
+
+def test_lens_exports() -> None:
+    assert set(lens.__all__) == {
+        "CallNode", "EventNode", "Expansion", "GroupNode", "MessageNode", "Node", "RunNode", "RunRow", "RunSnapshot",
+        "StepNode", "build_tree", "final_output_document", "focus", "list_document", "load_run", "load_tree",
+        "masked_document",
+        "nested", "open_viewer", "parse_age", "prune", "prune_document", "prune_summary", "recent_runs",
+        "runs_table", "show_document", "show_view", "trace_document", "trace_view", "walk",
+    }  # fmt: skip
+    for name in lens.__all__:
+        assert hasattr(lens, name), name

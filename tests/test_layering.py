@@ -48,6 +48,36 @@ def test_textual_is_never_imported_at_module_level_outside_lens() -> None:
     assert offenders == []
 
 
+LENS_MAY_IMPORT = {"core.errors", "core.ports", "core.redaction", "core.usage"}
+
+
+def imported_core_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    names |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    return {name for name in names if name == "core" or name.startswith("core.")}
+
+
+def test_lens_reads_core_records_only() -> None:
+    """Lens works on records and the redactor; the engine, policies and stores stay out of it (the CLI opens
+    the store and hands it over)."""
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(imported_core_modules(path) - LENS_MAY_IMPORT)
+        for path in (ROOT / "lens").rglob("*.py")
+        if imported_core_modules(path) - LENS_MAY_IMPORT
+    }
+    assert offenders == {}
+
+
+def test_textual_loads_only_when_the_viewer_opens() -> None:
+    code = (
+        "import sys, lens, flujo_cli.commands.lens; from flujo_cli.main import app; "
+        "print([m for m in sys.modules if m == 'textual' or m == 'lens.viewer'])"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert result.stdout.strip() == "[]"
+
+
 def test_help_does_not_import_the_engine_or_providers() -> None:
     code = (
         "import sys; from flujo_cli.main import app; "

@@ -373,6 +373,91 @@ async def test_thread_turns_of_an_unknown_run_are_an_error_and_a_run_in_no_threa
     assert await store.list_threads() == []
 
 
+async def test_list_runs_of_a_thread(store: RunStore) -> None:
+    await store.create_run(run("t1", created_at=1.0, thread="trip"))
+    await store.create_run(run("w1", created_at=2.0, thread="work"))
+    await store.create_run(run("t2", created_at=3.0, thread="trip"))
+    await store.update_run("t2", status="completed")
+    assert [r.run_id for r in await store.list_runs(thread="trip")] == ["t2", "t1"]
+    assert [r.run_id for r in await store.list_runs(thread="trip", status="running")] == ["t1"]
+    assert await store.list_runs(thread="nobody") == []
+
+
+async def test_list_the_child_runs_of_a_run(store: RunStore) -> None:
+    await store.create_run(run("p", created_at=1.0))
+    await store.create_run(run("c1", created_at=2.0, parent_run_id="p"))
+    await store.create_run(run("c2", created_at=3.0, parent_run_id="p"))
+    await store.create_run(run("g", created_at=4.0, parent_run_id="c1"))
+    assert [r.run_id for r in await store.list_runs(parent_run_id="p")] == ["c2", "c1"]
+    assert [r.run_id for r in await store.list_runs(parent_run_id="c1")] == ["g"]
+    assert await store.list_runs(parent_run_id="g") == []
+
+
+async def test_step_counts(store: RunStore) -> None:
+    await store.create_run(run("r1"))
+    await store.create_run(run("r2"))
+    for path in ("a", "b", "a"):  # recorded again at the same path: still one step
+        await store.record_step(step("r1", path), [])
+    assert await store.step_counts(["r1", "r2", "ghost"]) == {"r1": 2, "r2": 0, "ghost": 0}
+    assert await store.step_counts([]) == {}
+
+
+async def _family(store: RunStore) -> None:
+    """Runs created at 10, 20, ... 50: ``r1`` with a child ``r1-c`` (and grandchild ``r1-c-g``), ``r3``
+    in thread ``trip`` with turns, an orphan child ``o4`` whose parent is gone, and ``r5``; each with a
+    step, an event and a long text."""
+    for run_id, created_at, fields in (
+        ("r1", 10.0, {}),
+        ("r1-c", 11.0, {"parent_run_id": "r1"}),
+        ("r1-c-g", 12.0, {"parent_run_id": "r1-c"}),
+        ("r3", 30.0, {"thread": "trip"}),
+        ("o4", 40.0, {"parent_run_id": "deleted-long-ago"}),
+        ("r5", 50.0, {}),
+    ):
+        await store.create_run(run(run_id, created_at=created_at, **fields))
+        await store.record_step(step(run_id, "s", output=LONG), [event("s", text=LONG)])
+    await store.record_thread_turns("r3", said(("user", LONG)))
+
+
+async def test_prune_keeps_the_newest_top_level_runs_and_deletes_child_runs_with_their_parent(
+    store: RunStore,
+) -> None:
+    await _family(store)
+    pruned = await store.prune_runs(keep=2)
+    assert (pruned.deleted, pruned.children, pruned.live) == (("r3", "r1"), ("r1-c", "r1-c-g"), ())
+    assert [r.run_id for r in await store.list_runs()] == ["r5", "o4"]
+    for gone in ("r1", "r1-c", "r1-c-g", "r3"):
+        assert await store.get_run(gone) is None
+        assert await store.steps(gone) == [] and await store.events(gone) == []
+    assert await store.thread_turns("trip") == [] and await store.get_thread("trip") is None
+    assert [e.payload for e in await store.events("r5")] == [{"text": LONG}]  # the others' texts are intact
+
+
+async def test_prune_by_age_and_by_both(store: RunStore) -> None:
+    await _family(store)
+    assert (await store.prune_runs(created_before=30.0)).deleted == ("r1",)  # strictly older
+    assert [r.run_id for r in await store.list_runs()] == ["r5", "o4", "r3"]
+    pruned = await store.prune_runs(created_before=45.0, keep=2)  # beyond the 2 newest *and* older
+    assert pruned.deleted == ("r3",)
+    assert (await store.prune_runs(created_before=45.0, keep=2)).deleted == ()
+    assert (await store.prune_runs()).deleted == ()  # no criterion: nothing
+    assert [r.run_id for r in await store.list_runs()] == ["r5", "o4"]
+
+
+async def test_prune_never_deletes_a_run_being_executed_and_a_dry_run_deletes_nothing(store: RunStore) -> None:
+    await _family(store)
+    assert await store.claim_run("r3")
+    dry = await store.prune_runs(keep=0, dry_run=True)
+    assert (dry.deleted, dry.children, dry.live) == (("r5", "o4", "r1"), ("r1-c", "r1-c-g"), ("r3",))
+    assert len(await store.list_runs()) == 6
+    pruned = await store.prune_runs(keep=0)
+    assert (pruned.deleted, pruned.live) == (("r5", "o4", "r1"), ("r3",))
+    assert [r.run_id for r in await store.list_runs()] == ["r3"]
+    await store.release_run("r3")
+    assert (await store.prune_runs(keep=0)).deleted == ("r3",)
+    assert await store.list_runs() == []
+
+
 # --- SQLite only -------------------------------------------------------------------------------------
 
 

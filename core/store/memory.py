@@ -19,8 +19,8 @@ from typing import Any
 
 from core.context import ConversationTurn
 from core.errors import StoreError
-from core.ports import RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
-from core.store import claims, codec
+from core.ports import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
+from core.store import claims, codec, pruning
 from core.store.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
 from core.usage import Usage
 
@@ -103,12 +103,45 @@ class MemoryStore:
         found = pick_run_id(run_id, matches)
         return None if found is None else _fresh_run(self._runs[found])
 
-    async def list_runs(self, *, limit: int = 20, status: RunStatus | None = None) -> list[RunRecord]:
-        """Up to ``limit`` runs, newest first, optionally only those with ``status``."""
-        runs = [r for r in self._runs.values() if status is None or r.status == status]
-        order = {rid: i for i, rid in enumerate(self._runs)}
-        runs.sort(key=lambda r: (r.created_at, order[r.run_id]), reverse=True)
+    async def list_runs(
+        self,
+        *,
+        limit: int = 20,
+        status: RunStatus | None = None,
+        thread: str | None = None,
+        parent_run_id: str | None = None,
+    ) -> list[RunRecord]:
+        """Up to ``limit`` runs, newest first; only those with ``status`` / in ``thread`` / of
+        ``parent_run_id`` when given."""
+        runs = [
+            r
+            for r in self._newest_first()
+            if (status is None or r.status == status)
+            and (thread is None or r.thread == thread)
+            and (parent_run_id is None or r.parent_run_id == parent_run_id)
+        ]
         return [_fresh_run(r) for r in runs[: max(limit, 0)]]
+
+    async def step_counts(self, run_ids: Sequence[str]) -> dict[str, int]:
+        return {run_id: len(self._steps.get(run_id, [])) for run_id in run_ids}
+
+    async def prune_runs(
+        self, *, created_before: float | None = None, keep: int | None = None, dry_run: bool = False
+    ) -> PruneResult:
+        """Delete the runs ``core.store.pruning`` chooses, with their child runs; a claimed run is kept."""
+        stored = [pruning.StoredRun(r.run_id, r.parent_run_id, r.created_at) for r in self._newest_first()]
+        doomed = pruning.choose(stored, created_before=created_before, keep=keep)
+        gone = [d for d in doomed if d.run_id not in self._claimed]
+        if not dry_run:
+            for run_id in (rid for d in gone for rid in (d.run_id, *d.descendants)):
+                del self._runs[run_id]
+                for table in (self._steps, self._events, self._thread_turns):
+                    table.pop(run_id, None)
+        return PruneResult(
+            deleted=tuple(d.run_id for d in gone),
+            children=tuple(rid for d in gone for rid in d.descendants),
+            live=tuple(d.run_id for d in doomed if d.run_id in self._claimed),
+        )
 
     async def steps(self, run_id: str) -> list[StepRecord]:
         return [_fresh_step(s) for s in self._steps.get(run_id, [])]
@@ -180,6 +213,10 @@ class MemoryStore:
     def _thread_runs(self, thread: str) -> list[RunRecord]:
         """The runs of ``thread``, oldest first (ties: in the order they were created)."""
         return sorted((r for r in self._runs.values() if r.thread == thread), key=lambda r: r.created_at)
+
+    def _newest_first(self) -> list[RunRecord]:
+        order = self._order()
+        return sorted(self._runs.values(), key=lambda r: (r.created_at, order[r.run_id]), reverse=True)
 
     def _order(self) -> dict[str, int]:
         return {rid: i for i, rid in enumerate(self._runs)}

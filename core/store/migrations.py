@@ -181,6 +181,12 @@ async def migrate(db: aiosqlite.Connection, *, label: str) -> list[str]:
     return [step.__name__ for step in pending]
 
 
+async def has_tables(db: aiosqlite.Connection) -> bool:
+    """Whether the database holds any table (an empty file holds none)."""
+    sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' LIMIT 1"
+    return bool(list(await db.execute_fetchall(sql)))
+
+
 async def _applied(db: aiosqlite.Connection) -> list[str] | None:
     """Names recorded in ``schema_migrations``, or None when the table does not exist."""
     rows = list(

@@ -13,7 +13,14 @@ Invariants:
   same transaction, reads substitute them back, so no caller ever sees a reference.
 * A run's thread turns are replaced as a whole in one transaction (``core.store.thread_rows``); their
   texts are the run's texts, so a turn said by a step refers to the text the step's record holds.
-* sqlite3 errors become ``StoreError`` in one place, ``_store_error``, with one line and a hint.
+* Runs are deleted only by ``prune_runs``, each under its claim, with everything that refers to them
+  (``ON DELETE CASCADE``) and their child runs (``core.store.pruning`` chooses them).
+* sqlite3 errors become ``StoreError`` in one place, ``core.store.files.store_error``, with one line and a
+  hint.
+
+The module is longer than most (about 550 lines) because ``SqliteStore`` owns the connection, its lock and
+the text-id cache, and every method is a transaction over them; the SQL of threads, the text sharing, the
+choice of runs to prune and the file handling live in their own modules.
 """
 
 from __future__ import annotations
@@ -21,22 +28,21 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import os
 import sqlite3
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 import aiosqlite
 
 from core.context import ConversationTurn
 from core.errors import StoreError
-from core.ports import RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
-from core.store import claims, codec, texts, thread_rows
+from core.ports import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
+from core.store import claims, codec, files, pruning, texts, thread_rows
 from core.store.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
-from core.store.migrations import migrate
+from core.store.migrations import has_tables, migrate
 from core.store.transaction import immediate
 from core.usage import Usage
 
@@ -50,8 +56,10 @@ CLAIMS_SUFFIX = ".claims"
 BUSY_TIMEOUT_S = 10.0
 """How long a write waits for another process's write lock before failing with "locked"."""
 
-_UNWRITABLE = (sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM, sqlite3.SQLITE_IOERR)
-_MOVE_HINT = "point FLUJO_STATE_URI (or state_uri in flujo.toml) at another file"
+
+OpenMode = Literal["create", "existing", "read"]
+"""How a store opens its file: ``create`` it (and its directory) when missing; use an ``existing`` file
+only; or ``read`` an existing file without changing it (see ``SqliteStore``)."""
 
 
 class SqliteStore:
@@ -62,10 +70,17 @@ class SqliteStore:
     ``pause_message`` (a run that is not paused has no pause point) and leaves ``output``, ``error``,
     ``usage`` and ``finished_at`` unchanged when they are None. ``get_run`` takes a full id or a unique
     prefix; the other reads take a full id.
+
+    ``mode`` (``OpenMode``): ``create`` (the default) creates the file, its directory and the schema as
+    needed; ``existing`` and ``read`` never create the file (a missing one is a ``StoreError``). ``read`` is
+    for looking: it sets no persistent pragma and, on a file that holds no tables at all (an empty file),
+    reads an empty store; it still brings an existing flujo database of an older schema up to date, as any
+    command would, since the reads need the current schema. Nothing else it does writes.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, mode: OpenMode = "create") -> None:
         self.path = str(path)
+        self.mode: OpenMode = mode
         self._db: aiosqlite.Connection | None = None
         self._lock = asyncio.Lock()
         self._text_ids: dict[tuple[str, str], int] = {}  # (run, text) → id, committed texts only
@@ -76,15 +91,31 @@ class SqliteStore:
         """Connect, set the pragmas, create the parent directory and apply pending migrations."""
         if self._db is not None:
             return self
-        if self.path != ":memory:":
-            _make_parent(Path(self.path))
+        in_memory = self.path == ":memory:"
+        if not in_memory and self.mode == "create":
+            files.make_parent(Path(self.path))
+        elif not in_memory and not Path(self.path).is_file():
+            raise StoreError(
+                f"there is no run store at {self.path}",
+                hint="flujo run creates it; run flujo from the project's directory, or point FLUJO_STATE_URI"
+                " (or state_uri in flujo.toml) at the store to read",
+            )
         with self._translated("open the run store"):
-            db = await aiosqlite.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            target, uri = (
+                (self.path, False) if in_memory or self.mode == "create" else (files.no_create_uri(self.path), True)
+            )
+            db = await aiosqlite.connect(target, timeout=BUSY_TIMEOUT_S, isolation_level=None, uri=uri)
             try:
                 await db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-                await db.execute("PRAGMA journal_mode = WAL")
-                await db.execute("PRAGMA synchronous = NORMAL")
                 await db.execute("PRAGMA foreign_keys = ON")
+                if self.mode == "read" and not await has_tables(db):
+                    # An empty file: read it as the empty store it is, without writing a schema into it.
+                    await db.close()
+                    db = await aiosqlite.connect(":memory:", isolation_level=None)
+                    await db.execute("PRAGMA foreign_keys = ON")
+                elif self.mode != "read":
+                    await db.execute("PRAGMA journal_mode = WAL")
+                    await db.execute("PRAGMA synchronous = NORMAL")
                 await migrate(db, label=self.path)
             except BaseException:
                 await db.close()
@@ -178,14 +209,14 @@ class SqliteStore:
         self._connection()
         if run_id in self._claimed:
             return False
-        if self.path != ":memory:":  # a private in-memory database has no other process to exclude
+        if self._claims_file:
             try:
                 if not claims.claim(self.path + CLAIMS_SUFFIX, run_id):
                     return False
             except OSError as exc:
                 raise StoreError(
                     f"cannot claim run {run_id}: {exc.strerror or exc} ({self.path}{CLAIMS_SUFFIX})",
-                    hint=f"check permissions, or {_MOVE_HINT}",
+                    hint=f"check permissions, or {files.MOVE_HINT}",
                 ) from exc
         self._claimed.add(run_id)
         try:
@@ -221,16 +252,109 @@ class SqliteStore:
         rows = await self._read(f"read run {found}", f"SELECT {codec.RUN_COLUMNS} FROM runs WHERE run_id = ?", (found,))
         return (await self._runs_from_rows(rows))[0] if rows else None
 
-    async def list_runs(self, *, limit: int = 20, status: RunStatus | None = None) -> list[RunRecord]:
-        """Up to ``limit`` runs, newest first, optionally only those with ``status``."""
-        where = "" if status is None else "WHERE status = ?"
-        params: tuple[Any, ...] = () if status is None else (status,)
+    async def list_runs(
+        self,
+        *,
+        limit: int = 20,
+        status: RunStatus | None = None,
+        thread: str | None = None,
+        parent_run_id: str | None = None,
+    ) -> list[RunRecord]:
+        """Up to ``limit`` runs, newest first; only those with ``status`` / in ``thread`` / of
+        ``parent_run_id`` when given."""
+        filters = {"status": status, "thread": thread, "parent_run_id": parent_run_id}
+        conditions = [f"{column} = ?" for column, value in filters.items() if value is not None]
+        where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
+        params = tuple(value for value in filters.values() if value is not None)
         rows = await self._read(
             "list runs",
             f"SELECT {codec.RUN_COLUMNS} FROM runs {where} ORDER BY created_at DESC, rowid DESC LIMIT ?",
             (*params, max(limit, 0)),
         )
         return await self._runs_from_rows(rows)
+
+    async def step_counts(self, run_ids: Sequence[str]) -> dict[str, int]:
+        counts = dict.fromkeys(run_ids, 0)
+        wanted = list(counts)
+        for start in range(0, len(wanted), _CHUNK):
+            chunk = wanted[start : start + _CHUNK]
+            sql = f"SELECT run_id, COUNT(*) FROM steps WHERE run_id IN ({_marks_n(len(chunk))}) GROUP BY run_id"
+            counts.update((str(row[0]), int(row[1])) for row in await self._read("count steps", sql, tuple(chunk)))
+        return counts
+
+    async def prune_runs(
+        self, *, created_before: float | None = None, keep: int | None = None, dry_run: bool = False
+    ) -> PruneResult:
+        """Delete the runs ``core.store.pruning`` chooses (with everything that belongs to them, by the
+        schema's ``ON DELETE CASCADE``, and their child runs), then ``VACUUM`` to give the space back.
+
+        Each chosen run is claimed first (``core.store.claims``): a run whose claim a live process holds is
+        kept, and the claims held here keep any other process from resuming a run while it is deleted."""
+        sql = "SELECT run_id, parent_run_id, created_at FROM runs ORDER BY created_at DESC, rowid DESC"
+        stored = [pruning.StoredRun(str(r[0]), r[1], float(r[2])) for r in await self._read("list runs", sql, ())]
+        doomed = pruning.choose(stored, created_before=created_before, keep=keep)
+        size_before = files.size(self.path)
+        held: list[pruning.Doomed] = []
+        try:
+            for run in doomed:
+                if self._hold(run.run_id):
+                    held.append(run)
+            gone = [run_id for run in held for run_id in (run.run_id, *run.descendants)]
+            if not dry_run and gone:
+                async with self._write("prune runs") as db:
+                    for start in range(0, len(gone), _CHUNK):
+                        chunk = gone[start : start + _CHUNK]
+                        await db.execute(f"DELETE FROM runs WHERE run_id IN ({_marks_n(len(chunk))})", chunk)
+                self._text_ids.clear()  # the ids of deleted texts may be given to new ones
+        finally:
+            if self._claims_file:
+                for run in held:
+                    claims.release(self.path + CLAIMS_SUFFIX, run.run_id)
+        vacuumed = not dry_run and bool(held) and await self._vacuum()
+        deleted = {run.run_id for run in held}
+        return PruneResult(
+            deleted=tuple(run.run_id for run in held),
+            children=tuple(run_id for run in held for run_id in run.descendants),
+            live=tuple(run.run_id for run in doomed if run.run_id not in deleted),
+            size_before=size_before,
+            size_after=files.size(self.path),
+            vacuumed=vacuumed,
+        )
+
+    def _hold(self, run_id: str) -> bool:
+        """Claim ``run_id`` to delete it: False when a live process (this store included) executes it."""
+        if run_id in self._claimed:
+            return False
+        if not self._claims_file:
+            return True
+        try:
+            return claims.claim(self.path + CLAIMS_SUFFIX, run_id)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot check whether run {run_id} is being executed: {exc.strerror or exc}"
+                f" ({self.path}{CLAIMS_SUFFIX})",
+                hint="check permissions",
+            ) from exc
+
+    @property
+    def _claims_file(self) -> bool:
+        return self.path != ":memory:"  # a private in-memory database has no other process to exclude
+
+    async def _vacuum(self) -> bool:
+        """Give the space of deleted rows back to the file system; False when another process keeps the
+        database busy (SQLite then reuses the free pages for new rows)."""
+        db = self._connection()
+        async with self._lock:
+            try:
+                await db.execute("VACUUM")
+                # The rewritten file is in the write-ahead log until a checkpoint copies it back; a reader
+                # in another process may keep the checkpoint from finishing (its first column is then 1).
+                checkpoint = list(await db.execute_fetchall("PRAGMA wal_checkpoint(TRUNCATE)"))
+                return bool(checkpoint) and checkpoint[0][0] == 0
+            except sqlite3.OperationalError as exc:
+                if files.primary_code(exc) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+                    return False
+                raise files.store_error(self.path, "reclaim the space of the deleted runs", exc) from exc
 
     async def steps(self, run_id: str) -> list[StepRecord]:
         """The steps of run ``run_id`` in the order they were recorded."""
@@ -388,7 +512,7 @@ class SqliteStore:
         try:
             yield
         except sqlite3.Error as exc:
-            raise _store_error(self.path, action, exc) from exc
+            raise files.store_error(self.path, action, exc) from exc
 
     @asynccontextmanager
     async def _write(self, action: str) -> AsyncIterator[aiosqlite.Connection]:
@@ -411,8 +535,9 @@ class SqliteStore:
                 return list(await db.execute_fetchall(sql, params))
 
 
-async def open_store(uri: str) -> SqliteStore:
+async def open_store(uri: str, *, mode: OpenMode = "create") -> SqliteStore:
     """Open (creating and migrating as needed) the store at ``uri`` and return it; close it when done.
+    ``mode="existing"`` or ``"read"`` never creates it (see ``SqliteStore``).
 
     ``uri`` is a file path (``.flujo/flujo.db``, ``~`` expanded), ``sqlite:///relative/path.db``,
     ``sqlite:////absolute/path.db`` or ``:memory:``. Usage::
@@ -423,53 +548,7 @@ async def open_store(uri: str) -> SqliteStore:
 
     or ``async with await open_store(uri) as store: ...``.
     """
-    return await SqliteStore(_path_from_uri(uri)).open()
-
-
-def _path_from_uri(uri: str) -> str:
-    path = uri.removeprefix("sqlite:///") if uri.startswith("sqlite:///") else uri
-    if not path or "://" in path:
-        raise StoreError(
-            f"cannot use {uri!r} as a run store",
-            hint="give a file path such as .flujo/flujo.db, or sqlite:///path/to/flujo.db",
-        )
-    return path if path == ":memory:" else os.path.expanduser(path)
-
-
-def _make_parent(path: Path) -> None:
-    if path.parent.exists() and not path.parent.is_dir():
-        raise StoreError(f"cannot create the run store {path}: {path.parent} is not a directory", hint=_MOVE_HINT)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise StoreError(
-            f"cannot create the directory {path.parent} for the run store: {exc.strerror or exc}",
-            hint=_MOVE_HINT,
-        ) from exc
-
-
-def _store_error(label: str, action: str, exc: sqlite3.Error) -> StoreError:
-    """The one translation of a sqlite3 error into a one-line ``StoreError`` with a hint."""
-    code = getattr(exc, "sqlite_errorcode", None)  # set by sqlite3 on errors reported by SQLite itself
-    primary = code & 0xFF if isinstance(code, int) and code >= 0 else None
-    if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-        return StoreError(
-            f"cannot {action}: {label} is locked",
-            hint="another process (a running flujo?) is holding a write lock on it; wait for it to finish",
-        )
-    if primary == sqlite3.SQLITE_NOTADB:
-        return StoreError(f"{label} is not a flujo database", hint=_MOVE_HINT)
-    if primary == sqlite3.SQLITE_CORRUPT:
-        return StoreError(f"{label} is damaged: {exc}", hint="move it away, or restore a backup")
-    if primary in _UNWRITABLE:
-        folder = os.path.dirname(os.path.abspath(label))
-        where = f"the directory {folder} is not writable" if not os.access(folder, os.W_OK) else str(exc)
-        return StoreError(f"cannot {action}: {where} ({label})", hint=f"check permissions, or {_MOVE_HINT}")
-    if primary == sqlite3.SQLITE_FULL:
-        return StoreError(f"cannot {action}: the disk holding {label} is full", hint="free some space")
-    if code == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
-        return StoreError(f"cannot {action}: no such run", hint=NO_RUN_HINT)
-    return StoreError(f"cannot {action}: {exc} ({label})")
+    return await SqliteStore(files.path_from_uri(uri), mode=mode).open()
 
 
 def _marks(columns: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 import time
 from collections.abc import Coroutine, Mapping, Sequence
@@ -16,6 +17,10 @@ from rich.markup import escape
 
 from flujo_cli import exit_codes
 from flujo_cli.messages import error_line, fail, stderr, usage_error
+
+# The last part of a setting's key that names a secret: ``openai.api_key``, ``x.token``, ``y.db_password``
+# (never ``history.max_tokens``).
+_SECRET_KEY = re.compile(r"(?:^|[._])(?:\w+_)?(?:key|token|secret|password|credentials?)\s*$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -30,10 +35,13 @@ class RunOverrides:
     max_cost_usd: float | None = None
 
     def to_options(self) -> dict[str, Any] | None:
-        """These overrides as the run records them (None when there are none)."""
+        """These overrides as the run records them (None when there are none). A secret (``--set
+        openai.api_key=...``, any key naming a key, token, secret or password) is never written to the store:
+        a resume must be given it again."""
         options: dict[str, Any] = {}
-        if self.settings:
-            options["set"] = list(self.settings)
+        kept = [assignment for assignment in self.settings if not _SECRET_KEY.search(assignment.partition("=")[0])]
+        if kept:
+            options["set"] = kept
         if self.max_tokens is not None:
             options["max_tokens"] = self.max_tokens
         if self.max_cost_usd is not None:

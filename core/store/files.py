@@ -1,0 +1,80 @@
+"""The SQLite store's files: where a state URI points, creating or refusing to create the file, its size,
+and the one translation of sqlite3 errors into ``StoreError`` (one line and a hint) used by
+``core.store.sqlite``.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+from core.errors import StoreError
+from core.store.lookup import NO_RUN_HINT
+
+MOVE_HINT = "point FLUJO_STATE_URI (or state_uri in flujo.toml) at another file"
+_UNWRITABLE = (sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM, sqlite3.SQLITE_IOERR)
+
+
+def path_from_uri(uri: str) -> str:
+    path = uri.removeprefix("sqlite:///") if uri.startswith("sqlite:///") else uri
+    if not path or "://" in path:
+        raise StoreError(
+            f"cannot use {uri!r} as a run store",
+            hint="give a file path such as .flujo/flujo.db, or sqlite:///path/to/flujo.db",
+        )
+    return path if path == ":memory:" else os.path.expanduser(path)
+
+
+def make_parent(path: Path) -> None:
+    if path.parent.exists() and not path.parent.is_dir():
+        raise StoreError(f"cannot create the run store {path}: {path.parent} is not a directory", hint=MOVE_HINT)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(
+            f"cannot create the directory {path.parent} for the run store: {exc.strerror or exc}",
+            hint=MOVE_HINT,
+        ) from exc
+
+
+def no_create_uri(path: str) -> str:
+    """A URI that opens the existing file at ``path`` (read-write, or read-only if write-protected) and never
+    creates it."""
+    return Path(path).absolute().as_uri() + "?mode=rw"
+
+
+def size(path: str) -> int | None:
+    """Bytes of the database file and its write-ahead log; None for an in-memory database."""
+    if path == ":memory:":
+        return None
+    return sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
+
+
+def primary_code(exc: sqlite3.Error) -> int | None:
+    code = getattr(exc, "sqlite_errorcode", None)  # set by sqlite3 on errors reported by SQLite itself
+    return code & 0xFF if isinstance(code, int) and code >= 0 else None
+
+
+def store_error(label: str, action: str, exc: sqlite3.Error) -> StoreError:
+    """The one translation of a sqlite3 error into a one-line ``StoreError`` with a hint."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    primary = primary_code(exc)
+    if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        return StoreError(
+            f"cannot {action}: {label} is locked",
+            hint="another process (a running flujo?) is holding a write lock on it; wait for it to finish",
+        )
+    if primary == sqlite3.SQLITE_NOTADB:
+        return StoreError(f"{label} is not a flujo database", hint=MOVE_HINT)
+    if primary == sqlite3.SQLITE_CORRUPT:
+        return StoreError(f"{label} is damaged: {exc}", hint="move it away, or restore a backup")
+    if primary in _UNWRITABLE:
+        folder = os.path.dirname(os.path.abspath(label))
+        where = f"the directory {folder} is not writable" if not os.access(folder, os.W_OK) else str(exc)
+        return StoreError(f"cannot {action}: {where} ({label})", hint=f"check permissions, or {MOVE_HINT}")
+    if primary == sqlite3.SQLITE_FULL:
+        return StoreError(f"cannot {action}: the disk holding {label} is full", hint="free some space")
+    if code == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
+        return StoreError(f"cannot {action}: no such run", hint=NO_RUN_HINT)
+    return StoreError(f"cannot {action}: {exc} ({label})")

@@ -1,0 +1,242 @@
+"""``flujo lens list | show RUN | trace RUN | prune``: look into the run store, redacted.
+
+Results go to stdout (text, or one JSON document with ``--json``); messages to stderr. ``list``, ``show`` and
+``trace`` open the store with ``mode="read"``: they never create it (a missing store is exit code 7 with the
+path it looked at) and never change it. Every text they print went through the ``Redactor`` built from the
+settings, as ``flujo run`` builds it (lens masks again what the store holds; see ``lens.masking``).
+
+Exit codes: 0; 1 when no run matches the id (or ``--step`` matches no step, or ``--final-output`` of a run
+without one); 2 for a bad command line; 7 when the store is missing or cannot be read, or an id prefix is
+ambiguous (the message names the candidates), as for ``flujo resume``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import sys
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+from rich.console import Console, RenderableType
+
+from flujo_cli import exit_codes
+from flujo_cli.messages import error_line, fail, stderr, usage_error
+
+if TYPE_CHECKING:
+    from core.ports import RunStatus, RunStore
+    from core.redaction import Redactor
+    from lens import RunNode
+
+
+@dataclass(frozen=True)
+class TraceOptions:
+    step: str | None = None
+    expand: Sequence[str] = ()
+    tui: bool | None = None  # None: the viewer when stdout is a terminal (and no --json)
+
+
+def list_runs(*, status: str | None, limit: int, thread: str | None, json_output: bool, debug: bool) -> int:
+    checked = _status(status)
+
+    async def body(store: RunStore, redactor: Redactor, where: str) -> int:
+        from lens import list_document, masked_document, nested, recent_runs, runs_table
+
+        rows = await recent_runs(store, redactor=redactor, limit=limit, status=checked, thread=thread)
+        if json_output:
+            _print_json(masked_document(list_document(rows), redactor))
+        elif not rows:
+            which = " matching those options" if status or thread else ""
+            stderr().print(f"no runs{which} in {where}", highlight=False)
+        else:
+            _print(runs_table(nested(rows)))
+        return exit_codes.OK
+
+    return _with_store(body, debug=debug)
+
+
+def show_run(run_id: str, *, final_output: bool, json_output: bool, debug: bool) -> int:
+    async def body(store: RunStore, redactor: Redactor, where: str) -> int:
+        from lens import StepNode, final_output_document, load_tree, masked_document, show_document, show_view, walk
+
+        tree = await load_tree(store, run_id, redactor=redactor)
+        record = tree.record
+        if final_output:
+            if record.output is None and record.status != "completed":
+                error_line(
+                    f"run {record.run_id} has no final output: it is {record.status.replace('_', ' ')}",
+                    f"see where it stopped with: flujo lens show {record.run_id}",
+                )
+                return exit_codes.FAILED
+            if json_output:
+                _print_json(masked_document(final_output_document(record), redactor))
+            else:
+                _print_output(record.output)
+            return exit_codes.OK
+        if json_output:
+            _print_json(masked_document(show_document(tree), redactor))
+        else:
+            own = [n for n in walk(tree) if isinstance(n, StepNode) and n.record and n.run_id == record.run_id]
+            _print(show_view(tree, steps=len(own)))
+        return exit_codes.OK
+
+    return _with_store(body, debug=debug)
+
+
+def trace_run(run_id: str, options: TraceOptions, *, json_output: bool, debug: bool) -> int:
+    from lens import Expansion
+
+    expansion = Expansion.parse(options.expand)
+    if expansion.everything and expansion.nothing:
+        usage_error("--expand all and --expand none contradict each other", "give one of them")
+    terminal = sys.stdout.isatty() and sys.stdin.isatty()  # the viewer reads keys and draws on the screen
+    interactive = options.tui if options.tui is not None else (terminal and not json_output)
+    if interactive and json_output:
+        usage_error("--tui and --json do not go together", "drop one of them")
+    if interactive and not terminal:
+        usage_error("--tui needs a terminal", "without it, the trace is printed (add --plain to be explicit)")
+    shown: list[RunNode] = []
+
+    async def body(store: RunStore, redactor: Redactor, where: str) -> int:
+        from lens import load_tree, masked_document, trace_document, trace_view
+
+        tree = _focused(await load_tree(store, run_id, redactor=redactor), options.step)
+        if tree is None:
+            return exit_codes.FAILED
+        if interactive:
+            shown.append(tree)  # the viewer runs its own event loop, after this one is closed
+            # The tree lives until the process ends: out of the collector's sight (frozen while it is
+            # paused, before it can scan them), its objects are not scanned at every collection while the
+            # viewer runs (with a 10,000-event run, that was 0.3 s at opening alone).
+            gc.freeze()
+        elif json_output:
+            _print_json(masked_document(trace_document(tree), redactor))
+        else:
+            _print(trace_view(tree, expand=expansion))
+        return exit_codes.OK
+
+    code = _with_store(body, debug=debug)
+    if shown:
+        from lens import open_viewer
+
+        try:
+            open_viewer(shown[0], expand=expansion)
+        except Exception as exc:  # the CLI's top level
+            fail(exc, debug=debug)
+    return code
+
+
+def prune_runs(*, older_than: str | None, keep: int | None, dry_run: bool, json_output: bool, debug: bool) -> int:
+    from lens import parse_age
+
+    if older_than is None and keep is None:
+        usage_error("say which runs to delete: --older-than AGE, --keep N, or both", "for example: --older-than 30d")
+    try:
+        age = None if older_than is None else parse_age(older_than)
+    except ValueError as exc:
+        usage_error(f"--older-than {exc}")
+
+    async def body(store: RunStore, redactor: Redactor, where: str) -> int:
+        from lens import prune, prune_document, prune_summary
+
+        result = await prune(store, now=time.time(), older_than=age, keep=keep, dry_run=dry_run)
+        if json_output:
+            _print_json(prune_document(result, dry_run=dry_run))
+        else:
+            _write_lines(prune_summary(result, dry_run=dry_run))
+        return exit_codes.OK
+
+    return _with_store(body, debug=debug, mode="existing")
+
+
+def _focused(tree: RunNode, step: str | None) -> RunNode | None:
+    from lens import StepNode, focus, walk
+
+    if step is None:
+        return tree
+    found = focus(tree, step)
+    if found is None:
+        names = sorted({n.name for n in walk(tree) if isinstance(n, StepNode)})
+        shown = ", ".join(names[:12]) + (" ..." if len(names) > 12 else "")
+        error_line(f"run {tree.run_id} has no step {step!r}", f"its steps: {shown}" if names else "it has no steps")
+    return found
+
+
+def _status(status: str | None) -> RunStatus | None:
+    from core.ports import RunStatus
+
+    known: tuple[str, ...] = get_args(RunStatus)
+    if status is not None and status not in known:
+        usage_error(f"unknown status {status!r}", f"one of: {', '.join(known)}")
+    return status  # type: ignore[return-value]  # checked against get_args(RunStatus) above
+
+
+def _with_store(
+    body: Callable[[RunStore, Redactor, str], Awaitable[int]],
+    *,
+    debug: bool,
+    mode: Literal["read", "existing"] = "read",
+) -> int:
+    """Open the run store the settings name (never creating it), build the redactor, run ``body``."""
+
+    async def main() -> int:
+        from core.config import load_settings, secret_values
+        from core.redaction import Redactor
+        from core.store import open_store
+
+        settings = load_settings()
+        redactor = Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings))
+        store = await open_store(settings.state_uri, mode=mode)
+        try:
+            return await body(store, redactor, settings.state_uri)
+        finally:
+            await store.close()
+
+    # A large run is hundreds of thousands of objects, none of them garbage: the cyclic collector would
+    # scan them again and again while they are read and printed. It is back on when the command returns.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return asyncio.run(main())
+    except KeyboardInterrupt:
+        return exit_codes.INTERRUPTED
+    except Exception as exc:  # the CLI's top level: one clear line, never a traceback (unless --debug)
+        fail(exc, debug=debug)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _print(renderable: RenderableType) -> None:
+    """Print to stdout: in colour on a terminal; plain, without trailing spaces, into a pipe or a file."""
+    if sys.stdout.isatty():
+        Console(highlight=False).print(renderable)
+        return
+    console = Console(file=sys.stdout, highlight=False, color_system=None, width=_width())
+    with console.capture() as captured:
+        console.print(renderable)
+    _write_lines(line.rstrip() for line in captured.get().splitlines())
+
+
+def _width() -> int:
+    """Columns for output into a pipe: the terminal's if stderr is one, else 100."""
+    import shutil
+
+    return shutil.get_terminal_size((100, 24)).columns if sys.stderr.isatty() else 100
+
+
+def _write_lines(lines: Any) -> None:
+    sys.stdout.write("".join(f"{line}\n" for line in lines))
+
+
+def _print_output(output: Any) -> None:
+    """The run's output as ``flujo run`` prints it: a text as it is, anything else as indented JSON."""
+    text = output if isinstance(output, str) else json.dumps(output, indent=2, ensure_ascii=False, default=str)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")

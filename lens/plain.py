@@ -1,0 +1,240 @@
+"""The plain (non-interactive) views, as rich renderables: the run list, a run's steps (``show``) and its
+span tree with the prompts sent (``trace``).
+
+Prompts are collapsed by default (``Expansion``): each message to its first lines, a long conversation to
+its first (system) message and its latest ones, with a note of what is hidden and the ``--expand`` that
+shows it. Everything shown comes from a masked snapshot (``lens.masking``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import tzinfo
+from typing import Any, Literal
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from core.ports import RunRecord
+from lens import figures, labels
+from lens.listing import RunRow
+from lens.preview import Collapsed, collapse, compact, full_text, one_line
+from lens.tree import CallNode, EventNode, MessageNode, Node, RunNode, StepNode
+
+SHOWN_MESSAGES = 6
+"""A collapsed call with more messages shows its first (system) message and the latest ones, up to this."""
+
+Mode = Literal["show", "trace"]
+Opening = Literal["whole", "collapsed", "none"]
+"""How an agent call is shown: every message whole, collapsed to a few lines each, or only its label."""
+
+
+@dataclass(frozen=True)
+class Expansion:
+    """Which prompts ``trace`` shows whole: all (``--expand all``), none (``--expand none``: one line per
+    call), or those of the steps at or below ``paths`` (a path such as ``chat/3/clarify``, or a step name);
+    the others collapsed."""
+
+    everything: bool = False
+    nothing: bool = False
+    paths: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, values: Sequence[str]) -> Expansion:
+        return cls(
+            everything="all" in values,
+            nothing="none" in values,
+            paths=tuple(v.strip("/") for v in values if v not in ("all", "none")),
+        )
+
+    def opening(self, path: str) -> Opening:
+        """How the calls of the step at ``path`` are shown."""
+        name = path.rpartition("/")[2]
+        if self.everything or any(path == p or path.startswith(p + "/") or name == p for p in self.paths):
+            return "whole"
+        return "none" if self.nothing else "collapsed"
+
+
+def runs_table(rows: Sequence[RunRow], *, tz: tzinfo | None = None) -> Table:
+    """``lens list``: one line per run (child runs indented under their parent when both are listed)."""
+    threads = any(row.record.thread for row in rows)
+    table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold", padding=(0, 1, 0, 0))
+    for heading, justify in (
+        ("RUN", "left"),
+        ("BLUEPRINT", "left"),
+        ("STATUS", "left"),
+        ("STARTED", "left"),
+        ("TOOK", "right"),
+        ("STEPS", "right"),
+        ("TOKENS", "right"),
+        ("COST", "right"),
+    ):
+        table.add_column(heading, justify=justify, no_wrap=heading != "BLUEPRINT")  # type: ignore[arg-type]
+    if threads:
+        table.add_column("THREAD")
+    for row in rows:
+        record = row.record
+        run_id = Text("  " * (row.depth - 1) + "└ " if row.depth else "") + Text(record.run_id, style="cyan")
+        blueprint = Text(record.pipeline_name)
+        if record.parent_run_id is not None and row.depth == 0:
+            blueprint.append(f" (child of {record.parent_run_id})", style="dim")
+        cells: list[RenderableType] = [
+            run_id,
+            blueprint,
+            labels.status_text(record.status),
+            figures.when(record.created_at, tz, seconds=False),
+            figures.duration(labels.run_duration(record)),
+            str(row.steps),
+            figures.tokens(record.usage),
+            figures.cost(record.usage),
+        ]
+        if threads:
+            cells.append(record.thread or "")
+        table.add_row(*cells)
+    return table
+
+
+def show_view(root: RunNode, *, tz: tzinfo | None = None, steps: int | None = None) -> RenderableType:
+    """``lens show``: the run's facts, then its steps in execution order with their input and output."""
+    return Group(run_facts(root.record, tz=tz, steps=steps), Text(), _tree(root, "show", Expansion()))
+
+
+def trace_view(root: RunNode, *, expand: Expansion = Expansion(), tz: tzinfo | None = None) -> RenderableType:
+    """``lens trace``: the span tree, each agent call with the messages it was sent."""
+    return _tree(root, "trace", expand)
+
+
+def run_facts(
+    record: RunRecord, *, tz: tzinfo | None = None, steps: int | None = None, previews: bool = True
+) -> RenderableType:
+    """The head of ``lens show``: status, blueprint, when, how long, usage, input and output (one-line
+    previews, unless ``previews`` is False: the caller shows them whole), error, pause point."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="dim", no_wrap=True)
+    grid.add_column()
+    grid.add_row("status", labels.status_text(record.status))
+    grid.add_row("blueprint", Text(record.pipeline_name + (f"  ({record.source})" if record.source else "")))
+    if record.parent_run_id:
+        grid.add_row("child of", Text(f"run {record.parent_run_id} (a sub-workflow)"))
+    if record.thread:
+        grid.add_row("thread", Text(record.thread))
+    started = figures.when(record.created_at, tz)
+    took = figures.duration(labels.run_duration(record))
+    grid.add_row("started", Text(f"{started} · took {took}" + (f" · {figures.count(steps, 'step')}" if steps else "")))
+    grid.add_row("usage", Text(labels.usage_words(record.usage, always=True)))
+    if previews:
+        grid.add_row("input", _preview(record.input))
+        output = _preview(record.output)
+        if one_line(record.output) != full_text(record.output) and record.output is not None:
+            output.append("  (--final-output prints it whole)", style="dim")
+        grid.add_row("output", output)
+    if record.error:
+        grid.add_row("error", Text(record.error, style="red"))
+    if record.status == "paused" and record.pause_path:
+        grid.add_row("waiting at", Text(f"{record.pause_path}: {record.pause_message or ''}", style="yellow"))
+    if record.owner:
+        grid.add_row("executed by", Text(record.owner))
+    return Group(Text.assemble(("run ", "bold"), (record.run_id, "bold cyan")), grid)
+
+
+def _preview(value: Any) -> Text:
+    return Text("(none)", style="dim") if value is None else Text(one_line(value, 90))
+
+
+def _tree(root: RunNode, mode: Mode, expand: Expansion) -> Tree:
+    tree = Tree(labels.label(root))
+    _add(tree, root.children, mode, expand, prefix="")
+    return tree
+
+
+def _add(branch: Tree, nodes: Sequence[Node], mode: Mode, expand: Expansion, *, prefix: str) -> None:
+    for node in nodes:
+        if mode == "show" and isinstance(node, CallNode | EventNode | MessageNode):
+            continue
+        if isinstance(node, CallNode):
+            full_path = _join(prefix, node.path)
+            branch.add(call_block(node, expand.opening(full_path), full_path))
+            continue
+        if isinstance(node, StepNode) and mode == "show":
+            child = branch.add(_step_block(node))
+        else:
+            child = branch.add(labels.label(node))
+        below = _join(prefix, node.path) if isinstance(node, RunNode) else prefix
+        _add(child, node.children, mode, expand, prefix=below)
+
+
+def _join(prefix: str, path: str) -> str:
+    return f"{prefix}/{path}" if prefix and path else prefix or path
+
+
+def _step_block(node: StepNode) -> RenderableType:
+    """A step's label, then its input and output on one line each (and its error). Plain lines rather than
+    a table: a run of thousands of steps prints in a fraction of the time."""
+    record = node.record
+    if record is None:
+        return labels.label(node)
+    lines = [labels.label(node), _field("in", _preview(record.input)), _field("out", _preview(record.output))]
+    if record.error:
+        lines.append(_field("error", Text(record.error, style="red"), wrap=True))
+    return Group(*lines)
+
+
+def _field(name: str, value: Text, *, wrap: bool = False) -> Text:
+    line = Text.assemble((f"{name:<5} ", "dim"), value)
+    if not wrap:
+        line.no_wrap, line.overflow = True, "ellipsis"
+    return line
+
+
+def call_block(call: CallNode, opened: Opening, path: str) -> RenderableType:
+    """An agent call: its label, then (unless ``none``) the messages it sent and the reply it got, each
+    whole or collapsed; a collapsed call ends with a note of what is hidden and how to show it."""
+    head = labels.label(call)
+    hint = f"--expand {path} shows it whole"
+    if opened == "none":
+        return Text.assemble(head, (f"  ({figures.count(len(call.messages), 'message')} hidden; {hint})", "dim"))
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column()
+    hidden = False
+    messages: list[MessageNode | None] = list(call.messages)
+    if opened == "collapsed" and len(messages) > SHOWN_MESSAGES:
+        first = [messages[0]] if call.messages[0].role == "system" else []
+        messages = [*first, None, *messages[len(messages) - (SHOWN_MESSAGES - len(first)) :]]
+    for message in messages:
+        if message is None:
+            count = len(call.messages) - (len(messages) - 1)
+            grid.add_row(Text("…", style="dim"), Text(f"{figures.count(count, 'earlier message')} hidden", style="dim"))
+            hidden = True
+            continue
+        shown, cut = _content(message.content, opened)
+        hidden = hidden or cut
+        grid.add_row(Text(message.role, style=labels.role_style(message.role)), shown)
+    for repair in call.repairs:
+        grid.add_row(Text("repair", style="yellow"), Text(one_line(repair.get("error"), 90), style="yellow"))
+    if call.reply is not None:
+        output = call.reply.get("output")
+        shown, cut = _content(full_text(output) if opened == "whole" else compact(output), opened)
+        hidden = hidden or cut
+        grid.add_row(Text("→ reply", style="bold"), shown)
+    parts: list[RenderableType] = [head, grid]
+    if hidden:
+        parts.append(Text(f"(collapsed: {hint})", style="dim"))
+    return Group(*parts)
+
+
+def _content(text: str, opened: Opening) -> tuple[Text, bool]:
+    """A message's text, whole or collapsed, and whether anything of it is hidden."""
+    if opened == "whole":
+        return Text(text), False
+    shown: Collapsed = collapse(text)
+    if shown.complete:
+        return Text(shown.shown), False
+    note = []
+    if shown.hidden_lines:
+        note.append(figures.count(shown.hidden_lines, "more line"))
+    note.append(f"{figures.count(shown.hidden_chars, 'character')} hidden")
+    return Text.assemble(shown.shown, ("\n… " + ", ".join(note), "dim")), True

@@ -1,0 +1,73 @@
+"""``flujo lens prune``: ages such as ``30d``, the call to ``RunStore.prune_runs`` and what to say after it.
+
+The choice of runs and the claims that protect a run being executed are the store's
+(``RunStore.prune_runs``); this module only turns the command line into that call and its result into
+words and a JSON document.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from core.ports import PruneResult, RunStore
+from lens import figures
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
+_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+
+
+def parse_age(text: str) -> float:
+    """Seconds in an age such as ``90m``, ``12h``, ``30d`` or ``2w``; ``ValueError`` (saying what is
+    accepted) otherwise."""
+    found = _AGE.match(text.lower())
+    if found is None:
+        raise ValueError(f"{text!r} is not an age: give a number and a unit, such as 90m, 12h, 30d or 2w")
+    return float(found.group(1)) * _UNITS[found.group(2)]
+
+
+async def prune(
+    store: RunStore, *, now: float, older_than: float | None, keep: int | None, dry_run: bool
+) -> PruneResult:
+    """Delete the runs older than ``older_than`` seconds and/or beyond the ``keep`` newest (both: both)."""
+    created_before = None if older_than is None else now - older_than
+    return await store.prune_runs(created_before=created_before, keep=keep, dry_run=dry_run)
+
+
+def summary(result: PruneResult, *, dry_run: bool) -> list[str]:
+    """What was deleted (or would be), what was kept because it is being executed, and the space."""
+    runs = figures.count(len(result.deleted), "run")
+    children = f" and {figures.count(len(result.children), 'child run')}" if result.children else ""
+    if dry_run:
+        lines = [f"would delete {runs}{children}" + (": " + ", ".join(result.deleted) if result.deleted else "")]
+    else:
+        lines = [f"deleted {runs}{children} with their steps, events and thread turns"]
+    if result.live:
+        lines.append(f"kept {figures.count(len(result.live), 'run')} being executed now: {', '.join(result.live)}")
+    if not dry_run and result.deleted and result.size_before is not None and result.size_after is not None:
+        space = f"run store {_size(result.size_before)} → {_size(result.size_after)}"
+        if not result.vacuumed:
+            space += " (another process is using it: the free space is reused by new runs)"
+        lines.append(space)
+    return lines
+
+
+def document(result: PruneResult, *, dry_run: bool) -> dict[str, Any]:
+    """``{"dry_run", "deleted", "children", "live", "size_before", "size_after", "vacuumed"}``."""
+    return {
+        "dry_run": dry_run,
+        "deleted": list(result.deleted),
+        "children": list(result.children),
+        "live": list(result.live),
+        "size_before": result.size_before,
+        "size_after": result.size_after,
+        "vacuumed": result.vacuumed,
+    }
+
+
+def _size(size: int) -> str:
+    if size < 1024:
+        return f"{size} B"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.0f} KB"
+    return f"{size / (1024 * 1024):.1f} MB"

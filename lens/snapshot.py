@@ -1,0 +1,78 @@
+"""A run as the store holds it, read once and masked: its record, steps, events and sub-workflow child runs.
+
+Invariants: everything in a snapshot went through ``lens.masking`` (so no view can show an unmasked
+text); steps and events keep the store's order; a child run is loaded once even if several events name
+it, and never more than ``MAX_DEPTH`` levels deep (a damaged store whose parent links loop cannot make
+lens loop).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from core.errors import RunError
+from core.ports import RunRecord, RunStore, StepRecord, TraceEvent
+from core.redaction import Redactor
+from lens.masking import Masker
+
+MAX_DEPTH = 16
+_ALL_CHILDREN = 100_000  # a map over thousands of items may start one child run per item
+
+
+@dataclass(frozen=True)
+class RunSnapshot:
+    """One run: ``children`` maps each child run's id to its snapshot; ``child_paths`` maps it to the path
+    of the step that started it (from its ``workflow.child`` event, or the run's pause point), when known."""
+
+    record: RunRecord
+    steps: tuple[StepRecord, ...]
+    events: tuple[TraceEvent, ...]
+    children: Mapping[str, RunSnapshot] = field(default_factory=dict)
+    child_paths: Mapping[str, str] = field(default_factory=dict)
+
+
+async def load_run(store: RunStore, run_id: str, *, redactor: Redactor) -> RunSnapshot:
+    """The run ``run_id`` names (a unique prefix is enough) with its child runs; ``RunError`` when no run
+    matches, ``StoreError`` when the prefix matches several (the error names them)."""
+    record = await store.get_run(run_id)
+    if record is None:
+        raise RunError(f"no run matches {run_id!r}", hint="list the runs with: flujo lens list")
+    return await _load(store, record, Masker(redactor), seen={record.run_id}, depth=0)
+
+
+async def _load(store: RunStore, record: RunRecord, masker: Masker, *, seen: set[str], depth: int) -> RunSnapshot:
+    steps = tuple(masker.step(s) for s in await store.steps(record.run_id))
+    events = tuple(masker.event(e) for e in await store.events(record.run_id))
+    masked = masker.run(record)
+    if depth >= MAX_DEPTH:
+        return RunSnapshot(masked, steps, events)
+    paths = {
+        str(e.payload["child_run_id"]): e.path
+        for e in events
+        if e.kind == "workflow.child" and isinstance(e.payload.get("child_run_id"), str)
+    }
+    found = {child.run_id: child for child in await store.list_runs(parent_run_id=record.run_id, limit=_ALL_CHILDREN)}
+    for child_id in paths:
+        if child_id not in found and (child := await store.get_run(child_id)) is not None:
+            found[child_id] = child
+    children: dict[str, RunSnapshot] = {}
+    for child in sorted(found.values(), key=lambda r: r.created_at):
+        if child.run_id in seen:
+            continue
+        seen.add(child.run_id)
+        children[child.run_id] = await _load(store, child, masker, seen=seen, depth=depth + 1)
+        if child.run_id not in paths:
+            where = _paused_inside(masked, children[child.run_id].record)
+            if where is not None:
+                paths[child.run_id] = where
+    return RunSnapshot(masked, steps, events, children, {k: v for k, v in paths.items() if k in children})
+
+
+def _paused_inside(parent: RunRecord, child: RunRecord) -> str | None:
+    """The path of the step that started ``child`` when the parent is paused inside it: the parent's pause
+    point is that path followed by the child's (``review/approve`` = ``review`` + ``approve``)."""
+    if parent.pause_path is None or child.pause_path is None:
+        return None
+    suffix = "/" + child.pause_path
+    return parent.pause_path[: -len(suffix)] if parent.pause_path.endswith(suffix) else None

@@ -1,0 +1,391 @@
+"""The span tree of a run: run → steps → iterations / branches → steps … → agent calls → messages.
+
+``build_tree(snapshot)`` turns a ``RunSnapshot`` into nodes, a union tagged by ``kind``:
+
+* ``RunNode``: the run (the root, or a sub-workflow's child run under the step that started it);
+* ``StepNode``: a step at a path; ``record`` is None for a step whose result is not recorded (it is still
+  running, paused inside, or its run was interrupted);
+* ``GroupNode``: one iteration of a loop, item of a map or branch of a parallel / conditional;
+* ``CallNode``: one agent call: its ``agent.prompt`` event, the ``agent.repair`` and ``agent.reply``
+  after it, and the messages sent (``MessageNode``);
+* ``EventNode``: any other event (``hitl.answer``, ``loop.exit``, ``step.error`` ...).
+
+Paths: a step path alternates names and keys below composite steps (``chat/3/clarify``: step ``chat``,
+iteration ``3``, step ``clarify``); a history summary is a step below the agent step it served
+(``chat/3/clarify/summarize``). Siblings are in execution order (start time; the store's order breaks
+ties). Building is linear in the number of steps and events (10,000 events in well under a second).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from core.ports import RunRecord, StepRecord, TraceEvent
+from lens.preview import full_text
+from lens.snapshot import RunSnapshot
+
+COMPOSITE_KINDS = frozenset({"loop", "map", "parallel", "conditional"})
+"""Step kinds whose children sit below a key (iteration, item or branch)."""
+_GROUP_WORDS = {"loop": "iteration", "map": "item", "parallel": "branch", "conditional": "branch"}
+_CALL_EVENTS = frozenset({"agent.repair", "agent.reply"})
+
+
+@dataclass(eq=False, repr=False)
+class MessageNode:
+    """A message of an agent call, as it was sent (masked)."""
+
+    run_id: str
+    path: str
+    index: int
+    role: str
+    content: str
+    kind: Literal["message"] = "message"
+
+    def __repr__(self) -> str:
+        return _short_repr(self)
+
+    @property
+    def children(self) -> Sequence[Node]:
+        return ()
+
+
+@dataclass(eq=False, repr=False)
+class CallNode:
+    """One agent call of the step at ``path`` (``index`` counts the step's calls from 0)."""
+
+    run_id: str
+    path: str
+    index: int
+    prompt: Mapping[str, Any]
+    ts: float
+    reply: Mapping[str, Any] | None = None
+    repairs: list[Mapping[str, Any]] = field(default_factory=list)
+    summary: TraceEvent | None = None  # the history.summarized / summarize_failed event before this call
+    kind: Literal["call"] = "call"
+
+    def __repr__(self) -> str:
+        return _short_repr(self)
+
+    @property
+    def children(self) -> Sequence[Node]:
+        return self.messages
+
+    @functools.cached_property
+    def messages(self) -> list[MessageNode]:
+        """The messages sent, made when first asked for (a long run has tens of thousands)."""
+        return _messages(self)
+
+    @property
+    def history(self) -> Mapping[str, Any] | None:
+        """The ``history`` facts of the prompt event (conversation, turns, dropped, mode ...), if any."""
+        facts = self.prompt.get("history")
+        return facts if isinstance(facts, Mapping) else None
+
+    @property
+    def injected(self) -> bool:
+        return bool(self.prompt.get("history_injected"))
+
+
+@dataclass(eq=False, repr=False)
+class EventNode:
+    run_id: str
+    event: TraceEvent
+    kind: Literal["event"] = "event"
+
+    def __repr__(self) -> str:
+        return _short_repr(self)
+
+    @property
+    def path(self) -> str:
+        return self.event.path
+
+    @property
+    def children(self) -> Sequence[Node]:
+        return ()
+
+
+@dataclass(eq=False, repr=False)
+class StepNode:
+    run_id: str
+    path: str
+    name: str
+    record: StepRecord | None = None
+    children: list[Node] = field(default_factory=list)
+    events: list[TraceEvent] = field(default_factory=list)
+    status_if_unrecorded: str = "not recorded"
+    kind: Literal["step"] = "step"
+
+    def __repr__(self) -> str:
+        return _short_repr(self)
+
+    @property
+    def step_kind(self) -> str:
+        if self.record is not None:
+            return self.record.kind
+        return "?" if not any(isinstance(c, GroupNode) for c in self.children) else "composite"
+
+    @property
+    def status(self) -> str:
+        return self.record.status if self.record is not None else self.status_if_unrecorded
+
+
+@dataclass(eq=False, repr=False)
+class GroupNode:
+    """An iteration / item / branch of the composite step whose path is ``path`` minus its last segment."""
+
+    run_id: str
+    path: str
+    key: str
+    word: str
+    children: list[Node] = field(default_factory=list)
+    kind: Literal["group"] = "group"
+
+    def __repr__(self) -> str:
+        return _short_repr(self)
+
+    @property
+    def title(self) -> str:
+        return f"{self.word} {self.key}"
+
+
+@dataclass(eq=False, repr=False)
+class RunNode:
+    record: RunRecord
+    children: list[Node] = field(default_factory=list)
+    path: str = ""  # in its parent run: the path of the step that started it ("" for the root)
+    events: list[TraceEvent] = field(default_factory=list)  # the run's own events (at path "")
+    kind: Literal["run"] = "run"
+
+    def __repr__(self) -> str:
+        return _short_repr(self)
+
+    @property
+    def run_id(self) -> str:
+        return self.record.run_id
+
+    def walk(self) -> Iterator[Node]:
+        """Every node below this one (and itself), depth first, in order."""
+        return walk(self)
+
+
+Node = RunNode | StepNode | GroupNode | CallNode | MessageNode | EventNode
+
+
+def _short_repr(node: Node) -> str:
+    """``StepNode('chat/3/clarify', children=2)``: a node without the tree below it (the default repr of a
+    large run's root runs to megabytes, and asyncio computes it for a task's result on some paths)."""
+    where = node.run_id if isinstance(node, RunNode) else node.path
+    return f"{type(node).__name__}({where!r}, children={len(node.children)})"
+
+
+Container = RunNode | StepNode | GroupNode
+
+
+def walk(node: Node) -> Iterator[Node]:
+    stack: list[Node] = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(current.children))
+
+
+def build_tree(snapshot: RunSnapshot) -> RunNode:
+    """The span tree of ``snapshot``'s run and, under the steps that started them, its child runs."""
+    return _Builder(snapshot).build()
+
+
+class _Builder:
+    def __init__(self, snapshot: RunSnapshot, path: str = "") -> None:
+        self.snapshot = snapshot
+        self.run_id = snapshot.record.run_id
+        self.root = RunNode(snapshot.record, path=path)
+        self.records = {step.path: step for step in snapshot.steps}
+        self.steps: dict[str, StepNode] = {}
+        self.groups: dict[str, GroupNode] = {}
+        self.first: dict[int, float] = {}  # id(node) → when it started, for ordering
+        self.calls: dict[int, CallNode] = {}  # id(step node) → its latest agent call
+
+    def build(self) -> RunNode:
+        record = self.snapshot.record
+        for step in self.snapshot.steps:
+            node = self._step(step.path)
+            self._start(node, step.started_at)
+        for event in self.snapshot.events:
+            self._add_event(event)
+        for child_id, child in self.snapshot.children.items():
+            where = self.snapshot.child_paths.get(child_id)
+            child_root = _Builder(child, where or "").build()
+            parent: Container = self._step(where) if where else self.root
+            parent.children.append(child_root)
+            self._start(child_root, child.record.created_at)
+        self._pause_point(record)
+        self._link_summaries()
+        for node in self.steps.values():
+            if node.record is None:
+                node.status_if_unrecorded = _unrecorded_status(record, node.path)
+        self._order(self.root)
+        return self.root
+
+    def _link_summaries(self) -> None:
+        """Give each agent call the outcome of the history summary made just before it, if any: it says
+        how the history the call was sent came to be (``chat/3/clarify/summarize`` serves
+        ``chat/3/clarify``)."""
+        for path, node in self.steps.items():
+            parent = self.steps.get(path.rpartition("/")[0]) if path.endswith("/summarize") else None
+            if parent is None:
+                continue
+            outcomes = [e for e in node.events if e.kind in ("history.summarized", "history.summarize_failed")]
+            for call in (c for c in parent.children if isinstance(c, CallNode)):
+                before = [e for e in outcomes if e.ts <= call.ts]
+                if before:
+                    call.summary = before[-1]
+
+    def _pause_point(self, record: RunRecord) -> None:
+        """A paused run shows the step it waits at, though nothing of that step is recorded yet (unless it
+        waits inside a child run, which shows its own)."""
+        where = record.pause_path
+        if record.status != "paused" or not where:
+            return
+        if any(where == p or where.startswith(p + "/") for p in self.snapshot.child_paths.values()):
+            return
+        self._step(where)
+
+    def _step(self, path: str) -> StepNode:
+        """The node of the step at ``path``, created (with its ancestors) when new."""
+        found = self.steps.get(path)
+        if found is not None:
+            return found
+        segments = path.split("/")
+        parent: Container = self.root
+        prefix = ""
+        i = 0
+        while True:
+            here = f"{prefix}/{segments[i]}" if prefix else segments[i]
+            node = self.steps.get(here)
+            if node is None:
+                node = StepNode(self.run_id, here, segments[i], self.records.get(here))
+                if node.record is not None:
+                    node.name = node.record.name
+                self.steps[here] = node
+                parent.children.append(node)
+            if i == len(segments) - 1:
+                return node
+            if not self._has_groups(node, segments[i + 1], last=i + 1 == len(segments) - 1):
+                parent, prefix, i = node, here, i + 1
+                continue
+            key = segments[i + 1]
+            group_path = f"{here}/{key}"
+            group = self.groups.get(group_path)
+            if group is None:
+                word = _GROUP_WORDS.get(node.record.kind if node.record else "", "iteration or branch")
+                group = self.groups[group_path] = GroupNode(self.run_id, group_path, key, word)
+                node.children.append(group)
+            parent, prefix, i = group, group_path, i + 2
+            if i >= len(segments):  # a path that ends at a key: no step recorded there; keep the group
+                return node
+
+    def _has_groups(self, node: StepNode, following: str, *, last: bool) -> bool:
+        """Whether the segment after ``node``'s is a key (iteration, branch) rather than a step's name."""
+        if node.record is not None:
+            return node.record.kind in COMPOSITE_KINDS
+        below = self.records.get(f"{node.path}/{following}")
+        return not (last and following == "summarize" and (below is None or below.kind == "summarize"))
+
+    def _add_event(self, event: TraceEvent) -> None:
+        node = self._step(event.path) if event.path else None
+        target: Container = node if node is not None else self.root
+        (node or self.root).events.append(event)
+        last = self.calls.get(id(target))
+        if event.kind == "agent.prompt":
+            call = CallNode(self.run_id, event.path, 0 if last is None else last.index + 1, event.payload, event.ts)
+            target.children.append(call)
+            self.calls[id(target)] = call
+            self._start(call, event.ts)
+        elif event.kind in _CALL_EVENTS and last is not None:
+            if event.kind == "agent.reply" and last.reply is None:
+                last.reply = event.payload
+            elif event.kind == "agent.repair":
+                last.repairs.append(event.payload)
+            else:  # a second reply to one prompt: keep it visible rather than drop it
+                self._add_plain(target, event)
+        elif event.kind != "workflow.child" or not self._child_shown(event):
+            self._add_plain(target, event)
+        if node is not None:
+            self._start(node, event.ts)
+
+    def _add_plain(self, target: Container, event: TraceEvent) -> None:
+        shown = EventNode(self.run_id, event)
+        target.children.append(shown)
+        self._start(shown, event.ts)
+
+    def _child_shown(self, event: TraceEvent) -> bool:
+        """Whether the child run a ``workflow.child`` event names is shown below its step already."""
+        return event.payload.get("child_run_id") in self.snapshot.children
+
+    def _start(self, node: Node, ts: float) -> None:
+        known = self.first.get(id(node))
+        if known is None or ts < known:
+            self.first[id(node)] = ts
+
+    def _order(self, node: Node) -> float:
+        """Sort every container's children by start time (stable); return ``node``'s start time."""
+        if isinstance(node, RunNode | StepNode | GroupNode):
+            times = {id(child): self._order(child) for child in node.children}
+            node.children.sort(key=lambda child: times[id(child)])
+            if times:
+                self._start(node, min(times.values()))
+        if isinstance(node, RunNode) and node is not self.root:
+            return self.first.get(id(node), node.record.created_at)
+        return self.first.get(id(node), float("inf"))
+
+
+def _messages(call: CallNode) -> list[MessageNode]:
+    raw = call.prompt.get("messages")
+    messages = raw if isinstance(raw, list) else []
+    found = []
+    for index, message in enumerate(messages):
+        role = str(message.get("role", "?")) if isinstance(message, Mapping) else "?"
+        content = message.get("content", "") if isinstance(message, Mapping) else message
+        text = content if isinstance(content, str) else full_text(content)
+        found.append(MessageNode(call.run_id, call.path, index, role, text))
+    return found
+
+
+def _unrecorded_status(run: RunRecord, path: str) -> str:
+    """What to call a step with no recorded result, from its run's state."""
+    inside = run.pause_path is not None and (run.pause_path == path or run.pause_path.startswith(path + "/"))
+    if run.status == "paused" and inside:
+        return "paused"
+    if run.status in ("running", "interrupted"):
+        return run.status
+    return "not recorded"
+
+
+def focus(root: RunNode, step: str) -> RunNode | None:
+    """A copy of ``root`` that keeps the steps ``step`` names (a step name, a path such as ``chat/3/clarify``,
+    or the path of a composite step: all below it) with everything below them, and the iterations, branches
+    and runs leading to them; None when no step matches. Paths inside a child run are prefixed with the path
+    of the step that started it (``review/critique``)."""
+    wanted = step.strip("/")
+    kept = _kept_children(root, wanted, prefix="")
+    return dataclasses.replace(root, children=kept) if kept else None
+
+
+def _kept_children(node: Node, wanted: str, *, prefix: str) -> list[Node]:
+    kept: list[Node] = []
+    for child in node.children:
+        if isinstance(child, StepNode):
+            full = f"{prefix}/{child.path}" if prefix else child.path
+            if child.name == wanted or full == wanted or full.startswith(wanted + "/"):
+                kept.append(child)
+                continue
+        if isinstance(child, StepNode | GroupNode | RunNode):
+            below = (f"{prefix}/{child.path}" if prefix else child.path) if isinstance(child, RunNode) else prefix
+            inner = _kept_children(child, wanted, prefix=below)
+            if inner:
+                kept.append(dataclasses.replace(child, children=inner))
+    return kept

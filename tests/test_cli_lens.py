@@ -1,0 +1,269 @@
+"""``flujo lens`` through the real CLI on runs made by ``flujo run`` (offline examples, SQLite store):
+what each command prints, its exit codes, and that looking never creates or changes the store."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import select
+import shutil
+import struct
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+import pytest
+
+import core.engine
+from flujo_cli import exit_codes
+from tests.cli_helpers import EXAMPLES, ROOT, flujo
+
+CONVERSATION = str(EXAMPLES / "conversation.yaml")
+SUBWORKFLOW = str(ROOT / "docs" / "examples" / "subworkflow.yaml")
+HITL = str(ROOT / "docs" / "examples" / "hitl.yaml")
+
+
+def run(*args: str) -> str:
+    code, out, err = flujo(["run", *args, "--json"])
+    assert code in (exit_codes.OK, exit_codes.PAUSED), err
+    return str(json.loads(out)["run_id"])
+
+
+@pytest.fixture(scope="module")
+def made_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """A conversation, a sub-workflow run (and its child), and a paused run, in that order: made once per
+    module (three real runs take a second), copied for each test."""
+    db = tmp_path_factory.mktemp("lens-runs") / "flujo.db"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("FLUJO_STATE_URI", str(db))
+        ids = {
+            "conversation": run(CONVERSATION, "-a", "Plan a trip", "-a", "My family", "-a", "June"),
+            "parent": run(SUBWORKFLOW, "--input", "tea", "-a", "yes"),
+            "paused": run(HITL, "--no-input"),
+        }
+    return db, ids
+
+
+@pytest.fixture
+def runs(state_db: Path, made_runs: tuple[Path, dict[str, str]]) -> dict[str, str]:
+    """``made_runs`` in this test's own store (the runs' processes are gone: the store is closed)."""
+    db, ids = made_runs
+    state_db.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(db, state_db)
+    return ids
+
+
+def test_list_shows_recent_runs_with_child_runs_under_their_parent(runs: dict[str, str]) -> None:
+    code, out, _ = flujo(["lens", "list"])
+    assert code == exit_codes.OK
+    lines = out.splitlines()
+    assert lines[0].split() == ["RUN", "BLUEPRINT", "STATUS", "STARTED", "TOOK", "STEPS", "TOKENS", "COST"]
+    ids = [line.split()[0] for line in lines[1:]]
+    assert ids == [runs["paused"], runs["parent"], "└", runs["conversation"]]
+    child = lines[3].split()
+    assert child[2] == "review" and child[3:5] == ["✓", "completed"]
+
+    code, out, _ = flujo(["lens", "list", "--json", "--status", "completed", "--limit", "2"])
+    listed = json.loads(out)["runs"]
+    assert [r["blueprint"] for r in listed] == ["review", "write_and_review"]  # newest first, flat
+    assert listed[0]["parent_run_id"] == runs["parent"] and listed[1]["steps"] == 3
+    assert set(listed[0]) == {
+        "run_id", "blueprint", "status", "parent_run_id", "thread", "source", "created_at", "finished_at",
+        "duration_s", "usage", "error", "pause", "steps",
+    }  # fmt: skip
+
+
+def test_list_filters_and_says_when_nothing_matches(runs: dict[str, str]) -> None:
+    code, out, err = flujo(["lens", "list", "--status", "paused", "--json"])
+    assert [r["run_id"] for r in json.loads(out)["runs"]] == [runs["paused"]]
+    code, out, err = flujo(["lens", "list", "--thread", "nobody"])
+    assert (code, out) == (exit_codes.OK, "") and "no runs matching those options in" in err
+    code, _, err = flujo(["lens", "list", "--status", "done"])
+    assert code == exit_codes.USAGE and "unknown status 'done'" in err and "completed" in err
+
+
+def test_show_lists_the_steps_in_execution_order(runs: dict[str, str]) -> None:
+    code, out, _ = flujo(["lens", "show", runs["conversation"][:5]])  # a prefix is enough
+    assert code == exit_codes.OK
+    assert f"run {runs['conversation']}" in out
+    order = [line.strip("│├└─ ").split("  ")[0] for line in out.splitlines() if "✓" in line and "·" in line]
+    assert order[1:] == ["✓ get_goal", "✓ clarification_loop", "✓ clarify", "✓ answer", "✓ clarify", "✓ answer",
+                         "✓ clarify"]  # fmt: skip
+    assert "iteration 3" in out and 'out   {"action": "finish", "summary": "The goal is clear."}' in out
+
+    code, out, _ = flujo(["lens", "show", runs["parent"], "--json"])
+    document = json.loads(out)
+    review = next(s for s in document["steps"] if s["name"] == "review")
+    child = review["children"][0]
+    assert (child["type"], child["blueprint"], child["path"]) == ("run", "review", "review")
+    assert [s["name"] for s in child["children"]] == ["critique", "approve", "verdict"]
+
+
+def test_show_final_output(runs: dict[str, str]) -> None:
+    code, out, _ = flujo(["lens", "show", runs["conversation"], "--final-output"])
+    assert code == exit_codes.OK and out.startswith("User: Plan a trip\n") and out.endswith('"The goal is clear."}\n')
+    code, out, _ = flujo(["lens", "show", runs["parent"], "--final-output", "--json"])
+    assert json.loads(out)["output"] == "approved: Clear, but say where tea is loved. (published: true)"
+    code, out, err = flujo(["lens", "show", runs["paused"], "--final-output"])
+    assert (code, out) == (exit_codes.FAILED, "") and "has no final output: it is paused" in err
+
+
+def test_trace_shows_the_messages_sent_and_the_injected_conversation(runs: dict[str, str]) -> None:
+    code, out, _ = flujo(["lens", "trace", runs["conversation"]])  # not a terminal: printed, not the viewer
+    assert code == exit_codes.OK
+    assert "conversation clarification_loop: no earlier turns" in out  # iteration 1
+    assert "conversation injected: 4 turns of clarification_loop" in out  # iteration 3 (the line wraps after)
+    assert "hitl.answer  asked Who is it for?  answered My family" in out
+    assert 'assistant {"action": "ask", "question": "Who is it for?"}' in out
+    code, out, _ = flujo(["lens", "trace", runs["conversation"], "--expand", "none"])
+    assert "messages hidden; --expand clarification_loop/1/clarify" in out and "assistant" not in out
+    code, out, _ = flujo(["lens", "trace", runs["conversation"], "--step", "clarification_loop/2", "--json"])
+    spans = json.loads(out)["spans"]
+    iterations = spans[0]["children"]
+    assert [i["key"] for i in iterations] == ["2"]
+    prompt = next(e for e in iterations[0]["children"][0]["events"] if e["kind"] == "agent.prompt")["payload"]
+    assert prompt["history"] == {"conversation": "clarification_loop", "turns": 2, "dropped": 0, "mode": "messages"}
+    assert [m["role"] for m in prompt["messages"]] == ["system", "user", "assistant", "user"]
+
+
+def test_trace_of_a_sub_workflow_nests_the_child_run(runs: dict[str, str]) -> None:
+    code, out, _ = flujo(["lens", "trace", runs["parent"], "--expand", "none"])
+    assert code == exit_codes.OK
+    assert "child run " in out and "Review this draft" not in out and "message hidden" in out
+    code, out, _ = flujo(["lens", "trace", runs["parent"], "--step", "review/critique"])
+    assert "Review this draft: Tea is an old drink." in out and "draft  step" not in out
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["lens", "show", "zzzz"], exit_codes.FAILED, "no run matches 'zzzz'"),
+        (["lens", "trace", "zzzz"], exit_codes.FAILED, "no run matches 'zzzz'"),
+        (["lens", "trace", "RUN", "--step", "nope"], exit_codes.FAILED, "has no step 'nope'"),
+        (["lens", "trace", "RUN", "--expand", "all", "--expand", "none"], exit_codes.USAGE, "contradict"),
+        (["lens", "trace", "RUN", "--tui"], exit_codes.USAGE, "--tui needs a terminal"),
+        (["lens", "trace", "RUN", "--tui", "--json"], exit_codes.USAGE, "--tui and --json do not go together"),
+    ],
+)
+def test_errors_are_one_line_with_an_exit_code(runs: dict[str, str], args: list[str], code: int, message: str) -> None:
+    args = [runs["conversation"] if a == "RUN" else a for a in args]
+    got, out, err = flujo(args)
+    assert (got, out) == (code, "") and message in err
+    assert err.startswith("error: ") and "Traceback" not in err
+
+
+def test_an_ambiguous_prefix_lists_the_candidates(state_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ids = iter(["abc1000000000000", "abc2000000000000", "abd3000000000000"])
+    monkeypatch.setattr(core.engine, "new_run_id", lambda: next(ids))
+    for _ in range(3):
+        run(HITL, "--no-input")
+    code, _, err = flujo(["lens", "trace", "ab"])
+    assert code == exit_codes.STORE
+    assert "run id 'ab' is ambiguous: it matches abc1000000000000, abc2000000000000, abd3000000000000" in err
+    assert flujo(["lens", "show", "abd"])[0] == exit_codes.OK
+
+
+def test_looking_at_a_missing_store_creates_nothing(state_db: Path) -> None:
+    for args in (["lens", "list"], ["lens", "show", "abc"], ["lens", "trace", "abc"], ["lens", "prune", "--keep", "1"]):
+        code, out, err = flujo(args)
+        assert (code, out) == (exit_codes.STORE, ""), args
+        assert f"error: there is no run store at {state_db}" in err
+    assert not state_db.parent.exists()
+
+
+def test_an_empty_store_file_has_no_runs(state_db: Path) -> None:
+    state_db.parent.mkdir()
+    state_db.touch()
+    code, out, err = flujo(["lens", "list"])
+    assert (code, out) == (exit_codes.OK, "") and f"no runs in {state_db}" in err
+    assert json.loads(flujo(["lens", "list", "--json"])[1]) == {"runs": []}
+    assert flujo(["lens", "show", "abc"])[0] == exit_codes.FAILED
+    assert state_db.stat().st_size == 0
+
+
+def test_prune(runs: dict[str, str], state_db: Path) -> None:
+    code, out, _ = flujo(["lens", "prune", "--keep", "1", "--dry-run"])
+    assert code == exit_codes.OK
+    assert out == f"would delete 2 runs and 1 child run: {runs['parent']}, {runs['conversation']}\n"
+    code, out, _ = flujo(["lens", "prune", "--keep", "1", "--json"])
+    result = json.loads(out)
+    assert (result["deleted"], len(result["children"]), result["live"]) == (
+        [runs["parent"], runs["conversation"]], 1, []
+    )  # fmt: skip
+    assert result["vacuumed"] and result["size_after"] <= result["size_before"]
+    listed = json.loads(flujo(["lens", "list", "--json"])[1])["runs"]
+    assert [r["run_id"] for r in listed] == [runs["paused"]]
+    code, out, _ = flujo(["lens", "prune", "--older-than", "1h"])
+    assert (code, out) == (exit_codes.OK, "deleted 0 runs with their steps, events and thread turns\n")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "say which runs to delete"),
+        (["--older-than", "soon"], "--older-than 'soon' is not an age"),
+        (["--keep", "-1"], "greater than or equal to 0"),
+    ],
+)
+def test_prune_needs_a_criterion(state_db: Path, args: list[str], message: str) -> None:
+    code, out, err = flujo(["lens", "prune", *args])
+    assert (code, out) == (exit_codes.USAGE, "") and message in err
+
+
+def _read_until(fd: int, marker: str, timeout: float = 30) -> str:
+    """Read a pseudo-terminal until ``marker`` appears (escape sequences and all); everything read so far."""
+    seen = ""
+    deadline = time.monotonic() + timeout
+    while marker not in seen:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{marker!r} never appeared; the terminal showed:\n{seen[-3000:]}")
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        if ready:
+            try:
+                seen += os.read(fd, 65536).decode("utf-8", "replace")
+            except OSError:  # the process closed the terminal
+                break
+    return seen
+
+
+def _drain(fd: int) -> None:
+    ready, _, _ = select.select([fd], [], [], 0.1)
+    if ready:
+        with contextlib.suppress(OSError):  # the process closed the terminal
+            os.read(fd, 65536)
+
+
+@pytest.mark.slow
+def test_at_a_terminal_trace_opens_the_viewer(runs: dict[str, str], state_db: Path) -> None:
+    controller, terminal = os.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "flujo_cli.main", "lens", "trace", runs["conversation"][:6]],
+        stdin=terminal,
+        stdout=terminal,
+        stderr=terminal,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "TERM": "xterm-256color", "FLUJO_STATE_URI": str(state_db)},
+    )
+    os.close(terminal)
+    try:
+        shown = _read_until(controller, "Collapse all")  # the footer: the viewer is up
+        assert runs["conversation"] in shown and "clarification_loop" in shown
+        os.write(controller, b"/")
+        _read_until(controller, "search the trace")  # the search box has opened
+        for key in "family\r":
+            os.write(controller, key.encode())
+            time.sleep(0.01)  # a key at a time, as typed (a burst reads as a paste)
+        shown = _read_until(controller, "match 1 of")
+        os.write(controller, b"q")
+        deadline = time.monotonic() + 30
+        while process.poll() is None and time.monotonic() < deadline:
+            _drain(controller)  # a terminal nobody reads would block the viewer's last writes
+        assert process.wait(timeout=1) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(controller)

@@ -1,0 +1,154 @@
+"""How lens builds a run's span tree from what the store holds, including what a real run leaves half-done:
+steps with no recorded result, a summary that failed, events outside any step, child runs missing or linked
+in a loop. (The finished shapes are in the golden tests, tests/test_lens_plain.py.)"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from core.ports import RunRecord, StepRecord, TraceEvent
+from core.redaction import Redactor
+from core.store import MemoryStore, open_store
+from lens import CallNode, EventNode, GroupNode, Node, RunNode, StepNode, build_tree, load_run, walk
+from lens.labels import history_badge
+from tests.cli_helpers import EXAMPLES, flujo
+
+
+def shape(node: Node, depth: int = 0) -> list[str]:
+    """One line per container node: ``kind path`` (runs: ``run id``), indented."""
+    if isinstance(node, RunNode):
+        line = f"run {node.run_id}"
+    elif isinstance(node, StepNode):
+        line = f"step {node.path} [{node.status}]"
+    elif isinstance(node, GroupNode):
+        line = f"{node.word} {node.key}"
+    elif isinstance(node, CallNode):
+        line = f"call {node.index}"
+    elif isinstance(node, EventNode):
+        line = f"event {node.event.kind}"
+    else:
+        return []
+    return ["  " * depth + line] + [ln for child in node.children for ln in shape(child, depth + 1)]
+
+
+def event(kind: str, path: str, ts: float, **payload: Any) -> TraceEvent:
+    return TraceEvent(kind, path, payload, ts)
+
+
+async def tree_of(store: MemoryStore, run_id: str) -> RunNode:
+    return build_tree(await load_run(store, run_id, redactor=Redactor()))
+
+
+def test_a_map_run_is_grouped_by_item(state_db: Path) -> None:
+    code, out, err = flujo(["run", str(EXAMPLES / "map.yaml"), "--input", '["apples", "pears"]', "--json"])
+    assert code == 0, err
+
+    async def read() -> RunNode:
+        async with await open_store(str(state_db), mode="read") as store:
+            return build_tree(await load_run(store, json.loads(out)["run_id"], redactor=Redactor()))
+
+    root = asyncio.run(read())
+    assert shape(root)[1:] == [
+        "  step describe_each [completed]",
+        "    item 0",
+        "      step describe_each/0/describe [completed]",
+        "        call 0",
+        "    item 1",
+        "      step describe_each/1/describe [completed]",
+        "        call 0",
+    ]
+
+
+async def test_steps_without_a_result_take_their_runs_state() -> None:
+    store = MemoryStore()
+    await store.create_run(RunRecord("r", "demo", "running", created_at=1.0))
+    await store.record_step(StepRecord("r", "chat/1/ask", "ask", "step", "completed", started_at=2.0), [])
+    await store.record_step(StepRecord("r", "chat/2/ask", "ask", "step", "completed", started_at=3.0), [])
+    root = await tree_of(store, "r")
+    assert shape(root)[1:] == [
+        "  step chat [running]",  # the loop records itself when it ends: until then it is running
+        "    iteration or branch 1",
+        "      step chat/1/ask [completed]",
+        "    iteration or branch 2",
+        "      step chat/2/ask [completed]",
+    ]
+    await store.update_run("r", status="interrupted")
+    assert "step chat [interrupted]" in shape(await tree_of(store, "r"))[1]
+    await store.update_run("r", status="failed")
+    assert "step chat [not recorded]" in shape(await tree_of(store, "r"))[1]
+
+
+async def test_a_summary_with_no_agent_step_recorded_stays_below_that_step() -> None:
+    # A usage limit stopped the call after its summary was made: no record for chat/1/ask, nor for chat.
+    store = MemoryStore()
+    await store.create_run(RunRecord("r", "demo", "limit_reached", created_at=1.0))
+    await store.record_step(StepRecord("r", "chat/1/ask/summarize", "chat.summarize", "summarize", "completed"), [])
+    assert shape(await tree_of(store, "r"))[1:] == [
+        "  step chat [not recorded]",
+        "    iteration or branch 1",
+        "      step chat/1/ask [not recorded]",
+        "        step chat/1/ask/summarize [completed]",
+    ]
+
+
+async def test_a_failed_summary_is_said_on_the_call_it_served() -> None:
+    store = MemoryStore()
+    await store.create_run(RunRecord("r", "demo", "completed", created_at=1.0))
+    history = {"conversation": "chat", "turns": 3, "dropped": 2, "mode": "messages"}
+    await store.record_step(
+        StepRecord("r", "chat/4/ask", "ask", "step", "completed", started_at=2.0),
+        [
+            event("agent.prompt", "chat/4/ask/summarize", 2.1, agent="s", messages=[], purpose="summarize"),
+            event("history.summarize_failed", "chat/4/ask/summarize", 2.2, error="boom", consecutive_failures=3,
+                  fallback="summarizer disabled for the rest of the run; history is truncated instead"),
+            event("agent.prompt", "chat/4/ask", 2.3, agent="m", messages=[{"role": "user", "content": "hi"}],
+                  history_injected=True, history=history),
+            event("agent.reply", "chat/4/ask", 2.4, output="one"),
+            event("agent.reply", "chat/4/ask", 2.5, output="two"),  # a second reply to one prompt
+        ],
+    )  # fmt: skip
+    await store.record_events("r", [event("run.note", "", 3.0, text="at the run's level")])
+    root = await tree_of(store, "r")
+    assert shape(root)[1:] == [
+        "  step chat [not recorded]",
+        "    iteration or branch 4",
+        "      step chat/4/ask [completed]",
+        "        step chat/4/ask/summarize [not recorded]",
+        "          call 0",
+        "          event history.summarize_failed",
+        "        call 0",
+        "        event agent.reply",
+        "  event run.note",
+    ]
+    call = next(n for n in walk(root) if isinstance(n, CallNode) and n.path == "chat/4/ask")
+    assert call.reply == {"output": "one"}
+    assert history_badge(call) == (
+        "conversation injected: 3 turns of chat (as messages) · 2 older turns dropped to fit the bound"
+        " · summary failed: summarizer disabled for the rest of the run; history is truncated instead"
+    )
+    assert [e.kind for e in root.events] == ["run.note"]
+
+
+async def test_child_runs_missing_or_linked_in_a_loop_do_not_stop_lens() -> None:
+    store = MemoryStore()
+    await store.create_run(RunRecord("p", "parent", "completed", created_at=1.0, parent_run_id="c"))
+    await store.create_run(RunRecord("c", "child", "completed", created_at=2.0, parent_run_id="p"))
+    await store.record_step(
+        StepRecord("p", "sub", "sub", "workflow", "completed", started_at=1.5),
+        [event("workflow.child", "sub", 1.6, child_run_id="c", pipeline="child")],
+    )
+    await store.record_step(
+        StepRecord("p", "gone", "gone", "workflow", "completed", started_at=3.0),
+        [event("workflow.child", "gone", 3.1, child_run_id="deleted0000000000", pipeline="x")],
+    )
+    root = await tree_of(store, "p")
+    assert shape(root) == [
+        "run p",
+        "  step sub [completed]",
+        "    run c",  # and not "p" again below it, although the store says p's parent is c
+        "  step gone [completed]",
+        "    event workflow.child",  # its child run is not in the store: the event says which it was
+    ]
