@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import select
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -38,3 +40,20 @@ def flujo_process(
         timeout=timeout,
         stdin=None if input is not None else subprocess.DEVNULL,
     )
+
+
+def read_terminal_until(fd: int, marker: str, timeout: float = 30) -> str:
+    """Read a pseudo-terminal until ``marker`` appears (escape sequences and all); everything read so far.
+    AssertionError, with the end of what the terminal showed, when it never appears."""
+    seen = ""
+    deadline = time.monotonic() + timeout
+    while marker not in seen:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{marker!r} never appeared; the terminal showed:\n{seen[-3000:]}")
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        if ready:
+            try:
+                seen += os.read(fd, 65536).decode("utf-8", "replace")
+            except OSError:  # the process closed the terminal
+                break
+    return seen

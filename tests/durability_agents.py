@@ -2,7 +2,8 @@
 
 ``DURABILITY_KILL_AT=<counter file>:<n>`` makes the ``n``-th call (counted across processes in the file)
 kill its own process with SIGKILL, as a crash would: mid-step, before the step commits.
-``DURABILITY_HOLD=<file>`` makes every call wait until that file exists (a run that stays busy).
+``DURABILITY_HOLD=<file>`` makes every call write ``<file>.waiting`` and wait until ``<file>`` exists (a run
+that stays busy in an agent call).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ def _cue() -> None:
             os.kill(os.getpid(), signal.SIGKILL)
     hold = os.environ.get("DURABILITY_HOLD")
     if hold:
+        Path(hold + ".waiting").write_text(str(os.getpid()))  # tells the test the call is under way
         deadline = time.monotonic() + 60
         while not Path(hold).exists() and time.monotonic() < deadline:
             time.sleep(0.02)

@@ -20,7 +20,7 @@ import pytest
 
 import core.engine
 from flujo_cli import exit_codes
-from tests.cli_helpers import EXAMPLES, ROOT, flujo
+from tests.cli_helpers import EXAMPLES, ROOT, flujo, read_terminal_until
 
 CONVERSATION = str(EXAMPLES / "conversation.yaml")
 SUBWORKFLOW = str(ROOT / "docs" / "examples" / "subworkflow.yaml")
@@ -214,22 +214,6 @@ def test_prune_needs_a_criterion(state_db: Path, args: list[str], message: str) 
     assert (code, out) == (exit_codes.USAGE, "") and message in err
 
 
-def _read_until(fd: int, marker: str, timeout: float = 30) -> str:
-    """Read a pseudo-terminal until ``marker`` appears (escape sequences and all); everything read so far."""
-    seen = ""
-    deadline = time.monotonic() + timeout
-    while marker not in seen:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{marker!r} never appeared; the terminal showed:\n{seen[-3000:]}")
-        ready, _, _ = select.select([fd], [], [], 0.1)
-        if ready:
-            try:
-                seen += os.read(fd, 65536).decode("utf-8", "replace")
-            except OSError:  # the process closed the terminal
-                break
-    return seen
-
-
 def _drain(fd: int) -> None:
     ready, _, _ = select.select([fd], [], [], 0.1)
     if ready:
@@ -250,14 +234,14 @@ def test_at_a_terminal_trace_opens_the_viewer(runs: dict[str, str], state_db: Pa
     )
     os.close(terminal)
     try:
-        shown = _read_until(controller, "Collapse all")  # the footer: the viewer is up
+        shown = read_terminal_until(controller, "Collapse all")  # the footer: the viewer is up
         assert runs["conversation"] in shown and "clarification_loop" in shown
         os.write(controller, b"/")
-        _read_until(controller, "search the trace")  # the search box has opened
+        read_terminal_until(controller, "search the trace")  # the search box has opened
         for key in "family\r":
             os.write(controller, key.encode())
             time.sleep(0.01)  # a key at a time, as typed (a burst reads as a paste)
-        shown = _read_until(controller, "match 1 of")
+        shown = read_terminal_until(controller, "match 1 of")
         os.write(controller, b"q")
         deadline = time.monotonic() + 30
         while process.poll() is None and time.monotonic() < deadline:

@@ -5,32 +5,14 @@ at the terminal, asking its questions, to completion."""
 from __future__ import annotations
 
 import os
-import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.cli_helpers import ROOT
+from tests.cli_helpers import ROOT, read_terminal_until
 from tests.golden import GOLDEN
-
-
-def _read_until(fd: int, marker: str, timeout: float = 30) -> str:
-    """Read the terminal until ``marker`` appears; everything read so far."""
-    seen = ""
-    deadline = time.monotonic() + timeout
-    while marker not in seen:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{marker!r} never appeared; the terminal showed:\n{seen}")
-        ready, _, _ = select.select([fd], [], [], 0.1)
-        if ready:
-            try:
-                seen += os.read(fd, 4096).decode("utf-8", "replace")
-            except OSError:  # the process closed the terminal
-                break
-    return seen
 
 
 def _session(folder: Path, args: list[str], exchange: list[tuple[str, str]], end: str) -> tuple[int, str]:
@@ -51,9 +33,9 @@ def _session(folder: Path, args: list[str], exchange: list[tuple[str, str]], end
     shown = ""
     try:
         for marker, answer in exchange:
-            shown += _read_until(controller, marker)
+            shown += read_terminal_until(controller, marker)
             os.write(controller, (answer + "\r").encode())
-        shown += _read_until(controller, end)
+        shown += read_terminal_until(controller, end)
         return process.wait(timeout=30), shown
     finally:
         if process.poll() is None:

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from core.store import open_store
-from tests.cli_helpers import ROOT, flujo_process
+from tests.cli_helpers import ROOT, flujo_process, read_terminal_until
 
 pytestmark = pytest.mark.slow
 
@@ -182,7 +182,7 @@ def _wait_for(condition: Callable[[], bool], timeout: float = 30) -> None:
 
 @contextlib.contextmanager
 def _busy_run(workdir: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """A ``flujo run`` process that is executing its first agent call and waits there (alive)."""
+    """A ``flujo run`` process that is inside its first agent call and waits there (alive)."""
     db = workdir / "flujo.db"
     with contextlib.chdir(workdir):
         process = subprocess.Popen(
@@ -194,7 +194,8 @@ def _busy_run(workdir: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
             env={**os.environ, "PYTHONPATH": str(ROOT), **_env(workdir, DURABILITY_HOLD=str(workdir / "go"))},
         )
     try:
-        _wait_for(lambda: _answered_any(db) == 1)
+        _wait_for(lambda: (workdir / "go.waiting").exists())  # it is inside the agent call
+        assert _answered_any(db) == 1
         yield process, _only_run(db)
     finally:
         if process.poll() is None:
@@ -274,7 +275,8 @@ def test_eight_processes_run_on_one_database_at_once(workdir: Path) -> None:
             for n in range(8)
         ]
     results = [process.communicate(timeout=120) for process in processes]
-    assert [p.returncode for p in processes] == [0] * 8, [err for _, err in results]
+    failed = {n: err for n, ((_, err), p) in enumerate(zip(results, processes, strict=True)) if p.returncode != 0}
+    assert not failed, "\n".join(f"writer {n} exited {processes[n].returncode}:\n{err}" for n, err in failed.items())
     run_ids = {json.loads(out)["run_id"] for out, _ in results}
     assert len(run_ids) == 8
     for out, _ in results:
@@ -285,24 +287,6 @@ def test_eight_processes_run_on_one_database_at_once(workdir: Path) -> None:
     assert len(per_run) == 8 and len({count for _, count in per_run}) == 1  # every run has all its steps
     assert _rows(db, "SELECT COUNT(*) FROM runs WHERE status = 'completed'") == [(8,)]
     assert _rows(db, "PRAGMA integrity_check") == [("ok",)]
-
-
-def _read_until(fd: int, marker: str, timeout: float = 30) -> str:
-    """Read a pseudo-terminal until ``marker`` appears; everything read so far."""
-    import select
-
-    seen = ""
-    deadline = time.monotonic() + timeout
-    while marker not in seen:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{marker!r} never appeared; the terminal showed:\n{seen}")
-        ready, _, _ = select.select([fd], [], [], 0.1)
-        if ready:
-            try:
-                seen += os.read(fd, 4096).decode("utf-8", "replace")
-            except OSError:  # the process closed the terminal
-                break
-    return seen
 
 
 def test_a_paused_run_resumed_at_a_terminal_asks_the_question_there(
@@ -325,10 +309,10 @@ def test_a_paused_run_resumed_at_a_terminal_asks_the_question_there(
         )
     os.close(terminal)
     try:
-        shown = _read_until(controller, question)  # the question the run paused at, asked at the terminal
+        shown = read_terminal_until(controller, question)  # the question the run paused at, asked at the terminal
         for answer in ANSWERS[2:]:
             os.write(controller, (answer + "\r").encode())
-        shown += _read_until(controller, "completed")
+        shown += read_terminal_until(controller, "completed")
         assert process.wait(timeout=30) == 0, shown
     finally:
         if process.poll() is None:
