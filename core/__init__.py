@@ -5,63 +5,131 @@
     from core.store import MemoryStore
 
 Nothing in ``core`` imports ``blueprints``, ``lens`` or ``flujo_cli``.
+
+The names are imported on first use (PEP 562): ``import core.config`` or ``core.store`` does not load the
+engine, its policies and agents (about 0.1 s), which the commands that only read the store never need.
 """
 
-from core.context import ConversationTurn, HitlEntry, RunContext
-from core.engine import Engine, NoHuman, RunOutcome, new_run_id
-from core.errors import (
-    Abort,
-    AgentOutputError,
-    BlueprintError,
-    ConfigError,
-    ControlSignal,
-    FlujoError,
-    LimitReached,
-    Pause,
-    ProviderError,
-    ProviderUnreachable,
-    ResumeRefused,
-    RunError,
-    SourcePosition,
-    StepFailed,
-    StoreError,
-    TemplateError,
-)
-from core.ports import (
-    Agent,
-    AgentCall,
-    AgentReply,
-    ChatMessage,
-    HumanInput,
-    HumanQuestion,
-    NullReporter,
-    OutputRepair,
-    PruneResult,
-    Reporter,
-    RunRecord,
-    RunStore,
-    StepRecord,
-    ThreadSummary,
-    ThreadTurn,
-    TraceEvent,
-)
-from core.steps import (
-    AgentStep,
-    ConditionalStep,
-    Conversation,
-    HistoryPolicy,
-    HitlStep,
-    Limits,
-    LoopStep,
-    MapStep,
-    OutputMapping,
-    ParallelStep,
-    Pipeline,
-    Step,
-    WorkflowStep,
-)
-from core.templates import Expression, Template, TemplateSyntax
-from core.usage import Usage
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from core.context import ConversationTurn, HitlEntry, RunContext
+    from core.engine import Engine, NoHuman, RunOutcome, new_run_id
+    from core.errors import (
+        Abort,
+        AgentOutputError,
+        BlueprintError,
+        ConfigError,
+        ControlSignal,
+        FlujoError,
+        LimitReached,
+        Pause,
+        ProviderError,
+        ProviderUnreachable,
+        ResumeRefused,
+        RunError,
+        SourcePosition,
+        StepFailed,
+        StoreError,
+        TemplateError,
+    )
+    from core.ports import (
+        Agent,
+        AgentCall,
+        AgentReply,
+        ChatMessage,
+        HumanInput,
+        HumanQuestion,
+        NullReporter,
+        OutputRepair,
+        PruneResult,
+        Reporter,
+        RunRecord,
+        RunStore,
+        StepRecord,
+        ThreadSummary,
+        ThreadTurn,
+        TraceEvent,
+    )
+    from core.steps import (
+        AgentStep,
+        ConditionalStep,
+        Conversation,
+        HistoryPolicy,
+        HitlStep,
+        Limits,
+        LoopStep,
+        MapStep,
+        OutputMapping,
+        ParallelStep,
+        Pipeline,
+        Step,
+        WorkflowStep,
+    )
+    from core.templates import Expression, Template, TemplateSyntax
+    from core.usage import Usage
+
+_WHERE = {
+    "Abort": "core.errors",
+    "Agent": "core.ports",
+    "AgentCall": "core.ports",
+    "AgentOutputError": "core.errors",
+    "AgentReply": "core.ports",
+    "AgentStep": "core.steps",
+    "BlueprintError": "core.errors",
+    "ChatMessage": "core.ports",
+    "ConditionalStep": "core.steps",
+    "ConfigError": "core.errors",
+    "ControlSignal": "core.errors",
+    "Conversation": "core.steps",
+    "ConversationTurn": "core.context",
+    "Engine": "core.engine",
+    "Expression": "core.templates",
+    "FlujoError": "core.errors",
+    "HistoryPolicy": "core.steps",
+    "HitlEntry": "core.context",
+    "HitlStep": "core.steps",
+    "HumanInput": "core.ports",
+    "HumanQuestion": "core.ports",
+    "LimitReached": "core.errors",
+    "Limits": "core.steps",
+    "LoopStep": "core.steps",
+    "MapStep": "core.steps",
+    "NoHuman": "core.engine",
+    "NullReporter": "core.ports",
+    "OutputMapping": "core.steps",
+    "OutputRepair": "core.ports",
+    "ParallelStep": "core.steps",
+    "Pause": "core.errors",
+    "Pipeline": "core.steps",
+    "ProviderError": "core.errors",
+    "ProviderUnreachable": "core.errors",
+    "PruneResult": "core.ports",
+    "Reporter": "core.ports",
+    "ResumeRefused": "core.errors",
+    "RunContext": "core.context",
+    "RunError": "core.errors",
+    "RunOutcome": "core.engine",
+    "RunRecord": "core.ports",
+    "RunStore": "core.ports",
+    "SourcePosition": "core.errors",
+    "Step": "core.steps",
+    "StepFailed": "core.errors",
+    "StepRecord": "core.ports",
+    "StoreError": "core.errors",
+    "Template": "core.templates",
+    "TemplateError": "core.errors",
+    "TemplateSyntax": "core.templates",
+    "ThreadSummary": "core.ports",
+    "ThreadTurn": "core.ports",
+    "TraceEvent": "core.ports",
+    "Usage": "core.usage",
+    "WorkflowStep": "core.steps",
+    "new_run_id": "core.engine",
+}
 
 __all__ = [
     "Abort",
@@ -121,3 +189,16 @@ __all__ = [
     "WorkflowStep",
     "new_run_id",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'core' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # once: the next use does not come back here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

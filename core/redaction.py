@@ -44,6 +44,20 @@ _PROSE_PASSWORD = re.compile(r"""(?i)(\b(?:password|passwd|passphrase)\s+(?:is\s
 _PROSE_CREDENTIAL = re.compile(r"""(?i)(\b(?:secret|token|api[ _-]?key)\s+is\s+)((?=[^\s"',;]*\d)[^\s"',;]{8,})""")
 _BEARER = re.compile(r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/=-]{8,})")
 
+# What any built-in pattern needs to match: one of the literal starts of the case-sensitive patterns, or
+# (in lower case) a word of the case-insensitive ones. Checked first, it spares most texts the eleven
+# substitutions (about 16 µs a text; reading a long run masks tens of thousands of distinct texts). Only
+# for ASCII texts: with IGNORECASE, a few other letters match too (the Kelvin sign matches k, ſ matches s).
+_LITERAL_STARTS = re.compile(r"-----BEGIN|eyJ|sk-|AKIA|AIza|gh[pousr]_|xox")
+_WORDS = ("bearer", "pass", "pwd", "secret", "token", "api")  # password|passwd|passphrase share "pass"
+
+
+def _may_match(value: str) -> bool:
+    if not value.isascii() or _LITERAL_STARTS.search(value) is not None:
+        return True
+    lowered = value.lower()
+    return any(word in lowered for word in _WORDS)
+
 
 class Redactor:
     """Masks secrets in strings and (recursively) in JSON-like values: the built-in patterns, then
@@ -51,7 +65,8 @@ class Redactor:
     wherever it appears."""
 
     def __init__(self, *, extra_patterns: Iterable[str] = (), secret_values: Iterable[str] = ()) -> None:
-        self._patterns = [re.compile(p) for p in (*_BUILTIN_PATTERNS, *extra_patterns)]
+        self._extra = [re.compile(p) for p in extra_patterns]
+        self._patterns = [re.compile(p) for p in _BUILTIN_PATTERNS] + self._extra
         # Longest first so a value containing another is masked whole.
         self._values = sorted({v for v in secret_values if len(v) >= 6}, key=len, reverse=True)
         # Conversation turns are traced again on every call that injects them: remember recent results
@@ -71,6 +86,8 @@ class Redactor:
         for secret in self._values:
             if secret in value:
                 value = value.replace(secret, MASK)
+        if not _may_match(value) and not any(pattern.search(value) for pattern in self._extra):
+            return value  # no pattern can match: every substitution below would leave it as it is
         for pattern in self._patterns:
             value = pattern.sub(MASK, value)
         value = _BEARER.sub(lambda m: m.group(1) + MASK, value)

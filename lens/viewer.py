@@ -101,7 +101,7 @@ class TraceViewer(App[None]):
         self.model = root
         self.expansion = expand or Expansion()
         self.tz = tz
-        self.parents: dict[int, Node] = {}  # id(model node) → its parent, for revealing a search match
+        self.parents: dict[int, Node] | None = None  # id(model node) → its parent, made at the first reveal
         self.widgets: dict[int, TreeNode[Node]] = {}  # id(model node) → its tree node, once created
         self.matches: list[Node] = []
         self.match_index = -1
@@ -118,9 +118,6 @@ class TraceViewer(App[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        for node in walk(self.model):
-            for child in node.children:
-                self.parents[id(child)] = node
         tree = self._tree()
         tree.guide_depth = 3
         self.widgets[id(self.model)] = tree.root
@@ -229,6 +226,8 @@ class TraceViewer(App[None]):
 
     def reveal(self, node: Node) -> None:
         """Open the ancestors of ``node``, creating their tree nodes, and put the cursor on it."""
+        if self.parents is None:  # not at mounting: walking every node makes every agent call's messages
+            self.parents = {id(child): parent for parent in walk(self.model) for child in parent.children}
         chain = [node]
         while id(chain[-1]) in self.parents:
             chain.append(self.parents[id(chain[-1])])

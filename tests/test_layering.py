@@ -88,6 +88,18 @@ def test_help_does_not_import_the_engine_or_providers() -> None:
     assert result.stdout.strip() == "[]"
 
 
+def test_reading_the_store_does_not_import_the_engine() -> None:
+    """``core`` imports its names on first use: the lens commands (settings, redactor, store, lens) never
+    load the engine, its policies or agents; ``core.Engine`` still works, imported when first asked for."""
+    code = (
+        "import sys, core.config, core.redaction, core.store, core.store.sqlite, lens; "
+        "heavy = [m for m in ('core.engine', 'core.policies', 'core.agents', 'core.steps') if m in sys.modules]; "
+        "import core; print(heavy, core.Engine.__module__, 'Engine' in dir(core))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert result.stdout.strip() == "[] core.engine True"
+
+
 def reads_environment(path: Path) -> bool:
     """Whether the module touches ``os.environ`` / ``os.getenv`` (or imports them from ``os``)."""
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

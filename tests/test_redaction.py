@@ -156,3 +156,32 @@ async def test_trace_events_of_a_run_hold_no_secret_but_the_run_data_does() -> N
     dumped = repr([e.payload for e in events])
     assert OPENAI not in dumped
     assert "login with password: " in dumped and "Your password?" in dumped  # the prose stays readable
+
+
+def _every_substitution(redactor: Redactor, value: str) -> str:
+    """``Redactor._mask`` without its check of whether any pattern can match: every substitution, always."""
+    from core import redaction
+
+    for pattern in redactor._patterns:
+        value = pattern.sub(MASK, value)
+    value = redaction._BEARER.sub(lambda m: m.group(1) + MASK, value)
+    value = redaction._PROSE_PASSWORD.sub(lambda m: m.group(1) + MASK, value)
+    value = redaction._PROSE_CREDENTIAL.sub(lambda m: m.group(1) + MASK, value)
+    return redaction._ASSIGNMENT.sub(redaction._mask_assignment, value)
+
+
+@pytest.mark.parametrize("extra", [(), (r"acct-\d{6}",)])
+def test_skipping_texts_no_pattern_can_match_changes_nothing(extra: tuple[str, ...]) -> None:
+    """The quick check before the substitutions (most texts have no secret) never skips a text that one of
+    them would change: the secrets above, in every case of their keywords, in ASCII and not."""
+    redactor = Redactor(extra_patterns=extra)
+    samples = [f"key {OPENAI} here", f"x {PROJECT}", f"x-api-key: {ANTHROPIC}", f"token {JWT}", f"a\n{PEM}\n",
+        "AKIA" + "A1" * 8, "AIza" + "b" * 35, "my password is hunter2", "the api key is 3f9a1c7e55d0",
+        "Turn 3: somewhere warm in June, near the sea.", "PASSWORD: hunter22", "Api-Key = abcdef123456",
+        "BEARER abcdefgh12345678", "my Secret Is abcdefgh1", "Token=xyz", "PwD=1234", "acct-123456 is mine",
+        "ghp_" + "a" * 36, "xoxb-1234567890ab", "the paſſword is hunter2", "\u212aey: api_\u212aey=abc",
+        "café password hunter2", "passphrase: 'a b c'", "ACCESS_TOKEN: abc", "client-secret=s3cr3t",
+    ]  # fmt: skip
+    for text in samples:
+        for variant in (text, text.upper(), text.lower(), text.swapcase()):
+            assert redactor._mask(variant) == _every_substitution(redactor, variant), variant

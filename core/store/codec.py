@@ -167,16 +167,17 @@ def step_row(step: StepRecord, input: str | bytes | None, output: str | bytes | 
     )  # fmt: skip
 
 
-def step_from_row(row: Any) -> StepRecord:
-    """The step in a row of ``STEP_COLUMNS``."""
+def step_from_row(row: Any, input: Any = None, output: Any = None) -> StepRecord:
+    """The step in a row of ``STEP_COLUMNS``; ``input`` and ``output`` when given are its values already
+    decoded (the SQLite store decodes them first to put back their long texts)."""
     return StepRecord(
         run_id=row[0],
         path=row[1],
         name=row[2],
         kind=row[3],
         status=step_status(row[4]),
-        input=load(row[5]),
-        output=load(row[6]),
+        input=load(row[5]) if input is None else input,
+        output=load(row[6]) if output is None else output,
         error=row[7],
         started_at=row[8],
         duration_s=row[9],

@@ -363,11 +363,11 @@ class SqliteStore:
             f"SELECT {codec.STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY seq",
             (run_id,),
         )
-        steps = [codec.step_from_row(row) for row in rows]
-        known = await self._texts([ref for step in steps for ref in texts.references([step.input, step.output])])
-        return [
-            dataclasses.replace(step, input=texts.join(step.input, known), output=texts.join(step.output, known))
-            for step in steps
+        values = [[codec.load(row[5]), codec.load(row[6])] for row in rows]
+        known = await self._texts([ref for pair in values for ref in texts.references(pair)])
+        return [  # built once, with its long texts back (not built, then copied with dataclasses.replace)
+            codec.step_from_row(row, texts.join(input, known), texts.join(output, known))
+            for row, (input, output) in zip(rows, values, strict=True)
         ]
 
     async def events(self, run_id: str) -> list[TraceEvent]:

@@ -59,26 +59,45 @@ def split(value: Any, text_id: Callable[[str], int]) -> Any:
 
 def references(value: Any) -> Iterator[int]:
     """The text ids a stored value refers to."""
-    if isinstance(value, list):
+    found: list[int] = []
+    _collect(value, found)
+    return iter(found)
+
+
+def _collect(value: Any, found: list[int]) -> None:
+    # Hot when a large run is read (hundreds of thousands of values): exact type checks first, and a
+    # length check before the key test rather than a set built per mapping.
+    kind = type(value)
+    if kind is str:
+        return
+    if kind is list or isinstance(value, list):
         for item in value:
-            yield from references(item)
-    elif isinstance(value, dict):
-        if set(value) == {TEXT_KEY} and isinstance(value[TEXT_KEY], int):
-            yield value[TEXT_KEY]
-            return
-        inner = value[LITERAL_KEY] if set(value) == {LITERAL_KEY} and isinstance(value[LITERAL_KEY], dict) else value
-        for item in inner.values():
-            yield from references(item)
+            if type(item) is not str:
+                _collect(item, found)
+    elif kind is dict or isinstance(value, dict):
+        if len(value) == 1:
+            if TEXT_KEY in value and isinstance(value[TEXT_KEY], int):
+                found.append(value[TEXT_KEY])
+                return
+            if LITERAL_KEY in value and isinstance(value[LITERAL_KEY], dict):
+                value = value[LITERAL_KEY]
+        for item in value.values():
+            if type(item) is not str:
+                _collect(item, found)
 
 
 def join(value: Any, texts: Mapping[int, str]) -> Any:
     """A stored value with its references replaced by the texts they name (``KeyError`` for a missing one)."""
-    if isinstance(value, list):
-        return [join(item, texts) for item in value]
-    if isinstance(value, dict):
-        if set(value) == {TEXT_KEY} and isinstance(value[TEXT_KEY], int):
-            return texts[value[TEXT_KEY]]
-        if set(value) == {LITERAL_KEY} and isinstance(value[LITERAL_KEY], dict):
-            value = value[LITERAL_KEY]
-        return {key: join(item, texts) for key, item in value.items()}
+    kind = type(value)
+    if kind is str:
+        return value
+    if kind is list or isinstance(value, list):
+        return [item if type(item) is str else join(item, texts) for item in value]
+    if kind is dict or isinstance(value, dict):
+        if len(value) == 1:
+            if TEXT_KEY in value and isinstance(value[TEXT_KEY], int):
+                return texts[value[TEXT_KEY]]
+            if LITERAL_KEY in value and isinstance(value[LITERAL_KEY], dict):
+                value = value[LITERAL_KEY]
+        return {key: item if type(item) is str else join(item, texts) for key, item in value.items()}
     return value
