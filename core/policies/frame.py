@@ -261,8 +261,23 @@ def scope(ctx: RunContext, previous: Any, *, iteration: int | None = None) -> di
     return variables
 
 
+def path_segment(name: str) -> str:
+    """``name`` as one segment of a step path: ``/`` (the separator) and ``%`` (the escape) are escaped, so a
+    step named ``chat/1/ask`` (``chat%2F1%2Fask``) can never have the path of the ``ask`` step of the
+    ``chat`` loop's first iteration (``chat/1/ask``): each path names one step, and the journal that
+    resume replays cannot give one step's result to another."""
+    return name.replace("%", "%25").replace("/", "%2F") if "/" in name or "%" in name else name
+
+
 def child_path(prefix: str, name: str) -> str:
-    return f"{prefix}/{name}" if prefix else name
+    """The path of the child ``name`` (a step name, a branch key, an iteration) of the step at ``prefix``."""
+    segment = path_segment(name)
+    return f"{prefix}/{segment}" if prefix else segment
+
+
+def joined_path(prefix: str, path: str) -> str:
+    """``path`` (already a path, of a sub-workflow's child run) seen from the step at ``prefix``."""
+    return f"{prefix}/{path}" if prefix and path else prefix or path
 
 
 def step_error(exc: Exception, what: str) -> FlujoError:
