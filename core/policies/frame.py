@@ -53,6 +53,9 @@ class Frame:
     reserved_cost_usd: float = 0.0
     thread: ThreadBinding | None = None  # the thread this run continues (core.threads), if any
     parent: Frame | None = None  # the calling run's frame, for a sub-workflow's child run
+    # Step path → how many times an agent with side effects started there in this run (``begin_attempt``);
+    # read from the store's ``agent.started`` events at the first such start, then counted here.
+    started: dict[str, int] | None = None
 
     def event(self, kind: str, path: str, payload: Mapping[str, Any]) -> TraceEvent:
         """A trace event with secrets masked, ready to store. Tracing never fails a run: a payload that
@@ -67,6 +70,25 @@ class Frame:
         """The committed result of ``path`` from an earlier attempt of this run, if any."""
         record = self.journal.get(path)
         return record if record is not None and record.status == "completed" else None
+
+    async def begin_attempt(self, path: str, agent: str) -> int:
+        """Record, committed before it starts, that the agent ``agent`` of the step at ``path`` starts its
+        side effects; which attempt of that step in this run it is (1 the first time). A step whose process
+        was killed after its side effect but before its commit is executed again on resume: its next start
+        says attempt 2, so a script can tell that it may have done its work already."""
+        if self.started is None:
+            events = await self.store.events(self.run_id)
+            counts: dict[str, int] = {}
+            for event in events:
+                if event.kind == "agent.started":
+                    counts[event.path] = counts.get(event.path, 0) + 1
+            if self.started is None:  # a parallel branch may have read them meanwhile
+                self.started = counts
+        attempt = self.started[path] = self.started.get(path, 0) + 1
+        await self.store.record_events(
+            self.run_id, [self.event("agent.started", path, {"agent": agent, "attempt": attempt})]
+        )
+        return attempt
 
     def absorbed_failure(self, path: str) -> str | None:
         """The error of ``path`` if it failed in an earlier attempt inside a step that then completed anyway
