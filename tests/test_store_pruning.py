@@ -171,3 +171,22 @@ def test_prune_cleans_up_runs_whose_rows_flujo_cannot_read(tmp_path: Path, damag
         )
         assert pruned.returncode == 0 and "unexpected" not in pruned.stderr, pruned.stderr
         assert [row[0] for row in _query(path, "SELECT run_id FROM runs")] == ([left] if left else [])
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+async def test_a_new_store_and_its_folder_are_readable_by_their_owner_only(tmp_path: Path) -> None:
+    """The store keeps what users typed, as typed (docs/durability.md): nobody else may read it."""
+    path = tmp_path / "project" / ".flujo" / "flujo.db"
+    old_umask = os.umask(0o022)  # the usual umask, which would leave them readable by all
+    try:
+        async with await open_store(str(path)) as store:
+            await store.create_run(RunRecord("run-1", "demo", "running", created_at=1.0))
+            assert await store.claim_run("run-1")
+            await store.release_run("run-1")
+    finally:
+        os.umask(old_umask)
+    made = [path.parent, path, *(p for p in path.parent.iterdir() if p != path)]
+    assert {p.name for p in made} >= {".flujo", "flujo.db", "flujo.db.claims"}
+    for made_path in made:
+        expected = 0o700 if made_path.is_dir() else 0o600
+        assert made_path.stat().st_mode & 0o777 == expected, made_path
