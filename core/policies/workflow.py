@@ -145,8 +145,10 @@ async def _enter(step: WorkflowStep, value: Any, child_id: str, path: str, frame
     record = await store.get_run(child_id)
     journal = {}
     completed = False
+    started: dict[str, int] | None = None  # an existing child run's attempts are counted from its events
     if record is None or record.run_id != child_id:
         await store.create_run(step.pipeline.new_run(child_id, value, parent_run_id=frame.run_id))
+        started = {}
     else:
         journal = {entry.path: entry for entry in await store.steps(child_id)}
         completed = record.status == "completed"
@@ -161,6 +163,7 @@ async def _enter(step: WorkflowStep, value: Any, child_id: str, path: str, frame
         limits=frame.limits,
         journal=journal,
         parent=frame,
+        started=started,
     )
     return child, completed
 
