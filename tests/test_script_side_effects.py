@@ -173,6 +173,8 @@ steps:
     shown = flujo_process(["lens", "show", run_id, "--json"], env=env)
     steps = {step["path"]: step["output"] for step in json.loads(shown.stdout)["steps"]}
     assert steps["first"] == f"{run_id} first 1"  # replayed on resume, never run again
+    trace = flujo_process(["lens", "trace", run_id], env=env).stdout
+    assert "started, attempt 1" in trace and "started, attempt 2" in trace  # each start is in the trace
 
 
 def test_an_agent_called_outside_the_engine_is_attempt_1() -> None:
