@@ -12,7 +12,6 @@ import asyncio
 import importlib
 import inspect
 import json
-import os
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
@@ -21,6 +20,7 @@ from typing import Any
 from core.agents.chat import input_text
 from core.agents.child_process import kill_group, start_command
 from core.agents.detached import call_detached
+from core.config import child_environment
 from core.errors import ConfigError, ControlSignal, FlujoError, RunError
 from core.ports import Agent, AgentCall, AgentReply, ChatMessage
 from core.views import plain
@@ -185,8 +185,7 @@ class CommandAgent(_LocalAgent):
         shown = shlex.join(self.argv)
         env = {f"FLUJO_{key.upper()}": str(value) for key, value in (await run_facts(call)).items()}
         try:
-            # The command inherits flujo's environment (it is the user's own program), plus the run facts.
-            process = await start_command(self.argv, env={**os.environ, **env})
+            process = await start_command(self.argv, env=child_environment(env))
         except OSError as exc:
             raise RunError(
                 f"agents.{self.name}: cannot start {shown}: {exc.strerror or exc}",
