@@ -302,3 +302,9 @@ def secret_values(settings: Settings, *, env: Mapping[str, str] | None = None) -
         if provider.api_key is not None:
             values.append(provider.api_key.get_secret_value())
     return values
+
+
+def child_environment(extra: Mapping[str, str]) -> dict[str, str]:
+    """The environment of a program flujo starts for the user (a ``command:`` agent): flujo's own, as a
+    shell would pass it on, with ``extra`` on top (the run facts, ``FLUJO_RUN_ID`` ...)."""
+    return {**os.environ, **extra}

@@ -177,6 +177,7 @@ class Engine:
             limits=pipeline.limits,
             journal=journal,
             thread=thread,
+            started=None if journal_from_store else {},  # a new run has no earlier attempts to count
         )
         ctx = RunContext(initial_prompt=record.input)
         try:

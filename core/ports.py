@@ -8,7 +8,7 @@ answer ``None`` to mean "no answer available now" (the run then pauses).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -35,6 +35,12 @@ class AgentCall:
     turns to inject (empty outside conversational loops); ``context`` a read-only plain-data view of the
     run context (script agents may read it; only their return value changes state); ``on_text`` receives
     streamed text deltas when the agent streams.
+
+    ``run_id`` and ``path`` name the step execution in the run store (the key a side effect can be made
+    idempotent with). ``begin_attempt``, awaited by an agent with side effects just before it starts them,
+    durably records that this step starts (an ``agent.started`` trace event, committed at once) and returns
+    which attempt of the step in this run it is: 1, then 2 and more when a resume executes it again after a
+    failure or a crash (docs/durability.md, at-least-once).
     """
 
     input: Any
@@ -42,6 +48,9 @@ class AgentCall:
     history: Sequence[ChatMessage] = ()
     context: Mapping[str, Any] = field(default_factory=dict)
     on_text: Callable[[str], None] | None = None
+    run_id: str = ""
+    path: str = ""
+    begin_attempt: Callable[[], Awaitable[int]] | None = None
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,18 @@
 """Redaction of secrets in anything that is traced, stored as a trace event or shown.
 
-Masks API keys (OpenAI/Anthropic style ``sk-...``, AWS ``AKIA...``, Google ``AIza...``, GitHub ``ghp_...``),
-bearer tokens, ``password=...``/``api_key: ...`` style assignments, PEM private keys, JWTs, and the
-literal secret values it is given. Those come from ``core.config.secret_values`` (the values of secret
-environment variables, by name or listed in ``secret_env_vars``, and the providers' API keys): the config
-module is the one that reads the environment. Name-driven as well as pattern-driven, so an unknown
-vendor's key stored in a secret env var is still caught.
+Masks API keys (OpenAI/Anthropic style ``sk-...``, AWS ``AKIA...`` key ids and secret access keys, Google
+``AIza...``, GitHub ``ghp_...``), bearer tokens, HTTP Basic credentials, ``password=...``/``api_key: ...``
+style assignments, PEM private keys, JWTs, the values under sensitive mapping keys (``{"token": ...}``,
+``SENSITIVE_KEYS``), and the literal secret values it is given. Those come from
+``core.config.secret_values`` (the values of secret environment variables, by name or listed in
+``secret_env_vars``, and the providers' API keys): the config module is the one that reads the environment.
+Name-driven as well as pattern-driven, so an unknown vendor's key stored in a secret env var is still caught.
 """
 
 from __future__ import annotations
 
+import base64
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -31,7 +34,8 @@ _BUILTIN_PATTERNS: tuple[str, ...] = (
 # (spaces and all), and any length counts: the key says it is a secret.
 _ASSIGNMENT = re.compile(
     r"""(?ix)
-    (\b(?:password|passwd|pwd|passphrase|secret|api[_-]?key|access[_-]?token|auth[_-]?token|token|client[_-]?secret)
+    (\b(?:password|passwd|pwd|passphrase|secret|api[_-]?key|access[_-]?token|auth[_-]?token|token|client[_-]?secret
+        |(?:aws[_-]?)?secret[_-]?access[_-]?key|secret[_-]?key)
      ["']?[ \t]*[:=][ \t]*)
     (?:"([^"\n]+)"|'([^'\n]+)'|([^\s"',;]+))
     """
@@ -43,13 +47,60 @@ _PROSE_PASSWORD = re.compile(r"""(?i)(\b(?:password|passwd|passphrase)\s+(?:is\s
 # digit), so that "each token is counted" and "the secret is out" stay readable.
 _PROSE_CREDENTIAL = re.compile(r"""(?i)(\b(?:secret|token|api[ _-]?key)\s+is\s+)((?=[^\s"',;]*\d)[^\s"',;]{8,})""")
 _BEARER = re.compile(r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/=-]{8,})")
+# HTTP Basic credentials: base64 of "user:password" after the word Basic. Only a word that decodes to a text
+# holding a colon is masked, so "basic principles" stays as it is.
+_BASIC = re.compile(r"(?i)(\bbasic\s+)([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])")
+# AWS secret access keys have no prefix: 40 characters of base64's alphabet. They are masked only in a text
+# that speaks of AWS (or holds an AKIA key id), and only when mixed like a key (upper and lower case letters
+# and a digit), so that a git commit id (40 hexadecimal digits, one case) stays readable.
+_AWS_CONTEXT = re.compile(r"(?i:\baws)|AKIA[0-9A-Z]{16}")
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{40}(?![A-Za-z0-9+/=])")
+
+# Mapping keys whose value is a secret whatever it looks like ({"token": "...", "password": "..."}), after
+# ``normalized_key`` (lower case, words joined by "_": "Access-Token", "accessToken" → "access_token"). An
+# exact list, never a substring test: "max_tokens", "prompt_tokens" and "secret_santa" are not secrets.
+SENSITIVE_KEYS = frozenset(
+    {
+        "token", "access_token", "refresh_token", "id_token", "auth_token", "bearer_token", "session_token",
+        "api_token", "aws_session_token", "security_token", "password", "passwd", "pwd", "passphrase",
+        "secret", "client_secret", "secret_key", "aws_secret_access_key", "secret_access_key", "api_key",
+        "apikey", "x_api_key", "authorization", "proxy_authorization", "private_key", "credentials",
+        "cookie", "set_cookie",
+    }
+)  # fmt: skip
 
 # What any built-in pattern needs to match: one of the literal starts of the case-sensitive patterns, or
 # (in lower case) a word of the case-insensitive ones. Checked first, it spares most texts the eleven
 # substitutions (about 16 µs a text; reading a long run masks tens of thousands of distinct texts). Only
 # for ASCII texts: with IGNORECASE, a few other letters match too (the Kelvin sign matches k, ſ matches s).
 _LITERAL_STARTS = re.compile(r"-----BEGIN|eyJ|sk-|AKIA|AIza|gh[pousr]_|xox")
-_WORDS = ("bearer", "pass", "pwd", "secret", "token", "api")  # password|passwd|passphrase share "pass"
+_WORDS = ("bearer", "pass", "pwd", "secret", "token", "api", "basic", "aws")  # password|passwd|passphrase: "pass"
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_SEPARATORS = re.compile(r"[^a-z0-9]+")
+
+
+def normalized_key(key: str) -> str:
+    """``key`` as it is compared with ``SENSITIVE_KEYS``: words split at case changes and separators, lower
+    case, joined by "_" ("X-Api-Key" → "x_api_key", "clientSecret" → "client_secret")."""
+    return _SEPARATORS.sub("_", _CAMEL.sub("_", key).lower()).strip("_")
+
+
+def sensitive_key(key: object) -> bool:
+    """Whether the value under mapping key ``key`` is a secret by the key's meaning (``SENSITIVE_KEYS``)."""
+    return isinstance(key, str) and _sensitive_name(key)
+
+
+@functools.lru_cache(maxsize=4096)  # a run repeats the same few keys in thousands of mappings
+def _sensitive_name(key: str) -> bool:
+    return normalized_key(key) in SENSITIVE_KEYS
+
+
+def masked_under_key(value: Any) -> Any:
+    """What shows of ``value`` kept under a sensitive key: nothing of it (``MASK``), except for nothing to
+    hide (None, a boolean, an empty text)."""
+    if value is None or isinstance(value, bool) or value == "":
+        return value
+    return MASK
 
 
 def _may_match(value: str) -> bool:
@@ -88,8 +139,12 @@ class Redactor:
                 value = value.replace(secret, MASK)
         if not _may_match(value) and not any(pattern.search(value) for pattern in self._extra):
             return value  # no pattern can match: every substitution below would leave it as it is
+        aws = _AWS_CONTEXT.search(value) is not None  # before the key id is masked
         for pattern in self._patterns:
             value = pattern.sub(MASK, value)
+        if aws:
+            value = _AWS_SECRET.sub(_mask_aws_secret, value)
+        value = _BASIC.sub(_mask_basic, value)
         value = _BEARER.sub(lambda m: m.group(1) + MASK, value)
         value = _PROSE_PASSWORD.sub(lambda m: m.group(1) + MASK, value)
         value = _PROSE_CREDENTIAL.sub(lambda m: m.group(1) + MASK, value)
@@ -99,10 +154,26 @@ class Redactor:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, Mapping):
-            return {key: self.value(item) for key, item in value.items()}
+            return {
+                key: masked_under_key(item) if sensitive_key(key) else self.value(item) for key, item in value.items()
+            }
         if isinstance(value, list | tuple):
             return [self.value(item) for item in value]
         return value
+
+
+def _mask_basic(match: re.Match[str]) -> str:
+    try:
+        decoded = base64.b64decode(match.group(2), validate=True)
+    except ValueError:  # binascii.Error: not base64, so not credentials
+        return match.group(0)
+    return match.group(1) + MASK if b":" in decoded else match.group(0)
+
+
+def _mask_aws_secret(match: re.Match[str]) -> str:
+    word = match.group(0)
+    mixed = any(c.isupper() for c in word) and any(c.islower() for c in word) and any(c.isdigit() for c in word)
+    return MASK if mixed else word
 
 
 def _mask_assignment(match: re.Match[str]) -> str:

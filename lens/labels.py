@@ -189,6 +189,9 @@ def _event_words(kind: str, payload: Mapping[str, Any]) -> Text:
         return Text(f"child run {get('child_run_id')} ({get('pipeline')})")
     if kind == "agent.reply":
         return Text(one_line(get("output")))
+    if kind == "agent.started":  # a script agent about to run its side effects (docs/durability.md)
+        attempt = _int(get("attempt"))
+        return Text(f"{get('agent')} started, attempt {attempt}", style="yellow" if attempt > 1 else "")
     return Text(one_line(dict(payload)))
 
 

@@ -3,7 +3,8 @@
 The engine masks trace events before it stores them, but lens never relies on it: a database may come from
 elsewhere or an older flujo, and step inputs and outputs are stored as they were. So every text lens reads
 from a record goes through the ``Redactor`` here, once, when the run is loaded (``lens.snapshot``), and
-the views only ever see masked records. Mapping keys are masked too (user data may put a token in a key),
+the views only ever see masked records. The value under a sensitive key (``{"password": ...}``,
+``core.redaction.SENSITIVE_KEYS``) is masked whole. Mapping keys are masked too (user data may put a token in a key),
 and a path is masked segment by segment, so that the same step always has the same masked path.
 
 A conversation's turns come back in every prompt that injected them, so a ``Masker`` remembers each text
@@ -17,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.ports import RunRecord, StepRecord, TraceEvent
-from core.redaction import Redactor
+from core.redaction import Redactor, masked_under_key, sensitive_key
 
 
 class Masker:
@@ -43,7 +44,11 @@ class Masker:
             done, text, value = self._done, self.text, self.value
             return {
                 (done.get(key) or text(key)) if type(key) is str else text(str(key)): (
-                    (done.get(item) or text(item)) if type(item) is str else value(item)
+                    masked_under_key(item)
+                    if sensitive_key(key)  # {"token": "..."}: the key says the value is a secret
+                    else (done.get(item) or text(item))
+                    if type(item) is str
+                    else value(item)
                 )
                 for key, item in data.items()
             }

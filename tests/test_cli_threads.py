@@ -222,3 +222,21 @@ def test_the_documented_threads_show_output_is_the_real_one(state_db: Path, monk
         return re.sub(r"run [0-9a-f]{16} · (\w+) · [\d-]{10} [\d:]{5}", r"run ID · \1 · TIME", text)
 
     assert neutral(out) == neutral(shown)
+
+
+def test_threads_show_masks_secrets_like_lens(state_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store keeps answers and replies as typed; ``threads show`` (text and ``--json``) masks every
+    kind of secret redaction knows, as lens does."""
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "env-secret-value-42")
+    blueprint = tmp_path / "planner.yaml"
+    blueprint.write_text(PLANNER, encoding="utf-8")
+    goal = "my password is hunter2xyz; aws secret wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY; env-secret-value-42"
+    answer = "key sk-proj-abcdefghijklmnop1234 and Authorization: Basic dXNlcjpwYXNzd29yZA=="
+    run_json("run", str(blueprint), "--thread", "leaky", "--input", goal, "--answer", answer)
+    code, text, err = flujo(["threads", "show", "leaky"])
+    assert code == exit_codes.OK, err
+    shown = json.dumps(show_json("leaky")) + text
+    for secret in ("hunter2xyz", "sk-proj-abcdefghijklmnop1234", "dXNlcjpwYXNzd29yZA==", "wJalrXUtnFEMI", "env-secret"):
+        assert secret not in shown
+    assert "User: my password is [REDACTED]; aws secret [REDACTED]; [REDACTED]" in text
+    assert "User: key [REDACTED] and Authorization: Basic [REDACTED]" in text

@@ -20,6 +20,7 @@ import pytest
 from rich.console import Console
 
 from core.config import load_settings, secret_values
+from core.ports import RunRecord, StepRecord, TraceEvent
 from core.redaction import Redactor
 from core.store import open_store
 from lens import build_tree, load_run, walk
@@ -109,3 +110,37 @@ async def test_the_viewer_shows_no_secret(seeded: Path, monkeypatch: pytest.Monk
             console.print(app.query_one("#detail").content)  # type: ignore[attr-defined]
             console.print(detail(node))
         assert_no_secret(console.file.getvalue(), "the viewer's details")  # type: ignore[attr-defined]
+
+
+KEYED_SECRETS = ("plain-looking-token-1", "plain-looking-pass-2", "plain-looking-key-3")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["show"], ["show", "--json"], ["trace"], ["trace", "--json"], ["trace", "--expand", "all"]],
+    ids=lambda a: " ".join(a),
+)
+def test_values_under_sensitive_keys_are_masked_in_every_view(state_db: Path, args: list[str]) -> None:
+    """A reply ``{token: ..., password: ...}`` whose values look like nothing: the keys say they are secrets.
+    ``max_tokens`` and ``prompt_tokens`` are not."""
+    reply = {
+        "max_tokens": 4711,
+        "token": KEYED_SECRETS[0],
+        "password": KEYED_SECRETS[1],
+        "auth": {"apiKey": KEYED_SECRETS[2]},
+        "prompt_tokens": 815,
+    }
+
+    async def write() -> None:
+        async with await open_store(str(state_db)) as store:
+            await store.create_run(RunRecord("keyed0123456789a", "keyed", "completed", output=reply, created_at=1.0))
+            await store.record_step(
+                StepRecord("keyed0123456789a", "login", "login", "step", "completed", input="go", output=reply),
+                [TraceEvent("agent.reply", "login", {"output": reply, "model": "m"}, 1.0)],
+            )
+
+    asyncio.run(write())
+    code, out, err = flujo(["lens", *args, "keyed0123456789a"])
+    assert code == 0, err
+    assert not [secret for secret in KEYED_SECRETS if secret in out], out
+    assert "[REDACTED]" in out and "4711" in out

@@ -11,7 +11,7 @@ from pydantic import SecretStr
 
 from core import AgentStep, Engine, HitlStep, Pipeline, Template
 from core.config import ProviderSettings, Settings, secret_values
-from core.redaction import MASK, Redactor
+from core.redaction import MASK, Redactor, normalized_key, sensitive_key
 from core.store import MemoryStore, open_store
 from core.testing import ScriptedHuman
 from tests.cli_helpers import flujo
@@ -24,6 +24,7 @@ JWT = (
     "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ"
     ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
 )
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAzrx1\nq2Vb8mGQ==\n-----END RSA PRIVATE KEY-----"
 
 
@@ -42,6 +43,12 @@ PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAzrx1\nq2Vb8mGQ==\n-----E
         (f"token {JWT}", JWT),
         (f"here:\n{PEM}\nend", "MIIEowIBAAKCAQEAzrx1"),
         ("-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC", "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC"),
+        ("Authorization: Basic dXNlcjpwYXNzd29yZA==", "dXNlcjpwYXNzd29yZA=="),
+        ("curl -H 'authorization: basic YWxpY2U6czNjcjN0'", "YWxpY2U6czNjcjN0"),
+        (f"AWS key {AWS_SECRET} in the config", AWS_SECRET),
+        (f"AKIAIOSFODNN7EXAMPLE {AWS_SECRET}", AWS_SECRET),
+        (f"aws_secret_access_key = {AWS_SECRET}", AWS_SECRET),
+        (f"SECRET_KEY={AWS_SECRET[:20]}", AWS_SECRET[:20]),
     ],
 )
 def test_secrets_are_masked(text: str, secret: str) -> None:
@@ -124,6 +131,9 @@ def test_secrets_named_in_config_are_masked_in_the_trace_of_a_cli_run(
         "Use max_tokens: 400 and total_tokens from the usage block.",
         'Ask one question at a time; when clear reply {"action": "finish"}',
         "risk-assessment-for-the-whole-quarter",
+        "The basic principles hold; basic dXNlcm5hbWVvbmx5 is not a credential without a colon.",
+        "Deployed to AWS from commit 0123456789abcdef0123456789abcdef01234567.",
+        "On AWS the bucket is my-bucket-name-for-the-whole-company-data.",
     ],
 )
 def test_ordinary_text_is_not_mangled(text: str) -> None:
@@ -138,6 +148,44 @@ def test_nested_values_are_masked_and_non_strings_kept() -> None:
         "ok": True,
         "none": None,
     }
+
+
+def test_values_under_sensitive_keys_are_masked_whatever_they_look_like() -> None:
+    """An exact list of key names, normalised (case, separators, camelCase); never a substring match."""
+    value = {
+        "token": "plain-looking-1",
+        "Access-Token": "plain-looking-2",
+        "password": 12345,
+        "nested": [{"apiKey": "plain-looking-3", "X-API-KEY": "plain-looking-4", "clientSecret": {"v": "x"}}],
+        "Authorization": "Basic-looking",
+        "aws_secret_access_key": "plain-looking-5",
+        "max_tokens": 400,
+        "prompt_tokens": 12,
+        "tokens": 3,
+        "secret_santa": "Alice",
+        "token_count": 7,
+        "secret": None,
+        "passwd": "",
+        "api_key": True,
+    }
+    assert Redactor().value(value) == {
+        "token": MASK,
+        "Access-Token": MASK,
+        "password": MASK,
+        "nested": [{"apiKey": MASK, "X-API-KEY": MASK, "clientSecret": MASK}],
+        "Authorization": MASK,
+        "aws_secret_access_key": MASK,
+        "max_tokens": 400,
+        "prompt_tokens": 12,
+        "tokens": 3,
+        "secret_santa": "Alice",
+        "token_count": 7,
+        "secret": None,  # nothing to hide
+        "passwd": "",
+        "api_key": True,
+    }
+    assert normalized_key("clientSecret") == "client_secret" and normalized_key("X-Api-Key") == "x_api_key"
+    assert sensitive_key("APIKey") and not sensitive_key("max_tokens") and not sensitive_key(3)
 
 
 async def test_trace_events_of_a_run_hold_no_secret_but_the_run_data_does() -> None:
@@ -162,8 +210,12 @@ def _every_substitution(redactor: Redactor, value: str) -> str:
     """``Redactor._mask`` without its check of whether any pattern can match: every substitution, always."""
     from core import redaction
 
+    aws = redaction._AWS_CONTEXT.search(value) is not None
     for pattern in redactor._patterns:
         value = pattern.sub(MASK, value)
+    if aws:
+        value = redaction._AWS_SECRET.sub(redaction._mask_aws_secret, value)
+    value = redaction._BASIC.sub(redaction._mask_basic, value)
     value = redaction._BEARER.sub(lambda m: m.group(1) + MASK, value)
     value = redaction._PROSE_PASSWORD.sub(lambda m: m.group(1) + MASK, value)
     value = redaction._PROSE_CREDENTIAL.sub(lambda m: m.group(1) + MASK, value)
@@ -181,6 +233,7 @@ def test_skipping_texts_no_pattern_can_match_changes_nothing(extra: tuple[str, .
         "BEARER abcdefgh12345678", "my Secret Is abcdefgh1", "Token=xyz", "PwD=1234", "acct-123456 is mine",
         "ghp_" + "a" * 36, "xoxb-1234567890ab", "the paſſword is hunter2", "\u212aey: api_\u212aey=abc",
         "café password hunter2", "passphrase: 'a b c'", "ACCESS_TOKEN: abc", "client-secret=s3cr3t",
+        "Authorization: Basic dXNlcjpwYXNzd29yZA==", f"aws {AWS_SECRET}", f"AKIAIOSFODNN7EXAMPLE {AWS_SECRET}",
     ]  # fmt: skip
     for text in samples:
         for variant in (text, text.upper(), text.lower(), text.swapcase()):

@@ -589,11 +589,16 @@ async def test_sqlite_refuses_a_file_that_is_not_a_flujo_database(
         _old_database(path, "CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('keep me');")
     else:
         path.write_bytes(content)
+    before = path.read_bytes()
     with pytest.raises(StoreError, match=expected) as caught:
         await open_store(str(path))
     assert "\n" not in str(caught.value) and caught.value.hint and "FLUJO_STATE_URI" in caught.value.hint
+    # Left alone: not a byte changed, not switched to WAL mode (which adds -wal and -shm files beside it).
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["flujo.db"]
     if content is None:
-        assert _query(path, "SELECT body FROM notes") == [("keep me",)]  # left alone
+        assert _query(path, "SELECT body FROM notes") == [("keep me",)]
+        assert _query(path, "PRAGMA journal_mode") == [("delete",)]
 
 
 async def test_sqlite_reports_a_directory_it_cannot_create(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ The behaviour both stores share is in tests/test_store.py."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import secrets
@@ -140,3 +141,52 @@ async def test_reading_someone_elses_database_is_refused(tmp_path: Path) -> None
         db.execute("CREATE TABLE invoices (id INTEGER)")
     with pytest.raises(StoreError, match="is not a flujo database"):
         await open_store(str(path), mode="read")
+
+
+@pytest.mark.parametrize("damage", ["status = 'archived'", "created_at = 'yesterday'", "created_at = 1e999"])
+def test_prune_cleans_up_runs_whose_rows_flujo_cannot_read(tmp_path: Path, damage: str) -> None:
+    """A run with a status this flujo does not know, or a start time that is not a time (a newer flujo, a
+    hand-edited or damaged store): lens prune removes it or keeps it, and says so, never a traceback;
+    reading it is one line with a hint."""
+    path = tmp_path / "flujo.db"
+    asyncio.run(_seed(path, 3, events=1))
+    with contextlib.closing(sqlite3.connect(path)) as db, db:
+        db.execute(f"UPDATE runs SET {damage} WHERE run_id = 'run-0'")
+    env = {**os.environ, "FLUJO_STATE_URI": str(path), "PYTHONPATH": str(REPO)}
+    listed = subprocess.run(
+        [sys.executable, "-m", "flujo_cli.main", "lens", "list"], capture_output=True, text=True, env=env
+    )
+    assert listed.returncode == 7 and "unexpected" not in listed.stderr, listed.stderr
+    assert "run-0" in listed.stderr or "archived" in listed.stderr
+    # Damaged times sort as the newest (SQLite orders text and infinity after numbers) and have no age.
+    kept = ["run-2", "run-2"] if damage.startswith("status") else ["run-0", "run-0"]
+    if damage.startswith("status"):
+        kept[1] = ""  # its start time is fine: it is older than a second like the others
+    for args, left in zip((["--keep", "1"], ["--older-than", "1s"]), kept, strict=True):
+        pruned = subprocess.run(
+            [sys.executable, "-m", "flujo_cli.main", "lens", "prune", "--json", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        assert pruned.returncode == 0 and "unexpected" not in pruned.stderr, pruned.stderr
+        assert [row[0] for row in _query(path, "SELECT run_id FROM runs")] == ([left] if left else [])
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+async def test_a_new_store_and_its_folder_are_readable_by_their_owner_only(tmp_path: Path) -> None:
+    """The store keeps what users typed, as typed (docs/durability.md): nobody else may read it."""
+    path = tmp_path / "project" / ".flujo" / "flujo.db"
+    old_umask = os.umask(0o022)  # the usual umask, which would leave them readable by all
+    try:
+        async with await open_store(str(path)) as store:
+            await store.create_run(RunRecord("run-1", "demo", "running", created_at=1.0))
+            assert await store.claim_run("run-1")
+            await store.release_run("run-1")
+    finally:
+        os.umask(old_umask)
+    made = [path.parent, path, *(p for p in path.parent.iterdir() if p != path)]
+    assert {p.name for p in made} >= {".flujo", "flujo.db", "flujo.db.claims"}
+    for made_path in made:
+        expected = 0o700 if made_path.is_dir() else 0o600
+        assert made_path.stat().st_mode & 0o777 == expected, made_path

@@ -18,7 +18,9 @@ from types import MappingProxyType
 from typing import Any
 
 from core.agents.chat import input_text
+from core.agents.child_process import kill_group, start_command
 from core.agents.detached import call_detached
+from core.config import child_environment
 from core.errors import ConfigError, ControlSignal, FlujoError, RunError
 from core.ports import Agent, AgentCall, AgentReply, ChatMessage
 from core.views import plain
@@ -86,7 +88,9 @@ class PythonAgent(_LocalAgent):
         self._takes_context = _takes_context(self.function, owner=f"agents.{name} ({self.path})")
 
     async def run(self, call: AgentCall) -> AgentReply:
-        args: tuple[Any, ...] = (call.input, MappingProxyType(plain(dict(call.context))))
+        context = plain(dict(call.context))
+        context["run"] = await run_facts(call)
+        args: tuple[Any, ...] = (call.input, MappingProxyType(context))
         args = args if self._takes_context else args[:1]
         try:
             if inspect.iscoroutinefunction(self.function):
@@ -152,6 +156,16 @@ def _qualified_name(function: Callable[..., Any]) -> str:
     return f"{module}:{name}"
 
 
+async def run_facts(call: AgentCall) -> dict[str, Any]:
+    """What a script needs to make its side effects idempotent: ``run_id``, ``step_path`` (the step's path
+    in the run) and ``attempt`` (which execution of that step in this run this is, recorded by
+    ``call.begin_attempt`` before the script starts; 1 when nothing records attempts, as for an agent called
+    outside the engine). A Python function gets them as ``context["run"]``; a command as ``FLUJO_RUN_ID``,
+    ``FLUJO_STEP_PATH`` and ``FLUJO_ATTEMPT`` in its environment."""
+    attempt = await call.begin_attempt() if call.begin_attempt is not None else 1
+    return {"run_id": call.run_id, "step_path": call.path, "attempt": attempt}
+
+
 class CommandAgent(_LocalAgent):
     """Runs ``argv`` with the input on stdin (text as is, anything else as JSON).
 
@@ -169,13 +183,9 @@ class CommandAgent(_LocalAgent):
 
     async def run(self, call: AgentCall) -> AgentReply:
         shown = shlex.join(self.argv)
+        env = {f"FLUJO_{key.upper()}": str(value) for key, value in (await run_facts(call)).items()}
         try:
-            process = await asyncio.create_subprocess_exec(
-                *self.argv,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-            )
+            process = await start_command(self.argv, env=child_environment(env))
         except OSError as exc:
             raise RunError(
                 f"agents.{self.name}: cannot start {shown}: {exc.strerror or exc}",
@@ -185,12 +195,16 @@ class CommandAgent(_LocalAgent):
         try:
             stdout, stderr = await asyncio.wait_for(process.communicate(data), self.timeout)
         except TimeoutError:
-            process.kill()
+            kill_group(process)
             await process.communicate()  # reap it and close its pipes
             raise RunError(
                 f"agents.{self.name}: {shown} did not finish within {self.timeout:g}s",
                 hint="raise the agent's timeout, or make the command faster",
             ) from None
+        except BaseException:  # cancelled (Ctrl-C, a failing sibling): the command must not go on without us
+            kill_group(process)
+            await process.wait()  # reap it (killed, it ends at once)
+            raise
         if process.returncode != 0:
             tail = stderr.decode(errors="replace").strip()[-STDERR_TAIL_CHARS:]
             raise RunError(

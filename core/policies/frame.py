@@ -53,6 +53,9 @@ class Frame:
     reserved_cost_usd: float = 0.0
     thread: ThreadBinding | None = None  # the thread this run continues (core.threads), if any
     parent: Frame | None = None  # the calling run's frame, for a sub-workflow's child run
+    # Step path → how many times an agent with side effects started there in this run (``begin_attempt``);
+    # read from the store's ``agent.started`` events at the first such start, then counted here.
+    started: dict[str, int] | None = None
 
     def event(self, kind: str, path: str, payload: Mapping[str, Any]) -> TraceEvent:
         """A trace event with secrets masked, ready to store. Tracing never fails a run: a payload that
@@ -67,6 +70,25 @@ class Frame:
         """The committed result of ``path`` from an earlier attempt of this run, if any."""
         record = self.journal.get(path)
         return record if record is not None and record.status == "completed" else None
+
+    async def begin_attempt(self, path: str, agent: str) -> int:
+        """Record, committed before it starts, that the agent ``agent`` of the step at ``path`` starts its
+        side effects; which attempt of that step in this run it is (1 the first time). A step whose process
+        was killed after its side effect but before its commit is executed again on resume: its next start
+        says attempt 2, so a script can tell that it may have done its work already."""
+        if self.started is None:
+            events = await self.store.events(self.run_id)
+            counts: dict[str, int] = {}
+            for event in events:
+                if event.kind == "agent.started":
+                    counts[event.path] = counts.get(event.path, 0) + 1
+            if self.started is None:  # a parallel branch may have read them meanwhile
+                self.started = counts
+        attempt = self.started[path] = self.started.get(path, 0) + 1
+        await self.store.record_events(
+            self.run_id, [self.event("agent.started", path, {"agent": agent, "attempt": attempt})]
+        )
+        return attempt
 
     def absorbed_failure(self, path: str) -> str | None:
         """The error of ``path`` if it failed in an earlier attempt inside a step that then completed anyway
@@ -261,8 +283,23 @@ def scope(ctx: RunContext, previous: Any, *, iteration: int | None = None) -> di
     return variables
 
 
+def path_segment(name: str) -> str:
+    """``name`` as one segment of a step path: ``/`` (the separator) and ``%`` (the escape) are escaped, so a
+    step named ``chat/1/ask`` (``chat%2F1%2Fask``) can never have the path of the ``ask`` step of the
+    ``chat`` loop's first iteration (``chat/1/ask``): each path names one step, and the journal that
+    resume replays cannot give one step's result to another."""
+    return name.replace("%", "%25").replace("/", "%2F") if "/" in name or "%" in name else name
+
+
 def child_path(prefix: str, name: str) -> str:
-    return f"{prefix}/{name}" if prefix else name
+    """The path of the child ``name`` (a step name, a branch key, an iteration) of the step at ``prefix``."""
+    segment = path_segment(name)
+    return f"{prefix}/{segment}" if prefix else segment
+
+
+def joined_path(prefix: str, path: str) -> str:
+    """``path`` (already a path, of a sub-workflow's child run) seen from the step at ``prefix``."""
+    return f"{prefix}/{path}" if prefix and path else prefix or path
 
 
 def step_error(exc: Exception, what: str) -> FlujoError:

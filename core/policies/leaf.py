@@ -74,6 +74,9 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
                 history=injection.history,
                 context=variables["context"],
                 on_text=lambda text: frame.reporter.text_delta(path, text),
+                run_id=frame.run_id,
+                path=path,
+                begin_attempt=lambda: frame.begin_attempt(path, agent.label),
             )
             sent = agent.prompt(call)
             messages = [message.to_dict() for message in sent]

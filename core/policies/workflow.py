@@ -34,7 +34,7 @@ from core.errors import Abort, FlujoError, LimitReached, Pause, RunError
 from core.policies.body import BodyRunner
 from core.policies.child_context import child_start, give_back
 from core.policies.context_writes import note_agent_command, record_output, sink
-from core.policies.frame import Frame, child_path, scope
+from core.policies.frame import Frame, joined_path, scope
 from core.ports import Reporter, StepRecord, TraceEvent
 from core.steps import WorkflowStep
 
@@ -53,16 +53,16 @@ class ChildReporter:
         self.prefix = prefix
 
     def step_started(self, path: str, name: str, kind: str) -> None:
-        self.reporter.step_started(child_path(self.prefix, path), name, kind)
+        self.reporter.step_started(joined_path(self.prefix, path), name, kind)
 
     def step_finished(self, record: StepRecord) -> None:
-        self.reporter.step_finished(replace(record, path=child_path(self.prefix, record.path)))
+        self.reporter.step_finished(replace(record, path=joined_path(self.prefix, record.path)))
 
     def text_delta(self, path: str, text: str) -> None:
-        self.reporter.text_delta(child_path(self.prefix, path), text)
+        self.reporter.text_delta(joined_path(self.prefix, path), text)
 
     def agent_replied(self, path: str, name: str, output: Any) -> None:
-        self.reporter.agent_replied(child_path(self.prefix, path), name, output)
+        self.reporter.agent_replied(joined_path(self.prefix, path), name, output)
 
     def note(self, message: str) -> None:
         self.reporter.note(message)
@@ -99,7 +99,7 @@ async def run_workflow(
         await store.update_run(
             child_id, status="paused", usage=child.usage, pause_path=pause.path, pause_message=pause.message
         )
-        raise Pause(step=pause.step, path=child_path(path, pause.path), message=pause.message) from None
+        raise Pause(step=pause.step, path=joined_path(path, pause.path), message=pause.message) from None
     except LimitReached as limit:
         await store.update_run(
             child_id, status="limit_reached", error=limit.detail, usage=child.usage, finished_at=time.time()
@@ -115,7 +115,7 @@ async def run_workflow(
             child_id, status="failed", error=error.message, usage=child.usage, finished_at=time.time()
         )
         inner = child.failed_step(error)  # where the run failed, seen from the parent: review/critic
-        frame.failures.setdefault(error, child_path(path, inner) if inner else path)
+        frame.failures.setdefault(error, joined_path(path, inner) if inner else path)
         await _fail(step, path, started, value, error, frame, event)
         raise
     except Exception as exc:  # a port broke inside the child: never leave the child "running"
@@ -145,8 +145,10 @@ async def _enter(step: WorkflowStep, value: Any, child_id: str, path: str, frame
     record = await store.get_run(child_id)
     journal = {}
     completed = False
+    started: dict[str, int] | None = None  # an existing child run's attempts are counted from its events
     if record is None or record.run_id != child_id:
         await store.create_run(step.pipeline.new_run(child_id, value, parent_run_id=frame.run_id))
+        started = {}
     else:
         journal = {entry.path: entry for entry in await store.steps(child_id)}
         completed = record.status == "completed"
@@ -161,6 +163,7 @@ async def _enter(step: WorkflowStep, value: Any, child_id: str, path: str, frame
         limits=frame.limits,
         journal=journal,
         parent=frame,
+        started=started,
     )
     return child, completed
 

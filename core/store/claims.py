@@ -56,7 +56,7 @@ def claim(lock_path: str, run_id: str) -> bool:
     with _guard:
         entry = _files.get(lock_path)
         if entry is None:
-            entry = _LockFile(os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644))
+            entry = _LockFile(os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600))
             _files[lock_path] = entry
         if run_id in entry.held:
             return False

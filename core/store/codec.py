@@ -93,12 +93,29 @@ def load_usage(text: str | None) -> Usage:
     if not isinstance(data, dict):
         raise StoreError("a stored usage is not a JSON object", hint=_DAMAGED)
     cost = data.get("cost_usd", 0.0)
-    return Usage(
-        input_tokens=int(data.get("input_tokens", 0)),
-        output_tokens=int(data.get("output_tokens", 0)),
-        requests=int(data.get("requests", 0)),
-        cost_usd=None if cost is None else float(cost),
-    )
+    try:
+        return Usage(
+            input_tokens=int(data.get("input_tokens", 0)),
+            output_tokens=int(data.get("output_tokens", 0)),
+            requests=int(data.get("requests", 0)),
+            cost_usd=None if cost is None else float(cost),
+        )
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"a stored usage is not counts of tokens: {exc}", hint=_DAMAGED) from None
+
+
+_LATEST_TIME = 253402300799.0  # 9999-12-31T23:59:59Z, the last moment a date can show
+
+
+def timestamp(value: Any, *, what: str) -> float:
+    """A stored time (seconds since the epoch) checked; StoreError naming ``what`` when it is not one."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0.0 <= value <= _LATEST_TIME:
+        return float(value)
+    raise StoreError(f"the store holds {value!r:.60} as the {what}, which is not a time", hint=_DAMAGED)
+
+
+def optional_timestamp(value: Any, *, what: str) -> float | None:
+    return None if value is None else timestamp(value, what=what)
 
 
 def run_status(text: str) -> RunStatus:
@@ -147,8 +164,8 @@ def run_from_row(row: Any) -> RunRecord:
         input=load(row[5]),
         output=load(row[6]),
         error=row[7],
-        created_at=row[8],
-        finished_at=row[9],
+        created_at=timestamp(row[8], what=f"start time of run {row[0]}"),
+        finished_at=optional_timestamp(row[9], what=f"end time of run {row[0]}"),
         usage=load_usage(row[10]),
         parent_run_id=row[11],
         thread=row[12],

@@ -26,16 +26,31 @@ def path_from_uri(uri: str) -> str:
     return path if path == ":memory:" else os.path.expanduser(path)
 
 
+PRIVATE_DIRECTORY = 0o700
+PRIVATE_FILE = 0o600
+"""The modes of what flujo creates for a run store: the store keeps what users typed, as typed (answers,
+replies, prompts), so only its owner may read it (docs/durability.md). Existing files and folders keep
+theirs. SQLite creates the ``-wal`` and ``-shm`` files with the database file's mode."""
+
+
 def make_parent(path: Path) -> None:
+    """Create the store's folder (readable by its owner only) and the empty database file (the same), when
+    missing."""
     if path.parent.exists() and not path.parent.is_dir():
         raise StoreError(f"cannot create the run store {path}: {path.parent} is not a directory", hint=MOVE_HINT)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIRECTORY)
     except OSError as exc:
         raise StoreError(
             f"cannot create the directory {path.parent} for the run store: {exc.strerror or exc}",
             hint=MOVE_HINT,
         ) from exc
+    # An empty file is a valid SQLite database; created here, it has our mode rather than SQLite's 0644.
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
+    except OSError:  # it exists (keeping its mode), or SQLite will fail to create it too and say why in one line
+        return
+    os.close(descriptor)
 
 
 def no_create_uri(path: str) -> str:

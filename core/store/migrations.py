@@ -181,6 +181,13 @@ async def migrate(db: aiosqlite.Connection, *, label: str) -> list[str]:
     return [step.__name__ for step in pending]
 
 
+async def refuse_foreign(db: aiosqlite.Connection, *, label: str) -> None:
+    """StoreError when the database holds tables but no ``schema_migrations``: it is another program's, and
+    nothing may change it (not even its journal mode). Read-only; called before anything is written."""
+    if await _applied(db) is None:
+        await _refuse_foreign_tables(db, label=label)
+
+
 async def has_tables(db: aiosqlite.Connection) -> bool:
     """Whether the database holds any table (an empty file holds none)."""
     sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' LIMIT 1"

@@ -8,6 +8,7 @@ Invariants:
 * ``keep`` counts top-level runs, newest first (``created_at``, then insertion order: the order
   ``list_runs`` uses); ``created_before`` compares ``created_at``. Both given, a run must be beyond the
   newest ``keep`` *and* older; neither given, nothing is chosen.
+* A run whose stored start time is not a time (a damaged row) has no age: ``created_before`` keeps it.
 * Whether a chosen run is being executed (claimed by a live process) is the store's to check: claims are
   how a store knows it (``core.store.claims``), not part of this choice.
 """
@@ -16,6 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+from core.errors import StoreError
+from core.store import codec
 
 
 @dataclass(frozen=True)
@@ -24,7 +29,7 @@ class StoredRun:
 
     run_id: str
     parent_run_id: str | None
-    created_at: float
+    created_at: float | None  # None: the stored time is damaged (``created_at``)
 
 
 @dataclass(frozen=True)
@@ -47,8 +52,19 @@ def choose(runs: Sequence[StoredRun], *, created_before: float | None, keep: int
     top = [run for run in runs if run.parent_run_id is None or run.parent_run_id not in known]
     chosen = top[max(keep, 0) :] if keep is not None else top
     if created_before is not None:
-        chosen = [run for run in chosen if run.created_at < created_before]
+        chosen = [run for run in chosen if run.created_at is not None and run.created_at < created_before]
     return [Doomed(run.run_id, tuple(_descendants(run.run_id, children))) for run in chosen]
+
+
+def created_at(value: Any) -> float | None:
+    """A run's stored start time, or None when the store holds something else there (a damaged row, a row
+    written by another program): such a run has no age, so ``created_before`` never chooses it, and
+    ``keep`` counts it where the store sorts it. Pruning is how a damaged store is cleaned up: it must
+    not fail on the rows it is asked to remove."""
+    try:
+        return codec.timestamp(value, what="start time")
+    except StoreError:
+        return None
 
 
 def _descendants(run_id: str, children: dict[str, list[str]]) -> Iterable[str]:

@@ -42,7 +42,7 @@ from core.errors import StoreError
 from core.ports import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
 from core.store import claims, codec, files, pruning, texts, thread_rows
 from core.store.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
-from core.store.migrations import has_tables, migrate
+from core.store.migrations import has_tables, migrate, refuse_foreign
 from core.store.transaction import immediate
 from core.usage import Usage
 
@@ -114,6 +114,7 @@ class SqliteStore:
                     db = await aiosqlite.connect(":memory:", isolation_level=None)
                     await db.execute("PRAGMA foreign_keys = ON")
                 elif self.mode != "read":
+                    await refuse_foreign(db, label=self.path)  # before WAL mode, which would change its files
                     await db.execute("PRAGMA journal_mode = WAL")
                     await db.execute("PRAGMA synchronous = NORMAL")
                 await migrate(db, label=self.path)
@@ -291,7 +292,8 @@ class SqliteStore:
         Each chosen run is claimed first (``core.store.claims``): a run whose claim a live process holds is
         kept, and the claims held here keep any other process from resuming a run while it is deleted."""
         sql = "SELECT run_id, parent_run_id, created_at FROM runs ORDER BY created_at DESC, rowid DESC"
-        stored = [pruning.StoredRun(str(r[0]), r[1], float(r[2])) for r in await self._read("list runs", sql, ())]
+        rows = await self._read("list runs", sql, ())
+        stored = [pruning.StoredRun(str(r[0]), r[1], pruning.created_at(r[2])) for r in rows]
         doomed = pruning.choose(stored, created_before=created_before, keep=keep)
         size_before = files.size(self.path)
         held: list[pruning.Doomed] = []

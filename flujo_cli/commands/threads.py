@@ -9,6 +9,8 @@ JSON shapes (stable): a thread is ``{"name", "runs", "turns", "tokens", "first_r
 (counts, and run creation times in seconds since the epoch); ``list`` prints ``{"threads": [thread...]}``,
 ``show`` ``{"thread": thread, "turns": [{"run_id", "index", "role", "content", "tokens"}...]}``, ``delete``
 ``{"deleted": thread}``.
+
+``show`` masks secrets in the turns as lens does (``core.redaction``): the store keeps them as typed.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import json
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from flujo_cli import exit_codes
@@ -48,7 +51,7 @@ def show_thread(name: str, *, json_output: bool, debug: bool) -> int:
         summary = await store.get_thread(name)
         if summary is None:
             return _unknown(name)
-        turns = await store.thread_turns(name)
+        turns = _masked(await store.thread_turns(name))
         if json_output:
             _print_json({"thread": _summary_data(summary), "turns": [_turn_data(t) for t in turns]})
             return exit_codes.OK
@@ -102,6 +105,16 @@ def _with_store(body: Callable[[RunStore], Awaitable[int]], *, debug: bool) -> i
         return exit_codes.INTERRUPTED
     except Exception as exc:  # the CLI's top level: one clear line, never a traceback (unless --debug)
         fail(exc, debug=debug)
+
+
+def _masked(turns: Sequence[ThreadTurn]) -> list[ThreadTurn]:
+    """``turns`` with secrets masked as lens masks them: the store keeps what was typed, as typed."""
+    from core.config import load_settings, secret_values
+    from core.redaction import Redactor
+
+    settings = load_settings()
+    redactor = Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings))
+    return [replace(turn, content=redactor.text(turn.content)) for turn in turns]
 
 
 def _check_name(name: str) -> None:
