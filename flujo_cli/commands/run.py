@@ -258,6 +258,7 @@ async def _run(
         engine = Engine(store=store, human=human, reporter=reporter, redactor=redactor)
         if resume_id is not None:
             options = overrides.to_options()  # in the run's own thread, if it has one
+            human.remember(await _answers_given(store, resume_id))  # Up recalls them at the next question
             outcome = await engine.resume(pipeline, resume_id, force=force, options=options)
         else:
             invocation.run_id = new_run_id()
@@ -273,6 +274,15 @@ async def _run(
             " the run asked fewer questions"
         )
     return code
+
+
+async def _answers_given(store: Any, run_id: str) -> list[str]:
+    """The answers the run's questions took before it paused, in the order they were given."""
+    return [
+        step.output if isinstance(step.output, str) else json.dumps(step.output, ensure_ascii=False)
+        for step in await store.steps(run_id)
+        if step.kind == "hitl" and step.status == "completed"
+    ]
 
 
 def _with_limits(pipeline: Any, overrides: RunOverrides) -> Any:
