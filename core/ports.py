@@ -28,13 +28,26 @@ class ChatMessage:
 
 
 @dataclass(frozen=True)
+class Retry:
+    """A provider call that failed in a way worth another try, about to be tried again: ``attempt`` is the
+    next attempt (2 for the first retry) of at most ``attempts``, made after ``delay_s`` seconds; ``reason``
+    says briefly what went wrong (``timed out after 2 s``, ``HTTP 503: ...``)."""
+
+    attempt: int
+    attempts: int
+    delay_s: float
+    reason: str
+
+
+@dataclass(frozen=True)
 class AgentCall:
     """Everything an agent receives for one call.
 
     ``input`` is the step's current input (any JSON-like value); ``history`` the prior conversation
     turns to inject (empty outside conversational loops); ``context`` a read-only plain-data view of the
     run context (script agents may read it; only their return value changes state); ``on_text`` receives
-    streamed text deltas when the agent streams.
+    streamed text deltas when the agent streams; ``on_retry`` hears of each retry of a provider call, before
+    its delay.
     """
 
     input: Any
@@ -42,6 +55,7 @@ class AgentCall:
     history: Sequence[ChatMessage] = ()
     context: Mapping[str, Any] = field(default_factory=dict)
     on_text: Callable[[str], None] | None = None
+    on_retry: Callable[[Retry], None] | None = None
 
 
 @dataclass(frozen=True)

@@ -17,13 +17,18 @@ from core.policies.context_writes import note_agent_command, record_output, sink
 from core.policies.frame import Frame, Reservation, scope
 from core.policies.history import prepare
 from core.policies.summary import replay_summary
-from core.ports import AgentCall, HumanQuestion, TraceEvent
+from core.ports import AgentCall, HumanQuestion, Retry, TraceEvent
 from core.schema_check import parse_answer, schema_errors
 from core.steps import AgentStep, HitlStep
 from core.store.codec import normalize
 from core.usage import ZERO_USAGE, Usage
 
 MAX_ANSWER_ATTEMPTS = 10
+
+
+def retry_line(step: str, retry: Retry) -> str:
+    """What the person watching is told of a retry: ``retrying 'answer' in 1.0 s (attempt 2 of 3): ...``."""
+    return f"retrying {step!r} in {retry.delay_s:.1f} s (attempt {retry.attempt} of {retry.attempts}): {retry.reason}"
 
 
 def _apply_agent_output(step: AgentStep, ctx: RunContext, output: Any) -> None:
@@ -74,6 +79,7 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
                 history=injection.history,
                 context=variables["context"],
                 on_text=lambda text: frame.reporter.text_delta(path, text),
+                on_retry=lambda retry: frame.reporter.note(retry_line(step.name, retry)),
             )
             sent = agent.prompt(call)
             messages = [message.to_dict() for message in sent]
