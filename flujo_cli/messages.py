@@ -26,8 +26,10 @@ def stderr() -> Console:
 
 
 def exit_code_for(exc: BaseException) -> int:
-    from core.errors import BlueprintError, ConfigError, ProviderError, StoreError
+    from core.errors import BlueprintError, ConfigError, PromptTooLarge, ProviderError, StoreError
 
+    if isinstance(exc, PromptTooLarge):
+        return exit_codes.PROMPT_TOO_LARGE
     if isinstance(exc, BlueprintError):
         return exit_codes.BLUEPRINT
     if isinstance(exc, ConfigError | ProviderError):
