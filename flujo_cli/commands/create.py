@@ -20,7 +20,7 @@ from rich.markup import escape
 
 from flujo_cli import exit_codes
 from flujo_cli.line_input import LineInput
-from flujo_cli.messages import error_line, fail, stderr, usage_error
+from flujo_cli.messages import error_line, fail, flujo_command, stderr, usage_error
 
 if TYPE_CHECKING:
     from blueprints.scaffold import Question
@@ -119,9 +119,9 @@ def create_blueprint(
             )
             return exit_codes.FAILED
         console.print(f"[green]✓ wrote {escape(str(path))}[/] (valid)")
-        run = f"flujo run {shown}" + (' --input "..."' if answers.start == "input" else "")
+        run = f"{flujo_command()} run {shown}" + (' --input "..."' if answers.start == "input" else "")
         console.print(f"  run it:      [bold]{escape(run)}[/]")
-        console.print(f"  explain it:  [bold]flujo explain {escape(shown)}[/]")
+        console.print(f"  explain it:  [bold]{escape(flujo_command())} explain {escape(shown)}[/]")
         return exit_codes.OK
     except (KeyboardInterrupt, EOFError) as exc:
         console.print()

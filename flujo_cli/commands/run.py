@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from flujo_cli import exit_codes
-from flujo_cli.messages import error_line, fail, stderr, usage_error
+from flujo_cli.messages import error_line, fail, flujo_command, stderr, usage_error
 
 # The last part of a setting's key that names a secret: ``openai.api_key``, ``x.token``, ``y.db_password``
 # (never ``history.max_tokens``).
@@ -103,7 +103,7 @@ def _drive(coroutine: Coroutine[Any, Any, int], invocation: _Invocation, *, debu
         else:
             error_line(
                 f"interrupted: run {invocation.run_id} is saved up to its last finished step",
-                f"continue it with: flujo resume {invocation.run_id}",
+                f"continue it with: {flujo_command()} resume {invocation.run_id}",
             )
         return exit_codes.INTERRUPTED
     except Exception as exc:  # the CLI's top level: one clear line, never a traceback (unless --debug)
@@ -311,7 +311,7 @@ def _finish(outcome: Any, *, json_output: bool, seconds: float, console: Console
     from flujo_cli.messages import exit_code_for
 
     assert isinstance(outcome, RunOutcome)
-    resume_cmd = f"flujo resume {outcome.run_id} --answer '...'"
+    resume_cmd = f"{flujo_command()} resume {outcome.run_id} --answer '...'"
     usage = outcome.usage
     if json_output:
         payload: dict[str, Any] = {
@@ -351,7 +351,7 @@ def _finish(outcome: Any, *, json_output: bool, seconds: float, console: Console
         flag = "--max-cost-usd AMOUNT" if (outcome.detail or "").startswith("cost") else "--max-tokens N"
         error_line(
             outcome.detail or "usage limit reached",
-            f"continue with a higher limit: flujo resume {outcome.run_id} {flag}"
+            f"continue with a higher limit: {flujo_command()} resume {outcome.run_id} {flag}"
             " (finished steps are replayed, not paid again)",
         )
         console.print(f"  [dim]{summary}[/]")
@@ -362,5 +362,5 @@ def _finish(outcome: Any, *, json_output: bool, seconds: float, console: Console
     error = outcome.error
     where = f" at step {outcome.failed_step}" if outcome.failed_step else ""
     error_line(f"run failed{where}: {error.message if error else 'unknown error'}", error.hint if error else None)
-    console.print(f"  [dim]{summary} · after fixing the cause: flujo resume {outcome.run_id}[/]")
+    console.print(f"  [dim]{summary} · after fixing the cause: {escape(flujo_command())} resume {outcome.run_id}[/]")
     return exit_code_for(error) if error else exit_codes.FAILED
