@@ -7,7 +7,7 @@ import json
 import re
 import sys
 import time
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -246,7 +246,7 @@ async def _run(
         try:
             pipeline = load_pipeline(file.resolve(), settings)  # absolute: resume works from any directory
         except BlueprintError as exc:
-            _report_blueprint_error(exc, console)
+            _report_blueprint_error(exc, console, file)
             return exit_codes.BLUEPRINT
         pipeline = _with_limits(pipeline, overrides)
         if thread is not None:
@@ -295,15 +295,37 @@ def _with_limits(pipeline: Any, overrides: RunOverrides) -> Any:
     return replace(pipeline, limits=limits)
 
 
-def _report_blueprint_error(exc: Any, console: Console) -> None:
+def _report_blueprint_error(exc: Any, console: Console, given: Path) -> None:
+    """The blueprint's errors, each file named as ``flujo validate`` names it for the same argument:
+    ``given`` as typed (the run itself loaded it resolved, so that a resume works from any folder)."""
     from flujo_cli.findings_view import render_findings
 
-    findings = [f for f in getattr(exc, "findings", []) if f.severity == "error"]
+    as_given = _as_given(given)
+    findings = [
+        replace(f, position=replace(f.position, file=as_given(f.position.file)) if f.position else None)
+        for f in getattr(exc, "findings", [])
+        if f.severity == "error"
+    ]
     if findings:
         render_findings(findings, console)
         console.print(f"[bold red]{len(findings)} error(s)[/]; nothing ran. Check with: flujo validate FILE")
+    elif exc.position is not None:
+        error_line(f"{replace(exc.position, file=as_given(exc.position.file))}: {exc.message}", exc.hint)
     else:
         error_line(str(exc), exc.hint)
+
+
+def _as_given(given: Path) -> Callable[[str], str]:
+    """Maps a path under the resolved folder of ``given`` to the same path under that folder as typed."""
+    folder, typed = given.resolve().parent, given.parent
+
+    def as_given(path: str) -> str:
+        try:
+            return str(typed / Path(path).relative_to(folder))
+        except ValueError:
+            return path
+
+    return as_given
 
 
 def _finish(outcome: Any, *, json_output: bool, seconds: float, console: Console) -> int:
