@@ -124,3 +124,27 @@ def test_a_piped_empty_line_stays_an_answer(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert _stored_answers(tmp_path) == [("first", ""), ("second", "second")]
+
+
+@pytest.mark.slow
+def test_with_stdout_redirected_the_line_is_still_edited_and_stdout_holds_only_the_result(tmp_path: Path) -> None:
+    (tmp_path / "ask.yaml").write_text(BLUEPRINT, encoding="utf-8")
+    controller, terminal = os.openpty()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TERM": "xterm", "FLUJO_STATE_URI": str(tmp_path / "flujo.db")}
+    with (tmp_path / "out.json").open("w", encoding="utf-8") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "flujo_cli.main", "run", "ask.yaml", "--json"],
+            stdin=terminal, stdout=out, stderr=terminal, cwd=tmp_path, env=env,
+        )  # fmt: skip
+    os.close(terminal)
+    try:
+        read_terminal_until(controller, "First answer?")
+        os.write(controller, ("abd" + LEFT + "c" + ENTER).encode())
+        read_terminal_until(controller, "after abcd?")
+        os.write(controller, (UP + ENTER).encode())
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(controller)
+    assert json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))["output"] == "abcd"
