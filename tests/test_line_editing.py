@@ -43,7 +43,9 @@ steps:
 
 
 def _terminal(folder: Path, args: list[str], exchange: list[tuple[str, str]], end: str) -> tuple[int, str]:
-    """Run flujo on a pseudo-terminal; for each (marker, keys) wait for the marker, then type the keys."""
+    """Run flujo on a pseudo-terminal; for each (marker, keys) wait for the marker to appear after the one
+    before (the prompt is up: its text is drawn by readline once the terminal is in its mode), then type the
+    keys; then wait for ``end``."""
     controller, terminal = os.openpty()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TERM": "xterm", "COLUMNS": "200"}
     env["FLUJO_STATE_URI"] = str(folder / "flujo.db")
@@ -52,12 +54,14 @@ def _terminal(folder: Path, args: list[str], exchange: list[tuple[str, str]], en
         stdin=terminal, stdout=terminal, stderr=terminal, cwd=folder, env=env,
     )  # fmt: skip
     os.close(terminal)
-    shown = ""
+    shown, unread = "", ""  # unread: what the terminal showed after the last marker waited for
     try:
-        for marker, keys in exchange:
-            shown += read_terminal_until(controller, marker)
+        for marker, keys in [*exchange, (end, "")]:
+            while marker not in unread:
+                unread += read_terminal_until(controller, marker)
+            shown += unread
+            unread = unread.split(marker, 1)[1]
             os.write(controller, keys.encode())
-        shown += read_terminal_until(controller, end)
         return process.wait(timeout=30), shown
     finally:
         if process.poll() is None:
@@ -83,7 +87,8 @@ def test_left_arrow_edits_the_answer_and_up_recalls_an_earlier_one(tmp_path: Pat
     exchange = [
         ("First answer?", "abd" + LEFT + "c" + ENTER),  # typed abd, moved left, inserted c
         ("after abcd?", ENTER),  # empty: asked again, with a hint
-        (EMPTY_ANSWER_HINT, UP + CTRL_A + "x" + ENTER),  # the first answer recalled, x put before it
+        (EMPTY_ANSWER_HINT, ""),
+        ("after abcd?", UP + CTRL_A + "x" + ENTER),  # the first answer recalled, x put before it
     ]
     code, shown = _terminal(tmp_path, ["run", "ask.yaml"], exchange, "completed")
     assert code == 0, shown
