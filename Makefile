@@ -15,7 +15,8 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "flujo needs Python 3.11 or newer")'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@echo "Installing flujo and its dev tools into $(VENV) (pip shows each package; about half a minute)"
+	$(BIN)/python -m pip install --progress-bar on -e '.[dev]'
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
 

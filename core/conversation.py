@@ -261,10 +261,13 @@ def default_block(turns: Sequence[ConversationTurn]) -> str:
 
 
 def history_block(turns: Sequence[ConversationTurn], template: Template | None) -> str:
-    """The history as one clearly delimited text block (prompt-only agents, or ``history_template``)."""
+    """The history as one clearly delimited text block (prompt-only agents, or ``history_template``).
+
+    A template's trailing line break (a YAML ``|`` block ends with one) is dropped: one blank line, never
+    two, stands between the block and the message."""
     if template is None:
         return default_block(turns)
-    return template.render_text({"history": [turn.to_dict() for turn in turns]})
+    return template.render_text({"history": [turn.to_dict() for turn in turns]}).rstrip()
 
 
 def as_messages(turns: Sequence[ConversationTurn]) -> tuple[ChatMessage, ...]:

@@ -10,6 +10,7 @@ The tree::
         ├── ProviderError           a model provider refused, failed or could not be reached
         │   └── ProviderUnreachable the endpoint could not be reached at all
         ├── AgentOutputError        an agent's output did not match its output_schema
+        ├── PromptTooLarge          a prompt cannot fit the agent's context window; it was not sent
         ├── TemplateError           a template or expression failed while rendering
         ├── StoreError              the run store could not be read or written
         └── ResumeRefused           a run cannot be resumed: completed, executing elsewhere, blueprint changed
@@ -93,6 +94,17 @@ class ProviderError(RunError):
 
 class ProviderUnreachable(ProviderError):
     """The provider's endpoint could not be reached (connection refused, DNS, timeout on connect)."""
+
+
+class PromptTooLarge(RunError):
+    """The system prompt and the current message of a call alone need more tokens than the agent's prompt
+    budget (its context window minus the reply reserve); the call was refused before anything was sent."""
+
+    def __init__(self, message: str, *, step: str, needed: int, budget: int, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.step = step
+        self.needed = needed
+        self.budget = budget
 
 
 class AgentOutputError(RunError):

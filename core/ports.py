@@ -28,13 +28,26 @@ class ChatMessage:
 
 
 @dataclass(frozen=True)
+class Retry:
+    """A provider call that failed in a way worth another try, about to be tried again: ``attempt`` is the
+    next attempt (2 for the first retry) of at most ``attempts``, made after ``delay_s`` seconds; ``reason``
+    says briefly what went wrong (``timed out after 2 s``, ``HTTP 503: ...``)."""
+
+    attempt: int
+    attempts: int
+    delay_s: float
+    reason: str
+
+
+@dataclass(frozen=True)
 class AgentCall:
     """Everything an agent receives for one call.
 
     ``input`` is the step's current input (any JSON-like value); ``history`` the prior conversation
     turns to inject (empty outside conversational loops); ``context`` a read-only plain-data view of the
     run context (script agents may read it; only their return value changes state); ``on_text`` receives
-    streamed text deltas when the agent streams.
+    streamed text deltas when the agent streams; ``on_retry`` hears of each retry of a provider call, before
+    its delay.
 
     ``run_id`` and ``path`` name the step execution in the run store (the key a side effect can be made
     idempotent with). ``begin_attempt``, awaited by an agent with side effects just before it starts them,
@@ -51,6 +64,7 @@ class AgentCall:
     run_id: str = ""
     path: str = ""
     begin_attempt: Callable[[], Awaitable[int]] | None = None
+    on_retry: Callable[[Retry], None] | None = None
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ PAUSED = 4  # the run is waiting for a human answer (resume it with `flujo resum
 LIMIT = 5  # a usage limit (tokens, cost) stopped the run
 CONFIG = 6  # a setting, API key or model provider problem (missing key, unreachable server)
 STORE = 7  # the run store could not be used (locked, corrupt, newer schema)
+PROMPT_TOO_LARGE = 8  # a prompt cannot fit its agent's context window; it was not sent
 INTERRUPTED = 130  # stopped with Ctrl-C
 
 TABLE: tuple[tuple[int, str], ...] = (
@@ -21,5 +22,6 @@ TABLE: tuple[tuple[int, str], ...] = (
     (LIMIT, "a usage limit stopped the run"),
     (CONFIG, "configuration, API key or provider problem"),
     (STORE, "the run store could not be used"),
+    (PROMPT_TOO_LARGE, "a prompt cannot fit the agent's context window; nothing was sent"),
     (INTERRUPTED, "interrupted with Ctrl-C"),
 )

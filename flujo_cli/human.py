@@ -1,8 +1,13 @@
 """The human at the terminal: HITL answers from flags, an answers file, a TTY prompt or piped stdin.
 
 Order of answers for each question: ``--answers`` entries for that step name, then the positional
-``--answer``/``--answers`` list, then the terminal (a rich prompt on a TTY; one line per question when
-stdin is piped). When none is left and no terminal may be used, ``ask`` returns None: the run pauses.
+``--answer``/``--answers`` list, then the terminal (a line-editing prompt on a TTY, see
+``flujo_cli.line_input``; one line per question when stdin is piped). When none is left and no terminal may
+be used, ``ask`` returns None: the run pauses.
+
+At a terminal an empty answer is asked again, with a hint, unless the step's ``input_schema`` accepts an
+empty string; a piped empty line stays an answer (asking again would shift every later answer). Every
+answer, however given, is remembered so that Up recalls it at the next prompt of the run.
 """
 
 from __future__ import annotations
@@ -18,10 +23,13 @@ from typing import Any, TextIO
 
 from rich.console import Console
 from rich.markup import escape
-from rich.prompt import Prompt
 
 from core.errors import ConfigError, RunError
 from core.ports import HumanQuestion
+from core.schema_check import parse_answer, schema_errors
+from flujo_cli.line_input import LineInput
+
+EMPTY_ANSWER_HINT = "type an answer, or Ctrl-D to pause the run"
 
 
 def load_answers_file(path: Path) -> tuple[list[str], dict[str, list[str]]]:
@@ -52,10 +60,9 @@ def load_answers_file(path: Path) -> tuple[list[str], dict[str, list[str]]]:
     )
 
 
-class _Question(Prompt):
-    """A rich prompt without the ': ' suffix (questions end with their own punctuation)."""
-
-    prompt_suffix = " "
+def accepts_empty(schema: Mapping[str, Any] | None) -> bool:
+    """Whether an empty line is a valid answer to a question with this ``input_schema`` (never without one)."""
+    return schema is not None and schema_errors(parse_answer("", schema), schema) is None
 
 
 class TerminalHuman:
@@ -76,6 +83,12 @@ class TerminalHuman:
         self._console = console
         self._stdin = stdin or sys.stdin
         self._last_was_scripted = False
+        self._line = LineInput(console)
+
+    def remember(self, answers: Sequence[str]) -> None:
+        """Add answers given earlier in this run (a resumed run's stored answers) to what Up recalls."""
+        for answer in answers:
+            self._line.remember(answer)
 
     @property
     def unused(self) -> int:
@@ -90,8 +103,9 @@ class TerminalHuman:
             return self._answers.pop(0)
         return None
 
-    def _prompt(self, message: str) -> str | None:
-        """Ask on the terminal. Ctrl-C or Ctrl-D here pauses the run (returns None).
+    def _prompt(self, question: HumanQuestion) -> str | None:
+        """Ask on the terminal until the answer is not empty (or may be). Ctrl-C or Ctrl-D here pauses the
+        run (returns None).
 
         asyncio.run's own SIGINT handler only cancels the task, which would leave input() blocked; for the
         length of the prompt the default handler is put back so Ctrl-C interrupts the read at once.
@@ -101,7 +115,11 @@ class TerminalHuman:
         if in_main_thread:
             signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
-            return str(_Question.ask(f"[bold cyan]?[/] {escape(message.rstrip())}", console=self._console))
+            while True:
+                answer = self._line.read(question.message)
+                if answer.strip() or accepts_empty(question.input_schema):
+                    return answer
+                self._console.print(f"  [dim]{EMPTY_ANSWER_HINT}[/]")
         except (KeyboardInterrupt, EOFError):
             self._console.print()
             return None
@@ -120,17 +138,19 @@ class TerminalHuman:
         scripted = self._scripted(question.step)
         if scripted is not None:
             self._last_was_scripted = True
+            self._line.remember(scripted)
             self._console.print(f"[bold cyan]?[/] {escape(question.message)} [dim](answered)[/] {escape(scripted)}")
             return scripted
         self._last_was_scripted = False
         if not self._interactive:
             return None
         if self._stdin.isatty():
-            return self._prompt(question.message)
+            return self._prompt(question)
         self._console.print(f"[bold cyan]?[/] {escape(question.message)}")
         line: str = await asyncio.to_thread(self._stdin.readline)
         if not line:
             return None  # end of piped input: pause
         answer = line.rstrip("\n").rstrip("\r")
+        self._line.remember(answer)
         self._console.print(f"  [dim]> {escape(answer)}[/]")
         return answer

@@ -9,9 +9,11 @@ from typing import Annotated, Any
 import typer
 
 from flujo_cli import exit_codes
+from flujo_cli.help_style import Command, Group
 
 app = typer.Typer(
     name="flujo",
+    cls=Group,
     help="Run YAML blueprints of LLM agents and humans in conversation, durably, from the terminal.",
     no_args_is_help=True,
     add_completion=False,
@@ -59,7 +61,9 @@ AnswerOption = Annotated[
 ]
 AnswersFileOption = Annotated[
     Path | None,
-    typer.Option("--answers", help="YAML/JSON file of answers: a list in order, or a mapping by step name."),
+    typer.Option(
+        "--answers", metavar="FILE", help="YAML/JSON file of answers: a list in order, or a mapping by step name."
+    ),
 ]
 NoInputOption = Annotated[
     bool,
@@ -70,6 +74,7 @@ SetOption = Annotated[
     list[str] | None,
     typer.Option(
         "--set",
+        metavar="KEY=VALUE",
         help="Override a setting for this run, e.g. --set history.max_tokens=2000 (repeatable; beats flujo.toml"
         " and FLUJO_* variables).",
         show_default=False,
@@ -78,13 +83,18 @@ SetOption = Annotated[
 MaxTokensOption = Annotated[
     int | None,
     typer.Option(
-        "--max-tokens", min=1, help="Token limit for this run (beats the blueprint's limits).", show_default=False
+        "--max-tokens",
+        metavar="N",
+        min=1,
+        help="Token limit for this run (beats the blueprint's limits).",
+        show_default=False,
     ),
 ]
 MaxCostOption = Annotated[
     float | None,
     typer.Option(
         "--max-cost-usd",
+        metavar="USD",
         min=0.0,
         help="Cost limit in USD for this run (beats the blueprint's limits).",
         show_default=False,
@@ -95,6 +105,7 @@ ThreadOption = Annotated[
     str | None,
     typer.Option(
         "--thread",
+        metavar="NAME",
         help="Continue the conversation of thread NAME: its earlier turns open the first conversation: true"
         " loop's history, and this run's turns are added to it (see: flujo threads).",
         show_default=False,
@@ -102,7 +113,7 @@ ThreadOption = Annotated[
 ]
 
 
-@app.command()
+@app.command(cls=Command)
 def run(
     file: Annotated[Path, typer.Argument(help="The blueprint YAML file to run.", show_default=False)],
     input: InputOption = None,
@@ -133,7 +144,7 @@ def run(
     )
 
 
-@app.command()
+@app.command(cls=Command)
 def resume(
     run_id: Annotated[str, typer.Argument(help="The run id (a unique prefix is enough).", show_default=False)],
     answer: AnswerOption = None,
@@ -166,7 +177,7 @@ def resume(
     )
 
 
-@app.command()
+@app.command(cls=Command)
 def validate(
     file: Annotated[Path, typer.Argument(help="The blueprint YAML file to check.", show_default=False)],
     json_output: JsonOption = False,
@@ -174,6 +185,7 @@ def validate(
         list[str] | None,
         typer.Option(
             "--set",
+            metavar="KEY=VALUE",
             help="Check with this setting, as flujo run --set would run with it (repeatable), e.g."
             " --set history.summarizer_model=openai:gpt-4o-mini.",
             show_default=False,
@@ -191,7 +203,7 @@ def _flag(help: str, *names: str) -> Any:
     return typer.Option(*names, help=help, show_default=False, rich_help_panel="Answers (each skips its question)")
 
 
-@app.command()
+@app.command(cls=Command)
 def create(
     wizard: Annotated[
         bool, typer.Option("--wizard", help="Ask a few questions and write a blueprint (what create does).")
@@ -257,7 +269,7 @@ def create(
     raise SystemExit(create_blueprint(given, output=output, force=force, interactive=interactive, debug=state.debug))
 
 
-@app.command()
+@app.command(cls=Command)
 def explain(
     file: Annotated[Path, typer.Argument(help="The blueprint YAML file to explain.", show_default=False)],
     json_output: JsonOption = False,
@@ -265,6 +277,7 @@ def explain(
         list[str] | None,
         typer.Option(
             "--set",
+            metavar="KEY=VALUE",
             help="Explain with this setting, as flujo run --set would run with it (repeatable), e.g."
             " --set history.max_tokens=2000.",
             show_default=False,
@@ -282,6 +295,7 @@ def explain(
 
 threads_app = typer.Typer(
     name="threads",
+    cls=Group,
     help="Conversations continued across runs with flujo run FILE --thread NAME.",
     no_args_is_help=True,
 )
@@ -289,7 +303,7 @@ app.add_typer(threads_app)
 ThreadName = Annotated[str, typer.Argument(help="The thread's name.", show_default=False)]
 
 
-@threads_app.command("list")
+@threads_app.command("list", cls=Command)
 def threads_list(json_output: JsonOption = False) -> None:
     """List the threads, the one with the latest run first: runs, turns, tokens."""
     from flujo_cli.commands.threads import list_threads
@@ -297,7 +311,7 @@ def threads_list(json_output: JsonOption = False) -> None:
     raise SystemExit(list_threads(json_output=json_output, debug=state.debug))
 
 
-@threads_app.command("show")
+@threads_app.command("show", cls=Command)
 def threads_show(name: ThreadName, json_output: JsonOption = False) -> None:
     """Print a thread's turns in order, grouped by the run that said them."""
     from flujo_cli.commands.threads import show_thread
@@ -305,7 +319,7 @@ def threads_show(name: ThreadName, json_output: JsonOption = False) -> None:
     raise SystemExit(show_thread(name, json_output=json_output, debug=state.debug))
 
 
-@threads_app.command("delete")
+@threads_app.command("delete", cls=Command)
 def threads_delete(name: ThreadName, json_output: JsonOption = False) -> None:
     """Delete a thread's turns (without asking) and say what was removed; its runs stay in the run store."""
     from flujo_cli.commands.threads import delete_thread
@@ -315,6 +329,7 @@ def threads_delete(name: ThreadName, json_output: JsonOption = False) -> None:
 
 lens_app = typer.Typer(
     name="lens",
+    cls=Group,
     help="Look into the run store: runs, their steps, and the prompts each agent was sent (redacted).",
     no_args_is_help=True,
 )
@@ -322,7 +337,7 @@ app.add_typer(lens_app)
 RunIdArgument = Annotated[str, typer.Argument(help="The run id (a unique prefix is enough).", show_default=False)]
 
 
-@lens_app.command("list")
+@lens_app.command("list", cls=Command)
 def lens_list(
     status: Annotated[
         str | None,
@@ -334,7 +349,7 @@ def lens_list(
     ] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=0, help="How many runs, newest first.")] = 20,
     thread: Annotated[
-        str | None, typer.Option("--thread", help="Only the runs of thread NAME.", show_default=False)
+        str | None, typer.Option("--thread", metavar="NAME", help="Only the runs of thread NAME.", show_default=False)
     ] = None,
     json_output: JsonOption = False,
 ) -> None:
@@ -345,7 +360,7 @@ def lens_list(
     raise SystemExit(list_runs(status=status, limit=limit, thread=thread, json_output=json_output, debug=state.debug))
 
 
-@lens_app.command("show")
+@lens_app.command("show", cls=Command)
 def lens_show(
     run_id: RunIdArgument,
     final_output: Annotated[
@@ -360,7 +375,7 @@ def lens_show(
     raise SystemExit(show_run(run_id, final_output=final_output, json_output=json_output, debug=state.debug))
 
 
-@lens_app.command("trace")
+@lens_app.command("trace", cls=Command)
 def lens_trace(
     run_id: RunIdArgument,
     step: Annotated[
@@ -394,7 +409,7 @@ def lens_trace(
     raise SystemExit(trace_run(run_id, options, json_output=json_output, debug=state.debug))
 
 
-@lens_app.command("prune")
+@lens_app.command("prune", cls=Command)
 def lens_prune(
     older_than: Annotated[
         str | None,

@@ -26,8 +26,10 @@ def stderr() -> Console:
 
 
 def exit_code_for(exc: BaseException) -> int:
-    from core.errors import BlueprintError, ConfigError, ProviderError, StoreError
+    from core.errors import BlueprintError, ConfigError, PromptTooLarge, ProviderError, StoreError
 
+    if isinstance(exc, PromptTooLarge):
+        return exit_codes.PROMPT_TOO_LARGE
     if isinstance(exc, BlueprintError):
         return exit_codes.BLUEPRINT
     if isinstance(exc, ConfigError | ProviderError):
@@ -60,3 +62,21 @@ def fail(exc: BaseException, *, debug: bool, code: int | None = None) -> NoRetur
 def usage_error(message: str, hint: str | None = None) -> NoReturn:
     error_line(message, hint)
     raise SystemExit(exit_codes.USAGE)
+
+
+def flujo_command() -> str:
+    """``flujo`` as the person can type it again from where they are, for the commands a message suggests.
+
+    ``flujo`` when this one was found on PATH; the path it was started by (``.venv/bin/flujo`` after ``make
+    run``, where the virtual environment is not activated) when it was started by a path."""
+    import shlex
+    import shutil
+    from pathlib import Path
+
+    started = sys.argv[0] if sys.argv else ""
+    if Path(started).name not in ("flujo", "flujo.exe"):
+        return "flujo"  # python -m flujo_cli.main, or flujo called as a library
+    on_path = shutil.which("flujo")
+    if on_path is not None and Path(on_path).resolve() == Path(started).resolve():
+        return "flujo"
+    return shlex.quote(started)

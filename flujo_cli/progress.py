@@ -73,7 +73,7 @@ class LiveReporter:
             self._console.print()
 
     def note(self, message: str) -> None:
-        self._stop_status()
+        # Printed above a running spinner, which keeps turning: a retry's note comes while its step still runs.
         if not self._quiet:
             self._console.print(f"[dim]{escape(message)}[/]")
 

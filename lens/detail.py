@@ -55,7 +55,7 @@ def _step(node: StepNode, tz: tzinfo | None) -> RenderableType:
         return Group(head, Text(), grid)
     grid.add_row("kind", record.kind)
     grid.add_row("started", f"{figures.when(record.started_at, tz)} · took {figures.duration(record.duration_s)}")
-    grid.add_row("usage", labels.usage_words(record.usage, always=True))
+    grid.add_row("usage", labels.usage_words(node.usage, always=True))
     if record.error:
         grid.add_row("error", Text(record.error, style="red"))
     parts: list[RenderableType] = [head, Text(), grid]

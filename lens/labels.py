@@ -90,7 +90,7 @@ def step_label(node: StepNode) -> Text:
     if record is None:
         text.append(f"{node.status}", style="dim")
         return text
-    words = (record.kind, figures.duration(record.duration_s), usage_words(record.usage))
+    words = (record.kind, figures.duration(record.duration_s), usage_words(node.usage))
     text.append(" · ".join(w for w in words if w))
     if record.status != "completed":
         text.append(f" · {record.status}", style=_MARKS.get(record.status, ("", ""))[1])

@@ -25,11 +25,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from core.ports import RunRecord, StepRecord, TraceEvent
+from core.usage import ZERO_USAGE, Usage
 from lens.preview import full_text
 from lens.snapshot import RunSnapshot
 
 COMPOSITE_KINDS = frozenset({"loop", "map", "parallel", "conditional"})
 """Step kinds whose children sit below a key (iteration, item or branch)."""
+_SUMMED_KINDS = COMPOSITE_KINDS | {"workflow"}  # their own record holds no usage: what ran in them does
 _GROUP_WORDS = {"loop": "iteration", "map": "item", "parallel": "branch", "conditional": "branch"}
 _CALL_EVENTS = frozenset({"agent.repair", "agent.reply"})
 
@@ -132,6 +134,14 @@ class StepNode:
     def status(self) -> str:
         return self.record.status if self.record is not None else self.status_if_unrecorded
 
+    @functools.cached_property
+    def usage(self) -> Usage:
+        """What the step cost: a leaf step's own record; a composite step's (loop, map, parallel, conditional,
+        sub-workflow), whose own record holds none, is the sum of everything that ran in it."""
+        if self.record is not None and self.record.kind not in _SUMMED_KINDS:
+            return self.record.usage
+        return _usage_within(self.children)
+
 
 @dataclass(eq=False, repr=False)
 class GroupNode:
@@ -173,6 +183,21 @@ class RunNode:
 
 
 Node = RunNode | StepNode | GroupNode | CallNode | MessageNode | EventNode
+
+
+def _usage_within(nodes: Sequence[Node]) -> Usage:
+    """What the steps among ``nodes`` cost, with everything below them (a step's history summary
+    included); a sub-workflow's child run counts its own total."""
+    total = ZERO_USAGE
+    for node in nodes:
+        if isinstance(node, StepNode):
+            own = node.record.usage if node.record is not None else ZERO_USAGE
+            total += own + _usage_within(node.children)
+        elif isinstance(node, GroupNode):
+            total += _usage_within(node.children)
+        elif isinstance(node, RunNode):
+            total += node.record.usage
+    return total
 
 
 def _short_repr(node: Node) -> str:

@@ -51,7 +51,7 @@ async def test_the_context_window_counts_the_rendered_history_block_not_only_the
     assert fourth["history"]["mode"] == "text" and fourth["history"]["dropped"] > 0
     assert fourth["history"]["turns"] + fourth["history"]["dropped"] == 6 and fourth["history"]["turns"] >= 1
     [(role, text)] = sent(fourth)
-    assert role == "user" and text.endswith('role="assistant">q3</turn>\n\n\na3')
+    assert role == "user" and text.endswith('role="assistant">q3</turn>\n\na3')
 
 
 KOREAN = [

@@ -179,7 +179,7 @@ async def test_a_model_agent_with_a_history_template_gets_the_block_before_a_str
     assert outcome.status == "completed", outcome.error
     note = (await prompts(store, outcome.run_id))["chat/1/note"]
     # The model would be sent the input as JSON text anyway: the rendered history goes before it.
-    assert sent(note) == [("user", 'user: goal\nassistant: q1\nuser: a1\n\n\n{"said": "a1"}')]
+    assert sent(note) == [("user", 'user: goal\nassistant: q1\nuser: a1\n\n{"said": "a1"}')]
     assert note["history"] == {"conversation": "chat", "turns": 3, "dropped": 0, "mode": "text"}
 
 

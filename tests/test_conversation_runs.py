@@ -382,7 +382,7 @@ async def test_history_template_renders_the_history_into_the_user_message_of_a_m
     # No history chat messages: the system prompt, then one user message with the rendered block first.
     assert sent(talk) == [
         ("system", "Be brief."),
-        ("user", "user: goal\nassistant: q1\nuser: a1\nassistant: q2\n\n\na2"),
+        ("user", "user: goal\nassistant: q1\nuser: a1\nassistant: q2\n\na2"),  # one blank line before the message
     ]
     assert talk["history_injected"] is True
     assert talk["history"]["mode"] == "text" and talk["history"]["turns"] == 4

@@ -203,7 +203,7 @@ def test_default_history_block_is_delimited_role_content_lines() -> None:
 def test_history_block_with_a_handlebars_template() -> None:
     template = Template("{{#each history}}\n{{ this.role }}: {{ this.content }}\n{{/each}}\n")
     history = [ConversationTurn("user", "Plan a trip", 3), ConversationTurn("assistant", "Who?", 1)]
-    assert history_block(history, template) == "user: Plan a trip\nassistant: Who?\n"
+    assert history_block(history, template) == "user: Plan a trip\nassistant: Who?"  # no trailing line break
 
 
 def test_history_block_with_a_jinja_template() -> None:

@@ -152,3 +152,28 @@ async def test_child_runs_missing_or_linked_in_a_loop_do_not_stop_lens() -> None
         "  step gone [completed]",
         "    event workflow.child",  # its child run is not in the store: the event says which it was
     ]
+
+
+async def test_a_composite_step_sums_the_usage_of_what_ran_in_it() -> None:
+    from datetime import UTC
+    from io import StringIO
+
+    from rich.console import Console
+
+    from core.redaction import Redactor
+    from core.store import MemoryStore
+    from core.usage import ZERO_USAGE
+    from lens.detail import detail
+    from tests.lens_runs import DEMO, record_demo
+
+    store = MemoryStore()
+    await record_demo(store)
+    root = build_tree(await load_run(store, DEMO, redactor=Redactor()))
+    [loop] = [node for node in walk(root) if isinstance(node, StepNode) and node.step_kind == "loop"]
+    assert loop.record is not None and loop.record.usage == ZERO_USAGE  # the loop's own record holds none
+    leaves = [node for node in walk(loop) if isinstance(node, StepNode) and node is not loop]
+    total = sum((node.record.usage for node in leaves if node.record is not None), ZERO_USAGE)
+    assert total.requests == 4 and loop.usage == total
+    console = Console(file=StringIO(), width=100, color_system=None)
+    console.print(detail(loop, tz=UTC))
+    assert "usage    4 requests · 464 tokens" in console.file.getvalue()  # type: ignore[attr-defined]

@@ -97,3 +97,23 @@ def test_text_from_the_answers_is_quoted_safely(tmp_path: Path) -> None:
     path.write_text(render_blueprint(answers, file="quoted.yaml"), encoding="utf-8")
     assert validate_file(path) == []
     assert 'message: "Why? #1: go"' in path.read_text(encoding="utf-8")
+
+
+def test_a_misspelt_choice_gets_a_did_you_mean_and_the_question_spells_it_as_the_choice() -> None:
+    by_key = {question.key: question for question in QUESTIONS}
+    values: dict[str, Any] = {"human": True, "conversation": True, "history": "summarize"}
+    with pytest.raises(ScaffoldError, match=r"'summarise' is not one of .* — did you mean 'summarize'\?"):
+        parse_answer(by_key["history"], "summarise", values)
+    assert "Summarize the older turns" in by_key["history_limit"].text(values)
+
+
+@pytest.mark.parametrize(
+    ("purpose", "said"),
+    [
+        ("help me pick a restaurant", "You help a person pick a restaurant."),
+        ("Help us to plan a trip", "You help a person plan a trip."),
+        ("plan a trip", "You help a person plan a trip."),
+    ],
+)
+def test_the_agent_helps_the_person_do_what_they_asked_for(purpose: str, said: str) -> None:
+    assert said in render_blueprint(resolve({"purpose": purpose}), file="x.yaml")

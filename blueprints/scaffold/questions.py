@@ -29,6 +29,7 @@ from blueprints.scaffold.answers import (
     ScaffoldError,
     WizardAnswers,
 )
+from blueprints.suggestions import did_you_mean
 from core.templates import Expression, TemplateSyntax
 
 Values = Mapping[str, Any]
@@ -160,7 +161,8 @@ def _in(choices: Callable[[Values], tuple[str, ...]]) -> Callable[[Any, Values],
             return "score is for a loop without a person answering (--no-human); use finish, rounds or expression"
         if value == "conversation" and values.get("conversation") is False:
             return "conversation needs a conversation (--conversation); use fields or last"
-        return f"{value!r} is not one of {', '.join(allowed)}"
+        guess = did_you_mean(value, allowed) if isinstance(value, str) else ""
+        return f"{value!r} is not one of {', '.join(allowed)}{guess}"
 
     return check
 
@@ -169,7 +171,7 @@ def _limit_text(values: Values) -> str:
     return {
         "truncate_tokens": "How many tokens of recent history should the agent be sent at most?",
         "truncate_turns": "How many recent turns should the agent be sent at most?",
-        "summarize": "Summarise the older turns once the history is longer than how many turns?",
+        "summarize": "Summarize the older turns once the history is longer than how many turns?",
     }[values["history"]]
 
 

@@ -12,6 +12,7 @@ runs offline to completion with one answer per question.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -87,6 +88,15 @@ class _Shape:
     replies: tuple[Mapping[str, object] | str, ...] = ()
 
 
+# "help me pick a restaurant" is what the person wants; the agent helps them "pick a restaurant".
+_ASKING_FOR_HELP = re.compile(r"^(?:please\s+)?help\s+(?:me|us)\s+(?:to\s+)?", re.IGNORECASE)
+
+
+def _for_them(purpose: str) -> str:
+    """``purpose`` as what the agent helps a person do: ``help me pick a restaurant`` → ``pick a restaurant``."""
+    return _ASKING_FOR_HELP.sub("", purpose, count=1) or purpose
+
+
 def _shape(a: WizardAnswers) -> _Shape:
     finish = a.stop == "finish" or a.conversation  # a conversation stops on {"action": "finish"} anyway
     if a.human:
@@ -99,7 +109,7 @@ def _shape(a: WizardAnswers) -> _Shape:
             replies.append({"action": "finish", "summary": "That is all I need. Thank you!"})
         return _Shape(
             (
-                f"You help a person {a.purpose}. Ask one short question at a time.",
+                f"You help a person {_for_them(a.purpose)}. Ask one short question at a time.",
                 *(
                     (f"{ask} to ask,", 'or {"action": "finish", "summary": "..."} when you know enough.')
                     if finish

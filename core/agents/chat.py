@@ -140,6 +140,15 @@ class ChatModelAgent(ABC):
         return chat_prompt(system, call.history, call.input)
 
     async def run(self, call: AgentCall) -> AgentReply:
+        from core.agents.http import retry_listener
+
+        token = retry_listener.set(call.on_retry)
+        try:
+            return await self._run(call)
+        finally:
+            retry_listener.reset(token)
+
+    async def _run(self, call: AgentCall) -> AgentReply:
         messages = self.prompt(call)
         if self._schema is None:
             done = await self._complete(messages, on_text=call.on_text)

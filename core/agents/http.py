@@ -5,7 +5,10 @@ This is the one place where httpx exceptions and HTTP error statuses become fluj
 - 429, 408 and 5xx answers, and transport failures (connection refused, DNS, timeouts, dropped
   connections) are retried with exponential backoff, honouring ``Retry-After``, up to
   ``Endpoint.max_retries`` more attempts;
-- after the last attempt a connect failure is ``ProviderUnreachable``, anything else ``ProviderError``;
+- each retry is told, before its delay, to the listener of the current call (``retry_listener``, set by
+  the chat agent from ``AgentCall.on_retry``), so the person watching sees it as it happens;
+- after the last attempt a connect failure is ``ProviderUnreachable``, anything else ``ProviderError``,
+  whose message ends with how many attempts were made and over how long;
 - other 4xx answers are ``ProviderError`` at once, with the provider's own message and the status
   (401/403 with a hint about the API key);
 - a stream is retried only until its first event has been delivered: deltas already shown to the user
@@ -17,6 +20,7 @@ Each request uses its own ``httpx.AsyncClient``, closed before the function retu
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import email.utils
 import json
 import time
@@ -27,8 +31,15 @@ from typing import Any, TypeVar
 import httpx
 
 from core.errors import ProviderError, ProviderUnreachable
+from core.ports import Retry
 
 T = TypeVar("T")
+
+# Who hears of the retries of the provider call in progress. A context variable, so that concurrent calls
+# (parallel branches) each tell their own step, and the providers' ``_complete`` need not pass it along.
+retry_listener: contextvars.ContextVar[Callable[[Retry], None] | None] = contextvars.ContextVar(
+    "retry_listener", default=None
+)
 
 
 @dataclass(frozen=True)
@@ -103,9 +114,10 @@ class SSEParser:
 class _Retryable(Exception):
     """Internal: a failure worth another attempt. Never escapes this module."""
 
-    def __init__(self, error: ProviderError, retry_after: float | None = None) -> None:
+    def __init__(self, error: ProviderError, reason: str, retry_after: float | None = None) -> None:
         super().__init__(error.message)
         self.error = error
+        self.reason = reason
         self.retry_after = retry_after
 
 
@@ -172,14 +184,28 @@ async def stream_events(
 async def _with_retries(endpoint: Endpoint, once: Callable[[httpx.AsyncClient], Awaitable[T]]) -> tuple[T, int]:
     async with httpx.AsyncClient(timeout=httpx.Timeout(endpoint.timeout), headers=dict(endpoint.headers)) as client:
         attempt = 0
+        started = time.monotonic()
         while True:
             attempt += 1
             try:
                 return await once(client), attempt
             except _Retryable as failure:
                 if attempt > endpoint.max_retries:
-                    raise failure.error from failure.__cause__
-                await asyncio.sleep(endpoint.backoff.delay(attempt, failure.retry_after))
+                    raise _after_attempts(failure.error, attempt, time.monotonic() - started) from failure.__cause__
+                delay = endpoint.backoff.delay(attempt, failure.retry_after)
+                listener = retry_listener.get()
+                if listener is not None:
+                    listener(Retry(attempt + 1, endpoint.max_retries + 1, delay, failure.reason))
+                await asyncio.sleep(delay)
+
+
+def _after_attempts(error: ProviderError, attempts: int, seconds: float) -> ProviderError:
+    """``error`` saying how many attempts were made and over how long (as it is, after a single one)."""
+    if attempts == 1:
+        return error
+    return type(error)(
+        f"{error.message} ({attempts} attempts over {seconds:.1f} s)", status=error.status, hint=error.hint
+    )
 
 
 def _transport_failure(endpoint: Endpoint, exc: httpx.TransportError) -> _Retryable:
@@ -195,16 +221,21 @@ def _transport_failure(endpoint: Endpoint, exc: httpx.TransportError) -> _Retrya
             ProviderUnreachable(
                 f"cannot reach {endpoint.base_url} for {endpoint.label}: {reason}",
                 hint=endpoint.unreachable_hint,
-            )
+            ),
+            f"cannot connect: {reason}",
         )
     if isinstance(exc, httpx.TimeoutException):
         return _Retryable(
             ProviderError(
                 f"{endpoint.label} did not answer within {endpoint.timeout:g}s ({endpoint.base_url})",
                 hint="raise the agent's timeout (or the provider's timeout_s in flujo.toml)",
-            )
+            ),
+            f"timed out after {endpoint.timeout:g} s",
         )
-    return _Retryable(ProviderError(f"{endpoint.label}: the connection to {endpoint.base_url} failed: {reason}"))
+    return _Retryable(
+        ProviderError(f"{endpoint.label}: the connection to {endpoint.base_url} failed: {reason}"),
+        f"the connection failed: {reason}",
+    )
 
 
 def _status_failure(endpoint: Endpoint, response: httpx.Response) -> Exception:
@@ -217,10 +248,10 @@ def _status_failure(endpoint: Endpoint, response: httpx.Response) -> Exception:
             status=status,
             hint="rate limited: wait a moment, or check your plan's limits",
         )
-        return _Retryable(error, _retry_after(response.headers))
+        return _Retryable(error, f"HTTP {status}: {_excerpt(detail, 120)}", _retry_after(response.headers))
     if status == 408 or status >= 500:
         error = ProviderError(f"{where}: {detail}", status=status, hint="the provider failed; try again later")
-        return _Retryable(error, _retry_after(response.headers))
+        return _Retryable(error, f"HTTP {status}: {_excerpt(detail, 120)}", _retry_after(response.headers))
     if status in (401, 403):
         return ProviderError(f"{where}: {detail}", status=status, hint=endpoint.auth_hint)
     if status == 404:

@@ -8,22 +8,50 @@ from __future__ import annotations
 
 import copy
 import time
+from dataclasses import replace
 from typing import Any
 
 from core.context import HitlEntry, RunContext
 from core.conversation import capture
-from core.errors import AgentOutputError, ControlSignal, FlujoError, Pause, RunError, StepFailed
+from core.errors import AgentOutputError, ControlSignal, FlujoError, Pause, PromptTooLarge, RunError, StepFailed
 from core.policies.context_writes import note_agent_command, record_output, sink, update_context
 from core.policies.frame import Frame, Reservation, scope
 from core.policies.history import prepare
 from core.policies.summary import replay_summary
-from core.ports import AgentCall, HumanQuestion, TraceEvent
+from core.ports import Agent, AgentCall, HumanQuestion, Retry, TraceEvent
 from core.schema_check import parse_answer, schema_errors
 from core.steps import AgentStep, HitlStep
 from core.store.codec import normalize
+from core.tokens import count_messages
 from core.usage import ZERO_USAGE, Usage
 
 MAX_ANSWER_ATTEMPTS = 10
+
+
+def retry_line(step: str, retry: Retry) -> str:
+    """What the person watching is told of a retry: ``retrying 'answer' in 1.0 s (attempt 2 of 3): ...``."""
+    return f"retrying {step!r} in {retry.delay_s:.1f} s (attempt {retry.attempt} of {retry.attempts}): {retry.reason}"
+
+
+def refuse_oversized(step: str, agent: Agent, call: AgentCall) -> None:
+    """Raise PromptTooLarge when the system prompt and the message of ``call`` alone (the history is cut to
+    fit; these cannot be) need more tokens than ``agent``'s prompt budget: the provider would refuse the
+    call, or cut it silently, after the time and money of sending it."""
+    budget = agent.prompt_budget
+    if budget is None:
+        return
+    needed = count_messages(agent.prompt(replace(call, history=())), agent.model_name)
+    if needed <= budget:
+        return
+    raise PromptTooLarge(
+        f"step {step!r} was not sent to {agent.label}: its system prompt and message need {needed:,} tokens, "
+        f"but the agent has room for {budget:,} (its context window minus the tokens kept for the reply)",
+        step=step,
+        needed=needed,
+        budget=budget,
+        hint="shorten the step's input or system prompt, or set the agent's context_window to the model's real"
+        " window (model_settings.max_tokens sets the reply's share)",
+    )
 
 
 def _apply_agent_output(step: AgentStep, ctx: RunContext, output: Any) -> None:
@@ -77,7 +105,9 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
                 run_id=frame.run_id,
                 path=path,
                 begin_attempt=lambda: frame.begin_attempt(path, agent.label),
+                on_retry=lambda retry: frame.reporter.note(retry_line(step.name, retry)),
             )
+            refuse_oversized(step.name, agent, call)
             sent = agent.prompt(call)
             messages = [message.to_dict() for message in sent]
             prompt_event: dict[str, Any] = {

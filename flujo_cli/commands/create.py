@@ -1,9 +1,10 @@
 """``flujo create --wizard``: ask the wizard's questions in the terminal, write the blueprint, validate it.
 
 The questions, their defaults and checks live in ``blueprints.scaffold``; this module shows them (with
-rich prompts, on stderr), re-asks an answer that does not fit, and writes the file. A flag answers its
-question without asking; ``--no-interactive`` takes the defaults for the rest. An existing file is never
-replaced without ``--force``. Ctrl-C or the end of stdin at a question stops without writing anything.
+the line-editing prompt of ``flujo_cli.line_input``), re-asks an answer that does not fit, and writes the
+file. A flag answers its question without asking; ``--no-interactive`` takes the defaults for the rest.
+An existing file is never replaced without ``--force``. Ctrl-C or the end of stdin at a question stops
+without writing anything.
 """
 
 from __future__ import annotations
@@ -16,19 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.prompt import Prompt
 
 from flujo_cli import exit_codes
-from flujo_cli.messages import error_line, fail, stderr, usage_error
+from flujo_cli.line_input import LineInput
+from flujo_cli.messages import error_line, fail, flujo_command, stderr, usage_error
 
 if TYPE_CHECKING:
     from blueprints.scaffold import Question
-
-
-class _Ask(Prompt):
-    """A rich prompt without the ': ' suffix (the questions end with their own punctuation)."""
-
-    prompt_suffix = " "
 
 
 def _shown(value: Any) -> str:
@@ -59,6 +54,7 @@ class _Terminal:
         self.console = console
         self.output = output
         self.force = force
+        self.line = LineInput(console)
 
     def __call__(self, question: Question, default: Any, values: Mapping[str, Any]) -> Any:
         from blueprints.scaffold import ScaffoldError, parse_answer
@@ -72,9 +68,7 @@ class _Terminal:
             self.console.print(f"  [dim]{escape(line)}[/]")
         shown = _shown(default)
         while True:
-            typed = _Ask.ask(
-                f"[bold cyan]?[/] {escape(text)}", console=self.console, default=shown, show_default=bool(shown)
-            )
+            typed = self.line.read(text, default=shown)
             if not sys.stdin.isatty():  # piped answers are not echoed by a terminal: show them
                 self.console.print(f"[dim]{escape(typed)}[/]")
             try:
@@ -125,9 +119,9 @@ def create_blueprint(
             )
             return exit_codes.FAILED
         console.print(f"[green]✓ wrote {escape(str(path))}[/] (valid)")
-        run = f"flujo run {shown}" + (' --input "..."' if answers.start == "input" else "")
+        run = f"{flujo_command()} run {shown}" + (' --input "..."' if answers.start == "input" else "")
         console.print(f"  run it:      [bold]{escape(run)}[/]")
-        console.print(f"  explain it:  [bold]flujo explain {escape(shown)}[/]")
+        console.print(f"  explain it:  [bold]{escape(flujo_command())} explain {escape(shown)}[/]")
         return exit_codes.OK
     except (KeyboardInterrupt, EOFError) as exc:
         console.print()

@@ -7,7 +7,7 @@ import json
 import re
 import sys
 import time
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from flujo_cli import exit_codes
-from flujo_cli.messages import error_line, fail, stderr, usage_error
+from flujo_cli.messages import error_line, fail, flujo_command, stderr, usage_error
 
 # The last part of a setting's key that names a secret: ``openai.api_key``, ``x.token``, ``y.db_password``
 # (never ``history.max_tokens``).
@@ -103,7 +103,7 @@ def _drive(coroutine: Coroutine[Any, Any, int], invocation: _Invocation, *, debu
         else:
             error_line(
                 f"interrupted: run {invocation.run_id} is saved up to its last finished step",
-                f"continue it with: flujo resume {invocation.run_id}",
+                f"continue it with: {flujo_command()} resume {invocation.run_id}",
             )
         return exit_codes.INTERRUPTED
     except Exception as exc:  # the CLI's top level: one clear line, never a traceback (unless --debug)
@@ -246,7 +246,7 @@ async def _run(
         try:
             pipeline = load_pipeline(file.resolve(), settings)  # absolute: resume works from any directory
         except BlueprintError as exc:
-            _report_blueprint_error(exc, console)
+            _report_blueprint_error(exc, console, file)
             return exit_codes.BLUEPRINT
         pipeline = _with_limits(pipeline, overrides)
         if thread is not None:
@@ -258,6 +258,7 @@ async def _run(
         engine = Engine(store=store, human=human, reporter=reporter, redactor=redactor)
         if resume_id is not None:
             options = overrides.to_options()  # in the run's own thread, if it has one
+            human.remember(await _answers_given(store, resume_id))  # Up recalls them at the next question
             outcome = await engine.resume(pipeline, resume_id, force=force, options=options)
         else:
             invocation.run_id = new_run_id()
@@ -275,6 +276,15 @@ async def _run(
     return code
 
 
+async def _answers_given(store: Any, run_id: str) -> list[str]:
+    """The answers the run's questions took before it paused, in the order they were given."""
+    return [
+        step.output if isinstance(step.output, str) else json.dumps(step.output, ensure_ascii=False)
+        for step in await store.steps(run_id)
+        if step.kind == "hitl" and step.status == "completed"
+    ]
+
+
 def _with_limits(pipeline: Any, overrides: RunOverrides) -> Any:
     """``pipeline`` with the limits given on the command line in place of its own."""
     limits = pipeline.limits
@@ -285,15 +295,37 @@ def _with_limits(pipeline: Any, overrides: RunOverrides) -> Any:
     return replace(pipeline, limits=limits)
 
 
-def _report_blueprint_error(exc: Any, console: Console) -> None:
+def _report_blueprint_error(exc: Any, console: Console, given: Path) -> None:
+    """The blueprint's errors, each file named as ``flujo validate`` names it for the same argument:
+    ``given`` as typed (the run itself loaded it resolved, so that a resume works from any folder)."""
     from flujo_cli.findings_view import render_findings
 
-    findings = [f for f in getattr(exc, "findings", []) if f.severity == "error"]
+    as_given = _as_given(given)
+    findings = [
+        replace(f, position=replace(f.position, file=as_given(f.position.file)) if f.position else None)
+        for f in getattr(exc, "findings", [])
+        if f.severity == "error"
+    ]
     if findings:
         render_findings(findings, console)
         console.print(f"[bold red]{len(findings)} error(s)[/]; nothing ran. Check with: flujo validate FILE")
+    elif exc.position is not None:
+        error_line(f"{replace(exc.position, file=as_given(exc.position.file))}: {exc.message}", exc.hint)
     else:
         error_line(str(exc), exc.hint)
+
+
+def _as_given(given: Path) -> Callable[[str], str]:
+    """Maps a path under the resolved folder of ``given`` to the same path under that folder as typed."""
+    folder, typed = given.resolve().parent, given.parent
+
+    def as_given(path: str) -> str:
+        try:
+            return str(typed / Path(path).relative_to(folder))
+        except ValueError:
+            return path
+
+    return as_given
 
 
 def _finish(outcome: Any, *, json_output: bool, seconds: float, console: Console) -> int:
@@ -301,7 +333,7 @@ def _finish(outcome: Any, *, json_output: bool, seconds: float, console: Console
     from flujo_cli.messages import exit_code_for
 
     assert isinstance(outcome, RunOutcome)
-    resume_cmd = f"flujo resume {outcome.run_id} --answer '...'"
+    resume_cmd = f"{flujo_command()} resume {outcome.run_id} --answer '...'"
     usage = outcome.usage
     if json_output:
         payload: dict[str, Any] = {
@@ -341,7 +373,7 @@ def _finish(outcome: Any, *, json_output: bool, seconds: float, console: Console
         flag = "--max-cost-usd AMOUNT" if (outcome.detail or "").startswith("cost") else "--max-tokens N"
         error_line(
             outcome.detail or "usage limit reached",
-            f"continue with a higher limit: flujo resume {outcome.run_id} {flag}"
+            f"continue with a higher limit: {flujo_command()} resume {outcome.run_id} {flag}"
             " (finished steps are replayed, not paid again)",
         )
         console.print(f"  [dim]{summary}[/]")
@@ -352,5 +384,5 @@ def _finish(outcome: Any, *, json_output: bool, seconds: float, console: Console
     error = outcome.error
     where = f" at step {outcome.failed_step}" if outcome.failed_step else ""
     error_line(f"run failed{where}: {error.message if error else 'unknown error'}", error.hint if error else None)
-    console.print(f"  [dim]{summary} · after fixing the cause: flujo resume {outcome.run_id}[/]")
+    console.print(f"  [dim]{summary} · after fixing the cause: {escape(flujo_command())} resume {outcome.run_id}[/]")
     return exit_code_for(error) if error else exit_codes.FAILED
