@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.answering import Answering
 from core.context import RunContext
 from core.errors import FlujoError, LimitReached, RunError
 from core.ports import Agent, ChatMessage, HumanInput, Reporter, RunStore, StepRecord, StepStatus, TraceEvent
@@ -53,6 +54,7 @@ class Frame:
     reserved_cost_usd: float = 0.0
     thread: ThreadBinding | None = None  # the thread this run continues (core.threads), if any
     parent: Frame | None = None  # the calling run's frame, for a sub-workflow's child run
+    answering: Answering = field(default_factory=Answering)  # who answers besides the human (core.answering)
 
     def event(self, kind: str, path: str, payload: Mapping[str, Any]) -> TraceEvent:
         """A trace event with secrets masked, ready to store. Tracing never fails a run: a payload that

@@ -161,6 +161,7 @@ async def _enter(step: WorkflowStep, value: Any, child_id: str, path: str, frame
         limits=frame.limits,
         journal=journal,
         parent=frame,
+        answering=frame.answering.within(path),
     )
     return child, completed
 
