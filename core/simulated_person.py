@@ -30,16 +30,19 @@ class SimulatedPerson:
         self, step: str, question: str, heard: Sequence[ConversationTurn], *, rejected: Rejection | None = None
     ) -> AgentCall:
         """The call that asks this person ``question`` after the conversation ``heard`` (as the asking
-        side recorded it: ``user`` turns are the person's). A last assistant turn that is the question
-        itself is not repeated before it. After a ``rejected`` answer the question says why, so the
-        person can answer again."""
+        side recorded it: ``user`` turns are the person's). The asking side's last turn, when it has not
+        been answered yet, is heard with the question, in one message: left out when it holds the
+        question already (a structured ``{"question": ...}`` reply), else before it. After a ``rejected``
+        answer the question says why, so the person can answer again."""
         turns = list(heard)
-        if turns and turns[-1].role == "assistant" and turns[-1].content.strip() == question.strip():
-            turns.pop()
         message = question
+        if turns and turns[-1].role == "assistant":
+            said = turns.pop().content
+            if question.strip() not in said:
+                message = f"{said}\n\n{question}"
         if rejected is not None:
             message = (
-                f"{question}\n\n(Your answer {rejected.answer!r} was not accepted: {rejected.error}."
+                f"{message}\n\n(Your answer {rejected.answer!r} was not accepted: {rejected.error}."
                 " Please answer again.)"
             )
         return AgentCall(input=message, step=step, history=flipped(turns))
