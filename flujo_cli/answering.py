@@ -6,16 +6,17 @@ which questions were new, and who answered each question in ``--json``."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
 from rich.markup import escape
 
-from core.answer_replay import recorded_answers
-from core.answering import Answering
-from core.ports import RunStore
-from core.simulated_person import SimulatedPerson
-from flujo_cli.human import TerminalHuman
+if TYPE_CHECKING:  # the engine's modules load only for a run (flujo_cli.commands.run imports this module)
+    from rich.console import Console
+
+    from core.answering import Answering
+    from core.ports import RunStore
+    from core.simulated_person import SimulatedPerson
+    from flujo_cli.human import TerminalHuman
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,9 @@ async def answering_for(
     flags: AnswerFlags, store: RunStore, given: TerminalHuman, person: SimulatedPerson | None
 ) -> Answering:
     """The answer sources of this run (RunError when the replayed run does not exist)."""
+    from core.answer_replay import recorded_answers
+    from core.answering import Answering
+
     replay = await recorded_answers(store, flags.replay_answers) if flags.replay_answers else None
     return Answering(given=given, replay=replay, simulated_user=person)
 
