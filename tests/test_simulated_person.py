@@ -243,3 +243,15 @@ def test_validate_reports_an_unknown_answered_by(tmp_path: Path) -> None:
     assert code == exit_codes.FAILED
     messages = [f["message"] for f in json.loads(out)["findings"]]
     assert "step 'ask' is answered_by agent 'testr', which is not defined — did you mean 'tester'?" in messages
+
+
+def test_the_simulated_user_comes_before_piped_stdin_and_a_new_question_falls_to_it(state_db: Path) -> None:
+    code, out, err = flujo(["run", PERSONA, "--simulate-user", "agents.tester", "--json"], input="7\nno\n")
+    assert code == exit_codes.OK, err
+    assert json.loads(out)["output"] == "4 guests, confirmed: true"  # the pipe was not read
+    code, partial, _ = run_json(PERSONA, "--answer", "3", "--no-input")
+    code, out, err = flujo(["run", PERSONA, "--replay-answers", partial["run_id"], "--json"], input="no\n")
+    assert code == exit_codes.OK, err
+    result = json.loads(out)
+    assert result["output"] == "3 guests, confirmed: false"
+    assert [a["source"] for a in result["answers"]] == ["replayed", "person"]
