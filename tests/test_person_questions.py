@@ -15,6 +15,7 @@ from core.policies.person import PersonQuestion, ask_person
 from core.ports import NullReporter
 from core.redaction import Redactor
 from core.simulated_person import SimulatedPerson
+from core.steps import HistoryPolicy
 from core.store import MemoryStore
 from core.usage import Usage
 
@@ -59,3 +60,33 @@ def test_a_recorded_answer_comes_before_the_simulated_person() -> None:
     assert agent.calls == []
     other = asyncio.run(ask_person(PersonQuestion(step="ada", path="talk/2/ada", message="And now?"), here))
     assert other.source == "simulated" and here.answering.log.new_questions == ["talk/2/ada"]
+
+
+def test_the_conversation_a_simulated_person_hears_is_bounded_like_any_history() -> None:
+    agent = ScriptedAgent(["fine"])
+    turns = [ConversationTurn("user" if i % 2 else "assistant", f"turn {i}") for i in range(10)]
+    question = PersonQuestion(
+        step="ada",
+        path="talk/5/ada",
+        message="And now?",
+        answered_by=SimulatedPerson(agent, "agents.ada"),
+        heard=turns,
+        history=HistoryPolicy(strategy="truncate_turns", max_turns=4),
+    )
+    asyncio.run(ask_person(question, frame(Answering())))
+    assert [m.content for m in agent.calls[0].history] == ["turn 6", "turn 7", "turn 8", "turn 9"]
+    assert [m.role for m in agent.calls[0].history] == ["user", "assistant", "user", "assistant"]
+
+
+def test_a_prompt_budget_bounds_what_a_simulated_person_hears() -> None:
+    agent = ScriptedAgent(["fine"], prompt_budget=60)
+    turns = [
+        ConversationTurn("user", "word " * 100),
+        ConversationTurn("assistant", "short"),
+        ConversationTurn("user", "ok"),
+    ]
+    question = PersonQuestion(
+        step="ada", path="ask", message="Go?", answered_by=SimulatedPerson(agent, "agents.ada"), heard=turns
+    )
+    asyncio.run(ask_person(question, frame(Answering())))
+    assert [m.content for m in agent.calls[0].history] == ["short", "ok"]  # the long oldest turn did not fit

@@ -195,10 +195,7 @@ async def run_hitl_step(step: HitlStep, data: Any, ctx: RunContext, path: str, f
         await _fail(frame, step.name, step.kind, path, started, message, exc, [], ZERO_USAGE)
         raise
     _apply_answer(step, ctx, message, answer.value)
-    events = [
-        *answer.events,
-        frame.event("hitl.answer", path, {"message": message, "answer": answer.value, **answer.marks()}),
-    ]
+    events = answer.trace(frame, path, message)
     await frame.commit(
         path=path,
         name=step.name,

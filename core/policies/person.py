@@ -69,6 +69,12 @@ class PersonAnswer:
             return {"source": self.source, "by": self.by}
         return {}
 
+    def trace(self, frame: Frame, path: str, message: str) -> list[TraceEvent]:
+        """The events the asking step commits: the simulated person's calls, then ``hitl.answer`` (with who
+        answered, when it was not the person)."""
+        answered = frame.event("hitl.answer", path, {"message": message, "answer": self.value, **self.marks()})
+        return [*self.events, answered]
+
 
 def person_question(step: HitlStep, path: str, message: str, ctx: RunContext) -> PersonQuestion:
     """The question a ``hitl`` step asks: in a ``conversation: true`` loop the person has heard that
@@ -133,7 +139,7 @@ async def _ask(question: PersonQuestion, frame: Frame, events: list[TraceEvent])
         error = schema_errors(value, schema) if schema else None
         last = source
         if error is None:
-            if answering.replay is not None and source != "replayed":
+            if answering.replay is not None and recorded is None:
                 answering.log.new_questions.append(full_path)
             answering.log.notes.append(AnswerNote(full_path, question.step, source, by))
             return PersonAnswer(value, source, by, usage, tuple(events))
