@@ -18,6 +18,7 @@ from blueprints.explain import Explanation, explain_blueprint
 from blueprints.findings import Finding, findings_to_json
 from blueprints.loader import Blueprint, InvalidBlueprint, load_blueprint, validate_file
 from blueprints.pending import NOT_YET_SUPPORTED
+from blueprints.persona import simulated_user
 from blueprints.scaffold import ScaffoldError, WizardAnswers, render_blueprint
 from blueprints.scaffold import resolve as resolve_answers
 from core.config import Settings
@@ -46,5 +47,6 @@ __all__ = [
     "load_pipeline",
     "render_blueprint",
     "resolve_answers",
+    "simulated_user",
     "validate_file",
 ]

@@ -20,6 +20,7 @@ from core.agents.spec import AgentSpec
 from core.config import Settings
 from core.errors import ConfigError, SourcePosition
 from core.ports import Agent
+from core.simulated_person import SimulatedPerson
 
 AgentFactory = Callable[[AgentSpec, Settings], Agent]
 
@@ -76,6 +77,11 @@ class AgentBuilder:
         if output_schema is None:
             self._named[name] = agent
         return agent
+
+    def person(self, ref: str) -> SimulatedPerson:
+        """The simulated person ``agents.<name>`` (``answered_by``, ``--simulate-user``); its agent is the
+        one steps using ``agents.<name>`` share."""
+        return SimulatedPerson(self.named(ref.partition(".")[2]), ref)
 
     def default_summarizer(self, position: SourcePosition) -> Agent:
         """The summarizer the settings name (``history.summarizer_model``, ``history.summarizer_prompt``), for

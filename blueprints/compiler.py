@@ -90,6 +90,7 @@ class StepCompiler:
                 input_schema=model.input_schema,
                 sink_to=model.sink_to,
                 position=self.position(path),
+                answered_by=self.agents.person(model.answered_by) if model.answered_by else None,
             )
         if isinstance(model, LoopStepModel):
             return compile_loop(self, model, path)

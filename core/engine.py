@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
+from core.answering import Answering
 from core.context import RunContext
 from core.errors import Abort, FlujoError, LimitReached, Pause, ResumeRefused, RunError
 from core.policies.dispatch import run_steps
@@ -94,8 +95,10 @@ class Engine:
         human: HumanInput | None = None,
         reporter: Reporter | None = None,
         redactor: Redactor | None = None,
+        answering: Answering | None = None,
     ) -> None:
         self.store = store
+        self.answering = answering or Answering()  # who answers before the human (core.answering)
         self.human: HumanInput = human or NoHuman()
         self.reporter: Reporter = reporter or NullReporter()
         self.redactor = redactor or _environment_redactor()
@@ -178,6 +181,7 @@ class Engine:
             journal=journal,
             thread=thread,
             started=None if journal_from_store else {},  # a new run has no earlier attempts to count
+            answering=self.answering,
         )
         ctx = RunContext(initial_prompt=record.input)
         try:

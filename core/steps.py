@@ -17,6 +17,7 @@ from core.templates import Expression, Template
 
 if TYPE_CHECKING:
     from core.context import RunContext
+    from core.simulated_person import SimulatedPerson
 
 # A condition/exit hook compiled from an expression or a ``module:function``; it receives the scope
 # mapping {previous_step, context, steps, iteration, initial_prompt} and returns a value.
@@ -55,6 +56,7 @@ class HitlStep:
     input_schema: Mapping[str, Any] | None = None
     sink_to: str | None = None
     position: SourcePosition | None = None
+    answered_by: SimulatedPerson | None = None  # ``answered_by: agents.NAME``: a simulated person answers
     kind: Literal["hitl"] = "hitl"
 
 

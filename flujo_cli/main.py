@@ -101,6 +101,26 @@ MaxCostOption = Annotated[
     ),
 ]
 
+SimulateUserOption = Annotated[
+    str | None,
+    typer.Option(
+        "--simulate-user",
+        help="Let agents.NAME of the blueprint answer every human question (a simulated person; its system"
+        " prompt is the persona). --answer/--answers and --replay-answers still come first.",
+        show_default=False,
+    ),
+]
+ReplayAnswersOption = Annotated[
+    str | None,
+    typer.Option(
+        "--replay-answers",
+        help="Answer each question with the answer run RUN_ID recorded for it (same question path); questions"
+        " it has no answer for are asked as usual.",
+        metavar="RUN_ID",
+        show_default=False,
+    ),
+]
+
 ThreadOption = Annotated[
     str | None,
     typer.Option(
@@ -125,8 +145,11 @@ def run(
     set_: SetOption = None,
     max_tokens: MaxTokensOption = None,
     max_cost_usd: MaxCostOption = None,
+    simulate_user: SimulateUserOption = None,
+    replay_answers: ReplayAnswersOption = None,
 ) -> None:
     """Run a blueprint. Human questions are asked in the terminal (or answered by --answer/--answers)."""
+    from flujo_cli.answering import AnswerFlags
     from flujo_cli.commands.run import RunOverrides, run_blueprint
 
     raise SystemExit(
@@ -139,6 +162,7 @@ def run(
             json_output=json_output,
             overrides=RunOverrides(set_ or [], max_tokens, max_cost_usd),
             thread=thread,
+            answer_flags=AnswerFlags(simulate_user, replay_answers),
             debug=state.debug,
         )
     )
@@ -158,9 +182,12 @@ def resume(
         bool,
         typer.Option("--force", help="Resume even though the blueprint file changed since the run started."),
     ] = False,
+    simulate_user: SimulateUserOption = None,
+    replay_answers: ReplayAnswersOption = None,
 ) -> None:
     """Continue a paused, failed, interrupted or crashed run; steps already done are not run again (a run
     started with --thread stays in its thread)."""
+    from flujo_cli.answering import AnswerFlags
     from flujo_cli.commands.run import RunOverrides, resume_run
 
     raise SystemExit(
@@ -172,6 +199,7 @@ def resume(
             json_output=json_output,
             overrides=RunOverrides(set_ or [], max_tokens, max_cost_usd),
             force=force,
+            answer_flags=AnswerFlags(simulate_user, replay_answers),
             debug=state.debug,
         )
     )

@@ -94,7 +94,21 @@ def step_label(node: StepNode) -> Text:
     text.append(" · ".join(w for w in words if w))
     if record.status != "completed":
         text.append(f" · {record.status}", style=_MARKS.get(record.status, ("", ""))[1])
+    for event in node.events:
+        if event.kind == "hitl.answer" and event.payload.get("source"):
+            text.append(" · " + answered_by(event.payload), style="magenta")
     return text
+
+
+def answered_by(payload: Mapping[str, Any]) -> str:
+    """Who gave a ``hitl.answer`` that the person did not type: ``simulated by agents.tester``, ``replayed
+    from run 3f2a…``; "answered by the person" otherwise."""
+    source, by = payload.get("source"), payload.get("by")
+    if source == "simulated":
+        return f"simulated by {by}"
+    if source == "replayed":
+        return f"replayed from run {by}"
+    return "answered by the person"
 
 
 def call_label(call: CallNode) -> Text:
@@ -103,6 +117,8 @@ def call_label(call: CallNode) -> Text:
     text.append(" · " + figures.count(len(call.messages), "message"))
     if call.prompt.get("purpose") == "summarize":
         text.append(" · summary request", style="magenta")
+    if call.prompt.get("simulated_person"):
+        text.append(f" · simulated person {call.prompt.get('simulated_person')}", style="magenta")
     badge = history_badge(call)
     if badge:
         text.append(" · ")
@@ -163,9 +179,14 @@ def event_label(node: EventNode) -> Text:
 def _event_words(kind: str, payload: Mapping[str, Any]) -> Text:
     get = payload.get
     if kind == "hitl.answer":
-        return Text.assemble(
+        text = Text.assemble(
             ("asked ", "dim"), one_line(get("message"), 50), ("  answered ", "dim"), one_line(get("answer"), 50)
         )
+        if get("source"):
+            text.append(f"  ({answered_by(payload)})", style="magenta")
+        return text
+    if kind == "hitl.rejected":
+        return Text.assemble(("rejected ", "yellow"), one_line(get("answer"), 50), f"  {one_line(get('error'), 60)}")
     if kind == "loop.exit":
         words = f"ended after {figures.count(_int(get('iterations')), 'iteration')}: {get('reason')}"
         if get("condition"):

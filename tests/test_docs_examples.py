@@ -60,6 +60,16 @@ RUNS: dict[str, Run] = {
     "blueprints/examples/map.yaml": Run(input='["apples", "pears"]'),
     "blueprints/examples/parallel.yaml": Run(input="My draft"),
     "docs/examples/hello.yaml": Run(answers=("Ada",), output="Please greet Ada."),
+    "docs/examples/persona.yaml": Run(answers=("4", "yes"), output="4 guests, confirmed: true"),
+    "docs/examples/persona_conversation.yaml": Run(
+        input="Plan a trip",
+        output="User: Plan a trip\n"
+        'Assistant: {"action": "ask", "question": "Who is it for?"}\n'
+        "User: My family\n"
+        'Assistant: {"action": "ask", "question": "By when?"}\n'
+        "User: June\n"
+        'Assistant: {"action": "finish", "summary": "A family trip in June."}',
+    ),
     "docs/examples/create_clarify.yaml": Run(
         answers=("Plan a trip", "The views", "No flights"),
         output="User: Plan a trip\n"
@@ -242,7 +252,7 @@ LOOP_PAIRS: dict[tuple[str, str], Run] = {
 RUNS.update({example: run for pair, run in LOOP_PAIRS.items() for example in pair})
 
 # The keys of `flujo run --json` / `flujo resume --json` (docs/cli.md documents them).
-JSON_KEYS = {"run_id", "status", "output", "error", "failed_step", "pause", "usage"}
+JSON_KEYS = {"run_id", "status", "output", "error", "failed_step", "pause", "usage", "answers"}
 
 
 def runnable_examples() -> list[str]:

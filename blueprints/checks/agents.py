@@ -158,6 +158,20 @@ def _check_uses(checker: Checker, step: AgentStepModel, path: tuple[str | int, .
     # blueprints.import_graph, at the imports: entry.
 
 
+def check_agent_ref(checker: Checker, ref: str, path: tuple[str | int, ...], who: str) -> None:
+    """``ref`` (``agents.<name>``, as in ``answered_by``) must name an agent defined under ``agents:``;
+    ``who`` starts the message (``step 'ask' is answered_by``)."""
+    name = ref.partition(".")[2]
+    if name not in checker.model.agents:
+        defined = list(checker.model.agents)
+        checker.error(
+            "unknown-reference",
+            f"{who} agent {name!r}, which is not defined{did_you_mean(name, defined)}",
+            checker.at(path),
+            f"agents defined: {', '.join(defined)}" if defined else "define it under agents: at the top",
+        )
+
+
 def _check_builtin_params(
     checker: Checker, ref: AgentRefModel, path: tuple[str | int, ...], step_names: list[str]
 ) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from blueprints.checks.agents import import_check
+from blueprints.checks.agents import check_agent_ref, import_check
 from blueprints.checks.checker import Checker
 from blueprints.checks.sites import StepSite, names_under
 from blueprints.checks.summarizer import check_summarizer
@@ -44,6 +44,8 @@ def check_hitl(checker: Checker, site: StepSite, step_names: list[str]) -> None:
     step = site.step
     assert isinstance(step, HitlStepModel)
     check_text(checker, (*site.path, "message"), step.message, step_names=step_names)
+    if step.answered_by is not None:
+        check_agent_ref(checker, step.answered_by, (*site.path, "answered_by"), f"step {step.name!r} is answered_by")
 
 
 def check_init_ops(checker: Checker, ops: Sequence[InitOpModel], path: Path, step_names: list[str]) -> None:

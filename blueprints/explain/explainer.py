@@ -107,7 +107,8 @@ class _Walk:
         self, model: AnyStepModel, message: str | None, scope: Scope, receives: str, *, schema: object = None
     ) -> str:
         question = template_words(message, previous=receives) if message is not None else receives
-        said = [f"Asks you: {question}"]
+        person = model.answered_by if isinstance(model, HitlStepModel) else None
+        said = [f"Asks you: {question}" if person is None else f"Asks a simulated person, {person}: {question}"]
         if isinstance(schema, dict):
             said.append(f"The answer must be {schema_words(schema)}")
         sink = model.sink_to if isinstance(model, AgentStepModel | HitlStepModel) else None

@@ -80,6 +80,8 @@ def used_by(blueprint: Blueprint) -> dict[str, list[str]]:
         step = site.step
         if isinstance(step, AgentStepModel) and step.uses is not None and step.uses.startswith("agents."):
             used.setdefault(step.uses.removeprefix("agents."), []).append(step.name)
+        if isinstance(step, HitlStepModel) and step.answered_by is not None:
+            used.setdefault(step.answered_by.removeprefix("agents."), []).append(f"{step.name} (to answer it)")
         if isinstance(step, LoopStepModel) and step.loop.history_management is not None:
             summarizer = step.loop.history_management.summarizer_agent
             if summarizer is not None:

@@ -43,6 +43,9 @@ ContextPath = Annotated[str, _pattern(rf"{_IDENT}(\.{_IDENT})*", "a context path
 UsesRef = Annotated[str, _pattern(rf"(agents|imports)\.{_IDENT}", "agents.<name> or imports.<name>")]
 """What a ``step`` calls: ``agents.<name>`` or ``imports.<alias>``."""
 
+AgentRef = Annotated[str, _pattern(rf"agents\.{_IDENT}", "agents.<name>")]
+"""An agent defined under ``agents:`` (``answered_by: agents.<name>``)."""
+
 Name = Annotated[str, Field(min_length=1)]
 PositiveInt = Annotated[int, Field(ge=1)]
 JsonSchema = dict[str, Any]

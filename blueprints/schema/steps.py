@@ -10,7 +10,16 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Discriminator, Field, Tag
 
-from blueprints.schema.base import CallablePath, ContextPath, JsonSchema, Name, PositiveInt, StrictModel, UsesRef
+from blueprints.schema.base import (
+    AgentRef,
+    CallablePath,
+    ContextPath,
+    JsonSchema,
+    Name,
+    PositiveInt,
+    StrictModel,
+    UsesRef,
+)
 from blueprints.schema.import_config import ImportConfigModel
 from blueprints.schema.loop_blocks import (
     FinalizeModel,
@@ -81,6 +90,7 @@ class HitlStepModel(StepModelBase):
     message: str
     input_schema: JsonSchema | None = None
     sink_to: ContextPath | None = None
+    answered_by: AgentRef | None = None  # a simulated person answers (core.simulated_person)
 
 
 class LoopSettingsModel(StrictModel):

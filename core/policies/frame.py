@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.answering import Answering
 from core.context import RunContext
 from core.errors import FlujoError, LimitReached, RunError
 from core.ports import Agent, ChatMessage, HumanInput, Reporter, RunStore, StepRecord, StepStatus, TraceEvent
@@ -56,6 +57,7 @@ class Frame:
     # Step path → how many times an agent with side effects started there in this run (``begin_attempt``);
     # read from the store's ``agent.started`` events at the first such start, then counted here.
     started: dict[str, int] | None = None
+    answering: Answering = field(default_factory=Answering)  # who answers besides the human (core.answering)
 
     def event(self, kind: str, path: str, payload: Mapping[str, Any]) -> TraceEvent:
         """A trace event with secrets masked, ready to store. Tracing never fails a run: a payload that

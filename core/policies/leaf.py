@@ -13,19 +13,17 @@ from typing import Any
 
 from core.context import HitlEntry, RunContext
 from core.conversation import capture
-from core.errors import AgentOutputError, ControlSignal, FlujoError, Pause, PromptTooLarge, RunError, StepFailed
+from core.errors import AgentOutputError, ControlSignal, FlujoError, PromptTooLarge, RunError
 from core.policies.context_writes import note_agent_command, record_output, sink, update_context
 from core.policies.frame import Frame, Reservation, scope
 from core.policies.history import prepare
+from core.policies.person import ask_person, person_question
 from core.policies.summary import replay_summary
-from core.ports import Agent, AgentCall, HumanQuestion, Retry, TraceEvent
-from core.schema_check import parse_answer, schema_errors
+from core.ports import Agent, AgentCall, Retry, TraceEvent
 from core.steps import AgentStep, HitlStep
 from core.store.codec import normalize
 from core.tokens import count_messages
 from core.usage import ZERO_USAGE, Usage
-
-MAX_ANSWER_ATTEMPTS = 10
 
 
 def retry_line(step: str, retry: Retry) -> str:
@@ -220,16 +218,17 @@ async def run_hitl_step(step: HitlStep, data: Any, ctx: RunContext, path: str, f
     if replay is not None:
         frame.replays += 1
         _apply_answer(step, ctx, message, replay.output)
+        frame.add_usage(replay.usage)  # a simulated person's calls
         return replay.output
     frame.reporter.step_started(path, step.name, step.kind)
 
     try:
-        answer = await _ask_until_valid(step, path, message, frame)
+        answer = await ask_person(person_question(step, path, message, ctx), frame)
     except FlujoError as exc:
         await _fail(frame, step.name, step.kind, path, started, message, exc, [], ZERO_USAGE)
         raise
-    _apply_answer(step, ctx, message, answer)
-    events = [frame.event("hitl.answer", path, {"message": message, "answer": answer})]
+    _apply_answer(step, ctx, message, answer.value)
+    events = answer.trace(frame, path, message)
     await frame.commit(
         path=path,
         name=step.name,
@@ -237,24 +236,8 @@ async def run_hitl_step(step: HitlStep, data: Any, ctx: RunContext, path: str, f
         status="completed",
         started=started,
         input=message,
-        output=answer,
+        output=answer.value,
+        usage=answer.usage,
         events=events,
     )
-    return answer
-
-
-async def _ask_until_valid(step: HitlStep, path: str, message: str, frame: Frame) -> Any:
-    """Ask until the answer satisfies the input schema; Pause when the human has no answer now."""
-    error: str | None = None
-    for _ in range(MAX_ANSWER_ATTEMPTS):
-        question = HumanQuestion(
-            step=step.name, path=path, message=message, input_schema=step.input_schema, error=error
-        )
-        text = await frame.human.ask(question)
-        if text is None:
-            raise Pause(step=step.name, path=path, message=message)
-        answer = parse_answer(text, step.input_schema)
-        error = schema_errors(answer, step.input_schema) if step.input_schema else None
-        if error is None:
-            return answer
-    raise StepFailed(f"no valid answer to {step.name!r} after {MAX_ANSWER_ATTEMPTS} attempts: {error}", step=step.name)
+    return answer.value

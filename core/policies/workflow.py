@@ -164,6 +164,7 @@ async def _enter(step: WorkflowStep, value: Any, child_id: str, path: str, frame
         journal=journal,
         parent=frame,
         started=started,
+        answering=frame.answering.within(path),
     )
     return child, completed
 

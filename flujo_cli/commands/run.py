@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from flujo_cli import exit_codes
+from flujo_cli.answering import NO_ANSWER_FLAGS, AnswerFlags
 from flujo_cli.messages import error_line, fail, flujo_command, stderr, usage_error
 
 # The last part of a setting's key that names a secret: ``openai.api_key``, ``x.token``, ``y.db_password``
@@ -120,6 +121,7 @@ def run_blueprint(
     json_output: bool,
     overrides: RunOverrides = RunOverrides(),
     thread: str | None = None,
+    answer_flags: AnswerFlags = NO_ANSWER_FLAGS,
     debug: bool,
 ) -> int:
     if not file.is_file():
@@ -141,6 +143,7 @@ def run_blueprint(
             json_output=json_output,
             overrides=overrides,
             thread=thread,
+            answer_flags=answer_flags,
         ),
         invocation,
         debug=debug,
@@ -166,6 +169,7 @@ def resume_run(
     json_output: bool,
     overrides: RunOverrides = RunOverrides(),
     force: bool = False,
+    answer_flags: AnswerFlags = NO_ANSWER_FLAGS,
     debug: bool,
 ) -> int:
     if answers_file is not None and not answers_file.is_file():
@@ -183,6 +187,7 @@ def resume_run(
             no_input=no_input,
             json_output=json_output,
             overrides=overrides,
+            answer_flags=answer_flags,
         ),
         invocation,
         debug=debug,
@@ -202,21 +207,25 @@ async def _run(
     json_output: bool,
     overrides: RunOverrides,
     thread: str | None = None,
+    answer_flags: AnswerFlags = NO_ANSWER_FLAGS,
 ) -> int:
-    from blueprints import load_pipeline
+    from blueprints import compile_pipeline, load_blueprint, simulated_user
     from core.config import load_settings, overrides_from_assignments, secret_values
     from core.engine import Engine, new_run_id
     from core.errors import BlueprintError, ResumeRefused, RunError
     from core.redaction import Redactor
     from core.store import open_store
     from core.threads import check_thread
+    from flujo_cli.answering import answering_for, answers_json, report_answers
     from flujo_cli.human import TerminalHuman
     from flujo_cli.progress import LiveReporter
 
     console = stderr()
     settings = load_settings(overrides=overrides_from_assignments(overrides.settings))
     positional, by_step = _answers(answers, answers_file)
-    human = TerminalHuman(answers=positional, by_step=by_step, interactive=not no_input, console=console)
+    # Answers given up front come first; the terminal (or a pause) comes after any replay or simulated person.
+    given = TerminalHuman(answers=positional, by_step=by_step, interactive=False, console=console)
+    human = TerminalHuman(interactive=not no_input, console=console)
     reporter = LiveReporter(console, quiet=json_output)
     redactor = Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings))
     started = time.perf_counter()
@@ -244,10 +253,19 @@ async def _run(
             file = Path(record.source)
         assert file is not None
         try:
-            pipeline = load_pipeline(file.resolve(), settings)  # absolute: resume works from any directory
+            blueprint = load_blueprint(file.resolve(), settings=settings)  # absolute: resume works from anywhere
+            pipeline = compile_pipeline(blueprint, settings)
         except BlueprintError as exc:
             _report_blueprint_error(exc, console, file)
             return exit_codes.BLUEPRINT
+        try:
+            person = (
+                simulated_user(blueprint, settings, answer_flags.simulate_user) if answer_flags.simulate_user else None
+            )
+            answering = await answering_for(answer_flags, store, given, person)
+        except RunError as exc:  # --simulate-user or --replay-answers names nothing: nothing ran
+            error_line(exc.message, exc.hint)
+            return exit_codes.USAGE
         pipeline = _with_limits(pipeline, overrides)
         if thread is not None:
             try:
@@ -255,7 +273,7 @@ async def _run(
             except RunError as exc:  # --thread does not fit this blueprint: a usage error, nothing ran
                 error_line(exc.message, exc.hint)
                 return exit_codes.USAGE
-        engine = Engine(store=store, human=human, reporter=reporter, redactor=redactor)
+        engine = Engine(store=store, human=human, reporter=reporter, redactor=redactor, answering=answering)
         if resume_id is not None:
             options = overrides.to_options()  # in the run's own thread, if it has one
             human.remember(await _answers_given(store, resume_id))  # Up recalls them at the next question
@@ -267,10 +285,14 @@ async def _run(
     finally:
         reporter.close()
         await store.close()
-    code = _finish(outcome, json_output=json_output, seconds=time.perf_counter() - started, console=console)
-    if outcome.status == "completed" and human.unused:
+    report_answers(answering, console)
+    code = _finish(
+        outcome, json_output=json_output, seconds=time.perf_counter() - started, console=console,
+        extra=answers_json(answering),
+    )  # fmt: skip
+    if outcome.status == "completed" and given.unused:
         console.print(
-            f"[yellow]note:[/] {human.unused} answer(s) given with --answer/--answers were not used:"
+            f"[yellow]note:[/] {given.unused} answer(s) given with --answer/--answers were not used:"
             " the run asked fewer questions"
         )
     return code
@@ -328,7 +350,9 @@ def _as_given(given: Path) -> Callable[[str], str]:
     return as_given
 
 
-def _finish(outcome: Any, *, json_output: bool, seconds: float, console: Console) -> int:
+def _finish(
+    outcome: Any, *, json_output: bool, seconds: float, console: Console, extra: Mapping[str, Any] | None = None
+) -> int:
     from core.engine import RunOutcome
     from flujo_cli.messages import exit_code_for
 
@@ -348,6 +372,7 @@ def _finish(outcome: Any, *, json_output: bool, seconds: float, console: Console
                 else None
             ),
             "usage": usage.to_dict(),
+            **(extra or {}),
         }
         sys.stdout.write(json.dumps(payload, ensure_ascii=False, default=str) + "\n")
     summary = f"run {outcome.run_id} · {seconds:.2f}s"

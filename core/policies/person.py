@@ -1,0 +1,224 @@
+"""Asking the person a question: the one function every place that asks a person calls (a ``hitl`` step;
+an ensemble's person participant).
+
+``ask_person`` tries the answer sources in the order ``core.answering`` documents (given answers, a
+replayed answer, the simulated person, the person) and checks each answer against the question's
+``input_schema``: an invalid answer is asked again with the validation error — from the same source when
+it can answer again (a person, a simulated person up to ``MAX_SIMULATED_ATTEMPTS`` times, then the run
+pauses for the real person), else from the next one.
+
+A simulated person's calls are like any agent call: reserved against the run's limits before, charged
+after, and traced (``agent.prompt`` with the flipped roles exactly as sent, ``agent.reply``); the caller
+commits those events and the usage with the step. If the question ends in a pause or an error instead,
+those events are stored here, so the trace keeps every call that was paid for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from core.answering import AnswerNote, AnswerSource
+from core.context import ConversationTurn, RunContext
+from core.conversation import bound, turn_text
+from core.errors import AgentOutputError, Pause, StepFailed
+from core.policies.frame import Frame
+from core.ports import AgentCall, HumanQuestion, TraceEvent
+from core.schema_check import parse_answer, schema_errors
+from core.simulated_person import Rejection, SimulatedPerson, questions_and_answers
+from core.steps import HistoryPolicy, HitlStep
+from core.store.codec import normalize
+from core.tokens import count_messages
+from core.usage import ZERO_USAGE, Usage
+
+MAX_ANSWER_ATTEMPTS = 10
+MAX_SIMULATED_ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class PersonQuestion:
+    """A question for the person.
+
+    ``answered_by`` is the asking step's own simulated person (it beats the run's ``--simulate-user``);
+    ``heard`` is the conversation so far as the asking side recorded it (``user`` turns are the person's),
+    bounded by ``history`` (and the simulated person's prompt budget) before it is sent."""
+
+    step: str
+    path: str
+    message: str
+    input_schema: Mapping[str, Any] | None = None
+    answered_by: SimulatedPerson | None = None
+    heard: Sequence[ConversationTurn] = ()
+    history: HistoryPolicy | None = None
+
+
+@dataclass(frozen=True)
+class PersonAnswer:
+    """A valid answer: its value, who gave it, what the simulated person's calls cost and their events."""
+
+    value: Any
+    source: AnswerSource
+    by: str | None = None
+    usage: Usage = ZERO_USAGE
+    events: tuple[TraceEvent, ...] = ()
+
+    def marks(self) -> dict[str, Any]:
+        """What the ``hitl.answer`` event adds for an answer the person did not type now."""
+        if self.source in ("simulated", "replayed"):
+            return {"source": self.source, "by": self.by}
+        return {}
+
+    def trace(self, frame: Frame, path: str, message: str) -> list[TraceEvent]:
+        """The events the asking step commits: the simulated person's calls, then ``hitl.answer`` (with who
+        answered, when it was not the person)."""
+        answered = frame.event("hitl.answer", path, {"message": message, "answer": self.value, **self.marks()})
+        return [*self.events, answered]
+
+
+def person_question(step: HitlStep, path: str, message: str, ctx: RunContext) -> PersonQuestion:
+    """The question a ``hitl`` step asks: in a ``conversation: true`` loop the person has heard that
+    conversation (bounded by the loop's strategy); elsewhere, the questions asked so far and their answers."""
+    active = ctx.conversation
+    if active is not None:
+        heard, history = list(ctx.conversation_history), active.settings.history
+    else:
+        heard, history = questions_and_answers(ctx.hitl_history), None
+    return PersonQuestion(step.name, path, message, step.input_schema, step.answered_by, heard, history)
+
+
+async def ask_person(question: PersonQuestion, frame: Frame) -> PersonAnswer:
+    """A valid answer to ``question``. Raises Pause when no source has one now, StepFailed after
+    ``MAX_ANSWER_ATTEMPTS`` invalid answers (RunError when an answer given up front is invalid)."""
+    events: list[TraceEvent] = []
+    try:
+        return await _ask(question, frame, events)
+    except BaseException:
+        if events:  # calls already paid for stay in the trace
+            await frame.store.record_events(frame.run_id, events)
+        raise
+
+
+async def _ask(question: PersonQuestion, frame: Frame, events: list[TraceEvent]) -> PersonAnswer:
+    answering = frame.answering
+    full_path = f"{answering.prefix}{question.path}"
+    schema = question.input_schema
+    simulated = question.answered_by or answering.simulated_user
+    recorded = answering.replay.get(full_path) if answering.replay is not None else None
+    replay_left = recorded is not None
+    simulated_left = MAX_SIMULATED_ATTEMPTS if simulated is not None else 0
+    usage = ZERO_USAGE
+    error: str | None = None
+    last: AnswerSource | None = None
+    rejected: Rejection | None = None
+    for _ in range(MAX_ANSWER_ATTEMPTS):
+        source: AnswerSource | None = None
+        by: str | None = None
+        value: Any = None
+        if answering.given is not None:
+            text = await answering.given.ask(_human(question, error if last == "given" else None))
+            if text is not None:
+                source, value = "given", parse_answer(text, schema)
+        if source is None and replay_left and recorded is not None and answering.replay is not None:
+            replay_left = False
+            source, value, by = "replayed", recorded.value, answering.replay.run_id
+        if source is None and simulated is not None:
+            if not simulated_left:  # it had its chances: the real person answers, now or on resume
+                raise Pause(step=question.step, path=question.path, message=question.message)
+            simulated_left -= 1
+            value, spent = await _simulate(
+                simulated, question, frame, events, rejected if last == "simulated" else None
+            )
+            usage = usage + spent
+            source, by = "simulated", simulated.name
+        if source is None:
+            text = await frame.human.ask(_human(question, error if last == "person" else None))
+            if text is None:
+                raise Pause(step=question.step, path=question.path, message=question.message)
+            source, value = "person", parse_answer(text, schema)
+        error = schema_errors(value, schema) if schema else None
+        last = source
+        if error is None:
+            if answering.replay is not None and recorded is None:
+                answering.log.new_questions.append(full_path)
+            answering.log.notes.append(AnswerNote(full_path, question.step, source, by))
+            return PersonAnswer(value, source, by, usage, tuple(events))
+        rejected = Rejection(turn_text(value), error)
+        if source != "person":
+            events.append(
+                frame.event("hitl.rejected", question.path, {"answer": value, "error": error, "source": source})
+            )
+    raise StepFailed(
+        f"no valid answer to {question.step!r} after {MAX_ANSWER_ATTEMPTS} attempts: {error}", step=question.step
+    )
+
+
+def _human(question: PersonQuestion, error: str | None) -> HumanQuestion:
+    return HumanQuestion(
+        step=question.step,
+        path=question.path,
+        message=question.message,
+        input_schema=question.input_schema,
+        error=error,
+    )
+
+
+async def _simulate(
+    person: SimulatedPerson,
+    question: PersonQuestion,
+    frame: Frame,
+    events: list[TraceEvent],
+    rejected: Rejection | None,
+) -> tuple[Any, Usage]:
+    """Ask the simulated person: one agent call, reserved, traced and charged like any other."""
+    agent = person.agent
+    heard = _bounded(person, question)
+    call = person.call(question.step, question.message, heard, rejected=rejected)
+    sent = agent.prompt(call)
+    events.append(
+        frame.event(
+            "agent.prompt",
+            question.path,
+            {
+                "agent": agent.label,
+                "messages": [message.to_dict() for message in sent],
+                "history_injected": bool(call.history),
+                "simulated_person": person.name,
+            },
+        )
+    )
+    held = frame.reserve_call(question.step, agent, sent)
+    try:
+        reply = await agent.run(call)
+    except AgentOutputError as exc:
+        frame.add_usage(exc.usage, releasing=held)
+        raise
+    except BaseException:
+        frame.release(held)
+        raise
+    output = normalize(reply.output)
+    events.append(
+        frame.event(
+            "agent.reply",
+            question.path,
+            {"output": output, "model": reply.model, "attempts": reply.attempts, "usage": reply.usage.to_dict()},
+        )
+    )
+    frame.charge(reply.usage, releasing=held)
+    value = parse_answer(output, question.input_schema) if isinstance(output, str) else output
+    return value, reply.usage
+
+
+def _bounded(person: SimulatedPerson, question: PersonQuestion) -> list[ConversationTurn]:
+    """The conversation the simulated person is sent, bounded like any history: by the asking loop's
+    strategy and by the agent's prompt budget (what is left of it after its system prompt and the question)."""
+    policy = question.history
+    max_tokens = policy.max_tokens if policy is not None and policy.strategy != "truncate_turns" else None
+    max_turns = policy.max_turns if policy is not None and policy.strategy != "truncate_tokens" else None
+    agent = person.agent
+    budget = agent.prompt_budget
+    if budget is not None:
+        fixed = count_messages(agent.prompt(AgentCall(input=question.message, step=question.step)), agent.model_name)
+        room = max(0, budget - fixed)
+        max_tokens = room if max_tokens is None else min(max_tokens, room)
+    return bound(question.heard, max_tokens=max_tokens, max_turns=max_turns)

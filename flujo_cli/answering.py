@@ -1,0 +1,67 @@
+"""Who answers a run's questions, from the command line: ``--answer``/``--answers`` (given answers),
+``--replay-answers RUN_ID``, ``--simulate-user agents.NAME``, then the terminal or piped stdin, else the run
+pauses (the order is ``core.answering``'s, documented in docs/cli.md). After the run: what was replayed,
+which questions were new, and who answered each question in ``--json``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rich.markup import escape
+
+if TYPE_CHECKING:  # the engine's modules load only for a run (flujo_cli.commands.run imports this module)
+    from rich.console import Console
+
+    from core.answering import Answering
+    from core.ports import RunStore
+    from core.simulated_person import SimulatedPerson
+    from flujo_cli.human import TerminalHuman
+
+
+@dataclass(frozen=True)
+class AnswerFlags:
+    """``--simulate-user`` and ``--replay-answers`` as given (None when not)."""
+
+    simulate_user: str | None = None
+    replay_answers: str | None = None
+
+
+NO_ANSWER_FLAGS = AnswerFlags()
+
+
+async def answering_for(
+    flags: AnswerFlags, store: RunStore, given: TerminalHuman, person: SimulatedPerson | None
+) -> Answering:
+    """The answer sources of this run (RunError when the replayed run does not exist)."""
+    from core.answer_replay import recorded_answers
+    from core.answering import Answering
+
+    replay = await recorded_answers(store, flags.replay_answers) if flags.replay_answers else None
+    return Answering(given=given, replay=replay, simulated_user=person)
+
+
+def report_answers(answering: Answering, console: Console) -> None:
+    """Say how many answers were replayed and which questions had none recorded (with --replay-answers)."""
+    log = answering.log
+    if answering.replay is not None:
+        line = f"[dim]replayed {log.replayed} answer(s) from run {answering.replay.run_id}"
+        if log.new_questions:
+            line += f"; new question(s): {escape(', '.join(log.new_questions))}"
+        console.print(line + "[/]")
+    if log.simulated:
+        who = sorted({note.by or "" for note in log.notes if note.source == "simulated"})
+        console.print(f"[dim]{log.simulated} answer(s) simulated by {escape(', '.join(who))}[/]")
+
+
+def answers_json(answering: Answering) -> dict[str, Any]:
+    """The ``--json`` keys about answers: who answered each question; with a replay, what it replayed."""
+    log = answering.log
+    data: dict[str, Any] = {"answers": [note.to_dict() for note in log.notes]}
+    if answering.replay is not None:
+        data["replay"] = {
+            "from": answering.replay.run_id,
+            "replayed": log.replayed,
+            "new_questions": list(log.new_questions),
+        }
+    return data
