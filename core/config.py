@@ -111,12 +111,31 @@ class LimitSettings(BaseModel):
     max_cost_usd: float | None = Field(default=None, ge=0)
 
 
+class PostgresSettings(BaseModel):
+    """How the run store talks to PostgreSQL when ``state_uri`` is a ``postgresql://`` URI (docs/scale.md).
+
+    Each process holds at most ``pool_max_size`` pooled connections, plus one outside the pool while it
+    executes runs (their claims are advisory locks held on it). ``sslmode`` is libpq's (``disable``,
+    ``require``, ``verify-full`` ...); None leaves it to the URI. TCP keepalives are always on: the server
+    ends the session of a client that vanished after about ``keepalive_idle_s`` + 3 × 10 s, and with it
+    the claims that client held."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pool_min_size: int = Field(default=1, ge=0)
+    pool_max_size: int = Field(default=4, ge=1)
+    sslmode: Literal["disable", "allow", "prefer", "require", "verify-ca", "verify-full"] | None = None
+    connect_timeout_s: int = Field(default=10, ge=1)
+    keepalive_idle_s: int = Field(default=30, ge=1)
+
+
 class Settings(BaseModel):
     """All settings flujo reads. Build with ``load_settings``."""
 
     model_config = ConfigDict(extra="forbid")
 
     state_uri: str = ".flujo/flujo.db"
+    postgres: PostgresSettings = Field(default_factory=PostgresSettings)
     openai: ProviderSettings = Field(default_factory=lambda: ProviderSettings(base_url="https://api.openai.com/v1"))
     anthropic: ProviderSettings = Field(default_factory=lambda: ProviderSettings(base_url="https://api.anthropic.com"))
     ollama: ProviderSettings = Field(default_factory=lambda: ProviderSettings(base_url="http://localhost:11434/v1"))

@@ -535,22 +535,6 @@ class SqliteStore:
                 return list(await db.execute_fetchall(sql, params))
 
 
-async def open_store(uri: str, *, mode: OpenMode = "create") -> SqliteStore:
-    """Open (creating and migrating as needed) the store at ``uri`` and return it; close it when done.
-    ``mode="existing"`` or ``"read"`` never creates it (see ``SqliteStore``).
-
-    ``uri`` is a file path (``.flujo/flujo.db``, ``~`` expanded), ``sqlite:///relative/path.db``,
-    ``sqlite:////absolute/path.db`` or ``:memory:``. Usage::
-
-        store = await open_store(settings.state_uri)
-        try: ...
-        finally: await store.close()
-
-    or ``async with await open_store(uri) as store: ...``.
-    """
-    return await SqliteStore(files.path_from_uri(uri), mode=mode).open()
-
-
 def _marks(columns: str) -> str:
     return _marks_n(len(columns.split(",")))
 
