@@ -300,8 +300,12 @@ def load_settings(
         if overrides:
             source = f"--set, {source}"
         raise ConfigError(f"setting {where}: {first['msg']}", hint=f"check {source}") from None
-    if toml_path is not None and not Path(settings.state_uri).is_absolute() and "FLUJO_STATE_URI" not in env:
-        settings = settings.model_copy(update={"state_uri": str(toml_path.parent / settings.state_uri)})
+    # A relative file path in flujo.toml is relative to that file; one given by FLUJO_STATE_URI or on the
+    # command line (--state), to the working directory; a URI (sqlite:///, postgresql://) is left as it is.
+    uri = settings.state_uri
+    from_toml = "FLUJO_STATE_URI" not in env and "state_uri" not in (overrides or {})
+    if toml_path is not None and from_toml and "://" not in uri and uri != ":memory:" and not Path(uri).is_absolute():
+        settings = settings.model_copy(update={"state_uri": str(toml_path.parent / uri)})
     return settings
 
 
@@ -312,12 +316,18 @@ _SECRET_NAME = re.compile(r"(?i)(_API_KEY|_TOKEN|_SECRET|PASSWORD|_KEY)$")
 def secret_values(settings: Settings, *, env: Mapping[str, str] | None = None) -> list[str]:
     """The literal values redaction must mask (``Redactor(secret_values=...)``): those of the environment
     variables whose names look secret (``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*_KEY``, ``*PASSWORD``)
-    or are listed in ``settings.secret_env_vars``, and the providers' API keys, which ``flujo.toml`` may
-    hold without any variable naming them. ``env`` defaults to the process environment."""
+    or are listed in ``settings.secret_env_vars``, the providers' API keys, which ``flujo.toml`` may
+    hold without any variable naming them, and the password of a PostgreSQL ``state_uri``. ``env``
+    defaults to the process environment."""
     env = os.environ if env is None else env
     named = set(settings.secret_env_vars)
     values = [value for name, value in env.items() if name in named or _SECRET_NAME.search(name)]
     for provider in (settings.openai, settings.anthropic, settings.ollama):
         if provider.api_key is not None:
             values.append(provider.api_key.get_secret_value())
+    from core.store.location import password  # here: the store package is not needed to read settings
+
+    store_password = password(settings.state_uri)  # a postgresql:// state URI may carry one
+    if store_password:
+        values.append(store_password)
     return values

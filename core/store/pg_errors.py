@@ -18,7 +18,13 @@ if TYPE_CHECKING:
     import psycopg
 
 _CREDENTIALS = ("28P01", "28000")  # invalid_password, invalid_authorization_specification
-_UNREACHABLE_TEXTS = ("connection refused", "could not translate host name", "timeout expired", "no route to host")
+_UNREACHABLE_TEXTS = (
+    "connection refused",
+    "could not translate host name",
+    "failed to resolve host",
+    "timeout expired",
+    "no route to host",
+)
 
 
 def store_error(label: str, action: str, exc: psycopg.Error, *, secret: str | None) -> StoreError:

@@ -40,7 +40,7 @@ import aiosqlite
 from core.context import ConversationTurn
 from core.errors import StoreError
 from core.ports import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
-from core.store import claims, codec, files, pruning, texts, thread_rows
+from core.store import claims, codec, files, location, pruning, texts, thread_rows
 from core.store.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
 from core.store.migrations import has_tables, migrate
 from core.store.transaction import immediate
@@ -96,9 +96,8 @@ class SqliteStore:
             files.make_parent(Path(self.path))
         elif not in_memory and not Path(self.path).is_file():
             raise StoreError(
-                f"there is no run store at {self.path}",
-                hint="flujo run creates it; run flujo from the project's directory, or point FLUJO_STATE_URI"
-                " (or state_uri in flujo.toml) at the store to read",
+                f"there is no run store at {location.describe(self.path)}",
+                hint=f"flujo run creates it; or {location.ELSEWHERE_HINT}",
             )
         with self._translated("open the run store"):
             target, uri = (

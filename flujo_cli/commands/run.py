@@ -39,7 +39,12 @@ class RunOverrides:
         openai.api_key=...``, any key naming a key, token, secret or password) is never written to the store:
         a resume must be given it again."""
         options: dict[str, Any] = {}
-        kept = [assignment for assignment in self.settings if not _SECRET_KEY.search(assignment.partition("=")[0])]
+        # Nor is the store's location (--set state_uri=...: a resume looks the run up where it is told to).
+        kept = [
+            assignment
+            for assignment in self.settings
+            if not _SECRET_KEY.search(key := assignment.partition("=")[0]) and key.strip() != "state_uri"
+        ]
         if kept:
             options["set"] = kept
         if self.max_tokens is not None:
@@ -120,6 +125,7 @@ def run_blueprint(
     json_output: bool,
     overrides: RunOverrides = RunOverrides(),
     thread: str | None = None,
+    state: str | None = None,
     debug: bool,
 ) -> int:
     if not file.is_file():
@@ -141,6 +147,7 @@ def run_blueprint(
             json_output=json_output,
             overrides=overrides,
             thread=thread,
+            state=state,
         ),
         invocation,
         debug=debug,
@@ -166,6 +173,7 @@ def resume_run(
     json_output: bool,
     overrides: RunOverrides = RunOverrides(),
     force: bool = False,
+    state: str | None = None,
     debug: bool,
 ) -> int:
     if answers_file is not None and not answers_file.is_file():
@@ -183,6 +191,7 @@ def resume_run(
             no_input=no_input,
             json_output=json_output,
             overrides=overrides,
+            state=state,
         ),
         invocation,
         debug=debug,
@@ -202,34 +211,39 @@ async def _run(
     json_output: bool,
     overrides: RunOverrides,
     thread: str | None = None,
+    state: str | None = None,
 ) -> int:
     from blueprints import load_pipeline
-    from core.config import load_settings, overrides_from_assignments, secret_values
+    from core.config import overrides_from_assignments, secret_values
     from core.engine import Engine, new_run_id
     from core.errors import BlueprintError, ResumeRefused, RunError
     from core.redaction import Redactor
-    from core.store import open_store
     from core.threads import check_thread
     from flujo_cli.human import TerminalHuman
     from flujo_cli.progress import LiveReporter
+    from flujo_cli.store_access import elsewhere, open_for, settings_with_state, where
 
     console = stderr()
-    settings = load_settings(overrides=overrides_from_assignments(overrides.settings))
+    settings = settings_with_state(state, overrides_from_assignments(overrides.settings))
     positional, by_step = _answers(answers, answers_file)
     human = TerminalHuman(answers=positional, by_step=by_step, interactive=not no_input, console=console)
     reporter = LiveReporter(console, quiet=json_output)
     redactor = Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings))
     started = time.perf_counter()
-    store = await open_store(settings.state_uri)
+    # A resume only looks the run up: it never creates a store (a missing one is named, exit code 7).
+    store = await open_for(settings, "create" if resume_id is None else "existing")
     try:
         if resume_id is not None:
             record = await store.get_run(resume_id)
             if record is None:
-                raise RunError(f"no run matches {resume_id!r}", hint="check the id printed when the run paused")
+                raise RunError(
+                    f"no run matches {resume_id!r} in {where(settings)}",
+                    hint=elsewhere("check the id printed when the run paused (flujo lens list lists the runs)"),
+                )
             invocation.run_id = resume_id = record.run_id
             if record.options:  # the run continues under the settings it started with (ours on top)
                 overrides = overrides.over(record.options)
-                settings = load_settings(overrides=overrides_from_assignments(overrides.settings))
+                settings = settings_with_state(state, overrides_from_assignments(overrides.settings))
                 redactor = Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings))
             if record.status == "completed":  # the engine refuses it too; say so before loading anything
                 raise ResumeRefused(
