@@ -325,9 +325,7 @@ def secret_values(settings: Settings, *, env: Mapping[str, str] | None = None) -
     for provider in (settings.openai, settings.anthropic, settings.ollama):
         if provider.api_key is not None:
             values.append(provider.api_key.get_secret_value())
-    from core.store.location import password  # here: the store package is not needed to read settings
+    from core.store.location import secrets  # here: the store package is not needed to read settings
 
-    store_password = password(settings.state_uri)  # a postgresql:// state URI may carry one
-    if store_password:
-        values.append(store_password)
+    values.extend(secrets(settings.state_uri))  # a postgresql:// state URI may carry a password
     return values

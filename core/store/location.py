@@ -3,13 +3,13 @@ PostgreSQL database by its URI with the password masked.
 
 Invariants: ``describe`` never returns a password (neither the one in the URI's user part nor a
 ``password=`` query parameter), so every message, hint and listing that names a store is safe to show;
-``password`` returns it, so that redaction can mask it wherever else it might appear.
+``password`` and ``secrets`` return it, so that redaction can mask it wherever else it might appear.
 """
 
 from __future__ import annotations
 
 import os
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 MASK = "***"
@@ -35,7 +35,8 @@ def describe(uri: str) -> str:
 
 
 def password(uri: str) -> str | None:
-    """The password a PostgreSQL ``uri`` carries (in its user part or as ``password=``), or None."""
+    """The password a PostgreSQL ``uri`` carries (in its user part, percent-decoded as the driver reads it,
+    or as ``password=``), or None."""
     if not is_postgres(uri):
         return None
     try:
@@ -44,8 +45,18 @@ def password(uri: str) -> str | None:
     except ValueError:
         return None
     if found:
-        return found
+        return unquote(found)
     return next((value for key, value in parse_qsl(parts.query) if key == "password" and value), None)
+
+
+def secrets(uri: str) -> list[str]:
+    """The password of ``uri`` in every form it may be written in (as typed, percent-encoded, and as the
+    driver reads it), for redaction to mask."""
+    found = password(uri)
+    if found is None:
+        return []
+    raw = urlsplit(uri).password
+    return list(dict.fromkeys(value for value in (found, raw) if value))
 
 
 def _masked(uri: str) -> str:
@@ -56,7 +67,7 @@ def _masked(uri: str) -> str:
             user, _, host = netloc.rpartition("@")
             netloc = f"{user.partition(':')[0]}:{MASK}@{host}"
         query = urlencode(
-            [(key, MASK if key == "password" else value) for key, value in parse_qsl(parts.query)], safe=":/,"
+            [(key, MASK if key == "password" else value) for key, value in parse_qsl(parts.query)], safe=":/,*"
         )
         return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
     except ValueError:  # not even parseable: show only the scheme, never the rest
