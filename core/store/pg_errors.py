@@ -50,6 +50,11 @@ def store_error(label: str, action: str, exc: psycopg.Error, *, secret: str | No
         return StoreError(
             f"the database of {label} does not exist", hint="create it first (createdb NAME, or CREATE DATABASE)"
         )
+    if state == "3F000" or "no schema has been selected" in lowered:
+        return StoreError(
+            f"cannot {action}: no schema of {label} can be used ({detail})",
+            hint="create the schema in the URI's search_path and grant the user USAGE and CREATE on it (docs/scale.md)",
+        )
     if state == "42501":
         return StoreError(
             f"cannot {action}: permission denied in {label} ({detail})",
