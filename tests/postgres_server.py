@@ -6,13 +6,15 @@ root, the folder belongs to the ``postgres`` user and ``initdb`` / ``pg_ctl`` ru
 refuses to run as root); otherwise as the current user. TCP connections need a password (scram-sha-256),
 so tests can check wrong credentials; the superuser's password is ``SUPERUSER_PASSWORD``.
 
-A developer with a server of their own can set ``FLUJO_TEST_POSTGRES_URI`` (a superuser's URI) and none is
+A session killed before it could stop its server (SIGKILL, a timeout) leaves it running; the next session
+stops and deletes it. A developer with a server of their own can set ``FLUJO_TEST_POSTGRES_URI`` (a superuser's URI) and none is
 started. When no server can be started the PostgreSQL tests are skipped with the reason, except under CI
 (``CI`` set), where that is an error: CI must run them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
@@ -63,6 +65,7 @@ def start() -> Server:
     if os.environ.get(ENV_URI):
         return Server(uri=os.environ[ENV_URI])
     binaries = bin_dir()
+    _stop_orphans(binaries)
     owner = None
     if os.geteuid() == 0:
         owner = "postgres"
@@ -76,6 +79,7 @@ def start() -> Server:
     try:
         if owner is not None:
             shutil.chown(folder, user=owner)
+        (folder / "test-session.pid").write_text(str(os.getpid()))  # see _stop_orphans
         (folder / "pw").write_text(SUPERUSER_PASSWORD + "\n")
         if owner is not None:
             shutil.chown(folder / "pw", user=owner)
@@ -97,6 +101,24 @@ def start() -> Server:
         raise NoServer(f"could not start PostgreSQL: {exc} {output} {detail}".strip()) from None
     uri = f"postgresql://postgres:{SUPERUSER_PASSWORD}@127.0.0.1:{port}/postgres"
     return Server(uri=uri, folder=folder, bin_dir=binaries, owner=owner)
+
+
+def _stop_orphans(binaries: Path) -> None:
+    """Stop and delete the servers of earlier test sessions that were killed before they could (their
+    ``test-session.pid`` names a process that is gone)."""
+    for marker in Path(tempfile.gettempdir()).glob("flujo-pg-*/test-session.pid"):
+        try:
+            os.kill(int(marker.read_text()), 0)
+            continue  # that session is still running
+        except (ProcessLookupError, ValueError):
+            pass
+        except PermissionError:
+            continue
+        folder = marker.parent
+        owner = folder.owner() if os.geteuid() == 0 else None
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            _as_owner([str(binaries / "pg_ctl"), "-D", str(folder / "data"), "-m", "immediate", "-w", "stop"], owner)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _as_owner(argv: list[str], owner: str | None) -> None:

@@ -104,7 +104,9 @@ def test_sixteen_processes_run_on_one_postgresql_at_once(
     assert len(events) == 16 and len({count for _, count in events}) == 1
     assert _sql(postgres_uri, "SELECT count(*) FROM runs WHERE status = 'completed'") == [(16,)]
     max_connections = int(_sql(postgres_server, "SHOW max_connections")[0][0])
-    assert 16 <= peak.most < max_connections  # with the default pool settings (pool_max_size 4 + 1 for claims)
+    # With the default pool settings: at most pool_max_size (4) + 1 (claims) connections per process.
+    print(f"\n16 processes: at most {peak.most} connections at once (max_connections {max_connections})")
+    assert 0 < peak.most <= 16 * 5 < max_connections
 
 
 class _ConnectionWatch:

@@ -52,6 +52,17 @@ async def test_an_empty_database_is_set_up_on_first_use_and_once(postgres_uri: s
     assert len(_sql(postgres_uri, "SELECT name FROM schema_migrations")) == SCHEMA_VERSION
 
 
+async def test_stores_opened_at_once_on_an_empty_database_migrate_it_once(postgres_uri: str) -> None:
+    import asyncio
+
+    stores = await asyncio.gather(*(open_store(postgres_uri) for _ in range(8)))
+    try:
+        assert len(_sql(postgres_uri, "SELECT name FROM schema_migrations")) == SCHEMA_VERSION
+    finally:
+        for store in stores:
+            await store.close()
+
+
 async def test_looking_never_creates_a_store(postgres_uri: str) -> None:
     for mode in ("read", "existing"):
         with pytest.raises(StoreError, match="there is no run store in postgresql://postgres:\\*\\*\\*@"):

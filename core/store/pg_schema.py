@@ -9,9 +9,9 @@ Invariants:
   refused.
 * The tables live in the connection's current schema (``public`` unless the URI's ``options`` sets
   ``search_path``), so several stores can share one database in separate schemas.
-* Migrations run in one transaction under a transaction-level advisory lock (``MIGRATION_LOCK``): processes
-  that open an empty database at the same moment apply them once; an up-to-date database is checked with
-  one query and no lock.
+* Migrations run in one transaction under an advisory lock (``MIGRATION_LOCK``) taken before that
+  transaction starts, so it sees what another process committed meanwhile: processes that open an empty
+  database at the same moment apply them once; an up-to-date database is checked with one query, no lock.
 * Differences from SQLite, by design: ``runs.seq`` (an identity) stands for SQLite's ``rowid`` (the order
   of creation among runs created in the same instant); text bodies are ``BYTEA`` (UTF-8; a text may hold
   NUL, which PostgreSQL's ``TEXT`` refuses), and values are not zlib-packed: PostgreSQL compresses long
@@ -22,9 +22,12 @@ psycopg exceptions raised here are translated by the caller (``core.store.postgr
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, LiteralString
+
+import psycopg
 
 from core.errors import StoreError
 from core.store.location import ELSEWHERE_HINT
@@ -135,8 +138,18 @@ async def migrate(db: AsyncConnection[tuple[object, ...]], *, label: str, create
         raise StoreError(f"there is no run store in {label}", hint=f"flujo run creates it; or {ELSEWHERE_HINT}")
     if applied is not None and not _pending(applied, label=label):
         return []
+    # The lock is taken before the transaction starts, not inside it: a transaction that started earlier
+    # could still see the catalog as it was (a table another process created meanwhile would look absent).
+    await db.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+    try:
+        return await _apply(db, label=label)
+    finally:
+        with contextlib.suppress(psycopg.Error):  # a lost connection: the server released the lock with it
+            await db.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+
+
+async def _apply(db: AsyncConnection[tuple[object, ...]], *, label: str) -> list[str]:
     async with db.transaction():
-        await db.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
         applied = await _applied(db)  # again, under the lock: another process may have migrated meanwhile
         if applied is None:
             if (await (await db.execute("SELECT to_regclass('runs')")).fetchone() or (None,))[0] is not None:
