@@ -7,9 +7,9 @@ refuses to run as root); otherwise as the current user. TCP connections need a p
 so tests can check wrong credentials; the superuser's password is ``SUPERUSER_PASSWORD``.
 
 A session killed before it could stop its server (SIGKILL, a timeout) leaves it running; the next session
-stops and deletes it. A developer with a server of their own can set ``FLUJO_TEST_POSTGRES_URI`` (a superuser's URI) and none is
-started. When no server can be started the PostgreSQL tests are skipped with the reason, except under CI
-(``CI`` set), where that is an error: CI must run them.
+stops and deletes it. A developer with a server of their own can set ``FLUJO_TEST_POSTGRES_URI`` (a
+superuser's URI) and none is started. When no server can be started the PostgreSQL tests are skipped
+with the reason, except under CI (``CI`` set), where that is an error: CI must run them.
 """
 
 from __future__ import annotations
