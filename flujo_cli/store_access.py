@@ -36,8 +36,13 @@ def where(settings: Settings) -> str:
 
 async def open_for(settings: Settings, mode: OpenMode | Literal["create"] = "create") -> SqliteStore | PostgresStore:
     """The store the settings name, opened in ``mode`` with the settings' PostgreSQL options."""
+    import logging
+
     from core.store import open_store
 
+    # The PostgreSQL driver's pool logs reconnection attempts; with no handler Python would print them raw on
+    # stderr. The errors that matter reach the user as one line each (core.store.pg_errors).
+    logging.getLogger("psycopg").addHandler(logging.NullHandler())
     return await open_store(settings.state_uri, mode=mode, postgres=settings.postgres)
 
 
