@@ -9,7 +9,9 @@ Invariants:
   stored once per run (``core.store.texts``); runs are deleted only by ``prune_runs``, with everything
   that refers to them (``ON DELETE CASCADE``) and their child runs.
 * Writes are serialised inside a store by an ``asyncio.Lock`` (the text-id cache belongs to the
-  transaction in progress); reads take a pooled connection each and run side by side.
+  transaction in progress); reads take a pooled connection each and run side by side. A write transaction
+  is sent in pipeline mode: its statements go out without waiting for each reply, so a step costs a few
+  round trips, not one per statement; a statement whose result is needed (``RETURNING``) waits for it.
 * Claims are session advisory locks (``pg_try_advisory_lock``) on one connection outside the pool, opened
   at the first claim and closed when the store holds none: a pooled connection goes back to the pool and
   would carry the lock to whoever takes it next. The server drops the locks when that session ends, so a
@@ -159,10 +161,11 @@ class PostgresStore:
         async with self._write(f"create run {run.run_id}") as db:
             input, output = await self._encode(db, run.run_id, [run.input, run.output])
             cursor = await db.execute(
-                f"INSERT INTO runs ({codec.RUN_COLUMNS}) VALUES ({_RUN_MARKS}) ON CONFLICT (run_id) DO NOTHING",
+                f"INSERT INTO runs ({codec.RUN_COLUMNS}) VALUES ({_RUN_MARKS}) ON CONFLICT (run_id) DO NOTHING"
+                " RETURNING run_id",
                 codec.run_row(run, input, output),
             )
-            if cursor.rowcount == 0:
+            if await cursor.fetchone() is None:
                 raise StoreError(f"run {run.run_id} already exists", hint="every run needs a new id")
 
     async def record_step(self, step: StepRecord, events: Sequence[TraceEvent]) -> None:
@@ -199,7 +202,8 @@ class PostgresStore:
             cursor = await db.execute(
                 "UPDATE runs SET status = %s, output = COALESCE(%s, output), error = COALESCE(%s, error),"
                 " usage = COALESCE(%s, usage), finished_at = COALESCE(%s, finished_at),"
-                " pause_path = %s, pause_message = %s, options = COALESCE(%s, options) WHERE run_id = %s",
+                " pause_path = %s, pause_message = %s, options = COALESCE(%s, options) WHERE run_id = %s"
+                " RETURNING run_id",
                 (
                     status,
                     encoded_output,
@@ -212,7 +216,7 @@ class PostgresStore:
                     run_id,
                 ),
             )
-            if cursor.rowcount == 0:
+            if await cursor.fetchone() is None:
                 raise StoreError(f"no run {run_id} to update", hint="create the run first")
 
     async def claim_run(self, run_id: str) -> bool:
@@ -233,8 +237,10 @@ class PostgresStore:
             self._claimed.add(run_id)
         try:
             async with self._write(f"claim run {run_id}") as db:
-                cursor = await db.execute("UPDATE runs SET owner = %s WHERE run_id = %s", (process_label(), run_id))
-                if cursor.rowcount == 0:
+                cursor = await db.execute(
+                    "UPDATE runs SET owner = %s WHERE run_id = %s RETURNING run_id", (process_label(), run_id)
+                )
+                if await cursor.fetchone() is None:
                     raise StoreError(f"cannot claim run {run_id}: no such run", hint=NO_RUN_HINT)
         except BaseException:
             await self.release_run(run_id)
@@ -510,7 +516,7 @@ class PostgresStore:
         async with self._write_lock:
             self._new_text_ids = {}
             with self._translated(action):
-                async with pool.connection() as db, db.transaction():
+                async with pool.connection() as db, db.pipeline(), db.transaction():
                     yield db
             # Committed: the texts this transaction stored can now be referred to without a look-up.
             if len(self._text_ids) + len(self._new_text_ids) > TEXT_CACHE_SIZE:
