@@ -193,3 +193,17 @@ def test_redaction_masks_the_password_of_a_postgresql_state_uri() -> None:
     settings = Settings(state_uri="postgresql://flujo:s%40fe-pw@db:5432/runs")
     assert {"s@fe-pw", "s%40fe-pw"} <= set(secret_values(settings, env={}))
     assert secret_values(Settings(), env={}) == []
+
+
+async def test_a_long_text_is_stored_once_per_run(postgres_uri: str) -> None:
+    from core.ports import StepRecord, TraceEvent
+
+    said = "a long answer that the next prompt injects again, " * 4
+    async with await open_store(postgres_uri) as store:
+        await store.create_run(RunRecord("r1", "demo", "running", created_at=1.0, input=said))
+        for n in range(3):
+            event = TraceEvent("agent.prompt", f"s{n}", {"messages": [{"role": "user", "content": said}]}, 1.0)
+            await store.record_step(StepRecord("r1", f"s{n}", "s", "step", "completed", output=said), [event])
+        assert [s.output for s in await store.steps("r1")] == [said] * 3
+    assert _sql(postgres_uri, "SELECT count(*) FROM texts") == [(1,)]
+    assert all(said not in str(row) for row in _sql(postgres_uri, "SELECT output FROM steps"))
