@@ -20,6 +20,11 @@ Invariants:
   for its transaction only (``pg_try_advisory_xact_lock``): a run someone executes is never deleted.
 * psycopg errors become ``StoreError`` in one place, ``core.store.pg_errors``; the URI's password never
   appears in a message (``core.store.location``).
+
+The module is longer than most (about 550 lines) for the reason ``core.store.sqlite`` is: the store owns
+its pool, its claims connection, its locks and the text-id cache, and every method is a transaction over
+them; the schema, the error translation, the queries of threads and the choice of runs to prune live in
+their own modules.
 """
 
 from __future__ import annotations
