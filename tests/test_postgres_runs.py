@@ -13,6 +13,8 @@ import signal
 import subprocess
 import sys
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +70,40 @@ def test_a_run_killed_mid_step_resumes_in_another_process_at_once_without_rerunn
     # committed (re-running the committed ones would make 7).
     assert calls.read_text() == "5"
     assert _sql(postgres_uri, "SELECT status FROM runs") == [("completed",)]
+
+
+def test_a_run_another_process_executes_is_refused_until_that_process_is_killed(
+    workdir: Path, postgres_uri: str
+) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "FLUJO_STATE_URI": postgres_uri,
+           "DURABILITY_HOLD": str(workdir / "go")}  # fmt: skip
+    with contextlib.chdir(workdir):
+        holder = subprocess.Popen(
+            [sys.executable, "-m", "flujo_cli.main", "run", "chat.yaml", *_answer_args(ANSWERS)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        )  # fmt: skip
+    try:
+        _wait_for(lambda: (workdir / "go.waiting").exists())  # inside its first agent call, claim held
+        [(run_id,)] = _sql(postgres_uri, "SELECT run_id FROM runs")
+        refused = _flujo(workdir, postgres_uri, "resume", run_id, *_answer_args(ANSWERS[1:]))
+        assert refused.returncode == exit_codes.FAILED, refused.stderr
+        assert f"run {run_id} is being executed by another flujo process (pid {holder.pid} on " in refused.stderr
+        holder.kill()  # SIGKILL: the server ends its session and drops the claim
+        holder.wait(timeout=30)
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+        holder.communicate(timeout=30)
+    resumed = _flujo(workdir, postgres_uri, "resume", run_id, "--json", *_answer_args(ANSWERS[1:]))
+    assert resumed.returncode == 0, resumed.stderr
+    assert _sql(postgres_uri, "SELECT status FROM runs") == [("completed",)]
+
+
+def _wait_for(condition: Callable[[], bool], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
 
 
 def test_sixteen_processes_run_on_one_postgresql_at_once(
