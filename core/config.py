@@ -111,12 +111,31 @@ class LimitSettings(BaseModel):
     max_cost_usd: float | None = Field(default=None, ge=0)
 
 
+class PostgresSettings(BaseModel):
+    """How the run store talks to PostgreSQL when ``state_uri`` is a ``postgresql://`` URI (docs/scale.md).
+
+    Each process holds at most ``pool_max_size`` pooled connections, plus one outside the pool while it
+    executes runs (their claims are advisory locks held on it). ``sslmode`` is libpq's (``disable``,
+    ``require``, ``verify-full`` ...); None leaves it to the URI. TCP keepalives are always on: the server
+    ends the session of a client that vanished after about ``keepalive_idle_s`` + 3 × 10 s, and with it
+    the claims that client held."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pool_min_size: int = Field(default=1, ge=0)
+    pool_max_size: int = Field(default=4, ge=1)
+    sslmode: Literal["disable", "allow", "prefer", "require", "verify-ca", "verify-full"] | None = None
+    connect_timeout_s: int = Field(default=10, ge=1)
+    keepalive_idle_s: int = Field(default=30, ge=1)
+
+
 class Settings(BaseModel):
     """All settings flujo reads. Build with ``load_settings``."""
 
     model_config = ConfigDict(extra="forbid")
 
     state_uri: str = ".flujo/flujo.db"
+    postgres: PostgresSettings = Field(default_factory=PostgresSettings)
     openai: ProviderSettings = Field(default_factory=lambda: ProviderSettings(base_url="https://api.openai.com/v1"))
     anthropic: ProviderSettings = Field(default_factory=lambda: ProviderSettings(base_url="https://api.anthropic.com"))
     ollama: ProviderSettings = Field(default_factory=lambda: ProviderSettings(base_url="http://localhost:11434/v1"))
@@ -281,8 +300,12 @@ def load_settings(
         if overrides:
             source = f"--set, {source}"
         raise ConfigError(f"setting {where}: {first['msg']}", hint=f"check {source}") from None
-    if toml_path is not None and not Path(settings.state_uri).is_absolute() and "FLUJO_STATE_URI" not in env:
-        settings = settings.model_copy(update={"state_uri": str(toml_path.parent / settings.state_uri)})
+    # A relative file path in flujo.toml is relative to that file; one given by FLUJO_STATE_URI or on the
+    # command line (--state), to the working directory; a URI (sqlite:///, postgresql://) is left as it is.
+    uri = settings.state_uri
+    from_toml = "FLUJO_STATE_URI" not in env and "state_uri" not in (overrides or {})
+    if toml_path is not None and from_toml and "://" not in uri and uri != ":memory:" and not Path(uri).is_absolute():
+        settings = settings.model_copy(update={"state_uri": str(toml_path.parent / uri)})
     return settings
 
 
@@ -293,14 +316,18 @@ _SECRET_NAME = re.compile(r"(?i)(_API_KEY|_TOKEN|_SECRET|PASSWORD|_KEY)$")
 def secret_values(settings: Settings, *, env: Mapping[str, str] | None = None) -> list[str]:
     """The literal values redaction must mask (``Redactor(secret_values=...)``): those of the environment
     variables whose names look secret (``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*_KEY``, ``*PASSWORD``)
-    or are listed in ``settings.secret_env_vars``, and the providers' API keys, which ``flujo.toml`` may
-    hold without any variable naming them. ``env`` defaults to the process environment."""
+    or are listed in ``settings.secret_env_vars``, the providers' API keys, which ``flujo.toml`` may
+    hold without any variable naming them, and the password of a PostgreSQL ``state_uri``. ``env``
+    defaults to the process environment."""
     env = os.environ if env is None else env
     named = set(settings.secret_env_vars)
     values = [value for name, value in env.items() if name in named or _SECRET_NAME.search(name)]
     for provider in (settings.openai, settings.anthropic, settings.ollama):
         if provider.api_key is not None:
             values.append(provider.api_key.get_secret_value())
+    from core.store.location import secrets  # here: the store package is not needed to read settings
+
+    values.extend(secrets(settings.state_uri))  # a postgresql:// state URI may carry a password
     return values
 
 

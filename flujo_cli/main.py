@@ -131,6 +131,16 @@ ThreadOption = Annotated[
         show_default=False,
     ),
 ]
+StateOption = Annotated[
+    str | None,
+    typer.Option(
+        "--state",
+        help="The run store: a SQLite file path or a postgresql://user:pass@host:port/db URI (beats"
+        " FLUJO_STATE_URI and state_uri in flujo.toml; default .flujo/flujo.db).",
+        show_default=False,
+        metavar="URI",
+    ),
+]
 
 
 @app.command(cls=Command)
@@ -147,6 +157,7 @@ def run(
     max_cost_usd: MaxCostOption = None,
     simulate_user: SimulateUserOption = None,
     replay_answers: ReplayAnswersOption = None,
+    store: StateOption = None,
 ) -> None:
     """Run a blueprint. Human questions are asked in the terminal (or answered by --answer/--answers)."""
     from flujo_cli.answering import AnswerFlags
@@ -163,6 +174,7 @@ def run(
             overrides=RunOverrides(set_ or [], max_tokens, max_cost_usd),
             thread=thread,
             answer_flags=AnswerFlags(simulate_user, replay_answers),
+            state=store,
             debug=state.debug,
         )
     )
@@ -184,6 +196,7 @@ def resume(
     ] = False,
     simulate_user: SimulateUserOption = None,
     replay_answers: ReplayAnswersOption = None,
+    store: StateOption = None,
 ) -> None:
     """Continue a paused, failed, interrupted or crashed run; steps already done are not run again (a run
     started with --thread stays in its thread)."""
@@ -200,6 +213,7 @@ def resume(
             overrides=RunOverrides(set_ or [], max_tokens, max_cost_usd),
             force=force,
             answer_flags=AnswerFlags(simulate_user, replay_answers),
+            state=store,
             debug=state.debug,
         )
     )
@@ -332,27 +346,27 @@ ThreadName = Annotated[str, typer.Argument(help="The thread's name.", show_defau
 
 
 @threads_app.command("list", cls=Command)
-def threads_list(json_output: JsonOption = False) -> None:
+def threads_list(json_output: JsonOption = False, store: StateOption = None) -> None:
     """List the threads, the one with the latest run first: runs, turns, tokens."""
     from flujo_cli.commands.threads import list_threads
 
-    raise SystemExit(list_threads(json_output=json_output, debug=state.debug))
+    raise SystemExit(list_threads(json_output=json_output, state=store, debug=state.debug))
 
 
 @threads_app.command("show", cls=Command)
-def threads_show(name: ThreadName, json_output: JsonOption = False) -> None:
+def threads_show(name: ThreadName, json_output: JsonOption = False, store: StateOption = None) -> None:
     """Print a thread's turns in order, grouped by the run that said them."""
     from flujo_cli.commands.threads import show_thread
 
-    raise SystemExit(show_thread(name, json_output=json_output, debug=state.debug))
+    raise SystemExit(show_thread(name, json_output=json_output, state=store, debug=state.debug))
 
 
 @threads_app.command("delete", cls=Command)
-def threads_delete(name: ThreadName, json_output: JsonOption = False) -> None:
+def threads_delete(name: ThreadName, json_output: JsonOption = False, store: StateOption = None) -> None:
     """Delete a thread's turns (without asking) and say what was removed; its runs stay in the run store."""
     from flujo_cli.commands.threads import delete_thread
 
-    raise SystemExit(delete_thread(name, json_output=json_output, debug=state.debug))
+    raise SystemExit(delete_thread(name, json_output=json_output, state=store, debug=state.debug))
 
 
 lens_app = typer.Typer(
@@ -380,12 +394,15 @@ def lens_list(
         str | None, typer.Option("--thread", metavar="NAME", help="Only the runs of thread NAME.", show_default=False)
     ] = None,
     json_output: JsonOption = False,
+    store: StateOption = None,
 ) -> None:
     """List recent runs, newest first: id, blueprint, status, start, duration, steps, tokens, cost (a
     sub-workflow's child run is shown under its parent)."""
     from flujo_cli.commands.lens import list_runs
 
-    raise SystemExit(list_runs(status=status, limit=limit, thread=thread, json_output=json_output, debug=state.debug))
+    raise SystemExit(
+        list_runs(status=status, limit=limit, thread=thread, json_output=json_output, state=store, debug=state.debug)
+    )
 
 
 @lens_app.command("show", cls=Command)
@@ -395,12 +412,15 @@ def lens_show(
         bool, typer.Option("--final-output", help="Print only the run's output, whole (as flujo run does).")
     ] = False,
     json_output: JsonOption = False,
+    store: StateOption = None,
 ) -> None:
     """Show a run: its status, usage, input and output, then its steps in execution order (loops by
     iteration, parallel by branch, sub-workflows nested) with their input, output and errors."""
     from flujo_cli.commands.lens import show_run
 
-    raise SystemExit(show_run(run_id, final_output=final_output, json_output=json_output, debug=state.debug))
+    raise SystemExit(
+        show_run(run_id, final_output=final_output, json_output=json_output, state=store, debug=state.debug)
+    )
 
 
 @lens_app.command("trace", cls=Command)
@@ -428,13 +448,14 @@ def lens_trace(
         ),
     ] = None,
     json_output: JsonOption = False,
+    store: StateOption = None,
 ) -> None:
     """Show a run's span tree (run, steps, iterations, agent calls) with the messages each agent was sent,
     redacted, and where conversation history was injected, trimmed or summarised."""
     from flujo_cli.commands.lens import TraceOptions, trace_run
 
     options = TraceOptions(step=step, expand=expand or (), tui=tui)
-    raise SystemExit(trace_run(run_id, options, json_output=json_output, debug=state.debug))
+    raise SystemExit(trace_run(run_id, options, json_output=json_output, state=store, debug=state.debug))
 
 
 @lens_app.command("prune", cls=Command)
@@ -449,14 +470,51 @@ def lens_prune(
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would be deleted; delete nothing.")] = False,
     json_output: JsonOption = False,
+    store: StateOption = None,
 ) -> None:
     """Delete old runs with their steps, events, stored texts, thread turns and sub-workflow runs, and give
     the space back. A run being executed right now is never deleted. Both options: both must hold."""
     from flujo_cli.commands.lens import prune_runs
 
     raise SystemExit(
-        prune_runs(older_than=older_than, keep=keep, dry_run=dry_run, json_output=json_output, debug=state.debug)
+        prune_runs(
+            older_than=older_than,
+            keep=keep,
+            dry_run=dry_run,
+            json_output=json_output,
+            state=store,
+            debug=state.debug,
+        )
     )
+
+
+store_app = typer.Typer(
+    name="store",
+    cls=Group,
+    help="The run store as a whole: move it between SQLite and PostgreSQL (docs/scale.md).",
+    no_args_is_help=True,
+)
+app.add_typer(store_app)
+
+
+@store_app.command("copy", cls=Command)
+def store_copy(
+    from_uri: Annotated[
+        str, typer.Argument(help="The store to copy: a SQLite file path or a postgresql:// URI.", show_default=False)
+    ],
+    to_uri: Annotated[
+        str,
+        typer.Argument(
+            help="An empty (or new) store to copy into: a file path or a postgresql:// URI.", show_default=False
+        ),
+    ],
+    json_output: JsonOption = False,
+) -> None:
+    """Copy every run (steps, events, stored texts, thread turns, child runs) from one store into another,
+    then check by counts that both hold the same. FROM is only read; TO must hold no runs yet."""
+    from flujo_cli.commands.store import copy_store
+
+    raise SystemExit(copy_store(from_uri, to_uri, json_output=json_output, debug=state.debug))
 
 
 def main() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,3 +28,38 @@ def state_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
     return db
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """The superuser URI of a PostgreSQL server for this test session (tests/postgres_server.py): started on
+    first use, stopped at the end, and exported as FLUJO_TEST_POSTGRES_URI for subprocesses. Skipped with
+    the reason when none can be started, except under CI, where that fails."""
+    from tests import postgres_server
+
+    try:
+        server = postgres_server.start()
+    except postgres_server.NoServer as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run the PostgreSQL tests: {exc}")
+        pytest.skip(f"no PostgreSQL server: {exc}")
+    previous = os.environ.get(postgres_server.ENV_URI)
+    os.environ[postgres_server.ENV_URI] = server.uri
+    try:
+        yield server.uri
+    finally:
+        if previous is None:
+            os.environ.pop(postgres_server.ENV_URI, None)
+        server.stop()
+
+
+@pytest.fixture
+def postgres_uri(postgres_server: str) -> str:
+    """The URI of an empty run store on the session's PostgreSQL server: a new schema of its own (its
+    search_path), so tests share the server and cost a CREATE SCHEMA each, not a CREATE DATABASE."""
+    import psycopg
+
+    schema = f"t_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(postgres_server, autocommit=True) as db:
+        db.execute(f"CREATE SCHEMA {schema}")  # type: ignore[arg-type]  # a name made just above
+    return f"{postgres_server}?options=-csearch_path%3D{schema}"

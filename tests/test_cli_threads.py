@@ -143,8 +143,12 @@ def test_one_thread_over_three_runs(state_db: Path, tmp_path: Path) -> None:
 def test_threads_list_and_delete(state_db: Path, tmp_path: Path) -> None:
     blueprint = tmp_path / "planner.yaml"
     blueprint.write_text(PLANNER, encoding="utf-8")
+    code, out, err = flujo(["threads", "list"])  # looking never creates a store: it says where it looked
+    assert (code, out) == (exit_codes.STORE, "") and f"there is no run store at {state_db}" in err
+    assert "--state URI" in err and not state_db.exists()
+    run_json("run", str(blueprint), "--input", "Plan a sprint", "--answer", "Me")  # a run in no thread
     code, out, err = flujo(["threads", "list"])
-    assert (code, out) == (exit_codes.OK, "") and "no threads yet" in err
+    assert (code, out) == (exit_codes.OK, "") and f"no threads in {state_db} yet" in err
     for thread, goal in (("work", "Plan a sprint"), ("home", "Paint the door"), ("home", "Buy paint")):
         run_json("run", str(blueprint), "--thread", thread, "--input", goal, "--answer", "Me")
 
@@ -175,9 +179,17 @@ def test_threads_list_and_delete(state_db: Path, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("command", ["show", "delete"])
 def test_an_unknown_thread_is_one_line_and_exit_code_1(state_db: Path, command: str) -> None:
+    asyncio.run(_create_store(state_db))
     code, out, err = flujo(["threads", command, "nowhere"])
     assert (code, out) == (exit_codes.FAILED, "")
-    assert err == "error: no thread named 'nowhere'\nhint: list the threads with: flujo threads list\n"
+    assert err == (
+        f"error: no thread named 'nowhere' in {state_db}\nhint: list its threads with: flujo threads list; or look"
+        " in another store: cd to the project's directory, set FLUJO_STATE_URI, or pass --state URI\n"
+    )
+
+
+async def _create_store(path: Path) -> None:
+    await (await open_store(str(path))).close()
 
 
 def test_a_bad_thread_name_is_a_usage_error(state_db: Path, tmp_path: Path) -> None:

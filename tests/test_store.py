@@ -1,4 +1,5 @@
-"""The run stores: one set of behavioural tests run against SqliteStore and MemoryStore, then what only
+"""The run stores: one set of behavioural tests run against SqliteStore, PostgresStore (on a real server)
+and MemoryStore, then what only
 the SQLite store does (WAL, reopening, migrations, refusing foreign or newer files, error translation,
 several processes writing at once)."""
 
@@ -47,11 +48,13 @@ def event(path: str, kind: str = "agent.reply", **payload: Any) -> TraceEvent:
     return TraceEvent(kind=kind, path=path, payload=payload, ts=2000.5)
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=["sqlite", "postgres", "memory"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RunStore]:
     opened: RunStore
     if request.param == "sqlite":
         opened = await open_store(str(tmp_path / "state" / "flujo.db"))
+    elif request.param == "postgres":  # a real server (tests/postgres_server.py), a new schema per test
+        opened = await open_store(request.getfixturevalue("postgres_uri"))
     else:
         opened = MemoryStore()
     try:
@@ -666,8 +669,8 @@ async def test_sqlite_a_cancelled_write_leaves_the_store_usable(tmp_path: Path) 
 
 
 async def test_open_store_rejects_other_uris(tmp_path: Path) -> None:
-    with pytest.raises(StoreError, match="cannot use 'postgres://x/y' as a run store"):
-        await open_store("postgres://x/y")
+    with pytest.raises(StoreError, match="cannot use 'mysql://x/y' as a run store"):
+        await open_store("mysql://x/y")
     async with await open_store(":memory:") as store:
         await store.create_run(run("m"))
         assert [r.run_id for r in await store.list_runs()] == ["m"]

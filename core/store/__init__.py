@@ -1,8 +1,10 @@
 """Run stores: where runs, their steps and their trace events are kept.
 
-``SqliteStore`` is the durable store (one SQLite file, WAL mode); ``MemoryStore`` keeps everything in
+``SqliteStore`` is the durable store (one SQLite file, WAL mode); ``PostgresStore`` (in
+``core.store.postgres``, imported only when used: it needs the ``postgres`` extra) keeps the same on a
+PostgreSQL database shared by many processes and machines; ``MemoryStore`` keeps everything in
 memory with the same behaviour, for tests and Python users. ``open_store(uri)`` is an async factory:
-``store = await open_store(".flujo/flujo.db")`` returns an open, migrated ``SqliteStore`` that the caller
+``store = await open_store(".flujo/flujo.db")`` returns an open, migrated store that the caller
 closes (``await store.close()``, or ``async with await open_store(uri) as store``).
 """
 
@@ -10,12 +12,15 @@ from typing import TYPE_CHECKING
 
 from core.store.memory import MemoryStore
 from core.store.migrations import SCHEMA_VERSION
-from core.store.sqlite import SqliteStore, open_store
+from core.store.opening import open_store
+from core.store.sqlite import SqliteStore
 
 __all__ = ["SCHEMA_VERSION", "MemoryStore", "SqliteStore", "open_store"]
 
-if TYPE_CHECKING:  # mypy checks both stores against the protocol they implement
+if TYPE_CHECKING:  # mypy checks the stores against the protocol they implement
     from core.ports import RunStore
+    from core.store.postgres import PostgresStore
 
     _sqlite: RunStore = SqliteStore(":memory:")
     _memory: RunStore = MemoryStore()
+    _postgres: RunStore = PostgresStore("postgresql://")

@@ -21,7 +21,8 @@ def path_from_uri(uri: str) -> str:
     if not path or "://" in path:
         raise StoreError(
             f"cannot use {uri!r} as a run store",
-            hint="give a file path such as .flujo/flujo.db, or sqlite:///path/to/flujo.db",
+            hint="give a file path such as .flujo/flujo.db, sqlite:///path/to/flujo.db, or"
+            " postgresql://user:password@host:port/database",
         )
     return path if path == ":memory:" else os.path.expanduser(path)
 

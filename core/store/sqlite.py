@@ -40,7 +40,7 @@ import aiosqlite
 from core.context import ConversationTurn
 from core.errors import StoreError
 from core.ports import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
-from core.store import claims, codec, files, pruning, texts, thread_rows
+from core.store import claims, codec, files, location, pruning, texts, thread_rows
 from core.store.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
 from core.store.migrations import has_tables, migrate, refuse_foreign
 from core.store.transaction import immediate
@@ -96,9 +96,8 @@ class SqliteStore:
             files.make_parent(Path(self.path))
         elif not in_memory and not Path(self.path).is_file():
             raise StoreError(
-                f"there is no run store at {self.path}",
-                hint="flujo run creates it; run flujo from the project's directory, or point FLUJO_STATE_URI"
-                " (or state_uri in flujo.toml) at the store to read",
+                f"there is no run store at {location.describe(self.path)}",
+                hint=f"flujo run creates it; or {location.ELSEWHERE_HINT}",
             )
         with self._translated("open the run store"):
             target, uri = (
@@ -535,22 +534,6 @@ class SqliteStore:
         async with self._lock:
             with self._translated(action):
                 return list(await db.execute_fetchall(sql, params))
-
-
-async def open_store(uri: str, *, mode: OpenMode = "create") -> SqliteStore:
-    """Open (creating and migrating as needed) the store at ``uri`` and return it; close it when done.
-    ``mode="existing"`` or ``"read"`` never creates it (see ``SqliteStore``).
-
-    ``uri`` is a file path (``.flujo/flujo.db``, ``~`` expanded), ``sqlite:///relative/path.db``,
-    ``sqlite:////absolute/path.db`` or ``:memory:``. Usage::
-
-        store = await open_store(settings.state_uri)
-        try: ...
-        finally: await store.close()
-
-    or ``async with await open_store(uri) as store: ...``.
-    """
-    return await SqliteStore(files.path_from_uri(uri), mode=mode).open()
 
 
 def _marks(columns: str) -> str:

@@ -5,6 +5,9 @@ Results go to stdout (text, or one JSON document with ``--json``); messages to s
 path it looked at) and never change it. Every text they print went through the ``Redactor`` built from the
 settings, as ``flujo run`` builds it (lens masks again what the store holds; see ``lens.masking``).
 
+Every command takes ``--state URI`` (``flujo_cli.store_access``); a run id that matches nothing is said
+with the store looked in and how to look in another.
+
 Exit codes: 0; 1 when no run matches the id (or ``--step`` matches no step, or ``--final-output`` of a run
 without one); 2 for a bad command line; 7 when the store is missing or cannot be read, or an id prefix is
 ambiguous (the message names the candidates), as for ``flujo resume``.
@@ -39,7 +42,9 @@ class TraceOptions:
     tui: bool | None = None  # None: the viewer when stdout is a terminal (and no --json)
 
 
-def list_runs(*, status: str | None, limit: int, thread: str | None, json_output: bool, debug: bool) -> int:
+def list_runs(
+    *, status: str | None, limit: int, thread: str | None, json_output: bool, state: str | None = None, debug: bool
+) -> int:
     checked = _status(status)
 
     async def body(store: RunStore, redactor: Redactor, where: str) -> int:
@@ -55,13 +60,15 @@ def list_runs(*, status: str | None, limit: int, thread: str | None, json_output
             _print(runs_table(nested(rows)))
         return exit_codes.OK
 
-    return _with_store(body, debug=debug)
+    return _with_store(body, state=state, debug=debug)
 
 
-def show_run(run_id: str, *, final_output: bool, json_output: bool, debug: bool) -> int:
+def show_run(run_id: str, *, final_output: bool, json_output: bool, state: str | None = None, debug: bool) -> int:
     async def body(store: RunStore, redactor: Redactor, where: str) -> int:
         from lens import StepNode, final_output_document, load_tree, masked_document, show_document, show_view, walk
 
+        if not await _found(store, run_id, where):
+            return exit_codes.FAILED
         tree = await load_tree(store, run_id, redactor=redactor)
         record = tree.record
         if final_output:
@@ -83,10 +90,10 @@ def show_run(run_id: str, *, final_output: bool, json_output: bool, debug: bool)
             _print(show_view(tree, steps=len(own)))
         return exit_codes.OK
 
-    return _with_store(body, debug=debug)
+    return _with_store(body, state=state, debug=debug)
 
 
-def trace_run(run_id: str, options: TraceOptions, *, json_output: bool, debug: bool) -> int:
+def trace_run(run_id: str, options: TraceOptions, *, json_output: bool, state: str | None = None, debug: bool) -> int:
     from lens import Expansion
 
     expansion = Expansion.parse(options.expand)
@@ -103,6 +110,8 @@ def trace_run(run_id: str, options: TraceOptions, *, json_output: bool, debug: b
     async def body(store: RunStore, redactor: Redactor, where: str) -> int:
         from lens import load_tree, masked_document, trace_document, trace_view
 
+        if not await _found(store, run_id, where):
+            return exit_codes.FAILED
         tree = _focused(await load_tree(store, run_id, redactor=redactor), options.step)
         if tree is None:
             return exit_codes.FAILED
@@ -118,7 +127,7 @@ def trace_run(run_id: str, options: TraceOptions, *, json_output: bool, debug: b
             _print(trace_view(tree, expand=expansion))
         return exit_codes.OK
 
-    code = _with_store(body, debug=debug)
+    code = _with_store(body, state=state, debug=debug)
     if shown:
         from lens import open_viewer
 
@@ -129,7 +138,9 @@ def trace_run(run_id: str, options: TraceOptions, *, json_output: bool, debug: b
     return code
 
 
-def prune_runs(*, older_than: str | None, keep: int | None, dry_run: bool, json_output: bool, debug: bool) -> int:
+def prune_runs(
+    *, older_than: str | None, keep: int | None, dry_run: bool, json_output: bool, state: str | None = None, debug: bool
+) -> int:
     from lens import parse_age
 
     if older_than is None and keep is None:
@@ -149,7 +160,18 @@ def prune_runs(*, older_than: str | None, keep: int | None, dry_run: bool, json_
             _write_lines(prune_summary(result, dry_run=dry_run))
         return exit_codes.OK
 
-    return _with_store(body, debug=debug, mode="existing")
+    return _with_store(body, state=state, debug=debug, mode="existing")
+
+
+async def _found(store: RunStore, run_id: str, where: str) -> bool:
+    """Whether ``run_id`` names a run in the store; when not, say so, naming the store and how to look in
+    another (a prefix matching several runs is a ``StoreError`` naming them)."""
+    from flujo_cli.store_access import elsewhere
+
+    if await store.get_run(run_id) is not None:
+        return True
+    error_line(f"no run matches {run_id!r} in {where}", elsewhere("list its runs with: flujo lens list"))
+    return False
 
 
 def _focused(tree: RunNode, step: str | None) -> RunNode | None:
@@ -177,21 +199,23 @@ def _status(status: str | None) -> RunStatus | None:
 def _with_store(
     body: Callable[[RunStore, Redactor, str], Awaitable[int]],
     *,
+    state: str | None,
     debug: bool,
     mode: Literal["read", "existing"] = "read",
 ) -> int:
-    """Open the run store the settings name (never creating it), build the redactor, run ``body``."""
+    """Open the run store ``--state`` or the settings name (never creating it), build the redactor, run
+    ``body`` with them and the store's name (``flujo_cli.store_access.where``)."""
 
     async def main() -> int:
-        from core.config import load_settings, secret_values
+        from core.config import secret_values
         from core.redaction import Redactor
-        from core.store import open_store
+        from flujo_cli.store_access import open_for, settings_with_state, where
 
-        settings = load_settings()
+        settings = settings_with_state(state)
         redactor = Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings))
-        store = await open_store(settings.state_uri, mode=mode)
+        store = await open_for(settings, mode)
         try:
-            return await body(store, redactor, settings.state_uri)
+            return await body(store, redactor, where(settings))
         finally:
             await store.close()
 

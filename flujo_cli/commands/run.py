@@ -40,7 +40,12 @@ class RunOverrides:
         openai.api_key=...``, any key naming a key, token, secret or password) is never written to the store:
         a resume must be given it again."""
         options: dict[str, Any] = {}
-        kept = [assignment for assignment in self.settings if not _SECRET_KEY.search(assignment.partition("=")[0])]
+        # Nor is the store's location (--set state_uri=...: a resume looks the run up where it is told to).
+        kept = [
+            assignment
+            for assignment in self.settings
+            if not _SECRET_KEY.search(key := assignment.partition("=")[0]) and key.strip() != "state_uri"
+        ]
         if kept:
             options["set"] = kept
         if self.max_tokens is not None:
@@ -122,6 +127,7 @@ def run_blueprint(
     overrides: RunOverrides = RunOverrides(),
     thread: str | None = None,
     answer_flags: AnswerFlags = NO_ANSWER_FLAGS,
+    state: str | None = None,
     debug: bool,
 ) -> int:
     if not file.is_file():
@@ -144,6 +150,7 @@ def run_blueprint(
             overrides=overrides,
             thread=thread,
             answer_flags=answer_flags,
+            state=state,
         ),
         invocation,
         debug=debug,
@@ -170,6 +177,7 @@ def resume_run(
     overrides: RunOverrides = RunOverrides(),
     force: bool = False,
     answer_flags: AnswerFlags = NO_ANSWER_FLAGS,
+    state: str | None = None,
     debug: bool,
 ) -> int:
     if answers_file is not None and not answers_file.is_file():
@@ -188,6 +196,7 @@ def resume_run(
             json_output=json_output,
             overrides=overrides,
             answer_flags=answer_flags,
+            state=state,
         ),
         invocation,
         debug=debug,
@@ -208,20 +217,21 @@ async def _run(
     overrides: RunOverrides,
     thread: str | None = None,
     answer_flags: AnswerFlags = NO_ANSWER_FLAGS,
+    state: str | None = None,
 ) -> int:
     from blueprints import compile_pipeline, load_blueprint, simulated_user
-    from core.config import load_settings, overrides_from_assignments, secret_values
+    from core.config import overrides_from_assignments, secret_values
     from core.engine import Engine, new_run_id
     from core.errors import BlueprintError, ResumeRefused, RunError
     from core.redaction import Redactor
-    from core.store import open_store
     from core.threads import check_thread
     from flujo_cli.answering import answering_for, answers_json, report_answers
     from flujo_cli.human import TerminalHuman
     from flujo_cli.progress import LiveReporter
+    from flujo_cli.store_access import elsewhere, open_for, settings_with_state, where
 
     console = stderr()
-    settings = load_settings(overrides=overrides_from_assignments(overrides.settings))
+    settings = settings_with_state(state, overrides_from_assignments(overrides.settings))
     positional, by_step = _answers(answers, answers_file)
     # Answers given up front come first; the terminal (or a pause) comes after any replay or simulated person.
     given = TerminalHuman(answers=positional, by_step=by_step, interactive=False, console=console)
@@ -229,16 +239,20 @@ async def _run(
     reporter = LiveReporter(console, quiet=json_output)
     redactor = Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings))
     started = time.perf_counter()
-    store = await open_store(settings.state_uri)
+    # A resume only looks the run up: it never creates a store (a missing one is named, exit code 7).
+    store = await open_for(settings, "create" if resume_id is None else "existing")
     try:
         if resume_id is not None:
             record = await store.get_run(resume_id)
             if record is None:
-                raise RunError(f"no run matches {resume_id!r}", hint="check the id printed when the run paused")
+                raise RunError(
+                    f"no run matches {resume_id!r} in {where(settings)}",
+                    hint=elsewhere("check the id printed when the run paused (flujo lens list lists the runs)"),
+                )
             invocation.run_id = resume_id = record.run_id
             if record.options:  # the run continues under the settings it started with (ours on top)
                 overrides = overrides.over(record.options)
-                settings = load_settings(overrides=overrides_from_assignments(overrides.settings))
+                settings = settings_with_state(state, overrides_from_assignments(overrides.settings))
                 redactor = Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings))
             if record.status == "completed":  # the engine refuses it too; say so before loading anything
                 raise ResumeRefused(

@@ -1,9 +1,10 @@
 """``flujo threads list | show NAME | delete NAME``: the conversations runs continue with ``--thread NAME``.
 
-Results go to stdout (text, or one JSON document with ``--json``); messages to stderr. An unknown thread
-is one line and exit code 1 (as an unknown run id is for ``resume``); a name that cannot be a thread's is
-a usage error (2). ``delete`` asks nothing: it deletes the thread's turns, takes its runs out of it (they
-stay in the run store) and says what it removed.
+Results go to stdout (text, or one JSON document with ``--json``); messages to stderr. Each takes
+``--state URI`` and never creates a store (a missing one is exit code 7, naming where it looked). An unknown
+thread is one line naming the store and exit code 1 (as an unknown run id is for ``resume``); a name
+that cannot be a thread's is a usage error (2). ``delete`` asks nothing: it deletes the thread's turns,
+takes its runs out of it (they stay in the run store) and says what it removed.
 
 JSON shapes (stable): a thread is ``{"name", "runs", "turns", "tokens", "first_run_at", "last_run_at"}``
 (counts, and run creation times in seconds since the epoch); ``list`` prints ``{"threads": [thread...]}``,
@@ -21,7 +22,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from flujo_cli import exit_codes
 from flujo_cli.messages import error_line, fail, stderr, usage_error
@@ -30,27 +31,27 @@ if TYPE_CHECKING:
     from core.ports import RunStore, ThreadSummary, ThreadTurn
 
 
-def list_threads(*, json_output: bool, debug: bool) -> int:
-    async def body(store: RunStore) -> int:
+def list_threads(*, json_output: bool, state: str | None = None, debug: bool) -> int:
+    async def body(store: RunStore, where: str) -> int:
         threads = await store.list_threads()
         if json_output:
             _print_json({"threads": [_summary_data(t) for t in threads]})
         elif not threads:
-            stderr().print("no threads yet; start one with: flujo run FILE --thread NAME")
+            stderr().print(f"no threads in {where} yet; start one with: flujo run FILE --thread NAME", highlight=False)
         else:
             _print_lines(_table(threads))
         return exit_codes.OK
 
-    return _with_store(body, debug=debug)
+    return _with_store(body, state=state, debug=debug)
 
 
-def show_thread(name: str, *, json_output: bool, debug: bool) -> int:
+def show_thread(name: str, *, json_output: bool, state: str | None = None, debug: bool) -> int:
     _check_name(name)
 
-    async def body(store: RunStore) -> int:
+    async def body(store: RunStore, where: str) -> int:
         summary = await store.get_thread(name)
         if summary is None:
-            return _unknown(name)
+            return _unknown(name, where)
         turns = _masked(await store.thread_turns(name))
         if json_output:
             _print_json({"thread": _summary_data(summary), "turns": [_turn_data(t) for t in turns]})
@@ -62,16 +63,16 @@ def show_thread(name: str, *, json_output: bool, debug: bool) -> int:
         _print_lines(_transcript(summary, turns, statuses))
         return exit_codes.OK
 
-    return _with_store(body, debug=debug)
+    return _with_store(body, state=state, debug=debug)
 
 
-def delete_thread(name: str, *, json_output: bool, debug: bool) -> int:
+def delete_thread(name: str, *, json_output: bool, state: str | None = None, debug: bool) -> int:
     _check_name(name)
 
-    async def body(store: RunStore) -> int:
+    async def body(store: RunStore, where: str) -> int:
         removed = await store.delete_thread(name)
         if removed is None:
-            return _unknown(name)
+            return _unknown(name, where)
         if json_output:
             _print_json({"deleted": _summary_data(removed)})
         else:
@@ -83,19 +84,26 @@ def delete_thread(name: str, *, json_output: bool, debug: bool) -> int:
             )
         return exit_codes.OK
 
-    return _with_store(body, debug=debug)
+    return _with_store(body, state=state, debug=debug, mode="existing")
 
 
-def _with_store(body: Callable[[RunStore], Awaitable[int]], *, debug: bool) -> int:
-    """Open the run store the settings name, run ``body`` with it, close it; errors as one line."""
+def _with_store(
+    body: Callable[[RunStore, str], Awaitable[int]],
+    *,
+    state: str | None,
+    debug: bool,
+    mode: Literal["read", "existing"] = "read",
+) -> int:
+    """Open the run store ``--state`` or the settings name (never creating it: a missing one is exit code
+    7, naming where it looked), run ``body`` with it and its name, close it; errors as one line."""
 
     async def main() -> int:
-        from core.config import load_settings
-        from core.store import open_store
+        from flujo_cli.store_access import open_for, settings_with_state, where
 
-        store = await open_store(load_settings().state_uri)
+        settings = settings_with_state(state)
+        store = await open_for(settings, mode)
         try:
-            return await body(store)
+            return await body(store, where(settings))
         finally:
             await store.close()
 
@@ -127,8 +135,10 @@ def _check_name(name: str) -> None:
         usage_error(exc.message, exc.hint)
 
 
-def _unknown(name: str) -> int:
-    error_line(f"no thread named {name!r}", "list the threads with: flujo threads list")
+def _unknown(name: str, where: str) -> int:
+    from flujo_cli.store_access import elsewhere
+
+    error_line(f"no thread named {name!r} in {where}", elsewhere("list its threads with: flujo threads list"))
     return exit_codes.FAILED
 
 

@@ -1,0 +1,74 @@
+"""Where a state URI points, and how to name it to a person: a SQLite file by its absolute path, a
+PostgreSQL database by its URI with the password masked.
+
+Invariants: ``describe`` never returns a password (neither the one in the URI's user part nor a
+``password=`` query parameter), so every message, hint and listing that names a store is safe to show;
+``password`` and ``secrets`` return it, so that redaction can mask it wherever else it might appear.
+"""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+
+POSTGRES_SCHEMES = ("postgresql", "postgres")
+MASK = "***"
+
+ELSEWHERE_HINT = "cd to the project's directory, set FLUJO_STATE_URI, or pass --state URI"
+"""How to point a command at another store (said with every "not found here")."""
+
+
+def is_postgres(uri: str) -> bool:
+    """Whether ``uri`` names a PostgreSQL database (``postgresql://...`` or ``postgres://...``)."""
+    scheme, sep, _ = uri.partition("://")
+    return bool(sep) and scheme.lower() in POSTGRES_SCHEMES
+
+
+def describe(uri: str) -> str:
+    """``uri`` as a person should see it: a file's absolute path, a database URI without its password."""
+    if is_postgres(uri):
+        return _masked(uri)
+    path = uri.removeprefix("sqlite:///") if uri.startswith("sqlite:///") else uri
+    if path == ":memory:" or "://" in path or not path:
+        return path or uri
+    return os.path.abspath(os.path.expanduser(path))
+
+
+def password(uri: str) -> str | None:
+    """The password a PostgreSQL ``uri`` carries (in its user part, percent-decoded as the driver reads it,
+    or as ``password=``), or None."""
+    if not is_postgres(uri):
+        return None
+    try:
+        parts = urlsplit(uri)
+        found = parts.password
+    except ValueError:
+        return None
+    if found:
+        return unquote(found)
+    return next((value for key, value in parse_qsl(parts.query) if key == "password" and value), None)
+
+
+def secrets(uri: str) -> list[str]:
+    """The password of ``uri`` in every form it may be written in (as typed, percent-encoded, and as the
+    driver reads it), for redaction to mask."""
+    found = password(uri)
+    if found is None:
+        return []
+    raw = urlsplit(uri).password
+    return list(dict.fromkeys(value for value in (found, raw) if value))
+
+
+def _masked(uri: str) -> str:
+    try:
+        parts = urlsplit(uri)
+        netloc = parts.netloc
+        if parts.password is not None:
+            user, _, host = netloc.rpartition("@")
+            netloc = f"{user.partition(':')[0]}:{MASK}@{host}"
+        query = urlencode(
+            [(key, MASK if key == "password" else value) for key, value in parse_qsl(parts.query)], safe=":/,*"
+        )
+        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    except ValueError:  # not even parseable: show only the scheme, never the rest
+        return uri.partition("://")[0] + "://" + MASK

@@ -1,0 +1,47 @@
+"""``open_store``: the run store a state URI names, opened. A file path or ``sqlite:///`` URI is a
+``SqliteStore``; a ``postgresql://`` (or ``postgres://``) URI a ``PostgresStore``, whose driver (psycopg,
+the ``postgres`` extra) is imported only then, so the SQLite store never needs it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from core.errors import StoreError
+from core.store import files
+from core.store.location import is_postgres
+from core.store.sqlite import OpenMode, SqliteStore
+
+if TYPE_CHECKING:
+    from core.config import PostgresSettings
+    from core.store.postgres import PostgresStore
+
+
+async def open_store(
+    uri: str, *, mode: OpenMode = "create", postgres: PostgresSettings | None = None
+) -> SqliteStore | PostgresStore:
+    """Open (creating and migrating as needed) the store at ``uri`` and return it; close it when done.
+    ``mode="existing"`` or ``"read"`` never creates it (see ``SqliteStore``; on PostgreSQL both refuse a
+    database without flujo's tables). ``postgres`` holds the pool and connection settings of a PostgreSQL
+    store (``Settings.postgres``).
+
+    ``uri`` is a file path (``.flujo/flujo.db``, ``~`` expanded), ``sqlite:///relative/path.db``,
+    ``sqlite:////absolute/path.db``, ``:memory:``, or ``postgresql://user:password@host:port/database``.
+    Usage::
+
+        store = await open_store(settings.state_uri, postgres=settings.postgres)
+        try: ...
+        finally: await store.close()
+
+    or ``async with await open_store(uri) as store: ...``.
+    """
+    if is_postgres(uri):
+        try:
+            from core.store.postgres import PostgresStore
+        except ImportError as exc:
+            raise StoreError(
+                "the run store is on PostgreSQL, but PostgreSQL support is not installed",
+                hint="install it with: pip install 'flujo-runner[postgres]'",
+            ) from exc
+        return await PostgresStore(uri, create=mode == "create", settings=postgres).open()
+    return await SqliteStore(files.path_from_uri(uri), mode=mode).open()

@@ -1,0 +1,551 @@
+"""``PostgresStore``: the ``RunStore`` on a PostgreSQL database, for runs shared between processes and
+machines (docs/scale.md). psycopg 3, async, with its connection pool; installed by the ``postgres`` extra.
+
+Invariants:
+
+* The same behaviour as ``SqliteStore`` (one conformance suite runs against both): every write is one
+  transaction committed before the method returns; ``record_step`` stores a step and its events together;
+  a step recorded again at its path replaces the earlier row and sorts after the others; each long text is
+  stored once per run (``core.store.texts``); runs are deleted only by ``prune_runs``, with everything
+  that refers to them (``ON DELETE CASCADE``) and their child runs.
+* Writes are serialised inside a store by an ``asyncio.Lock`` (the text-id cache belongs to the
+  transaction in progress); reads take a pooled connection each and run side by side. A write transaction
+  is sent in pipeline mode: its statements go out without waiting for each reply, so a step costs a few
+  round trips, not one per statement; a statement whose result is needed (``RETURNING``) waits for it.
+* Claims are session advisory locks (``pg_try_advisory_lock``) on one connection outside the pool, opened
+  at the first claim and closed when the store holds none: a pooled connection goes back to the pool and
+  would carry the lock to whoever takes it next. The server drops the locks when that session ends, so a
+  crashed process's runs can be resumed anywhere at once; TCP keepalives end the session of a client that
+  vanished. The key is a 64-bit digest of the schema and the run id. ``prune_runs`` takes the same locks
+  for its transaction only (``pg_try_advisory_xact_lock``): a run someone executes is never deleted.
+* psycopg errors become ``StoreError`` in one place, ``core.store.pg_errors``; the URI's password never
+  appears in a message (``core.store.location``).
+
+The module is longer than most (about 550 lines) for the reason ``core.store.sqlite`` is: the store owns
+its pool, its claims connection, its locks and the text-id cache, and every method is a transaction over
+them; the schema, the error translation, the queries of threads and the choice of runs to prune live in
+their own modules.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import json
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from types import TracebackType
+from typing import Any, LiteralString
+
+import psycopg
+from psycopg_pool import AsyncConnectionPool
+
+from core.config import PostgresSettings
+from core.context import ConversationTurn
+from core.errors import StoreError
+from core.ports import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
+from core.store import codec, pruning, texts, thread_rows
+from core.store.claims import process_label
+from core.store.location import describe, password
+from core.store.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
+from core.store.pg_errors import store_error
+from core.store.pg_schema import migrate
+from core.usage import Usage
+
+Connection = psycopg.AsyncConnection[tuple[Any, ...]]
+
+TEXT_CACHE_SIZE = 4096
+"""How many texts' ids a store remembers (text → id), so a conversation's turns are looked up once."""
+
+
+def _pg(sql: str) -> LiteralString:
+    """A query of ``core.store.thread_rows`` (SQLite's) for PostgreSQL: ``%s`` parameters, and ``seq`` for
+    SQLite's ``rowid`` (the order of creation among runs created in the same instant). Those queries hold
+    no ``?`` or ``rowid`` other than these."""
+    return sql.replace("?", "%s").replace("rowid", "seq").replace(", r.thread\n", ', r.thread COLLATE "C"\n')
+
+
+_TURNS = _pg(thread_rows.TURNS)
+_TURNS_BEFORE = _pg(thread_rows.TURNS_BEFORE)
+_ONE_SUMMARY = _pg(thread_rows.ONE_SUMMARY)
+_ALL_SUMMARIES = _pg(thread_rows.ALL_SUMMARIES)
+_RUN_THREAD = _pg(thread_rows.RUN_THREAD)
+_DELETE_RUN_TURNS = _pg(thread_rows.DELETE_RUN_TURNS)
+_INSERT_TURN = _pg(thread_rows.INSERT_TURN)
+_DELETE_THREAD_TURNS = _pg(thread_rows.DELETE_THREAD_TURNS)
+_LEAVE_THREAD = _pg(thread_rows.LEAVE_THREAD)
+_RUN_MARKS = ", ".join("%s" for _ in codec.RUN_COLUMNS.split(","))
+_STEP_MARKS = ", ".join("%s" for _ in codec.STEP_COLUMNS.split(","))
+
+
+class PostgresStore:
+    """A ``RunStore`` in the PostgreSQL database ``uri`` names (``postgresql://user:pass@host:port/db``).
+
+    Open it with ``await store.open()`` or ``async with PostgresStore(uri) as store:``; ``open_store``
+    does the former from a state URI. ``create`` False never creates the schema: a database without
+    flujo's tables is a ``StoreError`` (looking never creates a store). The methods behave as
+    ``SqliteStore``'s (see there); ``prune_runs`` reports no sizes (the server manages its files).
+    """
+
+    def __init__(self, uri: str, *, create: bool = True, settings: PostgresSettings | None = None) -> None:
+        self.uri = uri
+        self.label = describe(uri)
+        self.create = create
+        self.settings = settings or PostgresSettings()
+        self._secret = password(uri)
+        self._pool: AsyncConnectionPool[Connection] | None = None
+        self._schema = ""
+        self._write_lock = asyncio.Lock()
+        self._claim_lock = asyncio.Lock()
+        self._claims: Connection | None = None  # the connection holding this store's claims
+        self._claimed: set[str] = set()
+        self._text_ids: dict[tuple[str, str], int] = {}  # (run, text) → id, committed texts only
+        self._new_text_ids: dict[tuple[str, str], int] = {}  # texts inserted by the transaction in progress
+
+    def _connect_options(self) -> dict[str, Any]:
+        options: dict[str, Any] = {
+            "autocommit": True,
+            "application_name": "flujo",
+            "connect_timeout": self.settings.connect_timeout_s,
+            "keepalives": 1,
+            "keepalives_idle": self.settings.keepalive_idle_s,
+            "keepalives_interval": 10,
+            "keepalives_count": 3,
+        }
+        if self.settings.sslmode is not None:
+            options["sslmode"] = self.settings.sslmode
+        return options
+
+    async def _connect(self) -> Connection:
+        return await psycopg.AsyncConnection.connect(self.uri, **self._connect_options())
+
+    async def open(self) -> PostgresStore:
+        """Connect, apply pending migrations (or refuse, see ``create``) and open the pool."""
+        if self._pool is not None:
+            return self
+        with self._translated("open the run store"):
+            first = await self._connect()
+            try:
+                await migrate(first, label=self.label, create=self.create)
+                row = await (await first.execute("SELECT current_schema()")).fetchone()
+                self._schema = str(row[0]) if row else ""
+            finally:
+                await first.close()
+            pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
+                self.uri,
+                min_size=min(self.settings.pool_min_size, self.settings.pool_max_size),
+                max_size=self.settings.pool_max_size,
+                kwargs=self._connect_options(),
+                open=False,
+                timeout=float(self.settings.connect_timeout_s),
+                name="flujo",
+            )
+            await pool.open(wait=True, timeout=float(self.settings.connect_timeout_s))
+        self._pool = pool
+        return self
+
+    async def close(self) -> None:
+        """Release this store's claims and close its connections; closing twice is harmless."""
+        for run_id in list(self._claimed):
+            await self.release_run(run_id)
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            async with self._write_lock:
+                await pool.close()
+
+    async def __aenter__(self) -> PostgresStore:
+        return await self.open()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def create_run(self, run: RunRecord) -> None:
+        async with self._write(f"create run {run.run_id}") as db:
+            input, output = await self._encode(db, run.run_id, [run.input, run.output])
+            cursor = await db.execute(
+                f"INSERT INTO runs ({codec.RUN_COLUMNS}) VALUES ({_RUN_MARKS}) ON CONFLICT (run_id) DO NOTHING"
+                " RETURNING run_id",
+                codec.run_row(run, input, output),
+            )
+            if await cursor.fetchone() is None:
+                raise StoreError(f"run {run.run_id} already exists", hint="every run needs a new id")
+
+    async def record_step(self, step: StepRecord, events: Sequence[TraceEvent]) -> None:
+        """Store ``step`` (replacing any earlier step at its path) and its events in one transaction."""
+        async with self._write(f"record step {step.path!r} of run {step.run_id}") as db:
+            values = [step.input, step.output, *_payloads(events)]
+            input, output, *payloads = await self._encode(db, step.run_id, values)
+            await db.execute("DELETE FROM steps WHERE run_id = %s AND path = %s", (step.run_id, step.path))
+            await db.execute(
+                f"INSERT INTO steps ({codec.STEP_COLUMNS}) VALUES ({_STEP_MARKS})",
+                codec.step_row(step, input, output),
+            )
+            await _insert_events(db, step.run_id, events, payloads)
+
+    async def record_events(self, run_id: str, events: Sequence[TraceEvent]) -> None:
+        async with self._write(f"record events of run {run_id}") as db:
+            await _insert_events(db, run_id, events, await self._encode(db, run_id, _payloads(events)))
+
+    async def update_run(
+        self,
+        run_id: str,
+        *,
+        status: RunStatus,
+        output: Any = None,
+        error: str | None = None,
+        usage: Usage | None = None,
+        pause_path: str | None = None,
+        pause_message: str | None = None,
+        finished_at: float | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> None:
+        async with self._write(f"update run {run_id}") as db:
+            [encoded_output] = await self._encode(db, run_id, [output])
+            cursor = await db.execute(
+                "UPDATE runs SET status = %s, output = COALESCE(%s, output), error = COALESCE(%s, error),"
+                " usage = COALESCE(%s, usage), finished_at = COALESCE(%s, finished_at),"
+                " pause_path = %s, pause_message = %s, options = COALESCE(%s, options) WHERE run_id = %s"
+                " RETURNING run_id",
+                (
+                    status,
+                    encoded_output,
+                    error,
+                    None if usage is None else codec.dump_usage(usage),
+                    finished_at,
+                    pause_path,
+                    pause_message,
+                    codec.dump(options),
+                    run_id,
+                ),
+            )
+            if await cursor.fetchone() is None:
+                raise StoreError(f"no run {run_id} to update", hint="create the run first")
+
+    async def claim_run(self, run_id: str) -> bool:
+        """Claim ``run_id`` with a session advisory lock on this store's claims connection and record this
+        process as the run's owner; False when a live session (this store's included) holds it."""
+        self._pool_or_error()
+        async with self._claim_lock:
+            if run_id in self._claimed:
+                return False
+            with self._translated(f"claim run {run_id}"):
+                if self._claims is None or self._claims.closed:
+                    self._claims = await self._connect()
+                lock = await self._claims.execute("SELECT pg_try_advisory_lock(%s)", (self._key(run_id),))
+                row = await lock.fetchone()
+            if not (row and row[0]):
+                await self._close_claims_if_unused()
+                return False
+            self._claimed.add(run_id)
+        try:
+            async with self._write(f"claim run {run_id}") as db:
+                cursor = await db.execute(
+                    "UPDATE runs SET owner = %s WHERE run_id = %s RETURNING run_id", (process_label(), run_id)
+                )
+                if await cursor.fetchone() is None:
+                    raise StoreError(f"cannot claim run {run_id}: no such run", hint=NO_RUN_HINT)
+        except BaseException:
+            await self.release_run(run_id)
+            raise
+        return True
+
+    async def release_run(self, run_id: str) -> None:
+        async with self._claim_lock:
+            if run_id not in self._claimed:
+                return
+            self._claimed.discard(run_id)
+            claims = self._claims
+            if claims is not None and not claims.closed:
+                try:
+                    await claims.execute("SELECT pg_advisory_unlock(%s)", (self._key(run_id),))
+                except psycopg.Error:
+                    await claims.close()  # the session is gone, and with it the server dropped the lock
+            await self._close_claims_if_unused()
+
+    async def _close_claims_if_unused(self) -> None:
+        if not self._claimed and self._claims is not None:
+            claims, self._claims = self._claims, None
+            await claims.close()
+
+    def _key(self, run_id: str) -> int:
+        """The advisory lock key of ``run_id`` in this store's schema: 64 bits of a BLAKE2b digest (two ids
+        share one only if the digests collide; the worst outcome is a refused resume)."""
+        digest = hashlib.blake2b(f"{self._schema}\0{run_id}".encode(), digest_size=8).digest()
+        return int.from_bytes(digest, "big", signed=True)
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        """The run ``run_id`` names or is a unique prefix of; StoreError when several runs match."""
+        if not run_id:
+            return None
+        pattern = run_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        rows = await self._read(
+            f"look up run {run_id}",
+            'SELECT run_id FROM runs WHERE run_id LIKE %s ORDER BY run_id COLLATE "C" LIMIT %s',
+            (pattern, MAX_CANDIDATES + 1),
+        )
+        found = pick_run_id(run_id, [str(r[0]) for r in rows])
+        if found is None:
+            return None
+        rows = await self._read(
+            f"read run {found}",
+            f"SELECT {codec.RUN_COLUMNS} FROM runs WHERE run_id = %s",
+            (found,),
+        )
+        return (await self._runs_from_rows(rows))[0] if rows else None
+
+    async def list_runs(
+        self,
+        *,
+        limit: int = 20,
+        status: RunStatus | None = None,
+        thread: str | None = None,
+        parent_run_id: str | None = None,
+    ) -> list[RunRecord]:
+        filters = {"status": status, "thread": thread, "parent_run_id": parent_run_id}
+        conditions = [f"{column} = %s" for column, value in filters.items() if value is not None]
+        where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
+        params = tuple(value for value in filters.values() if value is not None)
+        rows = await self._read(
+            "list runs",
+            f"SELECT {codec.RUN_COLUMNS} FROM runs {where} ORDER BY created_at DESC, seq DESC LIMIT %s",
+            (*params, max(limit, 0)),
+        )
+        return await self._runs_from_rows(rows)
+
+    async def step_counts(self, run_ids: Sequence[str]) -> dict[str, int]:
+        counts = dict.fromkeys(run_ids, 0)
+        if counts:
+            rows = await self._read(
+                "count steps",
+                "SELECT run_id, COUNT(*) FROM steps WHERE run_id = ANY(%s) GROUP BY run_id",
+                (list(counts),),
+            )
+            counts.update((str(row[0]), int(row[1])) for row in rows)
+        return counts
+
+    async def prune_runs(
+        self, *, created_before: float | None = None, keep: int | None = None, dry_run: bool = False
+    ) -> PruneResult:
+        """Delete the runs ``core.store.pruning`` chooses, each under its claim for this transaction only:
+        a run a live session executes is kept (``live``). No sizes: the server manages its files."""
+        sql = "SELECT run_id, parent_run_id, created_at FROM runs ORDER BY created_at DESC, seq DESC"
+        stored = [pruning.StoredRun(str(r[0]), r[1], float(r[2])) for r in await self._read("list runs", sql, ())]
+        doomed = pruning.choose(stored, created_before=created_before, keep=keep)
+        held: list[pruning.Doomed] = []
+        if doomed:
+            async with self._write("prune runs") as db:
+                for run in doomed:
+                    if run.run_id in self._claimed:
+                        continue
+                    row = await (
+                        await db.execute("SELECT pg_try_advisory_xact_lock(%s)", (self._key(run.run_id),))
+                    ).fetchone()
+                    if row and row[0]:
+                        held.append(run)
+                gone = [run_id for run in held for run_id in (run.run_id, *run.descendants)]
+                if not dry_run and gone:
+                    await db.execute("DELETE FROM runs WHERE run_id = ANY(%s)", (gone,))
+                    self._text_ids.clear()
+        deleted = {run.run_id for run in held}
+        return PruneResult(
+            deleted=tuple(run.run_id for run in held),
+            children=tuple(run_id for run in held for run_id in run.descendants),
+            live=tuple(run.run_id for run in doomed if run.run_id not in deleted),
+        )
+
+    async def steps(self, run_id: str) -> list[StepRecord]:
+        """The steps of run ``run_id`` in the order they were recorded."""
+        rows = await self._read(
+            f"read the steps of run {run_id}",
+            f"SELECT {codec.STEP_COLUMNS} FROM steps WHERE run_id = %s ORDER BY seq",
+            (run_id,),
+        )
+        values = [[codec.load(row[5]), codec.load(row[6])] for row in rows]
+        known = await self._texts([ref for pair in values for ref in texts.references(pair)])
+        return [
+            codec.step_from_row(row, texts.join(input, known), texts.join(output, known))
+            for row, (input, output) in zip(rows, values, strict=True)
+        ]
+
+    async def events(self, run_id: str) -> list[TraceEvent]:
+        """The trace events of run ``run_id`` in the order they were recorded."""
+        rows = await self._read(
+            f"read the events of run {run_id}",
+            "SELECT kind, path, payload, ts FROM events WHERE run_id = %s ORDER BY seq",
+            (run_id,),
+        )
+        payloads = [codec.load_payload(r[2]) for r in rows]
+        known = await self._texts([ref for payload in payloads for ref in texts.references(payload)])
+        return [
+            TraceEvent(kind=r[0], path=r[1], payload=texts.join(payload, known), ts=r[3])
+            for r, payload in zip(rows, payloads, strict=True)
+        ]
+
+    async def record_thread_turns(self, run_id: str, turns: Sequence[ConversationTurn]) -> None:
+        """Replace the turns run ``run_id`` added to its thread; nothing for a run in no thread."""
+        async with self._write(f"record the thread turns of run {run_id}") as db:
+            found = await (await db.execute(_RUN_THREAD, (run_id,))).fetchall()
+            if not found:
+                raise StoreError(f"cannot record the thread turns of run {run_id}: no such run", hint=NO_RUN_HINT)
+            if found[0][0] is None:
+                return
+            contents = await self._encode(db, run_id, [turn.content for turn in turns])
+            await db.execute(_DELETE_RUN_TURNS, (run_id,))
+            if turns:
+                async with db.cursor() as cursor:
+                    await cursor.executemany(
+                        _INSERT_TURN,
+                        [
+                            (run_id, index, turn.role, content, turn.tokens)
+                            for index, (turn, content) in enumerate(zip(turns, contents, strict=True))
+                        ],
+                    )
+
+    async def thread_turns(self, thread: str, *, before_run: str | None = None) -> list[ThreadTurn]:
+        if before_run is None:
+            rows = await self._read(f"read thread {thread!r}", _TURNS, (thread,))
+        else:
+            rows = await self._read(f"read thread {thread!r}", _TURNS_BEFORE, (thread, before_run))
+        contents = [codec.load(row[3]) for row in rows]
+        known = await self._texts([ref for content in contents for ref in texts.references(content)])
+        return [
+            thread_rows.turn_from_row(row, texts.join(content, known))
+            for row, content in zip(rows, contents, strict=True)
+        ]
+
+    async def get_thread(self, thread: str) -> ThreadSummary | None:
+        rows = await self._read(f"read thread {thread!r}", _ONE_SUMMARY, (thread,))
+        return thread_rows.summary_from_row(rows[0]) if rows else None
+
+    async def list_threads(self) -> list[ThreadSummary]:
+        rows = await self._read("list threads", _ALL_SUMMARIES, ())
+        return [thread_rows.summary_from_row(row) for row in rows]
+
+    async def delete_thread(self, thread: str) -> ThreadSummary | None:
+        async with self._write(f"delete thread {thread!r}") as db:
+            rows = await (await db.execute(_ONE_SUMMARY, (thread,))).fetchall()
+            if not rows:
+                return None
+            await db.execute(_DELETE_THREAD_TURNS, (thread,))
+            await db.execute(_LEAVE_THREAD, (thread,))
+            return thread_rows.summary_from_row(rows[0])
+
+    async def _runs_from_rows(self, rows: Sequence[Any]) -> list[RunRecord]:
+        runs = [codec.run_from_row(row) for row in rows]
+        known = await self._texts([ref for run in runs for ref in texts.references([run.input, run.output])])
+        return [
+            dataclasses.replace(run, input=texts.join(run.input, known), output=texts.join(run.output, known))
+            for run in runs
+        ]
+
+    async def _texts(self, ids: Sequence[int]) -> dict[int, str]:
+        """The bodies of the texts ``ids`` refer to; StoreError when one is missing."""
+        wanted = sorted(set(ids))
+        if not wanted:
+            return {}
+        rows = await self._read("read stored texts", "SELECT id, body FROM texts WHERE id = ANY(%s)", (wanted,))
+        found = {int(row[0]): bytes(row[1]).decode("utf-8") for row in rows}
+        if len(found) != len(wanted):
+            raise StoreError(
+                f"{len(wanted) - len(found)} stored text(s) are missing from {self.label}",
+                hint="the database may be damaged; restore a backup",
+            )
+        return found
+
+    async def _encode(self, db: Connection, run_id: str, values: Sequence[Any]) -> list[str | None]:
+        """``values`` as stored: compact JSON with the long texts stored once for run ``run_id`` and
+        referenced (None stays None). Long values are compressed by PostgreSQL itself (TOAST)."""
+        plain = [None if value is None else codec.plain(value) for value in values]
+        wanted = {text for value in plain for text in texts.shared_texts(value)}
+        ids = await self._text_id_map(db, run_id, wanted) if wanted else {}
+        return [
+            None
+            if value is None
+            else json.dumps(texts.split(value, ids.__getitem__), ensure_ascii=False, separators=(",", ":"))
+            for value in plain
+        ]
+
+    async def _text_id_map(self, db: Connection, run_id: str, wanted: set[str]) -> dict[str, int]:
+        """The id of each text in ``wanted`` among run ``run_id``'s texts, inserting those not stored yet
+        (inside the caller's transaction: the ids become known to this store only when it commits)."""
+        ids: dict[str, int] = {}
+        missing: dict[bytes, list[str]] = {}
+        for text in wanted:
+            known = self._text_ids.get((run_id, text)) or self._new_text_ids.get((run_id, text))
+            if known is not None:
+                ids[text] = known
+            else:
+                missing.setdefault(texts.digest(text), []).append(text)
+        if missing:
+            rows = await (
+                await db.execute(
+                    "SELECT id, body FROM texts WHERE run_id = %s AND hash = ANY(%s)", (run_id, list(missing))
+                )
+            ).fetchall()
+            for row_id, body in rows:
+                text = bytes(body).decode("utf-8")
+                if text in wanted:
+                    ids[text] = int(row_id)
+        for digest_, group in missing.items():
+            for text in group:
+                if text not in ids:
+                    row = await (
+                        await db.execute(
+                            "INSERT INTO texts (run_id, hash, body) VALUES (%s, %s, %s) RETURNING id",
+                            (run_id, digest_, text.encode("utf-8")),
+                        )
+                    ).fetchone()
+                    assert row is not None
+                    ids[text] = int(row[0])
+        self._new_text_ids.update(((run_id, text), ids[text]) for group in missing.values() for text in group)
+        return ids
+
+    def _pool_or_error(self) -> AsyncConnectionPool[Connection]:
+        if self._pool is None:
+            raise StoreError(f"the run store {self.label} is not open", hint="open it with open_store() first")
+        return self._pool
+
+    @contextmanager
+    def _translated(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except psycopg.Error as exc:
+            raise store_error(self.label, action, exc, secret=self._secret) from None
+
+    @asynccontextmanager
+    async def _write(self, action: str) -> AsyncIterator[Connection]:
+        pool = self._pool_or_error()
+        async with self._write_lock:
+            self._new_text_ids = {}
+            with self._translated(action):
+                async with pool.connection() as db, db.pipeline(), db.transaction():
+                    yield db
+            # Committed: the texts this transaction stored can now be referred to without a look-up.
+            if len(self._text_ids) + len(self._new_text_ids) > TEXT_CACHE_SIZE:
+                self._text_ids.clear()
+            self._text_ids.update(self._new_text_ids)
+            self._new_text_ids = {}
+
+    async def _read(self, action: str, sql: LiteralString, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        pool = self._pool_or_error()
+        with self._translated(action):
+            async with pool.connection() as db:
+                return await (await db.execute(sql, params)).fetchall()
+
+
+def _payloads(events: Sequence[TraceEvent]) -> list[dict[str, Any]]:
+    return [dict(event.payload) for event in events]
+
+
+async def _insert_events(
+    db: Connection, run_id: str, events: Sequence[TraceEvent], payloads: Sequence[str | None]
+) -> None:
+    if events:
+        async with db.cursor() as cursor:
+            await cursor.executemany(
+                "INSERT INTO events (run_id, path, kind, ts, payload) VALUES (%s, %s, %s, %s, %s)",
+                [(run_id, e.path, e.kind, e.ts, p) for e, p in zip(events, payloads, strict=True)],
+            )

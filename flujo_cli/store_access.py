@@ -1,0 +1,53 @@
+"""Which run store a command uses, and how it names it: ``--state URI`` beats ``FLUJO_STATE_URI``, which
+beats ``state_uri`` in flujo.toml, which beats ``.flujo/flujo.db`` under the working directory.
+
+Every command that looks a run (or a thread) up says, when it finds nothing, which store it looked in
+(``where``: a file's absolute path, a database's URI without its password) and how to point at another
+(``core.store.location.ELSEWHERE_HINT``). Commands that only look open the store with ``mode="read"`` or
+``"existing"``: they never create one.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from core.config import Settings
+    from core.store.postgres import PostgresStore
+    from core.store.sqlite import OpenMode, SqliteStore
+
+
+def settings_with_state(state: str | None, overrides: dict[str, Any] | None = None) -> Settings:
+    """The settings, with ``--state`` (when given) as the state URI."""
+    from core.config import load_settings
+
+    layer = dict(overrides or {})
+    if state is not None:
+        layer["state_uri"] = state
+    return load_settings(overrides=layer)
+
+
+def where(settings: Settings) -> str:
+    """The store the settings name, as a person should see it (never with a password)."""
+    from core.store.location import describe
+
+    return describe(settings.state_uri)
+
+
+async def open_for(settings: Settings, mode: OpenMode | Literal["create"] = "create") -> SqliteStore | PostgresStore:
+    """The store the settings name, opened in ``mode`` with the settings' PostgreSQL options."""
+    import logging
+
+    from core.store import open_store
+
+    # The PostgreSQL driver's pool logs reconnection attempts; with no handler Python would print them raw on
+    # stderr. The errors that matter reach the user as one line each (core.store.pg_errors).
+    logging.getLogger("psycopg").addHandler(logging.NullHandler())
+    return await open_store(settings.state_uri, mode=mode, postgres=settings.postgres)
+
+
+def elsewhere(what: str) -> str:
+    """A hint for "not found here": how to list what this store holds, and how to look in another."""
+    from core.store.location import ELSEWHERE_HINT
+
+    return f"{what}; or look in another store: {ELSEWHERE_HINT}"
