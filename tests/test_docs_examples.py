@@ -148,6 +148,7 @@ RUNS: dict[str, Run] = {
             "values": [["tea", "milk"], ["milk", "bread"]],
             "concat": ["tea", "milk", "milk", "bread"],
             "union": ["tea", "milk", "bread"],
+            "dedupe": ["tea", "milk", "bread"],
             "first": ["tea", "milk"],
             "last": ["milk", "bread"],
         },

@@ -9,6 +9,7 @@ steps are replayed on resume); the thread turns said in every branch are kept (`
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Mapping
 from typing import Any, assert_never
@@ -117,7 +118,26 @@ def reduce_outputs(outputs: Mapping[str, Any], mode: ReduceMode, step: str) -> A
                 if item not in seen:
                     seen.append(item)
         return seen
+    if mode == "dedupe":
+        return _dedupe(values)
     assert_never(mode)
+
+
+def _dedupe(values: list[Any]) -> list[Any]:
+    """The outputs one after another (lists spliced), each value kept at its first occurrence.
+
+    Values are compared by their canonical JSON, not by Python equality: ``1``, ``1.0`` and ``true`` are three
+    values, and ``{"a": 1, "b": 2}`` repeats ``{"b": 2, "a": 1}``.
+    """
+    seen: set[str] = set()
+    kept: list[Any] = []
+    for value in values:
+        for item in value if isinstance(value, list) else [value]:
+            key = json.dumps(item, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
+            if key not in seen:
+                seen.add(key)
+                kept.append(item)
+    return kept
 
 
 async def run_parallel(
