@@ -29,8 +29,13 @@ def merge_contexts(ctx: RunContext, branches: list[tuple[str, RunContext]], stra
     the branches (conversation turns, HITL answers, thread turns) is a record, not state: every strategy
     keeps all of it, in branch order."""
     turns, hitl, said = *merged_records(ctx, branches), ctx.thread_turns
+    # A summary a branch made stands for the oldest turns; kept (the last branch's) when those are turns all
+    # branches share, whose places the merge does not move.
+    shared = len(ctx.conversation_history)
+    made = [b.summary for _, b in branches if b.summary is not ctx.summary and b.summary is not None]
+    summary = made[-1] if made and made[-1].covers <= shared else ctx.summary
     _merge_state(ctx, branches, strategy, step)
-    ctx.conversation_history, ctx.hitl_history, ctx.thread_turns = turns, hitl, said
+    ctx.conversation_history, ctx.hitl_history, ctx.thread_turns, ctx.summary = turns, hitl, said, summary
     ctx.keep_said([branch for _, branch in branches])
 
 
@@ -38,8 +43,8 @@ def merged_records(
     ctx: RunContext, branches: list[tuple[str, RunContext]]
 ) -> tuple[list[ConversationTurn], list[HitlEntry]]:
     """The conversation turns and HITL answers of ``ctx`` followed by those each branch added, in branch
-    order. A branch that summarised the history (its turns no longer start with the parent's) brings its
-    condensed history in place of the parent's."""
+    order. (A branch whose turns no longer start with the parent's brings its history in place of the
+    parent's.)"""
     base, known = ctx.conversation_history, len(ctx.conversation_history)
     history, added = list(base), list[ConversationTurn]()
     for _, branch in branches:
