@@ -36,6 +36,7 @@ FindingCode = Literal[
     "history-not-sent",
     "import-cycle",
     "silent-conversation",
+    "never-written",
 ]
 
 
