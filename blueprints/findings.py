@@ -35,6 +35,8 @@ FindingCode = Literal[
     "context-in-prompt",
     "history-not-sent",
     "import-cycle",
+    "silent-conversation",
+    "never-written",
 ]
 
 

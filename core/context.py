@@ -11,6 +11,8 @@ Invariants:
   (``core.threads``), never bounded or summarised. It follows ``isolate``/``adopt`` like the state, but
   what was said in a unit of work that stopped part-way is kept (``keep_said``): a pause, a limit or a
   failure drops the unit's state, not what the user typed.
+- ``summary`` is a view, not a store: the summary the history manager made of the oldest ``covers`` turns
+  of ``conversation_history``, sent in their place to build prompts. The turns themselves stay whole.
 - Reading state for templates and hooks goes through ``lazy_view()``: a snapshot whose parts are copied
   only when read, so the cost of a step does not grow with the length of the history.
 """
@@ -67,6 +69,14 @@ class HitlEntry:
 VIEW_KEYS = ("initial_prompt", "scratchpad", "steps", "hitl_history", "conversation_history")
 
 
+@dataclass(frozen=True)
+class Summary:
+    """A summary standing for the oldest ``covers`` turns of the conversation in prompts (``turn``)."""
+
+    covers: int
+    turn: ConversationTurn
+
+
 @dataclass
 class RunContext:
     """Mutable state of one run (or of one isolated iteration/branch of it)."""
@@ -77,6 +87,8 @@ class RunContext:
     hitl_history: list[HitlEntry] = field(default_factory=list)
     conversation_history: list[ConversationTurn] = field(default_factory=list)
     thread_turns: list[ConversationTurn] = field(default_factory=list)
+    # The summarize strategy's view of the oldest turns (rebuilt from the journal on resume, never stored).
+    summary: Summary | None = None
     # The innermost ``conversation: true`` loop this context runs in (not state: never stored).
     conversation: ActiveConversation | None = field(default=None, compare=False, repr=False)
 
@@ -89,6 +101,7 @@ class RunContext:
             hitl_history=list(self.hitl_history),
             conversation_history=list(self.conversation_history),
             thread_turns=list(self.thread_turns),
+            summary=self.summary,
             conversation=self.conversation,
         )
 
@@ -100,6 +113,7 @@ class RunContext:
         self.hitl_history = other.hitl_history
         self.conversation_history = other.conversation_history
         self.thread_turns = other.thread_turns
+        self.summary = other.summary
         self.conversation = other.conversation
 
     def keep_said(self, stopped: Sequence[RunContext]) -> None:

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from core.context import ConversationTurn, Role, RunContext
+from core.context import ConversationTurn, Role, RunContext, Summary
 from core.ports import ChatMessage
 from core.steps import (
     AgentStep,
@@ -168,6 +168,14 @@ def seed(ctx: RunContext, active: ActiveConversation, loop_input: Any) -> None:
         text = f"{prefix}{text}"
     if text.strip():
         add_turn(ctx, "user", text)
+
+
+def prompt_turns(turns: Sequence[ConversationTurn], summary: Summary | None) -> list[ConversationTurn]:
+    """The turns prompts are built from: the summary in place of the oldest turns it covers, then the rest.
+    Without a summary, the turns themselves."""
+    if summary is None:
+        return list(turns)
+    return [summary.turn, *turns[summary.covers :]]
 
 
 def turn_cost(turn: ConversationTurn) -> int:

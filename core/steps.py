@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 ScopeFunction = Callable[[Mapping[str, Any]], Any]
 
 MergeStrategy = Literal["no_merge", "merge_scratchpad", "overwrite", "error_on_conflict", "keep_first"]
-ReduceMode = Literal["keys", "values", "union", "concat", "first", "last"]
+ReduceMode = Literal["keys", "values", "union", "concat", "dedupe", "first", "last"]
 BranchFailure = Literal["propagate", "ignore"]
 HistoryStrategy = Literal["truncate_tokens", "truncate_turns", "summarize"]
 AiTurnSource = Literal["last", "all_agents", "named_steps"]

@@ -28,7 +28,7 @@ _MARKS: dict[str, tuple[str, str]] = {
     "aborted": ("⏹", "red"),
     "skipped": ("↷", "dim"),
 }
-_WELL_KNOWN_HISTORY = ("conversation", "turns", "dropped", "mode")
+_WELL_KNOWN_HISTORY = ("conversation", "turns", "dropped", "mode", "summary_of")
 
 
 def mark(status: str) -> Text:
@@ -163,7 +163,8 @@ def history_badge(call: CallNode) -> str:
 def _summary_words(call: CallNode) -> list[str]:
     event = call.summary
     if event is None:
-        return []
+        covered = _int((call.history or {}).get("summary_of"))
+        return [f"the summary made earlier sent for {figures.count(covered, 'older turn')}"] if covered else []
     if event.kind == "history.summarized":
         replaced = _int(event.payload.get("turns_replaced"))
         return [f"{figures.count(replaced, 'older turn')} summarised into one"]

@@ -80,7 +80,9 @@ def test_shapes_missing_fields_and_bad_kinds() -> None:
     ]  # fmt: skip
     hints = {f.message: f.hint for f in validate_file(DATA / "shapes.yaml")}
     assert hints["unknown key 'loop' in step 'no_kind'"] == "a step without kind is a plain step; add kind: loop"
-    assert hints["reduce: unknown value 'sum'"] == "use 'keys', 'values', 'union', 'concat', 'first' or 'last'"
+    assert (
+        hints["reduce: unknown value 'sum'"] == "use 'keys', 'values', 'union', 'concat', 'dedupe', 'first' or 'last'"
+    )
 
 
 def test_python_paths_are_imported_at_validation() -> None:

@@ -110,9 +110,14 @@ def test_named_assistant_steps_keep_the_other_agent_out_of_the_conversation(work
 
 def test_a_summarising_history_is_condensed_by_the_summarizer_agent(workdir: Path) -> None:
     flujo(["create", "--no-interactive", *SCENARIOS["summarize"].flags, "--output", "sums.yaml"])
-    output = _run("sums.yaml", SCENARIOS["summarize"])["output"]
+    result = _run("sums.yaml", SCENARIOS["summarize"])
+    output = result["output"]
     assert output["goal"] == "sums"
-    assert output["conversation"].startswith("Assistant: Summary of the earlier conversation: The person said")
+    # The conversation is returned whole; the summary was sent in place of its oldest turns.
+    assert output["conversation"].startswith("User: sums\n") and "User: 6" in output["conversation"]
+    code, out, _ = flujo(["lens", "trace", result["run_id"], "--json"])
+    assert code == exit_codes.OK
+    assert "Summary of the earlier conversation: The person said" in out
     assert output["result"] == {"action": "finish", "summary": "That is all I need. Thank you!"}
 
 

@@ -101,9 +101,8 @@ RUNS: dict[str, Run] = {
     "docs/examples/conversation_summarize.yaml": Run(
         input="Practice sums",
         answers=("4", "6", "8"),
-        output="Assistant: Summary of the earlier conversation: The student is doing sums and answers correctly.\n"
-        "Assistant: And 4+4?\nUser: 8\n"
-        'Assistant: {"action": "finish"}',
+        output="User: Practice sums\nAssistant: What is 2+2?\nUser: 4\nAssistant: And 3+3?\nUser: 6\n"
+        'Assistant: And 4+4?\nUser: 8\nAssistant: {"action": "finish"}',
     ),
     "docs/examples/agents.yaml": Run(
         input="Write about tea", output='Outline for Tea: ["history", "kinds", "brewing"]'
@@ -158,6 +157,7 @@ RUNS: dict[str, Run] = {
             "values": [["tea", "milk"], ["milk", "bread"]],
             "concat": ["tea", "milk", "milk", "bread"],
             "union": ["tea", "milk", "bread"],
+            "dedupe": ["tea", "milk", "bread"],
             "first": ["tea", "milk"],
             "last": ["milk", "bread"],
         },

@@ -204,6 +204,31 @@ async def test_parallel_runs_branches_keeps_order_and_reduces() -> None:
     assert outcome.output == ["in", "a", "in", "b"]
 
 
+async def test_parallel_dedupe_keeps_first_occurrences_compared_as_json() -> None:
+    outputs: dict[str, Any] = {
+        "a": [1, {"x": 1, "y": 2}, "tea"],
+        "b": [1.0, True, 1, {"y": 2, "x": 1}],
+        "c": "tea",
+        "d": [False, 0, None, [1, 2], [1, 2]],
+    }
+    pipeline = Pipeline(
+        steps=(
+            ParallelStep(
+                name="p",
+                branches=tuple(
+                    (name, (AgentStep(name=f"{name}1", agent=FuncAgent(lambda _, v=value: v)),))
+                    for name, value in outputs.items()
+                ),
+                reduce="dedupe",
+            ),
+        )
+    )
+    outcome, _ = await run(pipeline, "in")
+    assert outcome.output == [1, {"x": 1, "y": 2}, "tea", 1.0, True, False, 0, None, [1, 2]]
+    kinds = [type(item) for item in outcome.output]
+    assert kinds == [int, dict, str, float, bool, bool, int, type(None), list]
+
+
 async def test_parallel_merge_and_conflict() -> None:
     def branches(strategy: Any) -> Pipeline:
         return Pipeline(

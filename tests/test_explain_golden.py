@@ -135,6 +135,6 @@ def test_a_summarize_loop_without_its_own_summarizer_uses_the_configured_one(tmp
     code, out, err = flujo(["explain", str(flow), "--set", "history.summarizer_model=openai:gpt-4o-mini"])
     assert code == exit_codes.OK, err
     flat = " ".join(out.split())
-    assert "the configured summarizer (openai:gpt-4o-mini, history.summarizer_model) condenses the oldest 50%" in flat
+    assert "the configured summarizer (openai:gpt-4o-mini, history.summarizer_model) condenses the last summary" in flat
     assert "the configured summarizer (openai:gpt-4o-mini) may also condense the history before each agent call" in flat
     assert "of quiz: up to 3 times." in flat

@@ -4,6 +4,7 @@ which summarizer a ``summarize`` loop gets, the summary it makes (against the fa
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -60,7 +61,7 @@ async def test_a_loops_own_summarizer_agent_beats_the_configured_default(tmp_pat
     outcome, store, _ = await run(pipeline, "my goal", ANSWERS)
     assert outcome.status == "completed", outcome.error
     records = await step_records(store, outcome.run_id)
-    assert [records[p].output for p in records if p.endswith("/summarize")] == ["OWN", "OWN"]
+    assert [records[p].output for p in records if p.endswith("/summarize")] == ["OWN"]
     assert fake_llm.bodies == []  # the configured summarizer was never asked
     # Another strategy gets no summarizer at all, so the default one is not even built.
     assert summarizer(compile_text(tmp_path, CHAT % PLAIN, settings)) is None
@@ -82,13 +83,14 @@ def test_the_default_summarizer_is_built_only_for_a_loop_that_summarizes(tmp_pat
 async def test_the_default_strategy_summarize_uses_the_configured_summarizer(tmp_path: Path, fake_llm: FakeLLM) -> None:
     env = {**fake_llm.env(), **DEFAULT, "FLUJO_HISTORY__STRATEGY": "summarize", "FLUJO_HISTORY__MAX_TURNS": "4"}
     settings = load_settings(cwd=tmp_path, env=env)
-    fake_llm.reply("S1").reply("S2")
+    fake_llm.reply("S1")
     pipeline = compile_text(tmp_path, CHAT % PLAIN, settings)
     assert summarizer(pipeline) == "openai:summ-mini"
     outcome, store, _ = await run(pipeline, "my goal", ANSWERS)
     assert outcome.status == "completed", outcome.error
-    # The fake server was asked for the summaries: the configured model, its prompt, then the request.
-    assert len(fake_llm.bodies) == 2
+    # The fake server was asked for the summary: the configured model, its prompt, then the request. Once
+    # in 4 iterations: after it, the history does not cross max_turns again before the loop ends.
+    assert len(fake_llm.bodies) == 1
     body = fake_llm.bodies[0]
     assert body["model"] == "summ-mini"
     assert body["messages"][0] == {"role": "system", "content": "You condense conversations."}
@@ -96,11 +98,12 @@ async def test_the_default_strategy_summarize_uses_the_configured_summarizer(tmp
     assert "my goal" in body["messages"][1]["content"]
     records = await step_records(store, outcome.run_id)
     summaries = [records[p] for p in records if p.endswith("/summarize")]
-    assert [s.output for s in summaries] == ["S1", "S2"]
-    # The next call is sent the summary as the first turn.
+    assert [s.output for s in summaries] == ["S1"]
+    # The next calls are sent the summary as the first turn.
     first = summaries[0].path.removesuffix("/summarize")
     assert sent((await prompts(store, outcome.run_id))[first])[0] == ("assistant", f"{SUMMARY}S1")
-    assert outcome.usage.requests == 4 + 2  # the bot's calls and the summarizer's
+    assert sent((await prompts(store, outcome.run_id))["chat/4/talk"])[0] == ("assistant", f"{SUMMARY}S1")
+    assert outcome.usage.requests == 4 + 1  # the bot's calls and the summarizer's
 
 
 SUMMARIZE = "history_management: {strategy: summarize, max_turns: 4}"
@@ -111,13 +114,14 @@ async def test_a_summarize_loop_without_summarizer_agent_uses_the_configured_def
 ) -> None:
     overrides = overrides_from_assignments(["history.summarizer_model=openai:summ-mini"])
     settings = load_settings(cwd=tmp_path, env=fake_llm.env(), overrides=overrides)
-    fake_llm.reply("S1").reply("S2")
+    fake_llm.reply("S1")
     outcome, store, _ = await run(compile_text(tmp_path, CHAT % SUMMARIZE, settings), "my goal", ANSWERS)
     assert outcome.status == "completed", outcome.error
-    assert [body["model"] for body in fake_llm.bodies] == ["summ-mini", "summ-mini"]
+    assert [body["model"] for body in fake_llm.bodies] == ["summ-mini"]
     records = await step_records(store, outcome.run_id)
-    assert [records[p].output for p in records if p.endswith("/summarize")] == ["S1", "S2"]
-    assert isinstance(outcome.output, str) and outcome.output.startswith(f"Assistant: {SUMMARY}S2")
+    assert [records[p].output for p in records if p.endswith("/summarize")] == ["S1"]
+    assert sent((await prompts(store, outcome.run_id))["chat/4/talk"])[0] == ("assistant", f"{SUMMARY}S1")
+    assert isinstance(outcome.output, str) and outcome.output.startswith("User: my goal\nAssistant: q1\n")
 
 
 def test_compiling_with_settings_that_name_no_summarizer_is_refused(tmp_path: Path) -> None:
@@ -187,12 +191,12 @@ def test_validate_and_run_agree_on_a_summarize_loop_without_summarizer_agent(
         monkeypatch.setenv("FLUJO_HISTORY__SUMMARIZER_MODEL", "openai:summ-mini")
     else:
         flags = ["--set", "history.summarizer_model=openai:summ-mini"]
-    fake_llm.reply("S1").reply("S2")
+    fake_llm.reply("S1")
     (checked, check_err), (code, out, run_err) = both(path, *flags)
     assert (checked, code) == (exit_codes.OK, exit_codes.OK), run_err
     assert "is valid" in check_err
-    assert out.startswith(f"Assistant: {SUMMARY}S2\n")
-    assert [body["model"] for body in fake_llm.bodies] == ["summ-mini", "summ-mini"]
+    assert out.startswith("User: my goal\nAssistant: q1\n")  # the conversation, whole
+    assert [body["model"] for body in fake_llm.bodies] == ["summ-mini"]
 
 
 def test_validate_and_run_agree_when_the_configured_default_strategy_is_summarize(
@@ -206,4 +210,8 @@ def test_validate_and_run_agree_when_the_configured_default_strategy_is_summariz
     # echo: the offline default summarizer (its summary is the request it was sent).
     (checked, _), (code, out, run_err) = both(path, "--set", "history.summarizer_model=echo")
     assert (checked, code) == (exit_codes.OK, exit_codes.OK), run_err
-    assert out.startswith(f"Assistant: {SUMMARY}{SUMMARY_REQUEST}")
+    assert out.startswith("User: my goal\nAssistant: q1\n")  # the conversation, whole
+    code, out, _ = flujo(["run", str(path), *ARGS, "--set", "history.summarizer_model=echo", "--json"])
+    assert code == exit_codes.OK
+    code, trace, _ = flujo(["lens", "trace", json.loads(out)["run_id"], "--json"])
+    assert code == exit_codes.OK and json.dumps(f"{SUMMARY}{SUMMARY_REQUEST}")[1:-1] in trace

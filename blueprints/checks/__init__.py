@@ -10,8 +10,13 @@ from typing import assert_never
 
 from blueprints.checks.agents import check_agent_definition, check_agent_step
 from blueprints.checks.checker import Checker
+from blueprints.checks.context_keys import blueprint_writes
 from blueprints.checks.control import check_conditional, check_hitl, check_loop, check_map
-from blueprints.checks.conversation import check_conversation_inputs, check_history_reaches_scripts
+from blueprints.checks.conversation import (
+    check_conversation_inputs,
+    check_conversation_speakers,
+    check_history_reaches_scripts,
+)
 from blueprints.checks.names import check_unique_names
 from blueprints.checks.pending_keys import check_pending_keys
 from blueprints.checks.sites import walk
@@ -38,6 +43,7 @@ def run_checks(
     checker = Checker(model, index, folder, history=history)
     sites = list(walk(model.steps, ("steps",)))
     step_names = [site.step.name for site in sites]
+    checker.writes = blueprint_writes(checker, sites)
     check_unique_names(checker, sites)
     for name, agent in model.agents.items():
         check_agent_definition(checker, name, agent)
@@ -59,6 +65,7 @@ def run_checks(
         else:
             assert_never(step)
     check_conversation_inputs(checker, sites)
+    check_conversation_speakers(checker, sites)
     check_history_reaches_scripts(checker, sites)
     check_pending_keys(checker, sites)
     return checker.findings

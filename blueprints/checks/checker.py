@@ -4,12 +4,16 @@ it is checked against, and the findings so far."""
 from __future__ import annotations
 
 from pathlib import Path as FilePath
+from typing import TYPE_CHECKING
 
 from blueprints.findings import Finding, FindingCode, Severity
 from blueprints.positions import Path, PositionIndex
 from blueprints.schema import BlueprintModel
 from core.config import HistorySettings
 from core.errors import SourcePosition
+
+if TYPE_CHECKING:
+    from blueprints.checks.context_keys import Writes
 
 
 class Checker:
@@ -23,6 +27,7 @@ class Checker:
         self.folder = folder
         self.history = history or HistorySettings()  # the defaults a run would compile the loops with
         self.findings: list[Finding] = []
+        self.writes: Writes | None = None  # what the blueprint can write to the context (set by run_checks)
 
     def at(self, path: Path) -> SourcePosition:
         """Where the value at ``path`` is (or its nearest written ancestor, for defaulted values)."""

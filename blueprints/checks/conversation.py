@@ -17,11 +17,12 @@ import re
 from collections.abc import Sequence
 
 from blueprints.checks.checker import Checker
-from blueprints.checks.sites import StepSite
+from blueprints.checks.sites import StepSite, walk
 from blueprints.schema import (
     AgentStepModel,
     AnyStepModel,
     LoopSettingsModel,
+    LoopStepModel,
     MapStepModel,
     ParallelStepModel,
     PropagationModel,
@@ -35,6 +36,48 @@ def _propagates_context(loop: LoopSettingsModel) -> bool:
     choice = loop.propagation
     word = choice.next_input if isinstance(choice, PropagationModel) else choice
     return word is None or word == "context"  # conversation: true implies propagation: context
+
+
+def _speaks(checker: Checker, step: AnyStepModel) -> bool:
+    """Whether ``step``'s result can be an assistant turn: a model agent's reply or a sub-workflow's result."""
+    if not isinstance(step, AgentStepModel) or step.uses is None:
+        return False
+    if step.uses.startswith("imports."):
+        return True
+    agent = checker.model.agents.get(step.uses.removeprefix("agents."))
+    return agent is not None and agent.python is None and agent.command is None
+
+
+def _inner_steps(body: Sequence[AnyStepModel]) -> list[AnyStepModel]:
+    """The steps of a conversation's body, without those of a nested conversation (which owns its turns)."""
+    nested = [
+        site.path for site in walk(body, ()) if isinstance(site.step, LoopStepModel) and site.step.loop.conversation
+    ]
+    return [
+        site.step for site in walk(body, ()) if not any(site.path[: len(p)] == p and site.path != p for p in nested)
+    ]
+
+
+def check_conversation_speakers(checker: Checker, sites: Sequence[StepSite]) -> None:
+    """Warn where a ``conversation: true`` loop has no step that can make an assistant turn."""
+    for site in sites:
+        step = site.step
+        if not isinstance(step, LoopStepModel) or not step.loop.conversation:
+            continue
+        inner = _inner_steps(step.loop.body)
+        if step.loop.ai_turn_source == "named_steps":
+            named = set(step.loop.named_steps or ())
+            if any(s.name in named for s in inner):
+                continue
+        elif any(_speaks(checker, s) for s in inner):
+            continue
+        checker.warning(
+            "silent-conversation",
+            f"loop {step.name!r} has conversation: true, but no step in its body can answer (no model agent "
+            "or sub-workflow): the conversation never gets an assistant turn",
+            checker.key_at((*site.path, "loop", "conversation")),
+            "add a step with uses: agents.<name> naming a model agent, or leave out conversation: true",
+        )
 
 
 def check_conversation_inputs(checker: Checker, sites: Sequence[StepSite]) -> None:
@@ -74,7 +117,7 @@ def _is_script(checker: Checker, step: AgentStepModel) -> bool:
 
 def _structured_output(step: AnyStepModel) -> bool:
     if isinstance(step, ParallelStepModel):
-        return step.reduce in (None, "keys", "values")
+        return step.reduce in (None, "keys", "values", "dedupe")
     return isinstance(step, MapStepModel) and step.map.finalize is None
 
 

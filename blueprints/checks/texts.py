@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from jinja2.defaults import DEFAULT_NAMESPACE
 
 from blueprints.checks.checker import Checker
+from blueprints.checks.context_keys import check_context_reads
 from blueprints.positions import Path
 from blueprints.suggestions import did_you_mean, one_of
 from core.templates import Expression, Template, TemplateSyntax, referenced_names, step_references
@@ -97,3 +98,4 @@ def check_text(
             checker.index.inside(path, line, column) or checker.at(path),
             "steps.<name>.output reads the output of the step with that name",
         )
+    check_context_reads(checker, path, source, expression=expression)

@@ -55,6 +55,8 @@ _REDUCE = {
     "keys": "the list of branch names (reduce: keys)",
     "values": "the list of branch outputs, in branch order (reduce: values)",
     "concat": "the branch outputs one after another: texts joined with newlines, lists spliced (reduce: concat)",
+    "dedupe": "the branch outputs one after another as one list, each value kept once, where it first appears"
+    " (reduce: dedupe)",
     "union": "the branch outputs combined: mappings merged, or one list without duplicates (reduce: union)",
     "first": "the first branch's output (reduce: first)",
     "last": "the last branch's output (reduce: last)",

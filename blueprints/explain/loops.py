@@ -223,9 +223,10 @@ def _bound(loop: LoopSettingsModel, defaults: HistorySettings) -> str:
             )
         else:
             words = (
-                f"the history; once it is over {turns} turns or {tokens} tokens, {summarizer} condenses the oldest"
-                f" {round(ratio * 100)}% of the turns into one summary turn, and the most recent turns within those"
-                " bounds are sent"
+                f"the history; once the turns since the last summary are over {turns} turns or {tokens} tokens,"
+                f" {summarizer} condenses the last summary and the oldest {round(ratio * 100)}% of them into one"
+                " summary, sent in place of those turns (the conversation itself is kept whole), then the most"
+                " recent turns within those bounds"
             )
     source = f"; {', '.join(defaulted)} from the configured [history] defaults" if defaulted else ""
     return f"{words} (strategy {strategy}{source})"

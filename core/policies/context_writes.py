@@ -12,12 +12,29 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.context import RunContext
+from core.current_message import is_context
 from core.errors import RunError
 
 
 def record_output(ctx: RunContext, name: str, output: Any) -> None:
-    """Make ``output`` available as ``steps.<name>.output``."""
+    """Make ``output`` available as ``steps.<name>.output``.
+
+    An output that is the context itself (a step passing along, or an agent echoing, the context a loop
+    propagates) holds ``steps``, among them the output this record replaces. Were that one a context too,
+    every pass would nest the earlier ones inside the next (growing exponentially with two such steps). So
+    the step outputs inside a recorded context that are themselves a context are kept without their own
+    ``steps``: a recorded context nests at most one level, and the context grows with what was said.
+    """
+    if is_context(output) and isinstance(output["steps"], Mapping):
+        output = {**output, "steps": {key: _flat(record) for key, record in output["steps"].items()}}
     ctx.steps[name] = {"output": output}
+
+
+def _flat(record: Any) -> Any:
+    """A ``steps.<name>`` record whose output, if it is a context, is kept without its ``steps``."""
+    if isinstance(record, Mapping) and is_context(record.get("output")):
+        return {**record, "output": {k: v for k, v in record["output"].items() if k != "steps"}}
+    return record
 
 
 def scratchpad_slot(ctx: RunContext, target: str) -> tuple[dict[str, Any], str]:

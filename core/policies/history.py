@@ -7,8 +7,9 @@ which move their input along) get only the message. The bound is the loop's stra
 ``truncate_turns``, ``summarize``) and, always, the agent's prompt budget (context window minus the reply
 reserve).
 
-With ``summarize``, the oldest turns are first condensed (``core.policies.summary``); the bound then
-applies to what is left.
+With ``summarize``, the summary (``core.policies.summary``) is sent in place of the oldest turns it stands
+for; the strategy's bound applies to the turns after it, and the summary comes on top (never dropped by
+it). The conversation itself is never cut.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from core.conversation import (
     bound,
     drop_oldest,
     history_block,
+    prompt_turns,
     question_of,
     turn_text,
 )
@@ -66,7 +68,9 @@ async def prepare(
         return Injection(message)
     if step.use_history is not False and agent.takes_history:  # only a call that sends history summarizes it
         await summarize(active, ctx, path, frame)
-    turns = ctx.conversation_history
+    summary = ctx.summary if active.settings.history.strategy == "summarize" else None
+    turns = prompt_turns(ctx.conversation_history, summary)
+    head = 0 if summary is None else 1  # the summary turn, kept whatever the strategy's bound
     current = current_message(
         turns,
         data=data,
@@ -91,10 +95,15 @@ async def prepare(
     if room is not None:
         max_tokens = room if max_tokens is None else min(max_tokens, room)
     question = question_of(turns, end)  # never send an answer without the question it answers
-    kept = bound(turns, end=end, max_tokens=max_tokens, max_turns=max_turns, keep_last=question)
+    head = min(head, end)
+    kept = turns[:head] + bound(
+        turns[head:], end=end - head, max_tokens=max_tokens, max_turns=max_turns, keep_last=min(question, end - head)
+    )
     if kept and (isinstance(message, str) or not as_text):
         kept = _fit_window(agent, step.name, message, kept, template if as_text else _MESSAGES, question)
     trace: dict[str, Any] = {"conversation": active.loop, "turns": len(kept), "dropped": end - len(kept)}
+    if summary is not None and kept[:1] == [summary.turn]:
+        trace["summary_of"] = summary.covers  # the first turn sent stands for this many of the oldest
     if not kept:
         return Injection(message, (), trace)
     if not as_text:

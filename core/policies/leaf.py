@@ -13,6 +13,7 @@ from typing import Any
 
 from core.context import HitlEntry, RunContext
 from core.conversation import capture
+from core.current_message import current_message, is_context
 from core.errors import AgentOutputError, ControlSignal, FlujoError, PromptTooLarge, RunError
 from core.policies.context_writes import note_agent_command, record_output, sink, update_context
 from core.policies.frame import Frame, Reservation, scope
@@ -52,6 +53,20 @@ def refuse_oversized(step: str, agent: Agent, call: AgentCall) -> None:
     )
 
 
+def _newest_message(ctx: RunContext) -> Any:
+    """The message a step whose input is the context answers: the newest turn (or the run's input)."""
+    assert ctx.conversation is not None
+    turns = ctx.conversation_history
+    return current_message(
+        turns,
+        data=ctx.conversation.iteration_input,
+        rendered=None,
+        explicit=False,
+        initial_prompt=ctx.initial_prompt,
+        iteration_input=ctx.conversation.iteration_input,
+    ).message
+
+
 def _apply_agent_output(step: AgentStep, ctx: RunContext, output: Any) -> None:
     record_output(ctx, step.name, output)
     capture(ctx, step.name, output, hitl=False)
@@ -89,6 +104,10 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
         if step.input is not None:
             call_input = step.input.render(variables)
         if step.agent is None:
+            if ctx.conversation is not None and is_context(call_input):
+                # As the passthrough builtin: the propagated context carries the state, the step passes
+                # the conversation's newest turn along (never the context, which its output would nest).
+                call_input = _newest_message(ctx)
             output = normalize(call_input)
         else:
             agent = step.agent

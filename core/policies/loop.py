@@ -40,11 +40,12 @@ async def run_loop(step: LoopStep, data: Any, ctx: RunContext, path: str, frame:
     iterations = 0
     thread = frame.thread if step.conversation is not None and frame.thread and frame.thread.claim(step) else None
     active = conversation.start(step, threaded=thread is not None) if step.conversation is not None else None
-    outer = (ctx.conversation, ctx.conversation_history)
+    outer = (ctx.conversation, ctx.conversation_history, ctx.summary)
     # An enclosing loop's stop_when reads its own iteration's command: this loop's must not replace it.
     enclosing_command = ctx.scratchpad.get("last_agent_command")
     if active is not None:
         ctx.conversation, ctx.conversation_history = active, thread.opening(ctx) if thread is not None else []
+        ctx.summary = None
     iteration_ctx = ctx
     try:
         for iteration in range(1, step.max_loops + 1):
@@ -101,6 +102,7 @@ async def run_loop(step: LoopStep, data: Any, ctx: RunContext, path: str, frame:
             ctx.conversation = outer[0]
             if outer[0] is not None:  # the enclosing conversation's history, untouched by this loop's turns
                 ctx.conversation_history = outer[1]
+            ctx.summary = outer[2]  # a summary belongs to the conversation it was made in
     if enclosing_command is None:
         ctx.scratchpad.pop("last_agent_command", None)
     else:

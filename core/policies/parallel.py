@@ -9,6 +9,7 @@ steps are replayed on resume); the thread turns said in every branch are kept (`
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Mapping
 from typing import Any, assert_never
@@ -28,8 +29,13 @@ def merge_contexts(ctx: RunContext, branches: list[tuple[str, RunContext]], stra
     the branches (conversation turns, HITL answers, thread turns) is a record, not state: every strategy
     keeps all of it, in branch order."""
     turns, hitl, said = *merged_records(ctx, branches), ctx.thread_turns
+    # A summary a branch made stands for the oldest turns; kept (the last branch's) when those are turns all
+    # branches share, whose places the merge does not move.
+    shared = len(ctx.conversation_history)
+    made = [b.summary for _, b in branches if b.summary is not ctx.summary and b.summary is not None]
+    summary = made[-1] if made and made[-1].covers <= shared else ctx.summary
     _merge_state(ctx, branches, strategy, step)
-    ctx.conversation_history, ctx.hitl_history, ctx.thread_turns = turns, hitl, said
+    ctx.conversation_history, ctx.hitl_history, ctx.thread_turns, ctx.summary = turns, hitl, said, summary
     ctx.keep_said([branch for _, branch in branches])
 
 
@@ -37,8 +43,8 @@ def merged_records(
     ctx: RunContext, branches: list[tuple[str, RunContext]]
 ) -> tuple[list[ConversationTurn], list[HitlEntry]]:
     """The conversation turns and HITL answers of ``ctx`` followed by those each branch added, in branch
-    order. A branch that summarised the history (its turns no longer start with the parent's) brings its
-    condensed history in place of the parent's."""
+    order. (A branch whose turns no longer start with the parent's brings its history in place of the
+    parent's.)"""
     base, known = ctx.conversation_history, len(ctx.conversation_history)
     history, added = list(base), list[ConversationTurn]()
     for _, branch in branches:
@@ -117,7 +123,26 @@ def reduce_outputs(outputs: Mapping[str, Any], mode: ReduceMode, step: str) -> A
                 if item not in seen:
                     seen.append(item)
         return seen
+    if mode == "dedupe":
+        return _dedupe(values)
     assert_never(mode)
+
+
+def _dedupe(values: list[Any]) -> list[Any]:
+    """The outputs one after another (lists spliced), each value kept at its first occurrence.
+
+    Values are compared by their canonical JSON, not by Python equality: ``1``, ``1.0`` and ``true`` are three
+    values, and ``{"a": 1, "b": 2}`` repeats ``{"b": 2, "a": 1}``.
+    """
+    seen: set[str] = set()
+    kept: list[Any] = []
+    for value in values:
+        for item in value if isinstance(value, list) else [value]:
+            key = json.dumps(item, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
+            if key not in seen:
+                seen.add(key)
+                kept.append(item)
+    return kept
 
 
 async def run_parallel(

@@ -1,14 +1,18 @@
 """The ``summarize`` strategy: condensing the oldest turns of a conversation with the summarizer agent.
 
-When the history is over its bound, the oldest ``summarize_ratio`` of the turns are sent to the
-summarizer and replaced by one assistant turn ``Summary of the earlier conversation: ...``. The summary
-is journaled as a step of its own (``<step path>/summarize``, with the turns it replaced), so a resumed
-run rebuilds the same history without calling the summarizer again (``replay_summary``). Its call obeys
-the rules of any agent call: reserved against the run's limits, traced as ``agent.prompt``, and its
-request bounded by the summarizer's own prompt budget (fewer turns are condensed when the ratio's do not
-fit). A failing summarizer never fails the run: each failure is journaled too (status failed, with the
-count of consecutive failures), and after three in a row the run stops trying and the history manager's
-final bound pass (truncation) does the work; the trace says so, and a resumed run knows it.
+The conversation itself is never cut: a summary is a view (``RunContext.summary``) that stands for the
+oldest turns in prompts, as one assistant turn ``Summary of the earlier conversation: ...``. A summary is
+made when the turns said since the last one (all of them, before the first) are over the strategy's bound:
+the last summary and the oldest ``summarize_ratio`` of those turns are condensed into the next. Until then
+the last summary is reused, so one is made each time the history crosses its bound again, not before every
+call. The summary is journaled as a step of its own (``<step path>/summarize``, with the turns it
+condensed), so a resumed run rebuilds the same view without calling the summarizer again
+(``replay_summary``). Its call obeys the rules of any agent call: reserved against the run's limits,
+traced as ``agent.prompt``, and its request bounded by the summarizer's own prompt budget (fewer turns are
+condensed when the ratio's do not fit). A failing summarizer never fails the run: each failure is journaled
+too (status failed, with the count of consecutive failures), and after three in a row the run stops trying
+and the history manager's final bound pass (truncation) does the work; the trace says so, and a resumed
+run knows it.
 """
 
 from __future__ import annotations
@@ -18,8 +22,16 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from core.context import ConversationTurn, RunContext
-from core.conversation import SUMMARY_PREFIX, ActiveConversation, history_block, needs_summary, summary_cut, turn_text
+from core.context import ConversationTurn, RunContext, Summary
+from core.conversation import (
+    SUMMARY_PREFIX,
+    ActiveConversation,
+    history_block,
+    needs_summary,
+    prompt_turns,
+    summary_cut,
+    turn_text,
+)
 from core.errors import AgentOutputError, ControlSignal, FlujoError
 from core.policies.frame import Frame, child_path
 from core.ports import Agent, AgentCall
@@ -64,11 +76,11 @@ def replay_summary(ctx: RunContext, path: str, frame: Frame) -> bool:
 
 
 def _apply_summary(ctx: RunContext, cut: int, summary: str) -> None:
+    """The new summary stands for the first ``cut`` turns of the prompt view (the last summary among them)."""
     content = f"{SUMMARY_PREFIX}{summary}"
-    ctx.conversation_history = [
-        ConversationTurn("assistant", content, count_tokens(content)),
-        *ctx.conversation_history[cut:],
-    ]
+    before = ctx.summary
+    covers = cut if before is None else before.covers + cut - 1
+    ctx.summary = Summary(covers, ConversationTurn("assistant", content, count_tokens(content)))
 
 
 async def summarize(active: ActiveConversation, ctx: RunContext, path: str, frame: Frame) -> None:
@@ -78,12 +90,18 @@ async def summarize(active: ActiveConversation, ctx: RunContext, path: str, fram
         return
     if replay_summary(ctx, path, frame) or frame.summarizer_failures >= MAX_SUMMARIZER_FAILURES:
         return
-    turns = ctx.conversation_history
-    if not needs_summary(turns, max_tokens=policy.max_tokens, max_turns=policy.max_turns):
+    before = ctx.summary
+    head = 0 if before is None else 1  # the last summary opens the view and goes into the next one
+    fresh = ctx.conversation_history[before.covers :] if before is not None else ctx.conversation_history
+    if not needs_summary(fresh, max_tokens=policy.max_tokens, max_turns=policy.max_turns):
+        return  # the last summary (if any) is reused
+    fresh_cut = summary_cut(fresh, policy.summarize_ratio)
+    if fresh_cut == 0:
         return
+    turns = prompt_turns(ctx.conversation_history, before)
     step = f"{active.loop}.summarize"
-    cut = _fitting_cut(summarizer, step, turns, summary_cut(turns, policy.summarize_ratio))
-    if cut == 0:
+    cut = _fitting_cut(summarizer, step, turns, head + fresh_cut)
+    if cut <= head:
         return
     here = child_path(path, "summarize")
     call = AgentCall(input=_request(turns[:cut]), step=step)
