@@ -1,0 +1,276 @@
+"""Running an ensemble step: rounds until nobody is ready, the turn limit or the timeout.
+
+Invariants:
+- Every turn is a leaf step at ``<ensemble>/<round>/<participant>`` and commits when it finishes, so a
+  crash loses at most the turns in flight; on resume the committed turns are replayed (never run again)
+  and, because who speaks depends only on the state they rebuild, the same rounds are replayed.
+- The participants of a round run concurrently, all sent the conversation as it was when the round
+  began; the round is applied in declaration order whatever order they finish in.
+- A signal (a pause for the person, a usage limit) or a failure of one participant is raised after the
+  others of its round have settled (and committed); the conversation's finished turns stay committed.
+- ``timeout_seconds`` counts the time the conversation runs, not the time spent waiting for the person;
+  it is checked between rounds and, during a round, calls still running at the deadline are cancelled
+  (their turns are not recorded) and the conversation ends with reason ``timeout``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from core.context import HitlEntry, RunContext
+from core.ensemble.model import CompletionReason, Dependency, EnsembleStep, Participant
+from core.ensemble.state import EnsembleState, Turn
+from core.ensemble.view import Speaker, chat, envelope
+from core.errors import ControlSignal, FlujoError, LimitReached, Pause, StepFailed
+from core.policies.body import BodyRunner
+from core.policies.context_writes import record_output
+from core.policies.frame import Frame, child_path, step_error
+from core.policies.leaf import run_agent_step
+from core.ports import HumanQuestion
+from core.schema_check import parse_answer, schema_errors
+from core.steps import AgentStep
+
+MAX_ANSWER_ATTEMPTS = 10
+_POLL_WHILE_ASKING_S = 0.25
+
+
+@dataclass
+class Clock:
+    """The conversation's running time: wall-clock time minus the time spent waiting for the person."""
+
+    limit: float | None
+    started: float
+    waited: float = 0.0
+    asking: int = 0
+    replayed: float = 0.0  # the running time of the turns replayed on resume
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started - self.waited + self.replayed
+
+    def expired(self) -> bool:
+        return self.limit is not None and self.asking == 0 and self.elapsed() >= self.limit
+
+    def remaining(self) -> float | None:
+        if self.limit is None:
+            return None
+        if self.asking:
+            return _POLL_WHILE_ASKING_S
+        return max(0.0, self.limit - self.elapsed())
+
+
+class Conversation:
+    """One execution of an ensemble step (``run_ensemble``)."""
+
+    def __init__(self, step: EnsembleStep, data: Any, ctx: RunContext, path: str, frame: Frame, body: BodyRunner):
+        self.step, self.data, self.ctx, self.path, self.frame, self.body = step, data, ctx, path, frame, body
+        self.state = EnsembleState.start(step, data)
+        self.clock = Clock(step.timeout_seconds, time.monotonic())
+        self.rounds: list[list[str]] = []
+
+    async def run(self) -> CompletionReason:
+        state = self.state
+        while True:
+            if state.turn_count >= self.step.max_total_turns:
+                return "turn_limit"
+            if self.clock.expired():
+                return "timeout"
+            ready = state.ready()
+            if not ready:
+                return "completed"
+            number = state.turn_count + 1
+            spoken, timed_out = await self._round(number, ready)
+            state.apply(spoken)
+            self.rounds.append([participant.name for participant, _, _ in spoken])
+            if timed_out:
+                return "timeout"
+
+    async def _round(
+        self, number: int, ready: list[tuple[Participant, list[Dependency]]]
+    ) -> tuple[list[tuple[Participant, Sequence[Dependency], Turn]], bool]:
+        here = child_path(self.path, str(number))
+        tasks = [asyncio.ensure_future(self._speak(participant, number, here)) for participant, _ in ready]
+        timed_out = False
+        try:
+            pending: set[asyncio.Future[Turn]] = set(tasks)
+            while pending:
+                _, pending = await asyncio.wait(pending, timeout=self.clock.remaining())
+                if pending and self.clock.expired():
+                    for task in pending:
+                        task.cancel()
+                    await asyncio.gather(*pending, return_exceptions=True)
+                    timed_out = True
+                    break
+        except asyncio.CancelledError:  # Ctrl-C: stop every call of the round
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        spoken: list[tuple[Participant, Sequence[Dependency], Turn]] = []
+        problem: BaseException | None = None
+        for (participant, met), task in zip(ready, tasks, strict=True):
+            if task.cancelled():
+                continue
+            error = task.exception()
+            if error is not None:
+                problem = problem or error
+                continue
+            spoken.append((participant, met, task.result()))
+        if problem is not None:
+            if isinstance(problem, LimitReached):
+                raise self.frame.restate(problem)
+            raise problem
+        return spoken, timed_out
+
+    async def _speak(self, participant: Participant, number: int, here: str) -> Turn:
+        path = child_path(here, participant.name)
+        replay = self.frame.replayed(path)
+        if replay is not None:  # its running time counts again, as it did when it ran
+            self.clock.replayed += replay.duration_s
+        started = time.time()
+        if replay is not None:
+            started = replay.started_at
+        if participant.ask is not None:
+            output = await self._ask(participant, number, path)
+        elif participant.workflow is not None:
+            workflow = replace(participant.workflow, name=participant.name, input=None)
+            message, _ = chat(self.state, participant, _NO_AGENT, number)
+            output = await self.body(
+                (workflow,), message, RunContext(initial_prompt=self.ctx.initial_prompt), here, self.frame
+            )
+        else:
+            output = await self._call(participant, number, path)
+        ended = started + replay.duration_s if replay is not None else time.time()
+        return Turn(number, participant.name, output, ended - started, ended, path)
+
+    async def _call(self, participant: Participant, number: int, path: str) -> Any:
+        agent = participant.agent
+        assert agent is not None
+        if agent.is_model:
+            message, history = chat(self.state, participant, agent, number)
+            speaker = Speaker(agent, message, history)
+        else:
+            speaker = Speaker(agent, envelope(self.state, participant, self.data, number))
+        # What the turn record keeps as its input: a reference to the round, never a copy of the history.
+        reference = {"ensemble": self.step.name, "round": number, "history_turns": len(self.state.turns)}
+        step = AgentStep(name=participant.name, agent=speaker, position=participant.position)
+        scratch = RunContext(initial_prompt=self.ctx.initial_prompt)  # the turn's own effects are the state's
+        return await run_agent_step(step, reference, scratch, path, self.frame)
+
+    async def _ask(self, participant: Participant, number: int, path: str) -> Any:
+        assert participant.ask is not None
+        frame = self.frame
+        scope = {**self.state.scope(), "previous_step": self.data, "round": number}
+        started = time.time()
+        try:
+            message = participant.ask.render_text(scope)
+        except FlujoError as exc:
+            await frame.commit(
+                path=path, name=participant.name, kind="hitl", status="failed", started=started,
+                error=exc.message, failure=exc,
+            )  # fmt: skip
+            raise
+        replay = frame.replayed(path)
+        if replay is not None:
+            frame.replays += 1
+            self._remember(participant, message, replay.output)
+            return replay.output
+        frame.reporter.step_started(path, participant.name, "hitl")
+        error: str | None = None
+        answer: Any = None
+        for _ in range(MAX_ANSWER_ATTEMPTS):
+            question = HumanQuestion(
+                step=participant.name, path=path, message=message, input_schema=participant.input_schema, error=error
+            )
+            self.clock.asking += 1
+            asked = time.monotonic()
+            try:
+                text = await frame.human.ask(question)
+            finally:
+                self.clock.asking -= 1
+                self.clock.waited += time.monotonic() - asked
+            if text is None:
+                raise Pause(step=participant.name, path=path, message=message)
+            answer = parse_answer(text, participant.input_schema)
+            error = schema_errors(answer, participant.input_schema) if participant.input_schema else None
+            if error is None:
+                break
+        else:
+            failure = StepFailed(
+                f"no valid answer to {participant.name!r} after {MAX_ANSWER_ATTEMPTS} attempts: {error}",
+                step=participant.name,
+            )
+            await frame.commit(
+                path=path, name=participant.name, kind="hitl", status="failed", started=started,
+                input=message, error=failure.message, failure=failure,
+            )  # fmt: skip
+            raise failure
+        self._remember(participant, message, answer)
+        events = [frame.event("hitl.answer", path, {"message": message, "answer": answer})]
+        await frame.commit(
+            path=path, name=participant.name, kind="hitl", status="completed", started=started,
+            input=message, output=answer, events=events,
+        )  # fmt: skip
+        return answer
+
+    def _remember(self, participant: Participant, message: str, answer: Any) -> None:
+        self.ctx.hitl_history.append(HitlEntry(step=participant.name, message=message, answer=answer))
+
+
+class _NoAgent:
+    """The "agent" of a sub-workflow participant, for choosing its current message (no budget, no prompt)."""
+
+    prompt_budget = None
+
+
+_NO_AGENT: Any = _NoAgent()
+
+
+async def run_ensemble(
+    step: EnsembleStep, data: Any, ctx: RunContext, path: str, frame: Frame, body: BodyRunner
+) -> Any:
+    """Run the conversation of ``step``; its output is {final_state, history, turn_count, completion_reason}
+    (or what ``step.output`` makes of it)."""
+    frame.reporter.step_started(path, step.name, step.kind)
+    started = time.time()
+    conversation = Conversation(step, data, ctx, path, frame, body)
+    try:
+        reason = await conversation.run()
+        result = conversation.state.result(reason)
+        final = step.output(result, ctx) if step.output is not None else result
+    except (ControlSignal, asyncio.CancelledError):
+        raise
+    except Exception as exc:
+        error = step_error(exc, f"ensemble {step.name!r}")
+        state = conversation.state
+        event = frame.event(
+            "ensemble.done",
+            path,
+            {"reason": "error", "turn_count": state.turn_count, "rounds": conversation.rounds, "error": error.message},
+        )
+        await frame.commit(
+            path=path, name=step.name, kind=step.kind, status="failed", started=started,
+            input=data, error=error.message, events=[event], failure=error,
+        )  # fmt: skip
+        if error is exc:
+            raise
+        raise error from exc
+    record_output(ctx, step.name, final)
+    event = frame.event(
+        "ensemble.done",
+        path,
+        {
+            "reason": reason,
+            "turn_count": conversation.state.turn_count,
+            "rounds": conversation.rounds,
+            "max_total_turns": step.max_total_turns,
+        },
+    )
+    await frame.commit(
+        path=path, name=step.name, kind=step.kind, status="completed", started=started,
+        input=data, output=final, events=[event],
+    )  # fmt: skip
+    return final
