@@ -7,6 +7,7 @@ position index. Imports are not followed here (``blueprints.import_graph`` does 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,7 +37,9 @@ def _unreadable(file: str, reason: str, hint: str | None = None) -> FileAnalysis
     return FileAnalysis([Finding("error", reason, None, hint, "file-unreadable", None, file)])
 
 
-def analyse_file(path: Path, *, history: HistorySettings | None = None) -> FileAnalysis:
+def analyse_file(
+    path: Path, *, history: HistorySettings | None = None, profiles: Collection[str] | None = None
+) -> FileAnalysis:
     """Every finding of the blueprint file at ``path`` (named as given in positions), its loops checked
     against the settings' ``history`` defaults (the built-in ones when None)."""
     file = str(path)
@@ -68,5 +71,5 @@ def analyse_file(path: Path, *, history: HistorySettings | None = None) -> FileA
         model = BlueprintModel.model_validate(parsed.data)
     except ValidationError as exc:
         return FileAnalysis(sort_findings([*parsed.findings, *validation_findings(exc, parsed.data, index)]))
-    findings = [*parsed.findings, *run_checks(model, index, path.parent, history=history)]
+    findings = [*parsed.findings, *run_checks(model, index, path.parent, history=history, profiles=profiles)]
     return FileAnalysis(sort_findings(findings), model, index, source_hash)

@@ -27,6 +27,7 @@ from blueprints.schema import (
     AgentStepModel,
     AnyStepModel,
     ConditionalStepModel,
+    EnsembleStepModel,
     HitlStepModel,
     ImportConfigModel,
     LoopStepModel,
@@ -108,6 +109,10 @@ class StepCompiler:
             return self.conditional(model, path)
         if isinstance(model, MapStepModel):
             return compile_map(self, model, path)
+        if isinstance(model, EnsembleStepModel):
+            from blueprints.ensemble_compiler import compile_ensemble  # it imports this module's StepCompiler type
+
+            return compile_ensemble(self, model, path)
         assert_never(model)
 
     def agent_step(self, model: AgentStepModel, path: Path) -> AgentStep | HitlStep | WorkflowStep:

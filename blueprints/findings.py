@@ -35,6 +35,8 @@ FindingCode = Literal[
     "context-in-prompt",
     "history-not-sent",
     "import-cycle",
+    "never-runs",
+    "unreachable-limit",
 ]
 
 

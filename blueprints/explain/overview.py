@@ -14,6 +14,7 @@ from blueprints.schema import (
     AgentStepModel,
     AnyStepModel,
     ConditionalStepModel,
+    EnsembleStepModel,
     HitlStepModel,
     LoopStepModel,
     MapStepModel,
@@ -56,6 +57,9 @@ def _phrase(model: AnyStepModel) -> tuple[str, str, str]:
         return "conditional", "picks a branch", "picks {n} branches in turn"
     if isinstance(model, MapStepModel):
         return f"map {model.name}", "repeats its steps for each item of a list", ""
+    if isinstance(model, EnsembleStepModel):
+        who = len(model.ensemble.participants)
+        return f"ensemble {model.name}", f"runs a conversation among {who} participants", ""
     assert_never(model)
 
 

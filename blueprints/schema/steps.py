@@ -11,6 +11,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Discriminator, Field, Tag
 
 from blueprints.schema.base import CallablePath, ContextPath, JsonSchema, Name, PositiveInt, StrictModel, UsesRef
+from blueprints.schema.ensemble import EnsembleSettingsModel
 from blueprints.schema.import_config import ImportConfigModel
 from blueprints.schema.loop_blocks import (
     FinalizeModel,
@@ -150,13 +151,20 @@ class MapStepModel(StepModelBase):
     map: MapSettingsModel
 
 
-STEP_KINDS = ("step", "hitl", "loop", "parallel", "conditional", "map")
+class EnsembleStepModel(StepModelBase):
+    """``kind: ensemble``: a conversation among participants, in rounds."""
+
+    kind: Literal["ensemble"]
+    ensemble: EnsembleSettingsModel
+
+
+STEP_KINDS = ("step", "hitl", "loop", "parallel", "conditional", "map", "ensemble")
 
 
 def _step_kind(value: Any) -> str | None:
     if isinstance(value, AgentStepModel | HitlStepModel | LoopStepModel | ParallelStepModel):
         return value.kind
-    if isinstance(value, ConditionalStepModel | MapStepModel):
+    if isinstance(value, ConditionalStepModel | MapStepModel | EnsembleStepModel):
         return value.kind
     if isinstance(value, dict):
         kind = value.get("kind", "step")
@@ -170,7 +178,8 @@ StepModel = Annotated[
     | Annotated[LoopStepModel, Tag("loop")]
     | Annotated[ParallelStepModel, Tag("parallel")]
     | Annotated[ConditionalStepModel, Tag("conditional")]
-    | Annotated[MapStepModel, Tag("map")],
+    | Annotated[MapStepModel, Tag("map")]
+    | Annotated[EnsembleStepModel, Tag("ensemble")],
     Discriminator(
         _step_kind,
         custom_error_type="bad_shape",
@@ -178,7 +187,15 @@ StepModel = Annotated[
     ),
 ]
 
-AnyStepModel = AgentStepModel | HitlStepModel | LoopStepModel | ParallelStepModel | ConditionalStepModel | MapStepModel
+AnyStepModel = (
+    AgentStepModel
+    | HitlStepModel
+    | LoopStepModel
+    | ParallelStepModel
+    | ConditionalStepModel
+    | MapStepModel
+    | EnsembleStepModel
+)
 
 for _model in (LoopSettingsModel, ParallelStepModel, ConditionalStepModel, MapSettingsModel):
     _model.model_rebuild()
