@@ -14,6 +14,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from blueprints.checks import run_checks
+from blueprints.ensemble_file import is_ensemble_file, translate, translate_index
 from blueprints.findings import Finding, sort_findings
 from blueprints.positions import PositionIndex
 from blueprints.schema import BlueprintModel
@@ -67,6 +68,8 @@ def analyse_file(
             index.excerpt(at), file,
         )  # fmt: skip
         return FileAnalysis([empty])
+    if is_ensemble_file(parsed.data):  # ADR-005's own file format: one ensemble step
+        parsed.data, index = translate(parsed.data), translate_index(index)
     try:
         model = BlueprintModel.model_validate(parsed.data)
     except ValidationError as exc:
