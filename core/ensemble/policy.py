@@ -91,39 +91,63 @@ class Conversation:
     async def _round(
         self, number: int, ready: list[tuple[Participant, list[Dependency]]]
     ) -> tuple[list[tuple[Participant, Sequence[Dependency], Turn]], bool]:
+        """Run one round. The agents speak first, at the same time; the person is asked once they have
+        all finished (in declaration order), so a question on the terminal never holds up a call in flight
+        and no agent's output is printed into it. Everyone is sent the state as the round began, so the
+        order they run in changes nothing of what they are sent."""
         here = child_path(self.path, str(number))
-        tasks = [asyncio.ensure_future(self._speak(participant, number, here)) for participant, _ in ready]
-        timed_out = False
+        results: dict[str, asyncio.Task[Turn]] = {}
+        agents = [participant for participant, _ in ready if participant.ask is None]
+        tasks = [asyncio.create_task(self._speak(participant, number, here)) for participant in agents]
+        results.update(zip((participant.name for participant in agents), tasks, strict=True))
+        timed_out = await self._settle(tasks)
+        if not timed_out and not any(task.exception() for task in tasks if not task.cancelled()):
+            for participant, _ in ready:
+                if participant.ask is None:
+                    continue
+                asking = asyncio.create_task(self._speak(participant, number, here))
+                results[participant.name] = asking
+                try:
+                    await asyncio.wait([asking])
+                except asyncio.CancelledError:  # Ctrl-C while the person is asked
+                    asking.cancel()
+                    raise
+                if asking.exception() is not None:
+                    break
+        spoken: list[tuple[Participant, Sequence[Dependency], Turn]] = []
+        problem: BaseException | None = None
+        for participant, met in ready:
+            result = results.get(participant.name)
+            if result is None or result.cancelled():
+                continue
+            error = result.exception()
+            if error is not None:
+                problem = problem or error
+                continue
+            spoken.append((participant, met, result.result()))
+        if problem is not None:
+            if isinstance(problem, LimitReached):
+                raise self.frame.restate(problem)
+            raise problem
+        return spoken, timed_out
+
+    async def _settle(self, tasks: Sequence[asyncio.Task[Turn]]) -> bool:
+        """Wait for ``tasks``; at the deadline cancel those still running. True when the deadline came."""
         try:
-            pending: set[asyncio.Future[Turn]] = set(tasks)
+            pending: set[asyncio.Task[Turn]] = set(tasks)
             while pending:
                 _, pending = await asyncio.wait(pending, timeout=self.clock.remaining())
                 if pending and self.clock.expired():
                     for task in pending:
                         task.cancel()
                     await asyncio.gather(*pending, return_exceptions=True)
-                    timed_out = True
-                    break
+                    return True
         except asyncio.CancelledError:  # Ctrl-C: stop every call of the round
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
-        spoken: list[tuple[Participant, Sequence[Dependency], Turn]] = []
-        problem: BaseException | None = None
-        for (participant, met), task in zip(ready, tasks, strict=True):
-            if task.cancelled():
-                continue
-            error = task.exception()
-            if error is not None:
-                problem = problem or error
-                continue
-            spoken.append((participant, met, task.result()))
-        if problem is not None:
-            if isinstance(problem, LimitReached):
-                raise self.frame.restate(problem)
-            raise problem
-        return spoken, timed_out
+        return False
 
     async def _speak(self, participant: Participant, number: int, here: str) -> Turn:
         path = child_path(here, participant.name)

@@ -10,6 +10,7 @@ by someone else (or a cue when it spoke last). A script is sent one JSON object 
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -66,10 +67,10 @@ def chat(
 def envelope(state: EnsembleState, participant: Participant, opening: Any, round_number: int) -> dict[str, Any]:
     """The JSON object a script participant is sent: {input, context, history, turn, agent, config}."""
     start = kept_range(state, state.step.history)
-    return {
-        "input": opening,
-        "context": state.context,
-        "history": state.history[start:],
+    return {  # copies: a Python participant changing what it was sent changes nothing of the state
+        "input": copy.deepcopy(opening),
+        "context": copy.deepcopy(state.context),
+        "history": copy.deepcopy(state.history[start:]),
         "turn": round_number,
         "agent": participant.name,
         "config": dict(participant.config),
