@@ -28,9 +28,9 @@ from core.ports import RunRecord, StepRecord, TraceEvent
 from lens.preview import full_text
 from lens.snapshot import RunSnapshot
 
-COMPOSITE_KINDS = frozenset({"loop", "map", "parallel", "conditional"})
-"""Step kinds whose children sit below a key (iteration, item or branch)."""
-_GROUP_WORDS = {"loop": "iteration", "map": "item", "parallel": "branch", "conditional": "branch"}
+COMPOSITE_KINDS = frozenset({"loop", "map", "parallel", "conditional", "ensemble"})
+"""Step kinds whose children sit below a key (iteration, item, branch, or an ensemble's round)."""
+_GROUP_WORDS = {"loop": "iteration", "map": "item", "parallel": "branch", "conditional": "branch", "ensemble": "round"}
 _CALL_EVENTS = frozenset({"agent.repair", "agent.reply"})
 
 

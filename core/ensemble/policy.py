@@ -69,7 +69,6 @@ class Conversation:
         self.step, self.data, self.ctx, self.path, self.frame, self.body = step, data, ctx, path, frame, body
         self.state = EnsembleState.start(step, data)
         self.clock = Clock(step.timeout_seconds, time.monotonic())
-        self.rounds: list[list[str]] = []
 
     async def run(self) -> CompletionReason:
         state = self.state
@@ -84,7 +83,6 @@ class Conversation:
             number = state.turn_count + 1
             spoken, timed_out = await self._round(number, ready)
             state.apply(spoken)
-            self.rounds.append([participant.name for participant, _, _ in spoken])
             if timed_out:
                 return "timeout"
 
@@ -273,7 +271,7 @@ async def run_ensemble(
         event = frame.event(
             "ensemble.done",
             path,
-            {"reason": "error", "turn_count": state.turn_count, "rounds": conversation.rounds, "error": error.message},
+            {"reason": "error", "turn_count": state.turn_count, "error": error.message},
         )
         await frame.commit(
             path=path, name=step.name, kind=step.kind, status="failed", started=started,
@@ -289,7 +287,6 @@ async def run_ensemble(
         {
             "reason": reason,
             "turn_count": conversation.state.turn_count,
-            "rounds": conversation.rounds,
             "max_total_turns": step.max_total_turns,
         },
     )
