@@ -85,6 +85,7 @@ def _participant(c: StepCompiler, model: ParticipantModel, path: Path) -> Partic
         ),
         "requires_all": model.requires_all,
         "state_key": model.state_key,
+        "opens": bool(model.triggers_conversation),
         "position": c.position(path),
     }
     if model.ask is not None:

@@ -3,8 +3,8 @@
 Errors: a participant that is not exactly one of ``uses``/``script``/``model_profile``/``ask``; an unknown
 agent, import, profile (listing the known ones), script file or participant (did-you-mean); a condition
 that does not compile or reads an unknown name; an ensemble where no participant can ever start (every
-one waits for another: a dependency cycle). Warnings: a participant that can never run, limits that can
-never be reached, and ``triggers_conversation`` (which flujo gives no meaning). Keys of a participant's
+one waits for another: a dependency cycle, and none opens it with ``triggers_conversation``). Warnings: a
+participant that can never run, and limits that can never be reached. Keys of a participant's
 reply are known only at run time, so ``context.<key>`` is never reported.
 """
 
@@ -64,13 +64,6 @@ def check_ensemble(checker: Checker, site: StepSite) -> None:
                 )
         if participant.ask is not None:
             check_text(checker, (*path, "ask"), participant.ask, extra_names=CONDITION_NAMES, step_names=names)
-        if participant.triggers_conversation is not None:
-            checker.warning(
-                "ignored-key",
-                f"triggers_conversation has no effect in flujo (participant {participant.name!r})",
-                checker.key_at((*path, "triggers_conversation")),
-                "who speaks is decided by depends_on and the limits; remove the key",
-            )
     for name, cap in block.max_agent_executions.items():
         key = (*here, "max_agent_executions", name)
         if name not in names:
@@ -167,7 +160,8 @@ def _check_reachable(checker: Checker, step: EnsembleStepModel, here: Path) -> N
             if participant.name in can:
                 continue
             deps = [d.participant for d in participant.dependencies() if d.participant in names]
-            if not deps or (all(d in can for d in deps) if participant.requires_all else any(d in can for d in deps)):
+            waits = all(d in can for d in deps) if participant.requires_all else any(d in can for d in deps)
+            if not deps or participant.triggers_conversation or waits:
                 can.add(participant.name)
                 changed = True
     if not can:
@@ -175,7 +169,7 @@ def _check_reachable(checker: Checker, step: EnsembleStepModel, here: Path) -> N
             "never-runs",
             f"no participant of ensemble {step.name!r} can start: each waits for another (a dependency cycle)",
             checker.at((*here, "participants")),
-            "give at least one participant no depends_on (or requires_all: false with one it can start from)",
+            "give one participant no depends_on, or triggers_conversation: true to speak in round 1",
         )
         return
     for number, participant in enumerate(block.participants):

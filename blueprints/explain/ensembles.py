@@ -40,6 +40,7 @@ def _when(participant: ParticipantModel) -> str:
     deps = participant.dependencies()
     if not deps:
         return "from round 1, every round"
+    opens = "in round 1 (it opens the conversation), then " if participant.triggers_conversation else ""
     said = []
     for dep in deps:
         words = f"{dep.participant} has spoken"
@@ -49,7 +50,7 @@ def _when(participant: ParticipantModel) -> str:
             words += f" (at most {dep.max_executions} time(s) on this)"
         said.append(words)
     joiner = " and " if participant.requires_all else " or "
-    return "every round once " + joiner.join(said)
+    return opens + "every round once " + joiner.join(said)
 
 
 def _what(participant: ParticipantModel, scope: Scope, settings: Settings) -> tuple[str, str | None]:

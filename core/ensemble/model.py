@@ -50,6 +50,9 @@ class Participant:
     depends_on: tuple[Dependency, ...] = ()
     requires_all: bool = True
     state_key: str | None = None
+    # ``triggers_conversation``: it opens the conversation, speaking in round 1 before its dependencies
+    # have spoken; from round 2 on its dependencies decide, as for everyone.
+    opens: bool = False
     position: SourcePosition | None = None
 
     @property

@@ -5,7 +5,8 @@ Invariants:
   rebuilds the same rounds. A participant is ready when it is under its limits (``max_turns``, the
   conversation's ``max_agent_executions``) and its dependencies are satisfied: a dependency is satisfied
   when that participant has spoken, its ``condition`` holds and its ``max_executions`` is not spent; all
-  of them (``requires_all``) or any one. A participant with no dependencies is always satisfied.
+  of them (``requires_all``) or any one. A participant with no dependencies is always satisfied, and one
+  that opens the conversation (``triggers_conversation``) is satisfied in round 1.
 - After a round: ``turn_count`` goes up by one; each speaker's execution count and the trigger count of
   each dependency it spoke on; the accumulated context holds each speaker's latest output under its name
   (and ``state_key``) and, for a mapping output (a JSON object reply is parsed, also inside a ```json
@@ -114,7 +115,7 @@ class EnsembleState:
         """The dependencies that let ``participant`` speak now, or None when it may not."""
         if self.executions.get(participant.name, 0) >= self.limit(participant):
             return None
-        if not participant.depends_on:
+        if not participant.depends_on or (participant.opens and self.turn_count == 0):
             return []
         met = [dep for dep in participant.depends_on if self._met(participant, dep, scope)]
         enough = len(met) == len(participant.depends_on) if participant.requires_all else bool(met)
