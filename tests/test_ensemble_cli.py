@@ -4,6 +4,7 @@ loopback OpenAI-compatible server)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import shutil
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from core.store import open_store
 from flujo_cli import exit_codes
 from tests.cli_helpers import ROOT, flujo, flujo_process
 from tests.fakes.openai_server import FakeLLM
@@ -55,6 +57,16 @@ steps:
               condition: "context.approved"
       max_total_turns: 7
 """
+
+
+def prompts_of(db: Path, run_id: str) -> dict[str, Any]:
+    """The messages each agent call of run ``run_id`` was sent, by step path (read through the store)."""
+
+    async def read() -> dict[str, Any]:
+        async with await open_store(str(db)) as store:
+            return {e.path: e.payload["messages"] for e in await store.events(run_id) if e.kind == "agent.prompt"}
+
+    return asyncio.run(read())
 
 
 def sequence(output: dict[str, Any]) -> list[tuple[int, str]]:
@@ -260,3 +272,20 @@ steps:
     with contextlib.closing(sqlite3.connect(db)) as conn:
         paths = [path for (path,) in conn.execute("SELECT path FROM steps WHERE run_id = ?", (run_id,))]
     assert len(paths) == len(set(paths))
+
+
+def test_a_thread_continues_across_ensemble_runs(review: Path, state_db: Path) -> None:
+    code, _, err = flujo(["run", str(review), "--input", "a poem", "--answer", "yes", "--thread", "poems"])
+    assert code == exit_codes.OK, err
+    code, out, err = flujo(
+        ["run", str(review), "--json", "--input", "a limerick", "--answer", "no", "--thread", "poems"]
+    )
+    assert code == exit_codes.OK, err
+    run_id = json.loads(out)["run_id"]
+    code, out, _ = flujo(["threads", "show", "poems"])
+    assert "2 runs, 12 turns" in out
+    assert "User: editor: yes" in out and 'Assistant: critic: {"approved": false}' in out
+    sent = prompts_of(state_db, run_id)["review/1/writer"]
+    assert {"role": "assistant", "content": "draft 1"} in sent  # its own turn of the earlier run
+    assert {"role": "user", "content": "editor: yes"} in sent
+    assert sent[-1] == {"role": "user", "content": "a limerick"}

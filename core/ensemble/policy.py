@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from core.context import HitlEntry, RunContext
+from core.context import ConversationTurn, HitlEntry, Role, RunContext
 from core.ensemble.model import CompletionReason, Dependency, EnsembleStep, Participant
 from core.ensemble.state import EnsembleState, Turn
 from core.ensemble.view import Speaker, chat, envelope
@@ -67,7 +67,12 @@ class Conversation:
 
     def __init__(self, step: EnsembleStep, data: Any, ctx: RunContext, path: str, frame: Frame, body: BodyRunner):
         self.step, self.data, self.ctx, self.path, self.frame, self.body = step, data, ctx, path, frame, body
-        self.state = EnsembleState.start(step, data)
+        thread = frame.thread if frame.thread is not None and frame.thread.claim(step) else None
+        self.threaded = thread is not None
+        earlier = tuple(thread.opening(ctx)) if thread is not None else ()
+        self.state = EnsembleState.start(step, data, earlier=earlier)
+        if self.threaded and self.state.seed is not None:
+            ctx.thread_turns.append(self.state.seed)
         self.clock = Clock(step.timeout_seconds, time.monotonic())
 
     async def run(self) -> CompletionReason:
@@ -83,6 +88,11 @@ class Conversation:
             number = state.turn_count + 1
             spoken, timed_out = await self._round(number, ready)
             state.apply(spoken)
+            if self.threaded:  # the thread keeps what was said: the person's turns as the user's
+                said = state.said[len(state.said) - len(spoken) :]
+                for (participant, _, _), turn in zip(spoken, said, strict=True):
+                    role: Role = "user" if participant.ask is not None else "assistant"
+                    self.ctx.thread_turns.append(ConversationTurn(role, turn.content, turn.tokens))
             if timed_out:
                 return "timeout"
 

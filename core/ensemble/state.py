@@ -78,6 +78,7 @@ class EnsembleState:
 
     step: EnsembleStep
     seed: ConversationTurn | None = None
+    earlier: tuple[ConversationTurn, ...] = ()  # a thread's turns from earlier runs (``--thread``)
     turn_count: int = 0
     executions: dict[str, int] = field(default_factory=dict)
     triggers: dict[tuple[str, str], int] = field(default_factory=dict)
@@ -89,13 +90,14 @@ class EnsembleState:
     history: list[dict[str, Any]] = field(default_factory=list)  # turns as conditions see them
 
     @classmethod
-    def start(cls, step: EnsembleStep, opening: Any) -> EnsembleState:
-        """The state before round 1; the ensemble's input, when it has one, opens the conversation."""
+    def start(cls, step: EnsembleStep, opening: Any, *, earlier: tuple[ConversationTurn, ...] = ()) -> EnsembleState:
+        """The state before round 1; the ensemble's input, when it has one, opens the conversation (after
+        ``earlier``, the turns of the thread the run continues)."""
         seed = None
         if opening is not None and turn_text(opening).strip():
             text = turn_text(opening)
             seed = ConversationTurn("user", text, count_tokens(text))
-        return cls(step=step, seed=seed)
+        return cls(step=step, seed=seed, earlier=earlier)
 
     def limit(self, participant: Participant) -> int:
         """How many times ``participant`` may speak in this conversation."""

@@ -11,9 +11,11 @@ by someone else (or a cue when it spoke last). A script is sent one JSON object 
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from core.context import ConversationTurn
 from core.conversation import bound, turn_text
 from core.ensemble.model import Participant
 from core.ensemble.state import EnsembleState
@@ -29,7 +31,10 @@ def cue(participant: Participant, round_number: int) -> str:
 
 def kept_range(state: EnsembleState, policy: HistoryPolicy | None, *, room: int | None = None) -> int:
     """The index of the oldest stored turn sent (``state.said[start:]``), within ``policy`` and ``room``."""
-    said = state.said
+    return _kept_from(state.said, policy, room=room)
+
+
+def _kept_from(said: Sequence[ConversationTurn], policy: HistoryPolicy | None, *, room: int | None) -> int:
     max_tokens = max_turns = None
     if policy is not None:
         max_tokens = policy.max_tokens if policy.strategy != "truncate_turns" else None
@@ -51,6 +56,14 @@ def chat(
         room = max(0, agent.prompt_budget - fixed)
     start = kept_range(state, state.step.history, room=room)
     messages: list[ChatMessage] = []
+    if start == 0 and state.earlier:  # a thread's earlier turns, within the same bounds
+        earlier = state.earlier[_kept_from(state.earlier, state.step.history, room=room) :]
+        own = f"{participant.name}: "
+        for turn in earlier:  # from its point of view too: its own turns are the assistant's, others' the user's
+            if turn.role == "assistant" and turn.content.startswith(own):
+                messages.append(ChatMessage("assistant", turn.content.removeprefix(own)))
+            else:
+                messages.append(ChatMessage("user", turn.content))
     if start == 0 and state.seed is not None:
         messages.append(ChatMessage("user", state.seed.content))
     for index in range(start, len(state.said)):
