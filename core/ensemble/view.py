@@ -52,18 +52,19 @@ def chat(
     """The current message and the history messages of a model participant."""
     room = None
     if agent.prompt_budget is not None:
-        fixed = count_messages(agent.prompt(AgentCall(input=cue(participant, round_number), step=participant.name)))
+        call = AgentCall(input=cue(participant, round_number), step=participant.name)
+        fixed = count_messages(agent.prompt(call), agent.model_name)
         room = max(0, agent.prompt_budget - fixed)
     start = kept_range(state, state.step.history, room=room)
     messages: list[ChatMessage] = []
     if start == 0 and state.earlier:  # a thread's earlier turns, within the same bounds
         earlier = state.earlier[_kept_from(state.earlier, state.step.history, room=room) :]
         own = f"{participant.name}: "
-        for turn in earlier:  # from its point of view too: its own turns are the assistant's, others' the user's
-            if turn.role == "assistant" and turn.content.startswith(own):
-                messages.append(ChatMessage("assistant", turn.content.removeprefix(own)))
+        for old in earlier:  # from its point of view too: its own turns are the assistant's, others' the user's
+            if old.role == "assistant" and old.content.startswith(own):
+                messages.append(ChatMessage("assistant", old.content.removeprefix(own)))
             else:
-                messages.append(ChatMessage("user", turn.content))
+                messages.append(ChatMessage("user", old.content))
     if start == 0 and state.seed is not None:
         messages.append(ChatMessage("user", state.seed.content))
     for index in range(start, len(state.said)):
