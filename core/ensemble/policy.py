@@ -19,7 +19,7 @@ import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 from core.context import ConversationTurn, HitlEntry, Role, RunContext
 from core.ensemble.model import CompletionReason, Dependency, EnsembleStep, Participant
@@ -76,25 +76,34 @@ class Conversation:
         self.clock = Clock(step.timeout_seconds, time.monotonic())
 
     async def run(self) -> CompletionReason:
-        state = self.state
+        """Play rounds until the conversation ends; why it ended."""
         while True:
-            if state.turn_count >= self.step.max_total_turns:
+            if self.state.turn_count >= self.step.max_total_turns:
                 return "turn_limit"
             if self.clock.expired():
                 return "timeout"
-            ready = state.ready()
-            if not ready:
+            played = await self.play_round()
+            if played is None:
                 return "completed"
-            number = state.turn_count + 1
-            spoken, timed_out = await self._round(number, ready)
-            state.apply(spoken)
-            if self.threaded:  # the thread keeps what was said: the person's turns as the user's
-                said = state.said[len(state.said) - len(spoken) :]
-                for (participant, _, _), turn in zip(spoken, said, strict=True):
-                    role: Role = "user" if participant.ask is not None else "assistant"
-                    self.ctx.thread_turns.append(ConversationTurn(role, turn.content, turn.tokens))
-            if timed_out:
+            if played == "timeout":
                 return "timeout"
+
+    async def play_round(self) -> Literal["played", "timeout"] | None:
+        """Play the next round and apply it to the state: ``played``, ``timeout`` (the deadline came during
+        the round; the turns that finished are applied), or None when no participant is ready."""
+        state = self.state
+        ready = state.ready()
+        if not ready:
+            return None
+        number = state.turn_count + 1
+        spoken, timed_out = await self._round(number, ready)
+        state.apply(spoken)
+        if self.threaded:  # the thread keeps what was said: the person's turns as the user's
+            said = state.said[len(state.said) - len(spoken) :]
+            for (participant, _, _), turn in zip(spoken, said, strict=True):
+                role: Role = "user" if participant.ask is not None else "assistant"
+                self.ctx.thread_turns.append(ConversationTurn(role, turn.content, turn.tokens))
+        return "timeout" if timed_out else "played"
 
     async def _round(
         self, number: int, ready: list[tuple[Participant, list[Dependency]]]
