@@ -68,7 +68,7 @@ def analyse_file(
             index.excerpt(at), file,
         )  # fmt: skip
         return FileAnalysis([empty])
-    if is_ensemble_file(parsed.data):  # ADR-005's own file format: one ensemble step
+    if is_ensemble_file(parsed.data):  # the ensemble file format: one ensemble step
         parsed.data, index = translate(parsed.data), translate_index(index)
     try:
         model = BlueprintModel.model_validate(parsed.data)

@@ -1,4 +1,4 @@
-"""ADR-005's own ensemble file format, read as a blueprint with one ``kind: ensemble`` step.
+"""The ensemble file format (a list of agents), read as a blueprint with one ``kind: ensemble`` step.
 
 A file whose top level has ``agents`` as a list (and no ``version``/``steps``) is in that format::
 
@@ -34,7 +34,7 @@ _PARTICIPANTS: Path = (*_ENSEMBLE, "participants")
 
 
 def is_ensemble_file(data: Any) -> bool:
-    """Whether ``data`` (a parsed YAML file) is in ADR-005's ensemble file format."""
+    """Whether ``data`` (a parsed YAML file) is in the ensemble file format."""
     return (
         isinstance(data, dict)
         and "version" not in data
@@ -73,7 +73,7 @@ def _dependency(dep: Any, participant: dict[str, Any]) -> Any:
 
 
 def translate(data: dict[str, Any]) -> dict[str, Any]:
-    """The blueprint (our dialect) that an ADR-005 ensemble file means."""
+    """The blueprint (our dialect) that an ensemble file means."""
     block: dict[str, Any] = {"participants": [_participant(agent) for agent in data["agents"]]}
     limits = data.get("conversation_limits")
     if isinstance(limits, dict):

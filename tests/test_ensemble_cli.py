@@ -1,5 +1,5 @@
 """Ensembles through the real ``flujo`` command: run, validate, explain, pause and resume, SIGKILL and
-resume, and ADR-005's own file format with script and model participants (model agents through the
+resume, and the ensemble file format with script and model participants (model agents through the
 loopback OpenAI-compatible server)."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import shutil
 import signal
 import sqlite3
@@ -20,7 +21,7 @@ from flujo_cli import exit_codes
 from tests.cli_helpers import ROOT, flujo, flujo_process
 from tests.fakes.openai_server import FakeLLM
 
-ADR_EXAMPLE = ROOT / "docs" / "examples" / "ensemble_adr"
+FILE_EXAMPLE = ROOT / "docs" / "examples" / "ensemble_file"
 
 REVIEW = """\
 version: "0.1"
@@ -104,9 +105,9 @@ def test_pause_for_the_person_then_resume(review: Path) -> None:
 def test_adr_file_runs_as_written_with_scripts_and_models(
     state_db: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Mixed script and LLM agents collaborate: ADR-005's example file, its scripts and its profiles."""
+    """Mixed script and LLM agents collaborate: the ensemble file example, its scripts and its profiles."""
     folder = state_db.parent.parent / "adr"
-    shutil.copytree(ADR_EXAMPLE, folder)
+    shutil.copytree(FILE_EXAMPLE, folder)
     monkeypatch.chdir(folder)  # flujo.toml (the profiles) is found from the working directory
     for name, value in fake_llm.env().items():
         monkeypatch.setenv(name, value)
@@ -211,7 +212,7 @@ steps:
 
 def test_explain_says_who_speaks_when_and_the_worst_case(state_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = state_db.parent.parent / "adr"
-    shutil.copytree(ADR_EXAMPLE, folder)
+    shutil.copytree(FILE_EXAMPLE, folder)
     monkeypatch.chdir(folder)
     code, out, err = flujo(["explain", "ensemble.yaml"])
     assert code == exit_codes.OK, err
@@ -289,3 +290,14 @@ def test_a_thread_continues_across_ensemble_runs(review: Path, state_db: Path) -
     assert {"role": "assistant", "content": "draft 1"} in sent  # its own turn of the earlier run
     assert {"role": "user", "content": "editor: yes"} in sent
     assert sent[-1] == {"role": "user", "content": "a limerick"}
+
+
+def test_documented_scripts_and_profiles_are_the_example_files() -> None:
+    """docs/ensembles.md shows the ensemble file example's scripts and flujo.toml as they are."""
+    page = (ROOT / "docs" / "ensembles.md").read_text(encoding="utf-8")
+    scripts = re.findall(r"^```python\n(# (docs/examples/\S+\.py)\n.*?)^```$", page, flags=re.DOTALL | re.MULTILINE)
+    assert len(scripts) == 2
+    for block, name in scripts:
+        assert block == (ROOT / name).read_text(encoding="utf-8"), name
+    [toml] = re.findall(r"^```toml\n(.*?)^```$", page, flags=re.DOTALL | re.MULTILINE)
+    assert toml == (FILE_EXAMPLE / "flujo.toml").read_text(encoding="utf-8")

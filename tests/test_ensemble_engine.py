@@ -1,5 +1,5 @@
 """The ensemble engine (core.ensemble) driven from Python: rounds, dependencies, conditions, limits,
-accumulated state, completion reasons, pause/resume and failures. ADR-005's success criteria are the
+accumulated state, completion reasons, pause/resume and failures. the design's success criteria are the
 first tests: agents execute multiple times in conditional loops, state accumulates across turns, limits
 prevent infinite loops."""
 
@@ -29,7 +29,7 @@ def sequence(output: dict[str, Any]) -> list[tuple[int, str]]:
 
 
 def analysis(**limits: Any) -> EnsembleStep:
-    """ADR-005's example: an extractor, an analyzer asking for clarification, the person, a synthesis."""
+    """The design's example: an extractor, an analyzer asking for clarification, the person, a synthesis."""
     analyzer = ScriptedAgent(
         replies=(
             '{"needs_clarification": true}',

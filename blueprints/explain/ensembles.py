@@ -69,8 +69,8 @@ def _what(participant: ParticipantModel, scope: Scope, settings: Settings) -> tu
     agent = scope.blueprint.model.agents.get(uses.removeprefix("agents."))
     if agent is not None and agent.model is not None:
         metered = agent.model if agent.model not in OFFLINE_MODELS else None
-        return f"{uses.removeprefix('agents.')} ({agent.model})", metered
-    return uses.removeprefix("agents."), None
+        return f"the agent {uses.removeprefix('agents.')} ({agent.model})", metered
+    return f"the agent {uses.removeprefix('agents.')}", None
 
 
 def explain_ensemble(model: EnsembleStepModel, scope: Scope, settings: Settings, receives: str) -> EnsembleWords:

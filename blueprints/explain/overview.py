@@ -84,6 +84,12 @@ def used_by(blueprint: Blueprint) -> dict[str, list[str]]:
         step = site.step
         if isinstance(step, AgentStepModel) and step.uses is not None and step.uses.startswith("agents."):
             used.setdefault(step.uses.removeprefix("agents."), []).append(step.name)
+        if isinstance(step, EnsembleStepModel):
+            for participant in step.ensemble.participants:
+                if participant.uses is not None and participant.uses.startswith("agents."):
+                    used.setdefault(participant.uses.removeprefix("agents."), []).append(
+                        f"{step.name} › {participant.name}"
+                    )
         if isinstance(step, LoopStepModel) and step.loop.history_management is not None:
             summarizer = step.loop.history_management.summarizer_agent
             if summarizer is not None:

@@ -1,4 +1,5 @@
-"""Answers the analyzer's question without a person (ADR-005's input injection for tests and demos)."""
+# docs/examples/ensemble_file/primitives/user-interaction/get_clarification.py
+"""Answers the analyzer's question without a person (input injected for tests and demos)."""
 
 import json
 import sys

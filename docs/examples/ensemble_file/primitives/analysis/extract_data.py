@@ -1,3 +1,4 @@
+# docs/examples/ensemble_file/primitives/analysis/extract_data.py
 """An ensemble script participant: reads one JSON object on stdin, writes its reply as JSON on stdout."""
 
 import json
