@@ -80,7 +80,7 @@ def explain_ensemble(model: EnsembleStepModel, scope: Scope, settings: Settings,
     does = (
         f"Runs a conversation among {len(block.participants)} participants"
         f" ({', '.join(p.name for p in block.participants)}) in rounds, opened by {receives}: in each round every"
-        " participant that is ready speaks, those in one round at the same time."
+        " participant that is ready speaks: the agents of a round at the same time, then you, if you are one."
     )
     words = EnsembleWords(does, ())
     parts: list[Part] = []
