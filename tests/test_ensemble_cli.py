@@ -301,3 +301,24 @@ def test_documented_scripts_and_profiles_are_the_example_files() -> None:
         assert block == (ROOT / name).read_text(encoding="utf-8"), name
     [toml] = re.findall(r"^```toml\n(.*?)^```$", page, flags=re.DOTALL | re.MULTILINE)
     assert toml == (FILE_EXAMPLE / "flujo.toml").read_text(encoding="utf-8")
+
+
+def test_validate_says_an_ensemble_does_not_summarize(state_db: Path) -> None:
+    path = state_db.parent.parent / "summary.yaml"
+    path.write_text(
+        """\
+version: "0.1"
+agents:
+  a: {model: echo}
+steps:
+  - kind: ensemble
+    name: chat
+    ensemble:
+      participants: [{name: a, uses: agents.a}]
+      history_management: {strategy: summarize}
+""",
+        encoding="utf-8",
+    )
+    code, _, err = flujo(["validate", str(path)])
+    assert code == exit_codes.OK
+    assert "summary.yaml:9:28: warning: ensemble 'chat' does not summarize" in err

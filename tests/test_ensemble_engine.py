@@ -9,13 +9,15 @@ import asyncio
 from typing import Any
 
 from core import Engine, Pipeline
+from core.agents import AgentSpec, build_agent
 from core.agents.offline import ScriptedAgent
 from core.agents.script import PythonAgent
 from core.ensemble import Dependency, EnsembleStep, Participant, parse_reply
 from core.store import MemoryStore
 from core.templates import Expression, Template
-from core.testing import ScriptedHuman
+from core.testing import RecordingReporter, ScriptedHuman
 from tests.engine_helpers import FuncAgent
+from tests.fakes.openai_server import FakeLLM
 
 
 def run(step: EnsembleStep, data: Any = "go", *, answers: tuple[str, ...] = (), store: MemoryStore | None = None):
@@ -231,3 +233,29 @@ def test_state_key_and_output_hook() -> None:
     )
     outcome, _ = run(step)
     assert outcome.output == "draft"
+
+
+def test_agents_of_one_round_do_not_stream_into_each_other(fake_llm: FakeLLM) -> None:
+    """Two models in one round are shown whole when they end (no interleaved streams); alone, a model streams."""
+    settings = fake_llm.settings()
+    first = build_agent(AgentSpec(name="first", model="openai:gpt-4o-mini"), settings)
+    second = build_agent(AgentSpec(name="second", model="openai:gpt-4o-mini"), settings)
+    step = EnsembleStep(
+        name="chat",
+        participants=(
+            Participant("first", agent=first, max_turns=2),
+            Participant("second", agent=second, depends_on=(Dependency("first"),), max_turns=1),
+        ),
+    )
+    for text in ("one", "two", "two"):
+        fake_llm.reply(text)
+    reporter = RecordingReporter()
+    engine = Engine(store=MemoryStore(), reporter=reporter)
+    outcome = asyncio.run(engine.run(Pipeline(steps=(step,)), "go"))
+    assert outcome.status == "completed", outcome.error
+    assert "".join(reporter.text) == "one"  # round 1: first alone streamed; round 2: two at once did not
+    assert [name for name, _ in reporter.replies] == ["first", "first", "second"] or [
+        name for name, _ in reporter.replies
+    ] == ["first", "second", "first"]
+    streamed = [body.get("stream") for body in fake_llm.bodies]
+    assert streamed[0] is True and not any(streamed[1:])

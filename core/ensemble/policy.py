@@ -74,6 +74,7 @@ class Conversation:
         if self.threaded and self.state.seed is not None:
             ctx.thread_turns.append(self.state.seed)
         self.clock = Clock(step.timeout_seconds, time.monotonic())
+        self.alone = True  # whether the round being played has one agent speaking (it may stream)
 
     async def run(self) -> CompletionReason:
         """Play rounds until the conversation ends; why it ended."""
@@ -115,6 +116,7 @@ class Conversation:
         here = child_path(self.path, str(number))
         results: dict[str, asyncio.Task[Turn]] = {}
         agents = [participant for participant, _ in ready if participant.ask is None]
+        self.alone = len(agents) == 1
         tasks = [asyncio.create_task(self._speak(participant, number, here)) for participant in agents]
         results.update(zip((participant.name for participant in agents), tasks, strict=True))
         timed_out = await self._settle(tasks)
@@ -192,7 +194,7 @@ class Conversation:
         assert agent is not None
         if agent.is_model:
             message, history = chat(self.state, participant, agent, number)
-            speaker = Speaker(agent, message, history)
+            speaker = Speaker(agent, message, history, streams=self.alone)
         else:
             speaker = Speaker(agent, envelope(self.state, participant, self.data, number))
         # What the turn record keeps as its input: a reference to the round, never a copy of the history.

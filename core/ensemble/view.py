@@ -105,6 +105,9 @@ class Speaker:
     inner: Agent
     message: Any
     history: tuple[ChatMessage, ...] = ()
+    # False when other agents speak in the same round: replies are then shown whole, as they end, so
+    # two streams never interleave within a line.
+    streams: bool = True
 
     @property
     def label(self) -> str:
@@ -134,7 +137,8 @@ class Speaker:
         return self.inner.estimate_cost_usd(prompt_tokens)
 
     def _call(self, call: AgentCall) -> AgentCall:
-        return replace(call, input=self.message, history=self.history)
+        on_text = call.on_text if self.streams else None
+        return replace(call, input=self.message, history=self.history, on_text=on_text)
 
     def prompt(self, call: AgentCall) -> list[ChatMessage]:
         return self.inner.prompt(self._call(call))
