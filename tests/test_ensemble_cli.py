@@ -322,3 +322,53 @@ steps:
     code, _, err = flujo(["validate", str(path)])
     assert code == exit_codes.OK
     assert "summary.yaml:9:28: warning: ensemble 'chat' does not summarize" in err
+
+
+def test_a_sub_workflow_takes_part(state_db: Path) -> None:
+    folder = state_db.parent.parent
+    (folder / "helper.yaml").write_text(
+        'version: "0.1"\nagents:\n  shout: {model: echo}\nsteps:\n  - {kind: step, name: shout, uses: agents.shout}\n',
+        encoding="utf-8",
+    )
+    (folder / "team.yaml").write_text(
+        """\
+version: "0.1"
+imports: {helper: helper.yaml}
+agents:
+  lead: {model: scripted, replies: ["plan A", "plan B"]}
+steps:
+  - kind: ensemble
+    name: team
+    ensemble:
+      participants:
+        - {name: lead, uses: agents.lead, max_turns: 2}
+        - {name: helper, uses: imports.helper, depends_on: [lead]}
+""",
+        encoding="utf-8",
+    )
+    code, out, err = flujo(["run", str(folder / "team.yaml"), "--json", "--input", "go"])
+    assert code == exit_codes.OK, err
+    output = json.loads(out)["output"]
+    assert [(t["turn"], t["participant"], t["output"]) for t in output["history"]] == [
+        (1, "lead", "plan A"),
+        (2, "lead", "plan B"),
+        (2, "helper", "lead: plan A"),  # the child run was sent the newest turn said by someone else
+    ]
+
+
+def test_lens_shows_the_conversation_round_by_round(review: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setenv("MY_TOKEN", "sk-secret-123456")
+    monkeypatch.setenv("FLUJO_SECRET_ENV_VARS", '["MY_TOKEN"]')
+    code, out, err = flujo(["run", str(review), "--json", "--input", "a poem sk-secret-123456", "--answer", "yes"])
+    assert code == exit_codes.OK, err
+    run_id = json.loads(out)["run_id"]
+    code, out, err = flujo(["lens", "trace", run_id, "--expand", "all"])
+    assert code == exit_codes.OK, err
+    lines = [line.strip(" │├└─") for line in out.splitlines()]
+    rounds = [line for line in lines if line.startswith("round ")]
+    assert rounds == ["round 1", "round 2", "round 3", "round 4", "round 5"]
+    assert any(line.startswith("✓ critic") for line in lines) and any(line.startswith("✓ editor") for line in lines)
+    assert "ensemble.done  ended after 5 rounds: completed" in lines
+    assert any("user      writer: draft 1" in line for line in lines)  # the critic's exact prompt
+    assert "sk-secret-123456" not in out  # redacted

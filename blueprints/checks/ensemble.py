@@ -127,6 +127,13 @@ def _check_kind(checker: Checker, participant: ParticipantModel, path: Path) -> 
             checker.at((*path, "type")),
         )
     model = checker.model
+    if participant.prompt is not None and not _is_model(participant, checker):
+        checker.warning(
+            "ignored-key",
+            f"prompt has no effect on participant {participant.name!r}, which is not a model",
+            checker.key_at((*path, "prompt")),
+            "a script reads what it needs from its JSON (and config); a person is asked the ask question",
+        )
     if participant.uses is not None:
         section, _, name = participant.uses.partition(".")
         known = list(model.agents) if section == "agents" else list(model.imports)
@@ -154,6 +161,15 @@ def _check_kind(checker: Checker, participant: ParticipantModel, path: Path) -> 
             f'{known_profiles}; define one as [profiles.{participant.model_profile}] with model = "provider:model"'
             " in flujo.toml",
         )
+
+
+def _is_model(participant: ParticipantModel, checker: Checker) -> bool:
+    if participant.model_profile is not None:
+        return True
+    if participant.uses is None or not participant.uses.startswith("agents."):
+        return False
+    agent = checker.model.agents.get(participant.uses.removeprefix("agents."))
+    return agent is None or agent.model is not None  # an unknown agent is reported on its own
 
 
 def _check_reachable(checker: Checker, step: EnsembleStepModel, here: Path) -> None:
