@@ -84,11 +84,11 @@ def check_ensemble(checker: Checker, site: StepSite) -> None:
             )
     manage = block.history_management
     if manage is not None and (manage.strategy == "summarize" or manage.summarizer_agent is not None):
-        key = "summarizer_agent" if manage.summarizer_agent is not None else "strategy"
+        setting = "summarizer_agent" if manage.summarizer_agent is not None else "strategy"
         checker.warning(
             "ignored-key",
             f"ensemble {step.name!r} does not summarize: its history is bounded like truncate_tokens",
-            checker.key_at((*here, "history_management", key)),
+            checker.key_at((*here, "history_management", setting)),
             "use strategy: truncate_tokens or truncate_turns",
         )
     _check_reachable(checker, step, here)
