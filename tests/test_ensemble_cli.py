@@ -303,7 +303,7 @@ def test_documented_scripts_and_profiles_are_the_example_files() -> None:
     assert toml == (FILE_EXAMPLE / "flujo.toml").read_text(encoding="utf-8")
 
 
-def test_validate_says_an_ensemble_does_not_summarize(state_db: Path) -> None:
+def test_validate_warns_about_keys_without_effect(state_db: Path) -> None:
     path = state_db.parent.parent / "summary.yaml"
     path.write_text(
         """\
@@ -314,14 +314,16 @@ steps:
   - kind: ensemble
     name: chat
     ensemble:
-      participants: [{name: a, uses: agents.a}]
+      participants: [{name: a, uses: agents.a}, {name: b, script: b.py, prompt: "Be brief."}]
       history_management: {strategy: summarize}
 """,
         encoding="utf-8",
     )
+    (path.parent / "b.py").write_text("print('{}')\n", encoding="utf-8")
     code, _, err = flujo(["validate", str(path)])
     assert code == exit_codes.OK
     assert "summary.yaml:9:28: warning: ensemble 'chat' does not summarize" in err
+    assert "warning: prompt has no effect on participant 'b', which is not a model" in err
 
 
 def test_a_sub_workflow_takes_part(state_db: Path) -> None:
