@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from core import Engine, Pipeline
+from core import Engine, Limits, Pipeline
 from core.agents import AgentSpec, build_agent
 from core.agents.offline import ScriptedAgent
 from core.agents.script import PythonAgent
@@ -259,3 +259,21 @@ def test_agents_of_one_round_do_not_stream_into_each_other(fake_llm: FakeLLM) ->
     ] == ["first", "second", "first"]
     streamed = [body.get("stream") for body in fake_llm.bodies]
     assert streamed[0] is True and not any(streamed[1:])
+
+
+def test_usage_limits_are_reserved_per_call_across_a_round(fake_llm: FakeLLM) -> None:
+    """Each of two models in one round would fit the token limit alone; together they would not: the second
+    call is refused before it is sent, and the first, already under way, completes and is kept."""
+    settings = fake_llm.settings()
+    capped = {"max_tokens": 100}
+    first = build_agent(AgentSpec(name="a", model="openai:gpt-4o-mini", model_settings=capped), settings)
+    second = build_agent(AgentSpec(name="b", model="openai:gpt-4o-mini", model_settings=capped), settings)
+    step = EnsembleStep(name="chat", participants=(Participant("a", agent=first), Participant("b", agent=second)))
+    store = MemoryStore()
+    engine = Engine(store=store)
+    outcome = asyncio.run(engine.run(Pipeline(steps=(step,), limits=Limits(max_tokens=150)), "go"))
+    assert outcome.status == "limit_reached"
+    assert "before calling 'b'" in (outcome.detail or "")
+    assert len(fake_llm.requests) == 1
+    records = {r.path: r.status for r in asyncio.run(store.steps(outcome.run_id))}
+    assert records == {"chat/1/a": "completed"}
