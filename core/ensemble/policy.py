@@ -46,7 +46,8 @@ class Clock:
     started: float
     waited: float = 0.0
     asking: int = 0
-    replayed: float = 0.0  # the running time of the turns replayed on resume
+    replayed: float = 0.0  # the running time of the rounds replayed on resume
+    replaying: float = 0.0  # the longest replayed turn of the round being played (its turns ran at once)
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started - self.waited + self.replayed
@@ -98,6 +99,7 @@ class Conversation:
             return None
         number = state.turn_count + 1
         spoken, timed_out = await self._round(number, ready)
+        self.clock.replayed, self.clock.replaying = self.clock.replayed + self.clock.replaying, 0.0
         state.apply(spoken)
         if self.threaded:  # the thread keeps what was said: the person's turns as the user's
             said = state.said[len(state.said) - len(spoken) :]
@@ -172,7 +174,7 @@ class Conversation:
         path = child_path(here, participant.name)
         replay = self.frame.replayed(path)
         if replay is not None:  # its running time counts again, as it did when it ran
-            self.clock.replayed += replay.duration_s
+            self.clock.replaying = max(self.clock.replaying, replay.duration_s)
         started = time.time()
         if replay is not None:
             started = replay.started_at
