@@ -55,17 +55,6 @@ class Participant:
     opens: bool = False
     position: SourcePosition | None = None
 
-    @property
-    def role(self) -> Literal["model", "script", "workflow", "person"]:
-        """How the participant is called: chat messages (model), the JSON envelope (script), a child run
-        (workflow), or a question to the person."""
-        if self.ask is not None:
-            return "person"
-        if self.workflow is not None:
-            return "workflow"
-        assert self.agent is not None, "a participant is an agent, a workflow or the person"
-        return "model" if self.agent.is_model else "script"
-
 
 # The ``output:`` hook of an ensemble (as for loops): the conversation result and the run context in,
 # the step's output out.

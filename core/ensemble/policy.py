@@ -179,7 +179,7 @@ class Conversation:
         if replay is not None:
             started = replay.started_at
         if participant.ask is not None:
-            output = await self._ask(participant, number, path)
+            output = await self._ask(participant, path)
         elif participant.workflow is not None:
             workflow = replace(participant.workflow, name=participant.name, input=None)
             message, _ = chat(self.state, participant, _NO_AGENT, number)
@@ -205,10 +205,10 @@ class Conversation:
         scratch = RunContext(initial_prompt=self.ctx.initial_prompt)  # the turn's own effects are the state's
         return await run_agent_step(step, reference, scratch, path, self.frame)
 
-    async def _ask(self, participant: Participant, number: int, path: str) -> Any:
+    async def _ask(self, participant: Participant, path: str) -> Any:
         assert participant.ask is not None
         frame = self.frame
-        scope = {**self.state.scope(), "previous_step": self.data, "round": number}
+        scope = self.state.scope()
         started = time.time()
         try:
             message = participant.ask.render_text(scope)

@@ -77,6 +77,7 @@ class EnsembleState:
     """What the conversation has accumulated so far."""
 
     step: EnsembleStep
+    opening: Any = None  # the ensemble's input (``previous_step`` in conditions)
     seed: ConversationTurn | None = None
     earlier: tuple[ConversationTurn, ...] = ()  # a thread's turns from earlier runs (``--thread``)
     turn_count: int = 0
@@ -97,7 +98,7 @@ class EnsembleState:
         if opening is not None and turn_text(opening).strip():
             text = turn_text(opening)
             seed = ConversationTurn("user", text, count_tokens(text))
-        return cls(step=step, seed=seed, earlier=earlier)
+        return cls(step=step, opening=opening, seed=seed, earlier=earlier)
 
     def limit(self, participant: Participant) -> int:
         """How many times ``participant`` may speak in this conversation."""
@@ -109,8 +110,10 @@ class EnsembleState:
         return {
             "context": self.context,
             "turn_count": self.turn_count,
+            "round": self.turn_count + 1,
             "history": self.history,
             "steps": self.outputs,
+            "previous_step": self.opening,
         }
 
     def satisfied(self, participant: Participant, scope: Mapping[str, Any]) -> list[Dependency] | None:
