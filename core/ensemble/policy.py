@@ -173,8 +173,8 @@ class Conversation:
     async def _speak(self, participant: Participant, number: int, here: str) -> Turn:
         path = child_path(here, participant.name)
         replay = self.frame.replayed(path)
-        if replay is not None:  # its running time counts again, as it did when it ran
-            self.clock.replaying = max(self.clock.replaying, replay.duration_s)
+        if replay is not None and participant.ask is None:  # its running time counts again, as when it ran
+            self.clock.replaying = max(self.clock.replaying, replay.duration_s)  # (the person's never did)
         started = time.time()
         if replay is not None:
             started = replay.started_at
