@@ -277,3 +277,29 @@ def test_usage_limits_are_reserved_per_call_across_a_round(fake_llm: FakeLLM) ->
     assert len(fake_llm.requests) == 1
     records = {r.path: r.status for r in asyncio.run(store.steps(outcome.run_id))}
     assert records == {"chat/1/a": "completed"}
+
+
+class SlowHuman:
+    """A person who takes ``delay`` seconds to answer."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+
+    async def ask(self, question: Any) -> str:
+        await asyncio.sleep(self.delay)
+        return "take your time"
+
+
+def test_the_timeout_does_not_count_time_waiting_for_the_person() -> None:
+    step = EnsembleStep(
+        name="chat",
+        participants=(
+            Participant("person", ask=Template("Ready?")),
+            Participant("agent", agent=FuncAgent(lambda env: "after the answer"), depends_on=(Dependency("person"),)),
+        ),
+        timeout_seconds=2.0,
+    )
+    engine = Engine(store=MemoryStore(), human=SlowHuman(3.0))
+    outcome = asyncio.run(engine.run(Pipeline(steps=(step,)), "go"))
+    assert outcome.output["completion_reason"] == "completed"  # 3 s waiting for the person, yet no timeout
+    assert sequence(outcome.output) == [(1, "person"), (2, "agent")]
