@@ -374,3 +374,26 @@ def test_lens_shows_the_conversation_round_by_round(review: Path, monkeypatch: p
     assert "ensemble.done  ended after 5 rounds: completed" in lines
     assert any("user      writer: draft 1" in line for line in lines)  # the critic's exact prompt
     assert "sk-secret-123456" not in out  # redacted
+
+
+def test_config_sets_a_model_participants_settings(
+    state_db: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = state_db.parent.parent
+    (folder / "flujo.toml").write_text(
+        '[profiles.fast]\nmodel = "openai:gpt-4o-mini"\nsystem_prompt = "Be brief."\n'
+        "model_settings = { temperature = 0.2, max_tokens = 50 }\n",
+        encoding="utf-8",
+    )
+    (folder / "one.yaml").write_text(
+        "name: one\nagents:\n  - name: solo\n    model_profile: fast\n    config: {temperature: 0.9, mood: calm}\n",
+        encoding="utf-8",
+    )
+    for name, value in fake_llm.env().items():
+        monkeypatch.setenv(name, value)
+    code, out, err = flujo(["run", "one.yaml", "--json", "--input", "hello"])
+    assert code == exit_codes.OK, err
+    [body] = fake_llm.bodies
+    assert body["temperature"] == 0.9 and body["max_tokens"] == 50  # config wins over the profile, key by key
+    assert body["messages"][0] == {"role": "system", "content": "Be brief."}  # the profile's system prompt
+    assert "mood" not in body
