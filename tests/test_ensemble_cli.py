@@ -223,6 +223,7 @@ def test_explain_says_who_speaks_when_and_the_worst_case(state_db: Path, monkeyp
     assert "At most 4 model calls" in text  # 3 analyzer turns, 1 synthesis
 
 
+@pytest.mark.slow
 def test_sigkill_mid_round_then_resume(tmp_path: Path) -> None:
     """No committed turn is run again, none is lost or doubled; the resumed run ends as an uninterrupted one."""
     blueprint = """\
