@@ -392,7 +392,7 @@ def test_config_sets_a_model_participants_settings(
     )
     for name, value in fake_llm.env().items():
         monkeypatch.setenv(name, value)
-    code, out, err = flujo(["run", "one.yaml", "--json", "--input", "hello"])
+    code, _, err = flujo(["run", "one.yaml", "--json", "--input", "hello"])
     assert code == exit_codes.OK, err
     [body] = fake_llm.bodies
     assert body["temperature"] == 0.9 and body["max_tokens"] == 50  # config wins over the profile, key by key

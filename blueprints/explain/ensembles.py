@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from blueprints.checks.agents import OFFLINE_MODELS
 from blueprints.explain.model import Note, Part
 from blueprints.explain.scope import Call, Scope
 from blueprints.explain.words import sentence
 from blueprints.schema import EnsembleStepModel, ParticipantModel
-from core.agents.factory import OFFLINE_MODELS
 from core.config import Settings
 
 
