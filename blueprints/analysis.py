@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from blueprints.checks import run_checks
-from blueprints.ensemble_file import is_ensemble_file, translate, translate_index
+from blueprints.ensemble_file import is_ensemble_file, reword, translate, translate_index
 from blueprints.findings import Finding, sort_findings
 from blueprints.positions import PositionIndex
 from blueprints.schema import BlueprintModel
@@ -68,11 +68,13 @@ def analyse_file(
             index.excerpt(at), file,
         )  # fmt: skip
         return FileAnalysis([empty])
-    if is_ensemble_file(parsed.data):  # the ensemble file format: one ensemble step
+    ensemble_file = is_ensemble_file(parsed.data)
+    if ensemble_file:  # the ensemble file format: one ensemble step
         parsed.data, index = translate(parsed.data), translate_index(index)
     try:
         model = BlueprintModel.model_validate(parsed.data)
     except ValidationError as exc:
-        return FileAnalysis(sort_findings([*parsed.findings, *validation_findings(exc, parsed.data, index)]))
+        invalid = validation_findings(exc, parsed.data, index)
+        return FileAnalysis(sort_findings([*parsed.findings, *(reword(invalid) if ensemble_file else invalid)]))
     findings = [*parsed.findings, *run_checks(model, index, path.parent, history=history, profiles=profiles)]
     return FileAnalysis(sort_findings(findings), model, index, source_hash)

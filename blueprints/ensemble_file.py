@@ -24,9 +24,22 @@ as written. ``requires_all: false`` on any dependency makes the participant wait
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from typing import Any
 
+from blueprints.findings import Finding
 from blueprints.positions import Path, PositionIndex
+from blueprints.suggestions import did_you_mean
+
+# The keys of the file as written (our dialect's own participant keys are accepted too).
+AGENT_KEYS = ("name", "type", "script", "model_profile", "prompt", "config", "dependencies", "conversation")
+CONVERSATION_KEYS = ("max_turns", "state_key", "triggers_conversation")
+DEPENDENCY_KEYS = ("agent_name", "condition", "max_executions", "requires_all")
+TOP_KEYS = ("name", "agents", "conversation_limits", "limits")
+_UNKNOWN = re.compile(
+    r"unknown key '(?P<key>[^']*)' (?P<where>in participant \S+|in a participant|in dependency|at the top level)"
+)
 
 _STEP: Path = ("steps", 0)
 _ENSEMBLE: Path = (*_STEP, "ensemble")
@@ -124,3 +137,29 @@ def translate_index(index: PositionIndex) -> PositionIndex:
         for path in (("steps",), _STEP, (*_STEP, "kind"), _ENSEMBLE):
             moved.add(path, agents)
     return moved
+
+
+def reword(findings: list[Finding]) -> list[Finding]:
+    """``findings`` of an ensemble file with its own key names: an unknown key of an agent or at the top
+    level is matched against the keys of the file format (did-you-mean, allowed keys)."""
+    reworded = []
+    for finding in findings:
+        match = _UNKNOWN.match(finding.message) if finding.code == "unknown-key" else None
+        if finding.code == "missing-field" and finding.message.startswith("missing 'participant' in dependency"):
+            message = finding.message.replace("'participant'", "'agent_name'", 1).replace(" of step ", " of agent ")
+            finding = dataclasses.replace(finding, message=message, hint="add agent_name: <the agent it waits for>")
+        if match is not None:
+            keys: tuple[str, ...]
+            where, key = match.group("where").replace("participant", "agent"), match.group("key")
+            if where == "at the top level":
+                keys, hint = TOP_KEYS, ", ".join(TOP_KEYS)
+            elif where == "in dependency":
+                keys, hint = DEPENDENCY_KEYS, ", ".join(DEPENDENCY_KEYS)
+            else:  # a key of the agent or of its conversation block (both end up on the participant)
+                keys = (*AGENT_KEYS, *CONVERSATION_KEYS)
+                hint = f"{', '.join(AGENT_KEYS)}; in conversation: {', '.join(CONVERSATION_KEYS)}"
+            finding = dataclasses.replace(
+                finding, message=f"unknown key {key!r} {where}{did_you_mean(key, keys)}", hint=f"allowed here: {hint}"
+            )
+        reworded.append(finding)
+    return reworded

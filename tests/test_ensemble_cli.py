@@ -398,3 +398,29 @@ def test_config_sets_a_model_participants_settings(
     assert body["temperature"] == 0.9 and body["max_tokens"] == 50  # config wins over the profile, key by key
     assert body["messages"][0] == {"role": "system", "content": "Be brief."}  # the profile's system prompt
     assert "mood" not in body
+
+
+def test_validate_speaks_the_ensemble_files_own_keys(state_db: Path) -> None:
+    path = state_db.parent.parent / "typo.yaml"
+    (path.parent / "a.py").write_text("print('{}')\n", encoding="utf-8")
+    path.write_text(
+        """\
+name: typo
+agents:
+  - name: a
+    script: a.py
+    conversation: {max_turn: 2}
+    dependencies:
+      - {agentname: b}
+  - name: b
+    script: a.py
+conversation_limit: {max_total_turns: 3}
+""",
+        encoding="utf-8",
+    )
+    code, _, err = flujo(["validate", str(path)])
+    assert code == exit_codes.FAILED
+    assert "typo.yaml:5:20: error: unknown key 'max_turn' in agent 'a' — did you mean 'max_turns'?" in err
+    assert "typo.yaml:7:9: error: missing 'agent_name' in dependency of agent 'a'" in err
+    assert "typo.yaml:7:10: error: unknown key 'agentname' in dependency — did you mean 'agent_name'?" in err
+    assert "typo.yaml:10:1: error: unknown key 'conversation_limit' at the top level — did you mean" in err
