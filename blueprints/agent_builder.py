@@ -53,6 +53,10 @@ class AgentBuilder:
         self._named: dict[str, Agent] = {}
         self._default_summarizer: Agent | None = None
 
+    def build(self, spec: AgentSpec, position: SourcePosition) -> Agent:
+        """The agent ``spec`` describes (built now, not shared); a ConfigError names ``position``."""
+        return self._build(spec, position)
+
     def _build(self, spec: AgentSpec, position: SourcePosition) -> Agent:
         try:
             return self.factory(spec, self.settings)

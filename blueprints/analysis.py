@@ -7,12 +7,14 @@ position index. Imports are not followed here (``blueprints.import_graph`` does 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from blueprints.checks import run_checks
+from blueprints.ensemble_file import is_ensemble_file, reword, translate, translate_index
 from blueprints.findings import Finding, sort_findings
 from blueprints.positions import PositionIndex
 from blueprints.schema import BlueprintModel
@@ -36,7 +38,9 @@ def _unreadable(file: str, reason: str, hint: str | None = None) -> FileAnalysis
     return FileAnalysis([Finding("error", reason, None, hint, "file-unreadable", None, file)])
 
 
-def analyse_file(path: Path, *, history: HistorySettings | None = None) -> FileAnalysis:
+def analyse_file(
+    path: Path, *, history: HistorySettings | None = None, profiles: Collection[str] | None = None
+) -> FileAnalysis:
     """Every finding of the blueprint file at ``path`` (named as given in positions), its loops checked
     against the settings' ``history`` defaults (the built-in ones when None)."""
     file = str(path)
@@ -64,9 +68,13 @@ def analyse_file(path: Path, *, history: HistorySettings | None = None) -> FileA
             index.excerpt(at), file,
         )  # fmt: skip
         return FileAnalysis([empty])
+    ensemble_file = is_ensemble_file(parsed.data)
+    if ensemble_file:  # the ensemble file format: one ensemble step
+        parsed.data, index = translate(parsed.data), translate_index(index)
     try:
         model = BlueprintModel.model_validate(parsed.data)
     except ValidationError as exc:
-        return FileAnalysis(sort_findings([*parsed.findings, *validation_findings(exc, parsed.data, index)]))
-    findings = [*parsed.findings, *run_checks(model, index, path.parent, history=history)]
+        invalid = validation_findings(exc, parsed.data, index)
+        return FileAnalysis(sort_findings([*parsed.findings, *(reword(invalid) if ensemble_file else invalid)]))
+    findings = [*parsed.findings, *run_checks(model, index, path.parent, history=history, profiles=profiles)]
     return FileAnalysis(sort_findings(findings), model, index, source_hash)

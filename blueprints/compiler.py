@@ -1,7 +1,8 @@
 """Compiling a validated blueprint into ``core.steps`` objects (a Pipeline the engine runs).
 
 Every template, expression and ``module:function`` is compiled or imported here, once; the resulting
-steps hold only ready-to-call objects. The loop's own blocks are compiled by ``loop_compiler``.
+steps hold only ready-to-call objects. The loop's own blocks are compiled by ``loop_compiler``, an ensemble by
+``ensemble_compiler``.
 
 A step ``uses: imports.<alias>`` becomes a ``WorkflowStep`` holding the imported blueprint compiled into a
 Pipeline of its own. Each imported file is compiled once per ``compile_pipeline`` call, so two steps using
@@ -18,6 +19,7 @@ from typing import Any, assert_never
 
 from blueprints.agent_builder import AgentBuilder, AgentFactory
 from blueprints.callables import load_callable
+from blueprints.ensemble_compiler import compile_ensemble
 from blueprints.loader import Blueprint
 from blueprints.loop_compiler import compile_loop, compile_map
 from blueprints.positions import Path
@@ -27,6 +29,7 @@ from blueprints.schema import (
     AgentStepModel,
     AnyStepModel,
     ConditionalStepModel,
+    EnsembleStepModel,
     HitlStepModel,
     ImportConfigModel,
     LoopStepModel,
@@ -109,6 +112,8 @@ class StepCompiler:
             return self.conditional(model, path)
         if isinstance(model, MapStepModel):
             return compile_map(self, model, path)
+        if isinstance(model, EnsembleStepModel):
+            return compile_ensemble(self, model, path)
         assert_never(model)
 
     def agent_step(self, model: AgentStepModel, path: Path) -> AgentStep | HitlStep | WorkflowStep:

@@ -37,6 +37,8 @@ FindingCode = Literal[
     "import-cycle",
     "silent-conversation",
     "never-written",
+    "never-runs",
+    "unreachable-limit",
 ]
 
 

@@ -11,6 +11,7 @@ blueprint.
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,9 +38,10 @@ class ImportGraph:
     """The files a load reaches, in the order they were found (the loaded file first), each checked
     against the same settings' ``history`` defaults."""
 
-    def __init__(self, *, history: HistorySettings | None = None) -> None:
+    def __init__(self, *, history: HistorySettings | None = None, profiles: Collection[str] | None = None) -> None:
         self._files: dict[Path, ImportedFile] = {}
         self._history = history
+        self._profiles = profiles
 
     @property
     def files(self) -> list[ImportedFile]:
@@ -54,7 +56,7 @@ class ImportGraph:
         known = self._files.get(key)
         if known is not None:
             return known
-        analysis = analyse_file(path, history=self._history)
+        analysis = analyse_file(path, history=self._history, profiles=self._profiles)
         node = ImportedFile(path, analysis, list(analysis.findings))
         self._files[key] = node
         if analysis.model is None:

@@ -172,6 +172,13 @@ def _field(c: StepCompiler, name: str, value: Any, path: Path) -> OutputField:
     return OutputField(name, value=CompiledValue.of(value))
 
 
+def output_hook(
+    c: StepCompiler, output: TextOutputModel | FieldsOutputModel | dict[str, Any] | None, path: Path
+) -> ShapeOutput | None:
+    """The ``output:`` block at ``path`` (a loop's, or an ensemble's) as the hook that shapes the final value."""
+    return _output(c, None, output, path)
+
+
 def _output(
     c: StepCompiler,
     template: str | None,

@@ -39,6 +39,10 @@ class PositionIndex:
     def add(self, path: Path, place: Place) -> None:
         self._places.setdefault(path, place)
 
+    def items(self) -> list[tuple[Path, Place]]:
+        """Every path with its place, in the order they were added."""
+        return list(self._places.items())
+
     def __contains__(self, path: Path) -> bool:
         return path in self._places
 

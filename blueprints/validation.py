@@ -20,7 +20,14 @@ from pydantic_core import ErrorDetails
 
 from blueprints.findings import Finding, FindingCode
 from blueprints.positions import Path, PositionIndex
-from blueprints.schema import STEP_KINDS, AgentModel, AgentStepModel, BlueprintModel, StepModelBase
+from blueprints.schema import (
+    STEP_KINDS,
+    AgentModel,
+    AgentStepModel,
+    BlueprintModel,
+    ParticipantModel,
+    StepModelBase,
+)
 from blueprints.schema.base import StrictModel
 from blueprints.suggestions import did_you_mean, one_of
 from blueprints.value_words import expectation, show
@@ -146,6 +153,10 @@ def _where(owner: type[BaseModel] | None, path: Path, data: Any) -> str:
         return f" in agent {path[1]!r}"
     if owner is BlueprintModel:
         return " at the top level"
+    if owner is ParticipantModel:
+        node = _node_at(data, path[:-1])
+        name = node.get("name") if isinstance(node, dict) else None
+        return f" in participant {name!r}" if isinstance(name, str) else " in a participant"
     label = owner.label if issubclass(owner, StrictModel) else "mapping"
     return f" in {label}" + (f" of step {step!r}" if step else "")
 

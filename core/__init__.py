@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from core.context import ConversationTurn, HitlEntry, RunContext
     from core.engine import Engine, NoHuman, RunOutcome, new_run_id
+    from core.ensemble import Dependency, EnsembleStep, Participant
     from core.errors import (
         Abort,
         AgentOutputError,
@@ -86,7 +87,9 @@ _WHERE = {
     "ControlSignal": "core.errors",
     "Conversation": "core.steps",
     "ConversationTurn": "core.context",
+    "Dependency": "core.ensemble",
     "Engine": "core.engine",
+    "EnsembleStep": "core.ensemble",
     "Expression": "core.templates",
     "FlujoError": "core.errors",
     "HistoryPolicy": "core.steps",
@@ -103,6 +106,7 @@ _WHERE = {
     "OutputMapping": "core.steps",
     "OutputRepair": "core.ports",
     "ParallelStep": "core.steps",
+    "Participant": "core.ensemble",
     "Pause": "core.errors",
     "Pipeline": "core.steps",
     "ProviderError": "core.errors",
@@ -145,7 +149,9 @@ __all__ = [
     "ControlSignal",
     "Conversation",
     "ConversationTurn",
+    "Dependency",
     "Engine",
+    "EnsembleStep",
     "Expression",
     "FlujoError",
     "HistoryPolicy",
@@ -162,6 +168,7 @@ __all__ = [
     "OutputMapping",
     "OutputRepair",
     "ParallelStep",
+    "Participant",
     "Pause",
     "Pipeline",
     "ProviderError",

@@ -129,6 +129,17 @@ class PostgresSettings(BaseModel):
     keepalive_idle_s: int = Field(default=30, ge=1)
 
 
+class ProfileSettings(BaseModel):
+    """``[profiles.NAME]``: a model an ensemble participant names with ``model_profile: NAME``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str
+    system_prompt: str | None = None
+    model_settings: dict[str, Any] = Field(default_factory=dict)
+    timeout: float | None = Field(default=None, gt=0)
+
+
 class Settings(BaseModel):
     """All settings flujo reads. Build with ``load_settings``."""
 
@@ -146,6 +157,7 @@ class Settings(BaseModel):
     response_reserve_tokens: int = Field(default=1024, ge=0)
     secret_env_vars: list[str] = Field(default_factory=list)
     redact_patterns: list[str] = Field(default_factory=list)
+    profiles: dict[str, ProfileSettings] = Field(default_factory=dict)
 
     def model_info(self, model: str) -> ModelInfo:
         return self.models.get(model, ModelInfo())

@@ -187,7 +187,10 @@ class WorkflowStep:
     kind: Literal["workflow"] = "workflow"
 
 
-Step = AgentStep | HitlStep | LoopStep | ParallelStep | ConditionalStep | MapStep | WorkflowStep
+# Imported here, not at the top: the ensemble model refers back to this module's HistoryPolicy.
+from core.ensemble.model import EnsembleStep  # noqa: E402
+
+Step = AgentStep | HitlStep | LoopStep | ParallelStep | ConditionalStep | MapStep | WorkflowStep | EnsembleStep
 
 
 @dataclass(frozen=True)

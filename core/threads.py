@@ -5,7 +5,7 @@ thread (``RunStore.record_thread_turns``); the thread's conversation is those tu
 
 Invariants:
 
-* **Which loop.** The thread continues in the first ``conversation: true`` loop the run starts (in a
+* **Which loop.** The thread continues in the first ``conversation: true`` loop (or ensemble) the run starts (in a
   blueprint with one conversational loop, that loop); the other conversational loops keep histories of
   their own. A run of a blueprint without a conversational loop cannot join a thread (``check_thread``):
   it would add nothing to it.
@@ -35,6 +35,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from core.context import ConversationTurn, RunContext
+from core.ensemble.model import EnsembleStep
 from core.errors import RunError
 from core.ports import RunRecord, RunStore
 from core.steps import ConditionalStep, LoopStep, MapStep, ParallelStep, Pipeline, Step
@@ -68,10 +69,23 @@ def conversation_loops(steps: Sequence[Step]) -> Iterator[LoopStep]:
                 yield from conversation_loops(step.default_branch)
 
 
+def _has_ensemble(steps: Sequence[Step]) -> bool:
+    """Whether an ensemble step (a conversation of its own, which can continue a thread) is among ``steps``."""
+    for step in steps:
+        if isinstance(step, EnsembleStep):
+            return True
+        if isinstance(step, LoopStep | MapStep) and _has_ensemble(step.body):
+            return True
+        if isinstance(step, ParallelStep | ConditionalStep) and any(_has_ensemble(b) for _, b in step.branches):
+            return True
+    return False
+
+
 def check_thread(pipeline: Pipeline, name: str) -> None:
-    """RunError unless a run of ``pipeline`` can join thread ``name``: a valid name, a conversational loop."""
+    """RunError unless a run of ``pipeline`` can join thread ``name``: a valid name, a conversational loop
+    (or an ensemble)."""
     check_thread_name(name)
-    if next(conversation_loops(pipeline.steps), None) is None:
+    if next(conversation_loops(pipeline.steps), None) is None and not _has_ensemble(pipeline.steps):
         raise RunError(
             f"--thread {name} needs a conversation: true loop, and {pipeline.name!r} has none",
             hint="add conversation: true to the loop that talks with the user, or run without --thread",
@@ -85,9 +99,9 @@ class ThreadBinding:
     name: str
     earlier: tuple[ConversationTurn, ...]
     runs: int  # how many earlier runs said those turns
-    loop: LoopStep | None = None
+    loop: LoopStep | EnsembleStep | None = None
 
-    def claim(self, loop: LoopStep) -> bool:
+    def claim(self, loop: LoopStep | EnsembleStep) -> bool:
         """True when ``loop`` continues the thread: the first conversational loop to start claims it."""
         if self.loop is None:
             self.loop = loop

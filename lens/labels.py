@@ -193,6 +193,9 @@ def _event_words(kind: str, payload: Mapping[str, Any]) -> Text:
         if get("condition"):
             words += f" ({get('condition')})"
         return Text(words + (f" · error: {get('error')}" if get("error") else ""))
+    if kind == "ensemble.done":
+        words = f"ended after {figures.count(_int(get('turn_count')), 'round')}: {get('reason')}"
+        return Text(words + (f" · error: {get('error')}" if get("error") else ""))
     if kind == "parallel.done":
         failed = get("failed") or {}
         branches = ", ".join(str(b) for b in get("branches") or [])

@@ -29,10 +29,10 @@ from core.usage import ZERO_USAGE, Usage
 from lens.preview import full_text
 from lens.snapshot import RunSnapshot
 
-COMPOSITE_KINDS = frozenset({"loop", "map", "parallel", "conditional"})
-"""Step kinds whose children sit below a key (iteration, item or branch)."""
+COMPOSITE_KINDS = frozenset({"loop", "map", "parallel", "conditional", "ensemble"})
+"""Step kinds whose children sit below a key (iteration, item, branch, or an ensemble's round)."""
 _SUMMED_KINDS = COMPOSITE_KINDS | {"workflow"}  # their own record holds no usage: what ran in them does
-_GROUP_WORDS = {"loop": "iteration", "map": "item", "parallel": "branch", "conditional": "branch"}
+_GROUP_WORDS = {"loop": "iteration", "map": "item", "parallel": "branch", "conditional": "branch", "ensemble": "round"}
 _CALL_EVENTS = frozenset({"agent.repair", "agent.reply"})
 
 

@@ -43,6 +43,11 @@ class Run:
 
 
 RUNS: dict[str, Run] = {
+    "docs/examples/ensemble.yaml": Run(
+        input="a poem about rain",
+        answers=("yes",),
+        output={"poem": "Soft rain on the roof at night", "published": "yes", "rounds": 5, "ended": "completed"},
+    ),
     "blueprints/examples/clarify.yaml": Run(
         answers=("Plan a trip", "My family", "June"),
         output="The goal is clear.\nGoal: Plan a trip\n- Who is it for? My family\n- By when should it be done? June\n",

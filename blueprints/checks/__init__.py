@@ -5,6 +5,7 @@ Each check adds findings to a ``Checker``; none raises for an author's mistake.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path as FilePath
 from typing import assert_never
 
@@ -17,6 +18,7 @@ from blueprints.checks.conversation import (
     check_conversation_speakers,
     check_history_reaches_scripts,
 )
+from blueprints.checks.ensemble import check_ensemble
 from blueprints.checks.names import check_unique_names
 from blueprints.checks.pending_keys import check_pending_keys
 from blueprints.checks.sites import walk
@@ -27,6 +29,7 @@ from blueprints.schema import (
     AgentStepModel,
     BlueprintModel,
     ConditionalStepModel,
+    EnsembleStepModel,
     HitlStepModel,
     LoopStepModel,
     MapStepModel,
@@ -36,11 +39,16 @@ from core.config import HistorySettings
 
 
 def run_checks(
-    model: BlueprintModel, index: PositionIndex, folder: FilePath, *, history: HistorySettings | None = None
+    model: BlueprintModel,
+    index: PositionIndex,
+    folder: FilePath,
+    *,
+    history: HistorySettings | None = None,
+    profiles: Collection[str] | None = None,
 ) -> list[Finding]:
     """All semantic findings for a blueprint whose structure is valid, checked against the settings'
     ``history`` defaults (the built-in ones when None)."""
-    checker = Checker(model, index, folder, history=history)
+    checker = Checker(model, index, folder, history=history, profiles=profiles)
     sites = list(walk(model.steps, ("steps",)))
     step_names = [site.step.name for site in sites]
     checker.writes = blueprint_writes(checker, sites)
@@ -60,6 +68,8 @@ def run_checks(
             check_conditional(checker, site, step_names)
         elif isinstance(step, MapStepModel):
             check_map(checker, site, step_names)
+        elif isinstance(step, EnsembleStepModel):
+            check_ensemble(checker, site)
         elif isinstance(step, ParallelStepModel):
             pass  # its structure is all checked by the schema
         else:

@@ -3,6 +3,7 @@ it is checked against, and the findings so far."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path as FilePath
 from typing import TYPE_CHECKING
 
@@ -20,7 +21,13 @@ class Checker:
     """Collects findings; places them at a path's key or value in the file."""
 
     def __init__(
-        self, model: BlueprintModel, index: PositionIndex, folder: FilePath, *, history: HistorySettings | None = None
+        self,
+        model: BlueprintModel,
+        index: PositionIndex,
+        folder: FilePath,
+        *,
+        history: HistorySettings | None = None,
+        profiles: Collection[str] | None = None,
     ) -> None:
         self.model = model
         self.index = index
@@ -28,6 +35,8 @@ class Checker:
         self.history = history or HistorySettings()  # the defaults a run would compile the loops with
         self.findings: list[Finding] = []
         self.writes: Writes | None = None  # what the blueprint can write to the context (set by run_checks)
+        # The model profiles the settings define ([profiles.NAME]); None when not known (never reported).
+        self.profiles = profiles
 
     def at(self, path: Path) -> SourcePosition:
         """Where the value at ``path`` is (or its nearest written ancestor, for defaulted values)."""

@@ -11,6 +11,7 @@ from blueprints.schema import (
     AgentStepModel,
     AnyStepModel,
     ConditionalStepModel,
+    EnsembleStepModel,
     HitlStepModel,
     LoopSettingsModel,
     LoopStepModel,
@@ -30,7 +31,7 @@ class StepSite:
 
 def child_lists(step: AnyStepModel, path: Path) -> Iterator[tuple[Sequence[AnyStepModel], Path]]:
     """The step lists nested directly in ``step``, with their paths."""
-    if isinstance(step, AgentStepModel | HitlStepModel):
+    if isinstance(step, AgentStepModel | HitlStepModel | EnsembleStepModel):
         return
     elif isinstance(step, LoopStepModel):
         yield step.loop.body, (*path, "loop", "body")

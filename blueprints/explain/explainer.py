@@ -14,6 +14,7 @@ from typing import assert_never
 
 from blueprints.checks.agents import OFFLINE_MODELS
 from blueprints.explain import loops
+from blueprints.explain.ensembles import explain_ensemble
 from blueprints.explain.model import AgentSummary, Explanation, Note, Part, StepExplanation, StepGroup
 from blueprints.explain.overview import agent_words, overview, used_by
 from blueprints.explain.scope import Call, Scope, Tally
@@ -33,6 +34,7 @@ from blueprints.schema import (
     AgentStepModel,
     AnyStepModel,
     ConditionalStepModel,
+    EnsembleStepModel,
     HitlStepModel,
     ImportConfigModel,
     LoopStepModel,
@@ -101,6 +103,12 @@ class _Walk:
             does, parts, kind = *self.conditional(model, path, scope, number, receives), "conditional"
         elif isinstance(model, MapStepModel):
             does, parts, kind = *self.map(model, path, scope, number, receives), "map"
+        elif isinstance(model, EnsembleStepModel):
+            words = explain_ensemble(model, scope, self.settings, receives)
+            self.tally.calls.extend(words.calls)
+            self.tally.human.extend(words.human)
+            self.returns[model.name] = words.returns
+            does, parts, kind = words.does, words.parts, "ensemble"
         else:
             assert_never(model)
         return StepExplanation(number, model.name, kind, line, does, parts)

@@ -14,6 +14,7 @@ from blueprints.schema import (
     AgentStepModel,
     AnyStepModel,
     ConditionalStepModel,
+    EnsembleStepModel,
     HitlStepModel,
     LoopStepModel,
     MapStepModel,
@@ -56,6 +57,9 @@ def _phrase(model: AnyStepModel) -> tuple[str, str, str]:
         return "conditional", "picks a branch", "picks {n} branches in turn"
     if isinstance(model, MapStepModel):
         return f"map {model.name}", "repeats its steps for each item of a list", ""
+    if isinstance(model, EnsembleStepModel):
+        who = len(model.ensemble.participants)
+        return f"ensemble {model.name}", f"runs a conversation among {who} participants", ""
     assert_never(model)
 
 
@@ -82,6 +86,12 @@ def used_by(blueprint: Blueprint) -> dict[str, list[str]]:
             used.setdefault(step.uses.removeprefix("agents."), []).append(step.name)
         if isinstance(step, HitlStepModel) and step.answered_by is not None:
             used.setdefault(step.answered_by.removeprefix("agents."), []).append(f"{step.name} (to answer it)")
+        if isinstance(step, EnsembleStepModel):
+            for participant in step.ensemble.participants:
+                if participant.uses is not None and participant.uses.startswith("agents."):
+                    used.setdefault(participant.uses.removeprefix("agents."), []).append(
+                        f"{step.name} › {participant.name}"
+                    )
         if isinstance(step, LoopStepModel) and step.loop.history_management is not None:
             summarizer = step.loop.history_management.summarizer_agent
             if summarizer is not None:

@@ -6,6 +6,7 @@ by ``blueprints.checks`` after the structure validates, where each finding can p
 
 from blueprints.schema.agents import AgentModel, LimitsModel
 from blueprints.schema.document import BlueprintModel
+from blueprints.schema.ensemble import DependencyModel, EnsembleSettingsModel, ParticipantModel
 from blueprints.schema.import_config import ImportConfigModel, OutputMapModel
 from blueprints.schema.loop_blocks import (
     OUTPUT_SHORTHANDS,
@@ -27,6 +28,7 @@ from blueprints.schema.steps import (
     AgentStepModel,
     AnyStepModel,
     ConditionalStepModel,
+    EnsembleStepModel,
     HitlStepModel,
     LoopSettingsModel,
     LoopStepModel,
@@ -48,6 +50,9 @@ __all__ = [
     "AnyStepModel",
     "BlueprintModel",
     "ConditionalStepModel",
+    "DependencyModel",
+    "EnsembleSettingsModel",
+    "EnsembleStepModel",
     "FieldsOutputModel",
     "FinalizeModel",
     "HistoryManagementModel",
@@ -63,6 +68,7 @@ __all__ = [
     "MapStepModel",
     "OutputMapModel",
     "ParallelStepModel",
+    "ParticipantModel",
     "PropagationModel",
     "StartWithModel",
     "StepModel",

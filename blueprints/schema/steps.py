@@ -20,6 +20,7 @@ from blueprints.schema.base import (
     StrictModel,
     UsesRef,
 )
+from blueprints.schema.ensemble import EnsembleSettingsModel
 from blueprints.schema.import_config import ImportConfigModel
 from blueprints.schema.loop_blocks import (
     FinalizeModel,
@@ -160,13 +161,20 @@ class MapStepModel(StepModelBase):
     map: MapSettingsModel
 
 
-STEP_KINDS = ("step", "hitl", "loop", "parallel", "conditional", "map")
+class EnsembleStepModel(StepModelBase):
+    """``kind: ensemble``: a conversation among participants, in rounds."""
+
+    kind: Literal["ensemble"]
+    ensemble: EnsembleSettingsModel
+
+
+STEP_KINDS = ("step", "hitl", "loop", "parallel", "conditional", "map", "ensemble")
 
 
 def _step_kind(value: Any) -> str | None:
     if isinstance(value, AgentStepModel | HitlStepModel | LoopStepModel | ParallelStepModel):
         return value.kind
-    if isinstance(value, ConditionalStepModel | MapStepModel):
+    if isinstance(value, ConditionalStepModel | MapStepModel | EnsembleStepModel):
         return value.kind
     if isinstance(value, dict):
         kind = value.get("kind", "step")
@@ -180,7 +188,8 @@ StepModel = Annotated[
     | Annotated[LoopStepModel, Tag("loop")]
     | Annotated[ParallelStepModel, Tag("parallel")]
     | Annotated[ConditionalStepModel, Tag("conditional")]
-    | Annotated[MapStepModel, Tag("map")],
+    | Annotated[MapStepModel, Tag("map")]
+    | Annotated[EnsembleStepModel, Tag("ensemble")],
     Discriminator(
         _step_kind,
         custom_error_type="bad_shape",
@@ -188,7 +197,15 @@ StepModel = Annotated[
     ),
 ]
 
-AnyStepModel = AgentStepModel | HitlStepModel | LoopStepModel | ParallelStepModel | ConditionalStepModel | MapStepModel
+AnyStepModel = (
+    AgentStepModel
+    | HitlStepModel
+    | LoopStepModel
+    | ParallelStepModel
+    | ConditionalStepModel
+    | MapStepModel
+    | EnsembleStepModel
+)
 
 for _model in (LoopSettingsModel, ParallelStepModel, ConditionalStepModel, MapSettingsModel):
     _model.model_rebuild()

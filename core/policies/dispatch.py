@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any, assert_never
 
 from core.context import RunContext
+from core.ensemble import EnsembleStep, run_ensemble
 from core.policies.branching import run_conditional, run_map
 from core.policies.frame import Frame, child_path
 from core.policies.leaf import run_agent_step, run_hitl_step
@@ -46,4 +47,6 @@ async def run_step(step: Step, data: Any, ctx: RunContext, path: str, frame: Fra
         return await run_map(step, data, ctx, path, frame, run_steps)
     if isinstance(step, WorkflowStep):
         return await run_workflow(step, data, ctx, path, frame, run_steps)
+    if isinstance(step, EnsembleStep):
+        return await run_ensemble(step, data, ctx, path, frame, run_steps)
     assert_never(step)

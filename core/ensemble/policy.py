@@ -1,0 +1,320 @@
+"""Running an ensemble step: rounds until nobody is ready, the turn limit or the timeout.
+
+Invariants:
+- Every turn is a leaf step at ``<ensemble>/<round>/<participant>`` and commits when it finishes, so a
+  crash loses at most the turns in flight; on resume the committed turns are replayed (never run again)
+  and, because who speaks depends only on the state they rebuild, the same rounds are replayed.
+- The participants of a round run concurrently, all sent the conversation as it was when the round
+  began; the round is applied in declaration order whatever order they finish in.
+- A signal (a pause for the person, a usage limit) or a failure of one participant is raised after the
+  others of its round have settled (and committed); the conversation's finished turns stay committed.
+- ``timeout_seconds`` counts the time the conversation runs, not the time spent waiting for the person;
+  it is checked between rounds and, during a round, calls still running at the deadline are cancelled
+  (their turns are not recorded) and the conversation ends with reason ``timeout``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from core.context import ConversationTurn, HitlEntry, Role, RunContext
+from core.ensemble.model import CompletionReason, Dependency, EnsembleStep, Participant
+from core.ensemble.state import EnsembleState, Turn
+from core.ensemble.view import Speaker, chat, envelope
+from core.errors import ControlSignal, FlujoError, LimitReached, Pause, StepFailed
+from core.policies.body import BodyRunner
+from core.policies.context_writes import record_output
+from core.policies.frame import Frame, child_path, step_error
+from core.policies.leaf import run_agent_step
+from core.ports import HumanQuestion
+from core.schema_check import parse_answer, schema_errors
+from core.steps import AgentStep
+
+MAX_ANSWER_ATTEMPTS = 10
+_POLL_WHILE_ASKING_S = 0.25
+
+
+@dataclass
+class Clock:
+    """The conversation's running time: wall-clock time minus the time spent waiting for the person."""
+
+    limit: float | None
+    started: float
+    waited: float = 0.0
+    asking: int = 0
+    replayed: float = 0.0  # the running time of the rounds replayed on resume
+    replaying: float = 0.0  # the longest replayed turn of the round being played (its turns ran at once)
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started - self.waited + self.replayed
+
+    def expired(self) -> bool:
+        return self.limit is not None and self.asking == 0 and self.elapsed() >= self.limit
+
+    def remaining(self) -> float | None:
+        if self.limit is None:
+            return None
+        if self.asking:
+            return _POLL_WHILE_ASKING_S
+        return max(0.0, self.limit - self.elapsed())
+
+
+class Conversation:
+    """One execution of an ensemble step (``run_ensemble``)."""
+
+    def __init__(self, step: EnsembleStep, data: Any, ctx: RunContext, path: str, frame: Frame, body: BodyRunner):
+        self.step, self.data, self.ctx, self.path, self.frame, self.body = step, data, ctx, path, frame, body
+        thread = frame.thread if frame.thread is not None and frame.thread.claim(step) else None
+        self.threaded = thread is not None
+        earlier = tuple(thread.opening(ctx)) if thread is not None else ()
+        self.state = EnsembleState.start(step, data, earlier=earlier)
+        if self.threaded and self.state.seed is not None:
+            ctx.thread_turns.append(self.state.seed)
+        self.clock = Clock(step.timeout_seconds, time.monotonic())
+        self.alone = True  # whether the round being played has one agent speaking (it may stream)
+
+    async def run(self) -> CompletionReason:
+        """Play rounds until the conversation ends; why it ended."""
+        while True:
+            if self.state.turn_count >= self.step.max_total_turns:
+                return "turn_limit"
+            if self.clock.expired():
+                return "timeout"
+            played = await self.play_round()
+            if played is None:
+                return "completed"
+            if played == "timeout":
+                return "timeout"
+
+    async def play_round(self) -> Literal["played", "timeout"] | None:
+        """Play the next round and apply it to the state: ``played``, ``timeout`` (the deadline came during
+        the round; the turns that finished are applied), or None when no participant is ready."""
+        state = self.state
+        ready = state.ready()
+        if not ready:
+            return None
+        number = state.turn_count + 1
+        spoken, timed_out = await self._round(number, ready)
+        self.clock.replayed, self.clock.replaying = self.clock.replayed + self.clock.replaying, 0.0
+        state.apply(spoken)
+        if self.threaded:  # the thread keeps what was said: the person's turns as the user's
+            said = state.said[len(state.said) - len(spoken) :]
+            for (participant, _, _), turn in zip(spoken, said, strict=True):
+                role: Role = "user" if participant.ask is not None else "assistant"
+                self.ctx.thread_turns.append(ConversationTurn(role, turn.content, turn.tokens))
+        return "timeout" if timed_out else "played"
+
+    async def _round(
+        self, number: int, ready: list[tuple[Participant, list[Dependency]]]
+    ) -> tuple[list[tuple[Participant, Sequence[Dependency], Turn]], bool]:
+        """Run one round. The agents speak first, at the same time; the person is asked once they have
+        all finished (in declaration order), so a question on the terminal never holds up a call in flight
+        and no agent's output is printed into it. Everyone is sent the state as the round began, so the
+        order they run in changes nothing of what they are sent."""
+        here = child_path(self.path, str(number))
+        results: dict[str, asyncio.Task[Turn]] = {}
+        agents = [participant for participant, _ in ready if participant.ask is None]
+        self.alone = len(agents) == 1
+        tasks = [asyncio.create_task(self._speak(participant, number, here)) for participant in agents]
+        results.update(zip((participant.name for participant in agents), tasks, strict=True))
+        timed_out = await self._settle(tasks)
+        if not timed_out and not any(task.exception() for task in tasks if not task.cancelled()):
+            for participant, _ in ready:
+                if participant.ask is None:
+                    continue
+                asking = asyncio.create_task(self._speak(participant, number, here))
+                results[participant.name] = asking
+                try:
+                    await asyncio.wait([asking])
+                except asyncio.CancelledError:  # Ctrl-C while the person is asked
+                    asking.cancel()
+                    raise
+                if asking.exception() is not None:
+                    break
+        spoken: list[tuple[Participant, Sequence[Dependency], Turn]] = []
+        problem: BaseException | None = None
+        for participant, met in ready:
+            result = results.get(participant.name)
+            if result is None or result.cancelled():
+                continue
+            error = result.exception()
+            if error is not None:
+                problem = problem or error
+                continue
+            spoken.append((participant, met, result.result()))
+        if problem is not None:
+            if isinstance(problem, LimitReached):
+                raise self.frame.restate(problem)
+            raise problem
+        return spoken, timed_out
+
+    async def _settle(self, tasks: Sequence[asyncio.Task[Turn]]) -> bool:
+        """Wait for ``tasks``; at the deadline cancel those still running. True when the deadline came."""
+        try:
+            pending: set[asyncio.Task[Turn]] = set(tasks)
+            while pending:
+                _, pending = await asyncio.wait(pending, timeout=self.clock.remaining())
+                if pending and self.clock.expired():
+                    for task in pending:
+                        task.cancel()
+                    await asyncio.gather(*pending, return_exceptions=True)
+                    return True
+        except asyncio.CancelledError:  # Ctrl-C: stop every call of the round
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        return False
+
+    async def _speak(self, participant: Participant, number: int, here: str) -> Turn:
+        path = child_path(here, participant.name)
+        replay = self.frame.replayed(path)
+        if replay is not None and participant.ask is None:  # its running time counts again, as when it ran
+            self.clock.replaying = max(self.clock.replaying, replay.duration_s)  # (the person's never did)
+        started = time.time()
+        if replay is not None:
+            started = replay.started_at
+        if participant.ask is not None:
+            output = await self._ask(participant, path)
+        elif participant.workflow is not None:
+            workflow = replace(participant.workflow, name=participant.name, input=None)
+            message, _ = chat(self.state, participant, _NO_AGENT, number)
+            output = await self.body(
+                (workflow,), message, RunContext(initial_prompt=self.ctx.initial_prompt), here, self.frame
+            )
+        else:
+            output = await self._call(participant, number, path)
+        ended = started + replay.duration_s if replay is not None else time.time()
+        return Turn(number, participant.name, output, ended - started, ended, path)
+
+    async def _call(self, participant: Participant, number: int, path: str) -> Any:
+        agent = participant.agent
+        assert agent is not None
+        if agent.is_model:
+            message, history = chat(self.state, participant, agent, number)
+            speaker = Speaker(agent, message, history, streams=self.alone)
+        else:
+            speaker = Speaker(agent, envelope(self.state, participant, self.data, number))
+        # What the turn record keeps as its input: a reference to the round, never a copy of the history.
+        reference = {"ensemble": self.step.name, "round": number, "history_turns": len(self.state.turns)}
+        step = AgentStep(name=participant.name, agent=speaker, position=participant.position)
+        scratch = RunContext(initial_prompt=self.ctx.initial_prompt)  # the turn's own effects are the state's
+        return await run_agent_step(step, reference, scratch, path, self.frame)
+
+    async def _ask(self, participant: Participant, path: str) -> Any:
+        assert participant.ask is not None
+        frame = self.frame
+        scope = self.state.scope()
+        started = time.time()
+        try:
+            message = participant.ask.render_text(scope)
+        except FlujoError as exc:
+            await frame.commit(
+                path=path, name=participant.name, kind="hitl", status="failed", started=started,
+                error=exc.message, failure=exc,
+            )  # fmt: skip
+            raise
+        replay = frame.replayed(path)
+        if replay is not None:
+            frame.replays += 1
+            self._remember(participant, message, replay.output)
+            return replay.output
+        frame.reporter.step_started(path, participant.name, "hitl")
+        error: str | None = None
+        answer: Any = None
+        for _ in range(MAX_ANSWER_ATTEMPTS):
+            question = HumanQuestion(
+                step=participant.name, path=path, message=message, input_schema=participant.input_schema, error=error
+            )
+            self.clock.asking += 1
+            asked = time.monotonic()
+            try:
+                text = await frame.human.ask(question)
+            finally:
+                self.clock.asking -= 1
+                self.clock.waited += time.monotonic() - asked
+            if text is None:
+                raise Pause(step=participant.name, path=path, message=message)
+            answer = parse_answer(text, participant.input_schema)
+            error = schema_errors(answer, participant.input_schema) if participant.input_schema else None
+            if error is None:
+                break
+        else:
+            failure = StepFailed(
+                f"no valid answer to {participant.name!r} after {MAX_ANSWER_ATTEMPTS} attempts: {error}",
+                step=participant.name,
+            )
+            await frame.commit(
+                path=path, name=participant.name, kind="hitl", status="failed", started=started,
+                input=message, error=failure.message, failure=failure,
+            )  # fmt: skip
+            raise failure
+        self._remember(participant, message, answer)
+        events = [frame.event("hitl.answer", path, {"message": message, "answer": answer})]
+        await frame.commit(
+            path=path, name=participant.name, kind="hitl", status="completed", started=started,
+            input=message, output=answer, events=events,
+        )  # fmt: skip
+        return answer
+
+    def _remember(self, participant: Participant, message: str, answer: Any) -> None:
+        self.ctx.hitl_history.append(HitlEntry(step=participant.name, message=message, answer=answer))
+
+
+class _NoAgent:
+    """The "agent" of a sub-workflow participant, for choosing its current message (no budget, no prompt)."""
+
+    prompt_budget = None
+
+
+_NO_AGENT: Any = _NoAgent()
+
+
+async def run_ensemble(
+    step: EnsembleStep, data: Any, ctx: RunContext, path: str, frame: Frame, body: BodyRunner
+) -> Any:
+    """Run the conversation of ``step``; its output is {final_state, history, turn_count, completion_reason}
+    (or what ``step.output`` makes of it)."""
+    frame.reporter.step_started(path, step.name, step.kind)
+    started = time.time()
+    conversation = Conversation(step, data, ctx, path, frame, body)
+    try:
+        reason = await conversation.run()
+        result = conversation.state.result(reason)
+        final = step.output(result, ctx) if step.output is not None else result
+    except (ControlSignal, asyncio.CancelledError):
+        raise
+    except Exception as exc:
+        error = step_error(exc, f"ensemble {step.name!r}")
+        state = conversation.state
+        event = frame.event(
+            "ensemble.done",
+            path,
+            {"reason": "error", "turn_count": state.turn_count, "error": error.message},
+        )
+        await frame.commit(
+            path=path, name=step.name, kind=step.kind, status="failed", started=started,
+            input=data, error=error.message, events=[event], failure=error,
+        )  # fmt: skip
+        if error is exc:
+            raise
+        raise error from exc
+    record_output(ctx, step.name, final)
+    event = frame.event(
+        "ensemble.done",
+        path,
+        {
+            "reason": reason,
+            "turn_count": conversation.state.turn_count,
+            "max_total_turns": step.max_total_turns,
+        },
+    )
+    await frame.commit(
+        path=path, name=step.name, kind=step.kind, status="completed", started=started,
+        input=data, output=final, events=[event],
+    )  # fmt: skip
+    return final

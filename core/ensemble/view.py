@@ -1,0 +1,150 @@
+"""What a participant is sent: the conversation so far from its own point of view, bounded.
+
+Its own turns are ``assistant`` turns; everyone else's (and the ensemble's input, which opens the
+conversation) are ``user`` turns naming the speaker ("critic: too long"). The history is bounded by the
+ensemble's history policy (``truncate_tokens`` / ``truncate_turns``; ``summarize`` bounds like
+``truncate_tokens``) and the model's prompt budget, cutting from the stored turns without copying them.
+A model is sent its system prompt, the bounded history and, as the current message, the newest turn said
+by someone else (or a cue when it spoke last). A script is sent one JSON object (``envelope``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from core.context import ConversationTurn
+from core.conversation import bound, turn_text
+from core.ensemble.model import Participant
+from core.ensemble.state import EnsembleState
+from core.ports import Agent, AgentCall, AgentReply, ChatMessage
+from core.steps import HistoryPolicy
+from core.store.codec import normalize
+from core.tokens import count_messages
+
+
+def cue(participant: Participant, round_number: int) -> str:
+    """The current message of a model whose own turn was the newest: whose turn it is."""
+    return f"(round {round_number}: it is your turn, {participant.name})"
+
+
+def kept_range(state: EnsembleState, policy: HistoryPolicy | None, *, room: int | None = None) -> int:
+    """The index of the oldest stored turn sent (``state.said[start:]``), within ``policy`` and ``room``."""
+    return _kept_from(state.said, policy, room=room)
+
+
+def _kept_from(said: Sequence[ConversationTurn], policy: HistoryPolicy | None, *, room: int | None) -> int:
+    max_tokens = max_turns = None
+    if policy is not None:
+        max_tokens = policy.max_tokens if policy.strategy != "truncate_turns" else None
+        max_turns = policy.max_turns if policy.strategy != "truncate_tokens" else None
+    if room is not None:
+        max_tokens = room if max_tokens is None else min(max_tokens, room)
+    if max_tokens is None and max_turns is None:
+        return 0
+    return len(said) - len(bound(said, max_tokens=max_tokens, max_turns=max_turns))
+
+
+def chat(
+    state: EnsembleState, participant: Participant, agent: Agent, round_number: int
+) -> tuple[Any, tuple[ChatMessage, ...]]:
+    """The current message and the history messages of a model participant."""
+    room = None
+    if agent.prompt_budget is not None:
+        call = AgentCall(input=cue(participant, round_number), step=participant.name)
+        fixed = count_messages(agent.prompt(call), agent.model_name)
+        room = max(0, agent.prompt_budget - fixed)
+    start = kept_range(state, state.step.history, room=room)
+    messages: list[ChatMessage] = []
+    if start == 0 and state.earlier:  # a thread's earlier turns, within the same bounds
+        earlier = state.earlier[_kept_from(state.earlier, state.step.history, room=room) :]
+        own = f"{participant.name}: "
+        for old in earlier:  # from its point of view too: its own turns are the assistant's, others' the user's
+            if old.role == "assistant" and old.content.startswith(own):
+                messages.append(ChatMessage("assistant", old.content.removeprefix(own)))
+            else:
+                messages.append(ChatMessage("user", old.content))
+    if start == 0 and state.seed is not None:
+        messages.append(ChatMessage("user", state.seed.content))
+    for index in range(start, len(state.said)):
+        turn = state.turns[index]
+        if turn.participant == participant.name:
+            messages.append(ChatMessage("assistant", turn_text(turn.output)))
+        else:
+            messages.append(ChatMessage("user", state.said[index].content))
+    if messages and messages[-1].role == "user":
+        return messages[-1].content, tuple(messages[:-1])
+    return cue(participant, round_number), tuple(messages)
+
+
+def envelope(state: EnsembleState, participant: Participant, opening: Any, round_number: int) -> dict[str, Any]:
+    """The JSON object a script participant is sent: {input, context, history, turn, agent, config}."""
+    start = kept_range(state, state.step.history)
+    # A copy (a JSON round trip: the values are JSON data already, and it is several times faster than
+    # deepcopy): a Python participant changing what it was sent changes nothing of the state.
+    return normalize(  # type: ignore[no-any-return]
+        {
+            "input": opening,
+            "context": state.context,
+            "history": state.history[start:],
+            "turn": round_number,
+            "agent": participant.name,
+            "config": participant.config,
+        }
+    )
+
+
+@dataclass(frozen=True)
+class Speaker:
+    """An agent speaking in one round: it sends ``message`` with ``history``, whatever the call says.
+
+    The step policy that calls it records the call's ``input`` (a small reference to the round), so the
+    stored turn never copies the history; the ``agent.prompt`` trace event holds what was really sent."""
+
+    inner: Agent
+    message: Any
+    history: tuple[ChatMessage, ...] = ()
+    # False when other agents speak in the same round: replies are then shown whole, as they end, so
+    # two streams never interleave within a line.
+    streams: bool = True
+
+    @property
+    def label(self) -> str:
+        return self.inner.label
+
+    @property
+    def is_model(self) -> bool:
+        return self.inner.is_model
+
+    @property
+    def takes_history(self) -> bool:
+        return self.inner.takes_history
+
+    @property
+    def prompt_budget(self) -> int | None:
+        return self.inner.prompt_budget
+
+    @property
+    def model_name(self) -> str | None:
+        return self.inner.model_name
+
+    @property
+    def reply_cap(self) -> int | None:
+        return self.inner.reply_cap
+
+    def estimate_cost_usd(self, prompt_tokens: int) -> float | None:
+        return self.inner.estimate_cost_usd(prompt_tokens)
+
+    def _call(self, call: AgentCall) -> AgentCall:
+        on_text = call.on_text if self.streams else None
+        return replace(call, input=self.message, history=self.history, on_text=on_text)
+
+    def prompt(self, call: AgentCall) -> list[ChatMessage]:
+        return self.inner.prompt(self._call(call))
+
+    async def run(self, call: AgentCall) -> AgentReply:
+        return await self.inner.run(self._call(call))
+
+    def replayed(self) -> None:
+        self.inner.replayed()
