@@ -20,6 +20,7 @@ from blueprints.loader import Blueprint, InvalidBlueprint, load_blueprint, valid
 from blueprints.pending import NOT_YET_SUPPORTED
 from blueprints.scaffold import ScaffoldError, WizardAnswers, render_blueprint
 from blueprints.scaffold import resolve as resolve_answers
+from blueprints.yaml_source import ParsedYaml, parse_yaml
 from core.config import Settings
 from core.steps import Pipeline
 
@@ -37,6 +38,7 @@ __all__ = [
     "Explanation",
     "Finding",
     "InvalidBlueprint",
+    "ParsedYaml",
     "ScaffoldError",
     "WizardAnswers",
     "compile_pipeline",
@@ -44,6 +46,7 @@ __all__ = [
     "findings_to_json",
     "load_blueprint",
     "load_pipeline",
+    "parse_yaml",
     "render_blueprint",
     "resolve_answers",
     "validate_file",

@@ -35,6 +35,7 @@ FindingCode = Literal[
     "context-in-prompt",
     "history-not-sent",
     "import-cycle",
+    "over-limit",
 ]
 
 

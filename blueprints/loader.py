@@ -75,7 +75,10 @@ class Blueprint:
 
 
 def _load(path: Path, settings: Settings | None) -> tuple[list[Finding], ImportedFile]:
-    graph = ImportGraph(history=settings.history if settings is not None else None)
+    graph = ImportGraph(
+        history=settings.history if settings is not None else None,
+        bounds=settings.bounds if settings is not None else None,
+    )
     root = graph.load(path)
     return [finding for file in graph.files for finding in file.findings], root
 

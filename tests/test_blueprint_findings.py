@@ -16,6 +16,7 @@ def test_public_api_is_pinned() -> None:
         "NOT_YET_SUPPORTED", "AgentFactory", "Blueprint", "Finding", "InvalidBlueprint", "compile_pipeline",
         "findings_to_json", "load_blueprint", "load_pipeline", "validate_file",
         "Explanation", "explain_blueprint", "ScaffoldError", "WizardAnswers", "render_blueprint", "resolve_answers",
+        "ParsedYaml", "parse_yaml",
     }  # fmt: skip
     for name in blueprints.__all__:
         assert hasattr(blueprints, name), name

@@ -10,13 +10,16 @@ import time
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
 
 from flujo_cli import exit_codes
 from flujo_cli.messages import error_line, fail, stderr, usage_error
+
+if TYPE_CHECKING:
+    from core.config import BoundsSettings
 
 # The last part of a setting's key that names a secret: ``openai.api_key``, ``x.token``, ``y.db_password``
 # (never ``history.max_tokens``).
@@ -79,10 +82,12 @@ def _print_output(output: Any) -> None:
     sys.stdout.flush()
 
 
-def _answers(answers: Sequence[str], answers_file: Path | None) -> tuple[list[str], dict[str, list[str]]]:
+def _answers(
+    answers: Sequence[str], answers_file: Path | None, bounds: BoundsSettings
+) -> tuple[list[str], dict[str, list[str]]]:
     from flujo_cli.human import load_answers_file
 
-    positional, by_step = load_answers_file(answers_file) if answers_file else ([], {})
+    positional, by_step = load_answers_file(answers_file, bounds=bounds) if answers_file else ([], {})
     return [*answers, *positional], by_step
 
 
@@ -215,7 +220,7 @@ async def _run(
 
     console = stderr()
     settings = load_settings(overrides=overrides_from_assignments(overrides.settings))
-    positional, by_step = _answers(answers, answers_file)
+    positional, by_step = _answers(answers, answers_file, settings.bounds)
     human = TerminalHuman(answers=positional, by_step=by_step, interactive=not no_input, console=console)
     reporter = LiveReporter(console, quiet=json_output)
     redactor = Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings))
