@@ -90,8 +90,8 @@ class _BoundedLoader(yaml.SafeLoader):
         self._depth += 1
         try:
             if self._depth > self._max_depth:
-                raise _too_deep(self._max_depth, self.peek_event().start_mark)
-            return super().compose_node(parent, index)  # type: ignore[no-untyped-call]
+                raise _too_deep(self._max_depth, self.peek_event().start_mark)  # type: ignore[no-untyped-call]
+            return super().compose_node(parent, index)
         finally:
             self._depth -= 1
 

@@ -38,12 +38,12 @@ def load_answers_file(path: Path, *, bounds: BoundsSettings | None = None) -> tu
     except OSError as exc:
         raise ConfigError(f"cannot read answers file {path}: {exc.strerror or exc}") from None
     try:
-        text = raw.decode("utf-8").removeprefix("\ufeff")
+        source = raw.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         raise ConfigError(
             f"answers file {path} is not UTF-8 text (byte {exc.start})", hint="save it as UTF-8 YAML or JSON"
         ) from None
-    parsed = parse_yaml(text, str(path), bounds=bounds)
+    parsed = parse_yaml(source, str(path), bounds=bounds)
     problem = next((finding for finding in parsed.findings if finding.is_error), None)
     if problem is not None:
         where = problem.position or path

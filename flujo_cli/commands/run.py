@@ -209,6 +209,7 @@ async def _run(
     thread: str | None = None,
 ) -> int:
     from blueprints import load_pipeline
+    from core.bounds import use_bounds
     from core.config import load_settings, overrides_from_assignments, secret_values
     from core.engine import Engine, new_run_id
     from core.errors import BlueprintError, ResumeRefused, RunError
@@ -248,6 +249,7 @@ async def _run(
                 )
             file = Path(record.source)
         assert file is not None
+        use_bounds(settings.bounds)  # what templates and expressions of this run may make and do
         try:
             pipeline = load_pipeline(file.resolve(), settings)  # absolute: resume works from any directory
         except BlueprintError as exc:
