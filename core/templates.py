@@ -35,10 +35,11 @@ from core.views import json_default, plain
 class TemplateSyntax(ValueError):
     """A template or expression that does not compile; ``line`` is 1-based within the text."""
 
-    def __init__(self, message: str, *, line: int | None = None) -> None:
+    def __init__(self, message: str, *, line: int | None = None, hint: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.line = line
+        self.hint = hint
 
 
 def _tojson(value: Any) -> str:
@@ -96,6 +97,7 @@ def _make_env(undefined: type[Undefined]) -> BoundedSandbox:
 
 
 _OPENING = {"(": ")", "[": "]", "{": "}"}
+_NESTING_HINT = "nest less deeply (the limit is the setting bounds.template_max_nesting)"
 _TAG = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.DOTALL)
 
 
@@ -111,12 +113,25 @@ def _check_nesting(source: str, *, expression: bool) -> None:
                 depth += 1
                 if depth > limit:
                     line = source.count("\n", 0, source.find(part)) + 1 if part else None
-                    raise TemplateSyntax(
-                        f"brackets nest more than {limit} deep (the limit is the setting bounds.template_max_nesting)",
-                        line=line,
-                    )
+                    raise TemplateSyntax(f"brackets nest more than {limit} deep", line=line, hint=_NESTING_HINT)
             elif character in ")]}":
                 depth = max(depth - 1, 0)
+
+
+_LOADING = {nodes.Include: "include", nodes.Extends: "extends", nodes.Import: "import", nodes.FromImport: "from"}
+
+
+def _refuse_loading(tree: nodes.Template) -> None:
+    """Templates are strings in the blueprint; there are no template files for ``{% include %}``,
+    ``{% extends %}``, ``{% import %}`` or ``{% from %}`` to load, so they are syntax errors here, not
+    failures at run time."""
+    for kind, word in _LOADING.items():
+        for node in tree.find_all(kind):
+            raise TemplateSyntax(
+                f"{{% {word} %}} is not supported: a template cannot load other templates",
+                line=node.lineno,
+                hint="write the text in place, or define a {% macro %} in the same template",
+            )
 
 
 def _limit_error(kind: str, source: str, exc: LimitExceeded) -> TemplateError:
@@ -218,11 +233,13 @@ class Template:
             if lone and "{{" not in lone.group(1) and "}}" not in lone.group(1):
                 self._expression = _TEMPLATE_ENV.compile_expression(lone.group(1), undefined_to_none=False)
             else:
-                self._template = _TEMPLATE_ENV.from_string(translate_handlebars(source))
+                tree = _TEMPLATE_ENV.parse(translate_handlebars(source))
+                _refuse_loading(tree)
+                self._template = _TEMPLATE_ENV.from_string(tree)
         except TemplateSyntaxError as exc:
             raise TemplateSyntax(exc.message or str(exc), line=exc.lineno) from None
         except RecursionError:
-            raise TemplateSyntax("the template nests too deeply") from None
+            raise TemplateSyntax("the template nests too deeply", hint=_NESTING_HINT) from None
 
     def render(self, variables: Mapping[str, Any]) -> Any:
         try:
@@ -276,7 +293,7 @@ class Expression:
         except TemplateSyntaxError as exc:
             raise TemplateSyntax(exc.message or str(exc), line=exc.lineno) from None
         except RecursionError:
-            raise TemplateSyntax("the expression nests too deeply") from None
+            raise TemplateSyntax("the expression nests too deeply", hint=_NESTING_HINT) from None
 
     def evaluate(self, variables: Mapping[str, Any]) -> Any:
         try:

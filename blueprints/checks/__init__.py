@@ -14,6 +14,7 @@ from blueprints.checks.control import check_conditional, check_hitl, check_loop,
 from blueprints.checks.conversation import check_conversation_inputs, check_history_reaches_scripts
 from blueprints.checks.names import check_unique_names
 from blueprints.checks.pending_keys import check_pending_keys
+from blueprints.checks.schemas import check_schemas
 from blueprints.checks.sites import walk
 from blueprints.checks.workflows import check_workflow_step
 from blueprints.findings import Finding
@@ -61,4 +62,5 @@ def run_checks(
     check_conversation_inputs(checker, sites)
     check_history_reaches_scripts(checker, sites)
     check_pending_keys(checker, sites)
+    check_schemas(checker, sites)
     return checker.findings
