@@ -47,7 +47,7 @@ def test_malformed_schemas_and_loading_templates_are_located(tmp_path: Path) -> 
         (13, 19, "bad-value", "input_schema is not a valid JSON Schema: [] is not of type 'object' (at properties)"),
         (17, 45, "bad-value", "output_schema is not a valid JSON Schema: True is not of type 'array' (at required)"),
         (20, 7, "template-syntax", "template syntax error: {% extends %} is not supported: a template cannot load other templates"),
-        (24, 12, "template-syntax", "template syntax error: {% import %} is not supported: a template cannot load other templates"),
+        (24, 13, "template-syntax", "template syntax error: {% import %} is not supported: a template cannot load other templates"),
     ]  # fmt: skip
 
 
