@@ -174,7 +174,10 @@ cases = json.loads(sys.stdin.read())
 results = {}
 for name, (kind, source) in cases.items():
     try:
-        value = (Expression(source).evaluate({}) if kind == "expression" else Template(source).render({"previous_step": "hi"}))
+        if kind == "expression":
+            value = Expression(source).evaluate({})
+        else:
+            value = Template(source).render({"previous_step": "hi"})
         results[name] = {"ok": value if isinstance(value, (str, bool, int)) else str(value)}
     except TemplateError as exc:
         results[name] = {"error": exc.message, "hint": exc.hint}

@@ -1,6 +1,9 @@
 """``flujo validate`` catches what ``flujo run`` would reject: malformed JSON Schemas and templates that
 load other templates (``{% include %}`` and friends) are errors at file:line:col, not run-time failures."""
 
+# Expected messages are kept one per line, whole, so a reader sees exactly what a user sees.
+# ruff: noqa: E501
+
 from __future__ import annotations
 
 from pathlib import Path
