@@ -134,6 +134,46 @@ def _refuse_loading(tree: nodes.Template) -> None:
             )
 
 
+_COMPUTING = (nodes.BinExpr, nodes.Call, nodes.Filter)
+
+
+def _check_constants(tree: nodes.Template) -> None:
+    """Refuse, as a syntax error (so at file:line:col, before anything runs), a computation made only of
+    constants that would pass a bound when it runs (``{{ 'a' * 3000000000 }}``, ``9**(9**9) > 0``).
+    Jinja's own constant folding is off for the bounded operators; this evaluates each outermost constant
+    computation once, within the same bounds. Any other failure is left for the run to report."""
+    pure = _TEMPLATE_ENV.globals  # range, lipsum, str ...: a call of one on constants is a constant
+    candidates = [
+        node
+        for node in tree.find_all(_COMPUTING)
+        if all(name.name in pure and name.ctx == "load" for name in node.find_all(nodes.Name))
+    ]
+    inner = {id(child) for node in candidates for child in node.find_all(_COMPUTING)}
+    for node in candidates:
+        if id(node) in inner:
+            continue
+        try:
+            with rendering():
+                _TEMPLATE_ENV.from_string(nodes.Template([nodes.Output([node], lineno=node.lineno)], lineno=1)).render()
+        except LimitExceeded as exc:
+            raise TemplateSyntax(
+                f"this would be stopped when it runs: {exc.message}",
+                line=node.lineno,
+                hint=f"make it smaller; the limit is the setting bounds.{exc.setting}",
+            ) from None
+        except Exception:  # a constant that fails otherwise (1 / 0) is the run's to report
+            continue
+
+
+def _check_expression_constants(source: str) -> None:
+    """``_check_constants`` for an expression (compiled already, so its syntax is known to be fine)."""
+    try:
+        tree = _TEMPLATE_ENV.parse("{{ " + source + " }}")
+    except TemplateSyntaxError:  # an expression whose text cannot stand inside {{ }}: nothing to check
+        return
+    _check_constants(tree)
+
+
 def _limit_error(kind: str, source: str, exc: LimitExceeded) -> TemplateError:
     return TemplateError(
         f"{kind} {source!r} was stopped: {exc.message}",
@@ -232,9 +272,11 @@ class Template:
             lone = _SINGLE_EXPRESSION.match(source)
             if lone and "{{" not in lone.group(1) and "}}" not in lone.group(1):
                 self._expression = _TEMPLATE_ENV.compile_expression(lone.group(1), undefined_to_none=False)
+                _check_expression_constants(lone.group(1))
             else:
                 tree = _TEMPLATE_ENV.parse(translate_handlebars(source))
                 _refuse_loading(tree)
+                _check_constants(tree)
                 self._template = _TEMPLATE_ENV.from_string(tree)
         except TemplateSyntaxError as exc:
             raise TemplateSyntax(exc.message or str(exc), line=exc.lineno) from None
@@ -290,6 +332,7 @@ class Expression:
         _check_nesting(source, expression=True)
         try:
             self._compiled = _EXPRESSION_ENV.compile_expression(source, undefined_to_none=True)
+            _check_expression_constants(source)
         except TemplateSyntaxError as exc:
             raise TemplateSyntax(exc.message or str(exc), line=exc.lineno) from None
         except RecursionError:

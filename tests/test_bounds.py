@@ -168,7 +168,7 @@ SAFE_TEMPLATES = {
 
 _RENDER_ALL = """
 import json, sys
-from core.templates import Expression, Template
+from core.templates import Expression, Template, TemplateSyntax
 from core.errors import TemplateError
 cases = json.loads(sys.stdin.read())
 results = {}
@@ -179,8 +179,8 @@ for name, (kind, source) in cases.items():
         else:
             value = Template(source).render({"previous_step": "hi"})
         results[name] = {"ok": value if isinstance(value, (str, bool, int)) else str(value)}
-    except TemplateError as exc:
-        results[name] = {"error": exc.message, "hint": exc.hint}
+    except (TemplateError, TemplateSyntax) as exc:  # stopped when it runs, or refused as it compiles
+        results[name] = {"error": exc.message, "hint": exc.hint or ""}
 print(json.dumps(results))
 """
 
@@ -201,7 +201,7 @@ def rendered() -> dict[str, dict[str, str]]:
 def test_a_hostile_template_is_stopped_naming_its_limit(rendered: dict[str, dict[str, str]], name: str) -> None:
     result = rendered[name]
     assert "error" in result, result
-    assert "was stopped" in result["error"] and HOSTILE_TEMPLATES[name][1] in result["error"] + result["hint"]
+    assert "stopped" in result["error"] and HOSTILE_TEMPLATES[name][1] in result["error"] + result["hint"]
 
 
 @pytest.mark.parametrize("name", sorted(SAFE_TEMPLATES))
@@ -214,17 +214,24 @@ def test_a_huge_power_in_an_exit_expression_is_stopped(rendered: dict[str, dict[
     assert rendered["safe-expression"] == {"ok": True}
 
 
-def test_validate_no_longer_computes_constant_powers(tmp_path: Path) -> None:
-    """Jinja folds constants at compile time: ``9**(9**9)`` used to hang ``flujo validate``."""
+def test_validate_refuses_constant_computations_that_would_be_stopped(tmp_path: Path) -> None:
+    """Jinja folds constants at compile time: ``9**(9**9)`` used to hang ``flujo validate``. Now it is refused
+    at file:line:col, without being computed; one that depends on the run is stopped when it runs."""
     blueprint = (
         'version: "0.1"\nsteps:\n  - kind: loop\n    name: l\n    loop:\n      max_loops: 2\n'
         '      exit_expression: "9**(9**9) > 0"\n      body:\n        - kind: step\n          name: s\n'
         "          agent: {id: flujo.builtins.passthrough}\n"
     )
-    assert _validate(tmp_path, blueprint)[0] == 0
-    assert _validate(tmp_path, _step("{{ 10 ** 100000 }}"))[0] == 0
+    code, err = _validate(tmp_path, blueprint)
+    assert code == 1 and "bp.yaml:7:25: error: expression syntax error: this would be stopped when it runs" in err
+    assert "bounds.template_max_digits" in err
+    code, err = _validate(tmp_path, _step("{{ 10 ** 100000 }}"))
+    assert code == 1 and "bp.yaml:6:13: error: template syntax error: this would be stopped when it runs" in err
     run = capped_flujo(["run", "bp.yaml", "--input", "x"], cwd=tmp_path, env={"FLUJO_STATE_URI": "s.db"})
-    assert run.returncode == 1 and "template_max_digits" in run.stderr and "unexpected" not in run.stderr
+    assert run.returncode == 3 and "template_max_digits" in run.stderr and "unexpected" not in run.stderr
+    assert _validate(tmp_path, _step("{{ (previous_step | length + 9) ** (9 ** 9) }}"))[0] == 0
+    run = capped_flujo(["run", "bp.yaml", "--input", "x"], cwd=tmp_path, env={"FLUJO_STATE_URI": "s.db"})
+    assert run.returncode == 1 and "was stopped" in run.stderr and "template_max_digits" in run.stderr
 
 
 def test_deeply_nested_brackets_are_a_located_syntax_error(tmp_path: Path) -> None:
@@ -233,7 +240,7 @@ def test_deeply_nested_brackets_are_a_located_syntax_error(tmp_path: Path) -> No
 
 
 def test_a_limit_is_a_setting(tmp_path: Path) -> None:
-    (tmp_path / "bp.yaml").write_text(_step("{{ 'ab' * 10 }}"), encoding="utf-8")
+    (tmp_path / "bp.yaml").write_text(_step("{{ previous_step * 10 }}"), encoding="utf-8")
     env = {"FLUJO_STATE_URI": "s.db"}
     assert capped_flujo(["run", "bp.yaml", "--input", "x"], cwd=tmp_path, env=env).returncode == 0
     small = capped_flujo(
