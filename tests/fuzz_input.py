@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -218,12 +219,16 @@ def main() -> int:
         checker.answers(text)
 
     failed = 0
-    for prop in (mutated_blueprints, generated_blueprints, answers_files):
-        try:
-            prop()
-        except Exception as exc:  # Hypothesis has printed the falsifying example; report and go on
-            failed += 1
-            print(f"{prop.__name__}: {type(exc).__name__}: {exc}", file=sys.stderr)
+    try:
+        for prop in (mutated_blueprints, generated_blueprints, answers_files):
+            try:
+                prop()
+            except Exception as exc:  # Hypothesis has printed the falsifying example; report and go on
+                failed += 1
+                print(f"{prop.__name__}: {type(exc).__name__}: {exc}", file=sys.stderr)
+    finally:
+        os.chdir(ROOT)
+        shutil.rmtree(folder, ignore_errors=True)
     print(f"{checker.count} examples checked, {failed} properties failed")
     return 1 if failed else 0
 
