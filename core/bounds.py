@@ -95,7 +95,12 @@ class Budget:
 
     def check(self, value: Any) -> Any:
         """Charge ``value`` (a result or an argument) by its size, contents counted; return it."""
-        if isinstance(value, str | bytes):
+        kind = type(value)
+        if kind is str:
+            self.made(len(value))
+        elif kind is bool or kind is float or value is None:
+            pass
+        elif isinstance(value, str | bytes):
             self.made(len(value))
         elif isinstance(value, int) and not isinstance(value, bool):
             self.digits(digits_of(value))
@@ -146,17 +151,26 @@ def size_of(value: Any, cap: int) -> int:
                 continue
             opened.add(id(item))
             stack.append((item, True))
-            stack.extend((child, False) for child in children if isinstance(child, _CONTAINERS))
+            stack.extend(
+                (child, False) for child in children if type(child) not in _SCALARS and isinstance(child, _CONTAINERS)
+            )
             continue
         opened.discard(id(item))
         total = 1
         for child in children:
-            total += sizes.get(id(child), 1) if isinstance(child, _CONTAINERS) else _leaf_size(child)
+            kind = type(child)
+            if kind is str:
+                total += 1 + len(child)
+            elif kind in _SCALARS:
+                total += 1
+            else:
+                total += sizes.get(id(child), 1) if isinstance(child, _CONTAINERS) else _leaf_size(child)
         sizes[id(item)] = min(total, cap + 1)
     return sizes[id(value)]
 
 
 _CONTAINERS = (list, tuple, dict, set, frozenset, Mapping)
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def _leaf_size(value: Any) -> int:

@@ -246,6 +246,8 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         return super().call_binop(context, operator, left, right)
 
     def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+        if __obj == __self.counted:  # a loop's iterable: iterating it makes nothing, each item is a step
+            return __self.counted(*args)
         charge = budget()
         charge.step()
         for value in (*args, *kwargs.values()):
