@@ -21,6 +21,7 @@ from blueprints.pending import NOT_YET_SUPPORTED
 from blueprints.persona import simulated_user
 from blueprints.scaffold import ScaffoldError, WizardAnswers, render_blueprint
 from blueprints.scaffold import resolve as resolve_answers
+from blueprints.yaml_source import ParsedYaml, parse_yaml
 from core.config import Settings
 from core.steps import Pipeline
 
@@ -38,6 +39,7 @@ __all__ = [
     "Explanation",
     "Finding",
     "InvalidBlueprint",
+    "ParsedYaml",
     "ScaffoldError",
     "WizardAnswers",
     "compile_pipeline",
@@ -45,6 +47,7 @@ __all__ = [
     "findings_to_json",
     "load_blueprint",
     "load_pipeline",
+    "parse_yaml",
     "render_blueprint",
     "resolve_answers",
     "simulated_user",

@@ -20,7 +20,7 @@ from blueprints.positions import PositionIndex
 from blueprints.schema import BlueprintModel
 from blueprints.validation import validation_findings
 from blueprints.yaml_source import parse_yaml
-from core.config import HistorySettings
+from core.config import BoundsSettings, HistorySettings
 from core.errors import SourcePosition
 
 
@@ -39,10 +39,15 @@ def _unreadable(file: str, reason: str, hint: str | None = None) -> FileAnalysis
 
 
 def analyse_file(
-    path: Path, *, history: HistorySettings | None = None, profiles: Collection[str] | None = None
+    path: Path,
+    *,
+    history: HistorySettings | None = None,
+    profiles: Collection[str] | None = None,
+    bounds: BoundsSettings | None = None,
 ) -> FileAnalysis:
     """Every finding of the blueprint file at ``path`` (named as given in positions), its loops checked
-    against the settings' ``history`` defaults (the built-in ones when None)."""
+    against the settings' ``history`` defaults and its YAML read within ``bounds`` (the built-in ones
+    when None)."""
     file = str(path)
     try:
         raw = path.read_bytes()
@@ -57,7 +62,7 @@ def analyse_file(
     except UnicodeDecodeError as exc:
         return _unreadable(file, f"{file} is not UTF-8 text (byte {exc.start})", "save the file as UTF-8")
     source_hash = hashlib.sha256(raw).hexdigest()
-    parsed = parse_yaml(text.removeprefix("\ufeff"), file)
+    parsed = parse_yaml(text.removeprefix("\ufeff"), file, bounds=bounds)
     if not parsed.ok:
         return FileAnalysis(parsed.findings)
     index = parsed.index

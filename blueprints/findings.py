@@ -39,6 +39,7 @@ FindingCode = Literal[
     "never-written",
     "never-runs",
     "unreachable-limit",
+    "over-limit",
 ]
 
 

@@ -2,7 +2,8 @@
 
 Paths are relative to the folder of the importing file. A missing file and an import cycle are errors
 at the ``imports:`` entry (its value) in the importing file; for a cycle, the entry that leads back to a
-file already on the way from the blueprint being loaded. Every finding of an imported file keeps that
+file already on the way from the blueprint being loaded; a chain of imports longer than the setting
+``bounds.import_max_depth`` is an error at the entry that would pass it. Every finding of an imported file keeps that
 file's own positions. Each file is analysed once per load, however many blueprints import it (a diamond
 is not a cycle). Across files, an ``outputs`` path ``steps.<name>`` must name a step of the imported
 blueprint.
@@ -21,7 +22,7 @@ from blueprints.findings import Finding, FindingCode, sort_findings
 from blueprints.positions import Path as DataPath
 from blueprints.schema import AgentStepModel
 from blueprints.suggestions import did_you_mean
-from core.config import HistorySettings
+from core.config import BoundsSettings, HistorySettings
 
 
 @dataclass
@@ -38,10 +39,17 @@ class ImportGraph:
     """The files a load reaches, in the order they were found (the loaded file first), each checked
     against the same settings' ``history`` defaults."""
 
-    def __init__(self, *, history: HistorySettings | None = None, profiles: Collection[str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        history: HistorySettings | None = None,
+        profiles: Collection[str] | None = None,
+        bounds: BoundsSettings | None = None,
+    ) -> None:
         self._files: dict[Path, ImportedFile] = {}
         self._history = history
         self._profiles = profiles
+        self._bounds = bounds or BoundsSettings()
 
     @property
     def files(self) -> list[ImportedFile]:
@@ -56,7 +64,7 @@ class ImportGraph:
         known = self._files.get(key)
         if known is not None:
             return known
-        analysis = analyse_file(path, history=self._history, profiles=self._profiles)
+        analysis = analyse_file(path, history=self._history, profiles=self._profiles, bounds=self._bounds)
         node = ImportedFile(path, analysis, list(analysis.findings))
         self._files[key] = node
         if analysis.model is None:
@@ -76,6 +84,12 @@ class ImportGraph:
                     node, "import-cycle", ("imports", alias),
                     f"imports.{alias}: import cycle {' → '.join(p.name for p in loop)}",
                     "a blueprint cannot import itself, directly or through the blueprints it imports",
+                )  # fmt: skip
+            elif len(here) >= self._bounds.import_max_depth:
+                _error(
+                    node, "over-limit", ("imports", alias),
+                    f"imports.{alias}: imports nest more than {self._bounds.import_max_depth} blueprints deep",
+                    "import fewer levels deep (the limit is the setting bounds.import_max_depth)",
                 )  # fmt: skip
             else:
                 node.imports[alias] = self._visit(file, here)

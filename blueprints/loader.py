@@ -78,6 +78,7 @@ def _load(path: Path, settings: Settings | None) -> tuple[list[Finding], Importe
     graph = ImportGraph(
         history=settings.history if settings is not None else None,
         profiles=list(settings.profiles) if settings is not None else None,
+        bounds=settings.bounds if settings is not None else None,
     )
     root = graph.load(path)
     return [finding for file in graph.files for finding in file.findings], root

@@ -5,6 +5,11 @@ build both the plain data and the ``PositionIndex``; that is the one place YAML 
 it rejects duplicate keys (PyYAML silently keeps the last one) and turns every mapping key into a string:
 ``true:``/``false:`` (the branch keys of a conditional) become ``"true"``/``"false"``, ``1:`` becomes ``"1"``.
 PyYAML's exceptions are translated into findings here and nowhere else.
+
+Hostile input is bounded (``BoundsSettings``): nesting deeper than ``yaml_max_depth`` is refused while
+composing, before PyYAML's recursion can exhaust the stack, and the walk refuses a document whose values,
+counted with every alias expanded, exceed ``yaml_max_values`` or nest deeper than ``yaml_max_depth`` (an
+alias bomb composes in a millisecond because its references are shared; it is the expansion that explodes).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from blueprints.findings import Finding
 from blueprints.positions import Path, Place, PositionIndex
+from core.config import BoundsSettings
 from core.errors import SourcePosition
 
 # Plain-language hints for the YAML mistakes people make most.
@@ -53,6 +59,87 @@ def _key_text(value: Any, node: ScalarNode) -> str:
     return str(node.value)
 
 
+class _OverLimit(Exception):
+    """Internal: a bound of ``BoundsSettings`` was passed at ``mark``. Never escapes this module."""
+
+    def __init__(self, message: str, hint: str, mark: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.mark = mark
+
+
+def _too_deep(limit: int, mark: Any) -> _OverLimit:
+    return _OverLimit(
+        f"the YAML nests more than {limit} levels deep",
+        "flatten the structure (the limit is the setting bounds.yaml_max_depth)",
+        mark,
+    )
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing to compose nesting deeper than ``max_depth``: its composer recurses
+    once per level, so the check comes before the recursion that would exhaust the stack."""
+
+    def __init__(self, text: str, max_depth: int) -> None:
+        super().__init__(text)
+        self._max_depth = max_depth
+        self._depth = 0
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
+        self._depth += 1
+        try:
+            if self._depth > self._max_depth:
+                raise _too_deep(self._max_depth, self.peek_event().start_mark)  # type: ignore[no-untyped-call]
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def _check_expansion(root: Node, bounds: BoundsSettings) -> None:
+    """Raise _OverLimit when ``root``, with every alias expanded, holds more than ``yaml_max_values``
+    values or nests deeper than ``yaml_max_depth``. Counted per distinct node (shared references are
+    counted once each and multiplied), without recursion, so an alias bomb costs what its text does."""
+    sizes: dict[int, tuple[int, int]] = {}  # id(node) -> (values, depth) once expanded
+    opened: set[int] = set()  # nodes whose children are being counted: one met again is a cycle
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if id(node) in sizes:
+            continue
+        children = _children(node)
+        if not children_done:
+            if id(node) in opened:
+                continue  # a node that contains itself is left to the walk, which reports it
+            opened.add(id(node))
+            stack.append((node, True))
+            stack.extend((child, False) for child in children if id(child) not in sizes and id(child) not in opened)
+            continue
+        opened.discard(id(node))
+        values, depth = 1, 0
+        for child in children:
+            child_values, child_depth = sizes.get(id(child), (1, 0))
+            values += child_values
+            depth = max(depth, child_depth + 1)
+        if values > bounds.yaml_max_values:
+            raise _OverLimit(
+                f"the YAML holds more than {bounds.yaml_max_values:,} values once its aliases are expanded",
+                "use fewer aliases (*name) or smaller ones (the limit is the setting bounds.yaml_max_values)",
+                node.start_mark,
+            )
+        if depth > bounds.yaml_max_depth:
+            raise _too_deep(bounds.yaml_max_depth, node.start_mark)
+        sizes[id(node)] = (values, depth)
+
+
+def _children(node: Node) -> list[Node]:
+    if isinstance(node, SequenceNode):
+        return list(node.value)
+    if isinstance(node, MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
 class _Walker:
     def __init__(self, loader: yaml.SafeLoader, index: PositionIndex) -> None:
         self.loader = loader
@@ -65,7 +152,7 @@ class _Walker:
 
     def walk(self, node: Node, path: Path) -> Any:
         if isinstance(node, ScalarNode):
-            return self.loader.construct_object(node, deep=True)
+            return self.scalar(node)
         if id(node) in self._active:  # an alias that contains itself
             at = self.position(node.start_mark)
             self.findings.append(
@@ -95,6 +182,20 @@ class _Walker:
         finally:
             self._active.discard(id(node))
 
+    def scalar(self, node: ScalarNode) -> Any:
+        try:
+            return self.loader.construct_object(node, deep=True)
+        except (ValueError, OverflowError) as exc:  # !!timestamp 2020-99-99, an integer of 5,000 digits
+            at = self.position(node.start_mark)
+            problem = str(exc).partition(";")[0]
+            self.findings.append(
+                Finding(
+                    "error", f"cannot read this value: {problem}", at, "write it as text, in quotes",
+                    "bad-value", self.index.excerpt(at), self.index.file,
+                )
+            )  # fmt: skip
+            return None
+
     def _mapping(self, node: MappingNode, path: Path) -> dict[str, Any]:
         result: dict[str, Any] = {}
         for key_node, value_node in node.value:
@@ -107,7 +208,7 @@ class _Walker:
                     )
                 )  # fmt: skip
                 continue
-            key = _key_text(self.loader.construct_object(key_node, deep=True), key_node)
+            key = _key_text(self.scalar(key_node), key_node)
             written = str(key_node.value)
             if key != written and key in ("true", "false") and key_node.style is None:
                 # YAML 1.1 reads yes/no/on/off as booleans: a branch named "yes" would never match.
@@ -163,24 +264,34 @@ def _syntax_finding(exc: yaml.YAMLError, index: PositionIndex) -> Finding:
         line = text.count("\n", 0, exc.position) + 1
         column = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
         at = SourcePosition(index.file, line, column)
-        problem = f"character {exc.character!r} is not allowed in YAML"
+        character = exc.character if isinstance(exc.character, str) else chr(exc.character)
+        problem = f"the character U+{ord(character):04X} is not allowed in YAML"
     hint = next((h for needle, h in _SYNTAX_HINTS if needle in problem), None)
     return Finding("error", f"YAML syntax error: {problem}", at, hint, "yaml-syntax", index.excerpt(at), index.file)
 
 
-def parse_yaml(text: str, file: str) -> ParsedYaml:
-    """Parse ``text`` (the contents of ``file``); syntax errors come back as one finding, never raised."""
+def parse_yaml(text: str, file: str, *, bounds: BoundsSettings | None = None) -> ParsedYaml:
+    """Parse ``text`` (the contents of ``file``) within ``bounds`` (the defaults when None); syntax errors
+    and passed bounds come back as one finding, never raised."""
+    bounds = bounds or BoundsSettings()
     index = PositionIndex(file, text.splitlines())
-    loader = yaml.SafeLoader(text)
+    loader: _BoundedLoader | None = None
     try:
+        loader = _BoundedLoader(text, bounds.yaml_max_depth)  # rejects NUL and other unprintable characters
         node = loader.get_single_node()
         if node is None:
             return ParsedYaml(None, index)
         index.add((), Place(None, None, node.start_mark.line + 1, node.start_mark.column + 1, _style(node)))
+        _check_expansion(node, bounds)
         walker = _Walker(loader, index)
         data = walker.walk(node, ())
         return ParsedYaml(data, index, walker.findings)
     except yaml.YAMLError as exc:
         return ParsedYaml(None, index, [_syntax_finding(exc, index)], ok=False)
+    except _OverLimit as exc:
+        at = SourcePosition(file, exc.mark.line + 1, exc.mark.column + 1)
+        finding = Finding("error", exc.message, at, exc.hint, "over-limit", index.excerpt(at), file)
+        return ParsedYaml(None, index, [finding], ok=False)
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()

@@ -140,6 +140,25 @@ class ProfileSettings(BaseModel):
     timeout: float | None = Field(default=None, gt=0)
 
 
+class BoundsSettings(BaseModel):
+    """How much hostile or broken input may cost: nesting and size of YAML files (blueprints, imports,
+    answers files), the values templates and expressions make and the work they do, and the size of what
+    an agent replies. Past a bound, the input is refused with an error that names the bound; nothing
+    hangs or runs out of memory. See docs/blueprints.md#limits."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    yaml_max_depth: int = Field(default=100, gt=0, le=300)  # deeper recursion would exhaust Python's stack
+    yaml_max_values: int = Field(default=100_000, gt=0)
+    import_max_depth: int = Field(default=32, gt=0, le=200)
+    template_max_size: int = Field(default=10_000_000, gt=0)
+    template_max_total: int = Field(default=50_000_000, gt=0)
+    template_max_steps: int = Field(default=100_000, gt=0)
+    template_max_digits: int = Field(default=4300, gt=0, le=4300)  # Python prints no longer integer
+    template_max_nesting: int = Field(default=100, gt=0, le=500)
+    agent_output_max_bytes: int = Field(default=10_000_000, gt=0)
+
+
 class Settings(BaseModel):
     """All settings flujo reads. Build with ``load_settings``."""
 
@@ -153,6 +172,7 @@ class Settings(BaseModel):
     models: dict[str, ModelInfo] = Field(default_factory=_default_models)
     history: HistorySettings = Field(default_factory=HistorySettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
+    bounds: BoundsSettings = Field(default_factory=BoundsSettings)
     default_context_window: int = Field(default=8192, gt=0)
     response_reserve_tokens: int = Field(default=1024, ge=0)
     secret_env_vars: list[str] = Field(default_factory=list)

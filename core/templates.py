@@ -10,7 +10,10 @@
   same language and the same sandbox; Python ``eval`` is never used. A missing attribute in an
   expression is undefined (falsy), so ``context.scratchpad.cmd.action == 'finish'`` is simply false
   before any command exists; in a template it is an error that names the variable.
-- Syntax errors surface at compile time as ``TemplateSyntax`` (the loader adds file:line:col).
+- Syntax errors surface at compile time as ``TemplateSyntax`` (the loader adds file:line:col); so does
+  nesting deeper than ``bounds.template_max_nesting``.
+- Both run in ``core.sandbox.BoundedSandbox``: what a render or evaluation may make and do is bounded
+  (``core.bounds``); a passed bound is a TemplateError naming the setting.
 """
 
 from __future__ import annotations
@@ -22,19 +25,21 @@ from typing import Any
 
 from jinja2 import ChainableUndefined, StrictUndefined, TemplateSyntaxError, Undefined, UndefinedError, nodes
 from jinja2.exceptions import SecurityError
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from core.bounds import LimitExceeded, current_bounds, rendering
 from core.errors import TemplateError
+from core.sandbox import BoundedSandbox
 from core.views import json_default, plain
 
 
 class TemplateSyntax(ValueError):
     """A template or expression that does not compile; ``line`` is 1-based within the text."""
 
-    def __init__(self, message: str, *, line: int | None = None) -> None:
+    def __init__(self, message: str, *, line: int | None = None, hint: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.line = line
+        self.hint = hint
 
 
 def _tojson(value: Any) -> str:
@@ -77,8 +82,8 @@ class _StrictChainedUndefined(ChainableUndefined, StrictUndefined):
     __slots__ = ()
 
 
-def _make_env(undefined: type[Undefined]) -> ImmutableSandboxedEnvironment:
-    env = ImmutableSandboxedEnvironment(
+def _make_env(undefined: type[Undefined]) -> BoundedSandbox:
+    env = BoundedSandbox(
         undefined=undefined,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -86,9 +91,94 @@ def _make_env(undefined: type[Undefined]) -> ImmutableSandboxedEnvironment:
         autoescape=False,
     )
     env.globals.update(_SAFE_GLOBALS)
-    env.filters["tojson"] = _tojson
-    env.filters["fromjson"] = _fromjson
+    env.add_filter("tojson", _tojson)
+    env.add_filter("fromjson", _fromjson)
     return env
+
+
+_OPENING = {"(": ")", "[": "]", "{": "}"}
+_NESTING_HINT = "nest less deeply (the limit is the setting bounds.template_max_nesting)"
+_TAG = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.DOTALL)
+
+
+def _check_nesting(source: str, *, expression: bool) -> None:
+    """Refuse brackets nested deeper than ``bounds.template_max_nesting`` inside ``{{ }}``/``{% %}`` (or
+    anywhere in an expression): Jinja's parser recurses once per level and would exhaust the stack."""
+    limit = current_bounds().template_max_nesting
+    parts = [source] if expression else [match.group(0)[2:-2] for match in _TAG.finditer(source)]
+    for part in parts:
+        depth = 0
+        for character in part:
+            if character in _OPENING:
+                depth += 1
+                if depth > limit:
+                    line = source.count("\n", 0, source.find(part)) + 1 if part else None
+                    raise TemplateSyntax(f"brackets nest more than {limit} deep", line=line, hint=_NESTING_HINT)
+            elif character in ")]}":
+                depth = max(depth - 1, 0)
+
+
+_LOADING = {nodes.Include: "include", nodes.Extends: "extends", nodes.Import: "import", nodes.FromImport: "from"}
+
+
+def _refuse_loading(tree: nodes.Template) -> None:
+    """Templates are strings in the blueprint; there are no template files for ``{% include %}``,
+    ``{% extends %}``, ``{% import %}`` or ``{% from %}`` to load, so they are syntax errors here, not
+    failures at run time."""
+    for kind, word in _LOADING.items():
+        for node in tree.find_all(kind):
+            raise TemplateSyntax(
+                f"{{% {word} %}} is not supported: a template cannot load other templates",
+                line=node.lineno,
+                hint="write the text in place, or define a {% macro %} in the same template",
+            )
+
+
+_COMPUTING = (nodes.BinExpr, nodes.Call, nodes.Filter)
+
+
+def _check_constants(tree: nodes.Template) -> None:
+    """Refuse, as a syntax error (so at file:line:col, before anything runs), a computation made only of
+    constants that would pass a bound when it runs (``{{ 'a' * 3000000000 }}``, ``9**(9**9) > 0``).
+    Jinja's own constant folding is off for the bounded operators; this evaluates each outermost constant
+    computation once, within the same bounds. Any other failure is left for the run to report."""
+    pure = _TEMPLATE_ENV.globals  # range, lipsum, str ...: a call of one on constants is a constant
+    candidates = [
+        node
+        for node in tree.find_all(_COMPUTING)
+        if all(name.name in pure and name.ctx == "load" for name in node.find_all(nodes.Name))
+    ]
+    inner = {id(child) for node in candidates for child in node.find_all(_COMPUTING)}
+    for node in candidates:
+        if id(node) in inner:
+            continue
+        try:
+            with rendering():
+                _TEMPLATE_ENV.from_string(nodes.Template([nodes.Output([node], lineno=node.lineno)], lineno=1)).render()
+        except LimitExceeded as exc:
+            raise TemplateSyntax(
+                f"this would be stopped when it runs: {exc.message}",
+                line=node.lineno,
+                hint=f"make it smaller; the limit is the setting bounds.{exc.setting}",
+            ) from None
+        except Exception:  # a constant that fails otherwise (1 / 0) is the run's to report
+            continue
+
+
+def _check_expression_constants(source: str) -> None:
+    """``_check_constants`` for an expression (compiled already, so its syntax is known to be fine)."""
+    try:
+        tree = _TEMPLATE_ENV.parse("{{ " + source + " }}")
+    except TemplateSyntaxError:  # an expression whose text cannot stand inside {{ }}: nothing to check
+        return
+    _check_constants(tree)
+
+
+def _limit_error(kind: str, source: str, exc: LimitExceeded) -> TemplateError:
+    return TemplateError(
+        f"{kind} {source!r} was stopped: {exc.message}",
+        hint=f"make it smaller; the limit is the setting bounds.{exc.setting}",
+    )
 
 
 _TEMPLATE_ENV = _make_env(_StrictChainedUndefined)
@@ -177,24 +267,34 @@ class Template:
         self.source = source
         self._expression: Any = None
         self._template: Any = None
+        _check_nesting(source, expression=False)
         try:
             lone = _SINGLE_EXPRESSION.match(source)
             if lone and "{{" not in lone.group(1) and "}}" not in lone.group(1):
                 self._expression = _TEMPLATE_ENV.compile_expression(lone.group(1), undefined_to_none=False)
+                _check_expression_constants(lone.group(1))
             else:
-                self._template = _TEMPLATE_ENV.from_string(translate_handlebars(source))
+                tree = _TEMPLATE_ENV.parse(translate_handlebars(source))
+                _refuse_loading(tree)
+                _check_constants(tree)
+                self._template = _TEMPLATE_ENV.from_string(tree)
         except TemplateSyntaxError as exc:
             raise TemplateSyntax(exc.message or str(exc), line=exc.lineno) from None
+        except RecursionError:
+            raise TemplateSyntax("the template nests too deeply", hint=_NESTING_HINT) from None
 
     def render(self, variables: Mapping[str, Any]) -> Any:
         try:
-            if self._expression is not None:
-                value = self._expression(**variables)
-                missing = _undefined_inside(value)
-                if missing is not None:
-                    str(missing)  # raises UndefinedError naming the missing variable
-                return plain(value)  # a lone {{ context }} yields data, not a view of the run
-            return self._template.render(**variables)
+            with rendering() as budget:
+                if self._expression is not None:
+                    value = budget.check(self._expression(**variables))
+                    missing = _undefined_inside(value)
+                    if missing is not None:
+                        str(missing)  # raises UndefinedError naming the missing variable
+                    return plain(value)  # a lone {{ context }} yields data, not a view of the run
+                return self._template.render(**variables)
+        except LimitExceeded as exc:
+            raise _limit_error("template", self.source, exc) from None
         except UndefinedError as exc:
             message = _NO_ATTRIBUTE.sub(r"'\2' is undefined (no such key)", exc.message or str(exc))
             raise TemplateError(
@@ -229,14 +329,21 @@ class Expression:
 
     def __init__(self, source: str) -> None:
         self.source = source
+        _check_nesting(source, expression=True)
         try:
             self._compiled = _EXPRESSION_ENV.compile_expression(source, undefined_to_none=True)
+            _check_expression_constants(source)
         except TemplateSyntaxError as exc:
             raise TemplateSyntax(exc.message or str(exc), line=exc.lineno) from None
+        except RecursionError:
+            raise TemplateSyntax("the expression nests too deeply", hint=_NESTING_HINT) from None
 
     def evaluate(self, variables: Mapping[str, Any]) -> Any:
         try:
-            value = self._compiled(**variables)
+            with rendering() as budget:
+                value = budget.check(self._compiled(**variables))
+        except LimitExceeded as exc:
+            raise _limit_error("expression", self.source, exc) from None
         except SecurityError as exc:
             raise TemplateError(f"expression {self.source!r} tried something unsafe: {exc}") from None
         except Exception as exc:  # e.g. comparing a str with an int: report it as the expression's failure
@@ -252,7 +359,7 @@ def referenced_names(source: str) -> set[str]:
     """Top-level names a template or expression reads, e.g. {'steps', 'context'}."""
     try:
         ast = _TEMPLATE_ENV.parse(translate_handlebars(source))
-    except (TemplateSyntaxError, TemplateSyntax):
+    except (TemplateSyntaxError, TemplateSyntax, RecursionError):
         return set()
     assigned = {node.name for node in ast.find_all(nodes.Name) if node.ctx in ("store", "param")}
     return {node.name for node in ast.find_all(nodes.Name) if node.ctx == "load"} - assigned - {"this", "loop"}
@@ -279,7 +386,7 @@ def whole_references(source: str) -> set[str]:
     rather than only through one of their keys (``{{ context.scratchpad.goal }}``)."""
     try:
         ast = _TEMPLATE_ENV.parse(translate_handlebars(source))
-    except (TemplateSyntaxError, TemplateSyntax):
+    except (TemplateSyntaxError, TemplateSyntax, RecursionError):
         return set()
     bases = {id(node.node) for node in ast.find_all(nodes.Getattr)}
     bases |= {id(node.node) for node in ast.find_all(nodes.Getitem)}
@@ -290,7 +397,7 @@ def step_references(source: str) -> set[str]:
     """Step names read as ``steps.<name>`` or ``steps['name']`` in a template or expression."""
     try:
         ast = _TEMPLATE_ENV.parse(translate_handlebars(source))
-    except (TemplateSyntaxError, TemplateSyntax):
+    except (TemplateSyntaxError, TemplateSyntax, RecursionError):
         return set()
     names: set[str] = set()
     for node in ast.find_all(nodes.Getattr):

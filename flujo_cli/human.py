@@ -24,6 +24,7 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.markup import escape
 
+from core.config import BoundsSettings
 from core.errors import ConfigError, RunError
 from core.ports import HumanQuestion
 from core.schema_check import parse_answer, schema_errors
@@ -32,16 +33,30 @@ from flujo_cli.line_input import LineInput
 EMPTY_ANSWER_HINT = "type an answer, or Ctrl-D to pause the run"
 
 
-def load_answers_file(path: Path) -> tuple[list[str], dict[str, list[str]]]:
-    """Read ``--answers FILE``: a YAML/JSON list (in order) or a mapping of step name → answer(s)."""
-    import yaml
+def load_answers_file(path: Path, *, bounds: BoundsSettings | None = None) -> tuple[list[str], dict[str, list[str]]]:
+    """Read ``--answers FILE``: a YAML/JSON list (in order) or a mapping of step name → answer(s).
+
+    It is read like a blueprint, within the same ``bounds`` (nesting, aliases expanded) and with the same
+    rules (a duplicate key is an error, not the last one silently taken); ConfigError names file:line:col.
+    """
+    from blueprints import parse_yaml
 
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = path.read_bytes()
     except OSError as exc:
-        raise ConfigError(f"cannot read answers file {path}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"answers file {path} is not valid YAML/JSON: {exc}") from None
+        raise ConfigError(f"cannot read answers file {path}: {exc.strerror or exc}") from None
+    try:
+        source = raw.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"answers file {path} is not UTF-8 text (byte {exc.start})", hint="save it as UTF-8 YAML or JSON"
+        ) from None
+    parsed = parse_yaml(source, str(path), bounds=bounds)
+    problem = next((finding for finding in parsed.findings if finding.is_error), None)
+    if problem is not None:
+        where = problem.position or path
+        raise ConfigError(f"answers file {where}: {problem.message}", hint=problem.hint)
+    data = parsed.data
 
     def text(value: Any) -> str:
         return value if isinstance(value, str) else json.dumps(value)

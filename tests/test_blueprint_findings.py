@@ -17,6 +17,8 @@ def test_public_api_is_pinned() -> None:
         "findings_to_json", "load_blueprint", "load_pipeline", "validate_file",
         "Explanation", "explain_blueprint", "ScaffoldError", "WizardAnswers", "render_blueprint", "resolve_answers",
         "simulated_user",
+        "ParsedYaml",
+        "parse_yaml",
     }  # fmt: skip
     for name in blueprints.__all__:
         assert hasattr(blueprints, name), name

@@ -21,6 +21,7 @@ from blueprints.checks.conversation import (
 from blueprints.checks.ensemble import check_ensemble
 from blueprints.checks.names import check_unique_names
 from blueprints.checks.pending_keys import check_pending_keys
+from blueprints.checks.schemas import check_schemas
 from blueprints.checks.sites import walk
 from blueprints.checks.workflows import check_workflow_step
 from blueprints.findings import Finding
@@ -78,4 +79,5 @@ def run_checks(
     check_conversation_speakers(checker, sites)
     check_history_reaches_scripts(checker, sites)
     check_pending_keys(checker, sites)
+    check_schemas(checker, sites)
     return checker.findings

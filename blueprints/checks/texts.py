@@ -73,9 +73,12 @@ def check_text(
             "template-syntax",
             f"{what} syntax error: {exc.message}",
             position or checker.at(path),
-            "check that every '{{' has a matching '}}' and every block is closed"
-            if not expression
-            else "write a Jinja expression, e.g. context.scratchpad.done == true",
+            exc.hint
+            or (
+                "check that every '{{' has a matching '}}' and every block is closed"
+                if not expression
+                else "write a Jinja expression, e.g. context.scratchpad.done == true"
+            ),
         )
         return
     known = _KNOWN | set(extra_names)

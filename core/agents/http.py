@@ -11,6 +11,8 @@ This is the one place where httpx exceptions and HTTP error statuses become fluj
   whose message ends with how many attempts were made and over how long;
 - other 4xx answers are ``ProviderError`` at once, with the provider's own message and the status
   (401/403 with a hint about the API key);
+- a reply longer than the setting ``bounds.agent_output_max_bytes`` is refused (ProviderError) as soon as
+  that is known, without reading the rest;
 - a stream is retried only until its first event has been delivered: deltas already shown to the user
   are never replayed, so a stream that breaks later is a ``ProviderError``.
 
@@ -30,6 +32,7 @@ from typing import Any, TypeVar
 
 import httpx
 
+from core.bounds import current_bounds
 from core.errors import ProviderError, ProviderUnreachable
 from core.ports import Retry
 
@@ -126,7 +129,8 @@ async def post_json(endpoint: Endpoint, path: str, body: Mapping[str, Any]) -> t
 
     async def once(client: httpx.AsyncClient) -> dict[str, Any]:
         try:
-            response = await client.post(endpoint.url(path), json=body)
+            async with client.stream("POST", endpoint.url(path), json=body) as streamed:
+                response = await _read_bounded(endpoint, streamed)
         except httpx.TransportError as exc:
             raise _transport_failure(endpoint, exc) from exc
         if response.status_code >= 400:
@@ -157,10 +161,14 @@ async def stream_events(
         try:
             async with client.stream("POST", endpoint.url(path), json=body) as response:
                 if response.status_code >= 400:
-                    await response.aread()
-                    raise _status_failure(endpoint, response)
+                    raise _status_failure(endpoint, await _read_bounded(endpoint, response))
                 parser = SSEParser()
+                limit = current_bounds().agent_output_max_bytes
+                received = 0
                 async for line in response.aiter_lines():
+                    received += len(line) + 1
+                    if received > limit:
+                        raise _too_long(endpoint, limit)
                     event = parser.feed(line)
                     if event is not None:
                         delivered = True
@@ -179,6 +187,36 @@ async def stream_events(
 
     _, attempts = await _with_retries(endpoint, once)
     return attempts
+
+
+async def _read_bounded(endpoint: Endpoint, response: httpx.Response) -> httpx.Response:
+    """The response with its body read, refusing a body over ``bounds.agent_output_max_bytes`` (ProviderError)
+    as soon as it is known to be (from Content-Length, else while reading)."""
+    limit = current_bounds().agent_output_max_bytes
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise _too_long(endpoint, limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            raise _too_long(endpoint, limit)
+        chunks.append(chunk)
+    # The body is decoded already: its encoding headers must not make httpx decode it again.
+    headers = [
+        (name, value)
+        for name, value in response.headers.multi_items()
+        if name.lower() not in ("content-encoding", "content-length", "transfer-encoding")
+    ]
+    return httpx.Response(response.status_code, headers=headers, content=b"".join(chunks), request=response.request)
+
+
+def _too_long(endpoint: Endpoint, limit: int) -> ProviderError:
+    return ProviderError(
+        f"{endpoint.label}: the reply from {endpoint.base_url} is longer than {limit:,} bytes",
+        hint="ask for a shorter reply (model_settings.max_tokens), or raise the setting bounds.agent_output_max_bytes",
+    )
 
 
 async def _with_retries(endpoint: Endpoint, once: Callable[[httpx.AsyncClient], Awaitable[T]]) -> tuple[T, int]:

@@ -20,6 +20,7 @@ from typing import Any
 from core.agents.chat import input_text
 from core.agents.child_process import kill_group, start_command
 from core.agents.detached import call_detached
+from core.bounds import current_bounds
 from core.config import child_environment
 from core.errors import ConfigError, ControlSignal, FlujoError, RunError
 from core.ports import Agent, AgentCall, AgentReply, ChatMessage
@@ -192,14 +193,22 @@ class CommandAgent(_LocalAgent):
                 hint="check the program exists and is executable (is it on PATH?)",
             ) from exc
         data = input_text(call.input).encode()
+        limit = current_bounds().agent_output_max_bytes
         try:
-            stdout, stderr = await asyncio.wait_for(process.communicate(data), self.timeout)
+            stdout, stderr = await asyncio.wait_for(_communicate(process, data, limit), self.timeout)
         except TimeoutError:
             kill_group(process)
             await process.communicate()  # reap it and close its pipes
             raise RunError(
                 f"agents.{self.name}: {shown} did not finish within {self.timeout:g}s",
                 hint="raise the agent's timeout, or make the command faster",
+            ) from None
+        except _TooMuchOutput:
+            kill_group(process)
+            await process.communicate()
+            raise RunError(
+                f"agents.{self.name}: {shown} printed more than {limit:,} bytes",
+                hint="print less, or raise the setting bounds.agent_output_max_bytes",
             ) from None
         except BaseException:  # cancelled (Ctrl-C, a failing sibling): the command must not go on without us
             kill_group(process)
@@ -212,6 +221,52 @@ class CommandAgent(_LocalAgent):
                 + (f": {tail}" if tail else " (no stderr)")
             )
         return AgentReply(_parse_stdout(stdout.decode(errors="replace")))
+
+
+class _TooMuchOutput(Exception):
+    """Internal: a command printed more than it may. Never escapes this module."""
+
+
+async def _communicate(process: asyncio.subprocess.Process, data: bytes, limit: int) -> tuple[bytes, bytes]:
+    """``process.communicate(data)``, reading at most ``limit`` bytes of stdout (then _TooMuchOutput) and
+    keeping only the tail of stderr, so a command that prints without end cannot exhaust memory."""
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+    stdin, stdout, stderr = process.stdin, process.stdout, process.stderr
+
+    async def feed() -> None:
+        try:
+            stdin.write(data)
+            await stdin.drain()
+        except (BrokenPipeError, ConnectionResetError):  # the command did not read all its input
+            pass
+        finally:
+            stdin.close()
+
+    async def read_out() -> bytes:
+        chunks: list[bytes] = []
+        size = 0
+        while chunk := await stdout.read(65536):
+            size += len(chunk)
+            if size > limit:
+                raise _TooMuchOutput
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def read_err() -> bytes:
+        tail = b""
+        while chunk := await stderr.read(65536):
+            tail = (tail + chunk)[-4 * STDERR_TAIL_CHARS :]
+        return tail
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            group.create_task(feed())
+            out = group.create_task(read_out())
+            err = group.create_task(read_err())
+    except ExceptionGroup as group_error:  # the other readers were cancelled; report the first cause
+        raise group_error.exceptions[0] from None
+    await process.wait()
+    return out.result(), err.result()
 
 
 def _parse_stdout(text: str) -> Any:

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -18,6 +18,9 @@ from rich.markup import escape
 from flujo_cli import exit_codes
 from flujo_cli.answering import NO_ANSWER_FLAGS, AnswerFlags
 from flujo_cli.messages import error_line, fail, flujo_command, stderr, usage_error
+
+if TYPE_CHECKING:
+    from core.config import BoundsSettings
 
 # The last part of a setting's key that names a secret: ``openai.api_key``, ``x.token``, ``y.db_password``
 # (never ``history.max_tokens``).
@@ -85,10 +88,12 @@ def _print_output(output: Any) -> None:
     sys.stdout.flush()
 
 
-def _answers(answers: Sequence[str], answers_file: Path | None) -> tuple[list[str], dict[str, list[str]]]:
+def _answers(
+    answers: Sequence[str], answers_file: Path | None, bounds: BoundsSettings
+) -> tuple[list[str], dict[str, list[str]]]:
     from flujo_cli.human import load_answers_file
 
-    positional, by_step = load_answers_file(answers_file) if answers_file else ([], {})
+    positional, by_step = load_answers_file(answers_file, bounds=bounds) if answers_file else ([], {})
     return [*answers, *positional], by_step
 
 
@@ -220,6 +225,7 @@ async def _run(
     state: str | None = None,
 ) -> int:
     from blueprints import compile_pipeline, load_blueprint, simulated_user
+    from core.bounds import use_bounds
     from core.config import overrides_from_assignments, secret_values
     from core.engine import Engine, new_run_id
     from core.errors import BlueprintError, ResumeRefused, RunError
@@ -232,7 +238,7 @@ async def _run(
 
     console = stderr()
     settings = settings_with_state(state, overrides_from_assignments(overrides.settings))
-    positional, by_step = _answers(answers, answers_file)
+    positional, by_step = _answers(answers, answers_file, settings.bounds)
     # Answers given up front come first; the terminal (or a pause) comes after any replay or simulated person.
     given = TerminalHuman(answers=positional, by_step=by_step, interactive=False, console=console)
     human = TerminalHuman(interactive=not no_input, console=console)
@@ -266,6 +272,7 @@ async def _run(
                 )
             file = Path(record.source)
         assert file is not None
+        use_bounds(settings.bounds)  # what templates and expressions of this run may make and do
         try:
             blueprint = load_blueprint(file.resolve(), settings=settings)  # absolute: resume works from anywhere
             pipeline = compile_pipeline(blueprint, settings)

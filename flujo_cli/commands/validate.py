@@ -18,10 +18,13 @@ def validate_blueprint(file: Path, *, json_output: bool, debug: bool, settings: 
         usage_error(f"no such blueprint file: {file}", "check the path; examples live in blueprints/examples/")
     try:
         from blueprints import findings_to_json, validate_file
+        from core.bounds import use_bounds
         from core.config import load_settings, overrides_from_assignments
         from flujo_cli.findings_view import render_findings
 
-        findings = validate_file(file, settings=load_settings(overrides=overrides_from_assignments(settings)))
+        configured = load_settings(overrides=overrides_from_assignments(settings))
+        use_bounds(configured.bounds)
+        findings = validate_file(file, settings=configured)
         errors = [f for f in findings if f.severity == "error"]
         if json_output:
             sys.stdout.write(json.dumps(findings_to_json(findings, file=str(file)), ensure_ascii=False) + "\n")

@@ -1,0 +1,183 @@
+"""The bounds in force (``BoundsSettings``), and what one template render or expression evaluation may
+cost and make.
+
+The bounds are set for the current context with ``use_bounds`` (the CLI does it once it has read the
+settings; otherwise the documented defaults apply) and read with ``current_bounds``: agents read the
+size of output they accept there too. Each render or
+evaluation gets a fresh ``Budget`` (``rendering()``); the sandbox (``core.sandbox``) charges it:
+
+- ``step()`` for every loop iteration and every call (a filter, a function, a macro): at most
+  ``template_max_steps``;
+- ``made(size)`` for every value it makes, checked *before* an amplifying operation allocates it
+  wherever the size can be known in advance: no value over ``template_max_size`` (characters of a text,
+  items of a list or mapping counted with their contents), no integer over ``template_max_digits`` digits,
+  and at most ``template_max_total`` made in all.
+
+Limits are checked by counting, never by signals or timers, so a refusal is exact and repeatable. A
+passed limit raises ``LimitExceeded`` (not a FlujoError: the template layer turns it into a
+TemplateError naming the template and the setting).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+from core.config import BoundsSettings
+
+_DEFAULT_BOUNDS = BoundsSettings()
+_BOUNDS: ContextVar[BoundsSettings | None] = ContextVar("flujo_bounds", default=None)
+_CURRENT: ContextVar[Budget | None] = ContextVar("flujo_render_budget", default=None)
+
+_DIGITS_PER_BIT = 0.30103  # log10(2)
+
+
+class LimitExceeded(Exception):
+    """A template or expression passed one of its limits; ``setting`` names it (``template_max_size``)."""
+
+    def __init__(self, message: str, setting: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.setting = setting
+
+
+def use_bounds(bounds: BoundsSettings) -> None:
+    """Apply ``bounds`` to every render and evaluation in the current context (and the tasks it starts)."""
+    _BOUNDS.set(bounds)
+
+
+def current_bounds() -> BoundsSettings:
+    """The bounds set by ``use_bounds`` in this context, else the defaults."""
+    return _BOUNDS.get() or _DEFAULT_BOUNDS
+
+
+class Budget:
+    """The counters of one render or evaluation."""
+
+    __slots__ = ("bounds", "steps", "total")
+
+    def __init__(self, bounds: BoundsSettings) -> None:
+        self.bounds = bounds
+        self.steps = 0
+        self.total = 0
+
+    def step(self) -> None:
+        self.steps += 1
+        if self.steps > self.bounds.template_max_steps:
+            raise LimitExceeded(
+                f"it took more than {self.bounds.template_max_steps:,} steps (loop iterations and calls)",
+                "template_max_steps",
+            )
+
+    def made(self, size: int) -> None:
+        """Charge a value of ``size`` (characters or items); refuse it when it is too big."""
+        if size > self.bounds.template_max_size:
+            raise LimitExceeded(
+                f"it would make a value of more than {self.bounds.template_max_size:,} characters or items",
+                "template_max_size",
+            )
+        self.total += size
+        if self.total > self.bounds.template_max_total:
+            raise LimitExceeded(
+                f"it made more than {self.bounds.template_max_total:,} characters or items in all",
+                "template_max_total",
+            )
+
+    def digits(self, digits: int) -> None:
+        """Refuse an integer of more than ``template_max_digits`` digits (checked before it is computed)."""
+        if digits > self.bounds.template_max_digits:
+            raise LimitExceeded(
+                f"it would make a number of about {digits:,} digits (at most {self.bounds.template_max_digits:,})",
+                "template_max_digits",
+            )
+
+    def check(self, value: Any) -> Any:
+        """Charge ``value`` (a result or an argument) by its size, contents counted; return it."""
+        kind = type(value)
+        if kind is str:
+            self.made(len(value))
+        elif kind is bool or kind is float or value is None:
+            pass
+        elif isinstance(value, str | bytes):
+            self.made(len(value))
+        elif isinstance(value, int) and not isinstance(value, bool):
+            self.digits(digits_of(value))
+        elif isinstance(value, list | tuple | dict | set | frozenset | Mapping):
+            self.made(size_of(value, self.bounds.template_max_size))
+        return value
+
+
+def budget() -> Budget:
+    """The budget of the render in progress; a fresh one outside a render (constant folding at compile)."""
+    current = _CURRENT.get()
+    return current if current is not None else Budget(current_bounds())
+
+
+@contextmanager
+def rendering() -> Iterator[Budget]:
+    """A fresh budget for one render or evaluation."""
+    token = _CURRENT.set(Budget(current_bounds()))
+    try:
+        yield budget()
+    finally:
+        _CURRENT.reset(token)
+
+
+def digits_of(number: int) -> int:
+    """Decimal digits of ``number``, from its bit length (exact to within one)."""
+    return int(abs(number).bit_length() * _DIGITS_PER_BIT) + 1
+
+
+def size_of(value: Any, cap: int) -> int:
+    """The size of ``value`` with every shared reference counted again (what printing or encoding it would
+    make): characters of texts, one per item, key and value of containers. Each distinct container is
+    walked once (its size is remembered), so a structure that shares itself a billion times costs what
+    its distinct parts do; the answer is exact up to ``cap`` and only "more than ``cap``" beyond."""
+    if not isinstance(value, _CONTAINERS):
+        return _leaf_size(value)
+    sizes: dict[int, int] = {}
+    opened: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(value, False)]
+    while stack:
+        item, children_done = stack.pop()
+        if id(item) in sizes:
+            continue
+        children = _children(item)
+        if not children_done:
+            if id(item) in opened:  # a container inside itself: count it once
+                sizes[id(item)] = 1
+                continue
+            opened.add(id(item))
+            stack.append((item, True))
+            stack.extend(
+                (child, False) for child in children if type(child) not in _SCALARS and isinstance(child, _CONTAINERS)
+            )
+            continue
+        opened.discard(id(item))
+        total = 1
+        for child in children:
+            kind = type(child)
+            if kind is str:
+                total += 1 + len(child)
+            elif kind in _SCALARS:
+                total += 1
+            else:
+                total += sizes.get(id(child), 1) if isinstance(child, _CONTAINERS) else _leaf_size(child)
+        sizes[id(item)] = min(total, cap + 1)
+    return sizes[id(value)]
+
+
+_CONTAINERS = (list, tuple, dict, set, frozenset, Mapping)
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _leaf_size(value: Any) -> int:
+    return 1 + len(value) if isinstance(value, str | bytes) else 1
+
+
+def _children(value: Any) -> list[Any]:
+    if isinstance(value, Mapping):
+        return [part for key in value for part in (key, value[key])]
+    return list(value)

@@ -1,0 +1,309 @@
+"""The bounded Jinja sandbox that templates and expressions run in.
+
+Jinja's ``ImmutableSandboxedEnvironment`` keeps templates away from Python's internals; this subclass
+also keeps them from exhausting memory or time (the budgets are ``core.bounds``):
+
+- the operators that can amplify (``*``, ``**``, ``%``, ``+``) are intercepted (``intercepted_binops`` +
+  ``call_binop``) and their operands checked before the operation. Intercepting them also stops Jinja
+  from folding them at compile time, which is how ``9**(9**9)`` used to hang ``flujo validate``;
+- every call (function, method, macro) and every filter counts a step, has its arguments and result
+  checked, and the amplifying ones (``center``, ``ljust``, ``rjust``, ``zfill``, ``indent``, ``wordwrap``,
+  ``replace``, ``expandtabs``, ``join``, ``format``, ``batch``, ``slice``, ``lipsum``) have their
+  arguments checked before the call; ``str.format`` widths are checked field by field;
+- every loop iteration counts a step, ``~`` joins and the rendered output are checked as they grow.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
+from typing import Any
+
+from jinja2 import nodes
+from jinja2.compiler import CodeGenerator, Frame
+from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedFormatter
+from jinja2.utils import generate_lorem_ipsum
+
+from core.bounds import Budget, LimitExceeded, budget, digits_of, size_of
+
+_SEQUENCES = (str, bytes, list, tuple)
+_PRINTF_SPEC = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?[hlL]?[a-zA-Z%]")
+_DIGITS = re.compile(r"\d+")
+_MAX_NUMBER_TEXT = 12  # a width written with more digits than this is over any size limit
+
+
+def _size(value: Any, bounds_cap: int) -> int:
+    return len(value) if isinstance(value, str | bytes) else size_of(value, bounds_cap)
+
+
+def _number(text: str, charge: Budget) -> int:
+    if len(text) > _MAX_NUMBER_TEXT:
+        charge.made(10**_MAX_NUMBER_TEXT)  # raises: no limit is that large
+    return int(text)
+
+
+def _check_printf(charge: Budget, template: str, arguments: Any) -> None:
+    """Before ``template % arguments``: the widths and precisions it asks for, and what it prints."""
+    cap = charge.bounds.template_max_size
+    wanted = len(template) + _size(arguments, cap)
+    for match in _PRINTF_SPEC.finditer(template):
+        for part in match.groups():
+            if part == "*":
+                raise LimitExceeded("a '*' width or precision in % formatting is not supported", "template_max_size")
+            if part is not None:
+                wanted += _number(part, charge)
+    charge.made(wanted)
+
+
+def _check_width(charge: Budget, value: Any, width: Any) -> None:
+    """Before padding ``value`` to ``width`` (center, ljust, rjust, zfill)."""
+    if isinstance(width, int):
+        charge.made(max(width, len(value) if isinstance(value, str | bytes) else 0))
+
+
+def _check_replace(charge: Budget, text: Any, old: Any, new: Any, count: Any) -> None:
+    if isinstance(text, bytes) and isinstance(old, bytes) and isinstance(new, bytes):
+        text, old, new = text.decode("latin-1"), old.decode("latin-1"), new.decode("latin-1")
+    if not (isinstance(text, str) and isinstance(old, str) and isinstance(new, str)):
+        return
+    times = text.count(old) if old else len(text) + 1
+    if isinstance(count, int) and count >= 0:
+        times = min(times, count)
+    charge.made(len(text) + times * max(0, len(new) - len(old)))
+
+
+def _check_join(charge: Budget, separator: Any, items: list[Any]) -> None:
+    cap = charge.bounds.template_max_size
+    gap = len(separator) if isinstance(separator, str | bytes) else 0
+    charge.made(sum(_size(item, cap) for item in items) + gap * max(len(items) - 1, 0))
+
+
+def _check_method(charge: Budget, method: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[Any, ...]:
+    """Check a ``str``/``bytes`` method that can amplify before it runs; the (possibly materialised) args."""
+    owner = getattr(method, "__self__", None)
+    if not isinstance(owner, str | bytes):
+        return args
+    name = getattr(method, "__name__", "")
+    if name in ("center", "ljust", "rjust", "zfill"):
+        _check_width(charge, owner, args[0] if args else kwargs.get("width"))
+    elif name == "expandtabs":
+        size = args[0] if args else kwargs.get("tabsize", 8)
+        if isinstance(size, int):
+            tabs = owner.count("\t") if isinstance(owner, str) else owner.count(b"\t")
+            charge.made(len(owner) + tabs * max(size, 0))
+    elif name == "replace" and len(args) >= 2:
+        _check_replace(charge, owner, args[0], args[1], args[2] if len(args) > 2 else kwargs.get("count"))
+    elif name == "join" and args:
+        items = list(args[0])  # an iterator is read once, here, so its size is known before joining
+        _check_join(charge, owner, items)
+        return (items, *args[1:])
+    return args
+
+
+def _check_binop(charge: Budget, operator: str, left: Any, right: Any) -> None:
+    cap = charge.bounds.template_max_size
+    if operator == "*":
+        if isinstance(left, int) and isinstance(right, _SEQUENCES):
+            left, right = right, left
+        if isinstance(left, _SEQUENCES) and isinstance(right, int):
+            charge.made(min(_size(left, cap), cap + 1) * max(right, 0))
+        elif isinstance(left, int) and isinstance(right, int):
+            charge.digits(digits_of(left) + digits_of(right))
+    elif operator == "**":
+        if isinstance(left, int) and isinstance(right, int) and right > 0 and abs(left) > 1:
+            charge.digits(int(abs(left).bit_length() * right * 0.30103))
+    elif operator == "%":
+        if isinstance(left, str | bytes):
+            _check_printf(charge, left if isinstance(left, str) else left.decode("latin-1"), right)
+    elif operator == "+" and isinstance(left, _SEQUENCES) and isinstance(right, _SEQUENCES):
+        charge.made(_size(left, cap) + _size(right, cap))
+
+
+class _BoundedFormatter(SandboxedFormatter):
+    """``str.format`` in the sandbox, checking each field's width and precision before formatting it."""
+
+    def format_field(self, value: Any, format_spec: str) -> Any:
+        charge = budget()
+        wanted = _size(value, charge.bounds.template_max_size) if isinstance(value, str | bytes) else 0
+        for digits in _DIGITS.findall(format_spec):
+            wanted = max(wanted, _number(digits, charge))
+        charge.made(wanted)
+        return super().format_field(value, format_spec)
+
+
+def _lipsum(n: int = 5, html: bool = True, min: int = 20, max: int = 100) -> str:
+    budget().made(max_words_size(n, max))
+    return generate_lorem_ipsum(n, html, min, max)
+
+
+def max_words_size(paragraphs: int, words: int) -> int:
+    return max(paragraphs, 0) * max(words, 0) * 15  # the longest lorem ipsum word is 14 letters, plus a space
+
+
+def _checked_filter(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` (the filter ``name``) with a step counted, its arguments and result checked, and the
+    amplifying filters' arguments checked before it runs."""
+    passes_argument = hasattr(function, "jinja_pass_arg")
+
+    @functools.wraps(function)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        charge = budget()
+        charge.step()
+        if name == "join":  # an iterator (``xs | map(...)``) is read once, here, so its size is known first
+            at = 1 if passes_argument else 0
+            if len(args) > at and isinstance(args[at], Iterable) and not isinstance(args[at], str | Sized):
+                args = (*args[:at], list(args[at]), *args[at + 1 :])
+        given = args[1:] if passes_argument else args
+        for value in (*given, *kwargs.values()):
+            charge.check(value)
+        _check_filter(charge, name, given, kwargs)
+        if name == "sum":
+            return _linear_sum(function, args, kwargs)
+        return charge.check(function(*args, **kwargs))
+
+    return checked
+
+
+def _check_filter(charge: Budget, name: str, given: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
+    def argument(position: int, key: str, default: Any) -> Any:
+        return given[position] if len(given) > position else kwargs.get(key, default)
+
+    value = argument(0, "value", None)
+    text = value if isinstance(value, str) else str(value) if not isinstance(value, Iterable) else ""
+    if name == "center":
+        _check_width(charge, text, argument(1, "width", 80))
+    elif name == "indent":
+        width = argument(1, "width", 4)
+        pad = width if isinstance(width, int) else len(str(width))
+        charge.made(len(text) + max(pad, 0) * (text.count("\n") + 1))
+    elif name == "wordwrap":
+        width = argument(1, "width", 79)
+        wrap = argument(3, "wrapstring", None) or "\n"
+        breaks = len(text) // max(width, 1) + 1 if isinstance(width, int) else len(text) + 1
+        charge.made(len(text) + breaks * (len(wrap) if isinstance(wrap, str) else 1))
+    elif name == "replace":
+        _check_replace(charge, value, argument(1, "old", None), argument(2, "new", None), argument(3, "count", None))
+    elif name == "format" and isinstance(value, str):
+        _check_printf(charge, value, (*given[1:], *kwargs.values()))
+    elif name == "join" and isinstance(value, list | tuple):
+        _check_join(charge, argument(1, "d", ""), list(value))
+    elif name in ("batch", "slice"):
+        count = argument(1, "linecount" if name == "batch" else "slices", 1)
+        if isinstance(count, int):
+            charge.made(count)
+
+
+def _linear_sum(function: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+    """The ``sum`` filter, in linear time when it concatenates lists (Python's ``sum`` copies each time)."""
+    start = kwargs.get("start", args[3] if len(args) > 3 else 0)
+    if not isinstance(start, list | tuple):
+        return budget().check(function(*args, **kwargs))
+    attribute = kwargs.get("attribute", args[2] if len(args) > 2 else None)
+    if attribute is not None:
+        return budget().check(function(*args, **kwargs))
+    items = list(start)
+    for item in args[1]:
+        items.extend(item)
+        budget().made(0 if len(items) <= budget().bounds.template_max_size else len(items))
+    return budget().check(type(start)(items))
+
+
+class _CountingCodeGenerator(CodeGenerator):
+    """Jinja's code generator, with each loop iteration counted and ``~`` joins checked."""
+
+    def visit_For(self, node: nodes.For, frame: Frame) -> None:
+        node.iter = nodes.Call(
+            nodes.EnvironmentAttribute("counted"), [node.iter], [], None, None, lineno=node.iter.lineno
+        )
+        super().visit_For(node, frame)
+
+    def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
+        self.write("environment.joined((")
+        for argument in node.nodes:
+            self.visit(argument, frame)
+            self.write(", ")
+        self.write("))")
+
+
+class BoundedSandbox(ImmutableSandboxedEnvironment):
+    """The sandbox of templates and expressions, within the current ``core.bounds`` bounds."""
+
+    intercepted_binops = frozenset({"*", "**", "%", "+"})
+    code_generator_class = _CountingCodeGenerator
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(finalize=_check_output, **options)
+        self.globals["lipsum"] = _lipsum
+        self.filters = {name: _checked_filter(name, function) for name, function in self.filters.items()}
+
+    def add_filter(self, name: str, function: Callable[..., Any]) -> None:
+        """Install a filter of our own, checked like Jinja's."""
+        self.filters[name] = _checked_filter(name, function)
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        _check_binop(budget(), operator, left, right)
+        return super().call_binop(context, operator, left, right)
+
+    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+        if __obj == __self.counted:  # a loop's iterable: iterating it makes nothing, each item is a step
+            return __self.counted(*args)
+        charge = budget()
+        charge.step()
+        for value in (*args, *kwargs.values()):
+            charge.check(value)
+        args = _check_method(charge, __obj, args, kwargs)
+        return charge.check(super().call(__context, __obj, *args, **kwargs))
+
+    def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
+        wrapped = super().wrap_str_format(value)
+        if wrapped is None or isinstance(value.__self__, str) is False:
+            return wrapped
+        owner: str = value.__self__
+        formatter = _BoundedFormatter(self)
+        is_map = value.__name__ == "format_map"
+
+        def bounded(*args: Any, **kwargs: Any) -> str:
+            if is_map:
+                if kwargs or len(args) != 1:
+                    raise TypeError("format_map() takes exactly one argument")
+                return str(formatter.vformat(owner, (), args[0]))
+            return str(formatter.vformat(owner, args, kwargs))
+
+        return functools.update_wrapper(bounded, value)
+
+    def counted(self, iterable: Any) -> Iterator[Any]:
+        """A loop's items, one step each."""
+        for item in iterable:
+            budget().step()
+            yield item
+
+    def joined(self, parts: tuple[Any, ...]) -> str:
+        """``a ~ b``: the parts as text, checked before they are joined."""
+        charge = budget()
+        for part in parts:
+            _check_output(part)
+        texts = [str(part) for part in parts]
+        charge.made(sum(len(text) for text in texts))
+        return "".join(texts)
+
+    def concat(self, parts: Iterable[str]) -> str:  # Jinja's is "".join
+        """The output of a template (or block, or macro), checked as it grows."""
+        limit = budget().bounds.template_max_size
+        kept: list[str] = []
+        length = 0
+        for part in parts:
+            length += len(part)
+            if length > limit:
+                budget().made(length)  # raises
+            kept.append(part)
+        budget().made(length)
+        return "".join(kept)
+
+
+def _check_output(value: Any) -> Any:
+    """What ``{{ ... }}`` prints, checked before it is turned into text."""
+    return budget().check(value)
+
+
+__all__ = ["BoundedSandbox", "LimitExceeded"]
