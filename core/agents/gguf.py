@@ -96,9 +96,11 @@ def _header(file: BinaryIO) -> dict[str, object]:
     """The scalar and string values of the header (arrays, such as the vocabulary, are skipped)."""
     (version,) = _unpack(file, "<I")
     if version == 1:
-        _tensors, count = _unpack(file, "<II")
+        tensors, count = _unpack(file, "<II")
     else:
-        _tensors, count = _unpack(file, "<QQ")
+        tensors, count = _unpack(file, "<QQ")
+    if tensors == 0:
+        raise _Corrupt("it holds no tensors")
     if count > _MAX_KEYS:
         raise _Corrupt(f"it claims {count} header keys")
     values: dict[str, object] = {}
