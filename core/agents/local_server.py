@@ -9,6 +9,7 @@
   same file shares that server (``parallel`` slots serve concurrent calls). Nothing listens on any other
   address and nothing is downloaded.
 - The binding has no stop(): dropping the server object frees the port, which ``_drop_all`` does at exit.
+  A server is handed out only once it answers ``/health`` (see ``_wait_until_ready`` for why).
 
 Threads: llama.cpp's default (every core) swings wildly on a shared 2-core machine; one thread is steady
 (docs/performance.md), so machines with 2 cores or fewer get 1, larger ones half their cores, at most 8.
@@ -20,6 +21,8 @@ import atexit
 import importlib.util
 import os
 import threading
+import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -157,7 +160,30 @@ class LocalModel:
                 f"llama.cpp could not load {self.path}: {exc}",
                 hint="check that the file is a complete GGUF model (download it again) and that memory is free",
             ) from None
-        return server, f"{server.listening_address.rstrip('/')}/v1"
+        address = server.listening_address.rstrip("/")
+        _wait_until_ready(address)
+        return server, f"{address}/v1"
+
+
+def _wait_until_ready(address: str, *, timeout: float = 30.0) -> None:
+    """Wait until the server answers ``/health``. Besides readiness, this matters because dropping a server
+    whose HTTP thread has not started yet can block forever (measured with xllamacpp 2026.10: about one
+    drop in eight right after the constructor returns; none after a first answer)."""
+    deadline = time.monotonic() + timeout
+    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never through an HTTP proxy
+    while True:
+        try:
+            with direct.open(f"{address}/health", timeout=5) as response:
+                if response.status == 200:
+                    return
+        except OSError:  # not listening yet (URLError, connection refused) or still loading (HTTP 503)
+            pass
+        if time.monotonic() > deadline:
+            raise ProviderError(
+                f"the local model's server at {address} did not become ready within {timeout:g}s",
+                hint="the machine may be very busy; run again",
+            )
+        time.sleep(0.02)
 
 
 def _drop_all() -> None:
