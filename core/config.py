@@ -54,7 +54,7 @@ class LocalSettings(BaseModel):
     model_path: str | None = None
     threads: int | None = Field(default=None, gt=0)
     n_ctx: int | None = Field(default=None, gt=0)
-    max_ctx: int = Field(default=8192, gt=0)
+    max_ctx: int = Field(default=4096, gt=0)
     gpu_layers: int = Field(default=0, ge=0)
     parallel: int = Field(default=4, gt=0)
     max_tokens: int = Field(default=256, gt=0)
