@@ -83,10 +83,20 @@ def test_model_load(benchmark: BenchmarkFixture) -> None:
 
 
 def test_first_token(benchmark: BenchmarkFixture) -> None:
+    """The benchmark's time is the whole 8-token reply; the first token's time is in extra_info."""
     server, base_url = _model(1)._start()
-    seconds, tokens = benchmark.pedantic(_first_token, args=(base_url,), rounds=10, warmup_rounds=1)
-    assert tokens < 50
-    benchmark.extra_info["prompt_tokens"] = tokens
+    firsts: list[float] = []
+
+    def once() -> None:
+        seconds, tokens = _first_token(base_url)
+        assert tokens < 50
+        firsts.append(seconds)
+
+    benchmark.pedantic(once, rounds=10, warmup_rounds=1)
+    firsts.sort()
+    median = firsts[len(firsts) // 2]
+    benchmark.extra_info.update({"first_token_s_median": median, "min": firsts[0], "max": firsts[-1]})
+    print(f"\nfirst token: min {firsts[0]:.3f} s median {median:.3f} s max {firsts[-1]:.3f} s")
     del server
 
 

@@ -87,7 +87,7 @@ def test_validate_accepts_each_provider(tmp_path: Path, model: str) -> None:
     assert [f for f in validate_file(blueprint(tmp_path, model)) if f.severity == "error"] == []
 
 
-@pytest.mark.parametrize(("model", "says"), [("\"local:\"", "names no model"), ("locl:x", "did you mean 'local'")])
+@pytest.mark.parametrize(("model", "says"), [('"local:"', "names no model"), ("locl:x", "did you mean 'local'")])
 def test_validate_rejects_bad_provider_ids(tmp_path: Path, model: str, says: str) -> None:
     errors = [f.message for f in validate_file(blueprint(tmp_path, model)) if f.severity == "error"]
     assert len(errors) == 1 and says in errors[0]
