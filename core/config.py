@@ -315,6 +315,11 @@ def load_settings(
         raise ConfigError(f"setting {where}: {first['msg']}", hint=f"check {source}") from None
     if toml_path is not None and not Path(settings.state_uri).is_absolute() and "FLUJO_STATE_URI" not in env:
         settings = settings.model_copy(update={"state_uri": str(toml_path.parent / settings.state_uri)})
+    model_path = settings.local.model_path
+    if toml_path is not None and model_path and not Path(model_path).expanduser().is_absolute():
+        # like state_uri: a path in flujo.toml is relative to the file's folder
+        local = settings.local.model_copy(update={"model_path": str(toml_path.parent / model_path)})
+        settings = settings.model_copy(update={"local": local})
     return settings
 
 

@@ -18,8 +18,9 @@ import jsonschema
 import pytest
 
 from core.agents import AgentSpec, build_agent
+from core.agents.local_chat import LocalChatAgent
 from core.config import Settings
-from core.ports import AgentCall
+from core.ports import AgentCall, AgentReply
 from core.store import open_store
 from flujo_cli import exit_codes
 from tests.cli_helpers import EXAMPLES, flujo
@@ -107,10 +108,23 @@ def test_streamed_text_is_shown_as_it_comes(state_db: Path) -> None:
     assert "smol › " in err  # the reply is shown on stderr as it streams
 
     agent = build_agent(AgentSpec(name="a", model="local", model_settings={"max_tokens": 16}), Settings())
+    other = build_agent(AgentSpec(name="b", model="local", model_settings={"max_tokens": 4}), Settings())
+    assert isinstance(agent, LocalChatAgent) and isinstance(other, LocalChatAgent)
     deltas: list[str] = []
-    reply = asyncio.run(agent.run(AgentCall(input="Name three colours.", step="s", on_text=deltas.append)))
+
+    async def both() -> AgentReply:
+        reply, _ = await asyncio.gather(
+            agent.run(AgentCall(input="Name three colours.", step="s", on_text=deltas.append)),
+            other.run(AgentCall(input="Hello", step="t")),
+        )
+        return reply
+
+    reply = asyncio.run(both())
     assert len(deltas) > 1 and "".join(deltas) == reply.output
     assert 0 < reply.usage.output_tokens <= 16
+    # one server per model file, shared, on the loopback address only
+    assert agent.endpoint.base_url == other.endpoint.base_url
+    assert agent.endpoint.base_url.startswith("http://127.0.0.1:")
 
 
 def test_a_missing_model_file_is_one_line_and_exit_6(state_db: Path, tmp_path: Path) -> None:

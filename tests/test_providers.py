@@ -104,7 +104,8 @@ def test_the_wizard_offers_every_provider() -> None:
 def test_local_settings_load_from_flujo_toml_and_set(tmp_path: Path) -> None:
     (tmp_path / "flujo.toml").write_text('[local]\nmodel_path = "m.gguf"\nthreads = 3\n', encoding="utf-8")
     settings = load_settings(cwd=tmp_path, env={}, overrides=overrides_from_assignments(["local.n_ctx=1024"]))
-    assert (settings.local.model_path, settings.local.threads, settings.local.n_ctx) == ("m.gguf", 3, 1024)
+    local = settings.local
+    assert (local.model_path, local.threads, local.n_ctx) == (str(tmp_path / "m.gguf"), 3, 1024)  # beside flujo.toml
     assert provider_of("local") is provider_of("local:m.gguf") is not None
     assert provider_of("scripted") is None and provider_of("openai") is None
 
