@@ -16,7 +16,14 @@ from blueprints.scaffold.questions import QUESTIONS
 from core.agents import AgentSpec, build_agent
 from core.agents.gguf import read_gguf
 from core.agents.local_server import available_memory, default_threads
-from core.config import LocalSettings, ProviderSettings, Settings, load_settings, overrides_from_assignments
+from core.config import (
+    HistorySettings,
+    LocalSettings,
+    ProviderSettings,
+    Settings,
+    load_settings,
+    overrides_from_assignments,
+)
 from core.errors import ConfigError
 from core.providers import PROVIDERS, provider_of
 from core.tokens import encoding_name
@@ -108,6 +115,12 @@ def test_local_settings_load_from_flujo_toml_and_set(tmp_path: Path) -> None:
     assert (local.model_path, local.threads, local.n_ctx) == (str(tmp_path / "m.gguf"), 3, 1024)  # beside flujo.toml
     assert provider_of("local") is provider_of("local:m.gguf") is not None
     assert provider_of("scripted") is None and provider_of("openai") is None
+
+
+def test_the_local_model_can_be_the_default_summarizer() -> None:
+    assert HistorySettings(summarizer_model="local").summarizer_model == "local"
+    with pytest.raises(ValueError, match="names no model"):
+        HistorySettings(summarizer_model="local:")
 
 
 def test_threads_default_to_one_on_small_machines() -> None:
