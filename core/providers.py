@@ -38,7 +38,9 @@ class Provider:
     (``[openai]`` in flujo.toml). ``api`` picks the agent class. ``base_url`` is the default endpoint (None
     for a provider with no endpoint to configure); ``key_env`` / ``url_env`` the environment variables
     honoured for its API key and base URL (``url_from_env`` turns the variable's value into a base URL).
-    ``words`` names it in plain words, ``needs`` says what a run needs, ``example`` is a model id for hints.
+    ``structured_output`` is how an ``output_schema`` is asked for unless ``[name] structured_output`` says
+    otherwise; ``unreachable_hint`` is shown when the endpoint cannot be reached. ``words`` names it in
+    plain words, ``needs`` says what a run needs, ``example`` is a model id for hints.
     ``key_required`` means a run without a key is refused before it starts (for the cloud endpoint only).
     ``exact_tokenizer``: the provider's own token counts are published (OpenAI's families); else tokens
     are counted approximately (core.tokens). ``priced``: cost comes from the ``[models]`` price table;
@@ -60,6 +62,15 @@ class Provider:
     priced: bool = True
     bare: bool = False
     default_model: str | None = None
+    structured_output: Literal["json_schema", "json_object"] = "json_schema"
+    unreachable_hint: str = "is the server running? check the base URL in flujo.toml"
+
+    @property
+    def auth_hint(self) -> str:
+        """What to check when the provider refuses the key (HTTP 401/403)."""
+        if self.key_env:
+            return f"check {self.key_env} (or api_key under [{self.name}] in flujo.toml)"
+        return f"the server wants an API key: set api_key under [{self.name}] in flujo.toml"
 
 
 PROVIDERS: Final[tuple[Provider, ...]] = (
@@ -74,6 +85,7 @@ PROVIDERS: Final[tuple[Provider, ...]] = (
         url_env="OPENAI_BASE_URL",
         key_required=True,
         exact_tokenizer=True,
+        unreachable_hint="is the server running? check OPENAI_BASE_URL / flujo.toml",
     ),
     Provider(
         name="anthropic",
@@ -85,6 +97,7 @@ PROVIDERS: Final[tuple[Provider, ...]] = (
         key_env="ANTHROPIC_API_KEY",
         url_env="ANTHROPIC_BASE_URL",
         key_required=True,
+        unreachable_hint="check the network connection and ANTHROPIC_BASE_URL / flujo.toml",
     ),
     Provider(
         name="ollama",
@@ -95,6 +108,8 @@ PROVIDERS: Final[tuple[Provider, ...]] = (
         base_url="http://localhost:11434/v1",
         url_env="OLLAMA_HOST",
         url_from_env=_ollama_host,
+        structured_output="json_object",  # Ollama's OpenAI API rejects json_schema
+        unreachable_hint="is Ollama running (ollama serve)? check OLLAMA_HOST / flujo.toml",
     ),
     Provider(
         name="local",

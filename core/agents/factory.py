@@ -132,8 +132,7 @@ def _local_agent(spec: AgentSpec, file: str | None, settings: Settings, backoff:
 def _http_agent(
     spec: AgentSpec, row: Provider, model: str, name: str, settings: Settings, backoff: Backoff | None
 ) -> Agent:
-    provider = row.name
-    conf = settings.provider(provider)
+    conf = settings.provider(row.name)
     base_url = (spec.base_url or conf.base_url).rstrip("/")
     if not base_url.startswith(("http://", "https://")):
         raise ConfigError(
@@ -160,8 +159,8 @@ def _http_agent(
             conf,
             backoff,
             headers=anthropic_headers(api_key),
-            auth_hint="check ANTHROPIC_API_KEY (or api_key under [anthropic] in flujo.toml)",
-            unreachable_hint="check the network connection and ANTHROPIC_BASE_URL / flujo.toml",
+            auth_hint=row.auth_hint,
+            unreachable_hint=row.unreachable_hint,
         )
         return AnthropicChatAgent(spec, endpoint, model=name, price=price, prompt_budget=budget)
 
@@ -171,12 +170,6 @@ def _http_agent(
         raise _missing_key(
             spec, model, row.key_env or "OPENAI_API_KEY", ", point OPENAI_BASE_URL at a local OpenAI-compatible server"
         )
-    if provider == "ollama":
-        auth_hint = "the server wants an API key: set api_key under [ollama] in flujo.toml"
-        unreachable_hint = "is Ollama running (ollama serve)? check OLLAMA_HOST / flujo.toml"
-    else:
-        auth_hint = "check OPENAI_API_KEY (or api_key under [openai] in flujo.toml)"
-        unreachable_hint = "is the server running? check OPENAI_BASE_URL / flujo.toml"
     endpoint = _endpoint(
         spec,
         model,
@@ -184,10 +177,10 @@ def _http_agent(
         conf,
         backoff,
         headers=openai_headers(api_key),
-        auth_hint=auth_hint,
-        unreachable_hint=unreachable_hint,
+        auth_hint=row.auth_hint,
+        unreachable_hint=row.unreachable_hint,
     )
-    mode = conf.structured_output or ("json_object" if provider == "ollama" else "json_schema")
+    mode = conf.structured_output or row.structured_output
     return OpenAIChatAgent(spec, endpoint, model=name, price=price, structured_output=mode, prompt_budget=budget)
 
 
