@@ -1,8 +1,8 @@
 """``model: local`` on this machine: model load, first token, tokens/s at 1 and 2 threads, RSS.
 
 Targets (SmolLM2-135M-Instruct Q4_1, the default model): load ≤ 1 s, first token ≤ 0.3 s for a prompt under
-50 tokens, ≥ 50 tokens/s at 1 thread, RSS of a whole ``flujo run`` ≤ 400 MB. Each load benchmark starts a
-fresh server (``LocalModel._start``, not the per-process cache) and drops it. Prompts are sent with
+50 tokens, ≥ 50 tokens/s at 1 thread, RSS of a whole ``flujo run`` ≤ 400 MB. Each benchmark starts fresh
+servers (``LocalModel._start``, not the per-process cache). Prompts are sent with
 ``cache_prompt: false`` so every round reads its prompt again. Run with ``make bench``; the figures are in
 docs/performance.md.
 """
@@ -76,15 +76,14 @@ def test_model_load(benchmark: BenchmarkFixture) -> None:
     model = _model(1)
 
     def load() -> None:
-        server, _ = model._start()
-        del server  # dropping the server frees its port and memory
+        model._start()  # each server lives until the process exits (core/agents/local_server.py says why)
 
     benchmark.pedantic(load, rounds=5, warmup_rounds=1)
 
 
 def test_first_token(benchmark: BenchmarkFixture) -> None:
     """The benchmark's time is the whole 8-token reply; the first token's time is in extra_info."""
-    server, base_url = _model(1)._start()
+    _, base_url = _model(1)._start()
     firsts: list[float] = []
 
     def once() -> None:
@@ -97,12 +96,11 @@ def test_first_token(benchmark: BenchmarkFixture) -> None:
     median = firsts[len(firsts) // 2]
     benchmark.extra_info.update({"first_token_s_median": median, "min": firsts[0], "max": firsts[-1]})
     print(f"\nfirst token: min {firsts[0]:.3f} s median {median:.3f} s max {firsts[-1]:.3f} s")
-    del server
 
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_tokens_per_second(benchmark: BenchmarkFixture, threads: int) -> None:
-    server, base_url = _model(threads)._start()
+    _, base_url = _model(threads)._start()
     rates: list[float] = []
     benchmark.pedantic(lambda: rates.append(_generate(base_url)), rounds=5, warmup_rounds=1)
     rates.sort()
@@ -110,7 +108,6 @@ def test_tokens_per_second(benchmark: BenchmarkFixture, threads: int) -> None:
         {"tokens": GENERATED, "tok_s_median": rates[len(rates) // 2], "tok_s_min": rates[0], "tok_s_max": rates[-1]}
     )
     print(f"\n{threads} thread(s): tokens/s min {rates[0]:.1f} median {rates[len(rates) // 2]:.1f} max {rates[-1]:.1f}")
-    del server
 
 
 def test_rss_of_a_chat_run(benchmark: BenchmarkFixture, tmp_path: Path) -> None:

@@ -8,8 +8,11 @@
   and logging off, and returns its OpenAI-compatible base URL. Every agent of the process that uses the
   same file shares that server (``parallel`` slots serve concurrent calls). Nothing listens on any other
   address and nothing is downloaded.
-- The binding has no stop(): dropping the server object frees the port, which ``_drop_all`` does at exit.
-  A server is handed out only once it answers ``/health`` (see ``_wait_until_ready`` for why).
+- The binding has no stop(), and dropping a server object (its destructor joins the server's threads) can
+  block for ever: measured with xllamacpp 2026.10, about one drop in eight right after start-up, and
+  sometimes later. So a server is never dropped inside the process: it lives until the process exits, and
+  the operating system frees its port, threads and memory then (``_keep``). A server is handed out only
+  once it answers ``/health``.
 
 Threads: llama.cpp's default (every core) swings wildly on a shared 2-core machine; one thread is steady
 (docs/performance.md), so machines with 2 cores or fewer get 1, larger ones half their cores, at most 8.
@@ -17,7 +20,7 @@ Threads: llama.cpp's default (every core) swings wildly on a shared 2-core machi
 
 from __future__ import annotations
 
-import atexit
+import ctypes
 import importlib.util
 import os
 import threading
@@ -160,15 +163,20 @@ class LocalModel:
                 f"llama.cpp could not load {self.path}: {exc}",
                 hint="check that the file is a complete GGUF model (download it again) and that memory is free",
             ) from None
+        _keep(server)
         address = server.listening_address.rstrip("/")
         _wait_until_ready(address)
         return server, f"{address}/v1"
 
 
+def _keep(server: object) -> None:
+    """Hold one reference to ``server`` that nothing ever releases, so its destructor (which can block for
+    ever, see the module docstring) never runs, not even while the interpreter shuts down."""
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(server))
+
+
 def _wait_until_ready(address: str, *, timeout: float = 30.0) -> None:
-    """Wait until the server answers ``/health``. Besides readiness, this matters because dropping a server
-    whose HTTP thread has not started yet can block forever (measured with xllamacpp 2026.10: about one
-    drop in eight right after the constructor returns; none after a first answer)."""
+    """Wait until the server answers ``/health`` (ProviderError after ``timeout`` seconds)."""
     deadline = time.monotonic() + timeout
     direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never through an HTTP proxy
     while True:
@@ -184,12 +192,3 @@ def _wait_until_ready(address: str, *, timeout: float = 30.0) -> None:
                 hint="the machine may be very busy; run again",
             )
         time.sleep(0.02)
-
-
-def _drop_all() -> None:
-    """Drop every server (which frees its port); called at exit."""
-    with _lock:
-        _servers.clear()
-
-
-atexit.register(_drop_all)
