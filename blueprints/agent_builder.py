@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from pathlib import Path as PathLib
 from typing import Any
 
 from blueprints.callables import load_callable
@@ -20,6 +21,7 @@ from core.agents.spec import AgentSpec
 from core.config import Settings
 from core.errors import ConfigError, SourcePosition
 from core.ports import Agent
+from core.providers import find_provider
 from core.simulated_person import SimulatedPerson
 
 AgentFactory = Callable[[AgentSpec, Settings], Agent]
@@ -41,6 +43,15 @@ def agent_spec(name: str, agent: AgentModel) -> AgentSpec:
         context_window=agent.context_window,
         base_url=agent.base_url,
     )
+
+
+def relative_to(spec: AgentSpec, folder: PathLib) -> AgentSpec:
+    """``spec`` with a relative ``model: local:FILE`` made relative to ``folder`` (the blueprint's)."""
+    provider, colon, file = (spec.model or "").partition(":")
+    row = find_provider(provider)
+    if row is None or row.api != "local" or not colon or not file or PathLib(file).expanduser().is_absolute():
+        return spec
+    return dataclasses.replace(spec, model=f"local:{folder / file}")
 
 
 class AgentBuilder:
@@ -74,7 +85,7 @@ class AgentBuilder:
         path = ("agents", name)
         if model.python is not None:
             self._import(model.python, (*path, "python"))
-        spec = agent_spec(name, model)
+        spec = relative_to(agent_spec(name, model), self.blueprint.path.parent)
         if output_schema is not None:
             spec = dataclasses.replace(spec, output_schema=output_schema)
         agent = self._build(spec, self.blueprint.key_position(path))

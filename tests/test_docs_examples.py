@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import shlex
@@ -40,6 +41,7 @@ class Run:
     input: str | None = None
     answers: tuple[str, ...] = ()
     output: Any = _UNSET
+    local: bool = False  # runs the real model on this machine (model: local): a slow test
 
 
 RUNS: dict[str, Run] = {
@@ -48,6 +50,7 @@ RUNS: dict[str, Run] = {
         answers=("yes",),
         output={"poem": "Soft rain on the roof at night", "published": "yes", "rounds": 5, "ended": "completed"},
     ),
+    "blueprints/examples/chat.yaml": Run(answers=("Hi!", "bye"), local=True),
     "blueprints/examples/clarify.yaml": Run(
         answers=("Plan a trip", "My family", "June"),
         output="The goal is clear.\nGoal: Plan a trip\n- Who is it for? My family\n- By when should it be done? June\n",
@@ -285,7 +288,16 @@ def test_every_example_has_a_run_entry() -> None:
     assert not stale, f"RUNS lists examples that do not exist: {', '.join(stale)}"
 
 
-@pytest.mark.parametrize("example", runnable_examples())
+def example_params() -> list[Any]:
+    """The examples, those that run the local model marked slow (and skipped without its binding)."""
+    local = [
+        pytest.mark.slow,
+        pytest.mark.skipif(importlib.util.find_spec("xllamacpp") is None, reason="xllamacpp is not installed"),
+    ]
+    return [pytest.param(e, marks=local) if RUNS.get(e, Run()).local else e for e in runnable_examples()]
+
+
+@pytest.mark.parametrize("example", example_params())
 def test_example_validates_and_runs_offline(example: str, state_db: Path) -> None:
     run = RUNS.get(example)
     if run is None:

@@ -14,9 +14,9 @@ from blueprints.checks.texts import check_text
 from blueprints.schema import AgentModel, AgentRefModel, AgentStepModel
 from blueprints.suggestions import did_you_mean, one_of
 from core.errors import BlueprintError
+from core.providers import OFFLINE_MODELS, PROVIDER_NAMES, provider_of
 
-PROVIDERS = ("openai", "anthropic", "ollama")
-OFFLINE_MODELS = ("scripted", "echo")
+PROVIDERS = PROVIDER_NAMES
 # Parameters each builtin understands; anything else would be silently ignored, so it is an error.
 BUILTIN_PARAMS: dict[str, tuple[str, ...]] = {
     "flujo.builtins.passthrough": (),
@@ -69,7 +69,9 @@ def _check_model_name(checker: Checker, name: str, agent: AgentModel) -> None:
     model = agent.model or ""
     path = ("agents", name, "model")
     provider, colon, model_name = model.partition(":")
-    if colon:
+    if not colon and provider_of(model) is not None:
+        pass  # a provider that runs without a model name (model: local)
+    elif colon:
         if provider not in PROVIDERS:
             checker.error(
                 "bad-value",
@@ -84,7 +86,8 @@ def _check_model_name(checker: Checker, name: str, agent: AgentModel) -> None:
             "bad-value",
             f"agent {name!r}: unknown model {model!r}{did_you_mean(model, OFFLINE_MODELS)}",
             checker.at(path),
-            "write provider:model (openai:gpt-4o-mini), or scripted / echo for offline runs",
+            "write provider:model (openai:gpt-4o-mini), local (a model on this machine), "
+            "or scripted / echo for offline runs",
         )
     if model == "scripted" and not agent.replies:
         checker.error(

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import assert_never
 
-from blueprints.checks.agents import OFFLINE_MODELS
 from blueprints.explain import loops
 from blueprints.explain.ensembles import explain_ensemble
 from blueprints.explain.model import AgentSummary, Explanation, Note, Part, StepExplanation, StepGroup
@@ -42,6 +41,7 @@ from blueprints.schema import (
     ParallelStepModel,
 )
 from core.config import Settings
+from core.providers import OFFLINE_MODELS
 
 _MERGE = {
     "merge_scratchpad": "each branch's scratchpad changes are applied in branch order (for a key several set,"

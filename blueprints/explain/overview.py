@@ -20,6 +20,16 @@ from blueprints.schema import (
     MapStepModel,
     ParallelStepModel,
 )
+from core.providers import provider_of
+
+
+def model_words(model: str) -> str:
+    """A model id, with the plain words of a provider that needs them (``local``: where the model runs)."""
+    provider = provider_of(model)
+    if provider is None or provider.priced:
+        return model
+    _, colon, file = model.partition(":")
+    return f"{model} ({file if colon else provider.default_model} on this machine, no key)"
 
 
 def agent_words(agent: AgentModel) -> tuple[str, bool]:
@@ -29,7 +39,7 @@ def agent_words(agent: AgentModel) -> tuple[str, bool]:
     if agent.model == "echo":
         return "an echo agent, offline: replies with what it is sent", True
     if agent.model is not None:
-        return agent.model, False
+        return model_words(agent.model), False
     if agent.python is not None:
         return f"the Python function {agent.python}", True
     return f"the command {' '.join(agent.command or [])}", True

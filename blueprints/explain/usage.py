@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from blueprints.explain.scope import Call, Tally
 from blueprints.schema import LimitsModel
 from core.config import LimitSettings, ModelInfo
+from core.providers import provider_of
 
 
 def _times(call: Call) -> str:
@@ -41,6 +42,9 @@ def _calls_line(calls: Sequence[Call]) -> str:
 
 
 def _price_line(model: str, info: ModelInfo | None) -> str:
+    provider = provider_of(model)
+    if provider is not None and not provider.priced:
+        return f"{model} runs on this machine: its calls cost nothing."
     if info is None or info.input_per_mtok is None or info.output_per_mtok is None:
         return (
             f"{model} has no price in the model table, so the run's cost is unknown"

@@ -30,6 +30,8 @@ from blueprints.scaffold.answers import (
     WizardAnswers,
 )
 from blueprints.suggestions import did_you_mean
+from core.providers import PROVIDERS as PROVIDER_ROWS
+from core.providers import provider_of
 from core.templates import Expression, TemplateSyntax
 
 Values = Mapping[str, Any]
@@ -112,10 +114,18 @@ def _check_named(value: Any, values: Values) -> str | None:
 
 
 def _check_model(value: Any, values: Values) -> str | None:
-    provider, colon, model = str(value).partition(":")
-    if value == "scripted" or (colon and provider in PROVIDERS and model):
+    _, colon, model = str(value).partition(":")
+    if value == "scripted" or (provider_of(str(value)) is not None and (model or not colon)):
         return None
     return f"{value!r} is not a model: use scripted (offline) or provider:model with provider {', '.join(PROVIDERS)}"
+
+
+def _model_help() -> tuple[str, ...]:
+    """The wizard's lines about models, one per provider of the registry."""
+    return (
+        "scripted: offline, with canned replies (no key needed)",
+        *(f"{p.example}: {p.words}" for p in PROVIDER_ROWS),
+    )
 
 
 def _check_positive(value: Any, values: Values) -> str | None:
@@ -203,8 +213,7 @@ QUESTIONS: tuple[Question, ...] = (
              lambda v: _LIMIT_DEFAULTS[v["history"]], applies=_conversation,
              needs="a conversation (--conversation)", check=_check_positive),
     Question("model", "--model", _text("Which model?"), "text", lambda v: "scripted", check=_check_model,
-             help=("scripted: offline, with canned replies (no key needed)",
-                   "or provider:model, e.g. openai:gpt-4o-mini, anthropic:claude-3-5-haiku-latest, ollama:llama3.2")),
+             help=_model_help()),
     Question("step", "--step", _text("Name of the agent's step"), "text",
              lambda v: "ask" if v["human"] else "draft", ask_if=lambda v: False, check=_check_step),
     Question("extra_agents", "--extra-agent",

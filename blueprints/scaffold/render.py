@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from blueprints.scaffold.answers import ANSWER_STEP, GOAL_STEP, MAIN_AGENT, SUMMARIZER, WizardAnswers
+from core.providers import provider_of
 
 _COMMENT_COLUMN = 40
 
@@ -68,13 +69,9 @@ def _header(a: WizardAnswers, file: str) -> list[str]:
             "# (export OPENAI_API_KEY=...) or model: ollama:llama3.2 (a local Ollama); see docs/configuration.md.",
         ]
     else:
-        provider = a.model.partition(":")[0]
-        need = {
-            "openai": "OPENAI_API_KEY (or OPENAI_BASE_URL for a local OpenAI-compatible server)",
-            "anthropic": "ANTHROPIC_API_KEY",
-            "ollama": "a running Ollama on localhost:11434 (OLLAMA_HOST moves it)",
-        }[provider]
-        lines.append(f"# Needs {need}.")
+        provider = provider_of(a.model)
+        assert provider is not None, "the wizard accepts only models of the registry"
+        lines.append(f"# Needs {provider.needs}.")
     return lines
 
 

@@ -1,8 +1,8 @@
 """build_agent: an AgentSpec plus the settings become a ready-to-call Agent.
 
-The spec sets exactly one of ``model``, ``python``, ``command`` or ``builtin``. Models are
-``openai:<m>`` (any OpenAI-compatible endpoint), ``ollama:<m>`` (the same API on the Ollama server, no
-key needed), ``anthropic:<m>``, or the offline ``scripted`` and ``echo``. Every problem that can be
+The spec sets exactly one of ``model``, ``python``, ``command`` or ``builtin``. Models are a row of
+``core.providers`` (``openai:<m>``, ``anthropic:<m>``, ``ollama:<m>``, ``local`` / ``local:FILE.gguf``),
+whose ``api`` picks the agent class, or the offline ``scripted`` and ``echo``. Every problem that can be
 known before a run starts (an unknown provider, a missing API key, a python path that does not import,
 an invalid output_schema) is a ConfigError here, never a silent fallback. Provider modules are imported
 only when an agent needs them, so importing ``core.agents`` stays cheap (no httpx, no jsonschema).
@@ -10,21 +10,21 @@ only when an agent needs them, so importing ``core.agents`` stays cheap (no http
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, assert_never
 from urllib.parse import urlsplit
 
 from core.agents.spec import AgentSpec
 from core.config import ProviderSettings, Settings
 from core.errors import ConfigError
 from core.ports import Agent
+from core.providers import OFFLINE_MODELS, PROVIDER_NAMES, Provider, find_provider, valid_models
 
 if TYPE_CHECKING:
     from core.agents.http import Backoff, Endpoint
 
-MODEL_PROVIDERS = ("openai", "anthropic", "ollama")
-OFFLINE_MODELS = ("scripted", "echo")
+MODEL_PROVIDERS = PROVIDER_NAMES
 BUILTIN_AGENTS = ("flujo.builtins.passthrough", "flujo.builtins.stringify")
-_VALID_MODELS = "openai:<model>, anthropic:<model>, ollama:<model>, scripted, echo"
+_VALID_MODELS = valid_models()
 
 
 def build_agent(spec: AgentSpec, settings: Settings, *, backoff: Backoff | None = None) -> Agent:
@@ -85,19 +85,54 @@ def _model_agent(spec: AgentSpec, model: str, settings: Settings, backoff: Backo
             prompt_budget=offline_budget,
         )
 
-    provider, colon, name = model.partition(":")
-    if not colon or provider not in MODEL_PROVIDERS:
+    provider_name, colon, name = model.partition(":")
+    row = find_provider(provider_name)
+    if row is None or (not colon and not row.bare):
         guess = f"did you mean openai:{model}? " if not colon else ""
         raise ConfigError(
-            f"agents.{spec.name}: unknown model provider {provider!r} in model: {model}",
+            f"agents.{spec.name}: unknown model provider {provider_name!r} in model: {model}",
             hint=f"{guess}valid models: {_VALID_MODELS}",
         )
-    if not name:
+    if colon and not name:
         raise ConfigError(
             f"agents.{spec.name}: model: {model} names no model",
-            hint=f"write the model after the colon, e.g. {provider}:...",
+            hint=f"write the model after the colon, e.g. {row.example}",
         )
-    conf = settings.provider(provider)
+    if row.api == "local":
+        return _local_agent(spec, name or None, settings, backoff)
+    if row.api == "openai" or row.api == "anthropic":
+        return _http_agent(spec, row, model, name, settings, backoff)
+    assert_never(row.api)
+
+
+def _local_agent(spec: AgentSpec, file: str | None, settings: Settings, backoff: Backoff | None) -> Agent:
+    from core.agents.http import Backoff, Endpoint
+    from core.agents.local_chat import LocalChatAgent
+    from core.agents.local_server import LocalModel
+
+    local = LocalModel.resolve(file, settings.local)
+    reply = spec.model_settings.get("max_tokens")
+    endpoint = Endpoint(
+        label=f"local model {local.label}",
+        base_url="http://127.0.0.1",  # the server's own URL replaces it when it starts, on the first call
+        timeout=spec.timeout if spec.timeout is not None else settings.local.timeout_s,
+        max_retries=spec.max_retries if spec.max_retries is not None else settings.local.max_retries,
+        headers={"Connection": "close"},
+        backoff=backoff or Backoff(),
+        unreachable_hint="the local model's server stopped; run again (flujo resume RUN_ID)",
+    )
+    budget = prompt_budget(
+        spec,
+        spec.context_window or local.context_window,
+        reply if isinstance(reply, int) and not isinstance(reply, bool) else settings.local.max_tokens,
+    )
+    return LocalChatAgent(spec, endpoint, local, prompt_budget=budget)
+
+
+def _http_agent(
+    spec: AgentSpec, row: Provider, model: str, name: str, settings: Settings, backoff: Backoff | None
+) -> Agent:
+    conf = settings.provider(row.name)
     base_url = (spec.base_url or conf.base_url).rstrip("/")
     if not base_url.startswith(("http://", "https://")):
         raise ConfigError(
@@ -112,11 +147,11 @@ def _model_agent(spec: AgentSpec, model: str, settings: Settings, backoff: Backo
         settings.response_reserve_tokens,
     )
 
-    if provider == "anthropic":
+    if row.api == "anthropic":
         from core.agents.anthropic_chat import AnthropicChatAgent, anthropic_headers
 
         if not api_key:
-            raise _missing_key(spec, model, "ANTHROPIC_API_KEY", "")
+            raise _missing_key(spec, model, row.key_env or "ANTHROPIC_API_KEY", "")
         endpoint = _endpoint(
             spec,
             model,
@@ -124,21 +159,17 @@ def _model_agent(spec: AgentSpec, model: str, settings: Settings, backoff: Backo
             conf,
             backoff,
             headers=anthropic_headers(api_key),
-            auth_hint="check ANTHROPIC_API_KEY (or api_key under [anthropic] in flujo.toml)",
-            unreachable_hint="check the network connection and ANTHROPIC_BASE_URL / flujo.toml",
+            auth_hint=row.auth_hint,
+            unreachable_hint=row.unreachable_hint,
         )
         return AnthropicChatAgent(spec, endpoint, model=name, price=price, prompt_budget=budget)
 
     from core.agents.openai_chat import OpenAIChatAgent, openai_headers
 
-    if provider == "openai" and not api_key and _is_openai_cloud(base_url):
-        raise _missing_key(spec, model, "OPENAI_API_KEY", ", point OPENAI_BASE_URL at a local OpenAI-compatible server")
-    if provider == "ollama":
-        auth_hint = "the server wants an API key: set api_key under [ollama] in flujo.toml"
-        unreachable_hint = "is Ollama running (ollama serve)? check OLLAMA_HOST / flujo.toml"
-    else:
-        auth_hint = "check OPENAI_API_KEY (or api_key under [openai] in flujo.toml)"
-        unreachable_hint = "is the server running? check OPENAI_BASE_URL / flujo.toml"
+    if row.key_required and not api_key and _is_openai_cloud(base_url):
+        raise _missing_key(
+            spec, model, row.key_env or "OPENAI_API_KEY", ", point OPENAI_BASE_URL at a local OpenAI-compatible server"
+        )
     endpoint = _endpoint(
         spec,
         model,
@@ -146,10 +177,10 @@ def _model_agent(spec: AgentSpec, model: str, settings: Settings, backoff: Backo
         conf,
         backoff,
         headers=openai_headers(api_key),
-        auth_hint=auth_hint,
-        unreachable_hint=unreachable_hint,
+        auth_hint=row.auth_hint,
+        unreachable_hint=row.unreachable_hint,
     )
-    mode = conf.structured_output or ("json_object" if provider == "ollama" else "json_schema")
+    mode = conf.structured_output or row.structured_output
     return OpenAIChatAgent(spec, endpoint, model=name, price=price, structured_output=mode, prompt_budget=budget)
 
 

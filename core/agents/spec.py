@@ -11,7 +11,8 @@ from typing import Any
 class AgentSpec:
     """What an agent is. Exactly one of ``model``, ``python``, ``command`` or ``builtin`` is set.
 
-    ``model`` is ``provider:name`` (``openai:gpt-4o-mini``, ``anthropic:claude-...``, ``ollama:llama3``)
+    ``model`` is ``provider:name`` (``openai:gpt-4o-mini``, ``anthropic:claude-...``, ``ollama:llama3``,
+    ``local:model.gguf``; the rows of ``core.providers``), ``local`` (the default model on this machine),
     or an offline kind: ``scripted`` (``replies`` in order, the last repeating) or ``echo``.
     ``python`` is ``package.module:function`` (sync or async callable of (input, context)).
     ``command`` is an argv list (input on stdin, JSON when not text; stdout parsed as JSON when it is).
@@ -36,7 +37,7 @@ class AgentSpec:
 
     @property
     def provider(self) -> str | None:
-        """``openai``/``anthropic``/``ollama`` for model agents, ``scripted``/``echo`` offline, else None."""
+        """``openai``/``anthropic``/``ollama``/``local`` for model agents, ``scripted``/``echo`` offline, else None."""
         if self.model is None:
             return None
         return self.model.split(":", 1)[0] if ":" in self.model else self.model

@@ -1,0 +1,156 @@
+"""``model: local`` against the real model: SmolLM2-135M-Instruct served in-process by xllamacpp.
+
+Every run here goes through ``flujo run`` in this process, so they all share one server (one model load
+for the whole session: the server is kept per model file per process). Replies are capped with a short
+``max_tokens`` and nothing asserts on the model's exact words, only on what flujo does with them.
+These tests skip only when the binding cannot be imported (``make install`` installs it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from core.agents import AgentSpec, build_agent
+from core.agents.local_chat import LocalChatAgent
+from core.config import Settings
+from core.ports import AgentCall, AgentReply
+from core.store import open_store
+from flujo_cli import exit_codes
+from tests.cli_helpers import EXAMPLES, flujo
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        importlib.util.find_spec("xllamacpp") is None,
+        reason="the llama.cpp binding xllamacpp is not installed (make install installs it)",
+    ),
+]
+
+CHAT = EXAMPLES / "chat.yaml"
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "kind": {"type": "string", "enum": ["question", "statement"]},
+        "topic": {"type": "string", "maxLength": 40},
+    },
+    "required": ["kind", "topic"],
+}
+STRUCTURED = f"""\
+version: "0.1"
+agents:
+  judge:
+    model: local
+    system_prompt: |
+      Say whether the message is a question or a statement, and its topic. Reply with JSON only.
+      Message: Where is Rome? -> {{"kind": "question", "topic": "Rome"}}
+      Message: I like tea. -> {{"kind": "statement", "topic": "tea"}}
+    output_schema: {json.dumps(SCHEMA)}
+    model_settings: {{temperature: 0, max_tokens: 40}}
+steps:
+  - kind: step
+    name: judge
+    uses: agents.judge
+"""
+
+
+def events(db: Path, run_id: str, kind: str) -> list[dict[str, Any]]:
+    """The payloads of a run's trace events of ``kind``, in the order they were recorded."""
+
+    async def read() -> list[dict[str, Any]]:
+        async with await open_store(str(db)) as store:
+            return [dict(e.payload) for e in await store.events(run_id) if e.kind == kind]
+
+    return asyncio.run(read())
+
+
+def test_a_two_turn_chat_sends_the_first_answer_back_as_history(state_db: Path) -> None:
+    code, out, err = flujo(
+        ["run", str(CHAT), "--json", "-a", "Hi! My name is Ada.", "-a", "What is my name?", "-a", "bye"]
+    )
+    assert code == exit_codes.OK, err
+    result = json.loads(out)
+    assert result["status"] == "completed"
+    replies = [payload["output"] for payload in events(state_db, result["run_id"], "agent.reply")]
+    prompts = events(state_db, result["run_id"], "agent.prompt")
+    assert len(replies) == len(prompts) == 2
+    assert all(isinstance(reply, str) and reply.strip() for reply in replies)
+    second = [(m["role"], m["content"]) for m in prompts[1]["messages"]]
+    assert second[0][0] == "system"
+    assert second[1:] == [("user", "Hi! My name is Ada."), ("assistant", replies[0]), ("user", "What is my name?")]
+    assert prompts[1]["agent"] == "local"
+    # usage as the server counted it; a model on this machine costs nothing
+    usage = result["usage"]
+    assert usage["input_tokens"] > len(second) and usage["output_tokens"] > 0
+    assert usage["requests"] == 2 and usage["cost_usd"] == 0
+    assert result["output"].startswith("User: Hi! My name is Ada.\nAssistant: ")
+
+
+def test_a_structured_reply_matches_its_schema(state_db: Path, tmp_path: Path) -> None:
+    blueprint = tmp_path / "judge.yaml"
+    blueprint.write_text(STRUCTURED, encoding="utf-8")
+    code, out, err = flujo(["run", str(blueprint), "--json", "--input", "Where is Paris?"])
+    assert code == exit_codes.OK, err
+    result = json.loads(out)
+    jsonschema.validate(result["output"], SCHEMA)
+    assert result["usage"]["output_tokens"] > 0
+
+
+def test_streamed_text_is_shown_as_it_comes(state_db: Path) -> None:
+    code, _, err = flujo(["run", str(CHAT), "-a", "Hello!", "-a", "bye"])
+    assert code == exit_codes.OK, err
+    assert "smol › " in err  # the reply is shown on stderr as it streams
+
+    agent = build_agent(AgentSpec(name="a", model="local", model_settings={"max_tokens": 16}), Settings())
+    other = build_agent(AgentSpec(name="b", model="local", model_settings={"max_tokens": 4}), Settings())
+    assert isinstance(agent, LocalChatAgent) and isinstance(other, LocalChatAgent)
+    deltas: list[str] = []
+
+    async def both() -> AgentReply:
+        reply, _ = await asyncio.gather(
+            agent.run(AgentCall(input="Name three colours.", step="s", on_text=deltas.append)),
+            other.run(AgentCall(input="Hello", step="t")),
+        )
+        return reply
+
+    reply = asyncio.run(both())
+    assert len(deltas) > 1 and "".join(deltas) == reply.output
+    assert 0 < reply.usage.output_tokens <= 16
+    # one server per model file, shared, on the loopback address only
+    assert agent.endpoint.base_url == other.endpoint.base_url
+    assert agent.endpoint.base_url.startswith("http://127.0.0.1:")
+
+
+def test_a_missing_model_file_is_one_line_and_exit_6(state_db: Path, tmp_path: Path) -> None:
+    blueprint = tmp_path / "bp" / "missing.yaml"
+    blueprint.parent.mkdir()
+    blueprint.write_text(STRUCTURED.replace("model: local", "model: local:models/none.gguf"), encoding="utf-8")
+    code, _, err = flujo(["run", str(blueprint), "--input", "hi"])
+    assert code == exit_codes.CONFIG
+    # relative to the blueprint's folder, not to the working directory
+    assert f"the model file {tmp_path / 'bp' / 'models' / 'none.gguf'} does not exist" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (b"<!DOCTYPE html><html>Not found</html>", "is not a GGUF model file"),
+        (b"GGUF\x03\x00\x00\x00" + b"\x01" * 10, "is damaged: the header ends early"),
+    ],
+)
+def test_a_file_that_is_not_a_whole_gguf_model_is_one_line_and_exit_6(
+    state_db: Path, tmp_path: Path, content: bytes, says: str
+) -> None:
+    (tmp_path / "broken.gguf").write_bytes(content)
+    blueprint = tmp_path / "broken.yaml"
+    blueprint.write_text(STRUCTURED.replace("model: local", "model: local:broken.gguf"), encoding="utf-8")
+    code, _, err = flujo(["run", str(blueprint), "--input", "hi"])
+    assert code == exit_codes.CONFIG
+    assert says in err and "Traceback" not in err
