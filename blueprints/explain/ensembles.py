@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from blueprints.checks.agents import OFFLINE_MODELS
 from blueprints.explain.model import Note, Part
 from blueprints.explain.scope import Call, Scope
 from blueprints.explain.words import sentence
 from blueprints.schema import EnsembleStepModel, ParticipantModel
 from core.config import Settings
+from core.providers import OFFLINE_MODELS
 
 
 @dataclass
