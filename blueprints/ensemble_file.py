@@ -21,8 +21,9 @@ A file whose top level has ``agents`` as a list (and no ``version``/``steps``) i
 It is translated key by key into our dialect (``dependencies`` → ``depends_on`` with ``participant``,
 ``conversation.*`` onto the participant, ``conversation_limits.*`` onto the ``ensemble:`` block,
 ``personas`` to the blueprint's ``agents:`` mapping, so ``answered_by: agents.NAME`` on an agent replaces it
-with that simulated person, and ``--simulate-user agents.NAME`` finds it) and the position index is translated with it, so every finding still points at the line and column of the file
-as written. ``requires_all: false`` on any dependency makes the participant wait for any one of them.
+with that simulated person, and ``--simulate-user agents.NAME`` finds it) and the position index is
+translated with it, so every finding still points at the line and column of the file as written.
+``requires_all: false`` on any dependency makes the participant wait for any one of them.
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ def check_ensemble(checker: Checker, site: StepSite) -> None:
             if dep.condition is not None:
                 check_text(
                     checker, (*dep_path, "condition"), dep.condition, expression=True,
-                    extra_names=CONDITION_NAMES, step_names=names,
+                    extra_names=CONDITION_NAMES, step_names=names, any_context=True,
                 )  # fmt: skip
             limit = _limit(participant, block.max_agent_executions)
             if dep.max_executions is not None and dep.max_executions > limit:
@@ -65,7 +65,10 @@ def check_ensemble(checker: Checker, site: StepSite) -> None:
                     "raise the participant's max_turns, or lower max_executions",
                 )
         if participant.ask is not None:
-            check_text(checker, (*path, "ask"), participant.ask, extra_names=CONDITION_NAMES, step_names=names)
+            check_text(
+                checker, (*path, "ask"), participant.ask,
+                extra_names=CONDITION_NAMES, step_names=names, any_context=True,
+            )  # fmt: skip
         if participant.answered_by is not None:
             who = f"participant {participant.name!r} is answered_by"
             check_agent_ref(checker, participant.answered_by, (*path, "answered_by"), who)
