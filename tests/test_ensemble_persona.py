@@ -225,3 +225,17 @@ def test_simulated_calls_in_an_ensemble_are_held_to_the_run_limits(llm: FakeLLM)
     assert code == exit_codes.LIMIT
     assert result["status"] == "limit_reached" and "before calling 'editor'" in result["error"]
     assert llm.requests == []
+
+
+def test_resume_replays_a_simulated_turn_with_its_usage(llm: FakeLLM) -> None:
+    llm.reply("Call it Rain", usage=(30, 3))
+    llm.fail(400, message="bad request")  # the persona's second call fails: the run fails after round 3
+    code, failed, _ = run_json(MODEL_ENSEMBLE, "--input", "a poem", "--simulate-user", "agents.persona")
+    assert code != exit_codes.OK and failed["status"] == "failed"
+    llm.reply("Keep Soft rain", usage=(50, 3))
+    code, out, err = flujo(["resume", failed["run_id"], "--simulate-user", "agents.persona", "--json"])
+    assert code == exit_codes.OK, err
+    result = json.loads(out)
+    assert result["output"] == {"title": "Keep Soft rain", "rounds": 4}
+    assert len(llm.requests) == 3  # round 2's answer was replayed from the journal, not asked again
+    assert result["usage"]["input_tokens"] == 80  # and its call still counts in the run's usage
