@@ -1,7 +1,9 @@
 """Compiling a ``kind: ensemble`` step into a ``core.ensemble.EnsembleStep``.
 
 A participant becomes an agent (``uses: agents.X``, ``script: PATH``, ``model_profile: NAME``), a
-sub-workflow (``uses: imports.X``) or the person (``ask``). ``prompt`` is a model participant's system
+sub-workflow (``uses: imports.X``) or the person (``ask``). ``answered_by: agents.X`` makes it the person,
+played by that simulated person, whatever else it sets (the ensemble file format's way of replacing a
+participant with a response generator). ``prompt`` is a model participant's system
 prompt; ``config`` is given to scripts in their JSON and, for models, its model settings (``temperature``,
 ``max_tokens`` ...) apply. ``script:`` paths are relative to the blueprint's folder; a ``.py`` script runs
 with the current Python interpreter, anything else is executed.
@@ -88,8 +90,10 @@ def _participant(c: StepCompiler, model: ParticipantModel, path: Path) -> Partic
         "opens": bool(model.triggers_conversation),
         "position": c.position(path),
     }
-    if model.ask is not None:
-        return Participant(ask=c.template(model.ask, (*path, "ask")), input_schema=model.input_schema, **common)
+    if model.answered_by is not None or model.ask is not None:  # answered_by replaces any other kind
+        ask = c.template(model.ask, (*path, "ask")) if model.ask is not None else None
+        person = c.agents.person(model.answered_by) if model.answered_by is not None else None
+        return Participant(ask=ask, answered_by=person, input_schema=model.input_schema, **common)
     if model.uses is not None and model.uses.startswith("imports."):
         workflow = WorkflowStep(
             name=model.name, pipeline=c.imported(model.uses.removeprefix("imports.")), position=c.position(path)

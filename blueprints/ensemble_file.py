@@ -15,11 +15,15 @@ A file whose top level has ``agents`` as a list (and no ``version``/``steps``) i
             requires_all: true
         conversation: {max_turns: 2, state_key: extracted, triggers_conversation: false}
     conversation_limits: {max_total_turns: 15, max_agent_executions: {x: 3}, timeout_seconds: 600}
+    personas:                                  # agents that play a person: answered_by: agents.NAME
+      ada: {model: scripted, system_prompt: "You are Ada ...", replies: ["..."]}
 
 It is translated key by key into our dialect (``dependencies`` → ``depends_on`` with ``participant``,
-``conversation.*`` onto the participant, ``conversation_limits.*`` onto the ``ensemble:`` block) and the
-position index is translated with it, so every finding still points at the line and column of the file
-as written. ``requires_all: false`` on any dependency makes the participant wait for any one of them.
+``conversation.*`` onto the participant, ``conversation_limits.*`` onto the ``ensemble:`` block,
+``personas`` to the blueprint's ``agents:`` mapping, so ``answered_by: agents.NAME`` on an agent replaces it
+with that simulated person, and ``--simulate-user agents.NAME`` finds it) and the position index is
+translated with it, so every finding still points at the line and column of the file as written.
+``requires_all: false`` on any dependency makes the participant wait for any one of them.
 """
 
 from __future__ import annotations
@@ -33,10 +37,12 @@ from blueprints.positions import Path, PositionIndex
 from blueprints.suggestions import did_you_mean
 
 # The keys of the file as written (our dialect's own participant keys are accepted too).
-AGENT_KEYS = ("name", "type", "script", "model_profile", "prompt", "config", "dependencies", "conversation")
+AGENT_KEYS = (
+    "name", "type", "script", "model_profile", "prompt", "config", "dependencies", "conversation", "answered_by",
+)  # fmt: skip
 CONVERSATION_KEYS = ("max_turns", "state_key", "triggers_conversation")
 DEPENDENCY_KEYS = ("agent_name", "condition", "max_executions", "requires_all")
-TOP_KEYS = ("name", "agents", "conversation_limits", "limits")
+TOP_KEYS = ("name", "agents", "conversation_limits", "personas", "limits")
 _UNKNOWN = re.compile(
     r"unknown key '(?P<key>[^']*)' (?P<where>in participant \S+|in a participant|in dependency|at the top level)"
 )
@@ -98,16 +104,20 @@ def translate(data: dict[str, Any]) -> dict[str, Any]:
     translated: dict[str, Any] = {"version": "0.1", "steps": [step]}
     if "name" in data:
         translated["name"] = name
+    if "personas" in data:
+        translated["agents"] = data["personas"]
     for key, value in data.items():  # anything else stays at the top level, where it is reported
-        if key not in ("name", "agents", "conversation_limits"):
+        if key not in ("name", "agents", "conversation_limits", "personas"):
             translated[key] = value
     return translated
 
 
 def _path(path: Path) -> Path:
     """Where the value at ``path`` of the file as written is in the translated blueprint."""
-    if not path or path[0] not in ("agents", "conversation_limits"):
+    if not path or path[0] not in ("agents", "conversation_limits", "personas"):
         return path
+    if path[0] == "personas":
+        return ("agents", *path[1:])
     if path[0] == "conversation_limits":
         return (*_ENSEMBLE, *path[1:])
     if len(path) < 3:

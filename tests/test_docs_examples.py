@@ -51,6 +51,9 @@ RUNS: dict[str, Run] = {
         output={"poem": "Soft rain on the roof at night", "published": "yes", "rounds": 5, "ended": "completed"},
     ),
     "blueprints/examples/chat.yaml": Run(answers=("Hi!", "bye"), local=True),
+    "docs/examples/ensemble_persona.yaml": Run(
+        input="a poem about rain", output={"poem": "Soft rain on the roof at night", "published": "true"}
+    ),
     "blueprints/examples/clarify.yaml": Run(
         answers=("Plan a trip", "My family", "June"),
         output="The goal is clear.\nGoal: Plan a trip\n- Who is it for? My family\n- By when should it be done? June\n",

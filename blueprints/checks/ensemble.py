@@ -1,7 +1,8 @@
 """Checks of ``kind: ensemble`` steps: what each participant is, who it depends on, and the limits.
 
-Errors: a participant that is not exactly one of ``uses``/``script``/``model_profile``/``ask``; an unknown
-agent, import, profile (listing the known ones), script file or participant (did-you-mean); a condition
+Errors: a participant that is not exactly one of ``uses``/``script``/``model_profile``/``ask`` (or only
+``answered_by``: a simulated person plays it); an unknown agent (``answered_by`` too), import, profile
+(listing the known ones), script file or participant (did-you-mean); a condition
 that does not compile or reads an unknown name; an ensemble where no participant can ever start (every
 one waits for another: a dependency cycle, and none opens it with ``triggers_conversation``). Warnings: a
 participant that can never run, and limits that can never be reached. Keys of a participant's
@@ -10,6 +11,7 @@ reply are known only at run time, so ``context.<key>`` is never reported.
 
 from __future__ import annotations
 
+from blueprints.checks.agents import check_agent_ref
 from blueprints.checks.checker import Checker
 from blueprints.checks.sites import StepSite
 from blueprints.checks.texts import check_text
@@ -51,7 +53,7 @@ def check_ensemble(checker: Checker, site: StepSite) -> None:
             if dep.condition is not None:
                 check_text(
                     checker, (*dep_path, "condition"), dep.condition, expression=True,
-                    extra_names=CONDITION_NAMES, step_names=names,
+                    extra_names=CONDITION_NAMES, step_names=names, any_context=True,
                 )  # fmt: skip
             limit = _limit(participant, block.max_agent_executions)
             if dep.max_executions is not None and dep.max_executions > limit:
@@ -63,7 +65,13 @@ def check_ensemble(checker: Checker, site: StepSite) -> None:
                     "raise the participant's max_turns, or lower max_executions",
                 )
         if participant.ask is not None:
-            check_text(checker, (*path, "ask"), participant.ask, extra_names=CONDITION_NAMES, step_names=names)
+            check_text(
+                checker, (*path, "ask"), participant.ask,
+                extra_names=CONDITION_NAMES, step_names=names, any_context=True,
+            )  # fmt: skip
+        if participant.answered_by is not None:
+            who = f"participant {participant.name!r} is answered_by"
+            check_agent_ref(checker, participant.answered_by, (*path, "answered_by"), who)
     for name, cap in block.max_agent_executions.items():
         key = (*here, "max_agent_executions", name)
         if name not in names:
@@ -107,6 +115,8 @@ def _limit(participant: ParticipantModel, caps: dict[str, int]) -> int:
 def _check_kind(checker: Checker, participant: ParticipantModel, path: Path) -> None:
     values = (participant.uses, participant.script, participant.model_profile, participant.ask)
     given = [kind for kind, value in zip(_KINDS, values, strict=True) if value is not None]
+    if not given and participant.answered_by is not None:  # a simulated person plays it; nothing else to check
+        return
     if len(given) != 1:
         found = f" (it sets {' and '.join(given)})" if given else ""
         checker.error(

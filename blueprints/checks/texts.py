@@ -59,8 +59,11 @@ def check_text(
     expression: bool = False,
     extra_names: Iterable[str] = (),
     step_names: Iterable[str],
+    any_context: bool = False,
 ) -> None:
-    """Compile ``source`` (a template, or an expression) and check the names it reads."""
+    """Compile ``source`` (a template, or an expression) and check the names it reads. ``any_context``:
+    its ``context`` holds keys known only at run time (an ensemble's accumulated context), so its context
+    reads are not checked against what the blueprint writes."""
     what = "expression" if expression else "template"
     try:
         if expression:
@@ -101,4 +104,5 @@ def check_text(
             checker.index.inside(path, line, column) or checker.at(path),
             "steps.<name>.output reads the output of the step with that name",
         )
-    check_context_reads(checker, path, source, expression=expression)
+    if not any_context:
+        check_context_reads(checker, path, source, expression=expression)

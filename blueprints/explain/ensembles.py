@@ -55,6 +55,9 @@ def _when(participant: ParticipantModel) -> str:
 
 def _what(participant: ParticipantModel, scope: Scope, settings: Settings) -> tuple[str, str | None]:
     """The participant in words, and the provider:model it calls (None for offline agents and scripts)."""
+    if participant.answered_by is not None:
+        asked = participant.ask.strip() if participant.ask is not None else "the newest turn"
+        return f"a simulated person, {participant.answered_by} (asked: {asked})", None
     if participant.ask is not None:
         return f"you (asked: {participant.ask.strip()})", None
     if participant.script is not None:
@@ -94,8 +97,10 @@ def explain_ensemble(model: EnsembleStepModel, scope: Scope, settings: Settings,
             )
         )
         label = f"{scope.prefix}{model.name} › {participant.name}"
-        if participant.ask is not None:
-            words.human.append(f"{label}, up to {most * scope.times} time(s): {participant.ask.strip()}")
+        if participant.ask is not None or participant.answered_by is not None:
+            asked = participant.ask.strip() if participant.ask is not None else "the newest turn"
+            by = f" (answered by a simulated person, {participant.answered_by})" if participant.answered_by else ""
+            words.human.append(f"{label}, up to {most * scope.times} time(s): {asked}{by}")
         elif participant.script is None and not (participant.uses or "").startswith("imports."):
             words.calls.append(Call(label, participant.name, metered, most * scope.times, scope.per_item, False))
     limit = f"{block.timeout_seconds:g} seconds" if block.timeout_seconds is not None else "no time limit"

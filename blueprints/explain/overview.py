@@ -98,7 +98,11 @@ def used_by(blueprint: Blueprint) -> dict[str, list[str]]:
             used.setdefault(step.answered_by.removeprefix("agents."), []).append(f"{step.name} (to answer it)")
         if isinstance(step, EnsembleStepModel):
             for participant in step.ensemble.participants:
-                if participant.uses is not None and participant.uses.startswith("agents."):
+                if participant.answered_by is not None:
+                    used.setdefault(participant.answered_by.removeprefix("agents."), []).append(
+                        f"{step.name} › {participant.name} (to answer it)"
+                    )
+                elif participant.uses is not None and participant.uses.startswith("agents."):
                     used.setdefault(participant.uses.removeprefix("agents."), []).append(
                         f"{step.name} › {participant.name}"
                     )

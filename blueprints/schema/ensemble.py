@@ -11,7 +11,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Discriminator, Field, Tag
 
-from blueprints.schema.base import JsonSchema, Name, PositiveInt, StrictModel, UsesRef
+from blueprints.schema.base import AgentRef, JsonSchema, Name, PositiveInt, StrictModel, UsesRef
 from blueprints.schema.loop_blocks import HistoryManagementModel, OutputSpec
 
 
@@ -54,6 +54,7 @@ class ParticipantModel(StrictModel):
     script: Name | None = None
     model_profile: Name | None = None
     ask: str | None = None
+    answered_by: AgentRef | None = None  # a simulated person speaks for it (core.simulated_person)
     input_schema: JsonSchema | None = None
     prompt: str | None = None
     config: dict[str, Any] = Field(default_factory=dict)

@@ -1,7 +1,8 @@
 """The ensemble step: a conversation among participants, run in rounds (plain, immutable objects).
 
 A participant is exactly one of: an agent (a model, or a script agent: ``python:``/``command:``/``script:``),
-a sub-workflow (``uses: imports.X``, run as a step of its own) or the person (``ask``). The blueprint
+a sub-workflow (``uses: imports.X``, run as a step of its own) or the person (``ask``; or ``answered_by``
+alone: a participant a simulated person plays, asked the conversation's newest turn). The blueprint
 compiler builds these; a Python user can build them directly. See ``core.ensemble.state`` for the rules
 that decide who speaks in a round.
 """
@@ -18,6 +19,7 @@ from core.templates import Expression, Template
 
 if TYPE_CHECKING:
     from core.context import RunContext
+    from core.simulated_person import SimulatedPerson
     from core.steps import HistoryPolicy, WorkflowStep
 
 CompletionReason = Literal["completed", "turn_limit", "timeout"]
@@ -38,12 +40,14 @@ class Dependency:
 
 @dataclass(frozen=True)
 class Participant:
-    """One voice of the conversation. Exactly one of ``agent``, ``workflow`` or ``ask`` is set."""
+    """One voice of the conversation: exactly one of ``agent``, ``workflow`` or the person (``ask``,
+    ``answered_by`` or both) is set. ``answered_by`` is the simulated person who answers for the person."""
 
     name: str
     agent: Agent | None = None
     workflow: WorkflowStep | None = None
     ask: Template | None = None
+    answered_by: SimulatedPerson | None = None
     input_schema: Mapping[str, Any] | None = None
     config: Mapping[str, Any] = field(default_factory=dict)
     max_turns: int = 1
@@ -54,6 +58,11 @@ class Participant:
     # have spoken; from round 2 on its dependencies decide, as for everyone.
     opens: bool = False
     position: SourcePosition | None = None
+
+    @property
+    def is_person(self) -> bool:
+        """Whether the person speaks for this participant (asked through ``core.policies.person``)."""
+        return self.ask is not None or self.answered_by is not None
 
 
 # The ``output:`` hook of an ensemble (as for loops): the conversation result and the run context in,

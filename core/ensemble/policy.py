@@ -22,19 +22,18 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from core.context import ConversationTurn, HitlEntry, Role, RunContext
+from core.conversation import turn_text
 from core.ensemble.model import CompletionReason, Dependency, EnsembleStep, Participant
 from core.ensemble.state import EnsembleState, Turn
-from core.ensemble.view import Speaker, chat, envelope
-from core.errors import ControlSignal, FlujoError, LimitReached, Pause, StepFailed
+from core.ensemble.view import Speaker, chat, cue, envelope
+from core.errors import ControlSignal, FlujoError, LimitReached
 from core.policies.body import BodyRunner
 from core.policies.context_writes import record_output
 from core.policies.frame import Frame, child_path, step_error
 from core.policies.leaf import run_agent_step
-from core.ports import HumanQuestion
-from core.schema_check import parse_answer, schema_errors
+from core.policies.person import PersonQuestion, ask_person
 from core.steps import AgentStep
 
-MAX_ANSWER_ATTEMPTS = 10
 _POLL_WHILE_ASKING_S = 0.25
 
 
@@ -104,7 +103,7 @@ class Conversation:
         if self.threaded:  # the thread keeps what was said: the person's turns as the user's
             said = state.said[len(state.said) - len(spoken) :]
             for (participant, _, _), turn in zip(spoken, said, strict=True):
-                role: Role = "user" if participant.ask is not None else "assistant"
+                role: Role = "user" if participant.is_person else "assistant"
                 self.ctx.thread_turns.append(ConversationTurn(role, turn.content, turn.tokens))
         return "timeout" if timed_out else "played"
 
@@ -117,14 +116,14 @@ class Conversation:
         order they run in changes nothing of what they are sent."""
         here = child_path(self.path, str(number))
         results: dict[str, asyncio.Task[Turn]] = {}
-        agents = [participant for participant, _ in ready if participant.ask is None]
+        agents = [participant for participant, _ in ready if not participant.is_person]
         self.alone = len(agents) == 1
         tasks = [asyncio.create_task(self._speak(participant, number, here)) for participant in agents]
         results.update(zip((participant.name for participant in agents), tasks, strict=True))
         timed_out = await self._settle(tasks)
         if not timed_out and not any(task.exception() for task in tasks if not task.cancelled()):
             for participant, _ in ready:
-                if participant.ask is None:
+                if not participant.is_person:
                     continue
                 asking = asyncio.create_task(self._speak(participant, number, here))
                 results[participant.name] = asking
@@ -173,13 +172,13 @@ class Conversation:
     async def _speak(self, participant: Participant, number: int, here: str) -> Turn:
         path = child_path(here, participant.name)
         replay = self.frame.replayed(path)
-        if replay is not None and participant.ask is None:  # its running time counts again, as when it ran
+        if replay is not None and not participant.is_person:  # its running time counts again, as when it ran
             self.clock.replaying = max(self.clock.replaying, replay.duration_s)  # (the person's never did)
         started = time.time()
         if replay is not None:
             started = replay.started_at
-        if participant.ask is not None:
-            output = await self._ask(participant, path)
+        if participant.is_person:
+            output = await self._ask(participant, number, path)
         elif participant.workflow is not None:
             workflow = replace(participant.workflow, name=participant.name, input=None)
             message, _ = chat(self.state, participant, _NO_AGENT, number)
@@ -205,13 +204,13 @@ class Conversation:
         scratch = RunContext(initial_prompt=self.ctx.initial_prompt)  # the turn's own effects are the state's
         return await run_agent_step(step, reference, scratch, path, self.frame)
 
-    async def _ask(self, participant: Participant, path: str) -> Any:
-        assert participant.ask is not None
+    async def _ask(self, participant: Participant, number: int, path: str) -> Any:
+        """The person's turn, asked through ``ask_person`` (given answers, a replayed answer, the
+        simulated person, the terminal), committed as a ``hitl`` step at the turn's path."""
         frame = self.frame
-        scope = self.state.scope()
         started = time.time()
         try:
-            message = participant.ask.render_text(scope)
+            question = self._question(participant, number, path)
         except FlujoError as exc:
             await frame.commit(
                 path=path, name=participant.name, kind="hitl", status="failed", started=started,
@@ -221,45 +220,54 @@ class Conversation:
         replay = frame.replayed(path)
         if replay is not None:
             frame.replays += 1
-            self._remember(participant, message, replay.output)
+            frame.add_usage(replay.usage)  # a simulated person's calls
+            self._remember(participant, question.message, replay.output)
             return replay.output
         frame.reporter.step_started(path, participant.name, "hitl")
-        error: str | None = None
-        answer: Any = None
-        for _ in range(MAX_ANSWER_ATTEMPTS):
-            question = HumanQuestion(
-                step=participant.name, path=path, message=message, input_schema=participant.input_schema, error=error
-            )
-            self.clock.asking += 1
-            asked = time.monotonic()
-            try:
-                text = await frame.human.ask(question)
-            finally:
-                self.clock.asking -= 1
-                self.clock.waited += time.monotonic() - asked
-            if text is None:
-                raise Pause(step=participant.name, path=path, message=message)
-            answer = parse_answer(text, participant.input_schema)
-            error = schema_errors(answer, participant.input_schema) if participant.input_schema else None
-            if error is None:
-                break
-        else:
-            failure = StepFailed(
-                f"no valid answer to {participant.name!r} after {MAX_ANSWER_ATTEMPTS} attempts: {error}",
-                step=participant.name,
-            )
+        self.clock.asking += 1
+        asked = time.monotonic()
+        try:
+            answer = await ask_person(question, frame)
+        except FlujoError as exc:
             await frame.commit(
                 path=path, name=participant.name, kind="hitl", status="failed", started=started,
-                input=message, error=failure.message, failure=failure,
+                input=question.message, error=exc.message, failure=exc,
             )  # fmt: skip
-            raise failure
-        self._remember(participant, message, answer)
-        events = [frame.event("hitl.answer", path, {"message": message, "answer": answer})]
+            raise
+        finally:
+            self.clock.asking -= 1
+            self.clock.waited += time.monotonic() - asked
+        self._remember(participant, question.message, answer.value)
         await frame.commit(
             path=path, name=participant.name, kind="hitl", status="completed", started=started,
-            input=message, output=answer, events=events,
+            input=question.message, output=answer.value, usage=answer.usage,
+            events=answer.trace(frame, path, question.message),
         )  # fmt: skip
-        return answer
+        return answer.value
+
+    def _question(self, participant: Participant, number: int, path: str) -> PersonQuestion:
+        """What the person is asked: the ``ask`` question, or, for a participant only a simulated person
+        plays, the newest turn someone else said (a cue when there is none). What the person has heard is
+        the conversation as the asking side records it — the thread's earlier turns, the ensemble's input
+        and the person participants' turns as the user's, the agents' (named) as the assistant's — bounded
+        by the ensemble's history policy when it is sent."""
+        state = self.state
+        heard = [*state.earlier, *([state.seed] if state.seed is not None else [])]
+        for turn, said in zip(state.turns, state.said, strict=True):
+            if self.step.participant(turn.participant).is_person:
+                heard.append(ConversationTurn("user", turn_text(turn.output), said.tokens))
+            else:
+                heard.append(ConversationTurn("assistant", said.content, said.tokens))
+        if participant.ask is not None:
+            message = participant.ask.render_text(state.scope())
+        elif heard and heard[-1].role == "assistant":
+            message = heard[-1].content
+        else:
+            message = cue(participant, number)
+        return PersonQuestion(
+            step=participant.name, path=path, message=message, input_schema=participant.input_schema,
+            answered_by=participant.answered_by, heard=heard, history=self.step.history,
+        )  # fmt: skip
 
     def _remember(self, participant: Participant, message: str, answer: Any) -> None:
         self.ctx.hitl_history.append(HitlEntry(step=participant.name, message=message, answer=answer))
