@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -129,6 +128,8 @@ def test_workers_execute_every_queued_run_exactly_once(tmp_path: Path, uri: str)
     (workdir / "inputs.jsonl").write_text("".join(f'"input {i}"\n' for i in range(count)), encoding="utf-8")
     ids = _submit(workdir, uri, "--inputs", "inputs.jsonl")
     assert len(set(ids)) == count and {r.status for r in _runs(uri).values()} == {"queued"}
+    listed = _flujo(workdir, uri, "lens", "list", "--status", "queued", "--limit", "1000").stdout
+    assert sorted(line.split()[0] for line in listed.splitlines()[1:]) == sorted(ids)
     workers = [_worker(workdir, uri, "--until-idle") for _ in range(8 if uri.startswith("postgres") else 4)]
     logs = [_finish(worker) for worker in workers]
     effects = {path.name: path.read_text() for path in (workdir / "effects").iterdir()}
@@ -148,6 +149,8 @@ def test_a_worker_killed_mid_run_leaves_it_to_another_with_no_committed_step_run
     first = _worker(workdir, uri)
     _wait_for(workdir / "started" / run_id)  # step "first" committed; "gated" in flight
     assert _runs(uri)[run_id].status == "running"
+    listed = _flujo(workdir, uri, "lens", "list", "--status", "running")
+    assert "HELD BY" in listed.stdout and f"pid {first.pid} on" in listed.stdout, listed.stdout
     first.send_signal(signal.SIGKILL)
     first.communicate(timeout=30)
     (workdir / "go").touch()
