@@ -106,6 +106,10 @@ class _Worker:
         try:
             self.console.print(f"started {run_id}")
             outcome = await self._resume(run_id)
+            if outcome is None:  # someone finished it by hand (flujo resume) while it was queued
+                await self.store.leave_queued(run_id)
+                self._report(run_id, "skipped", "it ended elsewhere", started)
+                return
         except asyncio.CancelledError:
             if run_id in self.cancelled:
                 await self.store.update_run(run_id, status="cancelled", finished_at=time.time())
@@ -130,7 +134,7 @@ class _Worker:
         seconds = time.perf_counter() - started
         self.console.print(f"{status} {run_id} · {seconds:.2f}s" + (f" · {escape(detail)}" if detail else ""))
 
-    async def _resume(self, run_id: str) -> RunOutcome:
+    async def _resume(self, run_id: str) -> RunOutcome | None:
         """Execute the run taken from the queue as ``flujo run`` would have, with what was submitted."""
         from blueprints import compile_pipeline, load_blueprint, simulated_user
         from core.answering import Answering
@@ -144,6 +148,8 @@ class _Worker:
 
         record = await self.store.get_run(run_id)
         assert record is not None
+        if record.status in ("completed", "cancelled"):
+            return None
         options: dict[str, Any] = record.options or {}
         overrides = RunOverrides().over(options)
         settings = settings_with_state(self.state, overrides_from_assignments(overrides.settings))
