@@ -258,3 +258,27 @@ def test_submit_queues_nothing_for_an_invalid_blueprint_or_a_bad_inputs_line(tmp
     done = _flujo(workdir, uri, "submit", "bp.yaml", "--inputs", _lines(workdir, ['"ok"', "[1, 2]"]))
     assert done.returncode == exit_codes.USAGE and "inputs.jsonl:2" in done.stderr
     assert not Path(uri).exists() or _runs(uri) == {}
+
+
+def test_the_worked_example_of_scale_md(tmp_path: Path) -> None:
+    """docs/scale.md: a batch of bookings answered by a simulated person, given answers first."""
+    uri = str(tmp_path / "flujo.db")
+    lines = [
+        '"table for the Lopez family"',
+        '"table for the Smiths"',
+        '{"input": "table for Ada", "answers": ["2", "yes"]}',
+    ]
+    (tmp_path / "bookings.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert "\n".join(lines) in (ROOT / "docs" / "scale.md").read_text(encoding="utf-8")
+    blueprint = str(ROOT / "docs" / "examples" / "persona.yaml")
+    ids = _submit_file(tmp_path, uri, blueprint, "--inputs", "bookings.jsonl", "--simulate-user", "agents.tester")
+    log = _finish(_worker(tmp_path, uri, "--concurrency", "4", "--until-idle"))
+    assert "3 run(s): 3 completed" in log
+    runs = _runs(uri)
+    assert [runs[i].output for i in ids] == ["4 guests, confirmed: true"] * 2 + ["2 guests, confirmed: true"]
+
+
+def _submit_file(workdir: Path, uri: str, blueprint: str, *args: str) -> list[str]:
+    done = _flujo(workdir, uri, "submit", blueprint, *args)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
