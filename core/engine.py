@@ -129,7 +129,13 @@ class Engine:
             await self.store.release_run(record.run_id)
 
     async def resume(
-        self, pipeline: Pipeline, run_id: str, *, force: bool = False, options: dict[str, Any] | None = None
+        self,
+        pipeline: Pipeline,
+        run_id: str,
+        *,
+        force: bool = False,
+        options: dict[str, Any] | None = None,
+        claimed: bool = False,
     ) -> RunOutcome:
         """Continue a paused, failed, interrupted or crashed run: committed steps are replayed, the rest
         executed (in the same thread, if the run has one). ``run_id`` may be a unique prefix.
@@ -137,7 +143,9 @@ class Engine:
         Refused (``ResumeRefused``) when the run completed, when another live process is executing it
         (a crashed process holds no claim, so its run resumes), or when ``pipeline`` is not the blueprint
         the run started with (its source hash differs) unless ``force``; a sub-workflow's child run is
-        resumed through its parent. ``options`` replaces the run's recorded ``RunRecord.options``."""
+        resumed through its parent. ``options`` replaces the run's recorded ``RunRecord.options``. With
+        ``claimed`` the caller (a worker that took the run from the queue) already holds the run's claim: it
+        is neither taken nor released here."""
         record = await self.store.get_run(run_id)
         if record is None:
             raise RunError(f"no run matches {run_id!r}", hint="list runs with: flujo lens list")
@@ -147,7 +155,7 @@ class Engine:
                 hint=f"flujo resume {record.parent_run_id} continues inside this sub-workflow",
             )
         full_id = record.run_id
-        if not await self.store.claim_run(full_id):
+        if not claimed and not await self.store.claim_run(full_id):
             owner = f" ({record.owner})" if record.owner else ""
             raise ResumeRefused(
                 f"run {full_id} is being executed by another flujo process{owner}",
@@ -161,7 +169,8 @@ class Engine:
             await self.store.update_run(full_id, status="running", options=options)
             return await self._execute(pipeline, record, journal_from_store=True)
         finally:
-            await self.store.release_run(full_id)
+            if not claimed:
+                await self.store.release_run(full_id)
 
     async def _execute(self, pipeline: Pipeline, record: RunRecord, *, journal_from_store: bool) -> RunOutcome:
         run_id = record.run_id

@@ -172,7 +172,9 @@ class HumanInput(Protocol):
 
 
 StepStatus = Literal["completed", "failed", "skipped", "paused"]
-RunStatus = Literal["running", "completed", "failed", "paused", "limit_reached", "aborted", "interrupted"]
+RunStatus = Literal[
+    "running", "completed", "failed", "paused", "limit_reached", "aborted", "interrupted", "queued", "cancelled"
+]
 
 
 @dataclass(frozen=True)

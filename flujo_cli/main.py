@@ -220,6 +220,80 @@ def resume(
 
 
 @app.command(cls=Command)
+def submit(
+    file: Annotated[Path, typer.Argument(help="The blueprint YAML file to queue runs of.", show_default=False)],
+    input: InputOption = None,
+    inputs: Annotated[
+        Path | None,
+        typer.Option(
+            "--inputs",
+            metavar="FILE.jsonl",
+            help='One run per line: a JSON string (the input) or {"input": ..., "answers": ..., "thread": ...}.',
+            show_default=False,
+        ),
+    ] = None,
+    thread: ThreadOption = None,
+    simulate_user: SimulateUserOption = None,
+    answers: AnswersFileOption = None,
+    json_output: JsonOption = False,
+    store: StateOption = None,
+) -> None:
+    """Queue runs of a blueprint for flujo worker processes and print their ids (nothing is queued when the
+    blueprint has errors)."""
+    from flujo_cli.commands.submit import submit as submit_runs
+
+    raise SystemExit(
+        submit_runs(
+            file,
+            input_text=input,
+            inputs_file=inputs,
+            thread=thread,
+            simulate_user=simulate_user,
+            answers_file=answers,
+            json_output=json_output,
+            state=store,
+            debug=state.debug,
+        )
+    )
+
+
+@app.command(cls=Command)
+def worker(
+    concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1, help="Runs executed at a time.")] = 1,
+    until_idle: Annotated[
+        bool, typer.Option("--until-idle", help="Exit (0) when no queued run is left to take.")
+    ] = False,
+    grace: Annotated[
+        float,
+        typer.Option(
+            "--grace",
+            metavar="SECONDS",
+            min=0.0,
+            help="On SIGTERM, how long runs in hand may finish before they are interrupted (resumable).",
+        ),
+    ] = 30.0,
+    store: StateOption = None,
+) -> None:
+    """Take queued runs (flujo submit) and execute them, on any machine that reaches the run store."""
+    from flujo_cli.commands.worker import work
+
+    raise SystemExit(
+        work(concurrency=concurrency, until_idle=until_idle, grace_s=grace, state=store, debug=state.debug)
+    )
+
+
+@app.command(cls=Command)
+def cancel(
+    run_id: Annotated[str, typer.Argument(help="The run id (a unique prefix is enough).", show_default=False)],
+    store: StateOption = None,
+) -> None:
+    """Cancel a queued run, or stop a run a worker is executing (its status becomes cancelled)."""
+    from flujo_cli.commands.submit import cancel as cancel_run
+
+    raise SystemExit(cancel_run(run_id, state=store, debug=state.debug))
+
+
+@app.command(cls=Command)
 def validate(
     file: Annotated[Path, typer.Argument(help="The blueprint YAML file to check.", show_default=False)],
     json_output: JsonOption = False,
@@ -385,7 +459,8 @@ def lens_list(
         str | None,
         typer.Option(
             "--status",
-            help="Only runs with this status: running, completed, failed, paused, limit_reached, aborted, interrupted.",
+            help="Only runs with this status: queued, running, completed, failed, paused, limit_reached, aborted,"
+            " interrupted, cancelled.",
             show_default=False,
         ),
     ] = None,

@@ -26,6 +26,8 @@ _MARKS: dict[str, tuple[str, str]] = {
     "interrupted": ("⏹", "yellow"),
     "limit_reached": ("⛔", "red"),
     "aborted": ("⏹", "red"),
+    "queued": ("◌", "dim"),
+    "cancelled": ("⊘", "dim"),
     "skipped": ("↷", "dim"),
 }
 _WELL_KNOWN_HISTORY = ("conversation", "turns", "dropped", "mode", "summary_of")

@@ -61,6 +61,7 @@ class Expansion:
 def runs_table(rows: Sequence[RunRow], *, tz: tzinfo | None = None) -> Table:
     """``lens list``: one line per run (child runs indented under their parent when both are listed)."""
     threads = any(row.record.thread for row in rows)
+    held = any(row.record.status == "running" for row in rows)  # who executes them (a worker's host and pid)
     table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold", padding=(0, 1, 0, 0))
     for heading, justify in (
         ("RUN", "left"),
@@ -75,6 +76,8 @@ def runs_table(rows: Sequence[RunRow], *, tz: tzinfo | None = None) -> Table:
         table.add_column(heading, justify=justify, no_wrap=heading != "BLUEPRINT")  # type: ignore[arg-type]
     if threads:
         table.add_column("THREAD")
+    if held:
+        table.add_column("HELD BY")
     for row in rows:
         record = row.record
         run_id = Text("  " * (row.depth - 1) + "└ " if row.depth else "") + Text(record.run_id, style="cyan")
@@ -93,6 +96,8 @@ def runs_table(rows: Sequence[RunRow], *, tz: tzinfo | None = None) -> Table:
         ]
         if threads:
             cells.append(record.thread or "")
+        if held:
+            cells.append(record.owner or "" if record.status == "running" else "")
         table.add_row(*cells)
     return table
 

@@ -46,7 +46,7 @@ async def test_an_empty_database_is_set_up_on_first_use_and_once(postgres_uri: s
     tables = {
         row[0] for row in _sql(postgres_uri, "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
     }
-    assert tables == {"schema_migrations", "runs", "steps", "events", "texts", "thread_turns"}
+    assert tables == {"schema_migrations", "runs", "steps", "events", "texts", "thread_turns", "queue"}
     async with await open_store(postgres_uri) as store:  # opened again: nothing applied twice, nothing lost
         assert [r.run_id for r in await store.list_runs()] == ["r1"]
     assert len(_sql(postgres_uri, "SELECT name FROM schema_migrations")) == SCHEMA_VERSION

@@ -152,6 +152,26 @@ async def m006_run_options(db: aiosqlite.Connection) -> None:
     await db.execute("ALTER TABLE runs ADD COLUMN options TEXT")
 
 
+@migration
+async def m007_run_queue(db: aiosqlite.Connection) -> None:
+    # Runs queued by ``flujo submit`` for ``flujo worker`` processes (core.store.queue_rows): a row per run
+    # a worker should drive, in submission order (seq), until the run ends, pauses or is cancelled. ``taken``
+    # says a worker started it (whether that worker still lives is its claim's business); ``cancel`` that
+    # ``flujo cancel`` asked the worker executing it to stop.
+    await db.execute(
+        """
+        CREATE TABLE queue (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id TEXT NOT NULL UNIQUE REFERENCES runs(run_id) ON DELETE CASCADE,
+            thread TEXT,
+            taken INTEGER NOT NULL DEFAULT 0,
+            cancel INTEGER NOT NULL DEFAULT 0
+        )
+        """
+    )
+    await db.execute("CREATE INDEX queue_by_thread ON queue(thread, seq)")
+
+
 SCHEMA_VERSION = len(MIGRATIONS)
 """How many migrations this flujo knows; a database with more was written by a newer flujo."""
 

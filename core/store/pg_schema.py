@@ -124,6 +124,19 @@ PG_MIGRATIONS: tuple[tuple[str, Sequence[LiteralString]], ...] = (
         ),
     ),
     ("m006_run_options", ("ALTER TABLE runs ADD COLUMN options TEXT",)),
+    (
+        "m007_run_queue",
+        (
+            """CREATE TABLE queue (
+                seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                run_id TEXT NOT NULL UNIQUE REFERENCES runs(run_id) ON DELETE CASCADE,
+                thread TEXT,
+                taken INTEGER NOT NULL DEFAULT 0,
+                cancel INTEGER NOT NULL DEFAULT 0
+            )""",
+            "CREATE INDEX queue_by_thread ON queue(thread, seq)",
+        ),
+    ),
 )
 
 

@@ -33,6 +33,7 @@ import asyncio
 import dataclasses
 import hashlib
 import json
+import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from types import TracebackType
@@ -45,7 +46,7 @@ from core.config import PostgresSettings
 from core.context import ConversationTurn
 from core.errors import StoreError
 from core.ports import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
-from core.store import codec, pruning, texts, thread_rows
+from core.store import codec, pruning, queue_rows, texts, thread_rows
 from core.store.claims import process_label
 from core.store.location import describe, password
 from core.store.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
@@ -75,6 +76,17 @@ _DELETE_RUN_TURNS = _pg(thread_rows.DELETE_RUN_TURNS)
 _INSERT_TURN = _pg(thread_rows.INSERT_TURN)
 _DELETE_THREAD_TURNS = _pg(thread_rows.DELETE_THREAD_TURNS)
 _LEAVE_THREAD = _pg(thread_rows.LEAVE_THREAD)
+_Q_OFFERED = _pg(queue_rows.OFFERED) + " FOR UPDATE OF q SKIP LOCKED"
+_Q_TAKEN = _pg(queue_rows.TAKEN) + " FOR UPDATE OF q SKIP LOCKED"
+_Q_WAITING = _pg(queue_rows.WAITING)
+_Q_INSERT = _pg(queue_rows.INSERT)
+_Q_MARK_TAKEN = _pg(queue_rows.MARK_TAKEN)
+_Q_MARK_RUNNING = _pg(queue_rows.MARK_RUNNING)
+_Q_REQUEUE = _pg(queue_rows.REQUEUE)
+_Q_REMOVE = _pg(queue_rows.REMOVE)
+_Q_ONE = _pg(queue_rows.ONE) + " FOR UPDATE"
+_Q_ASK_CANCEL = _pg(queue_rows.ASK_CANCEL)
+_Q_MARK_CANCELLED = _pg(queue_rows.MARK_CANCELLED)
 _RUN_MARKS = ", ".join("%s" for _ in codec.RUN_COLUMNS.split(","))
 _STEP_MARKS = ", ".join("%s" for _ in codec.STEP_COLUMNS.split(","))
 
@@ -228,6 +240,22 @@ class PostgresStore:
         """Claim ``run_id`` with a session advisory lock on this store's claims connection and record this
         process as the run's owner; False when a live session (this store's included) holds it."""
         self._pool_or_error()
+        if not await self._lock_run(run_id):
+            return False
+        try:
+            async with self._write(f"claim run {run_id}") as db:
+                cursor = await db.execute(
+                    "UPDATE runs SET owner = %s WHERE run_id = %s RETURNING run_id", (process_label(), run_id)
+                )
+                if await cursor.fetchone() is None:
+                    raise StoreError(f"cannot claim run {run_id}: no such run", hint=NO_RUN_HINT)
+        except BaseException:
+            await self.release_run(run_id)
+            raise
+        return True
+
+    async def _lock_run(self, run_id: str) -> bool:
+        """Take the session advisory lock of ``run_id`` on the claims connection (the claim itself)."""
         async with self._claim_lock:
             if run_id in self._claimed:
                 return False
@@ -240,17 +268,71 @@ class PostgresStore:
                 await self._close_claims_if_unused()
                 return False
             self._claimed.add(run_id)
-        try:
-            async with self._write(f"claim run {run_id}") as db:
-                cursor = await db.execute(
-                    "UPDATE runs SET owner = %s WHERE run_id = %s RETURNING run_id", (process_label(), run_id)
+            return True
+
+    async def queue_runs(self, runs: Sequence[RunRecord]) -> None:
+        """Store ``runs`` (status ``queued``) and queue them, in this order, in one transaction."""
+        async with self._write(f"queue {len(runs)} run(s)") as db:
+            for run in runs:
+                input, output = await self._encode(db, run.run_id, [run.input, run.output])
+                await db.execute(
+                    f"INSERT INTO runs ({codec.RUN_COLUMNS}) VALUES ({_RUN_MARKS})", codec.run_row(run, input, output)
                 )
-                if await cursor.fetchone() is None:
-                    raise StoreError(f"cannot claim run {run_id}: no such run", hint=NO_RUN_HINT)
-        except BaseException:
-            await self.release_run(run_id)
-            raise
-        return True
+                await db.execute(_Q_INSERT, (run.run_id, run.thread))
+
+    async def take_queued(self) -> str | None:
+        """As ``SqliteStore.take_queued``: the candidates are locked ``FOR UPDATE SKIP LOCKED``, so workers
+        on any machine pass over each other's, and each taken run is claimed by its advisory lock."""
+        cancelled: list[str] = []
+        try:
+            async with self._write("take a queued run") as db:
+                offered = await (await db.execute(_Q_OFFERED, (queue_rows.BATCH,))).fetchall()
+                for row in offered:
+                    if await self._lock_run(str(row[0])):
+                        return await _mark_taken(db, str(row[0]))
+                for row in await (await db.execute(_Q_TAKEN, (500,))).fetchall():
+                    run_id = str(row[0])
+                    if not await self._lock_run(run_id):
+                        continue  # a live worker executes it
+                    if not row[1]:
+                        return await _mark_taken(db, run_id)
+                    cancelled.append(run_id)
+                    await db.execute(_Q_MARK_CANCELLED, (time.time(), run_id))
+                    await db.execute(_Q_REMOVE, (run_id,))
+        finally:
+            for run_id in cancelled:
+                await self.release_run(run_id)
+        return None
+
+    async def leave_queued(self, run_id: str, *, requeue: bool = False) -> None:
+        async with self._write(f"update the queue entry of run {run_id}") as db:
+            await db.execute(_Q_REQUEUE if requeue else _Q_REMOVE, (run_id,))
+
+    async def cancel_queued(self, run_id: str) -> queue_rows.Cancelled:
+        held = False
+        try:
+            async with self._write(f"cancel run {run_id}") as db:
+                if not await (await db.execute(_Q_ONE, (run_id,))).fetchall():
+                    return "not_queued"
+                held = await self._lock_run(run_id)
+                if not held:
+                    await db.execute(_Q_ASK_CANCEL, (run_id,))
+                    return "requested"
+                await db.execute(_Q_MARK_CANCELLED, (time.time(), run_id))
+                await db.execute(_Q_REMOVE, (run_id,))
+        finally:
+            if held:
+                await self.release_run(run_id)
+        return "cancelled"
+
+    async def cancel_requests(self, run_ids: Sequence[str]) -> set[str]:
+        if not run_ids:
+            return set()
+        sql = "SELECT run_id FROM queue WHERE cancel = 1 AND run_id = ANY(%s)"
+        return {str(row[0]) for row in await self._read("read cancel requests", sql, (list(run_ids),))}
+
+    async def queue_waiting(self) -> int:
+        return int((await self._read("count queued runs", _Q_WAITING, ()))[0][0])
 
     async def release_run(self, run_id: str) -> None:
         async with self._claim_lock:
@@ -549,3 +631,9 @@ async def _insert_events(
                 "INSERT INTO events (run_id, path, kind, ts, payload) VALUES (%s, %s, %s, %s, %s)",
                 [(run_id, e.path, e.kind, e.ts, p) for e, p in zip(events, payloads, strict=True)],
             )
+
+
+async def _mark_taken(db: Connection, run_id: str) -> str:
+    await db.execute(_Q_MARK_TAKEN, (run_id,))
+    await db.execute(_Q_MARK_RUNNING, (process_label(), run_id))
+    return run_id

@@ -29,6 +29,7 @@ import asyncio
 import dataclasses
 import json
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -40,7 +41,7 @@ import aiosqlite
 from core.context import ConversationTurn
 from core.errors import StoreError
 from core.ports import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
-from core.store import claims, codec, files, location, pruning, texts, thread_rows
+from core.store import claims, codec, files, location, pruning, queue_rows, texts, thread_rows
 from core.store.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
 from core.store.migrations import has_tables, migrate, refuse_foreign
 from core.store.transaction import immediate
@@ -236,6 +237,82 @@ class SqliteStore:
             self._claimed.discard(run_id)
             if self.path != ":memory:":
                 claims.release(self.path + CLAIMS_SUFFIX, run_id)
+
+    async def queue_runs(self, runs: Sequence[RunRecord]) -> None:
+        """Store ``runs`` (status ``queued``) and put them in the queue, in this order, in one transaction
+        (``core.store.queue_rows``)."""
+        async with self._write(f"queue {len(runs)} run(s)") as db:
+            await db.execute("PRAGMA defer_foreign_keys = ON")
+            for run in runs:
+                input, output = await self._encode(db, run.run_id, [run.input, run.output])
+                await db.execute(
+                    f"INSERT INTO runs ({codec.RUN_COLUMNS}) VALUES ({_marks(codec.RUN_COLUMNS)})",
+                    codec.run_row(run, input, output),
+                )
+                await db.execute(queue_rows.INSERT, (run.run_id, run.thread))
+
+    async def take_queued(self) -> str | None:
+        """Claim the oldest queued run a worker may start now (or a started one whose worker died), mark it
+        taken and running, and return its id; None when there is none. The caller holds its claim."""
+        async with self._write("take a queued run") as db:
+            for row in await db.execute_fetchall(queue_rows.OFFERED, (queue_rows.BATCH,)):
+                if self._take_claim(str(row[0])):
+                    return await _mark_taken(db, str(row[0]))
+            for row in await db.execute_fetchall(queue_rows.TAKEN, (_CHUNK,)):
+                run_id = str(row[0])
+                if not self._take_claim(run_id):
+                    continue  # a live worker executes it
+                if not row[1]:
+                    return await _mark_taken(db, run_id)
+                await db.execute(queue_rows.MARK_CANCELLED, (time.time(), run_id))
+                await db.execute(queue_rows.REMOVE, (run_id,))
+                self._claimed.discard(run_id)
+                self._release_lock(run_id)
+        return None
+
+    async def leave_queued(self, run_id: str, *, requeue: bool = False) -> None:
+        """Take ``run_id`` out of the queue (it ended, paused or was cancelled), or with ``requeue`` give it
+        back to be taken again (it was interrupted)."""
+        async with self._write(f"update the queue entry of run {run_id}") as db:
+            await db.execute(queue_rows.REQUEUE if requeue else queue_rows.REMOVE, (run_id,))
+
+    async def cancel_queued(self, run_id: str) -> queue_rows.Cancelled:
+        """Cancel queued run ``run_id`` when nobody executes it, else ask its worker to (see ``Cancelled``)."""
+        held = False
+        async with self._write(f"cancel run {run_id}") as db:
+            if not list(await db.execute_fetchall(queue_rows.ONE, (run_id,))):
+                return "not_queued"
+            held = self._hold(run_id)
+            if not held:
+                await db.execute(queue_rows.ASK_CANCEL, (run_id,))
+                return "requested"
+            await db.execute(queue_rows.MARK_CANCELLED, (time.time(), run_id))
+            await db.execute(queue_rows.REMOVE, (run_id,))
+        if held:
+            self._release_lock(run_id)
+        return "cancelled"
+
+    async def cancel_requests(self, run_ids: Sequence[str]) -> set[str]:
+        """Those of ``run_ids`` that ``flujo cancel`` asked to stop."""
+        wanted = list(run_ids)
+        if not wanted:
+            return set()
+        sql = f"SELECT run_id FROM queue WHERE cancel = 1 AND run_id IN ({_marks_n(len(wanted))})"
+        return {str(row[0]) for row in await self._read("read cancel requests", sql, tuple(wanted))}
+
+    async def queue_waiting(self) -> int:
+        """How many queued runs wait to be started."""
+        return int((await self._read("count queued runs", queue_rows.WAITING, ()))[0][0])
+
+    def _take_claim(self, run_id: str) -> bool:
+        if self._hold(run_id):
+            self._claimed.add(run_id)
+            return True
+        return False
+
+    def _release_lock(self, run_id: str) -> None:
+        if self._claims_file:
+            claims.release(self.path + CLAIMS_SUFFIX, run_id)
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         """The run ``run_id`` names or is a unique prefix of; StoreError when several runs match."""
@@ -556,3 +633,9 @@ async def _insert_events(
             "INSERT INTO events (run_id, path, kind, ts, payload) VALUES (?, ?, ?, ?, ?)",
             [(run_id, e.path, e.kind, e.ts, p) for e, p in zip(events, payloads, strict=True)],
         )
+
+
+async def _mark_taken(db: aiosqlite.Connection, run_id: str) -> str:
+    await db.execute(queue_rows.MARK_TAKEN, (run_id,))
+    await db.execute(queue_rows.MARK_RUNNING, (claims.process_label(), run_id))
+    return run_id

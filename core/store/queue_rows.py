@@ -1,0 +1,48 @@
+"""The SQL of the run queue (``flujo submit`` / ``flujo worker``), written once for both stores: SQLite's
+``?`` parameters (``core.store.postgres`` turns them into ``%s``).
+
+Invariants:
+
+* A run is in ``queue`` from its submission until it ends, pauses or is cancelled; ``taken`` is 1 once a
+  worker started it. Which worker executes it now is its claim's business (``core.store.claims`` on SQLite,
+  an advisory lock on PostgreSQL), never this table's: a taken run whose claim is gone was left by a dead
+  worker and is taken again, to be resumed from its journal.
+* Runs of one thread never run at the same time: a run is offered only when no earlier run of its thread is
+  still in the queue (``WAITING``), so the second waits until the first has ended or paused.
+* Offers are in submission order. On PostgreSQL the worker locks the rows it looks at with ``FOR UPDATE
+  SKIP LOCKED``, so workers never wait on each other's candidates; on SQLite the pick is one ``BEGIN
+  IMMEDIATE`` transaction, one worker at a time.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+OFFERED = (
+    "SELECT q.run_id FROM queue q WHERE q.taken = 0 AND q.cancel = 0"
+    " AND NOT EXISTS (SELECT 1 FROM queue p WHERE p.thread = q.thread AND p.seq < q.seq)"
+    " ORDER BY q.seq LIMIT ?"
+)
+"""Queued runs a worker may start now, oldest first."""
+
+TAKEN = "SELECT q.run_id, q.cancel FROM queue q WHERE q.taken = 1 ORDER BY q.seq LIMIT ?"
+"""Runs some worker started: those whose claim is gone are taken again."""
+
+WAITING = "SELECT COUNT(*) FROM queue WHERE taken = 0"
+"""How many runs wait to be started (including those behind an earlier run of their thread)."""
+
+INSERT = "INSERT INTO queue (run_id, thread) VALUES (?, ?)"
+MARK_TAKEN = "UPDATE queue SET taken = 1 WHERE run_id = ?"
+MARK_RUNNING = "UPDATE runs SET status = 'running', owner = ? WHERE run_id = ?"
+REQUEUE = "UPDATE queue SET taken = 0 WHERE run_id = ?"
+REMOVE = "DELETE FROM queue WHERE run_id = ?"
+ONE = "SELECT taken FROM queue WHERE run_id = ?"
+ASK_CANCEL = "UPDATE queue SET cancel = 1 WHERE run_id = ?"
+MARK_CANCELLED = "UPDATE runs SET status = 'cancelled', finished_at = ?, pause_path = NULL WHERE run_id = ?"
+
+BATCH = 16
+"""How many candidate rows a worker looks at per pick."""
+
+Cancelled = Literal["cancelled", "requested", "not_queued"]
+"""What ``cancel_queued`` did: cancelled the run itself (nobody executes it), asked the worker executing it
+to stop, or nothing (the run is not in the queue: it ended, paused, or was never submitted)."""

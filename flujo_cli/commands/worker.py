@@ -1,0 +1,212 @@
+"""``flujo worker``: take queued runs (``flujo submit``) from the store and execute them with the engine
+``flujo run`` uses, several at a time (docs/scale.md).
+
+Invariants:
+
+* A run is executed only under its claim (``take_queued`` claims it), so no two workers, on any machine,
+  execute one run at once; a worker that dies leaves its claim behind nowhere, and another worker resumes
+  the run from its journal (no committed step runs again).
+* A run that ends, pauses or fails leaves the queue (a failed run is not retried: ``flujo resume`` does
+  that); an interrupted one (SIGTERM after the grace period, Ctrl-C) goes back to it, to be resumed.
+* SIGTERM: stop taking runs, let those in hand finish for ``grace_s`` seconds, then interrupt them as
+  Ctrl-C does; exit 0. Ctrl-C (SIGINT) interrupts them at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.markup import escape
+
+from flujo_cli import exit_codes
+from flujo_cli.messages import fail, stderr
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from core.engine import RunOutcome
+    from core.store.postgres import PostgresStore
+    from core.store.sqlite import SqliteStore
+
+    Store = SqliteStore | PostgresStore
+
+POLL_S = 0.2
+"""How often a worker with nothing to take looks at the queue again (and at cancel requests)."""
+
+
+@dataclass
+class _Worker:
+    store: Store
+    state: str | None
+    console: Console
+    concurrency: int
+    grace_s: float
+    tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict)
+    cancelled: set[str] = field(default_factory=set)
+    ended: Counter[str] = field(default_factory=Counter)
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    interrupt_now: bool = False
+
+    def stop(self, *, now: bool) -> None:
+        self.interrupt_now = self.interrupt_now or now
+        self.stopping.set()
+
+    async def loop(self, *, until_idle: bool) -> None:
+        while not self.stopping.is_set():
+            took = False
+            while len(self.tasks) < self.concurrency and not self.stopping.is_set():
+                run_id = await self.store.take_queued()
+                if run_id is None:
+                    break
+                took = True
+                self.tasks[run_id] = asyncio.create_task(self._execute(run_id))
+            if until_idle and not took and not self.tasks and await self.store.queue_waiting() == 0:
+                return
+            await self._wait(POLL_S)
+            await self._cancel_requested()
+        await self._wind_down()
+
+    async def _wait(self, timeout: float) -> None:
+        stop = asyncio.create_task(self.stopping.wait())
+        await asyncio.wait([stop, *self.tasks.values()], timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        stop.cancel()
+
+    async def _cancel_requested(self) -> None:
+        if not self.tasks:
+            return
+        for run_id in await self.store.cancel_requests(list(self.tasks)):
+            if run_id not in self.cancelled and run_id in self.tasks:
+                self.cancelled.add(run_id)
+                self.tasks[run_id].cancel()
+
+    async def _wind_down(self) -> None:
+        if self.tasks and not self.interrupt_now:
+            self.console.print(
+                f"stopping: {len(self.tasks)} run(s) in hand get {self.grace_s:g}s to finish, then are interrupted"
+            )
+            deadline = time.monotonic() + self.grace_s
+            while self.tasks and not self.interrupt_now and (left := deadline - time.monotonic()) > 0:
+                await asyncio.wait(list(self.tasks.values()), timeout=min(left, POLL_S))
+                await self._cancel_requested()
+        for task in list(self.tasks.values()):
+            task.cancel()
+        if self.tasks:
+            await asyncio.wait(list(self.tasks.values()))
+
+    async def _execute(self, run_id: str) -> None:
+        from core.errors import FlujoError
+
+        started = time.perf_counter()
+        try:
+            self.console.print(f"started {run_id}")
+            outcome = await self._resume(run_id)
+            if outcome is None:  # someone finished it by hand (flujo resume) while it was queued
+                await self.store.leave_queued(run_id)
+                self._report(run_id, "skipped", "it ended elsewhere", started)
+                return
+        except asyncio.CancelledError:
+            if run_id in self.cancelled:
+                await self.store.update_run(run_id, status="cancelled", finished_at=time.time())
+                await self.store.leave_queued(run_id)
+                self._report(run_id, "cancelled", "", started)
+            else:  # resumable: back to the queue, for this worker or another
+                await self.store.leave_queued(run_id, requeue=True)
+                self._report(run_id, "interrupted", "saved up to its last finished step; back in the queue", started)
+        except FlujoError as exc:  # the blueprint is gone or changed, an agent cannot be built: failed
+            await self.store.update_run(run_id, status="failed", error=exc.message, finished_at=time.time())
+            await self.store.leave_queued(run_id)
+            self._report(run_id, "failed", exc.message, started)
+        else:
+            await self.store.leave_queued(run_id)
+            self._report(run_id, outcome.status, _detail(outcome), started)
+        finally:
+            self.tasks.pop(run_id, None)
+            await self.store.release_run(run_id)
+
+    def _report(self, run_id: str, status: str, detail: str, started: float) -> None:
+        self.ended[status] += 1
+        seconds = time.perf_counter() - started
+        self.console.print(f"{status} {run_id} · {seconds:.2f}s" + (f" · {escape(detail)}" if detail else ""))
+
+    async def _resume(self, run_id: str) -> RunOutcome | None:
+        """Execute the run taken from the queue as ``flujo run`` would have, with what was submitted."""
+        from blueprints import compile_pipeline, load_blueprint, simulated_user
+        from core.answering import Answering
+        from core.config import overrides_from_assignments, secret_values
+        from core.engine import Engine
+        from core.errors import RunError
+        from core.redaction import Redactor
+        from flujo_cli.commands.run import RunOverrides, _with_limits
+        from flujo_cli.human import TerminalHuman
+        from flujo_cli.store_access import settings_with_state
+
+        record = await self.store.get_run(run_id)
+        assert record is not None
+        if record.status in ("completed", "cancelled"):
+            return None
+        options: dict[str, Any] = record.options or {}
+        overrides = RunOverrides().over(options)
+        settings = settings_with_state(self.state, overrides_from_assignments(overrides.settings))
+        if record.source is None or not Path(record.source).is_file():
+            raise RunError(f"the blueprint of run {run_id} ({record.source}) is no longer there")
+        blueprint = load_blueprint(Path(record.source), settings=settings)
+        pipeline = _with_limits(compile_pipeline(blueprint, settings), overrides)
+        ref = options.get("simulate_user")
+        person = simulated_user(blueprint, settings, ref) if isinstance(ref, str) else None
+        given = TerminalHuman(
+            answers=list(options.get("answers") or []),
+            by_step=dict(options.get("answers_by_step") or {}),
+            interactive=False,
+            console=self.console,
+        )
+        engine = Engine(
+            store=self.store,
+            redactor=Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings)),
+            answering=Answering(given=given, simulated_user=person),
+        )
+        return await engine.resume(pipeline, run_id, claimed=True)
+
+
+def _detail(outcome: RunOutcome) -> str:
+    if outcome.pause is not None:
+        return f"at {outcome.pause.step}: {outcome.pause.message}"
+    if outcome.error is not None:
+        return outcome.error.message
+    return outcome.detail or ""
+
+
+def work(*, concurrency: int, until_idle: bool, grace_s: float, state: str | None, debug: bool) -> int:
+    try:
+        return asyncio.run(_work(concurrency=concurrency, until_idle=until_idle, grace_s=grace_s, state=state))
+    except Exception as exc:  # the CLI's top level: one clear line
+        fail(exc, debug=debug)
+
+
+async def _work(*, concurrency: int, until_idle: bool, grace_s: float, state: str | None) -> int:
+    from core.store.claims import process_label
+    from flujo_cli.store_access import open_for, settings_with_state, where
+
+    console = stderr()
+    settings = settings_with_state(state)
+    store = await open_for(settings)
+    worker = _Worker(store=store, state=state, console=console, concurrency=concurrency, grace_s=grace_s)
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, lambda: worker.stop(now=False))
+    loop.add_signal_handler(signal.SIGINT, lambda: worker.stop(now=True))
+    console.print(f"worker {process_label()} on {where(settings)}: up to {concurrency} run(s) at a time")
+    try:
+        await worker.loop(until_idle=until_idle)
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+        loop.remove_signal_handler(signal.SIGINT)
+        await store.close()
+    total = sum(worker.ended.values())
+    parts = ", ".join(f"{count} {status.replace('_', ' ')}" for status, count in sorted(worker.ended.items()))
+    console.print(f"worker {process_label()}: {total} run(s)" + (f": {parts}" if parts else ""))
+    return exit_codes.OK
