@@ -22,6 +22,7 @@ import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 from rich.console import Console
 
+from benchmarks.sizes import size
 from core.ports import RunRecord, StepRecord, TraceEvent
 from core.redaction import Redactor
 from core.store import open_store
@@ -31,7 +32,7 @@ from lens.viewer import TraceViewer
 
 T = TypeVar("T")
 RUN = "benchbenchbench0"
-ITERATIONS = 3_333
+ITERATIONS = size(3_333, 30)
 KEPT_TURNS = 10
 SYSTEM = "You help a person plan a trip. Ask one short question at a time; reply with JSON when done."
 
@@ -95,7 +96,7 @@ def _fresh() -> None:
 
 def test_the_run_has_10000_events(big_store: Path) -> None:
     snapshot = asyncio.run(_load(big_store))
-    assert (len(snapshot.events), len(snapshot.steps)) == (10_000, 2 * ITERATIONS + 1)
+    assert (len(snapshot.events), len(snapshot.steps)) == (3 * ITERATIONS + 1, 2 * ITERATIONS + 1)
 
 
 def test_load_tree(benchmark: BenchmarkFixture, big_store: Path) -> None:
