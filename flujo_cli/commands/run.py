@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import re
 import sys
@@ -249,6 +250,7 @@ async def _run(
             _report_blueprint_error(exc, console)
             return exit_codes.BLUEPRINT
         pipeline = _with_limits(pipeline, overrides)
+        gc.freeze()  # what is loaded now lives as long as the run: full collections need not scan it again
         if thread is not None:
             try:
                 check_thread(pipeline, thread)
