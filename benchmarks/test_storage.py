@@ -14,11 +14,13 @@ from pathlib import Path
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
+from benchmarks.sizes import size
 from tests.storage_growth import Growth, measure
 
 
 @pytest.mark.parametrize("turns", [10, 50, 100, 200, 400])
 def test_conversation_storage(benchmark: BenchmarkFixture, tmp_path: Path, turns: int) -> None:
+    turns = size(turns, min(turns, 20))
     counter = itertools.count()
 
     def run() -> Growth:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
 from core.errors import StoreError
@@ -41,9 +42,10 @@ class ConversationTurn:
     content: str
     tokens: int | None = None
 
-    @property
+    @cached_property
     def line(self) -> str:
-        """The turn as a ``User: ...`` / ``Assistant: ...`` line (``scratchpad.history``, ``conversation_history``)."""
+        """The turn as a ``User: ...`` / ``Assistant: ...`` line (``scratchpad.history``, ``conversation_history``);
+        made once per turn (a turn is read by every later iteration)."""
         return f"{self.role.capitalize()}: {self.content}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -137,9 +139,7 @@ class RunContext:
             if key == "initial_prompt":
                 return copy.deepcopy(initial)
             if key == "scratchpad":
-                if turns and "history" not in scratchpad:  # the FSD-028 view of the one history
-                    scratchpad["history"] = [turn.line for turn in turns]
-                return scratchpad
+                return _scratchpad_view(scratchpad, turns)
             if key == "steps":
                 return steps
             if key == "hitl_history":
@@ -164,6 +164,20 @@ class RunContext:
             hitl_history=[HitlEntry(**entry) for entry in data.get("hitl_history") or []],
             conversation_history=[_turn(turn) for turn in data.get("conversation_history") or []],
         )
+
+
+def _scratchpad_view(scratchpad: dict[str, Any], turns: tuple[ConversationTurn, ...]) -> Any:
+    """The scratchpad as read through a view: with a conversation, ``history`` is the derived list of
+    ``User: ...`` / ``Assistant: ...`` lines (unless the scratchpad has its own), made only if something
+    reads ``history`` itself (``stop_when: agent_finished`` reads ``last_agent_command`` on every
+    iteration and must not pay for every turn)."""
+    if not turns or "history" in scratchpad:
+        return scratchpad
+
+    def entry(key: str) -> Any:
+        return [turn.line for turn in turns] if key == "history" else scratchpad[key]
+
+    return LazyView((*scratchpad, "history"), entry)
 
 
 def _turn(data: Any) -> ConversationTurn:

@@ -151,6 +151,22 @@ class Redactor:
         return _ASSIGNMENT.sub(_mask_assignment, value)
 
     def value(self, value: Any) -> Any:
+        # Hot (every trace payload, every message of every prompt): exact types first, then the ABCs.
+        kind = type(value)
+        if kind is str:
+            done = self._memo.get(value)
+            return done if done is not None else self.text(value)
+        if kind is dict:
+            return {
+                key: masked_under_key(item)
+                if sensitive_key(key)
+                else item
+                if item is None or type(item) in _SCALARS
+                else self.value(item)
+                for key, item in value.items()
+            }
+        if kind is list:
+            return [self.value(item) for item in value]
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, Mapping):
@@ -160,6 +176,9 @@ class Redactor:
         if isinstance(value, list | tuple):
             return [self.value(item) for item in value]
         return value
+
+
+_SCALARS = frozenset({int, float, bool})  # nothing to mask in them (texts are masked, None is nothing)
 
 
 def _mask_basic(match: re.Match[str]) -> str:

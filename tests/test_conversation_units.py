@@ -403,3 +403,24 @@ def test_a_context_read_back_keeps_its_turns_and_rejects_what_is_not_a_turn() ->
     ):
         with pytest.raises(StoreError, match="stored conversation turn"):
             RunContext.from_dict({"conversation_history": [bad]})
+
+
+def test_scratchpad_history_is_derived_only_when_read() -> None:
+    """``stop_when: agent_finished`` reads ``scratchpad.last_agent_command`` every iteration: that must not
+    build the ``scratchpad.history`` lines of every turn (the cost that grew with the conversation)."""
+
+    class Unread(ConversationTurn):
+        @property
+        def line(self) -> str:  # type: ignore[override]
+            raise AssertionError("scratchpad.history was built though nothing read it")
+
+    ctx = RunContext(scratchpad={"last_agent_command": {"action": "ask"}})
+    ctx.conversation_history = [Unread("user", "hi"), Unread("assistant", "hello")]
+    finished = Expression("context.scratchpad.last_agent_command.action == 'finish'")
+    assert finished.evaluate({"context": ctx.lazy_view()}) is False
+    assert list(ctx.lazy_view()["scratchpad"]) == ["last_agent_command", "history"]
+
+    ctx.conversation_history = [ConversationTurn("user", "hi"), ConversationTurn("assistant", "hello")]
+    assert ctx.lazy_view()["scratchpad"]["history"] == ["User: hi", "Assistant: hello"]
+    rendered = Template("{{ context.scratchpad.history | join('|') }}").render({"context": ctx.lazy_view()})
+    assert rendered == "User: hi|Assistant: hello"

@@ -30,7 +30,8 @@ class MemoryStore:
 
     def __init__(self) -> None:
         self._runs: dict[str, RunRecord] = {}  # insertion order breaks ties between equal created_at
-        self._steps: dict[str, list[StepRecord]] = {}
+        # run id → path → step, in the order written (a step written again at its path moves to the end)
+        self._steps: dict[str, dict[str, StepRecord]] = {}
         self._events: dict[str, list[TraceEvent]] = {}
         self._claimed: set[str] = set()  # one process, one store: a claim only has to exclude this store's users
         self._thread_turns: dict[str, list[ThreadTurn]] = {}  # run id → the turns it added to its thread
@@ -51,7 +52,7 @@ class MemoryStore:
         if run.run_id in self._runs:
             raise StoreError(f"run {run.run_id} already exists", hint="every run needs a new id")
         self._runs[run.run_id] = _fresh_run(run)
-        self._steps[run.run_id] = []
+        self._steps[run.run_id] = {}
         self._events[run.run_id] = []
 
     async def record_step(self, step: StepRecord, events: Sequence[TraceEvent]) -> None:
@@ -60,9 +61,9 @@ class MemoryStore:
         stored = _fresh_step(step)
         # Copy the events before changing anything, so a payload that fails leaves no half-recorded step.
         new_events = [_fresh_event(e) for e in events]
-        steps = self._steps[step.run_id]
-        steps[:] = [s for s in steps if s.path != step.path]
-        steps.append(stored)
+        steps = self._steps[step.run_id]  # by path: replacing a step costs the same at any length of the run
+        steps.pop(step.path, None)
+        steps[step.path] = stored
         self._events[step.run_id].extend(new_events)
 
     async def record_events(self, run_id: str, events: Sequence[TraceEvent]) -> None:
@@ -123,7 +124,7 @@ class MemoryStore:
         return [_fresh_run(r) for r in runs[: max(limit, 0)]]
 
     async def step_counts(self, run_ids: Sequence[str]) -> dict[str, int]:
-        return {run_id: len(self._steps.get(run_id, [])) for run_id in run_ids}
+        return {run_id: len(self._steps.get(run_id, {})) for run_id in run_ids}
 
     async def prune_runs(
         self, *, created_before: float | None = None, keep: int | None = None, dry_run: bool = False
@@ -144,7 +145,7 @@ class MemoryStore:
         )
 
     async def steps(self, run_id: str) -> list[StepRecord]:
-        return [_fresh_step(s) for s in self._steps.get(run_id, [])]
+        return [_fresh_step(s) for s in self._steps.get(run_id, {}).values()]
 
     async def events(self, run_id: str) -> list[TraceEvent]:
         return [_fresh_event(e) for e in self._events.get(run_id, [])]

@@ -34,26 +34,44 @@ def digest(text: str) -> bytes:
 
 def shared_texts(value: Any) -> Iterator[str]:
     """The texts in a JSON ``value`` that ``split`` replaces by references."""
-    if isinstance(value, str):
+    found: list[str] = []
+    _gather(value, found)
+    return iter(found)
+
+
+def _gather(value: Any, found: list[str]) -> None:
+    # Hot when each step is committed (a prompt event of a hundred messages): exact types first.
+    kind = type(value)
+    if kind is str or isinstance(value, str):
         if len(value) >= MIN_SHARED:
-            yield value
-    elif isinstance(value, list):
+            found.append(value)
+    elif kind is list or isinstance(value, list):
         for item in value:
-            yield from shared_texts(item)
-    elif isinstance(value, dict):
+            _gather(item, found)
+    elif kind is dict or isinstance(value, dict):
         for item in value.values():
-            yield from shared_texts(item)
+            if type(item) is str:
+                if len(item) >= MIN_SHARED:
+                    found.append(item)
+            elif item is not None:
+                _gather(item, found)
 
 
 def split(value: Any, text_id: Callable[[str], int]) -> Any:
     """``value`` (plain JSON data) with each long text replaced by ``{"$text": text_id(text)}``."""
-    if isinstance(value, str):
+    kind = type(value)
+    if kind is str or isinstance(value, str):
         return {TEXT_KEY: text_id(value)} if len(value) >= MIN_SHARED else value
-    if isinstance(value, list):
+    if kind is list or isinstance(value, list):
         return [split(item, text_id) for item in value]
-    if isinstance(value, dict):
-        mapping = {key: split(item, text_id) for key, item in value.items()}
-        return {LITERAL_KEY: mapping} if set(mapping) in _RESERVED else mapping
+    if kind is dict or isinstance(value, dict):
+        mapping = {
+            key: (item if len(item) < MIN_SHARED else {TEXT_KEY: text_id(item)})
+            if type(item) is str
+            else split(item, text_id)
+            for key, item in value.items()
+        }
+        return {LITERAL_KEY: mapping} if len(mapping) == 1 and set(mapping) in _RESERVED else mapping
     return value
 
 

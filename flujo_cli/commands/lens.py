@@ -123,8 +123,14 @@ def trace_run(run_id: str, options: TraceOptions, *, json_output: bool, state: s
             gc.freeze()
         elif json_output:
             _print_json(masked_document(trace_document(tree), redactor))
-        else:
+        elif sys.stdout.isatty():
             _print(trace_view(tree, expand=expansion))
+        else:  # into a pipe or a file: each node written as it is laid out (lens.stream)
+            from lens.stream import trace_lines
+
+            console = Console(file=sys.stdout, highlight=False, color_system=None, width=_width())
+            for line in trace_lines(tree, console, expand=expansion):
+                sys.stdout.write(line + "\n")
         return exit_codes.OK
 
     code = _with_store(body, state=state, debug=debug)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import re
 import sys
@@ -288,6 +289,7 @@ async def _run(
             error_line(exc.message, exc.hint)
             return exit_codes.USAGE
         pipeline = _with_limits(pipeline, overrides)
+        gc.freeze()  # what is loaded now lives as long as the run: full collections need not scan it again
         if thread is not None:
             try:
                 check_thread(pipeline, thread)

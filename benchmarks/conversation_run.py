@@ -1,0 +1,72 @@
+"""A conversational blueprint and answers file of N iterations, as users run them through ``flujo run``.
+
+The loop is ``conversation: true`` (so ``stop_when: agent_finished`` is implied), a scripted clarifier
+that asks a question of about 180 characters on every call, and a HITL step answered from ``--answers``
+(answers of about 180 characters). ``max_loops`` ends the run after N iterations. Used by
+``benchmarks/test_flujo_run.py`` and by ``python benchmarks/conversation_run.py N DIR`` (writes the two files
+and prints the ``flujo run`` command line).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+QUESTION = (
+    "Which of the options we discussed matters most to you, and by when do you need it done? Tell me also who else"
+)
+ANSWER = (
+    "The budget matters most; I need it by the end of next month, before the team offsite in the mountains, and Ana"
+)
+
+
+def question(number: int) -> str:
+    """A question of about 180 characters, distinct per iteration (texts are not all the same one)."""
+    return f"{QUESTION} has a say ({number})?"[:180]
+
+
+def answer(number: int) -> str:
+    return f"{ANSWER} decides with me; this is answer number {number}."[:180]
+
+
+def write(iterations: int, directory: Path, *, history: str | None = None) -> tuple[Path, Path]:
+    """Write ``chat.yaml`` and ``answers.json`` for ``iterations`` iterations into ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    replies = [{"action": "ask", "question": question(n)} for n in range(min(iterations, 50))]
+    history_line = f"      history: {history}\n" if history else ""
+    blueprint = (
+        'version: "0.1"\n'
+        "name: bench_chat\n"
+        "agents:\n"
+        "  clarifier:\n"
+        "    model: scripted\n"
+        "    system_prompt: You help a person sharpen a goal. Ask one short clarifying question at a time.\n"
+        f"    replies: {json.dumps(replies)}\n"
+        "steps:\n"
+        "  - kind: loop\n"
+        "    name: chat\n"
+        "    loop:\n"
+        "      conversation: true\n"
+        f"{history_line}"
+        f"      max_loops: {iterations}\n"
+        "      body:\n"
+        "        - {kind: step, name: clarify, uses: agents.clarifier}\n"
+        '        - {kind: hitl, name: answer, message: "{{ steps.clarify.output.question }}"}\n'
+    )
+    path = directory / "chat.yaml"
+    path.write_text(blueprint)
+    answers = directory / "answers.json"
+    answers.write_text(json.dumps({"answer": [answer(n) for n in range(iterations)]}))
+    return path, answers
+
+
+def argv(blueprint: Path, answers: Path) -> list[str]:
+    """The ``flujo run`` arguments (after ``flujo``) for the files ``write`` made."""
+    return ["run", str(blueprint), "--input", "Plan the offsite", "--answers", str(answers), "--no-input"]
+
+
+if __name__ == "__main__":
+    count, where = int(sys.argv[1]), Path(sys.argv[2])
+    made = write(count, where)
+    print("flujo " + " ".join(argv(*made)))

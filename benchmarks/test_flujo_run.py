@@ -1,0 +1,132 @@
+"""What a user runs: a conversational blueprint compiled from YAML, on the SQLite store (issue 19).
+
+The blueprint and answers come from ``benchmarks/conversation_run.py``: ``conversation: true`` (so
+``stop_when: agent_finished`` is implied), a scripted clarifier and a HITL step answered from ``--answers``,
+turns of ~180 characters, ``max_loops`` iterations. Targets (docs/performance.md):
+
+- ``test_engine_iterations``: the engine alone, as ``flujo run`` builds it (``load_pipeline``, the SQLite
+  store, a ``Redactor``), N iterations; per iteration ≤ 0.5 ms. ``extra_info`` has the cost of the last
+  iterations against iterations 5-15 (time between consecutive questions; target ≤ 1.2×).
+- ``test_flujo_run_process``: whole ``flujo run`` processes of 1, 10, 100 and 1,000 iterations; the marginal
+  cost per iteration is the difference of two sizes (targets: ≤ 0.8 ms over 2-200, ≤ 1.0 ms over 201-1,000; a
+  1-iteration run ≤ 0.6 s). ``extra_info`` has the peak RSS of the process (target: 1,000 iterations ≤ 1.2× 10).
+
+``make test`` runs each once with the benchmark disabled, capped at 2 iterations, so none can rot;
+``make bench`` measures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pytest_benchmark.fixture import BenchmarkFixture
+
+from benchmarks.conversation_run import argv, write
+from benchmarks.sizes import size
+
+HERE = Path(__file__).resolve().parent
+# Run a child and report its peak RSS (ru_maxrss of the only child it waited for, KiB on Linux).
+_MEASURED = (
+    "import resource, subprocess, sys; code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL,"
+    " stderr=subprocess.DEVNULL).returncode; print(code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+)
+
+
+def _iterations(wanted: int) -> int:
+    """``wanted``, or at most 2 when ``make test`` runs the benchmark once, untimed."""
+    return size(wanted, min(wanted, 2))
+
+
+class TimedHuman:
+    """Answers from a list, as ``--answers`` does, and notes when each question came."""
+
+    def __init__(self, answers: list[str]) -> None:
+        self._answers = iter(answers)
+        self.asked: list[float] = []
+
+    async def ask(self, question: Any) -> str:
+        self.asked.append(time.perf_counter())
+        return next(self._answers)
+
+
+def _growth(asked: list[float]) -> float:
+    """Median time between consecutive questions near the end, over the same near iteration 10."""
+    gaps = [later - earlier for earlier, later in itertools.pairwise(asked)]
+    if len(gaps) < 30:
+        return 1.0
+    return statistics.median(gaps[-10:]) / statistics.median(gaps[5:15])
+
+
+@pytest.mark.parametrize("wanted", [10, 100, 1000])
+def test_engine_iterations(benchmark: BenchmarkFixture, tmp_path: Path, wanted: int) -> None:
+    from blueprints import load_pipeline
+    from core.config import load_settings
+    from core.engine import Engine
+    from core.ports import NullReporter
+    from core.redaction import Redactor
+    from core.store import open_store
+
+    iterations = _iterations(wanted)
+    blueprint, answers_file = write(iterations, tmp_path)
+    answers = json.loads(answers_file.read_text())["answer"]
+    settings = load_settings()
+    pipeline = load_pipeline(blueprint, settings)
+    counter = itertools.count()
+    humans: list[TimedHuman] = []
+
+    async def run() -> str:
+        store = await open_store(str(tmp_path / f"{next(counter)}.db"))
+        human = TimedHuman(answers)
+        humans.append(human)
+        try:
+            engine = Engine(store=store, human=human, reporter=NullReporter(), redactor=Redactor())
+            outcome = await engine.run(pipeline, "Plan the offsite")
+        finally:
+            await store.close()
+        return outcome.status
+
+    status = benchmark.pedantic(lambda: asyncio.run(run()), rounds=3 if wanted >= 1000 else 5, warmup_rounds=1)
+    assert status == "completed"
+    assert len(humans[-1].asked) == iterations
+    if benchmark.enabled and benchmark.stats is not None:
+        per_iteration = benchmark.stats.stats.median / iterations
+        growth = statistics.median(_growth(human.asked) for human in humans)
+        benchmark.extra_info.update(ms_per_iteration=round(per_iteration * 1000, 3), last_vs_10th=round(growth, 2))
+        print(f"\n{iterations} iterations: {per_iteration * 1000:.3f} ms each; the last ones cost {growth:.2f}x")
+
+
+def _flujo(tmp_path: Path, iterations: int) -> tuple[list[str], dict[str, str]]:
+    directory = tmp_path / f"n{iterations}"
+    blueprint, answers = write(iterations, directory)
+    env = dict(os.environ, PYTHONPATH=str(HERE.parent))
+    env.pop("FLUJO_STATE_URI", None)
+    command = [sys.executable, "-c", _MEASURED, sys.executable, "-m", "flujo_cli.main", *argv(blueprint, answers)]
+    return command, env
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wanted", [1, 10, 100, 1000])
+def test_flujo_run_process(benchmark: BenchmarkFixture, tmp_path: Path, wanted: int) -> None:
+    iterations = _iterations(wanted)
+    command, env = _flujo(tmp_path, iterations)
+    counter = itertools.count()
+
+    def run() -> tuple[int, int]:
+        state = tmp_path / f"{next(counter)}.db"
+        done = subprocess.run(command, env={**env, "FLUJO_STATE_URI": str(state)}, capture_output=True, text=True)
+        code, rss = done.stdout.split()
+        return int(code), int(rss)
+
+    code, rss = benchmark.pedantic(run, rounds=3 if wanted >= 1000 else 7, warmup_rounds=1)
+    assert code == 0
+    benchmark.extra_info.update(iterations=iterations, peak_rss_kib=rss)
