@@ -116,7 +116,8 @@ class Agent(Protocol):
     def takes_history(self) -> bool:
         """Whether a conversation's history is sent to this agent: as chat messages to a model, as a text
         block before the input of a script. False for agents that only move their input along (the
-        ``passthrough`` and ``stringify`` builtins): a history block would become part of their output."""
+        ``passthrough`` and ``stringify`` builtins): a history block would become part of their output.
+        The agents that take the history are also those that speak: their replies can be assistant turns."""
         ...
 
     @property

@@ -56,6 +56,9 @@ RUNS: dict[str, Run] = {
         "User: June\n"
         'Assistant: {"action": "finish", "summary": "The goal is clear."}',
     ),
+    "docs/examples/conversation_script.yaml": Run(
+        input="n=0", output="User: n=0\nAssistant: n=1\nAssistant: n=2\nAssistant: n=3"
+    ),
     "blueprints/examples/conditional.yaml": Run(input="The app crashes on start", answers=("3",)),
     "blueprints/examples/map.yaml": Run(input='["apples", "pears"]'),
     "blueprints/examples/parallel.yaml": Run(input="My draft"),
