@@ -22,7 +22,7 @@ import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 from rich.console import Console
 
-from core.ports import RunRecord, StepRecord, TraceEvent
+from core.records import RunRecord, StepRecord, TraceEvent
 from core.redaction import Redactor
 from core.store import open_store
 from lens import Expansion, RunNode, build_tree, load_run, load_tree, trace_view, walk

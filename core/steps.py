@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from core.errors import SourcePosition
-from core.ports import Agent, RunRecord
+from core.ports import Agent
+from core.records import RunRecord
 from core.templates import Expression, Template
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from core.ports import RunRecord, StepRecord, TraceEvent
+from core.records import RunRecord, StepRecord, TraceEvent
 from core.usage import ZERO_USAGE, Usage
 from lens.preview import full_text
 from lens.snapshot import RunSnapshot

@@ -21,7 +21,8 @@ from blueprints import load_pipeline, validate_file
 from blueprints.loop_hooks import NextInput
 from core.config import Settings, load_settings
 from core.engine import Engine, RunOutcome
-from core.ports import ChatMessage, StepRecord, TraceEvent
+from core.ports import ChatMessage
+from core.records import StepRecord, TraceEvent
 from core.steps import HistoryPolicy, LoopStep, Pipeline
 from core.store import MemoryStore, open_store
 from core.testing import ScriptedHuman

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from core.ports import RunRecord, StepRecord, TraceEvent
+from core.records import RunRecord, StepRecord, TraceEvent
 from core.redaction import Redactor
 from core.store import MemoryStore, open_store
 from lens import CallNode, EventNode, GroupNode, Node, RunNode, StepNode, build_tree, load_run, walk
