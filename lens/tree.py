@@ -125,12 +125,6 @@ class StepNode:
         return _short_repr(self)
 
     @property
-    def step_kind(self) -> str:
-        if self.record is not None:
-            return self.record.kind
-        return "?" if not any(isinstance(c, GroupNode) for c in self.children) else "composite"
-
-    @property
     def status(self) -> str:
         return self.record.status if self.record is not None else self.status_if_unrecorded
 

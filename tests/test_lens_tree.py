@@ -169,7 +169,11 @@ async def test_a_composite_step_sums_the_usage_of_what_ran_in_it() -> None:
     store = MemoryStore()
     await record_demo(store)
     root = build_tree(await load_run(store, DEMO, redactor=Redactor()))
-    [loop] = [node for node in walk(root) if isinstance(node, StepNode) and node.step_kind == "loop"]
+    [loop] = [
+        node
+        for node in walk(root)
+        if isinstance(node, StepNode) and node.record is not None and node.record.kind == "loop"
+    ]
     assert loop.record is not None and loop.record.usage == ZERO_USAGE  # the loop's own record holds none
     leaves = [node for node in walk(loop) if isinstance(node, StepNode) and node is not loop]
     total = sum((node.record.usage for node in leaves if node.record is not None), ZERO_USAGE)

@@ -132,3 +132,17 @@ def check_history_reaches_scripts(checker: Checker, sites: Sequence[StepSite]) -
                 checker.at((*site.path, "input")) if step.input is not None else checker.at(site.path),
                 "read context.conversation_history in the script, or set use_history: false to say it needs none",
             )
+
+
+def check_use_history_placement(checker: Checker, sites: Sequence[StepSite]) -> None:
+    """Warn at ``use_history`` outside a ``conversation: true`` loop, where there is no history to send."""
+    for site in sites:
+        step = site.step
+        if not isinstance(step, AgentStepModel) or step.use_history is None:
+            continue
+        if site.loop is None or not site.loop.conversation:
+            checker.warning(
+                "ignored-key",
+                "use_history has no effect outside a loop with conversation: true",
+                checker.key_at((*site.path, "use_history")),
+            )

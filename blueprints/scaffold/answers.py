@@ -63,8 +63,3 @@ class WizardAnswers:
     @property
     def loop_name(self) -> str:
         return "conversation" if self.conversation else "rounds"
-
-    @property
-    def agent_steps(self) -> tuple[str, ...]:
-        """The agent steps of each round, in order: the main one, then the extra ones."""
-        return (self.step, *self.extra_agents)
