@@ -88,7 +88,7 @@ class Conversation:
     seed_from_step: str | None = None
 
 
-# Hooks the blueprint compiler produces for the FSD-028 loop blocks.
+# Hooks the blueprint compiler produces for the loop blocks (init, propagation, output: docs/loops.md).
 InitHook = Callable[["RunContext", Any], None]
 NextInputHook = Callable[[Any, "RunContext", int], Any]
 OutputHook = Callable[[Any, "RunContext"], Any]

@@ -1,4 +1,4 @@
-"""Documented examples are tests (CONVENTIONS 15).
+"""Documented examples are tests: what the docs show is what flujo does.
 
 - Every blueprint in ``docs/examples/`` and ``blueprints/examples/`` validates without errors and runs
   offline to completion through the real CLI, with the input and answers listed in ``RUNS`` below. A new
@@ -167,7 +167,7 @@ RUNS: dict[str, Run] = {
     ),
 }
 
-# docs/loops.md shows each FSD-028 block twice: a "before" (or "explicit") file without it and an "after" (or
+# docs/loops.md shows each loop block twice: a "before" (or "explicit") file without it and an "after" (or
 # "friendly") file with it. Both files of a pair run with the same input and answers and give the same
 # output; tests/test_docs_line_savings.py also checks that their agents are sent the same prompts.
 LOOP_PAIRS: dict[tuple[str, str], Run] = {

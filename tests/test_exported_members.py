@@ -1,4 +1,4 @@
-"""Each package's __init__ is its public API; this pins the export lists (CONVENTIONS 1)."""
+"""Each package's __init__ is its public API; this pins the export lists (others import only that)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The layers import one way: flujo_cli → blueprints → core, flujo_cli → lens → core (CONVENTIONS 3)."""
+"""The layers import one way: flujo_cli → blueprints → core, flujo_cli → lens → core (core imports neither)."""
 
 from __future__ import annotations
 
