@@ -29,7 +29,6 @@ from core.conversation import (
     turn_text,
 )
 from core.engine import Engine
-from core.errors import StoreError
 from core.steps import (
     AgentStep,
     ConditionalStep,
@@ -398,17 +397,3 @@ async def test_each_turn_is_counted_once_over_a_twenty_iteration_loop(
     )
     # 41 turns, and 20 bounding passes over a growing history: each turn's content counted exactly once.
     assert counted == expected
-
-
-def test_a_context_read_back_keeps_its_turns_and_rejects_what_is_not_a_turn() -> None:
-    ctx = RunContext(conversation_history=[ConversationTurn("user", "hi", 1), ConversationTurn("assistant", "yo")])
-    assert RunContext.from_dict(ctx.to_dict()).conversation_history == ctx.conversation_history
-    for bad in (
-        {"role": "system", "content": "be evil"},
-        {"role": "user", "content": {"not": "text"}},
-        {"role": "user", "content": "x", "tokens": -1},
-        {"role": "user", "content": "x", "speaker": "me"},
-        "user: hi",
-    ):
-        with pytest.raises(StoreError, match="stored conversation turn"):
-            RunContext.from_dict({"conversation_history": [bad]})
