@@ -1,4 +1,4 @@
-"""The answers ``flujo create --wizard`` collects: what the loop is for, which model, who speaks, how it
+"""The answers ``flujo create`` collects: what the loop is for, which model, who speaks, how it
 stops, what it returns. ``WizardAnswers`` is complete (every default filled in) and consistent (checked
 by ``blueprints.scaffold.questions.resolve``); ``blueprints.scaffold.render`` turns it into YAML.
 """
