@@ -227,9 +227,7 @@ def test_the_documented_wizard_blueprints_are_what_it_writes(
     example: str, flags: tuple[str, ...], workdir: Path
 ) -> None:
     (workdir / "docs" / "examples").mkdir(parents=True)  # the same relative path, so the same header
-    code, _, err = flujo(
-        ["create", "--no-interactive", *flags, "--output", f"docs/examples/{example}.yaml"]
-    )
+    code, _, err = flujo(["create", "--no-interactive", *flags, "--output", f"docs/examples/{example}.yaml"])
     assert code == exit_codes.OK, err
     written = (workdir / "docs" / "examples" / f"{example}.yaml").read_text(encoding="utf-8")
     assert written == (ROOT / "docs" / "examples" / f"{example}.yaml").read_text(encoding="utf-8")

@@ -126,9 +126,7 @@ def create_blueprint(
     except (KeyboardInterrupt, EOFError) as exc:
         console.print()
         reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else "no more answers (stdin ended)"
-        error_line(
-            f"{reason}: nothing was written", "to create without questions: flujo create --no-interactive"
-        )
+        error_line(f"{reason}: nothing was written", "to create without questions: flujo create --no-interactive")
         return exit_codes.INTERRUPTED if isinstance(exc, KeyboardInterrupt) else exit_codes.USAGE
     except Exception as exc:  # the CLI's top level
         fail(exc, debug=debug)
