@@ -25,7 +25,8 @@ from core.context import RunContext
 from core.engine import Engine
 from core.policies.frame import Frame
 from core.policies.leaf import run_agent_step, run_hitl_step
-from core.ports import NullReporter, RunRecord
+from core.ports import NullReporter
+from core.records import RunRecord
 from core.redaction import Redactor
 from core.steps import AgentStep, Conversation, HistoryPolicy, HitlStep, LoopStep, Pipeline
 from core.store.memory import MemoryStore

@@ -24,7 +24,8 @@ from core.ensemble.policy import Conversation
 from core.ensemble.state import Turn
 from core.policies.dispatch import run_steps
 from core.policies.frame import Frame
-from core.ports import NullReporter, RunRecord
+from core.ports import NullReporter
+from core.records import RunRecord
 from core.redaction import Redactor
 from core.steps import HistoryPolicy
 from core.store.memory import MemoryStore

@@ -24,7 +24,7 @@ from pytest_benchmark.fixture import BenchmarkFixture
 from rich.console import Console
 
 from benchmarks.sizes import size
-from core.ports import RunRecord, StepRecord, TraceEvent
+from core.records import RunRecord, StepRecord, TraceEvent
 from core.redaction import Redactor
 from core.store import open_store
 from lens import Expansion, RunNode, build_tree, load_run, load_tree, trace_view, walk

@@ -17,7 +17,6 @@ from blueprints.compiler import compile_pipeline
 from blueprints.explain import Explanation, explain_blueprint
 from blueprints.findings import Finding, findings_to_json
 from blueprints.loader import Blueprint, InvalidBlueprint, load_blueprint, validate_file
-from blueprints.pending import NOT_YET_SUPPORTED
 from blueprints.persona import simulated_user
 from blueprints.scaffold import ScaffoldError, WizardAnswers, render_blueprint
 from blueprints.scaffold import resolve as resolve_answers
@@ -33,7 +32,6 @@ def load_pipeline(path: str | Path, settings: Settings, *, agent_factory: AgentF
 
 
 __all__ = [
-    "NOT_YET_SUPPORTED",
     "AgentFactory",
     "Blueprint",
     "Explanation",

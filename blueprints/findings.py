@@ -28,7 +28,6 @@ FindingCode = Literal[
     "unknown-reference",
     "duplicate-name",
     "template-syntax",
-    "not-yet-supported",
     "passthrough-step",
     "ignored-key",
     "import-failed",

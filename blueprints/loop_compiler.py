@@ -1,6 +1,6 @@
-"""Compiling ``loop`` and ``map`` steps: exit predicates, conversation settings and FSD-028 hooks.
+"""Compiling ``loop`` and ``map`` steps: exit predicates, conversation settings, loop-block hooks.
 
-Exit precedence (FSD-028): an explicit ``exit_expression`` or ``exit_condition`` wins; otherwise
+Exit precedence (docs/loops.md): an explicit ``exit_expression`` or ``exit_condition`` wins; otherwise
 ``stop_when: agent_finished``, which ``conversation: true`` implies. ``max_loops`` defaults to 10.
 ``propagation: auto`` means ``context`` when a body step has ``updates_context: true``.
 """

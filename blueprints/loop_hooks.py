@@ -1,4 +1,4 @@
-"""The FSD-028 hooks a loop (or map) runs: ``init`` operations, ``propagation`` and ``output`` mappers.
+"""The hooks a loop (or map) runs: ``init`` operations, ``propagation`` and ``output`` mappers.
 
 They are compiled once (templates parsed at load time) and called by the engine with the run context:
 ``InitOps(ctx, input)`` once before the first iteration, ``NextInput(output, ctx, iteration)`` between
@@ -125,7 +125,7 @@ class NextInput:
 def conversation_text(ctx: RunContext) -> str:
     """The conversation as ``User: ...`` / ``Assistant: ...`` lines (``output: text: conversation_history``).
 
-    When no turns were recorded, a FSD-028 style ``scratchpad.history`` list of lines is joined instead.
+    When no turns were recorded, a ``scratchpad.history`` list of lines is joined instead.
     """
     if ctx.conversation_history:
         return "\n".join(turn.line for turn in ctx.conversation_history)

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
-from core.errors import StoreError
 from core.views import LazyView, snapshot_of
 
 if TYPE_CHECKING:
@@ -155,16 +154,6 @@ class RunContext:
     def to_dict(self) -> dict[str, Any]:
         return self.view()
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RunContext:
-        return cls(
-            initial_prompt=data.get("initial_prompt"),
-            scratchpad=dict(data.get("scratchpad") or {}),
-            steps=dict(data.get("steps") or {}),
-            hitl_history=[HitlEntry(**entry) for entry in data.get("hitl_history") or []],
-            conversation_history=[_turn(turn) for turn in data.get("conversation_history") or []],
-        )
-
 
 def _scratchpad_view(scratchpad: dict[str, Any], turns: tuple[ConversationTurn, ...]) -> Any:
     """The scratchpad as read through a view: with a conversation, ``history`` is the derived list of
@@ -178,15 +167,3 @@ def _scratchpad_view(scratchpad: dict[str, Any], turns: tuple[ConversationTurn, 
         return [turn.line for turn in turns] if key == "history" else scratchpad[key]
 
     return LazyView((*scratchpad, "history"), entry)
-
-
-def _turn(data: Any) -> ConversationTurn:
-    """A conversation turn from its stored form (``to_dict``); StoreError when it is not one."""
-    if not isinstance(data, dict) or set(data) - {"role", "content", "tokens"}:
-        raise StoreError(f"a stored conversation turn is not {{role, content[, tokens]}}: {data!r:.200}")
-    role, content, tokens = data.get("role"), data.get("content"), data.get("tokens")
-    if role not in ("user", "assistant"):
-        raise StoreError(f"a stored conversation turn has role {role!r}; a turn is the user's or the assistant's")
-    if not isinstance(content, str) or not (tokens is None or (isinstance(tokens, int) and tokens >= 0)):
-        raise StoreError(f"a stored conversation turn needs text content and a token count or none: {data!r:.200}")
-    return ConversationTurn(role, content, tokens)

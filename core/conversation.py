@@ -78,27 +78,30 @@ def start(loop: LoopStep, *, threaded: bool = False) -> ActiveConversation:
     if settings.ai_turn_source == "named_steps":
         assistant = frozenset(settings.named_steps) - user_steps
     elif settings.ai_turn_source == "all_agents":
-        assistant = frozenset(s.name for s in _leaf_steps(loop.body) if _is_model_step(s)) - user_steps
+        assistant = frozenset(s.name for s in _leaf_steps(loop.body) if speaks(s)) - user_steps
     else:
         assistant = _last_assistant(loop.body, user_steps, hitl_is_user)
     return ActiveConversation(loop.name, settings, assistant, user_steps, hitl_is_user, threaded=threaded)
 
 
-def _is_model_step(step: Step) -> bool:
-    """A model agent's step; a sub-workflow counts as one (its result is the answer of the agents inside,
-    which the parent's conversation never saw)."""
+def speaks(step: Step) -> bool:
+    """Whether ``step``'s result can be an assistant turn: an agent's reply, a model's or a script's
+    (``python:``, ``command:``) alike, or a sub-workflow's result (the answer of the agents inside, which
+    the parent's conversation never saw). The builtins and a step without an agent only move their input
+    along (``takes_history`` is False), and a composite step's result is its steps' outputs: no turn."""
     if isinstance(step, WorkflowStep):
         return True
-    return isinstance(step, AgentStep) and step.agent is not None and step.agent.is_model
+    return isinstance(step, AgentStep) and step.agent is not None and step.agent.takes_history
 
 
 def _last_assistant(body: Sequence[Step], user_steps: frozenset[str], hitl_is_user: bool) -> frozenset[str]:
-    """``ai_turn_source: last``: the body's last step that is not a user-turn source, when it is a model
-    agent or a sub-workflow; another last step (a script, a passthrough, a composite) makes no assistant turn."""
+    """``ai_turn_source: last``: the body's last step that is not a user-turn source, when it speaks (an
+    agent or a sub-workflow); another last step (a builtin, a step without an agent, a composite) makes
+    no assistant turn."""
     for step in reversed(body):
         if step.name in user_steps or (isinstance(step, HitlStep) and hitl_is_user):
             continue
-        return frozenset({step.name}) if _is_model_step(step) else frozenset()
+        return frozenset({step.name}) if speaks(step) else frozenset()
     return frozenset()
 
 

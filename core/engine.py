@@ -23,7 +23,8 @@ from core.context import RunContext
 from core.errors import Abort, FlujoError, LimitReached, Pause, ResumeRefused, RunError
 from core.policies.dispatch import run_steps
 from core.policies.frame import Frame
-from core.ports import HumanInput, HumanQuestion, NullReporter, Reporter, RunRecord, RunStatus, RunStore
+from core.ports import HumanInput, HumanQuestion, NullReporter, Reporter, RunStore
+from core.records import RunRecord, RunStatus
 from core.redaction import Redactor
 from core.steps import Pipeline
 from core.store.codec import normalize

@@ -1,5 +1,7 @@
 """The interfaces core owns for its I/O: agents, the human, the run store, progress reporting.
 
+The records the run store keeps (runs, steps, trace events, thread turns) are in ``core.records``.
+
 Implementations live elsewhere: model providers and script agents in ``core.agents``, the SQLite store
 in ``core.store``, the terminal prompt and live display in ``flujo_cli``, offline doubles in
 ``core.testing``. Core never calls ``input()``: a HITL step asks the injected ``HumanInput``, which may
@@ -12,7 +14,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from core.context import ConversationTurn, Role
+from core.context import ConversationTurn
+from core.records import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
 from core.usage import ZERO_USAGE, Usage
 
 ChatRole = Literal["system", "user", "assistant"]
@@ -116,7 +119,8 @@ class Agent(Protocol):
     def takes_history(self) -> bool:
         """Whether a conversation's history is sent to this agent: as chat messages to a model, as a text
         block before the input of a script. False for agents that only move their input along (the
-        ``passthrough`` and ``stringify`` builtins): a history block would become part of their output."""
+        ``passthrough`` and ``stringify`` builtins): a history block would become part of their output.
+        The agents that take the history are also those that speak: their replies can be assistant turns."""
         ...
 
     @property
@@ -169,105 +173,6 @@ class HumanInput(Protocol):
     """Answers HITL questions. Returns None when no answer is available now (the run pauses)."""
 
     async def ask(self, question: HumanQuestion) -> str | None: ...
-
-
-StepStatus = Literal["completed", "failed", "skipped", "paused"]
-RunStatus = Literal[
-    "running", "completed", "failed", "paused", "limit_reached", "aborted", "interrupted", "queued", "cancelled"
-]
-
-
-@dataclass(frozen=True)
-class TraceEvent:
-    """A trace event of a step (``agent.prompt``, ``agent.reply``, ``hitl.answer``, ``loop.exit`` ...)."""
-
-    kind: str
-    path: str
-    payload: Mapping[str, Any]
-    ts: float
-
-
-@dataclass(frozen=True)
-class StepRecord:
-    """The committed result of one leaf step execution; ``path`` identifies it uniquely in a run."""
-
-    run_id: str
-    path: str
-    name: str
-    kind: str
-    status: StepStatus
-    input: Any = None
-    output: Any = None
-    error: str | None = None
-    started_at: float = 0.0
-    duration_s: float = 0.0
-    usage: Usage = ZERO_USAGE
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    run_id: str
-    pipeline_name: str
-    status: RunStatus
-    source: str | None = None
-    source_hash: str | None = None
-    input: Any = None
-    output: Any = None
-    error: str | None = None
-    created_at: float = 0.0
-    finished_at: float | None = None
-    usage: Usage = ZERO_USAGE
-    parent_run_id: str | None = None
-    thread: str | None = None
-    pause_path: str | None = None
-    pause_message: str | None = None
-    owner: str | None = None  # the process that claimed the run last, e.g. "pid 4242 on build-01"
-    # How the run was started beyond its blueprint and input (the command line's settings and limits, as
-    # plain JSON data), so a resume continues under the same ones. Core stores it and never reads it.
-    options: dict[str, Any] | None = None
-
-
-@dataclass(frozen=True)
-class ThreadTurn:
-    """A turn of a thread: the ``index``-th (from 0) of the turns run ``run_id`` added to it."""
-
-    run_id: str
-    index: int
-    role: Role
-    content: str
-    tokens: int | None = None
-
-
-@dataclass(frozen=True)
-class PruneResult:
-    """What ``RunStore.prune_runs`` removed (or, in a dry run, would remove).
-
-    ``deleted`` are the runs chosen (newest first) and ``children`` their sub-workflow child runs, deleted
-    with them; ``live`` the chosen runs kept because a live process is executing them. ``size_before`` and
-    ``size_after`` are the bytes of the store's files (None for a store without files); ``vacuumed`` says
-    whether the freed space was given back to the file system (False when nothing was deleted, in a dry
-    run, or when another process kept the database busy: SQLite then reuses the space for new rows).
-    """
-
-    deleted: tuple[str, ...] = ()
-    children: tuple[str, ...] = ()
-    live: tuple[str, ...] = ()
-    size_before: int | None = None
-    size_after: int | None = None
-    vacuumed: bool = False
-
-
-@dataclass(frozen=True)
-class ThreadSummary:
-    """A thread as a whole: its runs (those started with ``--thread name``), the turns they added, the sum
-    of those turns' token counts, and when its first and latest runs were created."""
-
-    name: str
-    runs: int
-    turns: int
-    tokens: int
-    first_run_at: float
-    last_run_at: float
 
 
 class RunStore(Protocol):

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from core.errors import SourcePosition
-from core.ports import Agent, RunRecord
+from core.ports import Agent
+from core.records import RunRecord
 from core.templates import Expression, Template
 
 if TYPE_CHECKING:
@@ -87,7 +88,7 @@ class Conversation:
     seed_from_step: str | None = None
 
 
-# Hooks the blueprint compiler produces for the FSD-028 loop blocks.
+# Hooks the blueprint compiler produces for the loop blocks (init, propagation, output: docs/loops.md).
 InitHook = Callable[["RunContext", Any], None]
 NextInputHook = Callable[[Any, "RunContext", int], Any]
 OutputHook = Callable[[Any, "RunContext"], Any]

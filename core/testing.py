@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.errors import RunError
-from core.ports import HumanQuestion, StepRecord
+from core.ports import HumanQuestion
+from core.records import StepRecord
 
 
 class ScriptedHuman:

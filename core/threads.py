@@ -37,7 +37,8 @@ from dataclasses import dataclass
 from core.context import ConversationTurn, RunContext
 from core.ensemble.model import EnsembleStep
 from core.errors import RunError
-from core.ports import RunRecord, RunStore
+from core.ports import RunStore
+from core.records import RunRecord
 from core.steps import ConditionalStep, LoopStep, MapStep, ParallelStep, Pipeline, Step
 
 MAX_NAME_LENGTH = 100

@@ -4,7 +4,6 @@
   ``model=None`` counts with the default encoding, o200k_base (history turns are counted once, this way).
 - ``count_messages(messages, model=None)``: tokens of a chat prompt, including per-message overhead.
 - ``encoding_name(model)``: which encoding counts for ``model`` — the only place that decides it.
-- ``estimate_tokens(text)``: a cheap estimate (utf-8 bytes / 4) that needs no tokenizer at all.
 
 Which models are exact. OpenAI publishes its tokenizers: gpt-4o, gpt-4.1, gpt-4.5, gpt-5, o1, o3, o4 and
 gpt-oss count with o200k_base; gpt-4 and gpt-3.5 with cl100k_base, exactly as the API counts them. Every
@@ -98,17 +97,6 @@ def encoding_name(model: str | None) -> EncodingName:
         if name == family or (name.startswith(family) and name[len(family)] in _FAMILY_BOUNDARY):
             return encoding
     return DEFAULT_ENCODING
-
-
-def estimate_tokens(text: str) -> int:
-    """About four bytes of UTF-8 per token, rounded up: a cheap estimate that loads no tokenizer.
-
-    ``count_tokens`` does not use it (o200k_base is closer for every model we measured). Against
-    o200k_base it is within ~7 % on English prose, code and YAML and about right for Chinese and Japanese
-    (three bytes per character), but undercounts Korean (~0.6x), accented Latin text (~0.8x) and
-    number-heavy JSON (~0.5x). Bytes, not characters: ``len(text) / 4`` undercounts CJK text 2-4x.
-    """
-    return -(-len(text.encode("utf-8", "surrogatepass")) // 4)
 
 
 def count_tokens(text: str, model: str | None = None) -> int:

@@ -321,9 +321,6 @@ def _flag(help: str, *names: str) -> Any:
 
 @app.command(cls=Command)
 def create(
-    wizard: Annotated[
-        bool, typer.Option("--wizard", help="Ask a few questions and write a blueprint (what create does).")
-    ] = False,
     output: Annotated[
         Path | None,
         typer.Option("--output", "-o", help="The file to write (default: NAME.yaml).", show_default=False),

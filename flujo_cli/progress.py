@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.status import Status
 
-from core.ports import StepRecord
+from core.records import StepRecord
 
 
 def preview(value: Any, limit: int = 2000) -> str:

@@ -7,8 +7,8 @@
 ``load_tree`` (``load_run`` then ``build_tree``) and ``recent_runs`` read a ``RunStore`` and mask every
 text with the ``Redactor`` given (``lens.masking``); ``build_tree`` makes the span tree (``lens.tree``); the
 plain views are rich renderables (``lens.plain``), the ``--json`` documents plain data (``lens.documents``);
-``open_viewer`` opens the Textual viewer (imported only then); ``prune`` and its helpers serve
-``flujo lens prune``.
+``open_viewer`` opens the Textual viewer (imported only then); ``parse_age``, ``prune_summary`` and
+``prune_document`` word ``flujo lens prune`` (the store deletes: ``RunStore.prune_runs``).
 
 Imports ``core``'s store and records only; ``flujo_cli`` imports lens, never the other way round.
 """
@@ -22,7 +22,7 @@ from lens.listing import RunRow, nested, recent_runs
 from lens.loading import load_tree
 from lens.plain import Expansion, runs_table, show_view, trace_view
 from lens.prune import document as prune_document
-from lens.prune import parse_age, prune
+from lens.prune import parse_age
 from lens.prune import summary as prune_summary
 from lens.snapshot import RunSnapshot, load_run
 from lens.tree import CallNode, EventNode, GroupNode, MessageNode, Node, RunNode, StepNode, build_tree, focus, walk
@@ -48,7 +48,6 @@ __all__ = [
     "nested",
     "open_viewer",
     "parse_age",
-    "prune",
     "prune_document",
     "prune_summary",
     "recent_runs",

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from core.ports import RunRecord
+from core.records import RunRecord
 from core.redaction import Redactor
 from lens.labels import run_duration
 from lens.listing import RunRow

@@ -12,7 +12,7 @@ from typing import Any, assert_never
 
 from rich.text import Text
 
-from core.ports import RunRecord
+from core.records import RunRecord
 from core.usage import Usage
 from lens import figures
 from lens.preview import compact, one_line

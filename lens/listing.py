@@ -7,7 +7,8 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.ports import RunRecord, RunStatus, RunStore
+from core.ports import RunStore
+from core.records import RunRecord, RunStatus
 from core.redaction import Redactor
 from lens.masking import Masker
 

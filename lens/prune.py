@@ -1,8 +1,8 @@
-"""``flujo lens prune``: ages such as ``30d``, the call to ``RunStore.prune_runs`` and what to say after it.
+"""What ``flujo lens prune`` says: ages such as ``30d`` in, the words and the JSON document of a prune out.
 
-The choice of runs and the claims that protect a run being executed are the store's
-(``RunStore.prune_runs``); this module only turns the command line into that call and its result into
-words and a JSON document.
+Lens only reads: the deleting, the choice of runs and the claims that protect a run being executed are the
+store's (``RunStore.prune_runs``), which the CLI calls; this module turns its command line and its result
+into words.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from core.ports import PruneResult, RunStore
+from core.records import PruneResult
 from lens import figures
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
@@ -24,14 +24,6 @@ def parse_age(text: str) -> float:
     if found is None:
         raise ValueError(f"{text!r} is not an age: give a number and a unit, such as 90m, 12h, 30d or 2w")
     return float(found.group(1)) * _UNITS[found.group(2)]
-
-
-async def prune(
-    store: RunStore, *, now: float, older_than: float | None, keep: int | None, dry_run: bool
-) -> PruneResult:
-    """Delete the runs older than ``older_than`` seconds and/or beyond the ``keep`` newest (both: both)."""
-    created_before = None if older_than is None else now - older_than
-    return await store.prune_runs(created_before=created_before, keep=keep, dry_run=dry_run)
 
 
 def summary(result: PruneResult, *, dry_run: bool) -> list[str]:

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from core.errors import RunError
-from core.ports import RunRecord, RunStore, StepRecord, TraceEvent
+from core.ports import RunStore
+from core.records import RunRecord, StepRecord, TraceEvent
 from core.redaction import Redactor
 from lens.masking import Masker
 

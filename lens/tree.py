@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from core.ports import RunRecord, StepRecord, TraceEvent
+from core.records import RunRecord, StepRecord, TraceEvent
 from core.usage import ZERO_USAGE, Usage
 from lens.preview import full_text
 from lens.snapshot import RunSnapshot
@@ -123,12 +123,6 @@ class StepNode:
 
     def __repr__(self) -> str:
         return _short_repr(self)
-
-    @property
-    def step_kind(self) -> str:
-        if self.record is not None:
-            return self.record.kind
-        return "?" if not any(isinstance(c, GroupNode) for c in self.children) else "composite"
 
     @property
     def status(self) -> str:

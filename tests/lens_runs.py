@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.ports import RunRecord, RunStore, StepRecord, TraceEvent
+from core.ports import RunStore
+from core.records import RunRecord, StepRecord, TraceEvent
 from core.usage import Usage
 
 T0 = 1_790_000_000.0  # 2026-09-21 14:13:20 UTC

@@ -1,4 +1,4 @@
-"""The findings API: the JSON format is stable, not-yet-supported keys warn where they are written."""
+"""The findings API: the JSON format is stable, keys that do nothing where they are written warn."""
 
 # Expected messages are kept one per line, whole, so a reader sees exactly what a user sees.
 
@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 
 import blueprints
-from blueprints import NOT_YET_SUPPORTED, findings_to_json, validate_file
+from blueprints import findings_to_json, validate_file
 from tests.blueprint_findings import DATA, rows
 
 
 def test_public_api_is_pinned() -> None:
     assert set(blueprints.__all__) == {
-        "NOT_YET_SUPPORTED", "AgentFactory", "Blueprint", "Finding", "InvalidBlueprint", "compile_pipeline",
+        "AgentFactory", "Blueprint", "Finding", "InvalidBlueprint", "compile_pipeline",
         "findings_to_json", "load_blueprint", "load_pipeline", "validate_file",
         "Explanation", "explain_blueprint", "ScaffoldError", "WizardAnswers", "render_blueprint", "resolve_answers",
         "simulated_user",
@@ -64,12 +64,6 @@ def test_conversation_keys_are_supported_and_only_misplaced_ones_warn() -> None:
 def test_imports_are_supported_and_an_imported_file_is_validated_too() -> None:
     """imports_present.yaml has no finding of its own; those of the file it imports are reported with it."""
     assert validate_file(DATA / "imports_present.yaml") == validate_file(DATA / "valid_all_kinds.yaml")
-
-
-def test_the_pending_list_is_one_mapping_of_keys_to_reasons() -> None:
-    assert "imports" not in NOT_YET_SUPPORTED and "step.uses_import" not in NOT_YET_SUPPORTED
-    assert "loop.conversation" not in NOT_YET_SUPPORTED
-    assert all(isinstance(reason, str) and reason for reason in NOT_YET_SUPPORTED.values())
 
 
 def test_keys_that_would_do_nothing_warn() -> None:

@@ -14,7 +14,7 @@ import pytest
 from blueprints import InvalidBlueprint, load_blueprint, load_pipeline, validate_file
 from core.config import Settings
 from core.errors import SourcePosition
-from core.ports import RunRecord
+from core.records import RunRecord
 from core.store import open_store
 from flujo_cli import exit_codes
 from tests.cli_helpers import flujo

@@ -21,7 +21,8 @@ from blueprints import load_pipeline, validate_file
 from blueprints.loop_hooks import NextInput
 from core.config import Settings, load_settings
 from core.engine import Engine, RunOutcome
-from core.ports import ChatMessage, StepRecord, TraceEvent
+from core.ports import ChatMessage
+from core.records import StepRecord, TraceEvent
 from core.steps import HistoryPolicy, LoopStep, Pipeline
 from core.store import MemoryStore, open_store
 from core.testing import ScriptedHuman
@@ -240,8 +241,9 @@ async def test_conversation_true_implies_context_propagation_and_stopping_when_t
     assert paths == ["chat/1/talk", "chat/1/answer", "chat/1/after", "chat/2/talk", "chat"]
     exits = [e.payload for e in await store.events(outcome.run_id) if e.kind == "loop.exit"]
     assert exits[0]["reason"] == "condition" and exits[0]["iterations"] == 2
-    # Iteration 2 starts from the propagated context: the agent is sent the latest user turn, not the context.
-    assert (await step_records(store, outcome.run_id))["chat/2/talk"].input == "a1"
+    # Iteration 2 starts from the propagated context: the agent is sent the newest turn, not the context.
+    # The script 'after' is the body's last step, so its reply is that turn (a script agent speaks).
+    assert (await step_records(store, outcome.run_id))["chat/2/talk"].input == "tidied"
 
 
 async def test_stop_when_agent_finished_skips_the_body_steps_after_the_finishing_step(tmp_path: Path) -> None:
@@ -343,9 +345,32 @@ async def test_a_script_agent_gets_the_history_as_a_delimited_block_before_its_i
     )
 
 
-async def test_a_non_agent_last_step_adds_no_assistant_turn(tmp_path: Path) -> None:
+async def test_a_script_agent_as_the_last_step_speaks_as_the_assistant(tmp_path: Path) -> None:
     pipeline = compile_text(tmp_path, SCRIPT_IN_LOOP % ("", HERE))
     outcome, store, _ = await run(pipeline, "goal", ["a1", "a2", "a3"])
+    assert outcome.status == "completed", outcome.error
+    assert outcome.output == lines(
+        ("User", "goal"),
+        ("User", "a1"),
+        ("Assistant", "tidied"),
+        ("User", "a2"),
+        ("Assistant", "tidied"),
+        ("User", "a3"),
+        ("Assistant", "tidied"),
+    )
+    # talk is not the last step, so its questions make no turn; it hears the script's replies.
+    assert sent((await prompts(store, outcome.run_id))["chat/3/talk"]) == [
+        ("user", "goal"),
+        ("user", "a1"),
+        ("assistant", "tidied"),
+        ("user", "a2"),
+        ("user", "tidied"),
+    ]
+
+
+async def test_a_builtin_last_step_adds_no_assistant_turn(tmp_path: Path) -> None:
+    text = (SCRIPT_IN_LOOP % ("", HERE)).replace(f'agent: "{HERE}:tidy"', "agent: {id: flujo.builtins.passthrough}")
+    outcome, store, _ = await run(compile_text(tmp_path, text), "goal", ["a1", "a2", "a3"])
     assert outcome.status == "completed", outcome.error
     assert outcome.output == lines(("User", "goal"), ("User", "a1"), ("User", "a2"), ("User", "a3"))
     assert sent((await prompts(store, outcome.run_id))["chat/3/talk"]) == [

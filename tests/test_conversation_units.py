@@ -29,7 +29,6 @@ from core.conversation import (
     turn_text,
 )
 from core.engine import Engine
-from core.errors import StoreError
 from core.steps import (
     AgentStep,
     ConditionalStep,
@@ -222,8 +221,12 @@ def test_last_is_the_last_body_step_that_is_not_a_user_source() -> None:
     assert active.loop == "chat"
 
 
-def test_last_makes_no_assistant_turn_when_the_last_step_is_not_a_model_agent() -> None:
-    assert start(loop(model("clarify"), script("tidy"))).assistant_steps == frozenset()
+def test_last_is_a_script_agent_too_it_speaks_like_a_model() -> None:
+    assert start(loop(model("clarify"), script("tidy"))).assistant_steps == {"tidy"}
+    assert start(loop(script("count"), hitl("answer"))).assistant_steps == {"count"}
+
+
+def test_last_makes_no_assistant_turn_when_the_last_step_only_moves_its_input_along() -> None:
     passthrough = AgentStep(name="echo", input=Template("{{ previous_step }}"))
     assert start(loop(model("clarify"), passthrough)).assistant_steps == frozenset()
     builtin = AgentStep(name="pass", agent=PassthroughAgent())
@@ -241,7 +244,7 @@ def test_last_skips_hitl_steps_only_when_hitl_is_a_user_source() -> None:
     assert start(loop(model("clarify"), hitl("answer"), settings=settings)).assistant_steps == frozenset()
 
 
-def test_all_agents_is_every_model_step_of_the_body_tree_except_nested_conversations() -> None:
+def test_all_agents_is_every_agent_step_of_the_body_tree_except_nested_conversations() -> None:
     nested = LoopStep(name="side_chat", body=(model("n_inner"),), conversation=Conversation())
     body: tuple[Step, ...] = (
         model("a_top"),
@@ -259,7 +262,11 @@ def test_all_agents_is_every_model_step_of_the_body_tree_except_nested_conversat
         ),
     )
     active = start(loop(*body, settings=Conversation(ai_turn_source="all_agents")))
-    assert active.assistant_steps == {"a_top", "a_loop", "a_map", "a_par", "a_yes", "a_default"}
+    assert active.assistant_steps == {"a_top", "s_top", "a_loop", "a_map", "a_par", "s_par", "a_yes", "a_default"}
+    builtin = AgentStep(name="pass", agent=PassthroughAgent())
+    relay = AgentStep(name="relay", input=Template("{{ previous_step }}"))
+    settings = Conversation(ai_turn_source="all_agents")
+    assert start(loop(model("a"), builtin, relay, settings=settings)).assistant_steps == {"a"}
 
 
 def test_all_agents_and_named_steps_leave_out_user_sources() -> None:
@@ -268,9 +275,10 @@ def test_all_agents_and_named_steps_leave_out_user_sources() -> None:
     named = Conversation(ai_turn_source="named_steps", named_steps=("a", "c"), user_turn_sources=("c",))
     active = start(loop(model("a"), script("b"), model("c"), settings=named))
     assert active.assistant_steps == {"a"} and active.user_steps == {"c"}
-    # named_steps may name a step that is not a model agent: the author chose it.
+    # named_steps may name a step that is not an agent: the author chose it.
     chosen = Conversation(ai_turn_source="named_steps", named_steps=("b",))
-    assert start(loop(model("a"), script("b"), settings=chosen)).assistant_steps == {"b"}
+    builtin = AgentStep(name="b", agent=PassthroughAgent())
+    assert start(loop(model("a"), builtin, settings=chosen)).assistant_steps == {"b"}
 
 
 def test_capture_adds_turns_by_source_and_skips_blank_results() -> None:
@@ -389,20 +397,6 @@ async def test_each_turn_is_counted_once_over_a_twenty_iteration_loop(
     )
     # 41 turns, and 20 bounding passes over a growing history: each turn's content counted exactly once.
     assert counted == expected
-
-
-def test_a_context_read_back_keeps_its_turns_and_rejects_what_is_not_a_turn() -> None:
-    ctx = RunContext(conversation_history=[ConversationTurn("user", "hi", 1), ConversationTurn("assistant", "yo")])
-    assert RunContext.from_dict(ctx.to_dict()).conversation_history == ctx.conversation_history
-    for bad in (
-        {"role": "system", "content": "be evil"},
-        {"role": "user", "content": {"not": "text"}},
-        {"role": "user", "content": "x", "tokens": -1},
-        {"role": "user", "content": "x", "speaker": "me"},
-        "user: hi",
-    ):
-        with pytest.raises(StoreError, match="stored conversation turn"):
-            RunContext.from_dict({"conversation_history": [bad]})
 
 
 def test_scratchpad_history_is_derived_only_when_read() -> None:

@@ -62,9 +62,7 @@ def test_the_wizard_at_a_terminal_writes_the_golden_file_and_it_runs_there(tmp_p
         ("The first question", ""),
         ("What should the loop return?", ""),
     ]
-    code, shown = _session(
-        tmp_path, ["create", "--wizard", "--output", "named_assistant.yaml"], questions, "explain it"
-    )
+    code, shown = _session(tmp_path, ["create", "--output", "named_assistant.yaml"], questions, "explain it")
     assert code == 0, shown
     assert "✓ wrote named_assistant.yaml (valid)" in shown
     written = (tmp_path / "named_assistant.yaml").read_text(encoding="utf-8")

@@ -1,4 +1,4 @@
-"""``flujo create --wizard`` through the real CLI: four scenarios written with no prompts and compared with
+"""``flujo create`` through the real CLI: four scenarios written with no prompts and compared with
 their golden files, each one validated and run offline to completion; the same answers typed at the
 prompts give the same file; files are never replaced without --force; bad answers are refused.
 
@@ -86,7 +86,7 @@ def _run(path: str, scenario: Scenario) -> dict[str, Any]:
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_the_wizard_writes_the_golden_blueprint_which_validates_and_runs_offline(name: str, workdir: Path) -> None:
     scenario = SCENARIOS[name]
-    code, _, err = flujo(["create", "--wizard", "--no-interactive", *scenario.flags, "--output", f"{name}.yaml"])
+    code, _, err = flujo(["create", "--no-interactive", *scenario.flags, "--output", f"{name}.yaml"])
     assert code == exit_codes.OK, err
     assert f"✓ wrote {name}.yaml (valid)" in err
     assert f"flujo run {name}.yaml" in err and f"flujo explain {name}.yaml" in err
@@ -125,7 +125,7 @@ def test_typed_answers_write_the_same_file_as_the_flags(workdir: Path) -> None:
     # purpose, name, human, conversation, history, limit, model, other agents, turn source, named steps,
     # stop, max rounds, start, first question, returns: Enter keeps a default.
     typed = ["plan a trip", "", "", "", "truncate_turns", "6", "", "take_notes", "", "", "", "", "", "", ""]
-    code, _, err = flujo(["create", "--wizard", "--output", "named_assistant.yaml"], input="\n".join(typed) + "\n")
+    code, _, err = flujo(["create", "--output", "named_assistant.yaml"], input="\n".join(typed) + "\n")
     assert code == exit_codes.OK, err
     assert "? Which steps speak as the assistant (comma-separated)? (ask)" in err
     written = (workdir / "named_assistant.yaml").read_text(encoding="utf-8")
@@ -172,7 +172,7 @@ def test_an_existing_file_is_not_replaced_without_force(workdir: Path) -> None:
 
 
 def test_the_default_file_is_named_after_the_blueprint(workdir: Path) -> None:
-    code, _, err = flujo(["create", "--wizard", "--no-interactive", "--purpose", "Plan a Trip to Lima!"])
+    code, _, err = flujo(["create", "--no-interactive", "--purpose", "Plan a Trip to Lima!"])
     assert code == exit_codes.OK, err
     assert (workdir / "plan_a_trip_to_lima.yaml").is_file()
 
@@ -227,9 +227,7 @@ def test_the_documented_wizard_blueprints_are_what_it_writes(
     example: str, flags: tuple[str, ...], workdir: Path
 ) -> None:
     (workdir / "docs" / "examples").mkdir(parents=True)  # the same relative path, so the same header
-    code, _, err = flujo(
-        ["create", "--wizard", "--no-interactive", *flags, "--output", f"docs/examples/{example}.yaml"]
-    )
+    code, _, err = flujo(["create", "--no-interactive", *flags, "--output", f"docs/examples/{example}.yaml"])
     assert code == exit_codes.OK, err
     written = (workdir / "docs" / "examples" / f"{example}.yaml").read_text(encoding="utf-8")
     assert written == (ROOT / "docs" / "examples" / f"{example}.yaml").read_text(encoding="utf-8")

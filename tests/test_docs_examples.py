@@ -1,4 +1,4 @@
-"""Documented examples are tests (CONVENTIONS 15).
+"""Documented examples are tests: what the docs show is what flujo does.
 
 - Every blueprint in ``docs/examples/`` and ``blueprints/examples/`` validates without errors and runs
   offline to completion through the real CLI, with the input and answers listed in ``RUNS`` below. A new
@@ -66,6 +66,9 @@ RUNS: dict[str, Run] = {
         'Assistant: {"action": "ask", "question": "By when should it be done?"}\n'
         "User: June\n"
         'Assistant: {"action": "finish", "summary": "The goal is clear."}',
+    ),
+    "docs/examples/conversation_script.yaml": Run(
+        input="n=0", output="User: n=0\nAssistant: n=1\nAssistant: n=2\nAssistant: n=3"
     ),
     "blueprints/examples/conditional.yaml": Run(input="The app crashes on start", answers=("3",)),
     "blueprints/examples/map.yaml": Run(input='["apples", "pears"]'),
@@ -175,7 +178,7 @@ RUNS: dict[str, Run] = {
     ),
 }
 
-# docs/loops.md shows each FSD-028 block twice: a "before" (or "explicit") file without it and an "after" (or
+# docs/loops.md shows each loop block twice: a "before" (or "explicit") file without it and an "after" (or
 # "friendly") file with it. Both files of a pair run with the same input and answers and give the same
 # output; tests/test_docs_line_savings.py also checks that their agents are sent the same prompts.
 LOOP_PAIRS: dict[tuple[str, str], Run] = {

@@ -1,4 +1,4 @@
-"""docs/lens.md shows real output (CONVENTIONS 15, as tests/test_docs_examples.py does for ``flujo run``).
+"""docs/lens.md shows real output (documented output is tested, as tests/test_docs_examples.py does for ``flujo run``).
 
 The page lists, in a ```sh block whose first line is ``# the runs the examples below look at``, the
 ``flujo run`` commands that made the runs it shows. This test makes those runs the same way, with the run

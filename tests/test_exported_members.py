@@ -1,4 +1,4 @@
-"""Each package's __init__ is its public API; this pins the export lists (CONVENTIONS 1)."""
+"""Each package's __init__ is its public API; this pins the export lists (others import only that)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def test_lens_exports() -> None:
         "CallNode", "EventNode", "Expansion", "GroupNode", "MessageNode", "Node", "RunNode", "RunRow", "RunSnapshot",
         "StepNode", "build_tree", "final_output_document", "focus", "list_document", "load_run", "load_tree",
         "masked_document",
-        "nested", "open_viewer", "parse_age", "prune", "prune_document", "prune_summary", "recent_runs",
+        "nested", "open_viewer", "parse_age", "prune_document", "prune_summary", "recent_runs",
         "runs_table", "show_document", "show_view", "trace_document", "trace_view", "walk",
     }  # fmt: skip
     for name in lens.__all__:

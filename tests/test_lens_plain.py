@@ -1,4 +1,4 @@
-"""Golden tests of what lens prints (CONVENTIONS 14): the plain views rendered into a 100-column console with
+"""Golden tests of what lens prints: the plain views rendered into a 100-column console with
 no colour, times in UTC, from the runs of tests/lens_runs.py (fixed ids and clock). The expected texts are
 tests/data/lens/*.txt and *.json; after a deliberate change, rewrite them with
 ``LENS_UPDATE_GOLDEN=1 pytest tests/test_lens_plain.py`` and read the diff."""

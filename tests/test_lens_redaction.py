@@ -20,7 +20,7 @@ import pytest
 from rich.console import Console
 
 from core.config import load_settings, secret_values
-from core.ports import RunRecord, StepRecord, TraceEvent
+from core.records import RunRecord, StepRecord, TraceEvent
 from core.redaction import Redactor
 from core.store import open_store
 from lens import build_tree, load_run, walk

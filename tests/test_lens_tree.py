@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from core.ports import RunRecord, StepRecord, TraceEvent
+from core.records import RunRecord, StepRecord, TraceEvent
 from core.redaction import Redactor
 from core.store import MemoryStore, open_store
 from lens import CallNode, EventNode, GroupNode, Node, RunNode, StepNode, build_tree, load_run, walk
@@ -169,7 +169,11 @@ async def test_a_composite_step_sums_the_usage_of_what_ran_in_it() -> None:
     store = MemoryStore()
     await record_demo(store)
     root = build_tree(await load_run(store, DEMO, redactor=Redactor()))
-    [loop] = [node for node in walk(root) if isinstance(node, StepNode) and node.step_kind == "loop"]
+    [loop] = [
+        node
+        for node in walk(root)
+        if isinstance(node, StepNode) and node.record is not None and node.record.kind == "loop"
+    ]
     assert loop.record is not None and loop.record.usage == ZERO_USAGE  # the loop's own record holds none
     leaves = [node for node in walk(loop) if isinstance(node, StepNode) and node is not loop]
     total = sum((node.record.usage for node in leaves if node.record is not None), ZERO_USAGE)

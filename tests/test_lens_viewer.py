@@ -1,4 +1,4 @@
-"""The interactive viewer driven headless with Textual's pilot (CONVENTIONS 14): opening and closing nodes with
+"""The interactive viewer driven headless with Textual's pilot: opening and closing nodes with
 Enter, Space and the arrow keys, ``e`` / ``c``, searching with ``/`` then ``n`` / ``N``, the detail pane, and
 ``q``. The run is tests/lens_runs.py's demo run."""
 

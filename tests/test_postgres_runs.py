@@ -21,7 +21,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from core.ports import RunRecord, RunStore
+from core.ports import RunStore
+from core.records import RunRecord
 from core.store import open_store
 from flujo_cli import exit_codes
 from tests.cli_helpers import ROOT, flujo, flujo_process

@@ -22,7 +22,8 @@ import core.store
 import core.store.sqlite as sqlite_module
 from core.context import ConversationTurn
 from core.errors import StoreError
-from core.ports import RunRecord, RunStore, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
+from core.ports import RunStore
+from core.records import RunRecord, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
 from core.store import SCHEMA_VERSION, MemoryStore, SqliteStore, open_store
 from core.store.migrations import MIGRATIONS
 from core.usage import Usage
@@ -678,7 +679,7 @@ async def test_open_store_rejects_other_uris(tmp_path: Path) -> None:
 
 _WRITER = """
 import asyncio, sys, time
-from core.ports import RunRecord, StepRecord, TraceEvent
+from core.records import RunRecord, StepRecord, TraceEvent
 from core.store import open_store
 
 async def main(path: str, worker: int, start_at: float) -> None:

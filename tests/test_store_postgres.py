@@ -18,7 +18,7 @@ import psycopg
 import pytest
 
 from core.errors import StoreError
-from core.ports import RunRecord
+from core.records import RunRecord
 from core.store import SCHEMA_VERSION, open_store
 from core.store.location import describe, password, secrets
 from core.store.migrations import MIGRATIONS
@@ -196,7 +196,7 @@ def test_redaction_masks_the_password_of_a_postgresql_state_uri() -> None:
 
 
 async def test_a_long_text_is_stored_once_per_run(postgres_uri: str) -> None:
-    from core.ports import StepRecord, TraceEvent
+    from core.records import StepRecord, TraceEvent
 
     said = "a long answer that the next prompt injects again, " * 4
     async with await open_store(postgres_uri) as store:

@@ -18,7 +18,7 @@ import pytest
 
 import core.store.sqlite as sqlite_module
 from core.errors import StoreError
-from core.ports import RunRecord, StepRecord, TraceEvent
+from core.records import RunRecord, StepRecord, TraceEvent
 from core.store import open_store
 
 REPO = Path(__file__).resolve().parent.parent

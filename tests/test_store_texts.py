@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import core.store.texts as texts_module
-from core.ports import RunRecord, StepRecord, TraceEvent
+from core.records import RunRecord, StepRecord, TraceEvent
 from core.store import codec, open_store
 from core.store.texts import MIN_SHARED, join, references, split
 

@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 from core.policies.workflow import child_run_id
-from core.ports import RunRecord, StepRecord, TraceEvent
+from core.records import RunRecord, StepRecord, TraceEvent
 from core.store import open_store
 from flujo_cli import exit_codes
 from tests.cli_helpers import ROOT, flujo

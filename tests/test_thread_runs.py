@@ -17,7 +17,8 @@ from blueprints import load_pipeline
 from core.config import Settings
 from core.engine import Engine, RunOutcome
 from core.errors import RunError
-from core.ports import ChatMessage, ThreadTurn
+from core.ports import ChatMessage
+from core.records import ThreadTurn
 from core.steps import Pipeline
 from core.store import MemoryStore
 from core.testing import RecordingReporter, ScriptedHuman

@@ -27,7 +27,6 @@ from core.tokens import (
     count_messages,
     count_tokens,
     encoding_name,
-    estimate_tokens,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -138,21 +137,6 @@ def test_count_tokens_picks_the_encoding_per_model(model: str | None, expected: 
     assert count_tokens(RUSSIAN, model) == expected
 
 
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("", 0),
-        ("abcd", 1),
-        ("abcde", 2),
-        ("こんにちは世界", 6),  # 21 bytes of UTF-8: bytes, not characters (7 chars would say 2)
-        ("é" * 4, 2),
-        ("\ud800", 1),  # a lone surrogate (e.g. from JSON) must not raise
-    ],
-)
-def test_estimate_tokens_is_utf8_bytes_over_four(text: str, expected: int) -> None:
-    assert estimate_tokens(text) == expected
-
-
 def test_count_messages_adds_overhead_role_and_priming() -> None:
     messages = [ChatMessage("system", "You are terse."), ChatMessage("user", "hello world")]
     # "system", "user" and "assistant" are one token each in both encodings; "You are terse." is 4.
@@ -169,7 +153,7 @@ def test_counting_nothing_loads_nothing(monkeypatch: pytest.MonkeyPatch) -> None
 
     monkeypatch.setattr(tokens, "_loaded", {})
     monkeypatch.setattr(tokens, "_load_encoding", refuse)
-    assert count_tokens("") == 0 and count_messages([]) == 0 and estimate_tokens("some text") == 3
+    assert count_tokens("") == 0 and count_messages([]) == 0
 
 
 def test_each_encoding_is_built_once_across_threads(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,10 +17,10 @@ from blueprints.checks.conversation import (
     check_conversation_inputs,
     check_conversation_speakers,
     check_history_reaches_scripts,
+    check_use_history_placement,
 )
 from blueprints.checks.ensemble import check_ensemble
 from blueprints.checks.names import check_unique_names
-from blueprints.checks.pending_keys import check_pending_keys
 from blueprints.checks.schemas import check_schemas
 from blueprints.checks.sites import walk
 from blueprints.checks.workflows import check_workflow_step
@@ -78,6 +78,6 @@ def run_checks(
     check_conversation_inputs(checker, sites)
     check_conversation_speakers(checker, sites)
     check_history_reaches_scripts(checker, sites)
-    check_pending_keys(checker, sites)
     check_schemas(checker, sites)
+    check_use_history_placement(checker, sites)
     return checker.findings

@@ -27,6 +27,7 @@ from blueprints.schema import (
     ParallelStepModel,
     PropagationModel,
 )
+from blueprints.speakers import silent_reason
 from core.templates import builds_structure, whole_references
 
 _LONE = re.compile(r"\s*\{\{\s*(previous_step|context)\s*\}\}\s*")
@@ -36,16 +37,6 @@ def _propagates_context(loop: LoopSettingsModel) -> bool:
     choice = loop.propagation
     word = choice.next_input if isinstance(choice, PropagationModel) else choice
     return word is None or word == "context"  # conversation: true implies propagation: context
-
-
-def _speaks(checker: Checker, step: AnyStepModel) -> bool:
-    """Whether ``step``'s result can be an assistant turn: a model agent's reply or a sub-workflow's result."""
-    if not isinstance(step, AgentStepModel) or step.uses is None:
-        return False
-    if step.uses.startswith("imports."):
-        return True
-    agent = checker.model.agents.get(step.uses.removeprefix("agents."))
-    return agent is not None and agent.python is None and agent.command is None
 
 
 def _inner_steps(body: Sequence[AnyStepModel]) -> list[AnyStepModel]:
@@ -59,24 +50,21 @@ def _inner_steps(body: Sequence[AnyStepModel]) -> list[AnyStepModel]:
 
 
 def check_conversation_speakers(checker: Checker, sites: Sequence[StepSite]) -> None:
-    """Warn where a ``conversation: true`` loop has no step that can make an assistant turn."""
+    """Warn where a ``conversation: true`` loop has no step that can make an assistant turn (by the rules of
+    ``blueprints.speakers``, the engine's)."""
     for site in sites:
         step = site.step
         if not isinstance(step, LoopStepModel) or not step.loop.conversation:
             continue
-        inner = _inner_steps(step.loop.body)
-        if step.loop.ai_turn_source == "named_steps":
-            named = set(step.loop.named_steps or ())
-            if any(s.name in named for s in inner):
-                continue
-        elif any(_speaks(checker, s) for s in inner):
+        reason = silent_reason(step.loop, _inner_steps(step.loop.body), checker.model.agents)
+        if reason is None:
             continue
         checker.warning(
             "silent-conversation",
-            f"loop {step.name!r} has conversation: true, but no step in its body can answer (no model agent "
-            "or sub-workflow): the conversation never gets an assistant turn",
+            f"loop {step.name!r} has conversation: true, but {reason}: the conversation never gets an assistant turn",
             checker.key_at((*site.path, "loop", "conversation")),
-            "add a step with uses: agents.<name> naming a model agent, or leave out conversation: true",
+            "end the body with a step that calls an agent (uses: agents.<name>), choose the speakers with "
+            "ai_turn_source: all_agents or named_steps, or leave out conversation: true",
         )
 
 
@@ -143,4 +131,18 @@ def check_history_reaches_scripts(checker: Checker, sites: Sequence[StepSite]) -
                 "before it; the script agent gets no history",
                 checker.at((*site.path, "input")) if step.input is not None else checker.at(site.path),
                 "read context.conversation_history in the script, or set use_history: false to say it needs none",
+            )
+
+
+def check_use_history_placement(checker: Checker, sites: Sequence[StepSite]) -> None:
+    """Warn at ``use_history`` outside a ``conversation: true`` loop, where there is no history to send."""
+    for site in sites:
+        step = site.step
+        if not isinstance(step, AgentStepModel) or step.use_history is None:
+            continue
+        if site.loop is None or not site.loop.conversation:
+            checker.warning(
+                "ignored-key",
+                "use_history has no effect outside a loop with conversation: true",
+                checker.key_at((*site.path, "use_history")),
             )

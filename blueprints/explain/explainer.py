@@ -40,6 +40,7 @@ from blueprints.schema import (
     MapStepModel,
     ParallelStepModel,
 )
+from blueprints.speakers import asks_user
 from core.config import Settings
 from core.providers import OFFLINE_MODELS
 
@@ -78,7 +79,7 @@ class _Walk:
         for index, model in enumerate(models):
             here = f"{number}.{index + 1}" if number else str(index + 1)
             explained.append(self.step(model, (*path, index), scope, here, receives))
-            asks = isinstance(model, HitlStepModel) or loops.asks_user(model)
+            asks = isinstance(model, HitlStepModel) or asks_user(model)
             receives = f"your answer at {model.name}" if asks else f"{model.name}'s output"
         return tuple(explained)
 
@@ -89,7 +90,7 @@ class _Walk:
             if model.uses is not None and model.uses.startswith("imports."):
                 does, parts = self.workflow(model, path, scope, number, receives)
                 kind = "sub-workflow"
-            elif loops.asks_user(model):
+            elif asks_user(model):
                 does, kind = self.ask(model, _question(model), scope, receives), "step"
             else:
                 does, kind = self.agent_step(model, scope, number, receives), "step"

@@ -32,6 +32,7 @@ from blueprints.schema import (
     PropagationModel,
     TextOutputModel,
 )
+from blueprints.speakers import asks_user, last_step, speaks, user_sources
 from core.config import HistorySettings
 
 FINISH = '{"action": "finish"}'
@@ -101,15 +102,6 @@ def init_words(init: Sequence[InitOpModel] | InitPresetsModel | None) -> str | N
     return sentence("; ".join(said)) if said else None
 
 
-def _is_model_step(step: AnyStepModel, agents: dict[str, AgentModel]) -> bool:
-    if not isinstance(step, AgentStepModel) or step.uses is None:
-        return False
-    if step.uses.startswith("imports."):
-        return True
-    agent = agents.get(step.uses.removeprefix("agents."))
-    return agent is not None and agent.model is not None
-
-
 def own_steps(body: Sequence[AnyStepModel]) -> list[AnyStepModel]:
     """The steps of a conversational loop's body that speak in its conversation, depth first: a nested
     ``conversation: true`` loop owns its body (as ``core.conversation`` decides)."""
@@ -135,45 +127,27 @@ def _names(names: Sequence[str]) -> str:
 
 def _speakers(loop: LoopSettingsModel, agents: dict[str, AgentModel]) -> tuple[str, str]:
     """Who the user is and who the assistant is, in words."""
-    sources = list(loop.user_turn_sources) if loop.user_turn_sources is not None else ["hitl"]
-    named_users = [name for name in sources if name != "hitl"]
+    hitl_is_user, named_users = user_sources(loop)
     steps = own_steps(loop.body)
-    hitl = [s.name for s in steps if isinstance(s, HitlStepModel) or asks_user(s)] if "hitl" in sources else []
+    hitl = [s.name for s in steps if isinstance(s, HitlStepModel) or asks_user(s)] if hitl_is_user else []
     users = [f"your answers at {_names(hitl)}"] if hitl else []
     if named_users:
-        users.append(f"the outputs of {_names(named_users)}")
+        users.append(f"the outputs of {_names([n for n in loop.user_turn_sources or () if n in named_users])}")
     user_words = " and ".join(users) + " are user turns" if users else "no step adds user turns"
     source = loop.ai_turn_source or "last"
     if source == "named_steps":
         speaking = [name for name in loop.named_steps or () if name not in named_users]
         assistant = f"the replies of {_names(speaking)} are assistant turns (ai_turn_source: named_steps)"
     elif source == "all_agents":
-        speaking = [s.name for s in steps if _is_model_step(s, agents) and s.name not in named_users]
-        assistant = f"the replies of every model agent ({_names(speaking)}) are assistant turns (all_agents)"
+        speaking = [s.name for s in steps if speaks(s, agents) and s.name not in named_users]
+        assistant = f"the replies of every agent ({_names(speaking)}) are assistant turns (all_agents)"
     else:
-        last = next(
-            (
-                s
-                for s in reversed(loop.body)
-                if s.name not in named_users and not (isinstance(s, HitlStepModel) and hitl) and not asks_user(s)
-            ),
-            None,
-        )
-        if last is not None and _is_model_step(last, agents):
+        last = last_step(loop)
+        if last is not None and speaks(last, agents):
             assistant = f"the reply of {last.name} (the last agent step) is an assistant turn"
         else:
-            assistant = "no step adds assistant turns (the last step is not a model agent; see ai_turn_source)"
+            assistant = "no step adds assistant turns (the last step is not an agent; see ai_turn_source)"
     return user_words, assistant
-
-
-def asks_user(step: AnyStepModel) -> bool:
-    """A ``kind: step`` with ``agent: {id: flujo.builtins.ask_user}``: it asks the human, like a hitl step."""
-    return (
-        isinstance(step, AgentStepModel)
-        and not isinstance(step.agent, str)
-        and step.agent is not None
-        and step.agent.id == "flujo.builtins.ask_user"
-    )
 
 
 def summarizer_name(loop: LoopSettingsModel, defaults: HistorySettings) -> str | None:

@@ -20,6 +20,7 @@ from blueprints.schema import (
     MapStepModel,
     ParallelStepModel,
 )
+from blueprints.speakers import asks_user
 from core.providers import provider_of
 
 
@@ -48,7 +49,7 @@ def agent_words(agent: AgentModel) -> tuple[str, bool]:
 def _phrase(model: AnyStepModel) -> tuple[str, str, str]:
     """How the overview names a top-level step: a key (consecutive steps with one key are said
     together), the words for one step, and the words for several (``{n}`` is their number)."""
-    if isinstance(model, HitlStepModel) or loops.asks_user(model):
+    if isinstance(model, HitlStepModel) or asks_user(model):
         return "ask", "asks you a question", "asks you {n} questions"
     if isinstance(model, AgentStepModel):
         if model.uses is not None and model.uses.startswith("imports."):

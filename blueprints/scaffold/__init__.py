@@ -1,4 +1,4 @@
-"""``flujo create --wizard``: the questions, their answers, and the blueprint written from them.
+"""``flujo create``: the questions, their answers, and the blueprint written from them.
 
 from blueprints.scaffold import render_blueprint, resolve
 answers = resolve({"purpose": "plan a trip", "human": True})   # flags; defaults for the rest

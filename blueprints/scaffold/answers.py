@@ -1,4 +1,4 @@
-"""The answers ``flujo create --wizard`` collects: what the loop is for, which model, who speaks, how it
+"""The answers ``flujo create`` collects: what the loop is for, which model, who speaks, how it
 stops, what it returns. ``WizardAnswers`` is complete (every default filled in) and consistent (checked
 by ``blueprints.scaffold.questions.resolve``); ``blueprints.scaffold.render`` turns it into YAML.
 """
@@ -63,8 +63,3 @@ class WizardAnswers:
     @property
     def loop_name(self) -> str:
         return "conversation" if self.conversation else "rounds"
-
-    @property
-    def agent_steps(self) -> tuple[str, ...]:
-        """The agent steps of each round, in order: the main one, then the extra ones."""
-        return (self.step, *self.extra_agents)

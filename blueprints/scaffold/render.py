@@ -1,4 +1,4 @@
-"""``render_blueprint``: the YAML ``flujo create --wizard`` writes for a set of answers.
+"""``render_blueprint``: the YAML ``flujo create`` writes for a set of answers.
 
 The file is written by hand, line by line, rather than dumped: it uses the friendly presets
 (``conversation: true``, ``stop_when: agent_finished``, ``output: {text: conversation_history}``), keeps the
@@ -58,7 +58,7 @@ def _header(a: WizardAnswers, file: str) -> list[str]:
     run = f"flujo run {file}" + (' --input "..."' if a.start == "input" else "")
     lines = [
         f"# {file} — a loop to {a.purpose}.",
-        "# Written by `flujo create --wizard`; edit it freely.",
+        "# Written by `flujo create`; edit it freely.",
         f"# Run it:     {run}",
         f"# Explain it: flujo explain {file}",
     ]

@@ -1,4 +1,4 @@
-"""What a sub-workflow receives from its parent and what it gives back (spec 002, Layer 3).
+"""What a sub-workflow receives from its parent and what it gives back (docs/blueprints.md#sub-workflows).
 
 The parent decides what the child sees: the child starts from a fresh ``RunContext`` holding only the
 step's input, placed by ``input_to`` (and a copy of the parent's scratchpad with ``inherit_context``).

@@ -7,10 +7,11 @@ from typing import Any, assert_never
 
 from core.context import RunContext
 from core.ensemble import EnsembleStep, run_ensemble
-from core.policies.branching import run_conditional, run_map
+from core.policies.conditional import run_conditional
 from core.policies.frame import Frame, child_path
 from core.policies.leaf import run_agent_step, run_hitl_step
 from core.policies.loop import run_loop
+from core.policies.map import run_map
 from core.policies.parallel import run_parallel
 from core.policies.workflow import run_workflow
 from core.steps import (

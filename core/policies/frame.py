@@ -21,7 +21,8 @@ from typing import Any
 from core.answering import Answering
 from core.context import RunContext
 from core.errors import FlujoError, LimitReached, RunError
-from core.ports import Agent, ChatMessage, HumanInput, Reporter, RunStore, StepRecord, StepStatus, TraceEvent
+from core.ports import Agent, ChatMessage, HumanInput, Reporter, RunStore
+from core.records import StepRecord, StepStatus, TraceEvent
 from core.redaction import Redactor
 from core.steps import Limits
 from core.threads import ThreadBinding

@@ -33,7 +33,8 @@ from core.conversation import (
 from core.current_message import current_message
 from core.policies.frame import Frame
 from core.policies.summary import summarize
-from core.ports import Agent, AgentCall, ChatMessage, TraceEvent
+from core.ports import Agent, AgentCall, ChatMessage
+from core.records import TraceEvent
 from core.steps import AgentStep
 from core.templates import Template
 from core.tokens import DEFAULT_ENCODING, count_messages, encoding_name

@@ -20,7 +20,8 @@ from core.policies.frame import Frame, Reservation, scope
 from core.policies.history import prepare
 from core.policies.person import ask_person, person_question
 from core.policies.summary import replay_summary
-from core.ports import Agent, AgentCall, Retry, TraceEvent
+from core.ports import Agent, AgentCall, Retry
+from core.records import TraceEvent
 from core.steps import AgentStep, HitlStep
 from core.store.codec import normalize
 from core.tokens import count_messages

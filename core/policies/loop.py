@@ -1,4 +1,4 @@
-"""Loop policy: iterations on isolated contexts, exit checks, FSD-028 hooks.
+"""Loop policy: iterations on isolated contexts, exit checks, the hooks of the loop blocks (docs/loops.md).
 
 Invariants:
 - Each iteration runs on ``ctx.isolate()``; the copy is adopted only when the whole body succeeded.

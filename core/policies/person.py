@@ -24,7 +24,8 @@ from core.context import ConversationTurn, RunContext
 from core.conversation import bound, turn_text
 from core.errors import AgentOutputError, Pause, StepFailed
 from core.policies.frame import Frame
-from core.ports import AgentCall, HumanQuestion, TraceEvent
+from core.ports import AgentCall, HumanQuestion
+from core.records import TraceEvent
 from core.schema_check import parse_answer, schema_errors
 from core.simulated_person import Rejection, SimulatedPerson, questions_and_answers
 from core.steps import HistoryPolicy, HitlStep

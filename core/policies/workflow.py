@@ -35,7 +35,8 @@ from core.policies.body import BodyRunner
 from core.policies.child_context import child_start, give_back
 from core.policies.context_writes import note_agent_command, record_output, sink
 from core.policies.frame import Frame, joined_path, scope
-from core.ports import Reporter, StepRecord, TraceEvent
+from core.ports import Reporter
+from core.records import StepRecord, TraceEvent
 from core.steps import WorkflowStep
 
 

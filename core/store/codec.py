@@ -14,7 +14,7 @@ import zlib
 from typing import Any, get_args
 
 from core.errors import StoreError
-from core.ports import RunRecord, RunStatus, StepRecord, StepStatus
+from core.records import RunRecord, RunStatus, StepRecord, StepStatus
 from core.usage import ZERO_USAGE, Usage
 from core.views import json_default
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from core.context import ConversationTurn
 from core.errors import StoreError
-from core.ports import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
+from core.records import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
 from core.store import claims, codec, pruning
 from core.store.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
 from core.usage import Usage

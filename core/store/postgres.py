@@ -45,7 +45,7 @@ from psycopg_pool import AsyncConnectionPool
 from core.config import PostgresSettings
 from core.context import ConversationTurn
 from core.errors import StoreError
-from core.ports import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
+from core.records import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
 from core.store import codec, pruning, queue_rows, texts, thread_rows
 from core.store.claims import process_label
 from core.store.location import describe, password

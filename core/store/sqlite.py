@@ -40,7 +40,7 @@ import aiosqlite
 
 from core.context import ConversationTurn
 from core.errors import StoreError
-from core.ports import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
+from core.records import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
 from core.store import claims, codec, files, location, pruning, queue_rows, texts, thread_rows
 from core.store.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
 from core.store.migrations import has_tables, migrate, refuse_foreign

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from core.errors import StoreError
-from core.ports import ThreadSummary, ThreadTurn
+from core.records import ThreadSummary, ThreadTurn
 
 _SUMMARY = """
     SELECT r.thread, COUNT(*), COALESCE(SUM(t.turns), 0), COALESCE(SUM(t.tokens), 0),

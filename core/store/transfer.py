@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 from core.context import ConversationTurn
 from core.errors import StoreError
-from core.ports import RunRecord, RunStore
+from core.ports import RunStore
+from core.records import RunRecord
 
 ALL = 1_000_000_000  # list_runs' limit that means every run
 

@@ -1,4 +1,4 @@
-"""``flujo create --wizard``: ask the wizard's questions in the terminal, write the blueprint, validate it.
+"""``flujo create``: ask the wizard's questions in the terminal, write the blueprint, validate it.
 
 The questions, their defaults and checks live in ``blueprints.scaffold``; this module shows them (with
 the line-editing prompt of ``flujo_cli.line_input``), re-asks an answer that does not fit, and writes the
@@ -126,9 +126,7 @@ def create_blueprint(
     except (KeyboardInterrupt, EOFError) as exc:
         console.print()
         reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else "no more answers (stdin ended)"
-        error_line(
-            f"{reason}: nothing was written", "to create without questions: flujo create --wizard --no-interactive"
-        )
+        error_line(f"{reason}: nothing was written", "to create without questions: flujo create --no-interactive")
         return exit_codes.INTERRUPTED if isinstance(exc, KeyboardInterrupt) else exit_codes.USAGE
     except Exception as exc:  # the CLI's top level
         fail(exc, debug=debug)

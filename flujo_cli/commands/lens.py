@@ -30,7 +30,8 @@ from flujo_cli import exit_codes
 from flujo_cli.messages import error_line, fail, stderr, usage_error
 
 if TYPE_CHECKING:
-    from core.ports import RunStatus, RunStore
+    from core.ports import RunStore
+    from core.records import RunStatus
     from core.redaction import Redactor
     from lens import RunNode
 
@@ -157,9 +158,10 @@ def prune_runs(
         usage_error(f"--older-than {exc}")
 
     async def body(store: RunStore, redactor: Redactor, where: str) -> int:
-        from lens import prune, prune_document, prune_summary
+        from lens import prune_document, prune_summary
 
-        result = await prune(store, now=time.time(), older_than=age, keep=keep, dry_run=dry_run)
+        created_before = None if age is None else time.time() - age
+        result = await store.prune_runs(created_before=created_before, keep=keep, dry_run=dry_run)
         if json_output:
             _print_json(prune_document(result, dry_run=dry_run))
         else:
@@ -194,7 +196,7 @@ def _focused(tree: RunNode, step: str | None) -> RunNode | None:
 
 
 def _status(status: str | None) -> RunStatus | None:
-    from core.ports import RunStatus
+    from core.records import RunStatus
 
     known: tuple[str, ...] = get_args(RunStatus)
     if status is not None and status not in known:

@@ -28,7 +28,8 @@ from flujo_cli import exit_codes
 from flujo_cli.messages import error_line, fail, stderr, usage_error
 
 if TYPE_CHECKING:
-    from core.ports import RunStore, ThreadSummary, ThreadTurn
+    from core.ports import RunStore
+    from core.records import ThreadSummary, ThreadTurn
 
 
 def list_threads(*, json_output: bool, state: str | None = None, debug: bool) -> int:

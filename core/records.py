@@ -1,0 +1,113 @@
+"""The records the run store keeps and gives back: runs, steps, trace events, thread turns, and what a
+prune removed.
+
+They are plain frozen values: the engine writes them through ``core.ports.RunStore``, the stores in
+``core.store`` persist them, and lens reads them back; none of them does I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from core.context import Role
+from core.usage import ZERO_USAGE, Usage
+
+StepStatus = Literal["completed", "failed", "skipped", "paused"]
+RunStatus = Literal[
+    "running", "completed", "failed", "paused", "limit_reached", "aborted", "interrupted", "queued", "cancelled"
+]
+
+
+@dataclass(frozen=True)
+class TraceEvent:
+    """A trace event of a step (``agent.prompt``, ``agent.reply``, ``hitl.answer``, ``loop.exit`` ...)."""
+
+    kind: str
+    path: str
+    payload: Mapping[str, Any]
+    ts: float
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """The committed result of one leaf step execution; ``path`` identifies it uniquely in a run."""
+
+    run_id: str
+    path: str
+    name: str
+    kind: str
+    status: StepStatus
+    input: Any = None
+    output: Any = None
+    error: str | None = None
+    started_at: float = 0.0
+    duration_s: float = 0.0
+    usage: Usage = ZERO_USAGE
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    run_id: str
+    pipeline_name: str
+    status: RunStatus
+    source: str | None = None
+    source_hash: str | None = None
+    input: Any = None
+    output: Any = None
+    error: str | None = None
+    created_at: float = 0.0
+    finished_at: float | None = None
+    usage: Usage = ZERO_USAGE
+    parent_run_id: str | None = None
+    thread: str | None = None
+    pause_path: str | None = None
+    pause_message: str | None = None
+    owner: str | None = None  # the process that claimed the run last, e.g. "pid 4242 on build-01"
+    # How the run was started beyond its blueprint and input (the command line's settings and limits, as
+    # plain JSON data), so a resume continues under the same ones. Core stores it and never reads it.
+    options: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ThreadTurn:
+    """A turn of a thread: the ``index``-th (from 0) of the turns run ``run_id`` added to it."""
+
+    run_id: str
+    index: int
+    role: Role
+    content: str
+    tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class PruneResult:
+    """What ``RunStore.prune_runs`` removed (or, in a dry run, would remove).
+
+    ``deleted`` are the runs chosen (newest first) and ``children`` their sub-workflow child runs, deleted
+    with them; ``live`` the chosen runs kept because a live process is executing them. ``size_before`` and
+    ``size_after`` are the bytes of the store's files (None for a store without files); ``vacuumed`` says
+    whether the freed space was given back to the file system (False when nothing was deleted, in a dry
+    run, or when another process kept the database busy: SQLite then reuses the space for new rows).
+    """
+
+    deleted: tuple[str, ...] = ()
+    children: tuple[str, ...] = ()
+    live: tuple[str, ...] = ()
+    size_before: int | None = None
+    size_after: int | None = None
+    vacuumed: bool = False
+
+
+@dataclass(frozen=True)
+class ThreadSummary:
+    """A thread as a whole: its runs (those started with ``--thread name``), the turns they added, the sum
+    of those turns' token counts, and when its first and latest runs were created."""
+
+    name: str
+    runs: int
+    turns: int
+    tokens: int
+    first_run_at: float
+    last_run_at: float
