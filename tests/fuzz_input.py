@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -142,6 +143,9 @@ class Checker:
         if result.exception is not None and not isinstance(result.exception, SystemExit):
             raise AssertionError(f"flujo {' '.join(args)} raised {result.exception!r}")
         for stream in (result.stdout, result.stderr):
+            # A command: agent that fails is reported with the tail of its own stderr, which may hold its own
+            # (the script's, not flujo's) traceback: that part is the user's program speaking.
+            stream = re.sub(r"exited with status -?\d+: .*", "", stream, flags=re.S)
             # "error: unexpected <Exception>: ..." is how the CLI reports a crash (the hint says "report this")
             assert "Traceback (most recent call last)" not in stream and "report this as a bug" not in stream, stream[
                 -2000:
