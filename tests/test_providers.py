@@ -15,7 +15,7 @@ from blueprints import validate_file
 from blueprints.scaffold.questions import QUESTIONS
 from core.agents import AgentSpec, build_agent
 from core.agents.gguf import read_gguf
-from core.agents.local_server import available_memory, default_threads
+from core.agents.local_server import available_memory, default_batch_threads, default_threads
 from core.config import (
     HistorySettings,
     LocalSettings,
@@ -125,6 +125,7 @@ def test_the_local_model_can_be_the_default_summarizer() -> None:
 
 def test_threads_default_to_one_on_small_machines() -> None:
     assert [default_threads(n) for n in (1, 2, 4, 16, 64)] == [1, 1, 2, 8, 8]
+    assert [default_batch_threads(n) for n in (1, 2, 4, 16, 64)] == [1, 2, 4, 8, 8]
 
 
 def test_the_gguf_header_gives_the_context_length(tmp_path: Path) -> None:

@@ -47,10 +47,21 @@ _lock = threading.Lock()
 _servers: dict[Path, tuple[Any, str]] = {}  # model file → (xllamacpp.Server, base URL)
 
 
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def default_threads(cores: int | None = None) -> int:
     """Threads for generation when ``[local] threads`` is unset: 1 on ≤ 2 cores, else half, at most 8."""
-    count = cores if cores is not None else len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    count = cores if cores is not None else _cores()
     return 1 if count <= 2 else min(8, count // 2)
+
+
+def default_batch_threads(cores: int | None = None) -> int:
+    """Threads that read a prompt when ``[local] batch_threads`` is unset: every core, at most 8 (on this
+    project's 2-core machine 2 threads read a 39-token prompt in 0.20 s against 0.34 s on one;
+    docs/performance.md)."""
+    return max(1, min(8, cores if cores is not None else _cores()))
 
 
 def default_model_path() -> Path:
@@ -146,7 +157,7 @@ class LocalModel:
         params.n_parallel = settings.parallel
         threads = settings.threads or default_threads()
         params.cpuparams.n_threads = threads
-        params.cpuparams_batch.n_threads = threads
+        params.cpuparams_batch.n_threads = settings.batch_threads or default_batch_threads()
         params.n_gpu_layers = settings.gpu_layers
         params.hostnames = [HOST]
         params.port = 0  # a free port
