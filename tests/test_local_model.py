@@ -11,6 +11,11 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import os
+import re
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +28,7 @@ from core.config import Settings
 from core.ports import AgentCall, AgentReply
 from core.store import open_store
 from flujo_cli import exit_codes
-from tests.cli_helpers import EXAMPLES, flujo
+from tests.cli_helpers import EXAMPLES, ROOT, flujo, read_terminal_until
 
 pytestmark = [
     pytest.mark.slow,
@@ -154,3 +159,54 @@ def test_a_file_that_is_not_a_whole_gguf_model_is_one_line_and_exit_6(
     code, _, err = flujo(["run", str(blueprint), "--input", "hi"])
     assert code == exit_codes.CONFIG
     assert says in err and "Traceback" not in err
+
+
+LONG_REPLY = """\
+version: "0.1"
+agents:
+  counter:
+    model: local
+    system_prompt: "You count."
+    model_settings: {temperature: 0, max_tokens: 2000, ignore_eos: true}
+steps:
+  - kind: step
+    name: count
+    uses: agents.counter
+"""
+
+
+def test_ctrl_c_during_generation_interrupts_the_run_as_with_other_providers(tmp_path: Path) -> None:
+    """SIGINT while the local model streams its reply: exit 130, the run saved as interrupted with the resume
+    command named, as for an HTTP provider (no hang on the in-process server, no traceback)."""
+    (tmp_path / "count.yaml").write_text(LONG_REPLY, encoding="utf-8")
+    db = tmp_path / "flujo.db"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "FLUJO_STATE_URI": str(db)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "flujo_cli.main", "run", "count.yaml", "--input", "Count from 1 to 500."],
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    try:
+        assert process.stderr is not None
+        seen = read_terminal_until(process.stderr.fileno(), "count ›", timeout=120)
+        process.send_signal(signal.SIGINT)
+        _, rest = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    stderr = seen + rest.decode(errors="replace")
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    run_id = re.search(r"interrupted: run ([0-9a-f]{16})", stderr)
+    assert run_id is not None, stderr
+    assert f"resume {run_id.group(1)}" in stderr
+
+    async def status() -> str:
+        async with await open_store(str(db)) as store:
+            record = await store.get_run(run_id.group(1))
+            assert record is not None
+            return record.status
+
+    assert asyncio.run(status()) == "interrupted"
