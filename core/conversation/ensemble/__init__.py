@@ -1,19 +1,29 @@
 """Ensembles: a conversation among agents and the person, run in rounds (``kind: ensemble``).
 
-The model (``EnsembleStep``, ``Participant``, ``Dependency``) and the pure round rules (``EnsembleState``)
-are imported at once; the policy that runs a step (``run_ensemble``) on first use, because it needs the
-step policies, which need ``core.steps``, which holds ``EnsembleStep`` in its union of step kinds.
+The model (``EnsembleStep``, ``Participant``, ``Dependency``), the round rules (``EnsembleState``: who is
+ready, what a round adds) and what each participant is sent (``chat``, ``envelope``, ``Speaker``). The step
+policy that plays the rounds, as leaf steps of the run, is ``core.policies.ensemble``; it reaches these
+through ``core.conversation``.
+
+The round rules and views are imported on first use: ``core.steps`` imports the model (``EnsembleStep`` is
+one of its step kinds) and must not pull in the rest, which imports ``core.steps``.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from core.ensemble.model import COMPLETION_REASONS, CompletionReason, Dependency, EnsembleStep, Participant
+from core.conversation.ensemble.model import (
+    COMPLETION_REASONS,
+    CompletionReason,
+    Dependency,
+    EnsembleStep,
+    Participant,
+)
 
 if TYPE_CHECKING:
-    from core.ensemble.policy import run_ensemble
-    from core.ensemble.state import EnsembleState, parse_reply
+    from core.conversation.ensemble.state import EnsembleState, Turn, parse_reply
+    from core.conversation.ensemble.view import Speaker, chat, cue, envelope
 
 __all__ = [
     "COMPLETION_REASONS",
@@ -22,18 +32,29 @@ __all__ = [
     "EnsembleState",
     "EnsembleStep",
     "Participant",
+    "Speaker",
+    "Turn",
+    "chat",
+    "cue",
+    "envelope",
     "parse_reply",
-    "run_ensemble",
 ]
+
+_LATER = {
+    "EnsembleState": "state",
+    "Turn": "state",
+    "parse_reply": "state",
+    "Speaker": "view",
+    "chat": "view",
+    "cue": "view",
+    "envelope": "view",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name == "run_ensemble":
-        from core.ensemble.policy import run_ensemble
+    module = _LATER.get(name)
+    if module is None:
+        raise AttributeError(f"module 'core.conversation.ensemble' has no attribute {name!r}")
+    import importlib
 
-        return run_ensemble
-    if name in ("EnsembleState", "parse_reply"):
-        from core.ensemble import state
-
-        return getattr(state, name)
-    raise AttributeError(f"module 'core.ensemble' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"core.conversation.ensemble.{module}"), name)
