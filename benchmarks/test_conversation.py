@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
-from core import conversation
 from core.agents.offline import EchoAgent
 from core.context import RunContext
+from core.conversation import turns as turn_rules
 from core.engine import Engine
 from core.policies.frame import Frame
 from core.policies.leaf import run_agent_step, run_hitl_step
@@ -61,12 +61,12 @@ def test_iteration_at_history_length(benchmark: BenchmarkFixture, turns: int) ->
     loop = _loop()
     clarify, answer = loop.body
     assert isinstance(clarify, AgentStep) and isinstance(answer, HitlStep)
-    active = conversation.start(loop)
+    active = turn_rules.start(loop)
     ctx = RunContext(initial_prompt="Plan the offsite")
     ctx.conversation = active
     for _ in range(turns // 2):
-        conversation.add_turn(ctx, "assistant", QUESTION)
-        conversation.add_turn(ctx, "user", ANSWER)
+        turn_rules.add_turn(ctx, "assistant", QUESTION)
+        turn_rules.add_turn(ctx, "user", ANSWER)
     store = MemoryStore()
     runner = asyncio.new_event_loop()
     runner.run_until_complete(store.create_run(RunRecord(run_id="bench", pipeline_name="bench", status="running")))

@@ -19,10 +19,9 @@ from pytest_benchmark.fixture import BenchmarkFixture
 from core.agents.offline import EchoAgent
 from core.agents.script import PythonAgent
 from core.context import RunContext
-from core.ensemble import Dependency, EnsembleStep, Participant
-from core.ensemble.policy import Conversation
-from core.ensemble.state import Turn
+from core.conversation import Dependency, EnsembleStep, Participant, Turn
 from core.policies.dispatch import run_steps
+from core.policies.ensemble import Conversation
 from core.policies.frame import Frame
 from core.ports import NullReporter
 from core.records import RunRecord

@@ -1,4 +1,4 @@
-"""Compiling a ``kind: ensemble`` step into a ``core.ensemble.EnsembleStep``.
+"""Compiling a ``kind: ensemble`` step into a ``core.conversation.EnsembleStep``.
 
 A participant becomes an agent (``uses: agents.X``, ``script: PATH``, ``model_profile: NAME``), a
 sub-workflow (``uses: imports.X``) or the person (``ask``). ``answered_by: agents.X`` makes it the person,
@@ -20,7 +20,7 @@ from blueprints.loop_compiler import output_hook
 from blueprints.positions import Path
 from blueprints.schema import EnsembleStepModel, ParticipantModel
 from core.agents.spec import AgentSpec
-from core.ensemble import Dependency, EnsembleStep, Participant
+from core.conversation import Dependency, EnsembleStep, Participant
 from core.errors import BlueprintError
 from core.ports import Agent
 from core.steps import HistoryPolicy, WorkflowStep

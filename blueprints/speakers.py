@@ -1,6 +1,6 @@
 """Who speaks in a ``conversation: true`` loop, read from the blueprint (docs/conversation.md, "Who speaks").
 
-The same rules as the engine's (``core.conversation.start``), for ``validate`` and ``explain``: an agent's
+The same rules as the engine's (``core.conversation.turns.start``), for ``validate`` and ``explain``: an agent's
 reply is an assistant turn whatever the agent is (a model, a ``python:`` or ``command:`` script), and so is
 a sub-workflow's result; the builtins (``passthrough``, ``stringify``) and a step without an agent only move
 their input along, and a composite step's result is its steps' outputs, so they make no turn.

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from core.context import ConversationTurn, HitlEntry, RunContext
+    from core.conversation import Dependency, EnsembleStep, Participant
     from core.engine import Engine, NoHuman, RunOutcome, new_run_id
-    from core.ensemble import Dependency, EnsembleStep, Participant
     from core.errors import (
         Abort,
         AgentOutputError,
@@ -82,9 +82,9 @@ _WHERE = {
     "ControlSignal": "core.errors",
     "Conversation": "core.steps",
     "ConversationTurn": "core.context",
-    "Dependency": "core.ensemble",
+    "Dependency": "core.conversation",
     "Engine": "core.engine",
-    "EnsembleStep": "core.ensemble",
+    "EnsembleStep": "core.conversation",
     "Expression": "core.templates",
     "FlujoError": "core.errors",
     "HistoryPolicy": "core.steps",
@@ -101,7 +101,7 @@ _WHERE = {
     "OutputMapping": "core.steps",
     "OutputRepair": "core.ports",
     "ParallelStep": "core.steps",
-    "Participant": "core.ensemble",
+    "Participant": "core.conversation",
     "Pause": "core.errors",
     "Pipeline": "core.steps",
     "ProviderError": "core.errors",

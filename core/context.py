@@ -8,7 +8,7 @@ Invariants:
   outputs and turns, deep only for the mutable scratchpad).
 - ``conversation_history`` is the one conversation store; views such as ``scratchpad.history`` are derived.
 - ``thread_turns`` is a record, not a second store: the turns this run added to its thread's conversation
-  (``core.threads``), never bounded or summarised. It follows ``isolate``/``adopt`` like the state, but
+  (``core.conversation.threads``), never bounded or summarised. It follows ``isolate``/``adopt`` like the state, but
   what was said in a unit of work that stopped part-way is kept (``keep_said``): a pause, a limit or a
   failure drops the unit's state, not what the user typed.
 - ``summary`` is a view, not a store: the summary the history manager made of the oldest ``covers`` turns

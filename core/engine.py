@@ -6,7 +6,7 @@ Invariants:
   committed steps from the journal (same outputs, same context effects) and executes only the rest.
 - Control-flow signals become outcomes here and only here: Pause → ``paused`` (with the question),
   LimitReached → ``limit_reached``, Abort → ``aborted``. FlujoErrors become ``failed``.
-- A run in a thread (``core.threads``) stores the turns it added to it whenever it stops, before its
+- A run in a thread (``core.conversation``) stores the turns it added to it whenever it stops, before its
   status, so a run recorded as ended always has its turns.
 """
 
@@ -20,6 +20,7 @@ from typing import Any
 
 from core.answering import Answering
 from core.context import RunContext
+from core.conversation import bind_thread, check_thread
 from core.errors import Abort, FlujoError, LimitReached, Pause, ResumeRefused, RunError
 from core.policies.dispatch import run_steps
 from core.policies.frame import Frame
@@ -28,8 +29,6 @@ from core.records import RunRecord, RunStatus
 from core.redaction import Redactor
 from core.steps import Pipeline
 from core.store.codec import normalize
-from core.threads import bind as bind_thread
-from core.threads import check_thread
 from core.usage import ZERO_USAGE, Usage
 
 
@@ -115,7 +114,7 @@ class Engine:
     ) -> RunOutcome:
         """Start a new run of ``pipeline`` with ``input`` as the first step's input.
 
-        With ``thread``, the run continues that conversation (``core.threads``): RunError before anything
+        With ``thread``, the run continues that conversation (``core.conversation``): RunError before anything
         is stored when the name is not valid or the pipeline has no ``conversation: true`` loop."""
         if thread is not None:
             check_thread(pipeline, thread)

@@ -189,7 +189,7 @@ class WorkflowStep:
 
 
 # Imported here, not at the top: the ensemble model refers back to this module's HistoryPolicy.
-from core.ensemble.model import EnsembleStep  # noqa: E402
+from core.conversation import EnsembleStep  # noqa: E402
 
 Step = AgentStep | HitlStep | LoopStep | ParallelStep | ConditionalStep | MapStep | WorkflowStep | EnsembleStep
 

@@ -9,7 +9,7 @@ from typing import Any
 from blueprints import load_pipeline
 from core.config import load_settings
 from core.context import ConversationTurn
-from core.conversation import bound, drop_oldest, turn_cost
+from core.conversation.history import bound, drop_oldest, turn_cost
 from core.ports import ChatMessage
 from core.tokens import count_messages
 from tests.fakes.openai_server import FakeLLM

@@ -1,5 +1,5 @@
-"""Units of ``core.conversation``: bounding in assistant→user units, the summary cut, history blocks,
-which steps make turns (``start``), seeding, turn text, and counting each turn's tokens once."""
+"""Units of ``core.conversation`` (``history``, ``turns``): bounding in assistant→user units, the summary
+cut, history blocks, which steps make turns (``start``), seeding, turn text, and counting each turn's tokens once."""
 
 from __future__ import annotations
 
@@ -9,25 +9,22 @@ from typing import Any
 
 import pytest
 
+import core.conversation.turns as turns_module
 from blueprints import load_pipeline
-from core import conversation
 from core.agents.offline import ScriptedAgent
 from core.agents.script import PassthroughAgent, PythonAgent
 from core.config import Settings
 from core.context import ConversationTurn, Role, RunContext
-from core.conversation import (
+from core.conversation.history import (
     HISTORY_CLOSE,
     HISTORY_OPEN,
     bound,
-    capture,
     history_block,
     needs_summary,
-    seed,
-    start,
     summary_cut,
     turn_cost,
-    turn_text,
 )
+from core.conversation.turns import capture, seed, start, turn_text
 from core.engine import Engine
 from core.steps import (
     AgentStep,
@@ -375,13 +372,13 @@ async def test_each_turn_is_counted_once_over_a_twenty_iteration_loop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     counted: list[str] = []
-    real = conversation.count_tokens
+    real = turns_module.count_tokens
 
     def recording(text: str, model: str | None = None) -> int:
         counted.append(text)
         return real(text, model)
 
-    monkeypatch.setattr(conversation, "count_tokens", recording)
+    monkeypatch.setattr(turns_module, "count_tokens", recording)
     path = tmp_path / "flow.yaml"
     path.write_text(TWENTY_ITERATIONS % ", ".join(f"question {i}" for i in range(1, 21)), encoding="utf-8")
     answers = [f"answer {i}" for i in range(1, 21)]

@@ -1,7 +1,7 @@
-"""The ensemble engine (core.ensemble) driven from Python: rounds, dependencies, conditions, limits,
-accumulated state, completion reasons, pause/resume and failures. the design's success criteria are the
-first tests: agents execute multiple times in conditional loops, state accumulates across turns, limits
-prevent infinite loops."""
+"""The ensemble engine (core.conversation.ensemble, core.policies.ensemble) driven from Python: rounds,
+dependencies, conditions, limits, accumulated state, completion reasons, pause/resume and failures. the
+design's success criteria are the first tests: agents execute multiple times in conditional loops, state
+accumulates across turns, limits prevent infinite loops."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from core import Engine, Limits, Pipeline
 from core.agents import AgentSpec, build_agent
 from core.agents.offline import ScriptedAgent
 from core.agents.script import PythonAgent
-from core.ensemble import Dependency, EnsembleStep, Participant, parse_reply
+from core.conversation import Dependency, EnsembleStep, Participant, parse_reply
 from core.store import MemoryStore
 from core.templates import Expression, Template
 from core.testing import RecordingReporter, ScriptedHuman

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import core
+import core.conversation
 import lens
 
 
@@ -20,6 +21,19 @@ def test_core_exports() -> None:
     }  # fmt: skip
     for name in core.__all__:
         assert hasattr(core, name), name
+
+
+def test_conversation_exports() -> None:
+    """The interface the step policies call (docs/architecture.md); each name resolves on first use."""
+    assert set(core.conversation.__all__) == {
+        "ActiveConversation", "BranchRecords", "Injection", "LoopConversation", "RunFrame", "ThreadBinding",
+        "bind_thread", "bound", "branch_records", "capture", "check_thread", "check_thread_name", "enter_loop",
+        "is_context", "newest_message", "prepare", "replay_summary", "turn_text",
+        "COMPLETION_REASONS", "CompletionReason", "Dependency", "EnsembleState", "EnsembleStep", "Participant",
+        "Speaker", "Turn", "chat", "cue", "envelope", "parse_reply",
+    }  # fmt: skip
+    for name in core.conversation.__all__:
+        assert hasattr(core.conversation, name), name
 
 
 def test_control_signals_are_not_flujo_errors() -> None:

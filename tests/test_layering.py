@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -98,6 +99,76 @@ def test_reading_the_store_does_not_import_the_engine() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert result.stdout.strip() == "[] core.engine True"
+
+
+CONVERSATION = ROOT / "core" / "conversation"
+
+
+def conversation_imports(path: Path) -> set[str]:
+    """What ``path`` takes from the conversation package: modules ``core.conversation.<part>`` and names
+    imported ``from core.conversation``."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name.startswith("core.conversation.")}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module.startswith("core.conversation."):
+                found.add(node.module)
+            elif node.module == "core.conversation":
+                found |= {f"core.conversation.{alias.name}" for alias in node.names}
+            elif node.module == "core":
+                found |= {f"core.{alias.name}" for alias in node.names if alias.name == "conversation"}
+    return found
+
+
+def outside_the_conversation() -> list[Path]:
+    return [
+        path
+        for package in ("core", "blueprints", "lens", "flujo_cli")
+        for path in (ROOT / package).rglob("*.py")
+        if CONVERSATION not in path.parents
+    ]
+
+
+def test_the_policies_call_only_the_conversation_interface() -> None:
+    """The step policies (and every other module of the product) use the conversation through the names
+    ``core.conversation`` exports, never its modules (``core.conversation.turns``, ``.injection``, ...)."""
+    import core.conversation
+
+    interface = {f"core.conversation.{name}" for name in core.conversation.__all__}
+    policies = list((ROOT / "core" / "policies").glob("*.py"))
+    assert any(conversation_imports(path) for path in policies)  # the check below has something to check
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(conversation_imports(path) - interface)
+        for path in outside_the_conversation()
+        if conversation_imports(path) - interface
+    }
+    assert offenders == {}
+
+
+def test_the_conversation_does_not_import_the_policies_or_the_engine() -> None:
+    """Imports point one way: the policies call the conversation; the conversation never calls back (what it
+    needs of the run's frame is the ``RunFrame`` protocol)."""
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(
+            name for name in imported_core_modules(path) if name.startswith(("core.policies", "core.engine"))
+        )
+        for path in CONVERSATION.rglob("*.py")
+    }
+    assert {path: names for path, names in offenders.items() if names} == {}
+    assert len(offenders) >= 10  # the package's modules were found
+
+
+def test_the_architecture_page_draws_every_module_of_the_conversation_and_the_policies() -> None:
+    """docs/architecture.md shows the conversation as one room: a module added or moved there is drawn too."""
+    drawn = set(re.findall(r"\b\w+\.py\b", (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")))
+    modules = {
+        path.name
+        for room in (CONVERSATION, ROOT / "core" / "policies")
+        for path in room.rglob("*.py")
+        if path.name != "__init__.py"
+    }
+    assert sorted(modules - drawn) == []
 
 
 def reads_environment(path: Path) -> bool:

@@ -11,8 +11,8 @@ import pytest
 
 from blueprints import compile_pipeline, load_blueprint, validate_file
 from core.config import HistorySettings, Settings, load_settings, overrides_from_assignments
+from core.conversation.summary import SUMMARY_REQUEST
 from core.errors import BlueprintError, ConfigError
-from core.policies.summary import SUMMARY_REQUEST
 from core.steps import LoopStep, Pipeline
 from flujo_cli import exit_codes
 from tests.cli_helpers import flujo

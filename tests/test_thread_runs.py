@@ -1,4 +1,4 @@
-"""Threads in the engine (``core.threads``): which loop continues a thread, what a run adds to it and when
+"""Threads in the engine (``core.conversation.threads``): which loop continues a thread, what a run adds to it and when
 (paused, failed, resumed), what a resumed run sees, and what cannot join a thread.
 
 Pipelines are compiled from blueprint text with scripted agents and a scripted human, on a MemoryStore;

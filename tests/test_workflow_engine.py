@@ -13,6 +13,7 @@ import pytest
 
 from core import (
     AgentStep,
+    Conversation,
     Engine,
     HitlStep,
     Limits,
@@ -25,7 +26,6 @@ from core import (
     TraceEvent,
     WorkflowStep,
 )
-from core.conversation import Conversation
 from core.errors import RunError
 from core.policies.workflow import child_run_id
 from core.store import MemoryStore

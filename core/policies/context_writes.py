@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.context import RunContext
-from core.current_message import is_context
+from core.conversation import is_context
 from core.errors import RunError
 
 

@@ -6,8 +6,9 @@ from collections.abc import Sequence
 from typing import Any, assert_never
 
 from core.context import RunContext
-from core.ensemble import EnsembleStep, run_ensemble
+from core.conversation import EnsembleStep
 from core.policies.conditional import run_conditional
+from core.policies.ensemble import run_ensemble
 from core.policies.frame import Frame, child_path
 from core.policies.leaf import run_agent_step, run_hitl_step
 from core.policies.loop import run_loop

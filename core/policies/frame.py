@@ -20,12 +20,12 @@ from typing import Any
 
 from core.answering import Answering
 from core.context import RunContext
+from core.conversation import ThreadBinding
 from core.errors import FlujoError, LimitReached, RunError
 from core.ports import Agent, ChatMessage, HumanInput, Reporter, RunStore
 from core.records import StepRecord, StepStatus, TraceEvent
 from core.redaction import Redactor
 from core.steps import Limits
-from core.threads import ThreadBinding
 from core.tokens import count_messages
 from core.usage import ZERO_USAGE, Usage
 from core.views import LazyView
@@ -53,7 +53,7 @@ class Frame:
     # What the calls in flight hold against the limits (``reserve``), until their usage replaces it.
     reserved_tokens: int = 0
     reserved_cost_usd: float = 0.0
-    thread: ThreadBinding | None = None  # the thread this run continues (core.threads), if any
+    thread: ThreadBinding | None = None  # the thread this run continues (core.conversation), if any
     parent: Frame | None = None  # the calling run's frame, for a sub-workflow's child run
     # Step path → how many times an agent with side effects started there in this run (``begin_attempt``);
     # read from the store's ``agent.started`` events at the first such start, then counted here.

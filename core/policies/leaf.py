@@ -12,14 +12,11 @@ from dataclasses import replace
 from typing import Any
 
 from core.context import HitlEntry, RunContext
-from core.conversation import capture
-from core.current_message import current_message, is_context
+from core.conversation import capture, is_context, newest_message, prepare, replay_summary
 from core.errors import AgentOutputError, ControlSignal, FlujoError, PromptTooLarge, RunError
 from core.policies.context_writes import note_agent_command, record_output, sink, update_context
 from core.policies.frame import Frame, Reservation, scope
-from core.policies.history import prepare
 from core.policies.person import ask_person, person_question
-from core.policies.summary import replay_summary
 from core.ports import Agent, AgentCall, Retry
 from core.records import TraceEvent
 from core.steps import AgentStep, HitlStep
@@ -52,20 +49,6 @@ def refuse_oversized(step: str, agent: Agent, call: AgentCall) -> None:
         hint="shorten the step's input or system prompt, or set the agent's context_window to the model's real"
         " window (model_settings.max_tokens sets the reply's share)",
     )
-
-
-def _newest_message(ctx: RunContext) -> Any:
-    """The message a step whose input is the context answers: the newest turn (or the run's input)."""
-    assert ctx.conversation is not None
-    turns = ctx.conversation_history
-    return current_message(
-        turns,
-        data=ctx.conversation.iteration_input,
-        rendered=None,
-        explicit=False,
-        initial_prompt=ctx.initial_prompt,
-        iteration_input=ctx.conversation.iteration_input,
-    ).message
 
 
 def _apply_agent_output(step: AgentStep, ctx: RunContext, output: Any) -> None:
@@ -108,7 +91,7 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
             if ctx.conversation is not None and is_context(call_input):
                 # As the passthrough builtin: the propagated context carries the state, the step passes
                 # the conversation's newest turn along (never the context, which its output would nest).
-                call_input = _newest_message(ctx)
+                call_input = newest_message(ctx)
             output = normalize(call_input)
         else:
             agent = step.agent

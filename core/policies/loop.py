@@ -10,10 +10,11 @@ Invariants:
 - Reaching ``max_loops`` is a normal end (exit reason ``max_loops``), not a failure.
 - ``conversation: true``: the loop owns a fresh history for its body (seeded before iteration 1, after
   ``init``); when it ends, an enclosing conversation gets its own history back (nothing leaks outward),
-  and at the top level the loop's turns stay in ``context.conversation_history`` for later steps.
-- Threads (``core.threads``): the first conversational loop the run starts continues the run's thread; its
-  history opens with the thread's earlier turns. When an iteration stops part-way (a signal or an error),
-  the thread turns it said are kept in the loop's context before the signal or error propagates.
+  and at the top level the loop's turns stay in ``context.conversation_history`` for later steps
+  (``core.conversation.enter_loop``).
+- Threads (``core.conversation``): the first conversational loop the run starts continues the run's thread;
+  its history opens with the thread's earlier turns. When an iteration stops part-way (a signal or an
+  error), the thread turns it said are kept in the loop's context before the signal or error propagates.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ import asyncio
 import time
 from typing import Any
 
-from core import conversation
 from core.context import RunContext
+from core.conversation import enter_loop
 from core.errors import ControlSignal, FlujoError, RunError
 from core.policies.body import BodyRunner
 from core.policies.context_writes import agent_finished, record_output
@@ -38,14 +39,9 @@ async def run_loop(step: LoopStep, data: Any, ctx: RunContext, path: str, frame:
     output: Any = data
     reason = "max_loops"
     iterations = 0
-    thread = frame.thread if step.conversation is not None and frame.thread and frame.thread.claim(step) else None
-    active = conversation.start(step, threaded=thread is not None) if step.conversation is not None else None
-    outer = (ctx.conversation, ctx.conversation_history, ctx.summary)
+    held = enter_loop(step, ctx, frame.thread)  # a conversational loop's own history, from here to the end
     # An enclosing loop's stop_when reads its own iteration's command: this loop's must not replace it.
     enclosing_command = ctx.scratchpad.get("last_agent_command")
-    if active is not None:
-        ctx.conversation, ctx.conversation_history = active, thread.opening(ctx) if thread is not None else []
-        ctx.summary = None
     iteration_ctx = ctx
     try:
         for iteration in range(1, step.max_loops + 1):
@@ -62,10 +58,8 @@ async def run_loop(step: LoopStep, data: Any, ctx: RunContext, path: str, frame:
                 except Exception as exc:
                     raise RunError(f"loop {step.name!r} init failed: {exc}") from exc
                 reason = "max_loops"
-            if active is not None:
-                iteration_ctx.conversation = active.for_iteration(iteration_input)
-                if iteration == 1:
-                    conversation.seed(iteration_ctx, active, iteration_input)
+            if held is not None:
+                held.begin(iteration_ctx, iteration, iteration_input)
             here = child_path(path, str(iteration))
             if step.finish_early:
                 output = iteration_input
@@ -98,11 +92,8 @@ async def run_loop(step: LoopStep, data: Any, ctx: RunContext, path: str, frame:
             raise
         raise error from exc
     finally:
-        if active is not None:
-            ctx.conversation = outer[0]
-            if outer[0] is not None:  # the enclosing conversation's history, untouched by this loop's turns
-                ctx.conversation_history = outer[1]
-            ctx.summary = outer[2]  # a summary belongs to the conversation it was made in
+        if held is not None:
+            held.leave(ctx)
     if enclosing_command is None:
         ctx.scratchpad.pop("last_agent_command", None)
     else:

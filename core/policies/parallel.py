@@ -14,7 +14,8 @@ import time
 from collections.abc import Mapping
 from typing import Any, assert_never
 
-from core.context import ConversationTurn, HitlEntry, RunContext
+from core.context import RunContext
+from core.conversation import branch_records
 from core.errors import ControlSignal, FlujoError, LimitReached, RunError, StepFailed
 from core.policies.body import BodyRunner
 from core.policies.context_writes import record_output
@@ -27,36 +28,10 @@ _MISSING = object()
 def merge_contexts(ctx: RunContext, branches: list[tuple[str, RunContext]], strategy: MergeStrategy, step: str) -> None:
     """Fold the successful branch contexts back into ``ctx`` according to ``strategy``. What was said in
     the branches (conversation turns, HITL answers, thread turns) is a record, not state: every strategy
-    keeps all of it, in branch order."""
-    turns, hitl, said = *merged_records(ctx, branches), ctx.thread_turns
-    # A summary a branch made stands for the oldest turns; kept (the last branch's) when those are turns all
-    # branches share, whose places the merge does not move.
-    shared = len(ctx.conversation_history)
-    made = [b.summary for _, b in branches if b.summary is not ctx.summary and b.summary is not None]
-    summary = made[-1] if made and made[-1].covers <= shared else ctx.summary
+    keeps all of it, in branch order (``core.conversation.branch_records``)."""
+    said = branch_records(ctx, [branch for _, branch in branches])
     _merge_state(ctx, branches, strategy, step)
-    ctx.conversation_history, ctx.hitl_history, ctx.thread_turns, ctx.summary = turns, hitl, said, summary
-    ctx.keep_said([branch for _, branch in branches])
-
-
-def merged_records(
-    ctx: RunContext, branches: list[tuple[str, RunContext]]
-) -> tuple[list[ConversationTurn], list[HitlEntry]]:
-    """The conversation turns and HITL answers of ``ctx`` followed by those each branch added, in branch
-    order. (A branch whose turns no longer start with the parent's brings its history in place of the
-    parent's.)"""
-    base, known = ctx.conversation_history, len(ctx.conversation_history)
-    history, added = list(base), list[ConversationTurn]()
-    for _, branch in branches:
-        turns = branch.conversation_history
-        if turns[:known] == base:
-            added.extend(turns[known:])
-        else:
-            history = list(turns)
-    answers = list(ctx.hitl_history)
-    for _, branch in branches:
-        answers.extend(branch.hitl_history[len(ctx.hitl_history) :])
-    return history + added, answers
+    said.restore(ctx)
 
 
 def _merge_state(ctx: RunContext, branches: list[tuple[str, RunContext]], strategy: MergeStrategy, step: str) -> None:

@@ -164,8 +164,8 @@ def run_blueprint(
 
 
 def _check_thread_name(thread: str) -> None:
+    from core.conversation import check_thread_name
     from core.errors import RunError
-    from core.threads import check_thread_name
 
     try:
         check_thread_name(thread)
@@ -228,10 +228,10 @@ async def _run(
     from blueprints import compile_pipeline, load_blueprint, simulated_user
     from core.bounds import use_bounds
     from core.config import overrides_from_assignments, secret_values
+    from core.conversation import check_thread
     from core.engine import Engine, new_run_id
     from core.errors import BlueprintError, ResumeRefused, RunError
     from core.redaction import Redactor
-    from core.threads import check_thread
     from flujo_cli.answering import answering_for, answers_json, report_answers
     from flujo_cli.human import TerminalHuman
     from flujo_cli.progress import LiveReporter

@@ -113,9 +113,9 @@ async def _submit(
     file: Path, runs: list[QueuedInput], *, simulate_user: str | None, json_output: bool, state: str | None
 ) -> int:
     from blueprints import compile_pipeline, load_blueprint, simulated_user
+    from core.conversation import check_thread
     from core.engine import new_run_id
     from core.errors import BlueprintError, RunError
-    from core.threads import check_thread
     from flujo_cli.commands.run import _report_blueprint_error
     from flujo_cli.store_access import open_for, settings_with_state, where
 

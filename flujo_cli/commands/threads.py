@@ -127,8 +127,8 @@ def _masked(turns: Sequence[ThreadTurn]) -> list[ThreadTurn]:
 
 
 def _check_name(name: str) -> None:
+    from core.conversation import check_thread_name
     from core.errors import RunError
-    from core.threads import check_thread_name
 
     try:
         check_thread_name(name)

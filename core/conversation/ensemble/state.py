@@ -11,7 +11,7 @@ Invariants:
   each dependency it spoke on; the accumulated context holds each speaker's latest output under its name
   (and ``state_key``) and, for a mapping output (a JSON object reply is parsed, also inside a ```json
   fence), its keys at the top level, later speakers winning. Speakers are applied in declaration order.
-- Each turn is stored once (``turns``); what a participant is sent is cut from it (``core.ensemble.view``)
+- Each turn is stored once (``turns``); what a participant is sent is cut from it (``core.conversation.ensemble.view``)
   without copying it, so a round costs the same at round 1,000 as at round 1.
 """
 
@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.context import ConversationTurn
-from core.conversation import turn_text
-from core.ensemble.model import Dependency, EnsembleStep, Participant
+from core.conversation.ensemble.model import Dependency, EnsembleStep, Participant
+from core.conversation.turns import turn_text
 from core.tokens import count_tokens
 
 _FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n(.*?)\n?```\s*$", re.DOTALL)

@@ -3,8 +3,8 @@
 A participant is exactly one of: an agent (a model, or a script agent: ``python:``/``command:``/``script:``),
 a sub-workflow (``uses: imports.X``, run as a step of its own) or the person (``ask``; or ``answered_by``
 alone: a participant a simulated person plays, asked the conversation's newest turn). The blueprint
-compiler builds these; a Python user can build them directly. See ``core.ensemble.state`` for the rules
-that decide who speaks in a round.
+compiler builds these; a Python user can build them directly. See ``core.conversation.ensemble.state`` for
+the rules that decide who speaks in a round.
 """
 
 from __future__ import annotations

@@ -22,10 +22,19 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from core.context import ConversationTurn, HitlEntry, Role, RunContext
-from core.conversation import turn_text
-from core.ensemble.model import CompletionReason, Dependency, EnsembleStep, Participant
-from core.ensemble.state import EnsembleState, Turn
-from core.ensemble.view import Speaker, chat, cue, envelope
+from core.conversation import (
+    CompletionReason,
+    Dependency,
+    EnsembleState,
+    EnsembleStep,
+    Participant,
+    Speaker,
+    Turn,
+    chat,
+    cue,
+    envelope,
+    turn_text,
+)
 from core.errors import ControlSignal, FlujoError, LimitReached
 from core.policies.body import BodyRunner
 from core.policies.context_writes import record_output

@@ -1,4 +1,4 @@
-"""History injection for agent steps inside a ``conversation: true`` loop (the history manager's policy part).
+"""History injection for agent steps inside a ``conversation: true`` loop: what each agent call is sent.
 
 Before each agent call, ``prepare`` decides what the agent is sent: the bounded history (as chat messages
 for model agents, or as one delimited text block for prompt-only agents and when a ``history_template`` is
@@ -7,7 +7,7 @@ which move their input along) get only the message. The bound is the loop's stra
 ``truncate_turns``, ``summarize``) and, always, the agent's prompt budget (context window minus the reply
 reserve).
 
-With ``summarize``, the summary (``core.policies.summary``) is sent in place of the oldest turns it stands
+With ``summarize``, the summary (``core.conversation.summary``) is sent in place of the oldest turns it stands
 for; the strategy's bound applies to the turns after it, and the summary comes on top (never dropped by
 it). The conversation itself is never cut.
 """
@@ -20,19 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.context import ConversationTurn, RunContext
-from core.conversation import (
-    ActiveConversation,
-    as_messages,
-    bound,
-    drop_oldest,
-    history_block,
-    prompt_turns,
-    question_of,
-    turn_text,
-)
-from core.current_message import current_message
-from core.policies.frame import Frame
-from core.policies.summary import summarize
+from core.conversation.current_message import current_message
+from core.conversation.history import as_messages, bound, drop_oldest, history_block, prompt_turns, question_of
+from core.conversation.run_frame import RunFrame
+from core.conversation.summary import summarize
+from core.conversation.turns import ActiveConversation, turn_text
 from core.ports import Agent, AgentCall, ChatMessage
 from core.records import TraceEvent
 from core.steps import AgentStep
@@ -60,7 +52,7 @@ async def prepare(
     message: Any,
     ctx: RunContext,
     path: str,
-    frame: Frame,
+    frame: RunFrame[Any],
     events: list[TraceEvent],
 ) -> Injection:
     """The history to inject into this call and the message to send with it."""

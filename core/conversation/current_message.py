@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.context import VIEW_KEYS, ConversationTurn
-from core.conversation import turn_text
+from core.context import VIEW_KEYS, ConversationTurn, RunContext
+from core.conversation.turns import turn_text
 
 _CONTEXT_KEYS = frozenset(VIEW_KEYS)
 
@@ -66,3 +66,17 @@ def current_message(
     if newest is not None and turn_text(data) == newest.content:
         return CurrentMessage(newest.content, end - 1)
     return CurrentMessage(data, end)
+
+
+def newest_message(ctx: RunContext) -> Any:
+    """The message a step whose input is the context answers: the newest turn (or the run's input)."""
+    assert ctx.conversation is not None
+    turns = ctx.conversation_history
+    return current_message(
+        turns,
+        data=ctx.conversation.iteration_input,
+        rendered=None,
+        explicit=False,
+        initial_prompt=ctx.initial_prompt,
+        iteration_input=ctx.conversation.iteration_input,
+    ).message

@@ -15,9 +15,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from core.context import ConversationTurn
-from core.conversation import bound, turn_text
-from core.ensemble.model import Participant
-from core.ensemble.state import EnsembleState
+from core.conversation.ensemble.model import Participant
+from core.conversation.ensemble.state import EnsembleState
+from core.conversation.history import bound
+from core.conversation.turns import turn_text
 from core.ports import Agent, AgentCall, AgentReply, ChatMessage
 from core.steps import HistoryPolicy
 from core.store.codec import normalize

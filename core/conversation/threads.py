@@ -35,7 +35,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from core.context import ConversationTurn, RunContext
-from core.ensemble.model import EnsembleStep
+from core.conversation.ensemble.model import EnsembleStep
 from core.errors import RunError
 from core.ports import RunStore
 from core.records import RunRecord

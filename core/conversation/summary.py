@@ -23,17 +23,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from core.context import ConversationTurn, RunContext, Summary
-from core.conversation import (
-    SUMMARY_PREFIX,
-    ActiveConversation,
-    history_block,
-    needs_summary,
-    prompt_turns,
-    summary_cut,
-    turn_text,
-)
+from core.conversation.history import SUMMARY_PREFIX, history_block, needs_summary, prompt_turns, summary_cut
+from core.conversation.run_frame import RunFrame
+from core.conversation.turns import ActiveConversation, turn_text
 from core.errors import AgentOutputError, ControlSignal, FlujoError
-from core.policies.frame import Frame, child_path
 from core.ports import Agent, AgentCall
 from core.store.codec import normalize
 from core.tokens import count_messages, count_tokens
@@ -46,13 +39,13 @@ SUMMARY_REQUEST = (
 )
 
 
-def replay_summary(ctx: RunContext, path: str, frame: Frame) -> bool:
+def replay_summary(ctx: RunContext, path: str, frame: RunFrame[Any]) -> bool:
     """Re-apply what an earlier attempt journaled for the summary before this step's call (on resume,
     whether the step itself finished or the process died between the summary and the call); True if there
     was a record. A summary is applied again (the summarizer is told its reply was replayed, as agents of
     replayed steps are); a failure restores the count of consecutive failures, so a summarizer the run had
     given up stays given up, and the resumed run sends what an uninterrupted one would."""
-    record = frame.journal.get(child_path(path, "summarize"))
+    record = frame.journal.get(summary_path(path))
     if record is None or not isinstance(record.input, dict):
         return False
     if record.status == "failed":
@@ -75,6 +68,11 @@ def replay_summary(ctx: RunContext, path: str, frame: Frame) -> bool:
     return True
 
 
+def summary_path(path: str) -> str:
+    """Where the summary made before the call of the step at ``path`` is journaled: its child ``summarize``."""
+    return f"{path}/summarize" if path else "summarize"
+
+
 def _apply_summary(ctx: RunContext, cut: int, summary: str) -> None:
     """The new summary stands for the first ``cut`` turns of the prompt view (the last summary among them)."""
     content = f"{SUMMARY_PREFIX}{summary}"
@@ -83,7 +81,7 @@ def _apply_summary(ctx: RunContext, cut: int, summary: str) -> None:
     ctx.summary = Summary(covers, ConversationTurn("assistant", content, count_tokens(content)))
 
 
-async def summarize(active: ActiveConversation, ctx: RunContext, path: str, frame: Frame) -> None:
+async def summarize(active: ActiveConversation, ctx: RunContext, path: str, frame: RunFrame[Any]) -> None:
     policy = active.settings.history
     summarizer = policy.summarizer
     if policy.strategy != "summarize" or summarizer is None:
@@ -103,7 +101,7 @@ async def summarize(active: ActiveConversation, ctx: RunContext, path: str, fram
     cut = _fitting_cut(summarizer, step, turns, head + fresh_cut)
     if cut <= head:
         return
-    here = child_path(path, "summarize")
+    here = summary_path(path)
     call = AgentCall(input=_request(turns[:cut]), step=step)
     sent = summarizer.prompt(call)
     started = time.time()

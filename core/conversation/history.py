@@ -1,0 +1,133 @@
+"""The history's bounds and forms: which turns fit a bound, where a summary cuts, the history as text or messages.
+
+Invariants:
+- Bounding costs the turns kept, not the turns stored (each turn's tokens were counted when it was added).
+- Bounding never separates an assistant turn from the user turn that answers it (a question from its
+  HITL answer): turns are kept or dropped in those units, newest first; when the answer is the current
+  message (taken out of the history), its question is kept whatever the bound (``question_of``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from core.context import ConversationTurn, Summary
+from core.ports import ChatMessage
+from core.templates import Template
+from core.tokens import MESSAGE_OVERHEAD, count_tokens
+
+SUMMARY_PREFIX = "Summary of the earlier conversation: "
+HISTORY_OPEN = "<conversation_history>"
+HISTORY_CLOSE = "</conversation_history>"
+
+
+def prompt_turns(turns: Sequence[ConversationTurn], summary: Summary | None) -> list[ConversationTurn]:
+    """The turns prompts are built from: the summary in place of the oldest turns it covers, then the rest.
+    Without a summary, the turns themselves."""
+    if summary is None:
+        return list(turns)
+    return [summary.turn, *turns[summary.covers :]]
+
+
+def turn_cost(turn: ConversationTurn) -> int:
+    tokens = turn.tokens if turn.tokens is not None else count_tokens(turn.content)
+    return tokens + MESSAGE_OVERHEAD + 1  # the role is one token (OpenAI's accounting, as count_messages)
+
+
+def _units(turns: Sequence[ConversationTurn], end: int) -> Iterator[tuple[int, int]]:
+    """``(start, stop)`` index ranges of ``turns[:end]``, newest first; an assistant turn followed by the
+    user turn answering it is one unit."""
+    index = end - 1
+    while index >= 0:
+        if index > 0 and turns[index].role == "user" and turns[index - 1].role == "assistant":
+            yield index - 1, index + 1
+            index -= 2
+        else:
+            yield index, index + 1
+            index -= 1
+
+
+def question_of(turns: Sequence[ConversationTurn], end: int) -> int:
+    """1 when ``turns[end]`` (the current message, taken out of the history) is a user turn answering the
+    assistant turn just before it: that question must be sent with it. Else 0."""
+    answers = end < len(turns) and turns[end].role == "user"
+    return 1 if answers and end > 0 and turns[end - 1].role == "assistant" else 0
+
+
+def bound(
+    turns: Sequence[ConversationTurn],
+    *,
+    end: int | None = None,
+    max_tokens: int | None = None,
+    max_turns: int | None = None,
+    keep_last: int = 0,
+) -> list[ConversationTurn]:
+    """The most recent turns of ``turns[:end]`` within ``max_tokens`` (with message overhead) and
+    ``max_turns``, dropping the oldest whole units first. Costs the turns kept, not the turns stored.
+    The newest ``keep_last`` turns (the question the current message answers) are kept whatever the
+    bounds; they count towards them."""
+    stop = len(turns) if end is None else end
+    kept_from = max(0, stop - keep_last)
+    tokens, count = sum(turn_cost(turn) for turn in turns[kept_from:stop]), stop - kept_from
+    for start, unit_stop in _units(turns, kept_from):
+        size = unit_stop - start
+        cost = sum(turn_cost(turns[i]) for i in range(start, unit_stop))
+        if max_turns is not None and count + size > max_turns:
+            break
+        if max_tokens is not None and tokens + cost > max_tokens:
+            break
+        kept_from, tokens, count = start, tokens + cost, count + size
+    return list(turns[kept_from:stop])
+
+
+def drop_oldest(turns: Sequence[ConversationTurn], count: int, *, keep_last: int = 0) -> list[ConversationTurn]:
+    """``turns`` without at least ``count`` (and at least one) of their oldest turns, in whole units (an
+    assistant turn and the user turn answering it are one); the newest ``keep_last`` turns always stay."""
+    start, droppable = 0, len(turns) - keep_last
+    while start < droppable and (start == 0 or start < count):
+        pair = start + 1 < droppable and turns[start].role == "assistant" and turns[start + 1].role == "user"
+        start += 2 if pair else 1
+    return list(turns[start:])
+
+
+def summary_cut(turns: Sequence[ConversationTurn], ratio: float) -> int:
+    """How many of the oldest turns a summary replaces: ``ratio`` of them, at least two, moved forward so
+    that no assistant turn is separated from the user turn answering it. 0 when there is nothing to cut."""
+    if len(turns) < 3:
+        return 0
+    cut = min(len(turns) - 1, max(2, int(len(turns) * ratio)))
+    if turns[cut].role == "user" and turns[cut - 1].role == "assistant":
+        cut += 1
+    return cut if cut < len(turns) else 0
+
+
+def needs_summary(turns: Sequence[ConversationTurn], *, max_tokens: int | None, max_turns: int | None) -> bool:
+    if max_turns is not None and len(turns) > max_turns:
+        return True
+    if max_tokens is None:
+        return False
+    total = 0
+    for turn in turns:
+        total += turn_cost(turn)
+        if total > max_tokens:
+            return True
+    return False
+
+
+def default_block(turns: Sequence[ConversationTurn]) -> str:
+    lines = [HISTORY_OPEN, *(f"{turn.role}: {turn.content}" for turn in turns), HISTORY_CLOSE]
+    return "\n".join(lines)
+
+
+def history_block(turns: Sequence[ConversationTurn], template: Template | None) -> str:
+    """The history as one clearly delimited text block (prompt-only agents, or ``history_template``).
+
+    A template's trailing line break (a YAML ``|`` block ends with one) is dropped: one blank line, never
+    two, stands between the block and the message."""
+    if template is None:
+        return default_block(turns)
+    return template.render_text({"history": [turn.to_dict() for turn in turns]}).rstrip()
+
+
+def as_messages(turns: Sequence[ConversationTurn]) -> tuple[ChatMessage, ...]:
+    return tuple(ChatMessage(turn.role, turn.content) for turn in turns)

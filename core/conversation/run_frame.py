@@ -1,0 +1,57 @@
+"""What the conversation needs of the run it is part of: the journal, the usage meter, trace events, commits.
+
+A summary is an agent call of its own, made by the history manager before the call it shortens: it is
+reserved against the run's limits, traced and journaled like any step, and replayed from the journal on
+resume. The step policies' frame (``core.policies.frame.Frame``) provides all of that; this protocol names
+the part the conversation uses, so that the conversation package never imports the policies (they import
+it: docs/architecture.md).
+
+``Held`` is the frame's reservation type (what a call in flight holds against the limits until its usage
+replaces it); the conversation only hands it back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, TypeVar
+
+from core.errors import FlujoError
+from core.ports import Agent, ChatMessage
+from core.records import StepRecord, StepStatus, TraceEvent
+from core.usage import ZERO_USAGE, Usage
+
+Held = TypeVar("Held")
+
+
+class RunFrame(Protocol[Held]):
+    """The run's frame as the history manager uses it (``Frame`` satisfies it)."""
+
+    journal: Mapping[str, StepRecord]  # the steps an earlier attempt of this run committed
+    replays: int  # steps replayed from the journal instead of executed
+    summarizer_failures: int  # consecutive; the summarize strategy stops trying at three
+
+    def event(self, kind: str, path: str, payload: Mapping[str, Any]) -> TraceEvent: ...
+
+    def reserve_call(self, step: str, agent: Agent, sent: Sequence[ChatMessage]) -> Held: ...
+
+    def release(self, held: Held | None) -> None: ...
+
+    def add_usage(self, usage: Usage, *, releasing: Held | None = None) -> None: ...
+
+    def charge(self, usage: Usage, *, releasing: Held | None = None) -> None: ...
+
+    async def commit(
+        self,
+        *,
+        path: str,
+        name: str,
+        kind: str,
+        status: StepStatus,
+        started: float,
+        input: Any = None,
+        output: Any = None,
+        error: str | None = None,
+        usage: Usage = ZERO_USAGE,
+        events: Sequence[TraceEvent] = (),
+        failure: FlujoError | None = None,
+    ) -> StepRecord: ...
