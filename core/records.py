@@ -7,11 +7,13 @@ They are plain frozen values: the engine writes them through ``core.ports.RunSto
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from core.context import Role
+from core.events import Event, from_payload
 from core.usage import ZERO_USAGE, Usage
 
 StepStatus = Literal["completed", "failed", "skipped", "paused"]
@@ -22,12 +24,20 @@ RunStatus = Literal[
 
 @dataclass(frozen=True)
 class TraceEvent:
-    """A trace event of a step (``agent.prompt``, ``agent.reply``, ``hitl.answer``, ``loop.exit`` ...)."""
+    """A trace event of the step at ``path``, as the store keeps it: its ``kind`` (``agent.prompt``,
+    ``hitl.answer``, ``loop.exit`` ...) and its ``payload``, JSON data. ``data`` is the event as its
+    dataclass (``core.events``): what readers match on."""
 
     kind: str
     path: str
     payload: Mapping[str, Any]
     ts: float
+
+    @functools.cached_property
+    def data(self) -> Event:
+        """The event as its ``core.events`` dataclass (an ``UnknownEvent`` for a kind or payload this version
+        cannot read), decoded when first asked for."""
+        return from_payload(self.kind, self.payload)
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from core.conversation import (
     turn_text,
 )
 from core.current_message import current_message
+from core.events import HistoryNotInjected
 from core.policies.frame import Frame
 from core.policies.summary import summarize
 from core.ports import Agent, AgentCall, ChatMessage
@@ -113,7 +114,7 @@ async def prepare(
         return Injection(_with_block(kept, template, message), (), {**trace, "mode": "text"})
     # A script agent's structured input is passed unchanged: no text block can go before it. Say so.
     reason = "the input is structured (not text); the agent can read context.conversation_history"
-    events.append(frame.event("history.not_injected", path, {"turns": len(kept), "reason": reason}))
+    events.append(frame.event(path, HistoryNotInjected(len(kept), reason)))
     return Injection(message, (), {**_none(active, end), "mode": "none (structured input)"})
 
 

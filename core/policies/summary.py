@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from core.context import ConversationTurn, RunContext, Summary
 from core.conversation import (
@@ -33,6 +32,7 @@ from core.conversation import (
     turn_text,
 )
 from core.errors import AgentOutputError, ControlSignal, FlujoError
+from core.events import HistorySummarized, PromptSent, ReplyReceived, SummaryFailed
 from core.policies.frame import Frame, child_path
 from core.ports import Agent, AgentCall
 from core.store.codec import normalize
@@ -111,14 +111,7 @@ async def summarize(active: ActiveConversation, ctx: RunContext, path: str, fram
     # not a summarizer failure), and its usage replaces the reservation when it ends.
     held = frame.reserve_call(step, summarizer, sent)
     prompt = frame.event(
-        "agent.prompt",
-        here,
-        {
-            "agent": summarizer.label,
-            "messages": [m.to_dict() for m in sent],
-            "history_injected": False,
-            "purpose": "summarize",
-        },
+        here, PromptSent(summarizer.label, tuple(m.to_dict() for m in sent), False, purpose="summarize")
     )
     try:
         reply = await summarizer.run(call)
@@ -130,11 +123,14 @@ async def summarize(active: ActiveConversation, ctx: RunContext, path: str, fram
         frame.add_usage(usage, releasing=held)
         frame.summarizer_failures += 1
         error = exc.message if isinstance(exc, FlujoError) else f"{type(exc).__name__}: {exc}"
-        payload: dict[str, Any] = {"error": error, "consecutive_failures": frame.summarizer_failures}
-        if usage.requests:
-            payload["usage"] = usage.to_dict()
-        if frame.summarizer_failures >= MAX_SUMMARIZER_FAILURES:
-            payload["fallback"] = "summarizer disabled for the rest of the run; history is truncated instead"
+        failed = SummaryFailed(
+            error,
+            frame.summarizer_failures,
+            usage=usage.to_dict() if usage.requests else None,
+            fallback="summarizer disabled for the rest of the run; history is truncated instead"
+            if frame.summarizer_failures >= MAX_SUMMARIZER_FAILURES
+            else None,
+        )
         # Journaled (not only traced), so a resumed run knows how many failed in a row (replay_summary).
         await frame.commit(
             path=here,
@@ -145,7 +141,7 @@ async def summarize(active: ActiveConversation, ctx: RunContext, path: str, fram
             input={"cut": cut, "consecutive_failures": frame.summarizer_failures},
             error=error,
             usage=usage,
-            events=[prompt, frame.event("history.summarize_failed", here, payload)],
+            events=[prompt, frame.event(here, failed)],
         )
         return
     except BaseException:
@@ -165,8 +161,8 @@ async def summarize(active: ActiveConversation, ctx: RunContext, path: str, fram
         usage=reply.usage,
         events=[
             prompt,
-            frame.event("agent.reply", here, {"output": summary, "model": reply.model, "usage": reply.usage.to_dict()}),
-            frame.event("history.summarized", here, {"turns_replaced": cut, "turns_kept": len(turns) - cut}),
+            frame.event(here, ReplyReceived(summary, reply.model, usage=reply.usage.to_dict())),
+            frame.event(here, HistorySummarized(cut, len(turns) - cut)),
         ],
     )
     _apply_summary(ctx, cut, summary)
