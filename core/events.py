@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Union
 
 _WHEN_SET = {"when_set": True}
+SUMMARY = "summarize"
+"""``PromptSent.purpose`` of the call that condenses a conversation's oldest turns into a summary."""
 
 
 def _when_set() -> Any:
@@ -70,10 +72,15 @@ class PromptSent(_Event):
     kind: ClassVar[Literal["agent.prompt"]] = "agent.prompt"
     agent: str
     messages: tuple[Mapping[str, Any], ...]
-    history_injected: bool
+    history_injected: bool = False
     history: Mapping[str, Any] | None = _when_set()
     purpose: str | None = _when_set()
     simulated_person: str | None = _when_set()
+
+    @property
+    def summarizes(self) -> bool:
+        """Whether this is the call that condenses a conversation's oldest turns (``purpose`` ``SUMMARY``)."""
+        return self.purpose == SUMMARY
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,7 +32,7 @@ from core.conversation import (
     turn_text,
 )
 from core.errors import AgentOutputError, ControlSignal, FlujoError
-from core.events import HistorySummarized, PromptSent, ReplyReceived, SummaryFailed
+from core.events import SUMMARY, HistorySummarized, PromptSent, ReplyReceived, SummaryFailed
 from core.policies.frame import Frame, child_path
 from core.ports import Agent, AgentCall
 from core.store.codec import normalize
@@ -110,9 +110,7 @@ async def summarize(active: ActiveConversation, ctx: RunContext, path: str, fram
     # The same rules as any agent call: reserved against the limits (LimitReached stops the run, it is
     # not a summarizer failure), and its usage replaces the reservation when it ends.
     held = frame.reserve_call(step, summarizer, sent)
-    prompt = frame.event(
-        here, PromptSent(summarizer.label, tuple(m.to_dict() for m in sent), False, purpose="summarize")
-    )
+    prompt = frame.event(here, PromptSent(summarizer.label, tuple(m.to_dict() for m in sent), False, purpose=SUMMARY))
     try:
         reply = await summarizer.run(call)
     except ControlSignal:
