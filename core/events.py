@@ -319,8 +319,8 @@ def _reader(hint: Any) -> _Reader:
         (inner,) = (arg for arg in args if arg is not type(None))
         read = _reader(inner)
         return lambda value: None if value is None else read(value)
-    if origin is Mapping:
-        return lambda value: value if isinstance(value, Mapping) else _MISFIT
+    if origin is Mapping:  # the store gives dicts: checked first, an ABC check is slow
+        return lambda value: value if type(value) is dict or isinstance(value, Mapping) else _MISFIT
     if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
         item = _reader(args[0])
         return lambda value: _sequence(value, item)
@@ -330,8 +330,11 @@ def _reader(hint: Any) -> _Reader:
 def _sequence(value: Any, item: _Reader) -> Any:
     if not isinstance(value, list | tuple):
         return _MISFIT
-    items = tuple(item(each) for each in value)
-    return _MISFIT if any(each is _MISFIT for each in items) else items
+    items = tuple(map(item, value))
+    for each in items:
+        if each is _MISFIT:
+            return _MISFIT
+    return items
 
 
 def _plain(value: Any) -> Any:
