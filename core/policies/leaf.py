@@ -21,7 +21,7 @@ from core.policies.frame import Frame, Reservation, scope
 from core.policies.history import prepare
 from core.policies.person import ask_person, person_question
 from core.policies.summary import replay_summary
-from core.ports import Agent, AgentCall, Retry
+from core.ports import Agent, AgentCall, OutputRepair, Retry
 from core.records import TraceEvent
 from core.steps import AgentStep, HitlStep
 from core.store.codec import normalize
@@ -137,7 +137,7 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
             # The value the journal will hold (a JSON round trip), so a resumed run sees exactly what this one saw.
             output = normalize(reply.output)
             if reply.repair is not None:
-                events.append(frame.event(path, OutputRepaired(**reply.repair.to_dict())))
+                events.append(frame.event(path, _repaired(reply.repair)))
             events.append(frame.event(path, ReplyReceived(output, reply.model, reply.attempts, usage.to_dict())))
             if agent.is_model:
                 frame.reporter.agent_replied(path, step.name, output)
@@ -149,7 +149,7 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
         if isinstance(exc, AgentOutputError):  # the call spent tokens, and its repair belongs in the trace
             usage = exc.usage
             if exc.repair is not None:
-                events.append(frame.event(path, OutputRepaired(**exc.repair.to_dict())))
+                events.append(frame.event(path, _repaired(exc.repair)))
         await _fail(frame, step.name, step.kind, path, started, call_input, exc, events, usage, held)
         raise
     except BaseException as exc:
@@ -172,6 +172,10 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
     )
     frame.charge(usage, releasing=held)
     return output
+
+
+def _repaired(repair: OutputRepair) -> OutputRepaired:
+    return OutputRepaired(repair.first_reply, repair.error, repair.request, repair.second_reply)
 
 
 async def _fail(
