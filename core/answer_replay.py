@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.errors import RunError
+from core.events import ChildRunStarted, QuestionAnswered
 from core.ports import RunStore
 
 
@@ -54,13 +55,10 @@ async def _collect(store: RunStore, run_id: str, prefix: str, into: dict[str, Re
     sources: dict[str, tuple[str, str | None]] = {}
     children: dict[str, str] = {}
     for event in await store.events(run_id):
-        get = event.payload.get
-        if event.kind == "hitl.answer":
-            source, by = get("source"), get("by")
-            sources[event.path] = (source if isinstance(source, str) else "person", by if isinstance(by, str) else None)
-        elif event.kind == "workflow.child":
-            child = get("child_run_id")
-            if isinstance(child, str):
+        match event.data:
+            case QuestionAnswered(source=source, by=by):
+                sources[event.path] = (source or "person", by)
+            case ChildRunStarted(child_run_id=child):
                 children[event.path] = child
     for step in await store.steps(run_id):
         if step.kind == "hitl" and step.status == "completed":

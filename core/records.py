@@ -7,14 +7,28 @@ They are plain frozen values: the engine writes them through ``core.ports.RunSto
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from core.context import Role
+from core.events import Event, from_payload
 from core.usage import ZERO_USAGE, Usage
 
 StepStatus = Literal["completed", "failed", "skipped", "paused"]
+
+KEYED_STEP_KINDS: Mapping[str, str] = {
+    "loop": "iteration",
+    "map": "item",
+    "parallel": "branch",
+    "conditional": "branch",
+    "ensemble": "round",
+}
+"""The step kinds that run their steps below a key, and what a key is called: a step path alternates step
+names and these keys (``chat/3/clarify``: step ``clarify`` of iteration ``3`` of loop ``chat``)."""
+CONTAINER_STEP_KINDS = frozenset({*KEYED_STEP_KINDS, "workflow"})
+"""The step kinds whose own record holds no usage: what ran in them (their steps, a child run) does."""
 RunStatus = Literal[
     "running", "completed", "failed", "paused", "limit_reached", "aborted", "interrupted", "queued", "cancelled"
 ]
@@ -22,12 +36,20 @@ RunStatus = Literal[
 
 @dataclass(frozen=True)
 class TraceEvent:
-    """A trace event of a step (``agent.prompt``, ``agent.reply``, ``hitl.answer``, ``loop.exit`` ...)."""
+    """A trace event of the step at ``path``, as the store keeps it: its ``kind`` (``agent.prompt``,
+    ``hitl.answer``, ``loop.exit`` ...) and its ``payload``, JSON data. ``data`` is the event as its
+    dataclass (``core.events``): what readers match on."""
 
     kind: str
     path: str
     payload: Mapping[str, Any]
     ts: float
+
+    @functools.cached_property
+    def data(self) -> Event:
+        """The event as its ``core.events`` dataclass (an ``UnknownEvent`` for a kind or payload this version
+        cannot read), decoded when first asked for."""
+        return from_payload(self.kind, self.payload)
 
 
 @dataclass(frozen=True)

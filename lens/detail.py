@@ -74,5 +74,5 @@ def search_text(node: Node) -> str:
     if isinstance(node, StepNode) and node.record is not None:
         return f"{words}\n{node.path}\n{compact(node.record.input)}\n{compact(node.record.output)}"
     if isinstance(node, CallNode) and node.reply is not None:
-        return f"{words}\n{compact(node.reply.get('output'))}"
+        return f"{words}\n{compact(node.reply.output)}"
     return words

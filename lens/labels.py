@@ -12,6 +12,25 @@ from typing import Any, assert_never
 
 from rich.text import Text
 
+from core.events import (
+    AgentStarted,
+    AnswerRejected,
+    BranchTaken,
+    ChildRunStarted,
+    EnsembleDone,
+    Event,
+    HistoryNotInjected,
+    HistorySummarized,
+    LoopExited,
+    OutputRepaired,
+    ParallelDone,
+    PromptSent,
+    QuestionAnswered,
+    ReplyReceived,
+    StepErrored,
+    SummaryFailed,
+    UnknownEvent,
+)
 from core.records import RunRecord
 from core.usage import Usage
 from lens import figures
@@ -97,38 +116,38 @@ def step_label(node: StepNode) -> Text:
     if record.status != "completed":
         text.append(f" · {record.status}", style=_MARKS.get(record.status, ("", ""))[1])
     for event in node.events:
-        if event.kind == "hitl.answer" and event.payload.get("source"):
-            text.append(" · " + answered_by(event.payload), style="magenta")
+        answer = event.data
+        if isinstance(answer, QuestionAnswered) and answer.source:
+            text.append(" · " + answered_by(answer), style="magenta")
     return text
 
 
-def answered_by(payload: Mapping[str, Any]) -> str:
-    """Who gave a ``hitl.answer`` that the person did not type: ``simulated by agents.tester``, ``replayed
-    from run 3f2a…``; "answered by the person" otherwise."""
-    source, by = payload.get("source"), payload.get("by")
-    if source == "simulated":
-        return f"simulated by {by}"
-    if source == "replayed":
-        return f"replayed from run {by}"
+def answered_by(answer: QuestionAnswered) -> str:
+    """Who gave an answer that the person did not type: ``simulated by agents.tester``, ``replayed from run
+    3f2a…``; "answered by the person" otherwise."""
+    if answer.source == "simulated":
+        return f"simulated by {answer.by}"
+    if answer.source == "replayed":
+        return f"replayed from run {answer.by}"
     return "answered by the person"
 
 
 def call_label(call: CallNode) -> Text:
-    agent = str(call.prompt.get("agent", "agent"))
-    text = Text.assemble(("▸ ", "magenta"), ("call ", "magenta"), (agent, "bold magenta"))
+    prompt = call.prompt
+    text = Text.assemble(("▸ ", "magenta"), ("call ", "magenta"), (prompt.agent, "bold magenta"))
     text.append(" · " + figures.count(len(call.messages), "message"))
-    if call.prompt.get("purpose") == "summarize":
+    if prompt.summarizes:
         text.append(" · summary request", style="magenta")
-    if call.prompt.get("simulated_person"):
-        text.append(f" · simulated person {call.prompt.get('simulated_person')}", style="magenta")
+    if prompt.simulated_person:
+        text.append(f" · simulated person {prompt.simulated_person}", style="magenta")
     badge = history_badge(call)
     if badge:
         text.append(" · ")
         text.append(badge, style="bold yellow" if call.injected else "yellow")
     if call.repairs:
         text.append(" · output repaired", style="yellow")
-    attempts = call.reply.get("attempts") if call.reply is not None else None
-    if isinstance(attempts, int) and attempts > 1:
+    attempts = call.reply.attempts if call.reply is not None else None
+    if attempts is not None and attempts > 1:
         text.append(f" · {attempts} attempts")
     if call.reply is None:
         text.append(" · no reply recorded", style="dim")
@@ -163,63 +182,62 @@ def history_badge(call: CallNode) -> str:
 
 
 def _summary_words(call: CallNode) -> list[str]:
-    event = call.summary
-    if event is None:
-        covered = _int((call.history or {}).get("summary_of"))
-        return [f"the summary made earlier sent for {figures.count(covered, 'older turn')}"] if covered else []
-    if event.kind == "history.summarized":
-        replaced = _int(event.payload.get("turns_replaced"))
-        return [f"{figures.count(replaced, 'older turn')} summarised into one"]
-    fallback = event.payload.get("fallback")
-    return ["summary failed" + (f": {fallback}" if fallback else ", history truncated instead")]
+    match call.summary:
+        case None:
+            covered = _int((call.history or {}).get("summary_of"))
+            return [f"the summary made earlier sent for {figures.count(covered, 'older turn')}"] if covered else []
+        case HistorySummarized(turns_replaced=replaced):
+            return [f"{figures.count(replaced, 'older turn')} summarised into one"]
+        case SummaryFailed(fallback=fallback):
+            return ["summary failed" + (f": {fallback}" if fallback else ", history truncated instead")]
+        case _:
+            assert_never(call.summary)
 
 
 def event_label(node: EventNode) -> Text:
-    kind, payload = node.event.kind, node.event.payload
-    return Text.assemble((f"{kind}  ", "dim"), _event_words(kind, payload))
+    event = node.event
+    return Text.assemble((f"{event.kind}  ", "dim"), _event_words(event.data, event.payload))
 
 
-def _event_words(kind: str, payload: Mapping[str, Any]) -> Text:
-    get = payload.get
-    if kind == "hitl.answer":
-        text = Text.assemble(
-            ("asked ", "dim"), one_line(get("message"), 50), ("  answered ", "dim"), one_line(get("answer"), 50)
-        )
-        if get("source"):
-            text.append(f"  ({answered_by(payload)})", style="magenta")
-        return text
-    if kind == "hitl.rejected":
-        return Text.assemble(("rejected ", "yellow"), one_line(get("answer"), 50), f"  {one_line(get('error'), 60)}")
-    if kind == "loop.exit":
-        words = f"ended after {figures.count(_int(get('iterations')), 'iteration')}: {get('reason')}"
-        if get("condition"):
-            words += f" ({get('condition')})"
-        return Text(words + (f" · error: {get('error')}" if get("error") else ""))
-    if kind == "ensemble.done":
-        words = f"ended after {figures.count(_int(get('turn_count')), 'round')}: {get('reason')}"
-        return Text(words + (f" · error: {get('error')}" if get("error") else ""))
-    if kind == "parallel.done":
-        failed = get("failed") or {}
-        branches = ", ".join(str(b) for b in get("branches") or [])
-        return Text(f"branches {branches}" + (f" · failed: {', '.join(map(str, failed))}" if failed else ""))
-    if kind == "conditional.branch":
-        return Text(f"took branch {get('branch')} (condition {get('condition')})")
-    if kind == "step.error":
-        return Text.assemble((one_line(get("error"), 90), "red"), f"  hint: {get('hint')}" if get("hint") else "")
-    if kind == "history.summarized":
-        return Text(f"{_int(get('turns_replaced'))} turns summarised into one, {_int(get('turns_kept'))} kept")
-    if kind == "history.summarize_failed":
-        return Text(
-            f"{one_line(get('error'), 80)}" + (f" · {get('fallback')}" if get("fallback") else ""), style="yellow"
-        )
-    if kind == "workflow.child":
-        return Text(f"child run {get('child_run_id')} ({get('pipeline')})")
-    if kind == "agent.reply":
-        return Text(one_line(get("output")))
-    if kind == "agent.started":  # a script agent about to run its side effects (docs/durability.md)
-        attempt = _int(get("attempt"))
-        return Text(f"{get('agent')} started, attempt {attempt}", style="yellow" if attempt > 1 else "")
-    return Text(one_line(dict(payload)))
+def _event_words(event: Event, payload: Mapping[str, Any]) -> Text:
+    """What an event says, in words; its ``payload`` (as stored) for an event with no words of its own."""
+    match event:
+        case QuestionAnswered(message=message, answer=answer, source=source):
+            text = Text.assemble(("asked ", "dim"), one_line(message, 50), ("  answered ", "dim"), one_line(answer, 50))
+            if source:
+                text.append(f"  ({answered_by(event)})", style="magenta")
+            return text
+        case AnswerRejected(answer=answer, error=error):
+            return Text.assemble(("rejected ", "yellow"), one_line(answer, 50), f"  {one_line(error, 60)}")
+        case LoopExited():
+            words = f"ended after {figures.count(event.iterations, 'iteration')}: {event.reason}"
+            if event.condition:
+                words += f" ({event.condition})"
+            return Text(words + (f" · error: {event.error}" if event.error else ""))
+        case EnsembleDone():
+            words = f"ended after {figures.count(event.turn_count, 'round')}: {event.reason}"
+            return Text(words + (f" · error: {event.error}" if event.error else ""))
+        case ParallelDone(branches=branches, failed=failed):
+            listed = ", ".join(str(b) for b in branches)
+            return Text(f"branches {listed}" + (f" · failed: {', '.join(map(str, failed))}" if failed else ""))
+        case BranchTaken(branch=branch, condition=condition):
+            return Text(f"took branch {branch} (condition {condition})")
+        case StepErrored(error=error, hint=hint):
+            return Text.assemble((one_line(error, 90), "red"), f"  hint: {hint}" if hint else "")
+        case HistorySummarized(turns_replaced=replaced, turns_kept=kept):
+            return Text(f"{replaced} turns summarised into one, {kept} kept")
+        case SummaryFailed(error=error, fallback=fallback):
+            return Text(f"{one_line(error, 80)}" + (f" · {fallback}" if fallback else ""), style="yellow")
+        case ChildRunStarted(child_run_id=child, pipeline=pipeline):
+            return Text(f"child run {child} ({pipeline})")
+        case ReplyReceived(output=output):
+            return Text(one_line(output))
+        case AgentStarted(agent=agent, attempt=attempt):  # a script agent about to run its side effects
+            return Text(f"{agent} started, attempt {attempt}", style="yellow" if attempt > 1 else "")
+        case PromptSent() | OutputRepaired() | HistoryNotInjected() | UnknownEvent():
+            return Text(one_line(dict(payload)))
+        case _:
+            assert_never(event)
 
 
 def role_style(role: str) -> str:

@@ -219,9 +219,9 @@ def call_block(call: CallNode, opened: Opening, path: str) -> RenderableType:
         hidden = hidden or cut
         grid.add_row(Text(message.role, style=labels.role_style(message.role)), shown)
     for repair in call.repairs:
-        grid.add_row(Text("repair", style="yellow"), Text(one_line(repair.get("error"), 90), style="yellow"))
+        grid.add_row(Text("repair", style="yellow"), Text(one_line(repair.error, 90), style="yellow"))
     if call.reply is not None:
-        output = call.reply.get("output")
+        output = call.reply.output
         shown, cut = _content(full_text(output) if opened == "whole" else compact(output), opened)
         hidden = hidden or cut
         grid.add_row(Text("→ reply", style="bold"), shown)

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from core.errors import RunError
+from core.events import ChildRunStarted
 from core.ports import RunStore
 from core.records import RunRecord, StepRecord, TraceEvent
 from core.redaction import Redactor
@@ -24,7 +25,7 @@ _ALL_CHILDREN = 100_000  # a map over thousands of items may start one child run
 @dataclass(frozen=True)
 class RunSnapshot:
     """One run: ``children`` maps each child run's id to its snapshot; ``child_paths`` maps it to the path
-    of the step that started it (from its ``workflow.child`` event, or the run's pause point), when known."""
+    of the step that started it (from its ``ChildRunStarted`` event, or the run's pause point), when known."""
 
     record: RunRecord
     steps: tuple[StepRecord, ...]
@@ -48,11 +49,7 @@ async def _load(store: RunStore, record: RunRecord, masker: Masker, *, seen: set
     masked = masker.run(record)
     if depth >= MAX_DEPTH:
         return RunSnapshot(masked, steps, events)
-    paths = {
-        str(e.payload["child_run_id"]): e.path
-        for e in events
-        if e.kind == "workflow.child" and isinstance(e.payload.get("child_run_id"), str)
-    }
+    paths = {e.data.child_run_id: e.path for e in events if isinstance(e.data, ChildRunStarted)}
     found = {child.run_id: child for child in await store.list_runs(parent_run_id=record.run_id, limit=_ALL_CHILDREN)}
     for child_id in paths:
         if child_id not in found and (child := await store.get_run(child_id)) is not None:

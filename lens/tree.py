@@ -6,14 +6,16 @@
 * ``StepNode``: a step at a path; ``record`` is None for a step whose result is not recorded (it is still
   running, paused inside, or its run was interrupted);
 * ``GroupNode``: one iteration of a loop, item of a map or branch of a parallel / conditional;
-* ``CallNode``: one agent call: its ``agent.prompt`` event, the ``agent.repair`` and ``agent.reply``
+* ``CallNode``: one agent call: its ``PromptSent`` event, the ``OutputRepaired`` and ``ReplyReceived``
   after it, and the messages sent (``MessageNode``);
-* ``EventNode``: any other event (``hitl.answer``, ``loop.exit``, ``step.error`` ...).
+* ``EventNode``: any other event (``QuestionAnswered``, ``LoopExited``, ``StepErrored`` ...).
 
-Paths: a step path alternates names and keys below composite steps (``chat/3/clarify``: step ``chat``,
-iteration ``3``, step ``clarify``); a history summary is a step below the agent step it served
-(``chat/3/clarify/summarize``). Siblings are in execution order (start time; the store's order breaks
-ties). Building is linear in the number of steps and events (10,000 events in well under a second).
+Events are matched on their ``core.events`` classes (``TraceEvent.data``), never on kind strings. Paths: a
+step path alternates names and keys below the steps that run steps (``core.records.KEYED_STEP_KINDS``;
+``chat/3/clarify``: step ``chat``, iteration ``3``, step ``clarify``); a history summary is a step of its
+own below the agent step it served, and its events (``HistorySummarized``, ``SummaryFailed``) say what it
+is. Siblings are in execution order (start time; the store's order breaks ties). Building is linear in the
+number of steps and events (10,000 events in well under a second).
 """
 
 from __future__ import annotations
@@ -24,16 +26,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from core.records import RunRecord, StepRecord, TraceEvent
+from core.events import ChildRunStarted, HistorySummarized, OutputRepaired, PromptSent, ReplyReceived, SummaryFailed
+from core.records import CONTAINER_STEP_KINDS, KEYED_STEP_KINDS, RunRecord, StepRecord, TraceEvent
 from core.usage import ZERO_USAGE, Usage
 from lens.preview import full_text
 from lens.snapshot import RunSnapshot
-
-COMPOSITE_KINDS = frozenset({"loop", "map", "parallel", "conditional", "ensemble"})
-"""Step kinds whose children sit below a key (iteration, item, branch, or an ensemble's round)."""
-_SUMMED_KINDS = COMPOSITE_KINDS | {"workflow"}  # their own record holds no usage: what ran in them does
-_GROUP_WORDS = {"loop": "iteration", "map": "item", "parallel": "branch", "conditional": "branch", "ensemble": "round"}
-_CALL_EVENTS = frozenset({"agent.repair", "agent.reply"})
 
 
 @dataclass(eq=False, repr=False)
@@ -62,11 +59,11 @@ class CallNode:
     run_id: str
     path: str
     index: int
-    prompt: Mapping[str, Any]
+    prompt: PromptSent
     ts: float
-    reply: Mapping[str, Any] | None = None
-    repairs: list[Mapping[str, Any]] = field(default_factory=list)
-    summary: TraceEvent | None = None  # the history.summarized / summarize_failed event before this call
+    reply: ReplyReceived | None = None
+    repairs: list[OutputRepaired] = field(default_factory=list)
+    summary: HistorySummarized | SummaryFailed | None = None  # the summary's outcome before this call
     kind: Literal["call"] = "call"
 
     def __repr__(self) -> str:
@@ -84,12 +81,11 @@ class CallNode:
     @property
     def history(self) -> Mapping[str, Any] | None:
         """The ``history`` facts of the prompt event (conversation, turns, dropped, mode ...), if any."""
-        facts = self.prompt.get("history")
-        return facts if isinstance(facts, Mapping) else None
+        return self.prompt.history
 
     @property
     def injected(self) -> bool:
-        return bool(self.prompt.get("history_injected"))
+        return self.prompt.history_injected
 
 
 @dataclass(eq=False, repr=False)
@@ -132,7 +128,7 @@ class StepNode:
     def usage(self) -> Usage:
         """What the step cost: a leaf step's own record; a composite step's (loop, map, parallel, conditional,
         sub-workflow), whose own record holds none, is the sum of everything that ran in it."""
-        if self.record is not None and self.record.kind not in _SUMMED_KINDS:
+        if self.record is not None and self.record.kind not in CONTAINER_STEP_KINDS:
             return self.record.usage
         return _usage_within(self.children)
 
@@ -251,15 +247,21 @@ class _Builder:
 
     def _link_summaries(self) -> None:
         """Give each agent call the outcome of the history summary made just before it, if any: it says
-        how the history the call was sent came to be (``chat/3/clarify/summarize`` serves
-        ``chat/3/clarify``)."""
-        for path, node in self.steps.items():
-            parent = self.steps.get(path.rpartition("/")[0]) if path.endswith("/summarize") else None
-            if parent is None:
+        how the history the call was sent came to be. The summary is a step below the step whose call it
+        served, and its events say what it is."""
+        for node in self.steps.values():
+            calls = [c for c in node.children if isinstance(c, CallNode)]
+            if not calls:
                 continue
-            outcomes = [e for e in node.events if e.kind in ("history.summarized", "history.summarize_failed")]
-            for call in (c for c in parent.children if isinstance(c, CallNode)):
-                before = [e for e in outcomes if e.ts <= call.ts]
+            outcomes = [
+                (event.ts, event.data)
+                for below in node.children
+                if isinstance(below, StepNode)
+                for event in below.events
+                if isinstance(event.data, HistorySummarized | SummaryFailed)
+            ]
+            for call in calls:
+                before = [outcome for ts, outcome in outcomes if ts <= call.ts]
                 if before:
                     call.summary = before[-1]
 
@@ -293,46 +295,47 @@ class _Builder:
                 parent.children.append(node)
             if i == len(segments) - 1:
                 return node
-            if not self._has_groups(node, segments[i + 1], last=i + 1 == len(segments) - 1):
+            if not self._has_groups(node, segments[i + 1]):
                 parent, prefix, i = node, here, i + 1
                 continue
             key = segments[i + 1]
             group_path = f"{here}/{key}"
             group = self.groups.get(group_path)
             if group is None:
-                word = _GROUP_WORDS.get(node.record.kind if node.record else "", "iteration or branch")
+                word = KEYED_STEP_KINDS.get(node.record.kind if node.record else "", "iteration or branch")
                 group = self.groups[group_path] = GroupNode(self.run_id, group_path, key, word)
                 node.children.append(group)
             parent, prefix, i = group, group_path, i + 2
             if i >= len(segments):  # a path that ends at a key: no step recorded there; keep the group
                 return node
 
-    def _has_groups(self, node: StepNode, following: str, *, last: bool) -> bool:
-        """Whether the segment after ``node``'s is a key (iteration, branch) rather than a step's name."""
+    def _has_groups(self, node: StepNode, following: str) -> bool:
+        """Whether the segment after ``node``'s is a key (iteration, branch) rather than a step's name: the
+        step's kind says; for a step with no recorded result, a key is what has no record of its own (a
+        step's history summary, below it, has one)."""
         if node.record is not None:
-            return node.record.kind in COMPOSITE_KINDS
-        below = self.records.get(f"{node.path}/{following}")
-        return not (last and following == "summarize" and (below is None or below.kind == "summarize"))
+            return node.record.kind in KEYED_STEP_KINDS
+        return f"{node.path}/{following}" not in self.records
 
     def _add_event(self, event: TraceEvent) -> None:
         node = self._step(event.path) if event.path else None
         target: Container = node if node is not None else self.root
         (node or self.root).events.append(event)
         last = self.calls.get(id(target))
-        if event.kind == "agent.prompt":
-            call = CallNode(self.run_id, event.path, 0 if last is None else last.index + 1, event.payload, event.ts)
-            target.children.append(call)
-            self.calls[id(target)] = call
-            self._start(call, event.ts)
-        elif event.kind in _CALL_EVENTS and last is not None:
-            if event.kind == "agent.reply" and last.reply is None:
-                last.reply = event.payload
-            elif event.kind == "agent.repair":
-                last.repairs.append(event.payload)
-            else:  # a second reply to one prompt: keep it visible rather than drop it
+        match event.data:
+            case PromptSent() as prompt:
+                call = CallNode(self.run_id, event.path, 0 if last is None else last.index + 1, prompt, event.ts)
+                target.children.append(call)
+                self.calls[id(target)] = call
+                self._start(call, event.ts)
+            case ReplyReceived() as reply if last is not None and last.reply is None:
+                last.reply = reply
+            case OutputRepaired() as repair if last is not None:
+                last.repairs.append(repair)
+            case ChildRunStarted(child_run_id=child) if child in self.snapshot.children:
+                pass  # the child run is shown below its step
+            case _:  # a second reply to one prompt is kept visible rather than dropped
                 self._add_plain(target, event)
-        elif event.kind != "workflow.child" or not self._child_shown(event):
-            self._add_plain(target, event)
         if node is not None:
             self._start(node, event.ts)
 
@@ -340,10 +343,6 @@ class _Builder:
         shown = EventNode(self.run_id, event)
         target.children.append(shown)
         self._start(shown, event.ts)
-
-    def _child_shown(self, event: TraceEvent) -> bool:
-        """Whether the child run a ``workflow.child`` event names is shown below its step already."""
-        return event.payload.get("child_run_id") in self.snapshot.children
 
     def _start(self, node: Node, ts: float) -> None:
         known = self.first.get(id(node))
@@ -363,12 +362,10 @@ class _Builder:
 
 
 def _messages(call: CallNode) -> list[MessageNode]:
-    raw = call.prompt.get("messages")
-    messages = raw if isinstance(raw, list) else []
     found = []
-    for index, message in enumerate(messages):
-        role = str(message.get("role", "?")) if isinstance(message, Mapping) else "?"
-        content = message.get("content", "") if isinstance(message, Mapping) else message
+    for index, message in enumerate(call.prompt.messages):
+        role = str(message.get("role", "?"))
+        content = message.get("content", "")
         text = content if isinstance(content, str) else full_text(content)
         found.append(MessageNode(call.run_id, call.path, index, role, text))
     return found

@@ -35,7 +35,7 @@ EXPAND_ALL_LIMIT = 5_000
 
 def _size(root: RunNode) -> int:
     """How many nodes the tree has, messages included (counted without making them)."""
-    return sum(len(n.prompt.get("messages") or ()) + 1 if isinstance(n, CallNode) else 1 for n in _spans(root))
+    return sum(len(n.prompt.messages) + 1 if isinstance(n, CallNode) else 1 for n in _spans(root))
 
 
 def _spans(node: Node) -> Iterator[Node]:

@@ -49,7 +49,7 @@ def test_textual_is_never_imported_at_module_level_outside_lens() -> None:
     assert offenders == []
 
 
-LENS_MAY_IMPORT = {"core.errors", "core.ports", "core.records", "core.redaction", "core.usage"}
+LENS_MAY_IMPORT = {"core.errors", "core.events", "core.ports", "core.records", "core.redaction", "core.usage"}
 
 
 def imported_core_modules(path: Path) -> set[str]:
@@ -68,6 +68,25 @@ def test_lens_reads_core_records_only() -> None:
         if imported_core_modules(path) - LENS_MAY_IMPORT
     }
     assert offenders == {}
+
+
+def test_lens_knows_events_by_their_classes_not_by_strings() -> None:
+    """Lens matches trace events on their ``core.events`` classes and reads the step kinds that run steps
+    from ``core.records``: no string in lens spells an event kind or such a step kind, and none is a path
+    convention (a history summary says what it is in its events, not by a ``/summarize`` path)."""
+    from core.events import EVENT_TYPES
+    from core.records import CONTAINER_STEP_KINDS
+
+    spelled = {*EVENT_TYPES, *CONTAINER_STEP_KINDS, "summarize"}
+    offenders = [
+        f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}"
+        for path in sorted((ROOT / "lens").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and (node.value in spelled or node.value.rstrip("/").endswith("/summarize"))
+    ]
+    assert offenders == []
 
 
 def test_textual_loads_only_when_the_viewer_opens() -> None:

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from core.events import ReplyReceived
 from core.records import RunRecord, StepRecord, TraceEvent
 from core.redaction import Redactor
 from core.store import MemoryStore, open_store
@@ -124,7 +125,7 @@ async def test_a_failed_summary_is_said_on_the_call_it_served() -> None:
         "  event run.note",
     ]
     call = next(n for n in walk(root) if isinstance(n, CallNode) and n.path == "chat/4/ask")
-    assert call.reply == {"output": "one"}
+    assert call.reply == ReplyReceived(output="one")
     assert history_badge(call) == (
         "conversation injected: 3 turns of chat (as messages) · 2 older turns dropped to fit the bound"
         " · summary failed: summarizer disabled for the rest of the run; history is truncated instead"

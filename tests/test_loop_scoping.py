@@ -83,6 +83,7 @@ class Unprintable:
 
 
 def test_a_trace_event_that_cannot_be_prepared_does_not_fail(tmp_path: Path) -> None:
+    from core.events import PromptSent, UnknownEvent
     from core.policies.frame import Frame
     from core.ports import NullReporter
     from core.testing import ScriptedHuman
@@ -92,5 +93,6 @@ def test_a_trace_event_that_cannot_be_prepared_does_not_fail(tmp_path: Path) -> 
             raise RuntimeError("boom")
 
     frame = Frame(run_id="r", store=MemoryStore(), human=ScriptedHuman(), reporter=NullReporter(), redactor=Exploding())
-    event = frame.event("agent.prompt", "s", {"messages": [Unprintable()]})
+    event = frame.event("s", PromptSent("m", ({"role": "user", "content": Unprintable()},)))
     assert "could not be recorded" in event.payload["trace_error"] and "boom" in event.payload["trace_error"]
+    assert event.data == UnknownEvent("agent.prompt", event.payload)  # read back, it says what happened

@@ -25,6 +25,7 @@ from core.conversation.history import as_messages, bound, drop_oldest, history_b
 from core.conversation.run_frame import RunFrame
 from core.conversation.summary import summarize
 from core.conversation.turns import ActiveConversation, turn_text
+from core.events import HistoryNotInjected
 from core.ports import Agent, AgentCall, ChatMessage
 from core.records import TraceEvent
 from core.steps import AgentStep
@@ -105,7 +106,7 @@ async def prepare(
         return Injection(_with_block(kept, template, message), (), {**trace, "mode": "text"})
     # A script agent's structured input is passed unchanged: no text block can go before it. Say so.
     reason = "the input is structured (not text); the agent can read context.conversation_history"
-    events.append(frame.event("history.not_injected", path, {"turns": len(kept), "reason": reason}))
+    events.append(frame.event(path, HistoryNotInjected(len(kept), reason)))
     return Injection(message, (), {**_none(active, end), "mode": "none (structured input)"})
 
 

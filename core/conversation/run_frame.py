@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 from core.errors import FlujoError
+from core.events import KnownEvent
 from core.ports import Agent, ChatMessage
 from core.records import StepRecord, StepStatus, TraceEvent
 from core.usage import ZERO_USAGE, Usage
@@ -30,7 +31,7 @@ class RunFrame(Protocol[Held]):
     replays: int  # steps replayed from the journal instead of executed
     summarizer_failures: int  # consecutive; the summarize strategy stops trying at three
 
-    def event(self, kind: str, path: str, payload: Mapping[str, Any]) -> TraceEvent: ...
+    def event(self, path: str, event: KnownEvent) -> TraceEvent: ...
 
     def reserve_call(self, step: str, agent: Agent, sent: Sequence[ChatMessage]) -> Held: ...
 

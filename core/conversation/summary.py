@@ -27,6 +27,7 @@ from core.conversation.history import SUMMARY_PREFIX, history_block, needs_summa
 from core.conversation.run_frame import RunFrame
 from core.conversation.turns import ActiveConversation, turn_text
 from core.errors import AgentOutputError, ControlSignal, FlujoError
+from core.events import SUMMARY, HistorySummarized, PromptSent, ReplyReceived, SummaryFailed
 from core.ports import Agent, AgentCall
 from core.store.codec import normalize
 from core.tokens import count_messages, count_tokens
@@ -108,16 +109,7 @@ async def summarize(active: ActiveConversation, ctx: RunContext, path: str, fram
     # The same rules as any agent call: reserved against the limits (LimitReached stops the run, it is
     # not a summarizer failure), and its usage replaces the reservation when it ends.
     held = frame.reserve_call(step, summarizer, sent)
-    prompt = frame.event(
-        "agent.prompt",
-        here,
-        {
-            "agent": summarizer.label,
-            "messages": [m.to_dict() for m in sent],
-            "history_injected": False,
-            "purpose": "summarize",
-        },
-    )
+    prompt = frame.event(here, PromptSent(summarizer.label, tuple(m.to_dict() for m in sent), False, purpose=SUMMARY))
     try:
         reply = await summarizer.run(call)
     except ControlSignal:
@@ -128,11 +120,14 @@ async def summarize(active: ActiveConversation, ctx: RunContext, path: str, fram
         frame.add_usage(usage, releasing=held)
         frame.summarizer_failures += 1
         error = exc.message if isinstance(exc, FlujoError) else f"{type(exc).__name__}: {exc}"
-        payload: dict[str, Any] = {"error": error, "consecutive_failures": frame.summarizer_failures}
-        if usage.requests:
-            payload["usage"] = usage.to_dict()
-        if frame.summarizer_failures >= MAX_SUMMARIZER_FAILURES:
-            payload["fallback"] = "summarizer disabled for the rest of the run; history is truncated instead"
+        failed = SummaryFailed(
+            error,
+            frame.summarizer_failures,
+            usage=usage.to_dict() if usage.requests else None,
+            fallback="summarizer disabled for the rest of the run; history is truncated instead"
+            if frame.summarizer_failures >= MAX_SUMMARIZER_FAILURES
+            else None,
+        )
         # Journaled (not only traced), so a resumed run knows how many failed in a row (replay_summary).
         await frame.commit(
             path=here,
@@ -143,7 +138,7 @@ async def summarize(active: ActiveConversation, ctx: RunContext, path: str, fram
             input={"cut": cut, "consecutive_failures": frame.summarizer_failures},
             error=error,
             usage=usage,
-            events=[prompt, frame.event("history.summarize_failed", here, payload)],
+            events=[prompt, frame.event(here, failed)],
         )
         return
     except BaseException:
@@ -163,8 +158,8 @@ async def summarize(active: ActiveConversation, ctx: RunContext, path: str, fram
         usage=reply.usage,
         events=[
             prompt,
-            frame.event("agent.reply", here, {"output": summary, "model": reply.model, "usage": reply.usage.to_dict()}),
-            frame.event("history.summarized", here, {"turns_replaced": cut, "turns_kept": len(turns) - cut}),
+            frame.event(here, ReplyReceived(summary, reply.model, usage=reply.usage.to_dict())),
+            frame.event(here, HistorySummarized(cut, len(turns) - cut)),
         ],
     )
     _apply_summary(ctx, cut, summary)

@@ -7,6 +7,7 @@ from typing import Any
 
 from core.context import RunContext
 from core.errors import ControlSignal, StepFailed
+from core.events import BranchTaken
 from core.policies.body import BodyRunner
 from core.policies.context_writes import record_output
 from core.policies.failure import record_failure
@@ -48,7 +49,7 @@ async def run_conditional(
             raise
         raise error from exc
     record_output(ctx, step.name, output)
-    event = frame.event("conditional.branch", path, {"branch": key, "condition": step.condition_description})
+    event = frame.event(path, BranchTaken(key, step.condition_description))
     await frame.commit(
         path=path, name=step.name, kind=step.kind, status="completed", started=started,
         input=data, output=output, events=[event],

@@ -36,6 +36,7 @@ from core.conversation import (
     turn_text,
 )
 from core.errors import ControlSignal, FlujoError, LimitReached
+from core.events import EnsembleDone
 from core.policies.body import BodyRunner
 from core.policies.context_writes import record_output
 from core.policies.frame import Frame, child_path, step_error
@@ -308,11 +309,7 @@ async def run_ensemble(
     except Exception as exc:
         error = step_error(exc, f"ensemble {step.name!r}")
         state = conversation.state
-        event = frame.event(
-            "ensemble.done",
-            path,
-            {"reason": "error", "turn_count": state.turn_count, "error": error.message},
-        )
+        event = frame.event(path, EnsembleDone("error", state.turn_count, error=error.message))
         await frame.commit(
             path=path, name=step.name, kind=step.kind, status="failed", started=started,
             input=data, error=error.message, events=[event], failure=error,
@@ -321,15 +318,7 @@ async def run_ensemble(
             raise
         raise error from exc
     record_output(ctx, step.name, final)
-    event = frame.event(
-        "ensemble.done",
-        path,
-        {
-            "reason": reason,
-            "turn_count": conversation.state.turn_count,
-            "max_total_turns": step.max_total_turns,
-        },
-    )
+    event = frame.event(path, EnsembleDone(reason, conversation.state.turn_count, max_total_turns=step.max_total_turns))
     await frame.commit(
         path=path, name=step.name, kind=step.kind, status="completed", started=started,
         input=data, output=final, events=[event],

@@ -22,6 +22,7 @@ from core.answering import Answering
 from core.context import RunContext
 from core.conversation import ThreadBinding
 from core.errors import FlujoError, LimitReached, RunError
+from core.events import AgentStarted, KnownEvent
 from core.ports import Agent, ChatMessage, HumanInput, Reporter, RunStore
 from core.records import StepRecord, StepStatus, TraceEvent
 from core.redaction import Redactor
@@ -60,14 +61,14 @@ class Frame:
     started: dict[str, int] | None = None
     answering: Answering = field(default_factory=Answering)  # who answers besides the human (core.answering)
 
-    def event(self, kind: str, path: str, payload: Mapping[str, Any]) -> TraceEvent:
-        """A trace event with secrets masked, ready to store. Tracing never fails a run: a payload that
-        cannot be prepared is replaced by a note saying why."""
+    def event(self, path: str, event: KnownEvent) -> TraceEvent:
+        """``event`` of the step at ``path`` with secrets masked, ready to store. Tracing never fails a run:
+        a payload that cannot be prepared is replaced by a note saying why."""
         try:
-            masked = self.redactor.value(dict(payload))
+            masked = self.redactor.value(event.to_payload())
         except Exception as exc:  # a tracing failure must not become the step's failure
-            masked = {"trace_error": f"this {kind} event could not be recorded: {type(exc).__name__}: {exc}"}
-        return TraceEvent(kind=kind, path=path, payload=masked, ts=time.time())
+            masked = {"trace_error": f"this {event.kind} event could not be recorded: {type(exc).__name__}: {exc}"}
+        return TraceEvent(kind=event.kind, path=path, payload=masked, ts=time.time())
 
     def replayed(self, path: str) -> StepRecord | None:
         """The committed result of ``path`` from an earlier attempt of this run, if any."""
@@ -83,14 +84,12 @@ class Frame:
             events = await self.store.events(self.run_id)
             counts: dict[str, int] = {}
             for event in events:
-                if event.kind == "agent.started":
+                if event.kind == AgentStarted.kind:  # decoding every event of a long run costs
                     counts[event.path] = counts.get(event.path, 0) + 1
             if self.started is None:  # a parallel branch may have read them meanwhile
                 self.started = counts
         attempt = self.started[path] = self.started.get(path, 0) + 1
-        await self.store.record_events(
-            self.run_id, [self.event("agent.started", path, {"agent": agent, "attempt": attempt})]
-        )
+        await self.store.record_events(self.run_id, [self.event(path, AgentStarted(agent=agent, attempt=attempt))])
         return attempt
 
     def absorbed_failure(self, path: str) -> str | None:

@@ -14,10 +14,11 @@ from typing import Any
 from core.context import HitlEntry, RunContext
 from core.conversation import capture, is_context, newest_message, prepare, replay_summary
 from core.errors import AgentOutputError, ControlSignal, FlujoError, PromptTooLarge, RunError
+from core.events import OutputRepaired, PromptSent, ReplyReceived, StepErrored
 from core.policies.context_writes import note_agent_command, record_output, sink, update_context
 from core.policies.frame import Frame, Reservation, scope
 from core.policies.person import ask_person, person_question
-from core.ports import Agent, AgentCall, Retry
+from core.ports import Agent, AgentCall, OutputRepair, Retry
 from core.records import TraceEvent
 from core.steps import AgentStep, HitlStep
 from core.store.codec import normalize
@@ -110,29 +111,17 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
             )
             refuse_oversized(step.name, agent, call)
             sent = agent.prompt(call)
-            messages = [message.to_dict() for message in sent]
-            prompt_event: dict[str, Any] = {
-                "agent": agent.label,
-                "messages": messages,
-                "history_injected": injection.injected,
-            }
-            if injection.trace:
-                prompt_event["history"] = injection.trace
-            events.append(frame.event("agent.prompt", path, prompt_event))
+            messages = tuple(message.to_dict() for message in sent)
+            prompt = PromptSent(agent.label, messages, injection.injected, history=injection.trace or None)
+            events.append(frame.event(path, prompt))
             held = frame.reserve_call(step.name, agent, sent)
             reply = await agent.run(call)
             usage = reply.usage
             # The value the journal will hold (a JSON round trip), so a resumed run sees exactly what this one saw.
             output = normalize(reply.output)
             if reply.repair is not None:
-                events.append(frame.event("agent.repair", path, reply.repair.to_dict()))
-            events.append(
-                frame.event(
-                    "agent.reply",
-                    path,
-                    {"output": output, "model": reply.model, "attempts": reply.attempts, "usage": usage.to_dict()},
-                )
-            )
+                events.append(frame.event(path, _repaired(reply.repair)))
+            events.append(frame.event(path, ReplyReceived(output, reply.model, reply.attempts, usage.to_dict())))
             if agent.is_model:
                 frame.reporter.agent_replied(path, step.name, output)
         _apply_agent_output(step, ctx, output)
@@ -143,7 +132,7 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
         if isinstance(exc, AgentOutputError):  # the call spent tokens, and its repair belongs in the trace
             usage = exc.usage
             if exc.repair is not None:
-                events.append(frame.event("agent.repair", path, exc.repair.to_dict()))
+                events.append(frame.event(path, _repaired(exc.repair)))
         await _fail(frame, step.name, step.kind, path, started, call_input, exc, events, usage, held)
         raise
     except BaseException as exc:
@@ -168,6 +157,10 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
     return output
 
 
+def _repaired(repair: OutputRepair) -> OutputRepaired:
+    return OutputRepaired(repair.first_reply, repair.error, repair.request, repair.second_reply)
+
+
 async def _fail(
     frame: Frame,
     name: str,
@@ -182,7 +175,7 @@ async def _fail(
 ) -> None:
     """Record the failed step and add what it spent to the run total. The limits are not checked here: a
     LimitReached would hide ``exc``; the check before the next agent call (if the run goes on) sees it."""
-    events.append(frame.event("step.error", path, {"error": exc.message, "hint": exc.hint}))
+    events.append(frame.event(path, StepErrored(exc.message, exc.hint)))
     await frame.commit(
         path=path,
         name=name,

@@ -26,6 +26,7 @@ from typing import Any
 from core.context import RunContext
 from core.conversation import enter_loop
 from core.errors import ControlSignal, FlujoError, RunError
+from core.events import LoopExited
 from core.policies.body import BodyRunner
 from core.policies.context_writes import agent_finished, record_output
 from core.policies.frame import Frame, child_path, scope, step_error
@@ -83,7 +84,7 @@ async def run_loop(step: LoopStep, data: Any, ctx: RunContext, path: str, frame:
         ctx.keep_said([iteration_ctx])
         error = step_error(exc, f"loop {step.name!r}")
         why = "init" if reason == "init" else "error"
-        event = frame.event("loop.exit", path, {"reason": why, "iterations": iterations, "error": error.message})
+        event = frame.event(path, LoopExited(why, iterations, error=error.message))
         await frame.commit(
             path=path, name=step.name, kind=step.kind, status="failed", started=started,
             input=data, error=error.message, events=[event], failure=error,
@@ -99,11 +100,7 @@ async def run_loop(step: LoopStep, data: Any, ctx: RunContext, path: str, frame:
     else:
         ctx.scratchpad["last_agent_command"] = enclosing_command
     record_output(ctx, step.name, final)
-    event = frame.event(
-        "loop.exit",
-        path,
-        {"reason": reason, "iterations": iterations, "condition": step.exit_description, "max_loops": step.max_loops},
-    )
+    event = frame.event(path, LoopExited(reason, iterations, step.exit_description, step.max_loops))
     await frame.commit(
         path=path, name=step.name, kind=step.kind, status="completed", started=started,
         input=data, output=final, events=[event],

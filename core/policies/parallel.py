@@ -17,6 +17,7 @@ from typing import Any, assert_never
 from core.context import RunContext
 from core.conversation import branch_records
 from core.errors import ControlSignal, FlujoError, LimitReached, RunError, StepFailed
+from core.events import ParallelDone
 from core.policies.body import BodyRunner
 from core.policies.context_writes import record_output
 from core.policies.frame import Frame, child_path
@@ -172,7 +173,7 @@ async def run_parallel(
         )  # fmt: skip
         raise
     record_output(ctx, step.name, final)
-    events = [frame.event("parallel.done", path, {"branches": list(outputs), "failed": failures})]
+    events = [frame.event(path, ParallelDone(tuple(outputs), failures))]
     await frame.commit(
         path=path, name=step.name, kind=step.kind, status="completed", started=started,
         input=data, output=final, events=events,

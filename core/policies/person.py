@@ -23,6 +23,7 @@ from core.answering import AnswerNote, AnswerSource
 from core.context import ConversationTurn, RunContext
 from core.conversation import bound, turn_text
 from core.errors import AgentOutputError, Pause, StepFailed
+from core.events import AnswerRejected, PromptSent, QuestionAnswered, ReplyReceived
 from core.policies.frame import Frame
 from core.ports import AgentCall, HumanQuestion
 from core.records import TraceEvent
@@ -64,7 +65,7 @@ class PersonAnswer:
     usage: Usage = ZERO_USAGE
     events: tuple[TraceEvent, ...] = ()
 
-    def marks(self) -> dict[str, Any]:
+    def marks(self) -> dict[str, str | None]:
         """What the ``hitl.answer`` event adds for an answer the person did not type now."""
         if self.source in ("simulated", "replayed"):
             return {"source": self.source, "by": self.by}
@@ -73,7 +74,7 @@ class PersonAnswer:
     def trace(self, frame: Frame, path: str, message: str) -> list[TraceEvent]:
         """The events the asking step commits: the simulated person's calls, then ``hitl.answer`` (with who
         answered, when it was not the person)."""
-        answered = frame.event("hitl.answer", path, {"message": message, "answer": self.value, **self.marks()})
+        answered = frame.event(path, QuestionAnswered(message, self.value, **self.marks()))
         return [*self.events, answered]
 
 
@@ -146,9 +147,7 @@ async def _ask(question: PersonQuestion, frame: Frame, events: list[TraceEvent])
             return PersonAnswer(value, source, by, usage, tuple(events))
         rejected = Rejection(turn_text(value), error)
         if source != "person":
-            events.append(
-                frame.event("hitl.rejected", question.path, {"answer": value, "error": error, "source": source})
-            )
+            events.append(frame.event(question.path, AnswerRejected(value, error, source)))
     raise StepFailed(
         f"no valid answer to {question.step!r} after {MAX_ANSWER_ATTEMPTS} attempts: {error}", step=question.step
     )
@@ -178,14 +177,13 @@ async def _simulate(
     sent = agent.prompt(call)
     events.append(
         frame.event(
-            "agent.prompt",
             question.path,
-            {
-                "agent": agent.label,
-                "messages": [message.to_dict() for message in sent],
-                "history_injected": bool(call.history),
-                "simulated_person": person.name,
-            },
+            PromptSent(
+                agent.label,
+                tuple(message.to_dict() for message in sent),
+                bool(call.history),
+                simulated_person=person.name,
+            ),
         )
     )
     held = frame.reserve_call(question.step, agent, sent)
@@ -198,13 +196,7 @@ async def _simulate(
         frame.release(held)
         raise
     output = normalize(reply.output)
-    events.append(
-        frame.event(
-            "agent.reply",
-            question.path,
-            {"output": output, "model": reply.model, "attempts": reply.attempts, "usage": reply.usage.to_dict()},
-        )
-    )
+    events.append(frame.event(question.path, ReplyReceived(output, reply.model, reply.attempts, reply.usage.to_dict())))
     frame.charge(reply.usage, releasing=held)
     value = parse_answer(output, question.input_schema) if isinstance(output, str) else output
     return value, reply.usage

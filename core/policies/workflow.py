@@ -31,6 +31,7 @@ from typing import Any
 from core.context import RunContext
 from core.conversation import capture
 from core.errors import Abort, FlujoError, LimitReached, Pause, RunError
+from core.events import ChildRunStarted, StepErrored
 from core.policies.body import BodyRunner
 from core.policies.child_context import child_start, give_back
 from core.policies.context_writes import note_agent_command, record_output, sink
@@ -78,7 +79,7 @@ async def run_workflow(
     frame.reporter.step_started(path, step.name, step.kind)
     started = time.time()
     child_id = child_run_id(frame.run_id, path)
-    event = frame.event("workflow.child", path, {"child_run_id": child_id, "pipeline": step.pipeline.name})
+    event = frame.event(path, ChildRunStarted(child_id, step.pipeline.name))
     value = data
     try:
         if step.input is not None:
@@ -182,7 +183,7 @@ def _apply_output(step: WorkflowStep, ctx: RunContext, output: Any) -> None:
 async def _fail(
     step: WorkflowStep, path: str, started: float, value: Any, error: FlujoError, frame: Frame, event: TraceEvent
 ) -> None:
-    events = [event, frame.event("step.error", path, {"error": error.message, "hint": error.hint})]
+    events = [event, frame.event(path, StepErrored(error.message, error.hint))]
     await frame.commit(
         path=path, name=step.name, kind=step.kind, status="failed", started=started,
         input=value, error=error.message, events=events, failure=error,
