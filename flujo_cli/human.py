@@ -51,7 +51,7 @@ def load_answers_file(path: Path, *, bounds: BoundsSettings | None = None) -> tu
         raise ConfigError(
             f"answers file {path} is not UTF-8 text (byte {exc.start})", hint="save it as UTF-8 YAML or JSON"
         ) from None
-    parsed = parse_yaml(source, str(path), bounds=bounds)
+    parsed = parse_yaml(source, str(path), bounds=bounds, fast=True)
     problem = next((finding for finding in parsed.findings if finding.is_error), None)
     if problem is not None:
         where = problem.position or path
