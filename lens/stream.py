@@ -32,7 +32,8 @@ def trace_lines(root: RunNode, console: Console, *, expand: Expansion) -> Iterat
     """The lines of ``trace_view(root, expand=expand)`` printed by ``console`` (colours off), without
     trailing spaces and without line ends."""
     guides = (lambda guide: _ASCII[guide]) if console.options.ascii_only else (lambda guide: guide)
-    yield from _block(labels.label(root), console, console.width, "", "")
+    width = console.width  # asks the terminal for its size every time: once is enough
+    yield from _block(labels.label(root), console, width, "", "")
     stack: list[tuple[Iterator[tuple[bool, Node]], str, str]] = [(_with_last(root.children), "", "")]
     while stack:
         children, indent, prefix = stack[-1]
@@ -45,9 +46,9 @@ def trace_lines(root: RunNode, console: Console, *, expand: Expansion) -> Iterat
         rest = indent + guides(_SPACE if last else _CONTINUE)
         if isinstance(node, CallNode):
             path = _join(prefix, node.path)
-            yield from _block(call_block(node, expand.opening(path), path), console, console.width, first, rest)
+            yield from _block(call_block(node, expand.opening(path), path), console, width, first, rest)
             continue
-        yield from _block(labels.label(node), console, console.width, first, rest)
+        yield from _block(labels.label(node), console, width, first, rest)
         if node.children:
             below = _join(prefix, node.path) if isinstance(node, RunNode) else prefix
             stack.append((_with_last(node.children), rest, below))
