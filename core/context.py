@@ -35,11 +35,36 @@ Role = Literal["user", "assistant"]
 
 @dataclass(frozen=True)
 class ConversationTurn:
-    """One turn of a conversation; ``tokens`` is counted once, when the turn is added."""
+    """One turn of a conversation.
+
+    Its tokens (o200k_base) are counted at most once, when ``tokens`` is first read: a run whose history
+    always fits its bound (checked with ``tokens_at_most``) never loads the tokenizer (~0.3 s of a short run,
+    docs/performance.md). ``counted`` is the count once known; a turn read back from a store arrives with it.
+    """
 
     role: Role
     content: str
-    tokens: int | None = None
+    counted: int | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def tokens(self) -> int:
+        """The content's tokens, counted on the first read (which loads the tokenizer, once per process)."""
+        count = self.counted
+        if count is None:
+            from core.tokens import count_tokens  # here: core.tokens imports core.ports, which imports this
+
+            count = count_tokens(self.content)
+            object.__setattr__(self, "counted", count)  # a cache, filled once: callers see a frozen turn
+        return count
+
+    @property
+    def tokens_at_most(self) -> int:
+        """An upper bound of ``tokens`` that never loads the tokenizer: the count once known, else the
+        content's length in UTF-8 bytes (a byte-level BPE token stands for at least one byte)."""
+        if self.counted is not None:
+            return self.counted
+        content = self.content
+        return len(content) if content.isascii() else len(content.encode("utf-8"))
 
     @cached_property
     def line(self) -> str:
@@ -48,10 +73,7 @@ class ConversationTurn:
         return f"{self.role.capitalize()}: {self.content}"
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"role": self.role, "content": self.content}
-        if self.tokens is not None:
-            data["tokens"] = self.tokens
-        return data
+        return {"role": self.role, "content": self.content, "tokens": self.tokens}
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from core.errors import ConfigError, RunError
 from core.ports import HumanQuestion
 from core.schema_check import parse_answer, schema_errors
 from flujo_cli.line_input import LineInput
+from flujo_cli.line_writer import LineWriter
 
 EMPTY_ANSWER_HINT = "type an answer, or Ctrl-D to pause the run"
 
@@ -51,7 +52,7 @@ def load_answers_file(path: Path, *, bounds: BoundsSettings | None = None) -> tu
         raise ConfigError(
             f"answers file {path} is not UTF-8 text (byte {exc.start})", hint="save it as UTF-8 YAML or JSON"
         ) from None
-    parsed = parse_yaml(source, str(path), bounds=bounds)
+    parsed = parse_yaml(source, str(path), bounds=bounds, fast=True)
     problem = next((finding for finding in parsed.findings if finding.is_error), None)
     if problem is not None:
         where = problem.position or path
@@ -96,6 +97,7 @@ class TerminalHuman:
         self._by_step = {name: list(values) for name, values in (by_step or {}).items()}
         self._interactive = interactive
         self._console = console
+        self._lines = LineWriter(console)
         self._stdin = stdin or sys.stdin
         self._last_was_scripted = False
         self._line = LineInput(console)
@@ -154,18 +156,18 @@ class TerminalHuman:
         if scripted is not None:
             self._last_was_scripted = True
             self._line.remember(scripted)
-            self._console.print(f"[bold cyan]?[/] {escape(question.message)} [dim](answered)[/] {escape(scripted)}")
+            self._lines.line(("bold cyan", "?"), " ", question.message, " ", ("dim", "(answered)"), " ", scripted)
             return scripted
         self._last_was_scripted = False
         if not self._interactive:
             return None
         if self._stdin.isatty():
             return self._prompt(question)
-        self._console.print(f"[bold cyan]?[/] {escape(question.message)}")
+        self._lines.line(("bold cyan", "?"), " ", question.message)
         line: str = await asyncio.to_thread(self._stdin.readline)
         if not line:
             return None  # end of piped input: pause
         answer = line.rstrip("\n").rstrip("\r")
         self._line.remember(answer)
-        self._console.print(f"  [dim]> {escape(answer)}[/]")
+        self._lines.line("  ", ("dim", f"> {answer}"))
         return answer

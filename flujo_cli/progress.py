@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.status import Status
 
 from core.records import StepRecord
+from flujo_cli.line_writer import LineWriter
 
 
 def preview(value: Any, limit: int = 2000) -> str:
@@ -29,6 +30,7 @@ class LiveReporter:
 
     def __init__(self, console: Console, *, quiet: bool = False) -> None:
         self._console = console
+        self._lines = LineWriter(console)
         self._quiet = quiet
         self._status: Status | None = None
         self._streaming: str | None = None
@@ -51,8 +53,8 @@ class LiveReporter:
         self._stop_status()
         if self._streaming != path:
             self._streaming = path
-            self._console.print(f"[bold green]{escape(path.rsplit('/', 1)[-1])}[/] › ", end="")
-        self._console.print(escape(text), end="")
+            self._lines.line(("bold green", path.rsplit("/", 1)[-1]), " › ", end="")
+        self._lines.line(text, end="")
 
     def agent_replied(self, path: str, name: str, output: Any) -> None:
         self._stop_status()
@@ -62,7 +64,7 @@ class LiveReporter:
             self._streaming = None
             self._console.print()
             return
-        self._console.print(f"[bold green]{escape(name)}[/] › {escape(preview(output))}")
+        self._lines.line(("bold green", name), " › ", preview(output))
 
     def step_finished(self, record: StepRecord) -> None:
         if record.kind != "step":
@@ -75,7 +77,7 @@ class LiveReporter:
     def note(self, message: str) -> None:
         # Printed above a running spinner, which keeps turning: a retry's note comes while its step still runs.
         if not self._quiet:
-            self._console.print(f"[dim]{escape(message)}[/]")
+            self._lines.line(("dim", message))
 
     def close(self) -> None:
         self._stop_status()

@@ -194,16 +194,38 @@ def _field(name: str, value: Text, *, wrap: bool = False) -> Text:
     return line
 
 
-def call_block(call: CallNode, opened: Opening, path: str) -> RenderableType:
+@dataclass(frozen=True)
+class CallBlock:
+    """An agent call as ``trace`` shows it: its label (``head``), then unless it is shown as one line
+    (``grid`` False) a two-column grid of ``rows`` (who, what: each message sent, repairs, the reply) and an
+    optional ``note``. A renderable; ``lens.stream`` lays the parts out itself, line by line."""
+
+    head: Text
+    grid: bool = False
+    rows: tuple[tuple[Text, Text], ...] = ()
+    note: Text | None = None
+
+    def __rich__(self) -> RenderableType:
+        if not self.grid:
+            return self.head
+        table = Table.grid(padding=(0, 1))
+        table.add_column(no_wrap=True)
+        table.add_column()
+        for row in self.rows:
+            table.add_row(*row)
+        return Group(self.head, table, *([self.note] if self.note is not None else []))
+
+
+def call_block(call: CallNode, opened: Opening, path: str) -> CallBlock:
     """An agent call: its label, then (unless ``none``) the messages it sent and the reply it got, each
     whole or collapsed; a collapsed call ends with a note of what is hidden and how to show it."""
     head = labels.label(call)
     hint = f"--expand {path} shows it whole"
     if opened == "none":
-        return Text.assemble(head, (f"  ({figures.count(len(call.messages), 'message')} hidden; {hint})", "dim"))
-    grid = Table.grid(padding=(0, 1))
-    grid.add_column(no_wrap=True)
-    grid.add_column()
+        return CallBlock(
+            Text.assemble(head, (f"  ({figures.count(len(call.messages), 'message')} hidden; {hint})", "dim"))
+        )
+    rows: list[tuple[Text, Text]] = []
     hidden = False
     messages: list[MessageNode | None] = list(call.messages)
     if opened == "collapsed" and len(messages) > SHOWN_MESSAGES:
@@ -212,23 +234,23 @@ def call_block(call: CallNode, opened: Opening, path: str) -> RenderableType:
     for message in messages:
         if message is None:
             count = len(call.messages) - (len(messages) - 1)
-            grid.add_row(Text("…", style="dim"), Text(f"{figures.count(count, 'earlier message')} hidden", style="dim"))
+            rows.append(
+                (Text("…", style="dim"), Text(f"{figures.count(count, 'earlier message')} hidden", style="dim"))
+            )
             hidden = True
             continue
         shown, cut = _content(message.content, opened)
         hidden = hidden or cut
-        grid.add_row(Text(message.role, style=labels.role_style(message.role)), shown)
+        rows.append((Text(message.role, style=labels.role_style(message.role)), shown))
     for repair in call.repairs:
-        grid.add_row(Text("repair", style="yellow"), Text(one_line(repair.error, 90), style="yellow"))
+        rows.append((Text("repair", style="yellow"), Text(one_line(repair.error, 90), style="yellow")))
     if call.reply is not None:
         output = call.reply.output
         shown, cut = _content(full_text(output) if opened == "whole" else compact(output), opened)
         hidden = hidden or cut
-        grid.add_row(Text("→ reply", style="bold"), shown)
-    parts: list[RenderableType] = [head, grid]
-    if hidden:
-        parts.append(Text(f"(collapsed: {hint})", style="dim"))
-    return Group(*parts)
+        rows.append((Text("→ reply", style="bold"), shown))
+    note = Text(f"(collapsed: {hint})", style="dim") if hidden else None
+    return CallBlock(head, grid=True, rows=tuple(rows), note=note)
 
 
 def _content(text: str, opened: Opening) -> tuple[Text, bool]:

@@ -4,16 +4,24 @@
 the first byte is written (seconds for a run of 10,000 events). ``trace_lines`` yields the same lines as
 printing that tree with colours off (the tree's guides, each node's block laid out at the width left by its
 depth, trailing spaces removed), one node at a time, so the first line comes at once and memory stays flat.
+
+Rich's layout of each node (segments, a table per agent call, measuring every cell) was most of the time
+of a large trace, so the common parts are laid out here with Rich's own text wrapping (``Text.wrap``): a
+label, and an agent call's grid (the roles in a column as wide as the widest, one space, then each
+message wrapped at the width left, as Rich's grid lays it out). Anything else, or a grid too narrow to
+hold its roles, goes through Rich's renderer. tests/test_lens_stream.py checks the lines are the same.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+from rich.cells import cell_len
 from rich.console import Console, RenderableType
+from rich.text import Text
 
 from lens import labels
-from lens.plain import Expansion, call_block
+from lens.plain import CallBlock, Expansion, call_block
 from lens.tree import CallNode, Node, RunNode
 
 _FORK, _END, _CONTINUE, _SPACE = "├── ", "└── ", "│   ", "    "
@@ -24,7 +32,8 @@ def trace_lines(root: RunNode, console: Console, *, expand: Expansion) -> Iterat
     """The lines of ``trace_view(root, expand=expand)`` printed by ``console`` (colours off), without
     trailing spaces and without line ends."""
     guides = (lambda guide: _ASCII[guide]) if console.options.ascii_only else (lambda guide: guide)
-    yield from _block(labels.label(root), console, console.width, "", "")
+    width = console.width  # asks the terminal for its size every time: once is enough
+    yield from _block(labels.label(root), console, width, "", "")
     stack: list[tuple[Iterator[tuple[bool, Node]], str, str]] = [(_with_last(root.children), "", "")]
     while stack:
         children, indent, prefix = stack[-1]
@@ -37,18 +46,60 @@ def trace_lines(root: RunNode, console: Console, *, expand: Expansion) -> Iterat
         rest = indent + guides(_SPACE if last else _CONTINUE)
         if isinstance(node, CallNode):
             path = _join(prefix, node.path)
-            yield from _block(call_block(node, expand.opening(path), path), console, console.width, first, rest)
+            yield from _block(call_block(node, expand.opening(path), path), console, width, first, rest)
             continue
-        yield from _block(labels.label(node), console, console.width, first, rest)
+        yield from _block(labels.label(node), console, width, first, rest)
         if node.children:
             below = _join(prefix, node.path) if isinstance(node, RunNode) else prefix
             stack.append((_with_last(node.children), rest, below))
 
 
 def _block(renderable: RenderableType, console: Console, width: int, first: str, rest: str) -> Iterator[str]:
-    options = console.options.update(width=width - len(first), height=None)
-    for number, line in enumerate(console.render_lines(renderable, options, pad=False)):
-        yield ((rest if number else first) + "".join(segment.text for segment in line)).rstrip()
+    for number, line in enumerate(_laid_out(renderable, console, width - len(first))):
+        yield ((rest if number else first) + line).rstrip()
+
+
+def _laid_out(renderable: RenderableType, console: Console, width: int) -> list[str]:
+    """The lines of ``renderable`` at ``width``, as Rich prints them with colours off."""
+    if width >= 1:
+        if isinstance(renderable, Text):
+            return _text(renderable, console, width)
+        if isinstance(renderable, CallBlock) and (grid := _call(renderable, console, width)) is not None:
+            return grid
+    options = console.options.update(width=width, height=None)
+    return ["".join(segment.text for segment in line) for line in console.render_lines(renderable, options, pad=False)]
+
+
+def _text(text: Text, console: Console, width: int, *, in_cell: bool = False) -> list[str]:
+    """``text`` wrapped at ``width``; ``in_cell``: as a table cell, where a word too long is cut with an
+    ellipsis (a column's overflow) unless the text says otherwise."""
+    plain = text.plain
+    if "\n" not in plain and "\t" not in plain and cell_len(plain) <= width:
+        return [plain]  # what wrapping would give, without wrapping
+    overflow = (text.overflow or "ellipsis") if in_cell else None
+    return [line.plain for line in text.wrap(console, width, overflow=overflow)] or [""]
+
+
+def _call(block: CallBlock, console: Console, width: int) -> list[str] | None:
+    """An agent call laid out as Rich lays out its grid (``CallBlock.__rich__``), or None to leave it to Rich."""
+    if not block.grid:
+        return _text(block.head, console, width)
+    roles = [role.plain for role, _ in block.rows]
+    if not roles or any("\n" in role or "\t" in role for role in roles):
+        return None
+    role_width = max(cell_len(role) for role in roles)
+    room = width - role_width - 1  # the grid's one space between the columns
+    if room < 1:
+        return None
+    lines = _text(block.head, console, width)
+    blank = " " * (role_width + 1)
+    for role, (_, content) in zip(roles, block.rows, strict=True):
+        said = _text(content, console, room, in_cell=True)
+        lines.append(role + " " * (role_width + 1 - cell_len(role)) + said[0])
+        lines.extend(blank + line for line in said[1:])
+    if block.note is not None:
+        lines.extend(_text(block.note, console, width))
+    return lines
 
 
 def _with_last(nodes: Sequence[Node]) -> Iterator[tuple[bool, Node]]:

@@ -104,6 +104,9 @@ def test_a_long_import_chain_is_refused_at_the_import_that_passes_the_limit(tmp_
     assert run.returncode == 3 and "unexpected" not in run.stderr, run.stderr
 
 
+DEEP_ALIASES = "a0: &a0 [x]\n" + "".join(f"a{n}: &a{n} [*a{n - 1}]\n" for n in range(1, 3000))
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [
@@ -111,9 +114,13 @@ def test_a_long_import_chain_is_refused_at_the_import_that_passes_the_limit(tmp_
         (bytes(range(256)), "answers.yaml is not UTF-8 text (byte 128)"),
         ("a: &a [*a]\n", "answers.yaml:1:4: a YAML alias refers to itself"),
         ("[" * 3000 + "]" * 3000, "answers.yaml:1:101: the YAML nests more than 100 levels deep"),
+        # libyaml (which reads answers files) crashes the process on this one unless the depth is checked first
+        ("[" * 30000 + "]" * 30000, "answers.yaml:1:101: the YAML nests more than 100 levels deep"),
+        (DEEP_ALIASES, "answers.yaml:101:7: the YAML nests more than 100 levels deep"),
+        ("- one\n- t\x00wo\n", "answers.yaml:2:4: YAML syntax error: the character U+0000 is not allowed"),
         ("get_goal: one\nget_goal: two\n", "answers.yaml:2:1: duplicate key 'get_goal' (first at line 1)"),
     ],
-    ids=["alias-bomb", "binary", "self-reference", "deep", "duplicate-key"],
+    ids=["alias-bomb", "binary", "self-reference", "deep", "deep-30000", "deep-aliases", "nul", "duplicate-key"],
 )
 def test_a_hostile_answers_file_is_refused_at_file_line_col(tmp_path: Path, content: str | bytes, message: str) -> None:
     (tmp_path / "bp.yaml").write_text(HITL, encoding="utf-8")

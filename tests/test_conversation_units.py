@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-import core.conversation.turns as turns_module
 from blueprints import load_pipeline
+from core import tokens
 from core.agents.offline import ScriptedAgent
 from core.agents.script import PassthroughAgent, PythonAgent
-from core.config import Settings
+from core.config import Settings, load_settings
 from core.context import ConversationTurn, Role, RunContext
 from core.conversation.history import (
     HISTORY_CLOSE,
@@ -291,7 +291,7 @@ def test_capture_adds_turns_by_source_and_skips_blank_results() -> None:
         ("user", "Ada"),
         ("user", "from relay"),
     ]
-    assert all(t.tokens is not None for t in ctx.conversation_history)
+    assert all(t.counted is None for t in ctx.conversation_history)  # counted when a bound needs it
     outside = RunContext()
     capture(outside, "clarify", "x", hitl=False)
     assert outside.conversation_history == []
@@ -303,7 +303,7 @@ def test_capture_adds_turns_by_source_and_skips_blank_results() -> None:
 def seeded(settings: Conversation, loop_input: Any, steps: dict[str, Any] | None = None) -> list[tuple[str, str]]:
     ctx = RunContext(steps=dict(steps or {}))
     seed(ctx, start(loop(model("clarify"), settings=settings)), loop_input)
-    assert all(turn.tokens is not None for turn in ctx.conversation_history)
+    assert all(turn.counted is None for turn in ctx.conversation_history)
     return [(turn.role, turn.content) for turn in ctx.conversation_history]
 
 
@@ -368,32 +368,60 @@ steps:
 """
 
 
-async def test_each_turn_is_counted_once_over_a_twenty_iteration_loop(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def twenty_iterations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settings: Settings) -> list[str]:
+    """Run the twenty-iteration loop; the texts whose tokens were counted, in order."""
     counted: list[str] = []
-    real = turns_module.count_tokens
+    real = tokens.count_tokens
 
     def recording(text: str, model: str | None = None) -> int:
         counted.append(text)
         return real(text, model)
 
-    monkeypatch.setattr(turns_module, "count_tokens", recording)
+    monkeypatch.setattr(tokens, "count_tokens", recording)
     path = tmp_path / "flow.yaml"
     path.write_text(TWENTY_ITERATIONS % ", ".join(f"question {i}" for i in range(1, 21)), encoding="utf-8")
     answers = [f"answer {i}" for i in range(1, 21)]
     outcome = await Engine(store=MemoryStore(), human=ScriptedHuman(answers)).run(
-        load_pipeline(path, Settings()), "the goal"
+        load_pipeline(path, settings), "the goal"
     )
     assert outcome.status == "completed", outcome.error
-    expected = ["the goal"]
-    for i in range(1, 21):
-        expected += [f"question {i}", f"answer {i}"]
     assert outcome.output == "\n".join(
-        f"{'User' if n % 2 == 0 else 'Assistant'}: {text}" for n, text in enumerate(expected)
+        f"{'User' if n % 2 == 0 else 'Assistant'}: {text}" for n, text in enumerate(TWENTY_TURNS)
     )
-    # 41 turns, and 20 bounding passes over a growing history: each turn's content counted exactly once.
-    assert counted == expected
+    return counted
+
+
+TWENTY_TURNS = ["the goal", *(f"{kind} {i}" for i in range(1, 21) for kind in ("question", "answer"))]
+
+
+async def test_each_turn_is_counted_at_most_once_over_a_twenty_iteration_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A bound of 40 tokens holds about 4 of these turns: every bounding pass must count the newest ones.
+    counted = await twenty_iterations(tmp_path, monkeypatch, load_settings(cwd=tmp_path, env={}, overrides=BOUND_40))
+    assert counted, "a history over its bound must be counted"
+    # 41 turns, and 20 bounding passes over a growing history: no turn's content counted twice.
+    assert sorted(counted) == sorted(set(counted))
+    assert set(counted) <= set(TWENTY_TURNS)
+
+
+BOUND_40: dict[str, Any] = {"history": {"max_tokens": 40}}
+
+
+async def test_a_history_within_its_bound_is_never_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """41 short turns are far below the default bound (4,096 tokens) by their UTF-8 length alone: no count is
+    needed, so the tokenizer (~0.3 s to load) is never loaded by such a run."""
+    assert await twenty_iterations(tmp_path, monkeypatch, Settings()) == []
+
+
+def test_a_turn_is_counted_when_first_read_and_only_then() -> None:
+    turn = ConversationTurn("user", "Plan a family trip to the mountains in June, près de Zürich")
+    assert turn.counted is None
+    assert turn.tokens_at_most == len(turn.content.encode("utf-8")) > len(turn.content)
+    assert turn.tokens == count_tokens(turn.content) <= turn.tokens_at_most
+    assert turn.counted == turn.tokens_at_most == turn.tokens  # the count, once known, is the bound
+    assert turn == ConversationTurn("user", turn.content)  # equality is the turn's words, not what is known
+    assert ConversationTurn("user", "x", 5).tokens == 5  # a count read back from a store is not redone
 
 
 def test_scratchpad_history_is_derived_only_when_read() -> None:

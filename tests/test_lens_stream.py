@@ -8,6 +8,7 @@ import io
 import pytest
 from rich.console import Console
 
+from core.records import RunRecord, StepRecord, TraceEvent
 from core.redaction import Redactor
 from core.store import MemoryStore
 from lens import Expansion, build_tree, load_run, trace_view
@@ -19,7 +20,7 @@ def _console(width: int) -> Console:
     return Console(file=io.StringIO(), width=width, color_system=None, highlight=False)
 
 
-@pytest.mark.parametrize("width", [100, 44])
+@pytest.mark.parametrize("width", [160, 100, 61, 44, 30, 12])
 @pytest.mark.parametrize("expand", [[], ["all"], ["none"], ["chat/2/clarify"]])
 async def test_streamed_lines_are_the_printed_tree(width: int, expand: list[str]) -> None:
     store = MemoryStore()
@@ -44,3 +45,35 @@ async def test_the_first_line_comes_before_the_rest_is_laid_out() -> None:
     lines = trace_lines(root, _console(100), expand=Expansion())
     assert next(lines).startswith("run ")
     assert lines.gi_frame is not None  # type: ignore[attr-defined]  # a generator, suspended after one line
+
+
+AWKWARD = [
+    "a\ttab and a word far longer than any column: " + "x" * 150,
+    "東京で会いましょう。" * 12 + " 🙂" * 20,
+    "[bold]not markup[/] :fire: " + "word " * 40 + "\n" + "second line\n" * 12,
+    "",
+]
+
+
+@pytest.mark.parametrize("width", [160, 80, 37, 21, 9])
+@pytest.mark.parametrize("expand", [[], ["all"], ["none"]])
+async def test_awkward_messages_stream_as_they_print(width: int, expand: list[str]) -> None:
+    """Tabs, wide characters, words longer than the column, many lines, empty text: the grid an agent call is
+    laid out in by lens.stream matches Rich's table, or is left to Rich."""
+    store = MemoryStore()
+    await store.create_run(RunRecord("awkward", "odd", "running", input="x", created_at=1000.0))
+    messages = [{"role": role, "content": text} for role in ("system", "user", "assistant") for text in AWKWARD]
+    await store.record_step(
+        StepRecord("awkward", "ask", "ask", "step", "completed", input="x", output=AWKWARD[1], started_at=1000.0),
+        [
+            TraceEvent("agent.prompt", "ask", {"agent": "scripted", "messages": messages}, 1000.1),
+            TraceEvent("agent.reply", "ask", {"output": {"text": AWKWARD[0]}, "model": "scripted"}, 1000.2),
+        ],
+    )
+    await store.update_run("awkward", status="completed", output="x", finished_at=1001.0)
+    root = build_tree(await load_run(store, "awkward", redactor=Redactor()))
+    printed = _console(width)
+    printed.print(trace_view(root, expand=Expansion.parse(expand)))
+    whole = [line.rstrip() for line in printed.file.getvalue().splitlines()]  # type: ignore[attr-defined]
+    assert list(trace_lines(root, _console(width), expand=Expansion.parse(expand))) == whole
+    assert len(whole) >= 3

@@ -26,6 +26,7 @@ from core.ports import RunStore
 from core.records import RunRecord, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
 from core.store import SCHEMA_VERSION, MemoryStore, SqliteStore, open_store
 from core.store.migrations import MIGRATIONS
+from core.tokens import count_tokens
 from core.usage import Usage
 
 REPO = Path(__file__).resolve().parent.parent
@@ -342,9 +343,11 @@ async def test_threads_are_listed_latest_first_with_their_runs_turns_and_tokens(
     await store.create_run(run("r3", created_at=40.0, thread="trip"))
     await store.create_run(run("lone", created_at=50.0))
     await store.record_thread_turns("r1", said(("user", "one two"), ("assistant", "three")))
-    await store.record_thread_turns("r2", [ConversationTurn("user", "uncounted")])
+    await store.record_thread_turns("r2", [ConversationTurn("user", "not counted yet")])  # counted when stored
     trip = ThreadSummary(name="trip", runs=2, turns=2, tokens=3, first_run_at=10.0, last_run_at=40.0)
-    work = ThreadSummary(name="work", runs=1, turns=1, tokens=0, first_run_at=30.0, last_run_at=30.0)
+    work = ThreadSummary(
+        name="work", runs=1, turns=1, tokens=count_tokens("not counted yet"), first_run_at=30.0, last_run_at=30.0
+    )
     assert await store.list_threads() == [trip, work]
     assert await store.get_thread("trip") == trip
     assert await store.get_thread("lone") is None

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from core.context import ConversationTurn, Summary
 from core.ports import ChatMessage
 from core.templates import Template
-from core.tokens import MESSAGE_OVERHEAD, count_tokens
+from core.tokens import MESSAGE_OVERHEAD
 
 SUMMARY_PREFIX = "Summary of the earlier conversation: "
 HISTORY_OPEN = "<conversation_history>"
@@ -29,9 +29,26 @@ def prompt_turns(turns: Sequence[ConversationTurn], summary: Summary | None) -> 
     return [summary.turn, *turns[summary.covers :]]
 
 
+_TURN_OVERHEAD = MESSAGE_OVERHEAD + 1  # the role is one token (OpenAI's accounting, as count_messages)
+
+
 def turn_cost(turn: ConversationTurn) -> int:
-    tokens = turn.tokens if turn.tokens is not None else count_tokens(turn.content)
-    return tokens + MESSAGE_OVERHEAD + 1  # the role is one token (OpenAI's accounting, as count_messages)
+    """What ``turn`` costs in a prompt: its tokens (counted now if they were not yet) and the overhead."""
+    return turn.tokens + _TURN_OVERHEAD
+
+
+def _fits_uncounted(turns: Sequence[ConversationTurn], max_tokens: int | None, end: int) -> bool:
+    """Whether ``turns[:end]`` fit ``max_tokens`` by their upper bounds alone (``tokens_at_most``): then no
+    count is needed and the tokenizer is not loaded. False means "count them", not "they do not fit".
+    Walks newest first, so a long history is given up on after about ``max_tokens`` bytes."""
+    if max_tokens is None:
+        return True
+    total = 0
+    for index in range(end - 1, -1, -1):
+        total += turns[index].tokens_at_most + _TURN_OVERHEAD
+        if total > max_tokens:
+            return False
+    return True
 
 
 def _units(turns: Sequence[ConversationTurn], end: int) -> Iterator[tuple[int, int]]:
@@ -67,6 +84,8 @@ def bound(
     The newest ``keep_last`` turns (the question the current message answers) are kept whatever the
     bounds; they count towards them."""
     stop = len(turns) if end is None else end
+    if (max_turns is None or stop <= max_turns) and _fits_uncounted(turns, max_tokens, stop):
+        return list(turns[:stop])  # everything fits, whatever the exact counts
     kept_from = max(0, stop - keep_last)
     tokens, count = sum(turn_cost(turn) for turn in turns[kept_from:stop]), stop - kept_from
     for start, unit_stop in _units(turns, kept_from):
@@ -104,8 +123,9 @@ def summary_cut(turns: Sequence[ConversationTurn], ratio: float) -> int:
 def needs_summary(turns: Sequence[ConversationTurn], *, max_tokens: int | None, max_turns: int | None) -> bool:
     if max_turns is not None and len(turns) > max_turns:
         return True
-    if max_tokens is None:
+    if _fits_uncounted(turns, max_tokens, len(turns)):
         return False
+    assert max_tokens is not None  # None always fits
     total = 0
     for turn in turns:
         total += turn_cost(turn)

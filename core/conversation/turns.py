@@ -5,8 +5,9 @@ leaf policies call ``capture`` when a step finishes (live or replayed, so a resu
 history). What each agent is then sent of the history is ``core.conversation.injection``'s business.
 
 Invariants:
-- ``context.conversation_history`` is the one store of turns; each turn's tokens are counted once, when
-  it is added, so bounding a long history costs the turns kept, not the turns stored.
+- ``context.conversation_history`` is the one store of turns; each turn's tokens are counted at most once,
+  when a bound first needs them (a history whose UTF-8 length fits the bound needs no count), so bounding
+  a long history costs the turns kept, not the turns stored.
 - Turns come in chronological order: a step's turn is added when that step finishes (after a streamed
   reply is complete; a failed call adds nothing). Only final answers become turns; the full exchange of
   a call (repairs, retries) stays in the trace.
@@ -32,7 +33,6 @@ from core.steps import (
     Step,
     WorkflowStep,
 )
-from core.tokens import count_tokens
 from core.views import json_default
 
 if TYPE_CHECKING:
@@ -121,7 +121,7 @@ def turn_text(value: Any) -> str:
 
 def add_turn(ctx: RunContext, role: Role, content: str) -> None:
     """Add a turn said now to the history (and, in the thread's conversation, to the run's thread turns)."""
-    turn = ConversationTurn(role, content, count_tokens(content))
+    turn = ConversationTurn(role, content)  # its tokens are counted when a bound first needs them
     ctx.conversation_history.append(turn)
     if ctx.conversation is not None and ctx.conversation.threaded:
         ctx.thread_turns.append(turn)
