@@ -29,6 +29,7 @@ from core.views import LazyView, snapshot_of
 
 if TYPE_CHECKING:
     from core.conversation import ActiveConversation
+    from core.ports import ChatMessage
 
 Role = Literal["user", "assistant"]
 
@@ -46,6 +47,13 @@ class ConversationTurn:
         """The turn as a ``User: ...`` / ``Assistant: ...`` line (``scratchpad.history``, ``conversation_history``);
         made once per turn (a turn is read by every later iteration)."""
         return f"{self.role.capitalize()}: {self.content}"
+
+    @cached_property
+    def message(self) -> ChatMessage:
+        """The turn as a chat message of a prompt; made once per turn (every later prompt sends it)."""
+        from core.ports import ChatMessage  # core.ports imports this module
+
+        return ChatMessage(self.role, self.content)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"role": self.role, "content": self.content}

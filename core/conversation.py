@@ -186,19 +186,6 @@ def turn_cost(turn: ConversationTurn) -> int:
     return tokens + MESSAGE_OVERHEAD + 1  # the role is one token (OpenAI's accounting, as count_messages)
 
 
-def _units(turns: Sequence[ConversationTurn], end: int) -> Iterator[tuple[int, int]]:
-    """``(start, stop)`` index ranges of ``turns[:end]``, newest first; an assistant turn followed by the
-    user turn answering it is one unit."""
-    index = end - 1
-    while index >= 0:
-        if index > 0 and turns[index].role == "user" and turns[index - 1].role == "assistant":
-            yield index - 1, index + 1
-            index -= 2
-        else:
-            yield index, index + 1
-            index -= 1
-
-
 def question_of(turns: Sequence[ConversationTurn], end: int) -> int:
     """1 when ``turns[end]`` (the current message, taken out of the history) is a user turn answering the
     assistant turn just before it: that question must be sent with it. Else 0."""
@@ -220,15 +207,20 @@ def bound(
     bounds; they count towards them."""
     stop = len(turns) if end is None else end
     kept_from = max(0, stop - keep_last)
+    if max_tokens is None and max_turns is None:
+        return list(turns[:stop])
     tokens, count = sum(turn_cost(turn) for turn in turns[kept_from:stop]), stop - kept_from
-    for start, unit_stop in _units(turns, kept_from):
-        size = unit_stop - start
-        cost = sum(turn_cost(turns[i]) for i in range(start, unit_stop))
-        if max_turns is not None and count + size > max_turns:
+    # Units newest first: an assistant turn with the user turn answering it, else one turn (one loop: hot).
+    index = kept_from - 1
+    while index >= 0:
+        turn = turns[index]
+        start = index - 1 if index > 0 and turn.role == "user" and turns[index - 1].role == "assistant" else index
+        cost = turn_cost(turn) + (turn_cost(turns[start]) if start < index else 0)
+        if max_turns is not None and count + index + 1 - start > max_turns:
             break
         if max_tokens is not None and tokens + cost > max_tokens:
             break
-        kept_from, tokens, count = start, tokens + cost, count + size
+        kept_from, tokens, count, index = start, tokens + cost, count + index + 1 - start, start - 1
     return list(turns[kept_from:stop])
 
 
@@ -282,4 +274,4 @@ def history_block(turns: Sequence[ConversationTurn], template: Template | None) 
 
 
 def as_messages(turns: Sequence[ConversationTurn]) -> tuple[ChatMessage, ...]:
-    return tuple(ChatMessage(turn.role, turn.content) for turn in turns)
+    return tuple([turn.message for turn in turns])
