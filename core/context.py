@@ -19,13 +19,12 @@ Invariants:
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
-from core.views import LazyView, snapshot_of
+from core.views import LazyView, copied, snapshot_of
 
 if TYPE_CHECKING:
     from core.conversation import ActiveConversation
@@ -105,7 +104,7 @@ class RunContext:
         """A copy to work on; changes reach this context only through ``adopt``."""
         return RunContext(
             initial_prompt=self.initial_prompt,
-            scratchpad=copy.deepcopy(self.scratchpad),
+            scratchpad=copied(self.scratchpad),
             steps=dict(self.steps),
             hitl_history=list(self.hitl_history),
             conversation_history=list(self.conversation_history),
@@ -138,13 +137,13 @@ class RunContext:
         ``context``) nor capture live state (``{{ steps }}`` as a step's output would otherwise contain
         itself once recorded). Making it costs a copy of the scratchpad and of two list headers.
         """
-        initial, scratchpad = self.initial_prompt, copy.deepcopy(self.scratchpad)
+        initial, scratchpad = self.initial_prompt, copied(self.scratchpad)
         steps = snapshot_of(self.steps)
         hitl, turns = tuple(self.hitl_history), tuple(self.conversation_history)
 
         def compute(key: str) -> Any:
             if key == "initial_prompt":
-                return copy.deepcopy(initial)
+                return copied(initial)
             if key == "scratchpad":
                 return _scratchpad_view(scratchpad, turns)
             if key == "steps":

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sized
 from typing import Any
 
 from jinja2 import nodes
@@ -236,6 +236,13 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         super().__init__(finalize=_check_output, **options)
         self.globals["lipsum"] = _lipsum
         self.filters = {name: _checked_filter(name, function) for name, function in self.filters.items()}
+
+    def make_globals(self, d: MutableMapping[str, Any] | None) -> MutableMapping[str, Any]:
+        """A template's globals as a plain dict, not Jinja's ``ChainMap`` over the environment's: every render
+        copies them into its context, and copying a ChainMap goes key by key in Python (a third of a small
+        render's time). Our globals are all set before any template is compiled, as Jinja asks, so a copy
+        made at compile time holds the same."""
+        return {**self.globals, **(d or {})}
 
     def add_filter(self, name: str, function: Callable[..., Any]) -> None:
         """Install a filter of our own, checked like Jinja's."""
