@@ -173,11 +173,11 @@ def seed(ctx: RunContext, active: ActiveConversation, loop_input: Any) -> None:
         add_turn(ctx, "user", text)
 
 
-def prompt_turns(turns: Sequence[ConversationTurn], summary: Summary | None) -> list[ConversationTurn]:
+def prompt_turns(turns: Sequence[ConversationTurn], summary: Summary | None) -> Sequence[ConversationTurn]:
     """The turns prompts are built from: the summary in place of the oldest turns it covers, then the rest.
-    Without a summary, the turns themselves."""
+    Without a summary, the turns themselves (not a copy: every agent call reads them, to be read only)."""
     if summary is None:
-        return list(turns)
+        return turns
     return [summary.turn, *turns[summary.covers :]]
 
 
