@@ -20,8 +20,7 @@ TemplateError naming the template and the setting).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import Any
 
@@ -115,14 +114,24 @@ def budget() -> Budget:
     return current if current is not None else Budget(current_bounds())
 
 
-@contextmanager
-def rendering() -> Iterator[Budget]:
-    """A fresh budget for one render or evaluation."""
-    token = _CURRENT.set(Budget(current_bounds()))
-    try:
-        yield budget()
-    finally:
-        _CURRENT.reset(token)
+def rendering() -> Rendering:
+    """A fresh budget for one render or evaluation: ``with rendering() as budget:``."""
+    return Rendering()
+
+
+class Rendering:
+    """The context of one render: its budget is current inside it. A class, not a ``contextmanager``
+    generator: it is entered on every render, several times an iteration."""
+
+    __slots__ = ("_token",)
+
+    def __enter__(self) -> Budget:
+        fresh = Budget(current_bounds())
+        self._token = _CURRENT.set(fresh)
+        return fresh
+
+    def __exit__(self, *exc: object) -> None:
+        _CURRENT.reset(self._token)
 
 
 def digits_of(number: int) -> int:

@@ -15,20 +15,23 @@ Invariants:
   of ``conversation_history``, sent in their place to build prompts. The turns themselves stay whole.
 - Reading state for templates and hooks goes through ``lazy_view()``: a snapshot whose parts are copied
   only when read, so the cost of a step does not grow with the length of the history.
+- ``conversation_history``, ``hitl_history`` and ``thread_turns`` change in place only by growing at the
+  end (``append``, ``extend``); any other change replaces the list. So a view remembers a list and its
+  length, not a copy of it.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
-from core.views import LazyView, snapshot_of
+from core.views import LazyView, copied, snapshot_of
 
 if TYPE_CHECKING:
     from core.conversation import ActiveConversation
+    from core.ports import ChatMessage
 
 Role = Literal["user", "assistant"]
 
@@ -71,6 +74,13 @@ class ConversationTurn:
         """The turn as a ``User: ...`` / ``Assistant: ...`` line (``scratchpad.history``, ``conversation_history``);
         made once per turn (a turn is read by every later iteration)."""
         return f"{self.role.capitalize()}: {self.content}"
+
+    @cached_property
+    def message(self) -> ChatMessage:
+        """The turn as a chat message of a prompt; made once per turn (every later prompt sends it)."""
+        from core.ports import ChatMessage  # core.ports imports this module
+
+        return ChatMessage(self.role, self.content)
 
     def to_dict(self) -> dict[str, Any]:
         return {"role": self.role, "content": self.content, "tokens": self.tokens}
@@ -119,7 +129,7 @@ class RunContext:
         """A copy to work on; changes reach this context only through ``adopt``."""
         return RunContext(
             initial_prompt=self.initial_prompt,
-            scratchpad=copy.deepcopy(self.scratchpad),
+            scratchpad=copied(self.scratchpad),
             steps=dict(self.steps),
             hitl_history=list(self.hitl_history),
             conversation_history=list(self.conversation_history),
@@ -150,22 +160,24 @@ class RunContext:
 
         What reads it can neither change the run's state behind the journal's back (an agent mutating
         ``context``) nor capture live state (``{{ steps }}`` as a step's output would otherwise contain
-        itself once recorded). Making it costs a copy of the scratchpad and of two list headers.
+        itself once recorded). Making it costs a copy of the scratchpad; the lists are remembered with their
+        length (they only grow in place), so it costs the same at any length of the history.
         """
-        initial, scratchpad = self.initial_prompt, copy.deepcopy(self.scratchpad)
+        initial, scratchpad = self.initial_prompt, copied(self.scratchpad)
         steps = snapshot_of(self.steps)
-        hitl, turns = tuple(self.hitl_history), tuple(self.conversation_history)
+        hitl, turns = self.hitl_history, self.conversation_history
+        hitl_end, turns_end = len(hitl), len(turns)
 
         def compute(key: str) -> Any:
             if key == "initial_prompt":
-                return copy.deepcopy(initial)
+                return copied(initial)
             if key == "scratchpad":
-                return _scratchpad_view(scratchpad, turns)
+                return _scratchpad_view(scratchpad, turns, turns_end)
             if key == "steps":
                 return steps
             if key == "hitl_history":
-                return [entry.to_dict() for entry in hitl]
-            return [turn.to_dict() for turn in turns]
+                return [entry.to_dict() for entry in hitl[:hitl_end]]
+            return [turn.to_dict() for turn in turns[:turns_end]]
 
         return LazyView(VIEW_KEYS, compute)
 
@@ -177,15 +189,15 @@ class RunContext:
         return self.view()
 
 
-def _scratchpad_view(scratchpad: dict[str, Any], turns: tuple[ConversationTurn, ...]) -> Any:
-    """The scratchpad as read through a view: with a conversation, ``history`` is the derived list of
-    ``User: ...`` / ``Assistant: ...`` lines (unless the scratchpad has its own), made only if something
-    reads ``history`` itself (``stop_when: agent_finished`` reads ``last_agent_command`` on every
-    iteration and must not pay for every turn)."""
-    if not turns or "history" in scratchpad:
+def _scratchpad_view(scratchpad: dict[str, Any], turns: list[ConversationTurn], end: int) -> Any:
+    """The scratchpad as read through a view: with a conversation (the first ``end`` of ``turns``),
+    ``history`` is the derived list of ``User: ...`` / ``Assistant: ...`` lines (unless the scratchpad has
+    its own), made only if something reads ``history`` itself (``stop_when: agent_finished`` reads
+    ``last_agent_command`` on every iteration and must not pay for every turn)."""
+    if not end or "history" in scratchpad:
         return scratchpad
 
     def entry(key: str) -> Any:
-        return [turn.line for turn in turns] if key == "history" else scratchpad[key]
+        return [turn.line for turn in turns[:end]] if key == "history" else scratchpad[key]
 
     return LazyView((*scratchpad, "history"), entry)

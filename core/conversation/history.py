@@ -9,7 +9,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 from core.context import ConversationTurn, Summary
 from core.ports import ChatMessage
@@ -21,11 +21,11 @@ HISTORY_OPEN = "<conversation_history>"
 HISTORY_CLOSE = "</conversation_history>"
 
 
-def prompt_turns(turns: Sequence[ConversationTurn], summary: Summary | None) -> list[ConversationTurn]:
+def prompt_turns(turns: Sequence[ConversationTurn], summary: Summary | None) -> Sequence[ConversationTurn]:
     """The turns prompts are built from: the summary in place of the oldest turns it covers, then the rest.
-    Without a summary, the turns themselves."""
+    Without a summary, the turns themselves (not a copy: every agent call reads them, to be read only)."""
     if summary is None:
-        return list(turns)
+        return turns
     return [summary.turn, *turns[summary.covers :]]
 
 
@@ -49,19 +49,6 @@ def _fits_uncounted(turns: Sequence[ConversationTurn], max_tokens: int | None, e
         if total > max_tokens:
             return False
     return True
-
-
-def _units(turns: Sequence[ConversationTurn], end: int) -> Iterator[tuple[int, int]]:
-    """``(start, stop)`` index ranges of ``turns[:end]``, newest first; an assistant turn followed by the
-    user turn answering it is one unit."""
-    index = end - 1
-    while index >= 0:
-        if index > 0 and turns[index].role == "user" and turns[index - 1].role == "assistant":
-            yield index - 1, index + 1
-            index -= 2
-        else:
-            yield index, index + 1
-            index -= 1
 
 
 def question_of(turns: Sequence[ConversationTurn], end: int) -> int:
@@ -88,14 +75,17 @@ def bound(
         return list(turns[:stop])  # everything fits, whatever the exact counts
     kept_from = max(0, stop - keep_last)
     tokens, count = sum(turn_cost(turn) for turn in turns[kept_from:stop]), stop - kept_from
-    for start, unit_stop in _units(turns, kept_from):
-        size = unit_stop - start
-        cost = sum(turn_cost(turns[i]) for i in range(start, unit_stop))
-        if max_turns is not None and count + size > max_turns:
+    # Units newest first: an assistant turn with the user turn answering it, else one turn (one loop: hot).
+    index = kept_from - 1
+    while index >= 0:
+        turn = turns[index]
+        start = index - 1 if index > 0 and turn.role == "user" and turns[index - 1].role == "assistant" else index
+        cost = turn_cost(turn) + (turn_cost(turns[start]) if start < index else 0)
+        if max_turns is not None and count + index + 1 - start > max_turns:
             break
         if max_tokens is not None and tokens + cost > max_tokens:
             break
-        kept_from, tokens, count = start, tokens + cost, count + size
+        kept_from, tokens, count, index = start, tokens + cost, count + index + 1 - start, start - 1
     return list(turns[kept_from:stop])
 
 
@@ -150,4 +140,4 @@ def history_block(turns: Sequence[ConversationTurn], template: Template | None) 
 
 
 def as_messages(turns: Sequence[ConversationTurn]) -> tuple[ChatMessage, ...]:
-    return tuple(ChatMessage(turn.role, turn.content) for turn in turns)
+    return tuple([turn.message for turn in turns])

@@ -90,8 +90,12 @@ async def prepare(
         max_tokens = room if max_tokens is None else min(max_tokens, room)
     question = question_of(turns, end)  # never send an answer without the question it answers
     head = min(head, end)
-    kept = turns[:head] + bound(
-        turns[head:], end=end - head, max_tokens=max_tokens, max_turns=max_turns, keep_last=min(question, end - head)
+    kept = list(turns[:head]) + bound(
+        turns[head:] if head else turns,  # no copy of the whole history when there is no summary turn
+        end=end - head,
+        max_tokens=max_tokens,
+        max_turns=max_turns,
+        keep_last=min(question, end - head),
     )
     if kept and (isinstance(message, str) or not as_text):
         kept = _fit_window(agent, step.name, message, kept, template if as_text else _MESSAGES, question)

@@ -7,13 +7,13 @@ cfg.extra``, a map's ``init`` append) must never change a step's output, which s
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
 from core.context import RunContext
 from core.conversation import is_context
 from core.errors import RunError
+from core.views import copied
 
 
 def record_output(ctx: RunContext, name: str, output: Any) -> None:
@@ -63,7 +63,7 @@ def scratchpad_slot(ctx: RunContext, target: str) -> tuple[dict[str, Any], str]:
 def sink(ctx: RunContext, target: str, value: Any) -> None:
     """Write ``value`` at ``target`` (see ``scratchpad_slot``)."""
     node, key = scratchpad_slot(ctx, target)
-    node[key] = copy.deepcopy(value)
+    node[key] = copied(value)
 
 
 def update_context(ctx: RunContext, step: str, output: Any) -> None:
@@ -79,9 +79,9 @@ def update_context(ctx: RunContext, step: str, output: Any) -> None:
         )
     for key, value in output.items():
         if key == "scratchpad" and isinstance(value, Mapping):
-            ctx.scratchpad.update(copy.deepcopy(dict(value)))
+            ctx.scratchpad.update(copied(dict(value)))
         else:
-            ctx.scratchpad[key] = copy.deepcopy(value)
+            ctx.scratchpad[key] = copied(value)
 
 
 def note_agent_command(ctx: RunContext, output: Any) -> None:
@@ -90,7 +90,7 @@ def note_agent_command(ctx: RunContext, output: Any) -> None:
     This is what ``stop_when: agent_finished`` reads (``...last_agent_command.action == 'finish'``).
     """
     if isinstance(output, Mapping) and "action" in output:
-        ctx.scratchpad["last_agent_command"] = copy.deepcopy(dict(output))
+        ctx.scratchpad["last_agent_command"] = copied(dict(output))
 
 
 def agent_finished(ctx: RunContext) -> bool:

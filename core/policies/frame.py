@@ -12,7 +12,6 @@ tree of runs.
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ from core.redaction import Redactor
 from core.steps import Limits
 from core.tokens import count_messages
 from core.usage import ZERO_USAGE, Usage
-from core.views import LazyView
+from core.views import LazyView, copied
 
 
 @dataclass
@@ -276,7 +275,7 @@ def scope(ctx: RunContext, previous: Any, *, iteration: int | None = None) -> di
     view = ctx.lazy_view()
     variables: dict[str, Any] = {
         "context": view,
-        "previous_step": previous if isinstance(previous, LazyView) else copy.deepcopy(previous),
+        "previous_step": previous if isinstance(previous, LazyView) else copied(previous),
         "steps": view["steps"],
         "initial_prompt": view["initial_prompt"],
     }

@@ -6,7 +6,6 @@ moves on, and on resume a committed leaf is replayed from the journal, never exe
 
 from __future__ import annotations
 
-import copy
 import time
 from dataclasses import replace
 from typing import Any
@@ -24,6 +23,7 @@ from core.steps import AgentStep, HitlStep
 from core.store.codec import normalize
 from core.tokens import count_messages
 from core.usage import ZERO_USAGE, Usage
+from core.views import copied
 
 
 def retry_line(step: str, retry: Retry) -> str:
@@ -99,7 +99,7 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
             injection = await prepare(step, agent, data, call_input, ctx, path, frame, events)
             call_input = injection.message
             call = AgentCall(
-                input=copy.deepcopy(call_input),  # an agent that mutates its input changes nothing of ours
+                input=copied(call_input),  # an agent that mutates its input changes nothing of ours
                 step=step.name,
                 history=injection.history,
                 context=variables["context"],

@@ -1,0 +1,121 @@
+"""What the engine does on every iteration, kept cheap without changing what it means (docs/performance.md).
+
+Views remember the history lists with their length instead of copying them; run state is copied by a
+plain-data copy; templates copy their globals once; ``a.b`` on run data reads the key directly; the
+redactor walks a payload's mappings in one loop. Each test here fails if the fast way changed a result.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from core.context import ConversationTurn, HitlEntry, RunContext
+from core.conversation.turns import add_turn
+from core.errors import TemplateError
+from core.redaction import MASK, Redactor
+from core.sandbox import BoundedSandbox
+from core.templates import Expression, Template
+from core.views import copied
+
+
+def _context() -> RunContext:
+    ctx = RunContext(initial_prompt="plan", scratchpad={"goal": "offsite"})
+    ctx.conversation_history = [ConversationTurn("user", "hello", 1), ConversationTurn("assistant", "when?", 2)]
+    ctx.hitl_history = [HitlEntry("ask", "when?", "May")]
+    return ctx
+
+
+def test_a_view_shows_the_history_as_it_was_when_it_was_made() -> None:
+    ctx = _context()
+    view = ctx.lazy_view()
+    add_turn(ctx, "user", "in May")
+    ctx.hitl_history.append(HitlEntry("ask", "where?", "Lisbon"))
+    assert [turn["content"] for turn in view["conversation_history"]] == ["hello", "when?"]
+    assert view["scratchpad"]["history"] == ["User: hello", "Assistant: when?"]
+    assert [entry["answer"] for entry in view["hitl_history"]] == ["May"]
+    later = ctx.lazy_view()
+    ctx.conversation_history = []  # replacing the list leaves the views made before as they were
+    assert len(later["conversation_history"]) == 3
+    assert "history" not in ctx.lazy_view()["scratchpad"]
+
+
+def test_a_view_made_before_any_turn_has_no_derived_history() -> None:
+    ctx = RunContext(scratchpad={"goal": "offsite"})
+    view = ctx.lazy_view()
+    add_turn(ctx, "user", "hello")
+    assert dict(view["scratchpad"]) == {"goal": "offsite"}
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": [1, 2.5, {"b": None, "c": True}], "d": "text", 3: "int key"},
+        [[[]], {}, "", 0],
+        "text",
+        None,
+    ],
+)
+def test_copied_makes_a_deep_copy_of_plain_data(value: Any) -> None:
+    made = copied(value)
+    assert made == value
+    if isinstance(value, dict):
+        made["a"][2]["b"] = "changed"
+        assert value["a"][2]["b"] is None
+    if isinstance(value, list):
+        made[0].append(1)
+        assert value[0] == [[]]
+
+
+class _Thing:
+    def __init__(self, items: list[int]) -> None:
+        self.items = items
+
+
+def test_copied_leaves_what_is_not_plain_data_to_deepcopy() -> None:
+    thing = {"t": _Thing([1]), "pair": (1, [2])}
+    made = copied(thing)
+    assert made["t"] is not thing["t"] and made["t"].items == [1] and made["t"].items is not thing["t"].items
+    assert made["pair"] == (1, [2]) and made["pair"][1] is not thing["pair"][1]
+    cycle: list[Any] = [1]
+    cycle.append(cycle)
+    looped = copied(cycle)
+    assert looped[1] is looped and looped is not cycle  # as copy.deepcopy makes it
+    deep: Any = "end"
+    for _ in range(200):
+        deep = [deep]
+    assert copied(deep) == copy.deepcopy(deep)
+
+
+def test_templates_copy_their_globals_once() -> None:
+    template = BoundedSandbox().from_string("{{ len(x) }}")
+    assert type(template.globals) is dict  # not Jinja's ChainMap, copied key by key on every render
+    assert Template("{{ len(steps) }} {{ tojson([1]) }}").render({"steps": [1, 2]}) == "2 [1]"
+
+
+def test_dot_reads_a_key_of_run_data_and_a_name_of_its_type_as_jinja_does() -> None:
+    ctx = _context()
+    ctx.steps = {"ask": {"output": {"items": 5, "x": 1}}}
+    variables = {"steps": ctx.lazy_view()["steps"], "d": {"items": 5, "x": 1}}
+    assert Expression("steps.ask.output.x == 1 and d.x == 1").evaluate(variables) is True
+    # Jinja looks for the attribute first: dict.items is the method, the key is read with [ ].
+    assert Expression("d.items == 5").evaluate(variables) is False
+    assert Expression("d['items'] == 5 and steps.ask.output['items'] == 5").evaluate(variables) is True
+    assert Expression("d.missing").evaluate(variables) is None
+    assert Expression("steps.nothere.output").evaluate(variables) is None
+    with pytest.raises(TemplateError, match="missing"):
+        Template("{{ d.missing }}").render(variables)
+
+
+def test_the_redactor_masks_sensitive_keys_in_every_mapping_of_a_list() -> None:
+    redactor = Redactor()
+    messages = [{"role": "user", "content": "hello"}] * 3 + [{"role": "user", "token": "abc123", "content": "x"}]
+    masked = redactor.value({"messages": messages, "api_key": "k", "n": 3, "none": None})
+    assert masked["messages"][:3] == messages[:3]
+    assert masked["messages"][3] == {"role": "user", "token": MASK, "content": "x"}
+    assert masked["api_key"] == MASK and masked["n"] == 3 and masked["none"] is None
+    assert masked["messages"][0] is not messages[0]  # a copy: the payload is not changed in place
+    key = "sk-" + "Ab1" * 16
+    assert redactor.value([{"content": f"my key is {key}"}]) == [{"content": f"my key is {MASK}"}]
