@@ -46,7 +46,7 @@ from core.config import PostgresSettings
 from core.context import ConversationTurn
 from core.errors import StoreError
 from core.records import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
-from core.store import codec, pruning, queue_rows, texts, thread_rows
+from core.store import codec, pruning, queue_rows, shared_lists, texts, thread_rows
 from core.store.claims import process_label
 from core.store.location import describe, password
 from core.store.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
@@ -446,9 +446,9 @@ class PostgresStore:
             (run_id,),
         )
         values = [[codec.load(row[5]), codec.load(row[6])] for row in rows]
-        known = await self._texts([ref for pair in values for ref in texts.references(pair)])
+        known = await shared_lists.gather(values, self._texts)
         return [
-            codec.step_from_row(row, texts.join(input, known), texts.join(output, known))
+            codec.step_from_row(row, known.join(input), known.join(output))
             for row, (input, output) in zip(rows, values, strict=True)
         ]
 
@@ -460,9 +460,9 @@ class PostgresStore:
             (run_id,),
         )
         payloads = [codec.load_payload(r[2]) for r in rows]
-        known = await self._texts([ref for payload in payloads for ref in texts.references(payload)])
+        known = await shared_lists.gather(payloads, self._texts)
         return [
-            TraceEvent(kind=r[0], path=r[1], payload=texts.join(payload, known), ts=r[3])
+            TraceEvent(kind=r[0], path=r[1], payload=known.join(payload), ts=r[3])
             for r, payload in zip(rows, payloads, strict=True)
         ]
 
@@ -492,9 +492,9 @@ class PostgresStore:
         else:
             rows = await self._read(f"read thread {thread!r}", _TURNS_BEFORE, (thread, before_run))
         contents = [codec.load(row[3]) for row in rows]
-        known = await self._texts([ref for content in contents for ref in texts.references(content)])
+        known = await shared_lists.gather(contents, self._texts)
         return [
-            thread_rows.turn_from_row(row, texts.join(content, known))
+            thread_rows.turn_from_row(row, known.join(content))
             for row, content in zip(rows, contents, strict=True)
         ]
 
@@ -517,9 +517,9 @@ class PostgresStore:
 
     async def _runs_from_rows(self, rows: Sequence[Any]) -> list[RunRecord]:
         runs = [codec.run_from_row(row) for row in rows]
-        known = await self._texts([ref for run in runs for ref in texts.references([run.input, run.output])])
+        known = await shared_lists.gather([[run.input, run.output] for run in runs], self._texts)
         return [
-            dataclasses.replace(run, input=texts.join(run.input, known), output=texts.join(run.output, known))
+            dataclasses.replace(run, input=known.join(run.input), output=known.join(run.output))
             for run in runs
         ]
 
