@@ -154,7 +154,9 @@ async def test_a_store_written_before_lists_were_shared_reads_and_grows(tmp_path
         assert run is not None and (run.input, run.output) == (expected["run"]["input"], expected["run"]["output"])
         steps = [{"path": s.path, "input": s.input, "output": s.output} for s in await store.steps(run_id)]
         assert steps == expected["steps"]
-        events = [{"kind": e.kind, "path": e.path, "payload": e.payload} for e in await store.events(run_id)]
+        events: list[dict[str, Any]] = [
+            {"kind": e.kind, "path": e.path, "payload": e.payload} for e in await store.events(run_id)
+        ]
         assert events == expected["events"]
         assert any(len(e["payload"].get("messages", [])) >= 8 for e in events)  # whole lists, as stored then
         await store.record_step(_step(run_id, 99), [TraceEvent("agent.prompt", "more", prompt(9), 9.0)])
