@@ -12,6 +12,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from core.errors import StoreError
@@ -173,3 +174,15 @@ async def test_copying_between_sqlite_and_postgresql_keeps_every_payload(tmp_pat
     async with await open_store(postgres_uri, mode="read") as source, await open_store(str(back)) as target:
         await copy_runs(source, target)
         assert [e.payload for e in await target.events("r")] == written
+
+
+async def test_postgresql_stores_each_call_as_the_one_before_plus_what_follows(postgres_uri: str) -> None:
+    async with await open_store(postgres_uri) as store:
+        written = await _conversation(store, "r", 20)
+    async with await open_store(postgres_uri, mode="read") as store:
+        assert [e.payload for e in await store.events("r")] == written
+    with psycopg.connect(postgres_uri) as db:
+        rows = db.execute("SELECT convert_from(body, 'UTF8') FROM texts WHERE hash = ''::bytea ORDER BY id").fetchall()
+    bodies = [json.loads(row[0]) for row in rows]
+    assert len(bodies) == 17  # calls 3 to 19 send 8 messages or more
+    assert bodies[0][0] is None and all(len(items) == 2 for _, items in bodies[1:])  # two new turns a call

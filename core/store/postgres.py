@@ -32,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hashlib
-import json
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -46,17 +45,18 @@ from core.config import PostgresSettings
 from core.context import ConversationTurn
 from core.errors import StoreError
 from core.records import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
-from core.store import codec, pruning, queue_rows, shared_lists, texts, thread_rows
+from core.store import codec, pg_encoding, pruning, queue_rows, shared_lists, thread_rows
 from core.store.claims import process_label
 from core.store.location import describe, password
 from core.store.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
 from core.store.pg_errors import store_error
 from core.store.pg_schema import migrate
+from core.store.shared_lists import Pending
+from core.store.text_cache import TextCache
 from core.usage import Usage
 
 Connection = psycopg.AsyncConnection[tuple[Any, ...]]
 
-TEXT_CACHE_SIZE = 4096
 """How many texts' ids a store remembers (text → id), so a conversation's turns are looked up once."""
 
 
@@ -112,8 +112,8 @@ class PostgresStore:
         self._claim_lock = asyncio.Lock()
         self._claims: Connection | None = None  # the connection holding this store's claims
         self._claimed: set[str] = set()
-        self._text_ids: dict[tuple[str, str], int] = {}  # (run, text) → id, committed texts only
-        self._new_text_ids: dict[tuple[str, str], int] = {}  # texts inserted by the transaction in progress
+        self._cache = TextCache()  # the ids of texts and lists this store committed
+        self._pending = Pending()  # what the write transaction in progress stored
 
     def _connect_options(self) -> dict[str, Any]:
         options: dict[str, Any] = {
@@ -189,7 +189,7 @@ class PostgresStore:
         """Store ``step`` (replacing any earlier step at its path) and its events in one transaction."""
         async with self._write(f"record step {step.path!r} of run {step.run_id}") as db:
             values = [step.input, step.output, *_payloads(events)]
-            input, output, *payloads = await self._encode(db, step.run_id, values)
+            input, output, *payloads = await self._encode(db, step.run_id, values, payloads_from=2)
             await db.execute("DELETE FROM steps WHERE run_id = %s AND path = %s", (step.run_id, step.path))
             await db.execute(
                 f"INSERT INTO steps ({codec.STEP_COLUMNS}) VALUES ({_STEP_MARKS})",
@@ -199,7 +199,8 @@ class PostgresStore:
 
     async def record_events(self, run_id: str, events: Sequence[TraceEvent]) -> None:
         async with self._write(f"record events of run {run_id}") as db:
-            await _insert_events(db, run_id, events, await self._encode(db, run_id, _payloads(events)))
+            payloads = await self._encode(db, run_id, _payloads(events), payloads_from=0)
+            await _insert_events(db, run_id, events, payloads)
 
     async def update_run(
         self,
@@ -430,7 +431,7 @@ class PostgresStore:
                 gone = [run_id for run in held for run_id in (run.run_id, *run.descendants)]
                 if not dry_run and gone:
                     await db.execute("DELETE FROM runs WHERE run_id = ANY(%s)", (gone,))
-                    self._text_ids.clear()
+                    self._cache.clear()
         deleted = {run.run_id for run in held}
         return PruneResult(
             deleted=tuple(run.run_id for run in held),
@@ -494,8 +495,7 @@ class PostgresStore:
         contents = [codec.load(row[3]) for row in rows]
         known = await shared_lists.gather(contents, self._texts)
         return [
-            thread_rows.turn_from_row(row, known.join(content))
-            for row, content in zip(rows, contents, strict=True)
+            thread_rows.turn_from_row(row, known.join(content)) for row, content in zip(rows, contents, strict=True)
         ]
 
     async def get_thread(self, thread: str) -> ThreadSummary | None:
@@ -518,10 +518,7 @@ class PostgresStore:
     async def _runs_from_rows(self, rows: Sequence[Any]) -> list[RunRecord]:
         runs = [codec.run_from_row(row) for row in rows]
         known = await shared_lists.gather([[run.input, run.output] for run in runs], self._texts)
-        return [
-            dataclasses.replace(run, input=known.join(run.input), output=known.join(run.output))
-            for run in runs
-        ]
+        return [dataclasses.replace(run, input=known.join(run.input), output=known.join(run.output)) for run in runs]
 
     async def _texts(self, ids: Sequence[int]) -> dict[int, str]:
         """The bodies of the texts ``ids`` refer to; StoreError when one is missing."""
@@ -537,53 +534,11 @@ class PostgresStore:
             )
         return found
 
-    async def _encode(self, db: Connection, run_id: str, values: Sequence[Any]) -> list[str | None]:
-        """``values`` as stored: compact JSON with the long texts stored once for run ``run_id`` and
-        referenced (None stays None). Long values are compressed by PostgreSQL itself (TOAST)."""
-        plain = [None if value is None else codec.plain(value) for value in values]
-        wanted = {text for value in plain for text in texts.shared_texts(value)}
-        ids = await self._text_id_map(db, run_id, wanted) if wanted else {}
-        return [
-            None
-            if value is None
-            else json.dumps(texts.split(value, ids.__getitem__), ensure_ascii=False, separators=(",", ":"))
-            for value in plain
-        ]
-
-    async def _text_id_map(self, db: Connection, run_id: str, wanted: set[str]) -> dict[str, int]:
-        """The id of each text in ``wanted`` among run ``run_id``'s texts, inserting those not stored yet
-        (inside the caller's transaction: the ids become known to this store only when it commits)."""
-        ids: dict[str, int] = {}
-        missing: dict[bytes, list[str]] = {}
-        for text in wanted:
-            known = self._text_ids.get((run_id, text)) or self._new_text_ids.get((run_id, text))
-            if known is not None:
-                ids[text] = known
-            else:
-                missing.setdefault(texts.digest(text), []).append(text)
-        if missing:
-            rows = await (
-                await db.execute(
-                    "SELECT id, body FROM texts WHERE run_id = %s AND hash = ANY(%s)", (run_id, list(missing))
-                )
-            ).fetchall()
-            for row_id, body in rows:
-                text = bytes(body).decode("utf-8")
-                if text in wanted:
-                    ids[text] = int(row_id)
-        for digest_, group in missing.items():
-            for text in group:
-                if text not in ids:
-                    row = await (
-                        await db.execute(
-                            "INSERT INTO texts (run_id, hash, body) VALUES (%s, %s, %s) RETURNING id",
-                            (run_id, digest_, text.encode("utf-8")),
-                        )
-                    ).fetchone()
-                    assert row is not None
-                    ids[text] = int(row[0])
-        self._new_text_ids.update(((run_id, text), ids[text]) for group in missing.values() for text in group)
-        return ids
+    async def _encode(
+        self, db: Connection, run_id: str, values: Sequence[Any], *, payloads_from: int | None = None
+    ) -> list[str | None]:
+        """``values`` as stored (``core.store.pg_encoding``), inside the write transaction in progress."""
+        return await pg_encoding.encode(db, self._cache, self._pending, run_id, values, payloads_from=payloads_from)
 
     def _pool_or_error(self) -> AsyncConnectionPool[Connection]:
         if self._pool is None:
@@ -601,15 +556,13 @@ class PostgresStore:
     async def _write(self, action: str) -> AsyncIterator[Connection]:
         pool = self._pool_or_error()
         async with self._write_lock:
-            self._new_text_ids = {}
+            self._pending = Pending()
             with self._translated(action):
                 async with pool.connection() as db, db.pipeline(), db.transaction():
                     yield db
             # Committed: the texts this transaction stored can now be referred to without a look-up.
-            if len(self._text_ids) + len(self._new_text_ids) > TEXT_CACHE_SIZE:
-                self._text_ids.clear()
-            self._text_ids.update(self._new_text_ids)
-            self._new_text_ids = {}
+            self._cache.commit(self._pending)
+            self._pending = Pending()
 
     async def _read(self, action: str, sql: LiteralString, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         pool = self._pool_or_error()

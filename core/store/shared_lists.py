@@ -105,6 +105,18 @@ def share(value: Any, run_id: str, memory: ListMemory, pending: Pending, store: 
     return reference(list_id)
 
 
+def candidates(value: Any) -> int:
+    """At most how many lists ``share`` stores for ``value`` (plain, before ``texts.split``)."""
+    kind = type(value)
+    if kind is dict:
+        return sum(candidates(item) for item in value.values() if type(item) is not str)
+    if kind is not list:
+        return 0
+    if len(value) >= MIN_ITEMS:
+        return 1
+    return sum(candidates(item) for item in value if type(item) is not str)
+
+
 def _share_item(item: Any, run_id: str, memory: ListMemory, pending: Pending, store: Callable[[str], int]) -> Any:
     return item if type(item) is str else share(item, run_id, memory, pending, store)
 

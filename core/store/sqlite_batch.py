@@ -57,14 +57,15 @@ class Batch:
             raise StoreError(f"run {run.run_id} already exists", hint="every run needs a new id")
 
     def record_step(self, step: StepRecord, events: Sequence[TraceEvent]) -> None:
-        input, output = self.encode(step.run_id, [step.input, step.output])
-        payloads = self.encode(step.run_id, _payloads(events), lists=True)
+        input, output, *payloads = self.encode(
+            step.run_id, [step.input, step.output, *_payloads(events)], payloads_from=2
+        )
         self._conn.execute("DELETE FROM steps WHERE run_id = ? AND path = ?", (step.run_id, step.path))
         self._conn.execute(_INSERT_STEP, codec.step_row(step, input, output))
         self._insert_events(step.run_id, events, payloads)
 
     def record_events(self, run_id: str, events: Sequence[TraceEvent]) -> None:
-        self._insert_events(run_id, events, self.encode(run_id, _payloads(events), lists=True))
+        self._insert_events(run_id, events, self.encode(run_id, _payloads(events), payloads_from=0))
 
     def update_run(
         self,
@@ -124,16 +125,19 @@ class Batch:
             ],
         )
 
-    def encode(self, run_id: str, values: Sequence[Any], *, lists: bool = False) -> list[str | bytes | None]:
+    def encode(
+        self, run_id: str, values: Sequence[Any], *, payloads_from: int | None = None
+    ) -> list[str | bytes | None]:
         """``values`` as stored: compact JSON with the long texts stored once for run ``run_id`` and
-        referenced (with ``lists``, the long lists too), compressed when long (None stays None)."""
+        referenced, and the long lists of the values from ``payloads_from`` on (event payloads) too,
+        compressed when long (None stays None)."""
         plain = [None if value is None else codec.plain(value) for value in values]
         wanted = {text for value in plain for text in texts.shared_texts(value)}
         ids = self._text_ids(run_id, wanted) if wanted else {}
         split = [None if value is None else texts.split(value, ids.__getitem__) for value in plain]
-        if lists:
-            memory, store = self._cache.lists, self._store_list(run_id)
-            split = [shared_lists.share(value, run_id, memory, self._pending, store) for value in split]
+        memory, store = self._cache.lists, self._store_list(run_id)
+        for index in range(len(split) if payloads_from is None else payloads_from, len(split)):
+            split[index] = shared_lists.share(split[index], run_id, memory, self._pending, store)
         return [
             None if value is None else codec.pack(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
             for value in split
@@ -141,7 +145,8 @@ class Batch:
 
     def _store_list(self, run_id: str) -> Callable[[str], int]:
         def store(body: str) -> int:
-            cursor = self._conn.execute(_INSERT_TEXT, (run_id, texts.digest(body), codec.pack(body)))
+            # Found by its id only, never by its digest: an empty one keeps it out of text look-ups.
+            cursor = self._conn.execute(_INSERT_TEXT, (run_id, b"", codec.pack(body)))
             assert cursor.lastrowid is not None
             return cursor.lastrowid
 
