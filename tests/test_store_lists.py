@@ -17,7 +17,7 @@ import pytest
 
 from core.errors import StoreError
 from core.records import RunRecord, StepRecord, TraceEvent
-from core.store import open_store, shared_lists, texts
+from core.store import codec, open_store, shared_lists, texts
 from core.store.shared_lists import ListMemory, Pending
 from core.store.transfer import copy_runs
 
@@ -33,6 +33,12 @@ def turn(n: int) -> dict[str, Any]:
 def prompt(n: int) -> dict[str, Any]:
     """The payload of the n-th call of an unbounded conversation: every turn so far."""
     return {"agent": "scripted", "messages": [SYSTEM, *(turn(i) for i in range(2 * n + 1))], "history_injected": True}
+
+
+def window(n: int, size: int = 10) -> dict[str, Any]:
+    """The payload of the n-th call of a bounded conversation: the system prompt, then the newest turns."""
+    newest = range(max(0, 2 * n + 1 - size), 2 * n + 1)
+    return {"agent": "scripted", "messages": [SYSTEM, *(turn(i) for i in newest)], "history_injected": True}
 
 
 def _query(path: Path, sql: str) -> list[Any]:
@@ -80,10 +86,15 @@ def test_share_then_gather_gives_back_every_value() -> None:
         {"short": [turn(1), turn(2)], "nested": {"deep": [turn(i) for i in range(9)]}},
         prompt(2),  # a prefix of a remembered list, extending none: stored whole
         [[1, 2]] * 9,
+        window(8),
+        window(9),  # slid by two turns: the system prompt kept, two turns dropped, two added
+        {"messages": [SYSTEM, turn(10), turn(99), *(turn(i) for i in range(11, 19))]},  # no slide of one
     ]
     stored = [shared_lists.share(texts.split(v, text_id), "r", memory, pending, store) for v in values]
     assert stored[0]["messages"] == stored[1]["messages"] == {"$text": [1]}
     assert json.loads(bodies[2])[0] == 1 and len(json.loads(bodies[2])[1]) == 4  # base 1, then 4 new turns
+    slid = json.loads(bodies[stored[7]["messages"]["$text"][0]])
+    assert slid[:3] == [stored[6]["messages"]["$text"][0], 1, 2] and len(slid[3]) == 2
     bodies.update({number: text for text, number in ids.items()})
 
     async def fetch(wanted: list[int]) -> dict[int, str]:
@@ -98,9 +109,9 @@ def test_share_then_gather_gives_back_every_value() -> None:
 
 def test_a_list_row_that_refers_to_itself_or_to_nothing_is_a_store_error() -> None:
     with pytest.raises(StoreError, match="refers to a list that is missing or itself"):
-        shared_lists.expand({1: (1, [])})
+        shared_lists.expand({1: (1, None, 0, [])})
     with pytest.raises(StoreError, match="refers to a list that is missing or itself"):
-        shared_lists.expand({1: (2, [])})
+        shared_lists.expand({1: (2, 1, 1, [])})
 
 
 async def test_prompt_events_of_an_unbounded_history_read_back_as_written(tmp_path: Path) -> None:
@@ -119,6 +130,20 @@ async def test_prompt_events_grow_linearly_with_the_conversation(tmp_path: Path)
     large = await _stored_bytes(tmp_path / "large.db", 80)
     # Whole lists would make twice the calls take about four times the space.
     assert large <= 2.2 * small, (small, large)
+
+
+async def test_prompt_events_of_a_bounded_history_store_what_slid_in(tmp_path: Path) -> None:
+    path = tmp_path / "flujo.db"
+    async with await open_store(str(path)) as store:
+        await store.create_run(RunRecord(run_id="r", pipeline_name="p", status="running"))
+        written = [window(n) for n in range(30)]
+        for n, payload in enumerate(written):
+            await store.record_step(_step("r", n), [TraceEvent("agent.prompt", f"chat/{n}/ask", payload, float(n))])
+        assert [e.payload for e in await store.events("r")] == written
+    rows = _query(path, "SELECT body FROM texts WHERE hash = x'' ORDER BY id")
+    bodies = [json.loads(codec.unpack(row[0])) for row in rows]
+    assert [len(body) for body in bodies[-20:]] == [4] * 20  # each call: a slide of the one before
+    assert all(len(body[3]) == 2 for body in bodies[-20:])
 
 
 async def test_a_rolled_back_step_leaves_no_list_to_extend(tmp_path: Path) -> None:

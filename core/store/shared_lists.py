@@ -5,8 +5,10 @@ call N is the list of call N-1 plus the turns said since, so storing each list w
 to shared texts, ``core.store.texts``) grows with the square of the conversation. A store keeps instead a
 long list of an event payload (``MIN_ITEMS`` items or more) as a row of its ``texts`` table whose body is
 the JSON ``[base, items]``: ``base`` is the id of an earlier stored list of the same run that this one
-extends (or null), ``items`` the stored items that follow it. The payload holds ``{"$text": [id]}`` in
-its place, and reading puts the whole list back.
+extends (or null), ``items`` the stored items that follow it. A bounded history slides instead (the
+oldest turns leave, the system prompt stays): ``[base, keep, drop, items]`` is the base's first ``keep``
+items, then the base after ``drop`` more, then ``items``. The payload holds ``{"$text": [id]}`` in its
+place, and reading puts the whole list back.
 
 Invariants:
 
@@ -38,6 +40,10 @@ RECENT_RUNS = 64
 
 _DAMAGED = "the database may be damaged; restore a backup"
 
+Parsed = tuple[int | None, int | None, int, list[Any]]
+"""A list row read: its base, how many of the base's first items it keeps (None: all of them), how many
+it drops after those, and its own items."""
+
 
 def reference(list_id: int) -> dict[str, Any]:
     """What a payload holds in place of a stored list."""
@@ -58,17 +64,14 @@ class ListMemory:
     def __init__(self) -> None:
         self._recent: dict[str, list[tuple[int, list[Any]]]] = {}
 
-    def base(self, run_id: str, items: list[Any], pending: Pending) -> tuple[int, int] | None:
-        """The id and length of the longest remembered list of ``run_id`` that ``items`` starts with."""
-        best: tuple[int, int] | None = None
+    def base(self, run_id: str, items: list[Any], pending: Pending) -> Base | None:
+        """The remembered list of ``run_id`` that gives the most of ``items``' first items, and how."""
+        best: Base | None = None
         candidates = [(i, known) for run, i, known in pending.lists if run == run_id]
         for list_id, known in [*candidates, *self._recent.get(run_id, ())]:
-            size = len(known)
-            if size > len(items) or (best is not None and size <= best[1]) or not size:
-                continue
-            # The ends first: a list that does not extend this one nearly always differs there.
-            if items[size - 1] == known[-1] and items[0] == known[0] and items[:size] == known:
-                best = (list_id, size)
+            found = _overlap(list_id, known, items)
+            if found is not None and (best is None or found.covered > best.covered):
+                best = found
         return best
 
     def commit(self, pending: Pending) -> None:
@@ -81,6 +84,39 @@ class ListMemory:
     def clear(self) -> None:
         """Forget every list (their rows may have been deleted: ``prune``)."""
         self._recent.clear()
+
+
+@dataclass(frozen=True)
+class Base:
+    """A stored list whose first ``keep`` items, then its items after ``drop`` more, are the first
+    ``covered`` items of a new list."""
+
+    list_id: int
+    keep: int
+    drop: int
+    covered: int
+
+
+def _overlap(list_id: int, known: list[Any], items: list[Any]) -> Base | None:
+    """How ``items`` starts with ``known`` (extended), or with ``known`` less a run of its items (slid)."""
+    size = len(known)
+    if not size or not items or items[0] != known[0]:
+        return None
+    if size <= len(items) and items[size - 1] == known[-1] and items[:size] == known:
+        return Base(list_id, size, 0, size)
+    keep = 1
+    while keep < size and keep < len(items) and items[keep] == known[keep]:
+        keep += 1
+    if keep >= len(items) or keep >= size:
+        return None
+    try:
+        resume = known.index(items[keep], keep + 1)
+    except ValueError:
+        return None
+    rest = size - resume
+    if rest > len(items) - keep or items[keep : keep + rest] != known[resume:]:
+        return None
+    return Base(list_id, keep, resume - keep, keep + rest)
 
 
 def share(value: Any, run_id: str, memory: ListMemory, pending: Pending, store: Callable[[str], int]) -> Any:
@@ -97,10 +133,15 @@ def share(value: Any, run_id: str, memory: ListMemory, pending: Pending, store: 
     if len(value) < MIN_ITEMS:
         return [_share_item(item, run_id, memory, pending, store) for item in value]
     found = memory.base(run_id, value, pending)
-    if found is not None and found[1] == len(value):
-        return reference(found[0])
-    base, size = found if found is not None else (None, 0)
-    list_id = store(json.dumps([base, value[size:]], ensure_ascii=False, separators=(",", ":")))
+    if found is None:
+        body: list[Any] = [None, value]
+    elif found.drop:
+        body = [found.list_id, found.keep, found.drop, value[found.covered :]]
+    elif found.covered == len(value):
+        return reference(found.list_id)
+    else:
+        body = [found.list_id, value[found.covered :]]
+    list_id = store(json.dumps(body, ensure_ascii=False, separators=(",", ":")))
     pending.lists.append((run_id, list_id, value))
     return reference(list_id)
 
@@ -144,14 +185,14 @@ async def gather(values: Iterable[Any], fetch: Callable[[list[int]], Awaitable[d
         text_ids.update(found)
         list_ids.update(lists)
     bodies: dict[int, str] = {}
-    parsed: dict[int, tuple[int | None, list[Any]]] = {}
+    parsed: dict[int, Parsed] = {}
     while True:
         missing = sorted((text_ids | list_ids) - bodies.keys())
         if not missing:
             break
         bodies.update(await fetch(missing))
         for list_id in sorted(list_ids - parsed.keys()):
-            base, items = parsed[list_id] = _parse(list_id, bodies[list_id])
+            base, _, _, items = parsed[list_id] = _parse(list_id, bodies[list_id])
             if base is not None:
                 list_ids.add(base)
             found, lists = texts.referenced(items)
@@ -160,7 +201,7 @@ async def gather(values: Iterable[Any], fetch: Callable[[list[int]], Awaitable[d
     return Known(texts=bodies, lists=expand(parsed))
 
 
-def expand(parsed: Mapping[int, tuple[int | None, list[Any]]]) -> dict[int, list[Any]]:
+def expand(parsed: Mapping[int, Parsed]) -> dict[int, list[Any]]:
     """Each list whole (its base's items, then its own), by id; iterative, so a chain of any length reads."""
     whole: dict[int, list[Any]] = {}
     for start in parsed:
@@ -172,21 +213,24 @@ def expand(parsed: Mapping[int, tuple[int | None, list[Any]]]) -> dict[int, list
             chain.append(current)
             current = parsed[current][0]
         for list_id in reversed(chain):
-            base, items = parsed[list_id]
-            whole[list_id] = [*whole[base], *items] if base is not None else list(items)
+            base, keep, drop, items = parsed[list_id]
+            if base is None:
+                whole[list_id] = list(items)
+            elif keep is None:
+                whole[list_id] = [*whole[base], *items]
+            else:
+                whole[list_id] = [*whole[base][:keep], *whole[base][keep + drop :], *items]
     return whole
 
 
-def _parse(list_id: int, body: str) -> tuple[int | None, list[Any]]:
+def _parse(list_id: int, body: str) -> Parsed:
     try:
         value = json.loads(body)
     except json.JSONDecodeError:
         value = None
-    if (
-        type(value) is list
-        and len(value) == 2
-        and (value[0] is None or type(value[0]) is int)
-        and type(value[1]) is list
-    ):
-        return value[0], value[1]
+    if type(value) is list and len(value) in (2, 4) and (value[0] is None or type(value[0]) is int):
+        if len(value) == 2 and type(value[1]) is list:
+            return value[0], None, 0, value[1]
+        if len(value) == 4 and type(value[1]) is int and type(value[2]) is int and type(value[3]) is list:
+            return value[0], value[1], value[2], value[3]
     raise StoreError(f"stored list {list_id} is not a list", hint=_DAMAGED)
