@@ -174,7 +174,11 @@ class Known:
         return texts.join(value, self.texts, self.lists)
 
 
-async def gather(values: Iterable[Any], fetch: Callable[[list[int]], Awaitable[dict[int, str]]]) -> Known:
+Fetch = Callable[[list[int]], Awaitable[dict[int, str]]]
+"""How a store reads the bodies of some ``texts`` rows by id (every one of them, or ``StoreError``)."""
+
+
+async def gather(values: Iterable[Any], fetch: Fetch) -> Known:
     """What ``values`` (stored) refer to, fetched by ``fetch(ids)`` (the bodies of those ``texts`` rows,
     every one of them, or ``StoreError``): a round for the values, then one for what their lists refer to
     (the earlier lists they extend and the texts of their items), until nothing is missing."""

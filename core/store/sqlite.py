@@ -26,7 +26,6 @@ choice of runs to prune and the file handling live in their own modules.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -40,7 +39,7 @@ import aiosqlite
 from core.context import ConversationTurn
 from core.errors import StoreError
 from core.records import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
-from core.store import claims, codec, files, location, pruning, queue_rows, shared_lists, thread_rows
+from core.store import claims, codec, files, location, pruning, queue_rows, row_reads, thread_rows
 from core.store.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
 from core.store.migrations import has_tables, migrate, refuse_foreign
 from core.store.shared_lists import Pending
@@ -295,7 +294,7 @@ class SqliteStore:
         if found is None:
             return None
         rows = await self._read(f"read run {found}", f"SELECT {codec.RUN_COLUMNS} FROM runs WHERE run_id = ?", (found,))
-        return (await self._runs_from_rows(rows))[0] if rows else None
+        return (await row_reads.runs(rows, self._texts))[0] if rows else None
 
     async def list_runs(
         self,
@@ -316,7 +315,7 @@ class SqliteStore:
             f"SELECT {codec.RUN_COLUMNS} FROM runs {where} ORDER BY created_at DESC, rowid DESC LIMIT ?",
             (*params, max(limit, 0)),
         )
-        return await self._runs_from_rows(rows)
+        return await row_reads.runs(rows, self._texts)
 
     async def step_counts(self, run_ids: Sequence[str]) -> dict[str, int]:
         counts = dict.fromkeys(run_ids, 0)
@@ -409,12 +408,7 @@ class SqliteStore:
             f"SELECT {codec.STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY seq",
             (run_id,),
         )
-        values = [[codec.load(row[5]), codec.load(row[6])] for row in rows]
-        known = await shared_lists.gather(values, self._texts)
-        return [  # built once, with its long texts back (not built, then copied with dataclasses.replace)
-            codec.step_from_row(row, known.join(input), known.join(output))
-            for row, (input, output) in zip(rows, values, strict=True)
-        ]
+        return await row_reads.steps(rows, self._texts)
 
     async def events(self, run_id: str) -> list[TraceEvent]:
         """The trace events of run ``run_id`` in the order they were recorded."""
@@ -423,12 +417,7 @@ class SqliteStore:
             "SELECT kind, path, payload, ts FROM events WHERE run_id = ? ORDER BY seq",
             (run_id,),
         )
-        payloads = [codec.load_payload(r[2]) for r in rows]
-        known = await shared_lists.gather(payloads, self._texts)
-        return [
-            TraceEvent(kind=r[0], path=r[1], payload=known.join(payload), ts=r[3])
-            for r, payload in zip(rows, payloads, strict=True)
-        ]
+        return await row_reads.events(rows, self._texts)
 
     async def record_thread_turns(self, run_id: str, turns: Sequence[ConversationTurn]) -> None:
         """Replace the turns run ``run_id`` added to its thread; nothing for a run in no thread."""
@@ -443,11 +432,7 @@ class SqliteStore:
             rows = await self._read(f"read thread {thread!r}", thread_rows.TURNS, (thread,))
         else:
             rows = await self._read(f"read thread {thread!r}", thread_rows.TURNS_BEFORE, (thread, before_run))
-        contents = [codec.load(row[3]) for row in rows]
-        known = await shared_lists.gather(contents, self._texts)
-        return [
-            thread_rows.turn_from_row(row, known.join(content)) for row, content in zip(rows, contents, strict=True)
-        ]
+        return await row_reads.turns(rows, self._texts)
 
     async def get_thread(self, thread: str) -> ThreadSummary | None:
         rows = await self._read(f"read thread {thread!r}", thread_rows.ONE_SUMMARY, (thread,))
@@ -467,11 +452,6 @@ class SqliteStore:
             await db.execute(thread_rows.DELETE_THREAD_TURNS, (thread,))
             await db.execute(thread_rows.LEAVE_THREAD, (thread,))
             return thread_rows.summary_from_row(rows[0])
-
-    async def _runs_from_rows(self, rows: Sequence[Any]) -> list[RunRecord]:
-        runs = [codec.run_from_row(row) for row in rows]
-        known = await shared_lists.gather([[run.input, run.output] for run in runs], self._texts)
-        return [dataclasses.replace(run, input=known.join(run.input), output=known.join(run.output)) for run in runs]
 
     async def _texts(self, ids: Sequence[int]) -> dict[int, str]:
         """The bodies of the texts ``ids`` refer to; StoreError when one is missing."""
