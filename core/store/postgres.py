@@ -56,8 +56,6 @@ from core.usage import Usage
 
 Connection = psycopg.AsyncConnection[tuple[Any, ...]]
 
-"""How many texts' ids a store remembers (text → id), so a conversation's turns are looked up once."""
-
 
 def _pg(sql: str) -> LiteralString:
     """A query of ``core.store.thread_rows`` (SQLite's) for PostgreSQL: ``%s`` parameters, and ``seq`` for
@@ -86,6 +84,7 @@ _Q_REMOVE = _pg(queue_rows.REMOVE)
 _Q_ONE = _pg(queue_rows.ONE) + " FOR UPDATE"
 _Q_ASK_CANCEL = _pg(queue_rows.ASK_CANCEL)
 _Q_MARK_CANCELLED = _pg(queue_rows.MARK_CANCELLED)
+_UPDATE_RUN = _pg(f"UPDATE runs SET {codec.UPDATE_RUN_SET.format('?')} WHERE run_id = ?") + " RETURNING run_id"
 _RUN_MARKS = ", ".join("%s" for _ in codec.RUN_COLUMNS.split(","))
 _STEP_MARKS = ", ".join("%s" for _ in codec.STEP_COLUMNS.split(","))
 
@@ -216,23 +215,17 @@ class PostgresStore:
     ) -> None:
         async with self._write(f"update run {run_id}") as db:
             [encoded_output] = await self._encode(db, run_id, [output])
-            cursor = await db.execute(
-                "UPDATE runs SET status = %s, output = COALESCE(%s, output), error = COALESCE(%s, error),"
-                " usage = COALESCE(%s, usage), finished_at = COALESCE(%s, finished_at),"
-                " pause_path = %s, pause_message = %s, options = COALESCE(%s, options) WHERE run_id = %s"
-                " RETURNING run_id",
-                (
-                    status,
-                    encoded_output,
-                    error,
-                    None if usage is None else codec.dump_usage(usage),
-                    finished_at,
-                    pause_path,
-                    pause_message,
-                    codec.dump(options),
-                    run_id,
-                ),
+            values = codec.update_row(
+                status=status,
+                output=encoded_output,
+                error=error,
+                usage=usage,
+                finished_at=finished_at,
+                pause_path=pause_path,
+                pause_message=pause_message,
+                options=options,
             )
+            cursor = await db.execute(_UPDATE_RUN, (*values, run_id))
             if await cursor.fetchone() is None:
                 raise StoreError(f"no run {run_id} to update", hint="create the run first")
 

@@ -38,6 +38,7 @@ _INSERT_STEP = (
 )
 _INSERT_EVENT = "INSERT INTO events (run_id, path, kind, ts, payload) VALUES (?, ?, ?, ?, ?)"
 _INSERT_TEXT = "INSERT INTO texts (run_id, hash, body) VALUES (?, ?, ?)"
+_UPDATE_RUN = f"UPDATE runs SET {codec.UPDATE_RUN_SET.format('?')} WHERE run_id = ?"
 
 
 class Batch:
@@ -81,22 +82,17 @@ class Batch:
         options: dict[str, Any] | None,
     ) -> None:
         [encoded_output] = self.encode(run_id, [output])
-        cursor = self._conn.execute(
-            "UPDATE runs SET status = ?, output = COALESCE(?, output), error = COALESCE(?, error),"
-            " usage = COALESCE(?, usage), finished_at = COALESCE(?, finished_at),"
-            " pause_path = ?, pause_message = ?, options = COALESCE(?, options) WHERE run_id = ?",
-            (
-                status,
-                encoded_output,
-                error,
-                None if usage is None else codec.dump_usage(usage),
-                finished_at,
-                pause_path,
-                pause_message,
-                codec.dump(options),
-                run_id,
-            ),
+        values = codec.update_row(
+            status=status,
+            output=encoded_output,
+            error=error,
+            usage=usage,
+            finished_at=finished_at,
+            pause_path=pause_path,
+            pause_message=pause_message,
+            options=options,
         )
+        cursor = self._conn.execute(_UPDATE_RUN, (*values, run_id))
         if cursor.rowcount == 0:
             raise StoreError(f"no run {run_id} to update", hint="create the run first")
 
