@@ -30,14 +30,13 @@ from core.store.shared_lists import Pending
 from core.store.text_cache import TextCache
 from core.usage import Usage
 
-CHUNK = 500  # ids per "IN (...)" query, well under SQLite's limit on parameters
-
 _INSERT_RUN = f"INSERT INTO runs ({codec.RUN_COLUMNS}) VALUES ({', '.join('?' * len(codec.RUN_COLUMNS.split(',')))})"
 _INSERT_STEP = (
     f"INSERT INTO steps ({codec.STEP_COLUMNS}) VALUES ({', '.join('?' * len(codec.STEP_COLUMNS.split(',')))})"
 )
 _INSERT_EVENT = "INSERT INTO events (run_id, path, kind, ts, payload) VALUES (?, ?, ?, ?, ?)"
 _INSERT_TEXT = "INSERT INTO texts (run_id, hash, body) VALUES (?, ?, ?)"
+_FIND_TEXT = "SELECT id, body FROM texts WHERE run_id = ? AND hash = ?"
 _UPDATE_RUN = f"UPDATE runs SET {codec.UPDATE_RUN_SET.format('?')} WHERE run_id = ?"
 
 
@@ -128,9 +127,16 @@ class Batch:
         referenced, and the long lists of the values from ``payloads_from`` on (event payloads) too,
         compressed when long (None stays None)."""
         plain = [None if value is None else codec.plain(value) for value in values]
-        wanted = {text for value in plain for text in texts.shared_texts(value)}
-        ids = self._text_ids(run_id, wanted) if wanted else {}
-        split = [None if value is None else texts.split(value, ids.__getitem__) for value in plain]
+        ids: dict[str, int] = {}
+
+        def text_id(text: str) -> int:
+            # Looked up as the value is split, one walk: on this thread a statement costs no round trip.
+            found = ids.get(text)
+            if found is None:
+                found = ids[text] = self._text_id(run_id, text)
+            return found
+
+        split = [None if value is None else texts.split(value, text_id) for value in plain]
         memory, store = self._cache.lists, self._store_list(run_id)
         for index in range(len(split) if payloads_from is None else payloads_from, len(split)):
             split[index] = shared_lists.share(split[index], run_id, memory, self._pending, store)
@@ -148,32 +154,22 @@ class Batch:
 
         return store
 
-    def _text_ids(self, run_id: str, wanted: set[str]) -> dict[str, int]:
-        """The id of each text in ``wanted`` among run ``run_id``'s texts, inserting those not stored yet."""
-        ids: dict[str, int] = {}
-        missing: dict[bytes, list[str]] = {}
-        for text in wanted:
-            known = self._cache.get(run_id, text, self._pending)
-            if known is not None:
-                ids[text] = known
-            else:
-                missing.setdefault(texts.digest(text), []).append(text)
-        hashes = list(missing)
-        for start in range(0, len(hashes), CHUNK):
-            chunk = hashes[start : start + CHUNK]
-            sql = f"SELECT id, body FROM texts WHERE run_id = ? AND hash IN ({', '.join('?' * len(chunk))})"
-            for row_id, body in self._conn.execute(sql, (run_id, *chunk)):
-                text = codec.unpack(body)
-                if text in wanted:
-                    ids[text] = int(row_id)
-        for digest, group in missing.items():
-            for text in group:
-                if text not in ids:
-                    cursor = self._conn.execute(_INSERT_TEXT, (run_id, digest, codec.pack(text)))
-                    assert cursor.lastrowid is not None
-                    ids[text] = cursor.lastrowid
-                self._pending.text_ids[(run_id, text)] = ids[text]
-        return ids
+    def _text_id(self, run_id: str, text: str) -> int:
+        """The id of ``text`` among run ``run_id``'s texts, inserting it when it is not stored yet."""
+        known = self._cache.get(run_id, text, self._pending)
+        if known is not None:
+            return known
+        digest = texts.digest(text)
+        for row_id, body in self._conn.execute(_FIND_TEXT, (run_id, digest)):
+            if codec.unpack(body) == text:  # the body too: a digest collision never swaps two texts
+                found = int(row_id)
+                break
+        else:
+            cursor = self._conn.execute(_INSERT_TEXT, (run_id, digest, codec.pack(text)))
+            assert cursor.lastrowid is not None
+            found = cursor.lastrowid
+        self._pending.text_ids[(run_id, text)] = found
+        return found
 
     def _insert_events(self, run_id: str, events: Sequence[TraceEvent], payloads: Sequence[str | bytes | None]) -> None:
         if events:
