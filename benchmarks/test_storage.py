@@ -11,6 +11,7 @@ command are in docs/performance.md.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from pytest_benchmark.fixture import BenchmarkFixture
 
 from benchmarks import sizes
 from benchmarks.sizes import size
+from core.store import open_store
 from tests.storage_growth import Growth, History, measure
 
 TURNS = [100, 200, 500, 1000, 2000]
@@ -32,10 +34,30 @@ def _quick_once(turns: int, first: int) -> None:
         pytest.skip("the same small run as the first size: every size runs when measured (make bench)")
 
 
-def _report(benchmark: BenchmarkFixture, growth: Growth, label: str) -> None:
-    benchmark.extra_info.update(raw_bytes=growth.raw_bytes, db_bytes=growth.db_bytes, ratio=round(growth.ratio, 3))
+def _empty_store_bytes(path: Path) -> int:
+    """The size of a store that holds nothing yet: the schema's fixed pages."""
+
+    async def create() -> None:
+        await (await open_store(str(path))).close()
+
+    asyncio.run(create())
+    return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+
+
+def _report(benchmark: BenchmarkFixture, growth: Growth, label: str, *, empty: int) -> None:
+    past_schema = (growth.db_bytes - empty) / growth.raw_bytes
+    benchmark.extra_info.update(
+        raw_bytes=growth.raw_bytes,
+        db_bytes=growth.db_bytes,
+        ratio=round(growth.ratio, 3),
+        empty_store_bytes=empty,
+        ratio_past_the_schema=round(past_schema, 3),
+    )
     text, stored = growth.raw_bytes, growth.db_bytes
-    print(f"\n{label}: {growth.turns} turns, {text} bytes of text, store {stored} bytes ({growth.ratio:.2f}x)")
+    print(
+        f"\n{label}: {growth.turns} turns, {text} bytes of text, store {stored} bytes ({growth.ratio:.2f}x;"
+        f" {past_schema:.2f}x past the {empty} bytes of an empty store)"
+    )
 
 
 @pytest.mark.parametrize("history", ["unbounded", "bounded"])
@@ -44,9 +66,24 @@ def test_conversation_storage(benchmark: BenchmarkFixture, tmp_path: Path, turns
     _quick_once(turns, TURNS[0])
     turns = size(turns, min(turns, 20))
     growth = benchmark.pedantic(lambda: measure(turns, tmp_path / "flujo.db", history=history), rounds=1)
-    _report(benchmark, growth, f"SQLite, {history}")
+    _report(benchmark, growth, f"SQLite, {history}", empty=_empty_store_bytes(tmp_path / "empty" / "flujo.db"))
     if turns >= ASSERTED_FROM:
         assert growth.ratio <= TARGET
+
+
+_PG_SIZE = (
+    "SELECT SUM(pg_total_relation_size(c.oid)) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+    " WHERE n.nspname = current_schema() AND c.relkind = 'r'"
+)
+
+
+def _pg_bytes(uri: str) -> int:
+    import psycopg
+
+    with psycopg.connect(uri) as db:
+        row = db.execute(_PG_SIZE).fetchone()
+    assert row is not None
+    return int(row[0])
 
 
 @pytest.mark.parametrize("history", ["unbounded", "bounded"])
@@ -54,17 +91,17 @@ def test_conversation_storage(benchmark: BenchmarkFixture, tmp_path: Path, turns
 def test_conversation_storage_postgresql(
     benchmark: BenchmarkFixture, tmp_path: Path, postgres_uri: str, turns: int, history: History
 ) -> None:
-    import psycopg
-
     _quick_once(turns, 100)
     turns = size(turns, min(turns, 20))
+
+    async def create() -> None:
+        await (await open_store(postgres_uri)).close()
+
+    asyncio.run(create())
+    empty = _pg_bytes(postgres_uri)
     growth = benchmark.pedantic(
         lambda: measure(turns, tmp_path / "unused.db", history=history, state_uri=postgres_uri), rounds=1
     )
-    with psycopg.connect(postgres_uri) as db:
-        row = db.execute(
-            "SELECT SUM(pg_total_relation_size(c.oid)) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
-            " WHERE n.nspname = current_schema() AND c.relkind = 'r'"
-        ).fetchone()
-    assert row is not None
-    _report(benchmark, dataclasses.replace(growth, db_bytes=int(row[0])), f"PostgreSQL, {history}")
+    _report(
+        benchmark, dataclasses.replace(growth, db_bytes=_pg_bytes(postgres_uri)), f"PostgreSQL, {history}", empty=empty
+    )
