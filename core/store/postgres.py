@@ -58,12 +58,15 @@ Connection = psycopg.AsyncConnection[tuple[Any, ...]]
 
 
 def _pg(sql: str) -> LiteralString:
-    """A query of ``core.store.thread_rows`` (SQLite's) for PostgreSQL: ``%s`` parameters, and ``seq`` for
-    SQLite's ``rowid`` (the order of creation among runs created in the same instant). Those queries hold
-    no ``?`` or ``rowid`` other than these."""
+    """A query of ``core.store.thread_rows``, ``queue_rows`` or ``row_reads`` (SQLite's) for PostgreSQL:
+    ``%s`` parameters, and ``seq`` for SQLite's ``rowid`` (the order of creation among runs created in the
+    same instant). Those queries hold no ``?`` or ``rowid`` other than these."""
     return sql.replace("?", "%s").replace("rowid", "seq").replace(", r.thread\n", ', r.thread COLLATE "C"\n')
 
 
+_RUN = _pg(row_reads.RUN)
+_STEPS = _pg(row_reads.STEPS)
+_EVENTS = _pg(row_reads.EVENTS)
 _TURNS = _pg(thread_rows.TURNS)
 _TURNS_BEFORE = _pg(thread_rows.TURNS_BEFORE)
 _ONE_SUMMARY = _pg(thread_rows.ONE_SUMMARY)
@@ -364,11 +367,7 @@ class PostgresStore:
         found = pick_run_id(run_id, [str(r[0]) for r in rows])
         if found is None:
             return None
-        rows = await self._read(
-            f"read run {found}",
-            f"SELECT {codec.RUN_COLUMNS} FROM runs WHERE run_id = %s",
-            (found,),
-        )
+        rows = await self._read(f"read run {found}", _RUN, (found,))
         return (await row_reads.runs(rows, self._texts))[0] if rows else None
 
     async def list_runs(
@@ -433,20 +432,12 @@ class PostgresStore:
 
     async def steps(self, run_id: str) -> list[StepRecord]:
         """The steps of run ``run_id`` in the order they were recorded."""
-        rows = await self._read(
-            f"read the steps of run {run_id}",
-            f"SELECT {codec.STEP_COLUMNS} FROM steps WHERE run_id = %s ORDER BY seq",
-            (run_id,),
-        )
+        rows = await self._read(f"read the steps of run {run_id}", _STEPS, (run_id,))
         return await row_reads.steps(rows, self._texts)
 
     async def events(self, run_id: str) -> list[TraceEvent]:
         """The trace events of run ``run_id`` in the order they were recorded."""
-        rows = await self._read(
-            f"read the events of run {run_id}",
-            "SELECT kind, path, payload, ts FROM events WHERE run_id = %s ORDER BY seq",
-            (run_id,),
-        )
+        rows = await self._read(f"read the events of run {run_id}", _EVENTS, (run_id,))
         return await row_reads.events(rows, self._texts)
 
     async def record_thread_turns(self, run_id: str, turns: Sequence[ConversationTurn]) -> None:

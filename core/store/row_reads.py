@@ -17,6 +17,12 @@ from core.records import RunRecord, StepRecord, ThreadTurn, TraceEvent
 from core.store import codec, shared_lists, thread_rows
 from core.store.shared_lists import Fetch
 
+RUN = f"SELECT {codec.RUN_COLUMNS} FROM runs WHERE run_id = ?"
+STEPS = f"SELECT {codec.STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY seq"
+EVENTS = "SELECT kind, path, payload, ts FROM events WHERE run_id = ? ORDER BY seq"
+"""The queries whose rows these functions read, by run id, with SQLite's ``?`` (PostgreSQL's store turns
+it into ``%s``)."""
+
 
 async def runs(rows: Sequence[Any], fetch: Fetch) -> list[RunRecord]:
     found = [codec.run_from_row(row) for row in rows]

@@ -293,7 +293,7 @@ class SqliteStore:
         found = pick_run_id(run_id, [str(r[0]) for r in rows if str(r[0]).startswith(run_id)])
         if found is None:
             return None
-        rows = await self._read(f"read run {found}", f"SELECT {codec.RUN_COLUMNS} FROM runs WHERE run_id = ?", (found,))
+        rows = await self._read(f"read run {found}", row_reads.RUN, (found,))
         return (await row_reads.runs(rows, self._texts))[0] if rows else None
 
     async def list_runs(
@@ -403,20 +403,12 @@ class SqliteStore:
 
     async def steps(self, run_id: str) -> list[StepRecord]:
         """The steps of run ``run_id`` in the order they were recorded."""
-        rows = await self._read(
-            f"read the steps of run {run_id}",
-            f"SELECT {codec.STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY seq",
-            (run_id,),
-        )
+        rows = await self._read(f"read the steps of run {run_id}", row_reads.STEPS, (run_id,))
         return await row_reads.steps(rows, self._texts)
 
     async def events(self, run_id: str) -> list[TraceEvent]:
         """The trace events of run ``run_id`` in the order they were recorded."""
-        rows = await self._read(
-            f"read the events of run {run_id}",
-            "SELECT kind, path, payload, ts FROM events WHERE run_id = ? ORDER BY seq",
-            (run_id,),
-        )
+        rows = await self._read(f"read the events of run {run_id}", row_reads.EVENTS, (run_id,))
         return await row_reads.events(rows, self._texts)
 
     async def record_thread_turns(self, run_id: str, turns: Sequence[ConversationTurn]) -> None:
