@@ -6,12 +6,15 @@ Invariants:
 * The same behaviour as ``SqliteStore`` (one conformance suite runs against both): every write is one
   transaction committed before the method returns; ``record_step`` stores a step and its events together;
   a step recorded again at its path replaces the earlier row and sorts after the others; each long text is
-  stored once per run (``core.store.texts``); runs are deleted only by ``prune_runs``, with everything
+  stored once per run (``core.store.texts``), and each long list of an event payload
+  (``core.store.shared_lists``); runs are deleted only by ``prune_runs``, with everything
   that refers to them (``ON DELETE CASCADE``) and their child runs.
-* Writes are serialised inside a store by an ``asyncio.Lock`` (the text-id cache belongs to the
-  transaction in progress); reads take a pooled connection each and run side by side. A write transaction
-  is sent in pipeline mode: its statements go out without waiting for each reply, so a step costs a few
-  round trips, not one per statement; a statement whose result is needed (``RETURNING``) waits for it.
+* Writes are serialised inside a store by an ``asyncio.Lock`` (the ids a transaction stores, its
+  ``Pending``, join the text cache when it commits); reads take a pooled connection each and run side by
+  side. A write transaction is sent in pipeline mode: its statements go out without waiting for each
+  reply, so a step costs a few round trips, not one per statement; a statement whose result is needed
+  (``RETURNING``) waits for it. The texts and lists a write stores take one round trip together
+  (``core.store.pg_encoding``).
 * Claims are session advisory locks (``pg_try_advisory_lock``) on one connection outside the pool, opened
   at the first claim and closed when the store holds none: a pooled connection goes back to the pool and
   would carry the lock to whoever takes it next. The server drops the locks when that session ends, so a
@@ -21,10 +24,10 @@ Invariants:
 * psycopg errors become ``StoreError`` in one place, ``core.store.pg_errors``; the URI's password never
   appears in a message (``core.store.location``).
 
-The module is longer than most (about 550 lines) for the reason ``core.store.sqlite`` is: the store owns
-its pool, its claims connection, its locks and the text-id cache, and every method is a transaction over
-them; the schema, the error translation, the queries of threads and the choice of runs to prune live in
-their own modules.
+The module is longer than most (about 560 lines) for the reason ``core.store.sqlite`` is: the store owns
+its pool, its claims connection, its locks and the text cache, and every method is a transaction over
+them; the schema, the error translation, the encoding of values, the reading of records, the queries of
+threads and the choice of runs to prune live in their own modules.
 """
 
 from __future__ import annotations

@@ -7,10 +7,13 @@ Invariants:
   by an ``asyncio.Lock``, so concurrent tasks never interleave inside a transaction.
 * Every write is one ``BEGIN IMMEDIATE`` transaction committed before the method returns;
   ``record_step`` stores a step and its events together, so ``kill -9`` loses at most the step in flight.
+  A write that stores values runs as one call on the connection's thread (``core.store.sqlite_batch``);
+  cancelling it does not split it: it commits or rolls back whole.
 * A step recorded again at the same path replaces the earlier row and sorts after the others (a journal
   entry is overwritten); events are append-only, so the trace keeps every attempt.
-* Each long text is stored once (``core.store.texts``): writes replace texts by references inside the
-  same transaction, reads substitute them back, so no caller ever sees a reference.
+* Each long text is stored once (``core.store.texts``), and each long list of an event payload
+  (``core.store.shared_lists``): writes replace them by references inside the same transaction, reads
+  substitute them back (``core.store.row_reads``), so no caller ever sees a reference.
 * A run's thread turns are replaced as a whole in one transaction (``core.store.thread_rows``); their
   texts are the run's texts, so a turn said by a step refers to the text the step's record holds.
 * Runs are deleted only by ``prune_runs``, each under its claim, with everything that refers to them
@@ -18,9 +21,10 @@ Invariants:
 * sqlite3 errors become ``StoreError`` in one place, ``core.store.files.store_error``, with one line and a
   hint.
 
-The module is longer than most (about 550 lines) because ``SqliteStore`` owns the connection, its lock and
-the text-id cache, and every method is a transaction over them; the SQL of threads, the text sharing, the
-choice of runs to prune and the file handling live in their own modules.
+The module is longer than most (about 520 lines) because ``SqliteStore`` owns the connection, its lock and
+the text cache, and every method is a transaction over them; the writes of values, the reading of records,
+the SQL of threads and queues, the text sharing, the choice of runs to prune and the file handling live in
+their own modules.
 """
 
 from __future__ import annotations
