@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
-
-from psycopg import AsyncConnection
+from typing import TYPE_CHECKING, Any
 
 from core.store import codec, shared_lists, texts
 from core.store.shared_lists import Pending
 from core.store.text_cache import TextCache
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
 
 _LOOK_UP = "SELECT id, body FROM texts WHERE run_id = %s AND hash = ANY(%s)"
 _TAKE_IDS = "SELECT nextval(pg_get_serial_sequence('texts', 'id')) FROM generate_series(1, %s)"
