@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 def test_exports() -> None:
     assert sorted(core.store.__all__) == ["MemoryStore", "SCHEMA_VERSION", "SqliteStore", "open_store"]
-    assert SCHEMA_VERSION == 7
+    assert SCHEMA_VERSION == 8
 
 
 def run(run_id: str, *, created_at: float = 1000.0, **fields: Any) -> RunRecord:

@@ -176,6 +176,33 @@ def run_from_row(row: Any) -> RunRecord:
     )
 
 
+UPDATE_RUN_SET = (
+    "status = {0}, output = COALESCE({0}, output), error = COALESCE({0}, error), usage = COALESCE({0}, usage),"
+    " finished_at = COALESCE({0}, finished_at), pause_path = {0}, pause_message = {0},"
+    " options = COALESCE({0}, options)"
+)
+"""The ``SET`` clause of a run's update, its parameter mark (``?``, ``%s``) left as ``{0}``: ``update_row``
+gives its values; a value that is None leaves the stored one (except the pause point, always set)."""
+
+
+def update_row(
+    *,
+    status: str,
+    output: str | bytes | None,
+    error: str | None,
+    usage: Usage | None,
+    finished_at: float | None,
+    pause_path: str | None,
+    pause_message: str | None,
+    options: dict[str, Any] | None,
+) -> tuple[Any, ...]:
+    """The values of ``UPDATE_RUN_SET``, ``output`` already encoded."""
+    return (
+        status, output, error, None if usage is None else dump_usage(usage),
+        finished_at, pause_path, pause_message, dump(options),
+    )  # fmt: skip
+
+
 def step_row(step: StepRecord, input: str | bytes | None, output: str | bytes | None) -> tuple[Any, ...]:
     """The values of ``STEP_COLUMNS`` for ``step``, its input and output already encoded."""
     return (

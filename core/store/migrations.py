@@ -172,6 +172,14 @@ async def m007_run_queue(db: aiosqlite.Connection) -> None:
     await db.execute("CREATE INDEX queue_by_thread ON queue(thread, seq)")
 
 
+@migration
+async def m008_shared_lists(db: aiosqlite.Connection) -> None:
+    # No table changes: from here on an event payload may refer to a list stored once in ``texts``, as
+    # ``{"$text": [id]}`` (core.store.shared_lists). Recorded so that an older flujo, which would read
+    # such a payload as it is, refuses this database ("written by a newer flujo") instead.
+    del db
+
+
 SCHEMA_VERSION = len(MIGRATIONS)
 """How many migrations this flujo knows; a database with more was written by a newer flujo."""
 

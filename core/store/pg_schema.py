@@ -137,6 +137,8 @@ PG_MIGRATIONS: tuple[tuple[str, Sequence[LiteralString]], ...] = (
             "CREATE INDEX queue_by_thread ON queue(thread, seq)",
         ),
     ),
+    # No table changes: event payloads may refer to lists stored once (see m008 in core.store.migrations).
+    ("m008_shared_lists", ()),
 )
 
 

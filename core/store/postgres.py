@@ -6,12 +6,15 @@ Invariants:
 * The same behaviour as ``SqliteStore`` (one conformance suite runs against both): every write is one
   transaction committed before the method returns; ``record_step`` stores a step and its events together;
   a step recorded again at its path replaces the earlier row and sorts after the others; each long text is
-  stored once per run (``core.store.texts``); runs are deleted only by ``prune_runs``, with everything
+  stored once per run (``core.store.texts``), and each long list of an event payload
+  (``core.store.shared_lists``); runs are deleted only by ``prune_runs``, with everything
   that refers to them (``ON DELETE CASCADE``) and their child runs.
-* Writes are serialised inside a store by an ``asyncio.Lock`` (the text-id cache belongs to the
-  transaction in progress); reads take a pooled connection each and run side by side. A write transaction
-  is sent in pipeline mode: its statements go out without waiting for each reply, so a step costs a few
-  round trips, not one per statement; a statement whose result is needed (``RETURNING``) waits for it.
+* Writes are serialised inside a store by an ``asyncio.Lock`` (the ids a transaction stores, its
+  ``Pending``, join the text cache when it commits); reads take a pooled connection each and run side by
+  side. A write transaction is sent in pipeline mode: its statements go out without waiting for each
+  reply, so a step costs a few round trips, not one per statement; a statement whose result is needed
+  (``RETURNING``) waits for it. The texts and lists a write stores take one round trip together
+  (``core.store.pg_encoding``).
 * Claims are session advisory locks (``pg_try_advisory_lock``) on one connection outside the pool, opened
   at the first claim and closed when the store holds none: a pooled connection goes back to the pool and
   would carry the lock to whoever takes it next. The server drops the locks when that session ends, so a
@@ -21,18 +24,16 @@ Invariants:
 * psycopg errors become ``StoreError`` in one place, ``core.store.pg_errors``; the URI's password never
   appears in a message (``core.store.location``).
 
-The module is longer than most (about 550 lines) for the reason ``core.store.sqlite`` is: the store owns
-its pool, its claims connection, its locks and the text-id cache, and every method is a transaction over
-them; the schema, the error translation, the queries of threads and the choice of runs to prune live in
-their own modules.
+The module is longer than most (about 560 lines) for the reason ``core.store.sqlite`` is: the store owns
+its pool, its claims connection, its locks and the text cache, and every method is a transaction over
+them; the schema, the error translation, the encoding of values, the reading of records, the queries of
+threads and the choice of runs to prune live in their own modules.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import hashlib
-import json
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -46,27 +47,29 @@ from core.config import PostgresSettings
 from core.context import ConversationTurn
 from core.errors import StoreError
 from core.records import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
-from core.store import codec, pruning, queue_rows, texts, thread_rows
+from core.store import codec, pg_encoding, pruning, queue_rows, row_reads, thread_rows
 from core.store.claims import process_label
 from core.store.location import describe, password
 from core.store.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
 from core.store.pg_errors import store_error
 from core.store.pg_schema import migrate
+from core.store.shared_lists import Pending
+from core.store.text_cache import TextCache
 from core.usage import Usage
 
 Connection = psycopg.AsyncConnection[tuple[Any, ...]]
 
-TEXT_CACHE_SIZE = 4096
-"""How many texts' ids a store remembers (text → id), so a conversation's turns are looked up once."""
-
 
 def _pg(sql: str) -> LiteralString:
-    """A query of ``core.store.thread_rows`` (SQLite's) for PostgreSQL: ``%s`` parameters, and ``seq`` for
-    SQLite's ``rowid`` (the order of creation among runs created in the same instant). Those queries hold
-    no ``?`` or ``rowid`` other than these."""
+    """A query of ``core.store.thread_rows``, ``queue_rows`` or ``row_reads`` (SQLite's) for PostgreSQL:
+    ``%s`` parameters, and ``seq`` for SQLite's ``rowid`` (the order of creation among runs created in the
+    same instant). Those queries hold no ``?`` or ``rowid`` other than these."""
     return sql.replace("?", "%s").replace("rowid", "seq").replace(", r.thread\n", ', r.thread COLLATE "C"\n')
 
 
+_RUN = _pg(row_reads.RUN)
+_STEPS = _pg(row_reads.STEPS)
+_EVENTS = _pg(row_reads.EVENTS)
 _TURNS = _pg(thread_rows.TURNS)
 _TURNS_BEFORE = _pg(thread_rows.TURNS_BEFORE)
 _ONE_SUMMARY = _pg(thread_rows.ONE_SUMMARY)
@@ -87,6 +90,7 @@ _Q_REMOVE = _pg(queue_rows.REMOVE)
 _Q_ONE = _pg(queue_rows.ONE) + " FOR UPDATE"
 _Q_ASK_CANCEL = _pg(queue_rows.ASK_CANCEL)
 _Q_MARK_CANCELLED = _pg(queue_rows.MARK_CANCELLED)
+_UPDATE_RUN = _pg(f"UPDATE runs SET {codec.UPDATE_RUN_SET.format('?')} WHERE run_id = ?") + " RETURNING run_id"
 _RUN_MARKS = ", ".join("%s" for _ in codec.RUN_COLUMNS.split(","))
 _STEP_MARKS = ", ".join("%s" for _ in codec.STEP_COLUMNS.split(","))
 
@@ -112,8 +116,8 @@ class PostgresStore:
         self._claim_lock = asyncio.Lock()
         self._claims: Connection | None = None  # the connection holding this store's claims
         self._claimed: set[str] = set()
-        self._text_ids: dict[tuple[str, str], int] = {}  # (run, text) → id, committed texts only
-        self._new_text_ids: dict[tuple[str, str], int] = {}  # texts inserted by the transaction in progress
+        self._cache = TextCache()  # the ids of texts and lists this store committed
+        self._pending = Pending()  # what the write transaction in progress stored
 
     def _connect_options(self) -> dict[str, Any]:
         options: dict[str, Any] = {
@@ -189,7 +193,7 @@ class PostgresStore:
         """Store ``step`` (replacing any earlier step at its path) and its events in one transaction."""
         async with self._write(f"record step {step.path!r} of run {step.run_id}") as db:
             values = [step.input, step.output, *_payloads(events)]
-            input, output, *payloads = await self._encode(db, step.run_id, values)
+            input, output, *payloads = await self._encode(db, step.run_id, values, payloads_from=2)
             await db.execute("DELETE FROM steps WHERE run_id = %s AND path = %s", (step.run_id, step.path))
             await db.execute(
                 f"INSERT INTO steps ({codec.STEP_COLUMNS}) VALUES ({_STEP_MARKS})",
@@ -199,7 +203,8 @@ class PostgresStore:
 
     async def record_events(self, run_id: str, events: Sequence[TraceEvent]) -> None:
         async with self._write(f"record events of run {run_id}") as db:
-            await _insert_events(db, run_id, events, await self._encode(db, run_id, _payloads(events)))
+            payloads = await self._encode(db, run_id, _payloads(events), payloads_from=0)
+            await _insert_events(db, run_id, events, payloads)
 
     async def update_run(
         self,
@@ -216,23 +221,17 @@ class PostgresStore:
     ) -> None:
         async with self._write(f"update run {run_id}") as db:
             [encoded_output] = await self._encode(db, run_id, [output])
-            cursor = await db.execute(
-                "UPDATE runs SET status = %s, output = COALESCE(%s, output), error = COALESCE(%s, error),"
-                " usage = COALESCE(%s, usage), finished_at = COALESCE(%s, finished_at),"
-                " pause_path = %s, pause_message = %s, options = COALESCE(%s, options) WHERE run_id = %s"
-                " RETURNING run_id",
-                (
-                    status,
-                    encoded_output,
-                    error,
-                    None if usage is None else codec.dump_usage(usage),
-                    finished_at,
-                    pause_path,
-                    pause_message,
-                    codec.dump(options),
-                    run_id,
-                ),
+            values = codec.update_row(
+                status=status,
+                output=encoded_output,
+                error=error,
+                usage=usage,
+                finished_at=finished_at,
+                pause_path=pause_path,
+                pause_message=pause_message,
+                options=options,
             )
+            cursor = await db.execute(_UPDATE_RUN, (*values, run_id))
             if await cursor.fetchone() is None:
                 raise StoreError(f"no run {run_id} to update", hint="create the run first")
 
@@ -371,12 +370,8 @@ class PostgresStore:
         found = pick_run_id(run_id, [str(r[0]) for r in rows])
         if found is None:
             return None
-        rows = await self._read(
-            f"read run {found}",
-            f"SELECT {codec.RUN_COLUMNS} FROM runs WHERE run_id = %s",
-            (found,),
-        )
-        return (await self._runs_from_rows(rows))[0] if rows else None
+        rows = await self._read(f"read run {found}", _RUN, (found,))
+        return (await row_reads.runs(rows, self._texts))[0] if rows else None
 
     async def list_runs(
         self,
@@ -395,7 +390,7 @@ class PostgresStore:
             f"SELECT {codec.RUN_COLUMNS} FROM runs {where} ORDER BY created_at DESC, seq DESC LIMIT %s",
             (*params, max(limit, 0)),
         )
-        return await self._runs_from_rows(rows)
+        return await row_reads.runs(rows, self._texts)
 
     async def step_counts(self, run_ids: Sequence[str]) -> dict[str, int]:
         counts = dict.fromkeys(run_ids, 0)
@@ -430,7 +425,7 @@ class PostgresStore:
                 gone = [run_id for run in held for run_id in (run.run_id, *run.descendants)]
                 if not dry_run and gone:
                     await db.execute("DELETE FROM runs WHERE run_id = ANY(%s)", (gone,))
-                    self._text_ids.clear()
+                    self._cache.clear()
         deleted = {run.run_id for run in held}
         return PruneResult(
             deleted=tuple(run.run_id for run in held),
@@ -440,31 +435,13 @@ class PostgresStore:
 
     async def steps(self, run_id: str) -> list[StepRecord]:
         """The steps of run ``run_id`` in the order they were recorded."""
-        rows = await self._read(
-            f"read the steps of run {run_id}",
-            f"SELECT {codec.STEP_COLUMNS} FROM steps WHERE run_id = %s ORDER BY seq",
-            (run_id,),
-        )
-        values = [[codec.load(row[5]), codec.load(row[6])] for row in rows]
-        known = await self._texts([ref for pair in values for ref in texts.references(pair)])
-        return [
-            codec.step_from_row(row, texts.join(input, known), texts.join(output, known))
-            for row, (input, output) in zip(rows, values, strict=True)
-        ]
+        rows = await self._read(f"read the steps of run {run_id}", _STEPS, (run_id,))
+        return await row_reads.steps(rows, self._texts)
 
     async def events(self, run_id: str) -> list[TraceEvent]:
         """The trace events of run ``run_id`` in the order they were recorded."""
-        rows = await self._read(
-            f"read the events of run {run_id}",
-            "SELECT kind, path, payload, ts FROM events WHERE run_id = %s ORDER BY seq",
-            (run_id,),
-        )
-        payloads = [codec.load_payload(r[2]) for r in rows]
-        known = await self._texts([ref for payload in payloads for ref in texts.references(payload)])
-        return [
-            TraceEvent(kind=r[0], path=r[1], payload=texts.join(payload, known), ts=r[3])
-            for r, payload in zip(rows, payloads, strict=True)
-        ]
+        rows = await self._read(f"read the events of run {run_id}", _EVENTS, (run_id,))
+        return await row_reads.events(rows, self._texts)
 
     async def record_thread_turns(self, run_id: str, turns: Sequence[ConversationTurn]) -> None:
         """Replace the turns run ``run_id`` added to its thread; nothing for a run in no thread."""
@@ -491,12 +468,7 @@ class PostgresStore:
             rows = await self._read(f"read thread {thread!r}", _TURNS, (thread,))
         else:
             rows = await self._read(f"read thread {thread!r}", _TURNS_BEFORE, (thread, before_run))
-        contents = [codec.load(row[3]) for row in rows]
-        known = await self._texts([ref for content in contents for ref in texts.references(content)])
-        return [
-            thread_rows.turn_from_row(row, texts.join(content, known))
-            for row, content in zip(rows, contents, strict=True)
-        ]
+        return await row_reads.turns(rows, self._texts)
 
     async def get_thread(self, thread: str) -> ThreadSummary | None:
         rows = await self._read(f"read thread {thread!r}", _ONE_SUMMARY, (thread,))
@@ -515,14 +487,6 @@ class PostgresStore:
             await db.execute(_LEAVE_THREAD, (thread,))
             return thread_rows.summary_from_row(rows[0])
 
-    async def _runs_from_rows(self, rows: Sequence[Any]) -> list[RunRecord]:
-        runs = [codec.run_from_row(row) for row in rows]
-        known = await self._texts([ref for run in runs for ref in texts.references([run.input, run.output])])
-        return [
-            dataclasses.replace(run, input=texts.join(run.input, known), output=texts.join(run.output, known))
-            for run in runs
-        ]
-
     async def _texts(self, ids: Sequence[int]) -> dict[int, str]:
         """The bodies of the texts ``ids`` refer to; StoreError when one is missing."""
         wanted = sorted(set(ids))
@@ -537,53 +501,11 @@ class PostgresStore:
             )
         return found
 
-    async def _encode(self, db: Connection, run_id: str, values: Sequence[Any]) -> list[str | None]:
-        """``values`` as stored: compact JSON with the long texts stored once for run ``run_id`` and
-        referenced (None stays None). Long values are compressed by PostgreSQL itself (TOAST)."""
-        plain = [None if value is None else codec.plain(value) for value in values]
-        wanted = {text for value in plain for text in texts.shared_texts(value)}
-        ids = await self._text_id_map(db, run_id, wanted) if wanted else {}
-        return [
-            None
-            if value is None
-            else json.dumps(texts.split(value, ids.__getitem__), ensure_ascii=False, separators=(",", ":"))
-            for value in plain
-        ]
-
-    async def _text_id_map(self, db: Connection, run_id: str, wanted: set[str]) -> dict[str, int]:
-        """The id of each text in ``wanted`` among run ``run_id``'s texts, inserting those not stored yet
-        (inside the caller's transaction: the ids become known to this store only when it commits)."""
-        ids: dict[str, int] = {}
-        missing: dict[bytes, list[str]] = {}
-        for text in wanted:
-            known = self._text_ids.get((run_id, text)) or self._new_text_ids.get((run_id, text))
-            if known is not None:
-                ids[text] = known
-            else:
-                missing.setdefault(texts.digest(text), []).append(text)
-        if missing:
-            rows = await (
-                await db.execute(
-                    "SELECT id, body FROM texts WHERE run_id = %s AND hash = ANY(%s)", (run_id, list(missing))
-                )
-            ).fetchall()
-            for row_id, body in rows:
-                text = bytes(body).decode("utf-8")
-                if text in wanted:
-                    ids[text] = int(row_id)
-        for digest_, group in missing.items():
-            for text in group:
-                if text not in ids:
-                    row = await (
-                        await db.execute(
-                            "INSERT INTO texts (run_id, hash, body) VALUES (%s, %s, %s) RETURNING id",
-                            (run_id, digest_, text.encode("utf-8")),
-                        )
-                    ).fetchone()
-                    assert row is not None
-                    ids[text] = int(row[0])
-        self._new_text_ids.update(((run_id, text), ids[text]) for group in missing.values() for text in group)
-        return ids
+    async def _encode(
+        self, db: Connection, run_id: str, values: Sequence[Any], *, payloads_from: int | None = None
+    ) -> list[str | None]:
+        """``values`` as stored (``core.store.pg_encoding``), inside the write transaction in progress."""
+        return await pg_encoding.encode(db, self._cache, self._pending, run_id, values, payloads_from=payloads_from)
 
     def _pool_or_error(self) -> AsyncConnectionPool[Connection]:
         if self._pool is None:
@@ -601,15 +523,13 @@ class PostgresStore:
     async def _write(self, action: str) -> AsyncIterator[Connection]:
         pool = self._pool_or_error()
         async with self._write_lock:
-            self._new_text_ids = {}
+            self._pending = Pending()
             with self._translated(action):
                 async with pool.connection() as db, db.pipeline(), db.transaction():
                     yield db
             # Committed: the texts this transaction stored can now be referred to without a look-up.
-            if len(self._text_ids) + len(self._new_text_ids) > TEXT_CACHE_SIZE:
-                self._text_ids.clear()
-            self._text_ids.update(self._new_text_ids)
-            self._new_text_ids = {}
+            self._cache.commit(self._pending)
+            self._pending = Pending()
 
     async def _read(self, action: str, sql: LiteralString, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         pool = self._pool_or_error()

@@ -7,10 +7,13 @@ Invariants:
   by an ``asyncio.Lock``, so concurrent tasks never interleave inside a transaction.
 * Every write is one ``BEGIN IMMEDIATE`` transaction committed before the method returns;
   ``record_step`` stores a step and its events together, so ``kill -9`` loses at most the step in flight.
+  A write that stores values runs as one call on the connection's thread (``core.store.sqlite_batch``);
+  cancelling it does not split it: it commits or rolls back whole.
 * A step recorded again at the same path replaces the earlier row and sorts after the others (a journal
   entry is overwritten); events are append-only, so the trace keeps every attempt.
-* Each long text is stored once (``core.store.texts``): writes replace texts by references inside the
-  same transaction, reads substitute them back, so no caller ever sees a reference.
+* Each long text is stored once (``core.store.texts``), and each long list of an event payload
+  (``core.store.shared_lists``): writes replace them by references inside the same transaction, reads
+  substitute them back (``core.store.row_reads``), so no caller ever sees a reference.
 * A run's thread turns are replaced as a whole in one transaction (``core.store.thread_rows``); their
   texts are the run's texts, so a turn said by a step refers to the text the step's record holds.
 * Runs are deleted only by ``prune_runs``, each under its claim, with everything that refers to them
@@ -18,19 +21,18 @@ Invariants:
 * sqlite3 errors become ``StoreError`` in one place, ``core.store.files.store_error``, with one line and a
   hint.
 
-The module is longer than most (about 550 lines) because ``SqliteStore`` owns the connection, its lock and
-the text-id cache, and every method is a transaction over them; the SQL of threads, the text sharing, the
-choice of runs to prune and the file handling live in their own modules.
+The module is longer than most (about 520 lines) because ``SqliteStore`` owns the connection, its lock and
+the text cache, and every method is a transaction over them; the writes of values, the reading of records,
+the SQL of threads and queues, the text sharing, the choice of runs to prune and the file handling live in
+their own modules.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import json
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -41,14 +43,15 @@ import aiosqlite
 from core.context import ConversationTurn
 from core.errors import StoreError
 from core.records import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
-from core.store import claims, codec, files, location, pruning, queue_rows, texts, thread_rows
+from core.store import claims, codec, files, location, pruning, queue_rows, row_reads, thread_rows
 from core.store.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
 from core.store.migrations import has_tables, migrate, refuse_foreign
-from core.store.transaction import immediate
+from core.store.shared_lists import Pending
+from core.store.sqlite_batch import Batch
+from core.store.text_cache import TextCache
+from core.store.transaction import immediate, in_one_call
 from core.usage import Usage
 
-TEXT_CACHE_SIZE = 4096
-"""How many texts' ids a store remembers (text → id), so a conversation's turns are looked up once."""
 _CHUNK = 500  # ids per "IN (...)" query, well under SQLite's limit on parameters
 
 CLAIMS_SUFFIX = ".claims"
@@ -84,8 +87,7 @@ class SqliteStore:
         self.mode: OpenMode = mode
         self._db: aiosqlite.Connection | None = None
         self._lock = asyncio.Lock()
-        self._text_ids: dict[tuple[str, str], int] = {}  # (run, text) → id, committed texts only
-        self._new_text_ids: dict[tuple[str, str], int] = {}  # texts inserted by the transaction in progress
+        self._cache = TextCache()  # the ids of texts and lists this store committed
         self._claimed: set[str] = set()  # runs this store claimed (core.store.claims)
 
     async def open(self) -> SqliteStore:
@@ -143,33 +145,16 @@ class SqliteStore:
         await self.close()
 
     async def create_run(self, run: RunRecord) -> None:
-        async with self._write(f"create run {run.run_id}") as db:
-            # The run's long texts are inserted before its row, which they reference: check at COMMIT.
-            await db.execute("PRAGMA defer_foreign_keys = ON")
-            input, output = await self._encode(db, run.run_id, [run.input, run.output])
-            cursor = await db.execute(
-                f"INSERT INTO runs ({codec.RUN_COLUMNS}) VALUES ({_marks(codec.RUN_COLUMNS)})"
-                " ON CONFLICT (run_id) DO NOTHING",
-                codec.run_row(run, input, output),
-            )
-            if cursor.rowcount == 0:
-                raise StoreError(f"run {run.run_id} already exists", hint="every run needs a new id")
+        await self._in_one_call(f"create run {run.run_id}", lambda batch: batch.create_run(run))
 
     async def record_step(self, step: StepRecord, events: Sequence[TraceEvent]) -> None:
         """Store ``step`` (replacing any earlier step at its path) and its events in one transaction."""
-        async with self._write(f"record step {step.path!r} of run {step.run_id}") as db:
-            values = [step.input, step.output, *_payloads(events)]
-            input, output, *payloads = await self._encode(db, step.run_id, values)
-            await db.execute("DELETE FROM steps WHERE run_id = ? AND path = ?", (step.run_id, step.path))
-            await db.execute(
-                f"INSERT INTO steps ({codec.STEP_COLUMNS}) VALUES ({_marks(codec.STEP_COLUMNS)})",
-                codec.step_row(step, input, output),
-            )
-            await _insert_events(db, step.run_id, events, payloads)
+        await self._in_one_call(
+            f"record step {step.path!r} of run {step.run_id}", lambda batch: batch.record_step(step, events)
+        )
 
     async def record_events(self, run_id: str, events: Sequence[TraceEvent]) -> None:
-        async with self._write(f"record events of run {run_id}") as db:
-            await _insert_events(db, run_id, events, await self._encode(db, run_id, _payloads(events)))
+        await self._in_one_call(f"record events of run {run_id}", lambda batch: batch.record_events(run_id, events))
 
     async def update_run(
         self,
@@ -184,26 +169,20 @@ class SqliteStore:
         finished_at: float | None = None,
         options: dict[str, Any] | None = None,
     ) -> None:
-        async with self._write(f"update run {run_id}") as db:
-            [encoded_output] = await self._encode(db, run_id, [output])
-            cursor = await db.execute(
-                "UPDATE runs SET status = ?, output = COALESCE(?, output), error = COALESCE(?, error),"
-                " usage = COALESCE(?, usage), finished_at = COALESCE(?, finished_at),"
-                " pause_path = ?, pause_message = ?, options = COALESCE(?, options) WHERE run_id = ?",
-                (
-                    status,
-                    encoded_output,
-                    error,
-                    None if usage is None else codec.dump_usage(usage),
-                    finished_at,
-                    pause_path,
-                    pause_message,
-                    codec.dump(options),
-                    run_id,
-                ),
-            )
-            if cursor.rowcount == 0:
-                raise StoreError(f"no run {run_id} to update", hint="create the run first")
+        await self._in_one_call(
+            f"update run {run_id}",
+            lambda batch: batch.update_run(
+                run_id,
+                status=status,
+                output=output,
+                error=error,
+                usage=usage,
+                pause_path=pause_path,
+                pause_message=pause_message,
+                finished_at=finished_at,
+                options=options,
+            ),
+        )
 
     async def claim_run(self, run_id: str) -> bool:
         """Claim ``run_id`` for this process (``core.store.claims``) and record it as the run's owner."""
@@ -241,15 +220,7 @@ class SqliteStore:
     async def queue_runs(self, runs: Sequence[RunRecord]) -> None:
         """Store ``runs`` (status ``queued``) and put them in the queue, in this order, in one transaction
         (``core.store.queue_rows``)."""
-        async with self._write(f"queue {len(runs)} run(s)") as db:
-            await db.execute("PRAGMA defer_foreign_keys = ON")
-            for run in runs:
-                input, output = await self._encode(db, run.run_id, [run.input, run.output])
-                await db.execute(
-                    f"INSERT INTO runs ({codec.RUN_COLUMNS}) VALUES ({_marks(codec.RUN_COLUMNS)})",
-                    codec.run_row(run, input, output),
-                )
-                await db.execute(queue_rows.INSERT, (run.run_id, run.thread))
+        await self._in_one_call(f"queue {len(runs)} run(s)", lambda batch: batch.queue_runs(runs))
 
     async def take_queued(self) -> str | None:
         """Claim the oldest queued run a worker may start now (or a started one whose worker died), mark it
@@ -326,8 +297,8 @@ class SqliteStore:
         found = pick_run_id(run_id, [str(r[0]) for r in rows if str(r[0]).startswith(run_id)])
         if found is None:
             return None
-        rows = await self._read(f"read run {found}", f"SELECT {codec.RUN_COLUMNS} FROM runs WHERE run_id = ?", (found,))
-        return (await self._runs_from_rows(rows))[0] if rows else None
+        rows = await self._read(f"read run {found}", row_reads.RUN, (found,))
+        return (await row_reads.runs(rows, self._texts))[0] if rows else None
 
     async def list_runs(
         self,
@@ -348,7 +319,7 @@ class SqliteStore:
             f"SELECT {codec.RUN_COLUMNS} FROM runs {where} ORDER BY created_at DESC, rowid DESC LIMIT ?",
             (*params, max(limit, 0)),
         )
-        return await self._runs_from_rows(rows)
+        return await row_reads.runs(rows, self._texts)
 
     async def step_counts(self, run_ids: Sequence[str]) -> dict[str, int]:
         counts = dict.fromkeys(run_ids, 0)
@@ -383,7 +354,7 @@ class SqliteStore:
                     for start in range(0, len(gone), _CHUNK):
                         chunk = gone[start : start + _CHUNK]
                         await db.execute(f"DELETE FROM runs WHERE run_id IN ({_marks_n(len(chunk))})", chunk)
-                self._text_ids.clear()  # the ids of deleted texts may be given to new ones
+                self._cache.clear()  # the ids of deleted texts may be given to new ones
         finally:
             if self._claims_file:
                 for run in held:
@@ -436,49 +407,20 @@ class SqliteStore:
 
     async def steps(self, run_id: str) -> list[StepRecord]:
         """The steps of run ``run_id`` in the order they were recorded."""
-        rows = await self._read(
-            f"read the steps of run {run_id}",
-            f"SELECT {codec.STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY seq",
-            (run_id,),
-        )
-        values = [[codec.load(row[5]), codec.load(row[6])] for row in rows]
-        known = await self._texts([ref for pair in values for ref in texts.references(pair)])
-        return [  # built once, with its long texts back (not built, then copied with dataclasses.replace)
-            codec.step_from_row(row, texts.join(input, known), texts.join(output, known))
-            for row, (input, output) in zip(rows, values, strict=True)
-        ]
+        rows = await self._read(f"read the steps of run {run_id}", row_reads.STEPS, (run_id,))
+        return await row_reads.steps(rows, self._texts)
 
     async def events(self, run_id: str) -> list[TraceEvent]:
         """The trace events of run ``run_id`` in the order they were recorded."""
-        rows = await self._read(
-            f"read the events of run {run_id}",
-            "SELECT kind, path, payload, ts FROM events WHERE run_id = ? ORDER BY seq",
-            (run_id,),
-        )
-        payloads = [codec.load_payload(r[2]) for r in rows]
-        known = await self._texts([ref for payload in payloads for ref in texts.references(payload)])
-        return [
-            TraceEvent(kind=r[0], path=r[1], payload=texts.join(payload, known), ts=r[3])
-            for r, payload in zip(rows, payloads, strict=True)
-        ]
+        rows = await self._read(f"read the events of run {run_id}", row_reads.EVENTS, (run_id,))
+        return await row_reads.events(rows, self._texts)
 
     async def record_thread_turns(self, run_id: str, turns: Sequence[ConversationTurn]) -> None:
         """Replace the turns run ``run_id`` added to its thread; nothing for a run in no thread."""
-        async with self._write(f"record the thread turns of run {run_id}") as db:
-            found = list(await db.execute_fetchall(thread_rows.RUN_THREAD, (run_id,)))
-            if not found:
-                raise StoreError(f"cannot record the thread turns of run {run_id}: no such run", hint=NO_RUN_HINT)
-            if found[0][0] is None:
-                return
-            contents = await self._encode(db, run_id, [turn.content for turn in turns])
-            await db.execute(thread_rows.DELETE_RUN_TURNS, (run_id,))
-            await db.executemany(
-                thread_rows.INSERT_TURN,
-                [
-                    (run_id, index, turn.role, content, turn.tokens)
-                    for index, (turn, content) in enumerate(zip(turns, contents, strict=True))
-                ],
-            )
+        said = [(turn.role, turn.content, turn.tokens) for turn in turns]
+        await self._in_one_call(
+            f"record the thread turns of run {run_id}", lambda batch: batch.record_thread_turns(run_id, said)
+        )
 
     async def thread_turns(self, thread: str, *, before_run: str | None = None) -> list[ThreadTurn]:
         """The turns of ``thread`` in order (with ``before_run``: of its runs created before that run)."""
@@ -486,12 +428,7 @@ class SqliteStore:
             rows = await self._read(f"read thread {thread!r}", thread_rows.TURNS, (thread,))
         else:
             rows = await self._read(f"read thread {thread!r}", thread_rows.TURNS_BEFORE, (thread, before_run))
-        contents = [codec.load(row[3]) for row in rows]
-        known = await self._texts([ref for content in contents for ref in texts.references(content)])
-        return [
-            thread_rows.turn_from_row(row, texts.join(content, known))
-            for row, content in zip(rows, contents, strict=True)
-        ]
+        return await row_reads.turns(rows, self._texts)
 
     async def get_thread(self, thread: str) -> ThreadSummary | None:
         rows = await self._read(f"read thread {thread!r}", thread_rows.ONE_SUMMARY, (thread,))
@@ -512,14 +449,6 @@ class SqliteStore:
             await db.execute(thread_rows.LEAVE_THREAD, (thread,))
             return thread_rows.summary_from_row(rows[0])
 
-    async def _runs_from_rows(self, rows: Sequence[Any]) -> list[RunRecord]:
-        runs = [codec.run_from_row(row) for row in rows]
-        known = await self._texts([ref for run in runs for ref in texts.references([run.input, run.output])])
-        return [
-            dataclasses.replace(run, input=texts.join(run.input, known), output=texts.join(run.output, known))
-            for run in runs
-        ]
-
     async def _texts(self, ids: Sequence[int]) -> dict[int, str]:
         """The bodies of the texts ``ids`` refer to; StoreError when one is missing."""
         wanted = sorted(set(ids))
@@ -537,49 +466,6 @@ class SqliteStore:
             )
         return found
 
-    async def _encode(self, db: aiosqlite.Connection, run_id: str, values: Sequence[Any]) -> list[str | bytes | None]:
-        """``values`` as stored: compact JSON with the long texts stored once for run ``run_id`` and
-        referenced, compressed when long (None stays None)."""
-        plain = [None if value is None else codec.plain(value) for value in values]
-        wanted = {text for value in plain for text in texts.shared_texts(value)}
-        ids = await self._text_id_map(db, run_id, wanted) if wanted else {}
-        return [
-            None
-            if value is None
-            else codec.pack(json.dumps(texts.split(value, ids.__getitem__), ensure_ascii=False, separators=(",", ":")))
-            for value in plain
-        ]
-
-    async def _text_id_map(self, db: aiosqlite.Connection, run_id: str, wanted: set[str]) -> dict[str, int]:
-        """The id of each text in ``wanted`` among run ``run_id``'s texts, inserting those not stored yet
-        (inside the caller's transaction: the ids become known to this store only when it commits)."""
-        ids: dict[str, int] = {}
-        missing: dict[bytes, list[str]] = {}
-        for text in wanted:
-            known = self._text_ids.get((run_id, text)) or self._new_text_ids.get((run_id, text))
-            if known is not None:
-                ids[text] = known
-            else:
-                missing.setdefault(texts.digest(text), []).append(text)
-        hashes = list(missing)
-        for start in range(0, len(hashes), _CHUNK):
-            chunk = hashes[start : start + _CHUNK]
-            sql = f"SELECT id, body FROM texts WHERE run_id = ? AND hash IN ({_marks_n(len(chunk))})"
-            for row_id, body in await db.execute_fetchall(sql, (run_id, *chunk)):
-                text = codec.unpack(body)
-                if text in wanted:
-                    ids[text] = int(row_id)
-        for digest_, group in missing.items():
-            for text in group:
-                if text not in ids:
-                    cursor = await db.execute(
-                        "INSERT INTO texts (run_id, hash, body) VALUES (?, ?, ?)", (run_id, digest_, codec.pack(text))
-                    )
-                    assert cursor.lastrowid is not None
-                    ids[text] = cursor.lastrowid
-        self._new_text_ids.update(((run_id, text), ids[text]) for group in missing.values() for text in group)
-        return ids
-
     def _connection(self) -> aiosqlite.Connection:
         if self._db is None:
             raise StoreError(f"the run store {self.path} is not open", hint="open it with open_store() first")
@@ -594,17 +480,22 @@ class SqliteStore:
 
     @asynccontextmanager
     async def _write(self, action: str) -> AsyncIterator[aiosqlite.Connection]:
+        """A transaction of statements sent one by one (for writes that store no values: see ``Batch``)."""
         db = self._connection()
         async with self._lock:
-            self._new_text_ids = {}
             with self._translated(action):
                 async with immediate(db):
                     yield db
-            # Committed: the texts this transaction stored can now be referred to without a look-up.
-            if len(self._text_ids) + len(self._new_text_ids) > TEXT_CACHE_SIZE:
-                self._text_ids.clear()
-            self._text_ids.update(self._new_text_ids)
-            self._new_text_ids = {}
+
+    async def _in_one_call(self, action: str, write: Callable[[Batch], None]) -> None:
+        """``write`` a ``Batch`` in one transaction, done in one call on the connection's thread."""
+        db = self._connection()
+        async with self._lock:
+            pending = Pending()  # this call's own: a cancelled call may still be running when the next starts
+            with self._translated(action):
+                await in_one_call(db, lambda conn: write(Batch(conn, self._cache, pending)))
+            # Committed: the texts and lists it stored can now be referred to without a look-up.
+            self._cache.commit(pending)
 
     async def _read(self, action: str, sql: str, params: tuple[Any, ...]) -> list[Any]:
         db = self._connection()
@@ -613,26 +504,8 @@ class SqliteStore:
                 return list(await db.execute_fetchall(sql, params))
 
 
-def _marks(columns: str) -> str:
-    return _marks_n(len(columns.split(",")))
-
-
 def _marks_n(count: int) -> str:
     return ", ".join("?" for _ in range(count))
-
-
-def _payloads(events: Sequence[TraceEvent]) -> list[dict[str, Any]]:
-    return [dict(event.payload) for event in events]
-
-
-async def _insert_events(
-    db: aiosqlite.Connection, run_id: str, events: Sequence[TraceEvent], payloads: Sequence[str | bytes | None]
-) -> None:
-    if events:
-        await db.executemany(
-            "INSERT INTO events (run_id, path, kind, ts, payload) VALUES (?, ?, ?, ?, ?)",
-            [(run_id, e.path, e.kind, e.ts, p) for e, p in zip(events, payloads, strict=True)],
-        )
 
 
 async def _mark_taken(db: aiosqlite.Connection, run_id: str) -> str:

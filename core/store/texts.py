@@ -10,6 +10,8 @@ Invariants:
 * ``split`` and ``join`` are inverses on JSON values: ``join(split(v, ids), texts) == v`` for every value,
   including user data that happens to look like a reference (a mapping whose only key is ``$text`` or
   ``$literal`` is wrapped as ``{"$literal": ...}``).
+* A list of many items (a prompt event's messages) may be stored once too, as ``{"$text": [id]}``
+  (``core.store.shared_lists``): only event payloads are written so; ``join`` reads it given the lists.
 * A text's id is found by its BLAKE2b digest; the body is compared too, so a digest collision can never
   make one text stand for another (``SqliteStore`` stores the second text under a new row).
 """
@@ -76,13 +78,19 @@ def split(value: Any, text_id: Callable[[str], int]) -> Any:
 
 
 def references(value: Any) -> Iterator[int]:
-    """The text ids a stored value refers to."""
+    """The text ids a stored value refers to (not the lists it refers to: see ``referenced``)."""
+    return iter(referenced(value)[0])
+
+
+def referenced(value: Any) -> tuple[list[int], list[int]]:
+    """The text ids and the list ids (``core.store.shared_lists``) a stored value refers to."""
     found: list[int] = []
-    _collect(value, found)
-    return iter(found)
+    lists: list[int] = []
+    _collect(value, found, lists)
+    return found, lists
 
 
-def _collect(value: Any, found: list[int]) -> None:
+def _collect(value: Any, found: list[int], lists: list[int]) -> None:
     # Hot when a large run is read (hundreds of thousands of values): exact type checks first, and a
     # length check before the key test rather than a set built per mapping.
     kind = type(value)
@@ -91,31 +99,50 @@ def _collect(value: Any, found: list[int]) -> None:
     if kind is list or isinstance(value, list):
         for item in value:
             if type(item) is not str:
-                _collect(item, found)
+                _collect(item, found, lists)
     elif kind is dict or isinstance(value, dict):
         if len(value) == 1:
-            if TEXT_KEY in value and isinstance(value[TEXT_KEY], int):
-                found.append(value[TEXT_KEY])
-                return
+            if TEXT_KEY in value:
+                target = value[TEXT_KEY]
+                if isinstance(target, int):
+                    found.append(target)
+                    return
+                if _is_list_ref(target):
+                    lists.append(target[0])
+                    return
             if LITERAL_KEY in value and isinstance(value[LITERAL_KEY], dict):
                 value = value[LITERAL_KEY]
         for item in value.values():
             if type(item) is not str:
-                _collect(item, found)
+                _collect(item, found, lists)
 
 
-def join(value: Any, texts: Mapping[int, str]) -> Any:
-    """A stored value with its references replaced by the texts they name (``KeyError`` for a missing one)."""
+def _is_list_ref(target: Any) -> bool:
+    # ``{"$text": [id]}``: a list stored once (core.store.shared_lists). ``split`` always wraps user data
+    # whose only key is ``$text``, so no store, old or new, holds this form for anything else.
+    return type(target) is list and len(target) == 1 and type(target[0]) is int
+
+
+def join(value: Any, texts: Mapping[int, str], lists: Mapping[int, list[Any]] | None = None) -> Any:
+    """A stored value with its references replaced by the texts they name, and its list references by
+    those lists (``lists``: id → stored items, ``core.store.shared_lists.expand``); ``KeyError`` for a
+    missing one. Each list comes back as a new list of new values, never shared between two results."""
     kind = type(value)
     if kind is str:
         return value
     if kind is list or isinstance(value, list):
-        return [item if type(item) is str else join(item, texts) for item in value]
+        return [item if type(item) is str else join(item, texts, lists) for item in value]
     if kind is dict or isinstance(value, dict):
         if len(value) == 1:
-            if TEXT_KEY in value and isinstance(value[TEXT_KEY], int):
-                return texts[value[TEXT_KEY]]
+            if TEXT_KEY in value:
+                target = value[TEXT_KEY]
+                if isinstance(target, int):
+                    return texts[target]
+                if _is_list_ref(target):
+                    if lists is None:
+                        raise KeyError(target[0])
+                    return [item if type(item) is str else join(item, texts, lists) for item in lists[target[0]]]
             if LITERAL_KEY in value and isinstance(value[LITERAL_KEY], dict):
                 value = value[LITERAL_KEY]
-        return {key: item if type(item) is str else join(item, texts) for key, item in value.items()}
+        return {key: item if type(item) is str else join(item, texts, lists) for key, item in value.items()}
     return value

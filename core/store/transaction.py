@@ -4,15 +4,23 @@
 for another process (up to the busy timeout) instead of failing at once with "database is locked" when
 it upgrades from reading to writing, as a deferred ``BEGIN`` does in WAL mode. The connection must be
 in autocommit mode (``isolation_level=None``) so that sqlite3 opens no transaction of its own.
+
+``in_one_call`` runs a whole transaction as one call on the connection's thread (one round trip from the
+event loop instead of one per statement). It uses aiosqlite's ``Connection._execute``, the one private
+name we rely on: aiosqlite has no public way to run a function on its thread, and the version is pinned
+(pyproject.toml) so a change of it shows in the store's tests.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import TypeVar
 
 import aiosqlite
+
+T = TypeVar("T")
 
 
 @asynccontextmanager
@@ -41,3 +49,27 @@ async def _rollback(db: aiosqlite.Connection) -> None:
         # the error, or a COMMIT sent before a cancellation went through. Nothing is left to undo.
         if db.in_transaction:
             raise
+
+
+async def in_one_call(db: aiosqlite.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
+    """``work(connection)`` inside ``BEGIN IMMEDIATE`` … ``COMMIT`` (``ROLLBACK`` on any exception), as one
+    call on the connection's thread.
+
+    Cancelling the caller does not interrupt it: the transaction still commits or rolls back as a whole,
+    and statements sent afterwards run after it (the thread runs calls in order).
+    """
+
+    def transaction() -> T:
+        conn = db._conn  # the sqlite3 connection, used on its own thread (see the module docstring)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            result = work(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return result
+
+    result: T = await db._execute(transaction)  # type: ignore[no-untyped-call]  # private, see the module docstring
+    return result

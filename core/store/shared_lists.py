@@ -1,0 +1,240 @@
+"""Lists stored once: how the prompt events of an unbounded history stay linear in the conversation.
+
+Every ``agent.prompt`` event records the messages exactly as sent. With an unbounded history the list of
+call N is the list of call N-1 plus the turns said since, so storing each list whole (even as references
+to shared texts, ``core.store.texts``) grows with the square of the conversation. A store keeps instead a
+long list of an event payload (``MIN_ITEMS`` items or more) as a row of its ``texts`` table whose body is
+the JSON ``[base, items]``: ``base`` is the id of an earlier stored list of the same run that this one
+extends (or null), ``items`` the stored items that follow it. A bounded history slides instead (the
+oldest turns leave, the system prompt stays): ``[base, keep, drop, items]`` is the base's first ``keep``
+items, then the base after ``drop`` more, then ``items``. The payload holds ``{"$text": [id]}`` in its
+place, and reading puts the whole list back.
+
+Invariants:
+
+* Transparent: a payload read back is equal to the payload written (``expand`` and ``texts.join``).
+* A list row belongs to its run (``texts.run_id``) and refers only to that run's rows, so pruning a run
+  (which deletes its texts) never breaks another run's lists; ``ListMemory`` is keyed by run.
+* Items are stored after redaction and after ``texts.split``: a list row holds what the payload held.
+* The ids a transaction stores become known to ``ListMemory`` only when it commits (``Pending``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.errors import StoreError
+from core.store import texts
+
+MIN_ITEMS = 8
+"""Lists of event payloads with at least this many items are stored once and referenced."""
+
+RECENT_LISTS = 2
+"""How many of a run's latest lists a store remembers to extend (the last prompt of each agent, say)."""
+
+RECENT_RUNS = 64
+"""How many runs' lists a store remembers; more are forgotten (they are then stored whole again)."""
+
+_DAMAGED = "the database may be damaged; restore a backup"
+
+Parsed = tuple[int | None, int | None, int, list[Any]]
+"""A list row read: its base, how many of the base's first items it keeps (None: all of them), how many
+it drops after those, and its own items."""
+
+
+def reference(list_id: int) -> dict[str, Any]:
+    """What a payload holds in place of a stored list."""
+    return {texts.TEXT_KEY: [list_id]}
+
+
+@dataclass
+class Pending:
+    """What one write transaction stored, made known to the store's caches only once it commits."""
+
+    text_ids: dict[tuple[str, str], int] = field(default_factory=dict)  # (run, text) → id
+    lists: list[tuple[str, int, list[Any]]] = field(default_factory=list)  # (run, id, stored items)
+
+
+class ListMemory:
+    """The latest lists a store wrote per run (id and stored items), to find the one a new list extends."""
+
+    def __init__(self) -> None:
+        self._recent: dict[str, list[tuple[int, list[Any]]]] = {}
+
+    def base(self, run_id: str, items: list[Any], pending: Pending) -> Base | None:
+        """The remembered list of ``run_id`` that gives the most of ``items``' first items, and how."""
+        best: Base | None = None
+        candidates = [(i, known) for run, i, known in pending.lists if run == run_id]
+        for list_id, known in [*candidates, *self._recent.get(run_id, ())]:
+            found = _overlap(list_id, known, items)
+            if found is not None and (best is None or found.covered > best.covered):
+                best = found
+        return best
+
+    def commit(self, pending: Pending) -> None:
+        for run_id, list_id, items in pending.lists:
+            recent = self._recent.pop(run_id, [])
+            self._recent[run_id] = [(list_id, items), *recent][:RECENT_LISTS]  # latest run last, for eviction
+            if len(self._recent) > RECENT_RUNS:
+                del self._recent[next(iter(self._recent))]
+
+    def clear(self) -> None:
+        """Forget every list (their rows may have been deleted: ``prune``)."""
+        self._recent.clear()
+
+
+@dataclass(frozen=True)
+class Base:
+    """A stored list whose first ``keep`` items, then its items after ``drop`` more, are the first
+    ``covered`` items of a new list."""
+
+    list_id: int
+    keep: int
+    drop: int
+    covered: int
+
+
+def _overlap(list_id: int, known: list[Any], items: list[Any]) -> Base | None:
+    """How ``items`` starts with ``known`` (extended), or with ``known`` less a run of its items (slid)."""
+    size = len(known)
+    if not size or not items or items[0] != known[0]:
+        return None
+    if size <= len(items) and items[size - 1] == known[-1] and items[:size] == known:
+        return Base(list_id, size, 0, size)
+    keep = 1
+    while keep < size and keep < len(items) and items[keep] == known[keep]:
+        keep += 1
+    if keep >= len(items) or keep >= size:
+        return None
+    try:
+        resume = known.index(items[keep], keep + 1)
+    except ValueError:
+        return None
+    rest = size - resume
+    if rest > len(items) - keep or items[keep : keep + rest] != known[resume:]:
+        return None
+    return Base(list_id, keep, resume - keep, keep + rest)
+
+
+def share(value: Any, run_id: str, memory: ListMemory, pending: Pending, store: Callable[[str], int]) -> Any:
+    """``value`` (a payload after ``texts.split``) with each list of ``MIN_ITEMS`` items or more stored by
+    ``store(body)`` (which returns the new row's id) and replaced by its ``reference``. A list equal to a
+    remembered one refers to it; one that extends a remembered one stores only what follows it."""
+    kind = type(value)
+    if kind is dict:
+        if len(value) == 1 and texts.TEXT_KEY in value:
+            return value  # a reference already (or a stored text)
+        return {key: _share_item(item, run_id, memory, pending, store) for key, item in value.items()}
+    if kind is not list:
+        return value
+    if len(value) < MIN_ITEMS:
+        return [_share_item(item, run_id, memory, pending, store) for item in value]
+    found = memory.base(run_id, value, pending)
+    if found is None:
+        body: list[Any] = [None, value]
+    elif found.drop:
+        body = [found.list_id, found.keep, found.drop, value[found.covered :]]
+    elif found.covered == len(value):
+        return reference(found.list_id)
+    else:
+        body = [found.list_id, value[found.covered :]]
+    list_id = store(json.dumps(body, ensure_ascii=False, separators=(",", ":")))
+    pending.lists.append((run_id, list_id, value))
+    return reference(list_id)
+
+
+def candidates(value: Any) -> int:
+    """At most how many lists ``share`` stores for ``value`` (plain, before ``texts.split``)."""
+    kind = type(value)
+    if kind is dict:
+        return sum(candidates(item) for item in value.values() if type(item) is not str)
+    if kind is not list:
+        return 0
+    if len(value) >= MIN_ITEMS:
+        return 1
+    return sum(candidates(item) for item in value if type(item) is not str)
+
+
+def _share_item(item: Any, run_id: str, memory: ListMemory, pending: Pending, store: Callable[[str], int]) -> Any:
+    return item if type(item) is str else share(item, run_id, memory, pending, store)
+
+
+@dataclass(frozen=True)
+class Known:
+    """The texts and the lists (whole, as stored items) that some stored values refer to."""
+
+    texts: dict[int, str]
+    lists: dict[int, list[Any]]
+
+    def join(self, value: Any) -> Any:
+        """A stored value as it was written (``texts.join``)."""
+        return texts.join(value, self.texts, self.lists)
+
+
+Fetch = Callable[[list[int]], Awaitable[dict[int, str]]]
+"""How a store reads the bodies of some ``texts`` rows by id (every one of them, or ``StoreError``)."""
+
+
+async def gather(values: Iterable[Any], fetch: Fetch) -> Known:
+    """What ``values`` (stored) refer to, fetched by ``fetch(ids)`` (the bodies of those ``texts`` rows,
+    every one of them, or ``StoreError``): a round for the values, then one for what their lists refer to
+    (the earlier lists they extend and the texts of their items), until nothing is missing."""
+    text_ids: set[int] = set()
+    list_ids: set[int] = set()
+    for value in values:
+        found, lists = texts.referenced(value)
+        text_ids.update(found)
+        list_ids.update(lists)
+    bodies: dict[int, str] = {}
+    parsed: dict[int, Parsed] = {}
+    while True:
+        missing = sorted((text_ids | list_ids) - bodies.keys())
+        if not missing:
+            break
+        bodies.update(await fetch(missing))
+        for list_id in sorted(list_ids - parsed.keys()):
+            base, _, _, items = parsed[list_id] = _parse(list_id, bodies[list_id])
+            if base is not None:
+                list_ids.add(base)
+            found, lists = texts.referenced(items)
+            text_ids.update(found)
+            list_ids.update(lists)
+    return Known(texts=bodies, lists=expand(parsed))
+
+
+def expand(parsed: Mapping[int, Parsed]) -> dict[int, list[Any]]:
+    """Each list whole (its base's items, then its own), by id; iterative, so a chain of any length reads."""
+    whole: dict[int, list[Any]] = {}
+    for start in parsed:
+        chain: list[int] = []
+        current: int | None = start
+        while current is not None and current not in whole:
+            if current in chain or current not in parsed:
+                raise StoreError(f"stored list {start} refers to a list that is missing or itself", hint=_DAMAGED)
+            chain.append(current)
+            current = parsed[current][0]
+        for list_id in reversed(chain):
+            base, keep, drop, items = parsed[list_id]
+            if base is None:
+                whole[list_id] = list(items)
+            elif keep is None:
+                whole[list_id] = [*whole[base], *items]
+            else:
+                whole[list_id] = [*whole[base][:keep], *whole[base][keep + drop :], *items]
+    return whole
+
+
+def _parse(list_id: int, body: str) -> Parsed:
+    try:
+        value = json.loads(body)
+    except json.JSONDecodeError:
+        value = None
+    if type(value) is list and len(value) in (2, 4) and (value[0] is None or type(value[0]) is int):
+        if len(value) == 2 and type(value[1]) is list:
+            return value[0], None, 0, value[1]
+        if len(value) == 4 and type(value[1]) is int and type(value[2]) is int and type(value[3]) is list:
+            return value[0], value[1], value[2], value[3]
+    raise StoreError(f"stored list {list_id} is not a list", hint=_DAMAGED)

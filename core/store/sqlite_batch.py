@@ -1,0 +1,182 @@
+"""The writes of ``SqliteStore`` that store values, each done in one call on the connection's thread.
+
+A step is recorded in one transaction; sent statement by statement through aiosqlite, each statement
+is a round trip between the event loop and the connection's thread (look up the texts, insert the new
+ones, replace the step, insert the events, commit). ``Batch`` does the whole transaction on that thread
+in one call instead (``transaction.in_one_call``): the values are encoded there, once, with the text ids
+the same transaction looks up.
+
+Invariants:
+
+* A ``Batch`` lives for one transaction; the text and list ids it stores go to its ``Pending`` and become
+  known to the store (``TextCache.commit``) only after COMMIT.
+* Values are stored as ``codec`` says (JSON, compressed when long); the long texts of every value are
+  stored once per run (``core.store.texts``); the long lists of event payloads too
+  (``core.store.shared_lists``).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from core.errors import StoreError
+from core.records import RunRecord, StepRecord, TraceEvent
+from core.store import codec, queue_rows, shared_lists, texts, thread_rows
+from core.store.lookup import NO_RUN_HINT
+from core.store.shared_lists import Pending
+from core.store.text_cache import TextCache
+from core.usage import Usage
+
+_INSERT_RUN = f"INSERT INTO runs ({codec.RUN_COLUMNS}) VALUES ({', '.join('?' * len(codec.RUN_COLUMNS.split(',')))})"
+_INSERT_STEP = (
+    f"INSERT INTO steps ({codec.STEP_COLUMNS}) VALUES ({', '.join('?' * len(codec.STEP_COLUMNS.split(',')))})"
+)
+_INSERT_EVENT = "INSERT INTO events (run_id, path, kind, ts, payload) VALUES (?, ?, ?, ?, ?)"
+_INSERT_TEXT = "INSERT INTO texts (run_id, hash, body) VALUES (?, ?, ?)"
+_FIND_TEXT = "SELECT id, body FROM texts WHERE run_id = ? AND hash = ?"
+_UPDATE_RUN = f"UPDATE runs SET {codec.UPDATE_RUN_SET.format('?')} WHERE run_id = ?"
+
+
+class Batch:
+    """One write transaction's statements on ``conn`` (the caller began it and commits it)."""
+
+    def __init__(self, conn: sqlite3.Connection, cache: TextCache, pending: Pending) -> None:
+        self._conn = conn
+        self._cache = cache
+        self._pending = pending
+
+    def create_run(self, run: RunRecord) -> None:
+        # The run's long texts are inserted before its row, which they reference: check at COMMIT.
+        self._conn.execute("PRAGMA defer_foreign_keys = ON")
+        input, output = self.encode(run.run_id, [run.input, run.output])
+        cursor = self._conn.execute(_INSERT_RUN + " ON CONFLICT (run_id) DO NOTHING", codec.run_row(run, input, output))
+        if cursor.rowcount == 0:
+            raise StoreError(f"run {run.run_id} already exists", hint="every run needs a new id")
+
+    def record_step(self, step: StepRecord, events: Sequence[TraceEvent]) -> None:
+        input, output, *payloads = self.encode(
+            step.run_id, [step.input, step.output, *_payloads(events)], payloads_from=2
+        )
+        self._conn.execute("DELETE FROM steps WHERE run_id = ? AND path = ?", (step.run_id, step.path))
+        self._conn.execute(_INSERT_STEP, codec.step_row(step, input, output))
+        self._insert_events(step.run_id, events, payloads)
+
+    def record_events(self, run_id: str, events: Sequence[TraceEvent]) -> None:
+        self._insert_events(run_id, events, self.encode(run_id, _payloads(events), payloads_from=0))
+
+    def update_run(
+        self,
+        run_id: str,
+        *,
+        status: str,
+        output: Any,
+        error: str | None,
+        usage: Usage | None,
+        pause_path: str | None,
+        pause_message: str | None,
+        finished_at: float | None,
+        options: dict[str, Any] | None,
+    ) -> None:
+        [encoded_output] = self.encode(run_id, [output])
+        values = codec.update_row(
+            status=status,
+            output=encoded_output,
+            error=error,
+            usage=usage,
+            finished_at=finished_at,
+            pause_path=pause_path,
+            pause_message=pause_message,
+            options=options,
+        )
+        cursor = self._conn.execute(_UPDATE_RUN, (*values, run_id))
+        if cursor.rowcount == 0:
+            raise StoreError(f"no run {run_id} to update", hint="create the run first")
+
+    def queue_runs(self, runs: Sequence[RunRecord]) -> None:
+        self._conn.execute("PRAGMA defer_foreign_keys = ON")
+        for run in runs:
+            input, output = self.encode(run.run_id, [run.input, run.output])
+            self._conn.execute(_INSERT_RUN, codec.run_row(run, input, output))
+            self._conn.execute(queue_rows.INSERT, (run.run_id, run.thread))
+
+    def record_thread_turns(self, run_id: str, roles: Sequence[tuple[str, Any, int | None]]) -> None:
+        """Replace run ``run_id``'s thread turns by ``roles`` (role, content, tokens); nothing for a run in
+        no thread."""
+        found = self._conn.execute(thread_rows.RUN_THREAD, (run_id,)).fetchall()
+        if not found:
+            raise StoreError(f"cannot record the thread turns of run {run_id}: no such run", hint=NO_RUN_HINT)
+        if found[0][0] is None:
+            return
+        contents = self.encode(run_id, [content for _, content, _ in roles])
+        self._conn.execute(thread_rows.DELETE_RUN_TURNS, (run_id,))
+        self._conn.executemany(
+            thread_rows.INSERT_TURN,
+            [
+                (run_id, index, role, content, tokens)
+                for index, ((role, _, tokens), content) in enumerate(zip(roles, contents, strict=True))
+            ],
+        )
+
+    def encode(
+        self, run_id: str, values: Sequence[Any], *, payloads_from: int | None = None
+    ) -> list[str | bytes | None]:
+        """``values`` as stored: compact JSON with the long texts stored once for run ``run_id`` and
+        referenced, and the long lists of the values from ``payloads_from`` on (event payloads) too,
+        compressed when long (None stays None)."""
+        plain = [None if value is None else codec.plain(value) for value in values]
+        ids: dict[str, int] = {}
+
+        def text_id(text: str) -> int:
+            # Looked up as the value is split, one walk: on this thread a statement costs no round trip.
+            found = ids.get(text)
+            if found is None:
+                found = ids[text] = self._text_id(run_id, text)
+            return found
+
+        split = [None if value is None else texts.split(value, text_id) for value in plain]
+        memory, store = self._cache.lists, self._store_list(run_id)
+        for index in range(len(split) if payloads_from is None else payloads_from, len(split)):
+            split[index] = shared_lists.share(split[index], run_id, memory, self._pending, store)
+        return [
+            None if value is None else codec.pack(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+            for value in split
+        ]
+
+    def _store_list(self, run_id: str) -> Callable[[str], int]:
+        def store(body: str) -> int:
+            # Found by its id only, never by its digest: an empty one keeps it out of text look-ups.
+            cursor = self._conn.execute(_INSERT_TEXT, (run_id, b"", codec.pack(body)))
+            assert cursor.lastrowid is not None
+            return cursor.lastrowid
+
+        return store
+
+    def _text_id(self, run_id: str, text: str) -> int:
+        """The id of ``text`` among run ``run_id``'s texts, inserting it when it is not stored yet."""
+        known = self._cache.get(run_id, text, self._pending)
+        if known is not None:
+            return known
+        digest = texts.digest(text)
+        for row_id, body in self._conn.execute(_FIND_TEXT, (run_id, digest)):
+            if codec.unpack(body) == text:  # the body too: a digest collision never swaps two texts
+                found = int(row_id)
+                break
+        else:
+            cursor = self._conn.execute(_INSERT_TEXT, (run_id, digest, codec.pack(text)))
+            assert cursor.lastrowid is not None
+            found = cursor.lastrowid
+        self._pending.text_ids[(run_id, text)] = found
+        return found
+
+    def _insert_events(self, run_id: str, events: Sequence[TraceEvent], payloads: Sequence[str | bytes | None]) -> None:
+        if events:
+            self._conn.executemany(
+                _INSERT_EVENT, [(run_id, e.path, e.kind, e.ts, p) for e, p in zip(events, payloads, strict=True)]
+            )
+
+
+def _payloads(events: Sequence[TraceEvent]) -> list[dict[str, Any]]:
+    return [dict(event.payload) for event in events]

@@ -1,0 +1,213 @@
+"""Long lists of event payloads stored once per run (core/store/shared_lists.py and the stores using it):
+the prompt events of an unbounded history grow with the conversation, not with its square, and read back
+exactly as written, across pruning, copying between stores and stores written before lists were shared."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from core.errors import StoreError
+from core.records import RunRecord, StepRecord, TraceEvent
+from core.store import codec, open_store, shared_lists, texts
+from core.store.shared_lists import ListMemory, Pending
+from core.store.transfer import copy_runs
+
+DATA = Path(__file__).parent / "data" / "store"
+SYSTEM = {"role": "system", "content": "You help a person plan. Ask one question at a time, and keep it short."}
+
+
+def turn(n: int) -> dict[str, Any]:
+    role = "assistant" if n % 2 else "user"
+    return {"role": role, "content": f"Turn {n}: what matters most about the offsite, and by when? ({n})" * 2}
+
+
+def prompt(n: int) -> dict[str, Any]:
+    """The payload of the n-th call of an unbounded conversation: every turn so far."""
+    return {"agent": "scripted", "messages": [SYSTEM, *(turn(i) for i in range(2 * n + 1))], "history_injected": True}
+
+
+def window(n: int, size: int = 10) -> dict[str, Any]:
+    """The payload of the n-th call of a bounded conversation: the system prompt, then the newest turns."""
+    newest = range(max(0, 2 * n + 1 - size), 2 * n + 1)
+    return {"agent": "scripted", "messages": [SYSTEM, *(turn(i) for i in newest)], "history_injected": True}
+
+
+def _query(path: Path, sql: str) -> list[Any]:
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        return db.execute(sql).fetchall()
+
+
+def _step(run_id: str, n: int) -> StepRecord:
+    return StepRecord(run_id=run_id, path=f"chat/{n}/ask", name="ask", kind="step", status="completed", output=n)
+
+
+async def _conversation(store: Any, run_id: str, calls: int) -> list[dict[str, Any]]:
+    await store.create_run(RunRecord(run_id=run_id, pipeline_name="p", status="running"))
+    written = []
+    for n in range(calls):
+        written.append(prompt(n))
+        await store.record_step(_step(run_id, n), [TraceEvent("agent.prompt", f"chat/{n}/ask", prompt(n), float(n))])
+    return written
+
+
+async def _stored_bytes(path: Path, calls: int) -> int:
+    async with await open_store(str(path)) as store:
+        await _conversation(store, "r", calls)
+    [(events,)] = _query(path, "SELECT SUM(LENGTH(payload)) FROM events")
+    [(bodies,)] = _query(path, "SELECT SUM(LENGTH(body)) FROM texts")
+    return int(events) + int(bodies)
+
+
+def test_share_then_gather_gives_back_every_value() -> None:
+    bodies: dict[int, str] = {}
+    ids: dict[str, int] = {}
+
+    def text_id(text: str) -> int:
+        return ids.setdefault(text, len(ids) + 1000)
+
+    def store(body: str) -> int:
+        bodies[len(bodies) + 1] = body
+        return len(bodies)
+
+    memory, pending = ListMemory(), Pending()
+    values = [
+        prompt(3),
+        prompt(3),  # the same list again: referred to, not stored again
+        prompt(5),  # extends the last one
+        {"short": [turn(1), turn(2)], "nested": {"deep": [turn(i) for i in range(9)]}},
+        prompt(2),  # a prefix of a remembered list, extending none: stored whole
+        [[1, 2]] * 9,
+        window(8),
+        window(9),  # slid by two turns: the system prompt kept, two turns dropped, two added
+        {"messages": [SYSTEM, turn(10), turn(99), *(turn(i) for i in range(11, 19))]},  # no slide of one
+    ]
+    stored = [shared_lists.share(texts.split(v, text_id), "r", memory, pending, store) for v in values]
+    assert stored[0]["messages"] == stored[1]["messages"] == {"$text": [1]}
+    assert json.loads(bodies[2])[0] == 1 and len(json.loads(bodies[2])[1]) == 4  # base 1, then 4 new turns
+    slid = json.loads(bodies[stored[7]["messages"]["$text"][0]])
+    assert slid[:3] == [stored[6]["messages"]["$text"][0], 1, 2] and len(slid[3]) == 2
+    bodies.update({number: text for text, number in ids.items()})
+
+    async def fetch(wanted: list[int]) -> dict[int, str]:
+        return {i: bodies[i] for i in wanted}
+
+    known = asyncio.run(shared_lists.gather(stored, fetch))
+    assert [known.join(v) for v in stored] == values
+    again = [known.join(v) for v in stored]
+    again[0]["messages"].append("changed")
+    assert known.join(stored[1]) == values[1]  # each read is a new list: nothing is shared between results
+
+
+def test_a_list_row_that_refers_to_itself_or_to_nothing_is_a_store_error() -> None:
+    with pytest.raises(StoreError, match="refers to a list that is missing or itself"):
+        shared_lists.expand({1: (1, None, 0, [])})
+    with pytest.raises(StoreError, match="refers to a list that is missing or itself"):
+        shared_lists.expand({1: (2, 1, 1, [])})
+
+
+async def test_prompt_events_of_an_unbounded_history_read_back_as_written(tmp_path: Path) -> None:
+    path = tmp_path / "flujo.db"
+    async with await open_store(str(path)) as store:
+        written = await _conversation(store, "r", 40)
+    async with await open_store(str(path), mode="read") as store:
+        assert [e.payload for e in await store.events("r")] == written
+    # Each call's list is stored as the one before it plus what follows.
+    [(payload,)] = _query(path, "SELECT payload FROM events ORDER BY seq DESC LIMIT 1")
+    assert '"messages":{"$text":[' in payload
+
+
+async def test_prompt_events_grow_linearly_with_the_conversation(tmp_path: Path) -> None:
+    small = await _stored_bytes(tmp_path / "small.db", 40)
+    large = await _stored_bytes(tmp_path / "large.db", 80)
+    # Whole lists would make twice the calls take about four times the space.
+    assert large <= 2.2 * small, (small, large)
+
+
+async def test_prompt_events_of_a_bounded_history_store_what_slid_in(tmp_path: Path) -> None:
+    path = tmp_path / "flujo.db"
+    async with await open_store(str(path)) as store:
+        await store.create_run(RunRecord(run_id="r", pipeline_name="p", status="running"))
+        written = [window(n) for n in range(30)]
+        for n, payload in enumerate(written):
+            await store.record_step(_step("r", n), [TraceEvent("agent.prompt", f"chat/{n}/ask", payload, float(n))])
+        assert [e.payload for e in await store.events("r")] == written
+    rows = _query(path, "SELECT body FROM texts WHERE hash = x'' ORDER BY id")
+    bodies = [json.loads(codec.unpack(row[0])) for row in rows]
+    assert [len(body) for body in bodies[-20:]] == [4] * 20  # each call: a slide of the one before
+    assert all(len(body[3]) == 2 for body in bodies[-20:])
+
+
+async def test_a_rolled_back_step_leaves_no_list_to_extend(tmp_path: Path) -> None:
+    path = tmp_path / "flujo.db"
+    async with await open_store(str(path)) as store:
+        written = await _conversation(store, "r", 10)
+        broken = TraceEvent(kind=None, path="x", payload={}, ts=1.0)  # type: ignore[arg-type]  # NOT NULL
+        with pytest.raises(StoreError):
+            await store.record_step(_step("r", 10), [TraceEvent("agent.prompt", "x", prompt(10), 1.0), broken])
+        await store.record_step(_step("r", 11), [TraceEvent("agent.prompt", "y", prompt(11), 2.0)])
+        assert [e.payload for e in await store.events("r")] == [*written, prompt(11)]
+
+
+async def test_pruning_a_run_leaves_the_lists_of_the_others_whole(tmp_path: Path) -> None:
+    path = tmp_path / "flujo.db"
+    async with await open_store(str(path)) as store:
+        await _conversation(store, "old", 12)
+        kept = await _conversation(store, "new", 12)
+        await store.update_run("old", status="completed", finished_at=1.0)
+        result = await store.prune_runs(keep=1)
+        assert result.deleted == ("old",)
+        await store.record_step(_step("new", 12), [TraceEvent("agent.prompt", "z", prompt(12), 3.0)])
+        assert [e.payload for e in await store.events("new")] == [*kept, prompt(12)]
+    assert _query(path, "SELECT DISTINCT run_id FROM texts") == [("new",)]
+
+
+async def test_a_store_written_before_lists_were_shared_reads_and_grows(tmp_path: Path) -> None:
+    path = tmp_path / "flujo.db"
+    shutil.copy(DATA / "written_before_shared_lists.db", path)
+    expected = json.loads((DATA / "written_before_shared_lists.json").read_text())
+    run_id = expected["run"]["run_id"]
+    async with await open_store(str(path)) as store:
+        run = await store.get_run(run_id)
+        assert run is not None and (run.input, run.output) == (expected["run"]["input"], expected["run"]["output"])
+        steps = [{"path": s.path, "input": s.input, "output": s.output} for s in await store.steps(run_id)]
+        assert steps == expected["steps"]
+        events: list[dict[str, Any]] = [
+            {"kind": e.kind, "path": e.path, "payload": e.payload} for e in await store.events(run_id)
+        ]
+        assert events == expected["events"]
+        assert any(len(e["payload"].get("messages", [])) >= 8 for e in events)  # whole lists, as stored then
+        await store.record_step(_step(run_id, 99), [TraceEvent("agent.prompt", "more", prompt(9), 9.0)])
+        assert (await store.events(run_id))[-1].payload == prompt(9)
+
+
+async def test_copying_between_sqlite_and_postgresql_keeps_every_payload(tmp_path: Path, postgres_uri: str) -> None:
+    first, back = tmp_path / "first.db", tmp_path / "back.db"
+    async with await open_store(str(first)) as store:
+        written = await _conversation(store, "r", 15)
+    async with await open_store(str(first), mode="read") as source, await open_store(postgres_uri) as target:
+        await copy_runs(source, target)
+        assert [e.payload for e in await target.events("r")] == written
+    async with await open_store(postgres_uri, mode="read") as source, await open_store(str(back)) as target:
+        await copy_runs(source, target)
+        assert [e.payload for e in await target.events("r")] == written
+
+
+async def test_postgresql_stores_each_call_as_the_one_before_plus_what_follows(postgres_uri: str) -> None:
+    async with await open_store(postgres_uri) as store:
+        written = await _conversation(store, "r", 20)
+    async with await open_store(postgres_uri, mode="read") as store:
+        assert [e.payload for e in await store.events("r")] == written
+    with psycopg.connect(postgres_uri) as db:
+        rows = db.execute("SELECT convert_from(body, 'UTF8') FROM texts WHERE hash = ''::bytea ORDER BY id").fetchall()
+    bodies = [json.loads(row[0]) for row in rows]
+    assert len(bodies) == 17  # calls 3 to 19 send 8 messages or more
+    assert bodies[0][0] is None and all(len(items) == 2 for _, items in bodies[1:])  # two new turns a call
