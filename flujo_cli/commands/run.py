@@ -103,6 +103,7 @@ class _Invocation:
     """What the top level needs to know of the run in progress when it is interrupted."""
 
     run_id: str | None = None
+    state_option: str = ""  # " --state URI" when the run's store must be named to find it again
 
 
 def _drive(coroutine: Coroutine[Any, Any, int], invocation: _Invocation, *, debug: bool) -> int:
@@ -115,7 +116,7 @@ def _drive(coroutine: Coroutine[Any, Any, int], invocation: _Invocation, *, debu
         else:
             error_line(
                 f"interrupted: run {invocation.run_id} is saved up to its last finished step",
-                f"continue it with: {flujo_command()} resume {invocation.run_id}",
+                f"continue it with: {flujo_command()} resume {invocation.run_id}{invocation.state_option}",
             )
         return exit_codes.INTERRUPTED
     except Exception as exc:  # the CLI's top level: one clear line, never a traceback (unless --debug)
@@ -235,10 +236,11 @@ async def _run(
     from flujo_cli.answering import answering_for, answers_json, report_answers
     from flujo_cli.human import TerminalHuman
     from flujo_cli.progress import LiveReporter
-    from flujo_cli.store_access import elsewhere, open_for, settings_with_state, where
+    from flujo_cli.store_access import elsewhere, open_for, settings_with_state, state_option, where
 
     console = stderr()
     settings = settings_with_state(state, overrides_from_assignments(overrides.settings))
+    invocation.state_option = state_option(settings)
     positional, by_step = _answers(answers, answers_file, settings.bounds)
     # Answers given up front come first; the terminal (or a pause) comes after any replay or simulated person.
     given = TerminalHuman(answers=positional, by_step=by_step, interactive=False, console=console)
@@ -311,7 +313,7 @@ async def _run(
     report_answers(answering, console)
     code = _finish(
         outcome, json_output=json_output, seconds=time.perf_counter() - started, console=console,
-        extra=answers_json(answering),
+        extra=answers_json(answering), state_option=invocation.state_option,
     )  # fmt: skip
     if outcome.status == "completed" and given.unused:
         console.print(
@@ -374,13 +376,22 @@ def _as_given(given: Path) -> Callable[[str], str]:
 
 
 def _finish(
-    outcome: Any, *, json_output: bool, seconds: float, console: Console, extra: Mapping[str, Any] | None = None
+    outcome: Any,
+    *,
+    json_output: bool,
+    seconds: float,
+    console: Console,
+    extra: Mapping[str, Any] | None = None,
+    state_option: str = "",
 ) -> int:
+    """Print how the run ended and return its exit code. Every command suggested to continue the run names
+    its store with ``state_option`` (`` --state URI``) when that store is not the one found by default."""
     from core.engine import RunOutcome
     from flujo_cli.messages import exit_code_for
 
     assert isinstance(outcome, RunOutcome)
-    resume_cmd = f"{flujo_command()} resume {outcome.run_id} --answer '...'"
+    resume = f"{flujo_command()} resume {outcome.run_id}{state_option}"
+    resume_cmd = f"{resume} --answer '...'"
     usage = outcome.usage
     if json_output:
         payload: dict[str, Any] = {
@@ -421,7 +432,7 @@ def _finish(
         flag = "--max-cost-usd AMOUNT" if (outcome.detail or "").startswith("cost") else "--max-tokens N"
         error_line(
             outcome.detail or "usage limit reached",
-            f"continue with a higher limit: {flujo_command()} resume {outcome.run_id} {flag}"
+            f"continue with a higher limit: {resume} {flag}"
             " (finished steps are replayed, not paid again)",
         )
         console.print(f"  [dim]{summary}[/]")
@@ -432,5 +443,5 @@ def _finish(
     error = outcome.error
     where = f" at step {outcome.failed_step}" if outcome.failed_step else ""
     error_line(f"run failed{where}: {error.message if error else 'unknown error'}", error.hint if error else None)
-    console.print(f"  [dim]{summary} · after fixing the cause: {escape(flujo_command())} resume {outcome.run_id}[/]")
+    console.print(f"  [dim]{summary} · after fixing the cause: {escape(resume)}[/]")
     return exit_code_for(error) if error else exit_codes.FAILED
