@@ -28,7 +28,11 @@ steps:
 GATED = """\
 version: "0.1"
 agents:
-  slow: {command: [sh, -c, 'cat > /dev/null; touch "%(dir)s/started"; while [ ! -e "%(dir)s/go" ]; do sleep 0.05; done; echo done']}
+  slow:
+    command:
+      - sh
+      - -c
+      - 'cat > /dev/null; touch "%(dir)s/started"; while [ ! -e "%(dir)s/go" ]; do sleep 0.05; done; echo done'
 steps:
   - {kind: step, name: wait, uses: agents.slow}
 """
@@ -131,4 +135,3 @@ def test_a_postgres_hint_leaves_the_password_out_and_works_with_pgpassword(postg
     assert state.startswith("postgresql://postgres@") and state.endswith(postgres_uri.partition("?")[2])
     resumed = _in(elsewhere, [*_pasted(hint, "June"), "--json"], _env(PGPASSWORD=SUPERUSER_PASSWORD))
     assert json.loads(resumed.stdout)["output"] == "June", resumed.stderr
-

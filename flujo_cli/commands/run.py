@@ -432,8 +432,7 @@ def _finish(
         flag = "--max-cost-usd AMOUNT" if (outcome.detail or "").startswith("cost") else "--max-tokens N"
         error_line(
             outcome.detail or "usage limit reached",
-            f"continue with a higher limit: {resume} {flag}"
-            " (finished steps are replayed, not paid again)",
+            f"continue with a higher limit: {resume} {flag} (finished steps are replayed, not paid again)",
         )
         console.print(f"  [dim]{summary}[/]")
         return exit_codes.LIMIT
