@@ -250,6 +250,7 @@ async def _run(
     started = time.perf_counter()
     # A resume only looks the run up: it never creates a store (a missing one is named, exit code 7).
     store = await open_for(settings, "create" if resume_id is None else "existing")
+    recorded: dict[str, Any] = {}  # the options a resumed run recorded
     try:
         if resume_id is not None:
             record = await store.get_run(resume_id)
@@ -259,6 +260,8 @@ async def _run(
                     hint=elsewhere("check the id printed when the run paused (flujo lens list lists the runs)"),
                 )
             invocation.run_id = resume_id = record.run_id
+            recorded = dict(record.options or {})
+            answer_flags = answer_flags.over(recorded)  # it keeps answering as it started
             if record.options:  # the run continues under the settings it started with (ours on top)
                 overrides = overrides.over(record.options)
                 settings = settings_with_state(state, overrides_from_assignments(overrides.settings))
@@ -299,14 +302,21 @@ async def _run(
                 error_line(exc.message, exc.hint)
                 return exit_codes.USAGE
         engine = Engine(store=store, human=human, reporter=reporter, redactor=redactor, answering=answering)
-        if resume_id is not None:
-            options = overrides.to_options()  # in the run's own thread, if it has one
+        # What the run records to resume as it started; a resumed run keeps what it recorded besides
+        # (the answers it was queued with, say).
+        options = {
+            **recorded,
+            **(overrides.to_options() or {}),
+            **answer_flags.to_options(answering),
+        }
+        if resume_id is not None:  # in the run's own thread, if it has one
             human.remember(await _answers_given(store, resume_id))  # Up recalls them at the next question
-            outcome = await engine.resume(pipeline, resume_id, force=force, options=options)
+            outcome = await engine.resume(pipeline, resume_id, force=force, options=options or None)
         else:
             invocation.run_id = new_run_id()
-            options = overrides.to_options()
-            outcome = await engine.run(pipeline, input_text, run_id=invocation.run_id, thread=thread, options=options)
+            outcome = await engine.run(
+                pipeline, input_text, run_id=invocation.run_id, thread=thread, options=options or None
+            )
     finally:
         reporter.close()
         await store.close()
