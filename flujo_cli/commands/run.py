@@ -22,6 +22,7 @@ from flujo_cli.messages import error_line, fail, flujo_command, stderr, usage_er
 
 if TYPE_CHECKING:
     from core.config import BoundsSettings
+    from core.records import RunRecord
 
 # The last part of a setting's key that names a secret: ``openai.api_key``, ``x.token``, ``y.db_password``
 # (never ``history.max_tokens``).
@@ -236,6 +237,7 @@ async def _run(
     from flujo_cli.answering import answering_for, answers_json, report_answers
     from flujo_cli.human import TerminalHuman
     from flujo_cli.progress import LiveReporter
+    from flujo_cli.run_claims import hold_thread, take_for_resume
     from flujo_cli.store_access import elsewhere, open_for, settings_with_state, state_option, where
 
     console = stderr()
@@ -251,6 +253,7 @@ async def _run(
     # A resume only looks the run up: it never creates a store (a missing one is named, exit code 7).
     store = await open_for(settings, "create" if resume_id is None else "existing")
     recorded: dict[str, Any] = {}  # the options a resumed run recorded
+    resumed: RunRecord | None = None
     try:
         if resume_id is not None:
             record = await store.get_run(resume_id)
@@ -260,6 +263,7 @@ async def _run(
                     hint=elsewhere("check the id printed when the run paused (flujo lens list lists the runs)"),
                 )
             invocation.run_id = resume_id = record.run_id
+            resumed = record
             recorded = dict(record.options or {})
             answer_flags = answer_flags.over(recorded)  # it keeps answering as it started
             if record.options:  # the run continues under the settings it started with (ours on top)
@@ -309,11 +313,15 @@ async def _run(
             **(overrides.to_options() or {}),
             **answer_flags.to_options(answering),
         }
-        if resume_id is not None:  # in the run's own thread, if it has one
-            human.remember(await _answers_given(store, resume_id))  # Up recalls them at the next question
-            outcome = await engine.resume(pipeline, resume_id, force=force, options=options or None)
+        # Claims (flujo_cli.run_claims): the run's and its thread's; closing the store releases them.
+        if resumed is not None:  # in the run's own thread, if it has one
+            await take_for_resume(store, resumed)  # and out of the queue, if it was queued
+            human.remember(await _answers_given(store, resumed.run_id))  # Up recalls them at the next question
+            outcome = await engine.resume(pipeline, resumed.run_id, force=force, options=options or None, claimed=True)
         else:
             invocation.run_id = new_run_id()
+            if thread is not None:
+                await hold_thread(store, thread)
             outcome = await engine.run(
                 pipeline, input_text, run_id=invocation.run_id, thread=thread, options=options or None
             )
