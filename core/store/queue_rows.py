@@ -56,4 +56,4 @@ BATCH = 16
 
 Cancelled = Literal["cancelled", "requested", "not_queued"]
 """What ``cancel_queued`` did: cancelled the run itself (nobody executes it), asked the worker executing it
-to stop, or nothing (the run is not in the queue: it ended, paused, or was never submitted)."""
+to stop, or nothing (the run is not in the queue: it ended, paused, was resumed by hand or never submitted)."""
