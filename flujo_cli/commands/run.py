@@ -21,7 +21,7 @@ from flujo_cli.answering import NO_ANSWER_FLAGS, AnswerFlags
 from flujo_cli.messages import error_line, fail, flujo_command, stderr, usage_error
 
 if TYPE_CHECKING:
-    from core.config import BoundsSettings
+    from core.config import BoundsSettings, Settings
     from core.records import RunRecord
 
 # The last part of a setting's key that names a secret: ``openai.api_key``, ``x.token``, ``y.db_password``
@@ -104,7 +104,14 @@ class _Invocation:
     """What the top level needs to know of the run in progress when it is interrupted."""
 
     run_id: str | None = None
-    state_option: str = ""  # " --state URI" when the run's store must be named to find it again
+    settings: Settings | None = None  # the run's, to name its store in the command that continues it
+
+    def state_option(self) -> str:
+        """`` --state URI`` when the run's store must be named to find it again (``store_access``); computed
+        only when a command to continue the run is printed (it reads the settings again)."""
+        from flujo_cli.store_access import state_option
+
+        return state_option(self.settings) if self.settings is not None else ""
 
 
 def _drive(coroutine: Coroutine[Any, Any, int], invocation: _Invocation, *, debug: bool) -> int:
@@ -117,7 +124,7 @@ def _drive(coroutine: Coroutine[Any, Any, int], invocation: _Invocation, *, debu
         else:
             error_line(
                 f"interrupted: run {invocation.run_id} is saved up to its last finished step",
-                f"continue it with: {flujo_command()} resume {invocation.run_id}{invocation.state_option}",
+                f"continue it with: {flujo_command()} resume {invocation.run_id}{invocation.state_option()}",
             )
         return exit_codes.INTERRUPTED
     except Exception as exc:  # the CLI's top level: one clear line, never a traceback (unless --debug)
@@ -238,11 +245,11 @@ async def _run(
     from flujo_cli.human import TerminalHuman
     from flujo_cli.progress import LiveReporter
     from flujo_cli.run_claims import hold_thread, take_for_resume
-    from flujo_cli.store_access import elsewhere, open_for, settings_with_state, state_option, where
+    from flujo_cli.store_access import elsewhere, open_for, settings_with_state, where
 
     console = stderr()
     settings = settings_with_state(state, overrides_from_assignments(overrides.settings))
-    invocation.state_option = state_option(settings)
+    invocation.settings = settings
     positional, by_step = _answers(answers, answers_file, settings.bounds)
     # Answers given up front come first; the terminal (or a pause) comes after any replay or simulated person.
     given = TerminalHuman(answers=positional, by_step=by_step, interactive=False, console=console)
@@ -331,7 +338,8 @@ async def _run(
     report_answers(answering, console)
     code = _finish(
         outcome, json_output=json_output, seconds=time.perf_counter() - started, console=console,
-        extra=answers_json(answering), state_option=invocation.state_option,
+        extra=answers_json(answering),
+        state_option=invocation.state_option() if outcome.status != "completed" else "",
     )  # fmt: skip
     if outcome.status == "completed" and given.unused:
         console.print(
