@@ -81,6 +81,15 @@ def _check_resumable(record: RunRecord, pipeline: Pipeline, *, force: bool) -> N
         )
 
 
+def busy_refusal(record: RunRecord) -> ResumeRefused:
+    """The refusal of a resume while another live process executes ``record``'s run (holds its claim)."""
+    owner = f" ({record.owner})" if record.owner else ""
+    return ResumeRefused(
+        f"run {record.run_id} is being executed by another flujo process{owner}",
+        hint="wait for it to finish or pause; a run whose process died can be resumed",
+    )
+
+
 def new_run_id() -> str:
     return secrets.token_hex(8)
 
@@ -156,11 +165,7 @@ class Engine:
             )
         full_id = record.run_id
         if not claimed and not await self.store.claim_run(full_id):
-            owner = f" ({record.owner})" if record.owner else ""
-            raise ResumeRefused(
-                f"run {full_id} is being executed by another flujo process{owner}",
-                hint="wait for it to finish or pause; a run whose process died can be resumed",
-            )
+            raise busy_refusal(record)
         try:
             # Read again under the claim: the process that held it may have finished the run meanwhile.
             record = await self.store.get_run(full_id)

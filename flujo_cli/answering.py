@@ -5,6 +5,7 @@ which questions were new, and who answered each question in ``--json``."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -21,10 +22,33 @@ if TYPE_CHECKING:  # the engine's modules load only for a run (flujo_cli.command
 
 @dataclass(frozen=True)
 class AnswerFlags:
-    """``--simulate-user`` and ``--replay-answers`` as given (None when not)."""
+    """``--simulate-user`` and ``--replay-answers`` as given (None when not).
+
+    They are recorded with the run (``RunRecord.options``, keys ``simulate_user`` and ``replay_answers``,
+    the replayed run by its full id) and apply again when it is resumed, unless ``flujo resume`` is given
+    the same flag: a resumed run keeps answering as it started."""
 
     simulate_user: str | None = None
     replay_answers: str | None = None
+
+    def over(self, recorded: Mapping[str, Any] | None) -> AnswerFlags:
+        """These flags on top of those a run recorded: a flag given now wins. Values of the wrong type are
+        ignored."""
+        recorded = recorded or {}
+        person, replay = recorded.get("simulate_user"), recorded.get("replay_answers")
+        return AnswerFlags(
+            simulate_user=self.simulate_user or (person if isinstance(person, str) else None),
+            replay_answers=self.replay_answers or (replay if isinstance(replay, str) else None),
+        )
+
+    def to_options(self, answering: Answering) -> dict[str, Any]:
+        """These flags as the run records them (the replayed run by the full id ``answering`` found)."""
+        options: dict[str, Any] = {}
+        if self.simulate_user:
+            options["simulate_user"] = self.simulate_user
+        if answering.replay is not None:
+            options["replay_answers"] = answering.replay.run_id
+        return options
 
 
 NO_ANSWER_FLAGS = AnswerFlags()

@@ -51,3 +51,40 @@ def elsewhere(what: str) -> str:
     from core.store.location import ELSEWHERE_HINT
 
     return f"{what}; or look in another store: {ELSEWHERE_HINT}"
+
+
+def state_option(settings: Settings) -> str:
+    """`` --state URI`` for a command this one suggests (``flujo resume ...``) when ``settings`` name another
+    store than that command would find by itself (``FLUJO_STATE_URI``, flujo.toml, the default): the
+    suggestion then works when pasted. Empty when the store is the one found by itself.
+
+    A SQLite file is named by its absolute path (the suggestion works from any folder). A PostgreSQL URI is
+    given without its password, which is never shown: the pasted command reads it from ``PGPASSWORD`` or
+    ``~/.pgpass``, as libpq does for any URI without one."""
+    import shlex
+
+    from core.store.location import describe
+
+    if describe(settings.state_uri) == describe(settings_with_state(None).state_uri):
+        return ""
+    return f" --state {shlex.quote(_without_password(settings.state_uri))}"
+
+
+def _without_password(uri: str) -> str:
+    from urllib.parse import urlsplit, urlunsplit
+
+    from core.store.location import describe, is_postgres
+
+    if not is_postgres(uri):
+        return describe(uri)
+    try:
+        parts = urlsplit(uri)
+        netloc = parts.netloc
+        if parts.password is not None:
+            user, _, host = netloc.rpartition("@")
+            netloc = f"{user.partition(':')[0]}@{host}"
+        # The query as written (its values stay percent-encoded, as libpq needs), less any password.
+        query = "&".join(item for item in parts.query.split("&") if not item.startswith("password="))
+        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    except ValueError:  # not parseable: the masked form, never the password
+        return describe(uri)

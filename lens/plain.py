@@ -22,7 +22,7 @@ from core.records import RunRecord
 from lens import figures, labels
 from lens.listing import RunRow
 from lens.preview import Collapsed, collapse, compact, full_text, one_line
-from lens.tree import CallNode, EventNode, MessageNode, Node, RunNode, StepNode
+from lens.tree import CallNode, EventNode, MessageNode, Node, RunNode, StepNode, steps_named
 
 SHOWN_MESSAGES = 6
 """A collapsed call with more messages shows its first (system) message and the latest ones, up to this."""
@@ -51,11 +51,24 @@ class Expansion:
         )
 
     def opening(self, path: str) -> Opening:
-        """How the calls of the step at ``path`` are shown."""
-        name = path.rpartition("/")[2]
+        """How the calls of the step at ``path`` are shown (its last segment unescaped is its name)."""
+        name = path.rpartition("/")[2].replace("%2F", "/").replace("%25", "%")
         if self.everything or any(path == p or path.startswith(p + "/") or name == p for p in self.paths):
             return "whole"
         return "none" if self.nothing else "collapsed"
+
+    def resolved(self, root: RunNode) -> tuple[Expansion, list[str]]:
+        """This expansion with each step name or path replaced by the full paths of the steps it names in
+        ``root`` (``steps_named``: a name as the blueprint writes it, or a path), and the values that name
+        no step."""
+        paths: list[str] = []
+        unknown: list[str] = []
+        for value in self.paths:
+            found = steps_named(root, value)
+            paths.extend(found)
+            if not found:
+                unknown.append(value)
+        return Expansion(everything=self.everything, nothing=self.nothing, paths=tuple(paths)), unknown
 
 
 def runs_table(rows: Sequence[RunRow], *, tz: tzinfo | None = None) -> Table:

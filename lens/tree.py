@@ -391,12 +391,37 @@ def focus(root: RunNode, step: str) -> RunNode | None:
     return dataclasses.replace(root, children=kept) if kept else None
 
 
+def steps_named(root: RunNode, step: str) -> list[str]:
+    """The full paths of the steps ``step`` names, matched as ``focus`` matches them: a step's name as the
+    blueprint writes it (``chat/1`` for the step whose path segment is ``chat%2F1``), a full path, or the path
+    of a composite step or an iteration (the steps below it). Empty when it names no step."""
+    wanted = step.strip("/")
+    found: list[str] = []
+    stack: list[tuple[Node, str]] = [(root, "")]
+    while stack:
+        node, prefix = stack.pop()
+        for child in node.children:
+            if isinstance(child, StepNode):
+                full = f"{prefix}/{child.path}" if prefix else child.path
+                if _names(child, full, wanted):
+                    found.append(full)
+                    continue
+            if isinstance(child, StepNode | GroupNode | RunNode):
+                below = (f"{prefix}/{child.path}" if prefix else child.path) if isinstance(child, RunNode) else prefix
+                stack.append((child, below))
+    return sorted(found)
+
+
+def _names(step: StepNode, full: str, wanted: str) -> bool:
+    return step.name == wanted or full == wanted or full.startswith(wanted + "/")
+
+
 def _kept_children(node: Node, wanted: str, *, prefix: str) -> list[Node]:
     kept: list[Node] = []
     for child in node.children:
         if isinstance(child, StepNode):
             full = f"{prefix}/{child.path}" if prefix else child.path
-            if child.name == wanted or full == wanted or full.startswith(wanted + "/"):
+            if _names(child, full, wanted):
                 kept.append(child)
                 continue
         if isinstance(child, StepNode | GroupNode | RunNode):

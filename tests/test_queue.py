@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -282,3 +284,103 @@ def _submit_file(workdir: Path, uri: str, blueprint: str, *args: str) -> list[st
     done = _flujo(workdir, uri, "submit", blueprint, *args)
     assert done.returncode == 0, done.stderr
     return done.stdout.split()
+
+
+TWO_QUESTIONS = """\
+version: "0.1"
+steps:
+  - {kind: hitl, name: month, message: "Which month?"}
+  - {kind: hitl, name: day, message: "Which day?"}
+"""
+
+
+def test_a_queued_run_resumed_by_hand_leaves_the_queue_whether_it_pauses_or_completes(tmp_path: Path, uri: str) -> None:
+    workdir = _workdir(tmp_path, TWO_QUESTIONS)
+    pausing, completing = _submit(workdir, uri, "--inputs", _lines(workdir, ['"a"', '"b"']))
+    done = _flujo(workdir, uri, "resume", pausing, "--answer", "June", "--no-input")
+    assert done.returncode == exit_codes.PAUSED, done.stderr
+    done = _flujo(workdir, uri, "resume", completing, "--answer", "June", "--answer", "3", "--no-input")
+    assert done.returncode == exit_codes.OK, done.stderr
+    log = _finish(_worker(workdir, uri, "--until-idle"))
+    assert "started" not in log and "0 run(s)" in log  # neither is taken again
+    runs = _runs(uri)
+    assert (runs[pausing].status, runs[completing].status) == ("paused", "completed")
+    assert runs[completing].output == "3"
+    done = _flujo(workdir, uri, "cancel", pausing)  # paused by hand: not the queue's to cancel
+    assert done.returncode == exit_codes.FAILED and f"run {pausing} is paused, not queued" in done.stderr
+    done = _flujo(workdir, uri, "resume", pausing, "--answer", "4", "--no-input")
+    assert done.returncode == exit_codes.OK and done.stdout.strip() == "4", done.stderr
+
+
+def _thread_run(workdir: Path, uri: str, text: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "flujo_cli.main", "run", "bp.yaml", "--thread", "ana", "--input", text],
+        cwd=workdir,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "FLUJO_STATE_URI": uri},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _started_run(workdir: Path) -> str:
+    deadline = time.monotonic() + 60
+    while not (found := [path.name for path in (workdir / "started").iterdir()]):
+        assert time.monotonic() < deadline, "no run started"
+        time.sleep(0.05)
+    return found[0]
+
+
+@pytest.fixture
+def processes() -> Iterator[list[subprocess.Popen[str]]]:
+    """Processes a test starts; those still running when it ends (it failed) are killed."""
+    started: list[subprocess.Popen[str]] = []
+    yield started
+    for process in started:
+        if process.poll() is None:
+            process.kill()
+            process.communicate(timeout=30)
+
+
+def test_a_run_of_a_thread_is_refused_while_a_worker_executes_another_run_of_it(
+    tmp_path: Path, uri: str, processes: list[subprocess.Popen[str]]
+) -> None:
+    workdir = _workdir(tmp_path, GATED)
+    [queued] = _submit(workdir, uri, "--input", "one", "--thread", "ana")
+    worker = _worker(workdir, uri, "--until-idle")
+    processes.append(worker)
+    _wait_for(workdir / "started" / queued)
+    refused = _flujo(workdir, uri, "run", "bp.yaml", "--thread", "ana", "--input", "two")
+    assert refused.returncode == exit_codes.FAILED, refused.stderr
+    assert f"error: thread ana is in use: run {queued} is being executed by pid {worker.pid} on" in refused.stderr
+    assert list(_runs(uri)) == [queued]  # nothing was stored for the refused run
+    (workdir / "go").touch()
+    assert f"completed {queued}" in _finish(worker)
+    later = _flujo(workdir, uri, "run", "bp.yaml", "--thread", "ana", "--input", "two")
+    assert later.returncode == exit_codes.OK, later.stderr
+    assert "continuing with 2 turn(s) from 1 earlier run(s)" in later.stderr
+
+
+def test_a_worker_passes_over_a_queued_run_whose_thread_a_direct_run_holds(
+    tmp_path: Path, uri: str, processes: list[subprocess.Popen[str]]
+) -> None:
+    workdir = _workdir(tmp_path, GATED)
+    direct = _thread_run(workdir, uri, "by hand")
+    processes.append(direct)
+    direct_id = _started_run(workdir)
+    threaded, alone = _submit(workdir, uri, "--inputs", _lines(workdir, ['{"input": "q", "thread": "ana"}', '"p"']))
+    worker = _worker(workdir, uri, "--until-idle")  # one run at a time, oldest first: "q" is looked at first
+    processes.append(worker)
+    _wait_for(workdir / "started" / alone)  # so "q" was passed over in the pick that took "p"
+    assert not (workdir / "started" / threaded).exists() and _runs(uri)[threaded].status == "queued"
+    refused = _flujo(workdir, uri, "resume", threaded)  # by hand: refused as well, and left in the queue
+    assert refused.returncode == exit_codes.FAILED and f"run {direct_id} is being executed" in refused.stderr
+    (workdir / "go").touch()
+    _, err = direct.communicate(timeout=60)
+    assert direct.returncode == exit_codes.OK, err
+    log = _finish(worker)
+    assert f"completed {threaded}" in log and f"completed {alone}" in log
+    turns = _flujo(workdir, uri, "threads", "show", "ana", "--json")
+    runs_in_order = [turn["run_id"] for turn in json.loads(turns.stdout)["turns"]]
+    assert runs_in_order == [direct_id] * 2 + [threaded] * 2

@@ -16,6 +16,8 @@ Invariants:
   registry, because the kernel never makes a process wait for its own locks.
 * Two run ids share an offset only if 62 bits of their BLAKE2b digests collide; the worst outcome would
   be a refused resume, never two executions of one run.
+* A thread is claimed the same way, under ``thread_key(name)``, while a run of it executes: a key no run id
+  can be (it holds a space), so a thread's claim and a run's never meet.
 """
 
 from __future__ import annotations
@@ -33,6 +35,11 @@ _OFFSETS = 2**62  # byte offsets a claim can take; off_t is 64-bit on the platfo
 def process_label() -> str:
     """This process as a run's owner is shown to the user: ``pid 4242 on build-01``."""
     return f"pid {os.getpid()} on {socket.gethostname()}"
+
+
+def thread_key(name: str) -> str:
+    """The claim key of thread ``name`` (run ids and thread names hold no space)."""
+    return f"thread {name}"
 
 
 def _offset(run_id: str) -> int:

@@ -48,7 +48,7 @@ from core.context import ConversationTurn
 from core.errors import StoreError
 from core.records import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
 from core.store import codec, pg_encoding, pruning, queue_rows, row_reads, thread_rows
-from core.store.claims import process_label
+from core.store.claims import process_label, thread_key
 from core.store.location import describe, password
 from core.store.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
 from core.store.pg_errors import store_error
@@ -116,6 +116,7 @@ class PostgresStore:
         self._claim_lock = asyncio.Lock()
         self._claims: Connection | None = None  # the connection holding this store's claims
         self._claimed: set[str] = set()
+        self._run_threads: dict[str, str] = {}  # taken run → the thread claimed with it (take_queued)
         self._cache = TextCache()  # the ids of texts and lists this store committed
         self._pending = Pending()  # what the write transaction in progress stored
 
@@ -287,14 +288,16 @@ class PostgresStore:
             async with self._write("take a queued run") as db:
                 offered = await (await db.execute(_Q_OFFERED, (queue_rows.BATCH,))).fetchall()
                 for row in offered:
-                    if await self._lock_run(str(row[0])):
+                    if await self._lock_run(str(row[0])) and await self._lock_thread(str(row[0]), row[1]):
                         return await _mark_taken(db, str(row[0]))
                 for row in await (await db.execute(_Q_TAKEN, (500,))).fetchall():
                     run_id = str(row[0])
                     if not await self._lock_run(run_id):
                         continue  # a live worker executes it
                     if not row[1]:
-                        return await _mark_taken(db, run_id)
+                        if await self._lock_thread(run_id, row[2]):
+                            return await _mark_taken(db, run_id)
+                        continue
                     cancelled.append(run_id)
                     await db.execute(_Q_MARK_CANCELLED, (time.time(), run_id))
                     await db.execute(_Q_REMOVE, (run_id,))
@@ -302,6 +305,24 @@ class PostgresStore:
             for run_id in cancelled:
                 await self.release_run(run_id)
         return None
+
+    async def _lock_thread(self, run_id: str, thread: str | None) -> bool:
+        """As ``SqliteStore._take_thread``: the thread's lock with the run's, or the run's given back."""
+        if thread is None:
+            return True
+        if await self._lock_run(thread_key(thread)):
+            self._run_threads[run_id] = thread
+            return True
+        await self.release_run(run_id)
+        return False
+
+    async def claim_thread(self, name: str) -> bool:
+        """As ``SqliteStore.claim_thread``: a session advisory lock on the claims connection."""
+        self._pool_or_error()
+        return await self._lock_run(thread_key(name))
+
+    async def release_thread(self, name: str) -> None:
+        await self.release_run(thread_key(name))
 
     async def leave_queued(self, run_id: str, *, requeue: bool = False) -> None:
         async with self._write(f"update the queue entry of run {run_id}") as db:
@@ -334,6 +355,9 @@ class PostgresStore:
         return int((await self._read("count queued runs", _Q_WAITING, ()))[0][0])
 
     async def release_run(self, run_id: str) -> None:
+        thread = self._run_threads.pop(run_id, None)
+        if thread is not None:
+            await self.release_run(thread_key(thread))
         async with self._claim_lock:
             if run_id not in self._claimed:
                 return

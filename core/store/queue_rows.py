@@ -8,7 +8,14 @@ Invariants:
   an advisory lock on PostgreSQL), never this table's: a taken run whose claim is gone was left by a dead
   worker and is taken again, to be resumed from its journal.
 * Runs of one thread never run at the same time: a run is offered only when no earlier run of its thread is
-  still in the queue (``WAITING``), so the second waits until the first has ended or paused.
+  still in the queue (``WAITING``), so the second waits until the first has ended or paused; and a worker
+  takes a run of a thread only with the thread's claim (``claims.thread_key``), which a ``flujo run
+  --thread`` or ``flujo resume`` of the same thread holds while it executes, so the run waits for it too.
+  A taken run holds its thread's claim until its own is released.
+* A run leaves the queue when it ends, pauses or is cancelled, and when ``flujo resume`` takes it by hand
+  (under its claim, before executing it): from then on it is that process's, like any run started with
+  ``flujo run``. A row whose run is no longer queued, running or interrupted is never executed again: it is
+  taken only to be removed (``MARK_RUNNING`` leaves such a run as it is).
 * Offers are in submission order. On PostgreSQL the worker locks the rows it looks at with ``FOR UPDATE
   SKIP LOCKED``, so workers never wait on each other's candidates; on SQLite the pick is one ``BEGIN
   IMMEDIATE`` transaction, one worker at a time.
@@ -19,13 +26,13 @@ from __future__ import annotations
 from typing import Literal
 
 OFFERED = (
-    "SELECT q.run_id FROM queue q WHERE q.taken = 0 AND q.cancel = 0"
+    "SELECT q.run_id, q.thread FROM queue q WHERE q.taken = 0 AND q.cancel = 0"
     " AND NOT EXISTS (SELECT 1 FROM queue p WHERE p.thread = q.thread AND p.seq < q.seq)"
     " ORDER BY q.seq LIMIT ?"
 )
 """Queued runs a worker may start now, oldest first."""
 
-TAKEN = "SELECT q.run_id, q.cancel FROM queue q WHERE q.taken = 1 ORDER BY q.seq LIMIT ?"
+TAKEN = "SELECT q.run_id, q.cancel, q.thread FROM queue q WHERE q.taken = 1 ORDER BY q.seq LIMIT ?"
 """Runs some worker started: those whose claim is gone are taken again."""
 
 WAITING = "SELECT COUNT(*) FROM queue WHERE taken = 0"
@@ -33,7 +40,11 @@ WAITING = "SELECT COUNT(*) FROM queue WHERE taken = 0"
 
 INSERT = "INSERT INTO queue (run_id, thread) VALUES (?, ?)"
 MARK_TAKEN = "UPDATE queue SET taken = 1 WHERE run_id = ?"
-MARK_RUNNING = "UPDATE runs SET status = 'running', owner = ? WHERE run_id = ?"
+MARK_RUNNING = (
+    "UPDATE runs SET status = 'running', owner = ? WHERE run_id = ? AND status IN ('queued', 'running', 'interrupted')"
+)
+RUNNABLE = ("queued", "running", "interrupted")
+"""The statuses of a run a worker executes when it takes it from the queue; any other was settled elsewhere."""
 REQUEUE = "UPDATE queue SET taken = 0 WHERE run_id = ?"
 REMOVE = "DELETE FROM queue WHERE run_id = ?"
 ONE = "SELECT taken FROM queue WHERE run_id = ?"
@@ -45,4 +56,4 @@ BATCH = 16
 
 Cancelled = Literal["cancelled", "requested", "not_queued"]
 """What ``cancel_queued`` did: cancelled the run itself (nobody executes it), asked the worker executing it
-to stop, or nothing (the run is not in the queue: it ended, paused, or was never submitted)."""
+to stop, or nothing (the run is not in the queue: it ended, paused, was resumed by hand or never submitted)."""

@@ -89,6 +89,7 @@ class SqliteStore:
         self._lock = asyncio.Lock()
         self._cache = TextCache()  # the ids of texts and lists this store committed
         self._claimed: set[str] = set()  # runs this store claimed (core.store.claims)
+        self._run_threads: dict[str, str] = {}  # taken run → the thread claimed with it (take_queued)
 
     async def open(self) -> SqliteStore:
         """Connect, set the pragmas, create the parent directory and apply pending migrations."""
@@ -216,6 +217,18 @@ class SqliteStore:
             self._claimed.discard(run_id)
             if self.path != ":memory:":
                 claims.release(self.path + CLAIMS_SUFFIX, run_id)
+        thread = self._run_threads.pop(run_id, None)
+        if thread is not None:
+            await self.release_run(claims.thread_key(thread))
+
+    async def claim_thread(self, name: str) -> bool:
+        """Claim thread ``name`` while a run of it executes in this process (``core.store.claims``); False when
+        a live process (this store included) holds it. ``release_thread`` or ``close`` gives it up."""
+        self._connection()
+        return self._take_claim(claims.thread_key(name))
+
+    async def release_thread(self, name: str) -> None:
+        await self.release_run(claims.thread_key(name))
 
     async def queue_runs(self, runs: Sequence[RunRecord]) -> None:
         """Store ``runs`` (status ``queued``) and put them in the queue, in this order, in one transaction
@@ -227,14 +240,16 @@ class SqliteStore:
         taken and running, and return its id; None when there is none. The caller holds its claim."""
         async with self._write("take a queued run") as db:
             for row in await db.execute_fetchall(queue_rows.OFFERED, (queue_rows.BATCH,)):
-                if self._take_claim(str(row[0])):
+                if self._take_claim(str(row[0])) and self._take_thread(str(row[0]), row[1]):
                     return await _mark_taken(db, str(row[0]))
             for row in await db.execute_fetchall(queue_rows.TAKEN, (_CHUNK,)):
                 run_id = str(row[0])
                 if not self._take_claim(run_id):
                     continue  # a live worker executes it
                 if not row[1]:
-                    return await _mark_taken(db, run_id)
+                    if self._take_thread(run_id, row[2]):
+                        return await _mark_taken(db, run_id)
+                    continue
                 await db.execute(queue_rows.MARK_CANCELLED, (time.time(), run_id))
                 await db.execute(queue_rows.REMOVE, (run_id,))
                 self._claimed.discard(run_id)
@@ -279,6 +294,18 @@ class SqliteStore:
         if self._hold(run_id):
             self._claimed.add(run_id)
             return True
+        return False
+
+    def _take_thread(self, run_id: str, thread: str | None) -> bool:
+        """Claim the thread of ``run_id`` (just claimed) with it; when another process holds the thread,
+        give the run's claim back and say False: the run waits in the queue."""
+        if thread is None:
+            return True
+        if self._take_claim(claims.thread_key(thread)):
+            self._run_threads[run_id] = thread
+            return True
+        self._claimed.discard(run_id)
+        self._release_lock(run_id)
         return False
 
     def _release_lock(self, run_id: str) -> None:

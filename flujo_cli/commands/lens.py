@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from core.ports import RunStore
     from core.records import RunStatus
     from core.redaction import Redactor
-    from lens import RunNode
+    from lens import Expansion, RunNode
 
 
 @dataclass(frozen=True)
@@ -107,15 +107,19 @@ def trace_run(run_id: str, options: TraceOptions, *, json_output: bool, state: s
     if interactive and not terminal:
         usage_error("--tui needs a terminal", "without it, the trace is printed (add --plain to be explicit)")
     shown: list[RunNode] = []
+    shown_expansion: list[Expansion] = []
 
     async def body(store: RunStore, redactor: Redactor, where: str) -> int:
         from lens import load_tree, masked_document, trace_document, trace_view
 
         if not await _found(store, run_id, where):
             return exit_codes.FAILED
-        tree = _focused(await load_tree(store, run_id, redactor=redactor), options.step)
-        if tree is None:
+        whole = await load_tree(store, run_id, redactor=redactor)
+        expanded = _expanded(whole, expansion)
+        tree = _focused(whole, options.step) if expanded is not None else None
+        if tree is None or expanded is None:
             return exit_codes.FAILED
+        shown_expansion.append(expanded)
         if interactive:
             shown.append(tree)  # the viewer runs its own event loop, after this one is closed
             # The tree lives until the process ends: out of the collector's sight (frozen while it is
@@ -125,12 +129,12 @@ def trace_run(run_id: str, options: TraceOptions, *, json_output: bool, state: s
         elif json_output:
             _print_json(masked_document(trace_document(tree), redactor))
         elif sys.stdout.isatty():
-            _print(trace_view(tree, expand=expansion))
+            _print(trace_view(tree, expand=expanded))
         else:  # into a pipe or a file: each node written as it is laid out (lens.stream)
             from lens.stream import trace_lines
 
             console = Console(file=sys.stdout, highlight=False, color_system=None, width=_width())
-            for line in trace_lines(tree, console, expand=expansion):
+            for line in trace_lines(tree, console, expand=expanded):
                 sys.stdout.write(line + "\n")
         return exit_codes.OK
 
@@ -139,7 +143,7 @@ def trace_run(run_id: str, options: TraceOptions, *, json_output: bool, state: s
         from lens import open_viewer
 
         try:
-            open_viewer(shown[0], expand=expansion)
+            open_viewer(shown[0], expand=shown_expansion[0])
         except Exception as exc:  # the CLI's top level
             fail(exc, debug=debug)
     return code
@@ -180,6 +184,24 @@ async def _found(store: RunStore, run_id: str, where: str) -> bool:
         return True
     error_line(f"no run matches {run_id!r} in {where}", elsewhere("list its runs with: flujo lens list"))
     return False
+
+
+def _expanded(tree: RunNode, expansion: Expansion) -> Expansion | None:
+    """``expansion`` with its step names resolved to the paths of ``tree``'s steps; None (the error said)
+    when a value names no step of the run, with the closest names as a suggestion."""
+    import difflib
+
+    from lens import StepNode, walk
+
+    resolved, unknown = expansion.resolved(tree)
+    if not unknown:
+        return resolved
+    names = sorted({n.name for n in walk(tree) if isinstance(n, StepNode)})
+    close = difflib.get_close_matches(unknown[0], names, n=3, cutoff=0.6)
+    shown = ", ".join(names[:12]) + (" ..." if len(names) > 12 else "")
+    hint = f"did you mean {' or '.join(close)}?" if close else (f"its steps: {shown}" if names else "it has no steps")
+    error_line(f"--expand {unknown[0]}: run {tree.run_id} has no step of that name or path", hint)
+    return None
 
 
 def _focused(tree: RunNode, step: str | None) -> RunNode | None:

@@ -21,7 +21,8 @@ from flujo_cli.answering import NO_ANSWER_FLAGS, AnswerFlags
 from flujo_cli.messages import error_line, fail, flujo_command, stderr, usage_error
 
 if TYPE_CHECKING:
-    from core.config import BoundsSettings
+    from core.config import BoundsSettings, Settings
+    from core.records import RunRecord
 
 # The last part of a setting's key that names a secret: ``openai.api_key``, ``x.token``, ``y.db_password``
 # (never ``history.max_tokens``).
@@ -103,6 +104,14 @@ class _Invocation:
     """What the top level needs to know of the run in progress when it is interrupted."""
 
     run_id: str | None = None
+    settings: Settings | None = None  # the run's, to name its store in the command that continues it
+
+    def state_option(self) -> str:
+        """`` --state URI`` when the run's store must be named to find it again (``store_access``); computed
+        only when a command to continue the run is printed (it reads the settings again)."""
+        from flujo_cli.store_access import state_option
+
+        return state_option(self.settings) if self.settings is not None else ""
 
 
 def _drive(coroutine: Coroutine[Any, Any, int], invocation: _Invocation, *, debug: bool) -> int:
@@ -115,7 +124,7 @@ def _drive(coroutine: Coroutine[Any, Any, int], invocation: _Invocation, *, debu
         else:
             error_line(
                 f"interrupted: run {invocation.run_id} is saved up to its last finished step",
-                f"continue it with: {flujo_command()} resume {invocation.run_id}",
+                f"continue it with: {flujo_command()} resume {invocation.run_id}{invocation.state_option()}",
             )
         return exit_codes.INTERRUPTED
     except Exception as exc:  # the CLI's top level: one clear line, never a traceback (unless --debug)
@@ -235,10 +244,12 @@ async def _run(
     from flujo_cli.answering import answering_for, answers_json, report_answers
     from flujo_cli.human import TerminalHuman
     from flujo_cli.progress import LiveReporter
+    from flujo_cli.run_claims import hold_thread, take_for_resume
     from flujo_cli.store_access import elsewhere, open_for, settings_with_state, where
 
     console = stderr()
     settings = settings_with_state(state, overrides_from_assignments(overrides.settings))
+    invocation.settings = settings
     positional, by_step = _answers(answers, answers_file, settings.bounds)
     # Answers given up front come first; the terminal (or a pause) comes after any replay or simulated person.
     given = TerminalHuman(answers=positional, by_step=by_step, interactive=False, console=console)
@@ -248,6 +259,8 @@ async def _run(
     started = time.perf_counter()
     # A resume only looks the run up: it never creates a store (a missing one is named, exit code 7).
     store = await open_for(settings, "create" if resume_id is None else "existing")
+    recorded: dict[str, Any] = {}  # the options a resumed run recorded
+    resumed: RunRecord | None = None
     try:
         if resume_id is not None:
             record = await store.get_run(resume_id)
@@ -257,6 +270,9 @@ async def _run(
                     hint=elsewhere("check the id printed when the run paused (flujo lens list lists the runs)"),
                 )
             invocation.run_id = resume_id = record.run_id
+            resumed = record
+            recorded = dict(record.options or {})
+            answer_flags = answer_flags.over(recorded)  # it keeps answering as it started
             if record.options:  # the run continues under the settings it started with (ours on top)
                 overrides = overrides.over(record.options)
                 settings = settings_with_state(state, overrides_from_assignments(overrides.settings))
@@ -297,14 +313,25 @@ async def _run(
                 error_line(exc.message, exc.hint)
                 return exit_codes.USAGE
         engine = Engine(store=store, human=human, reporter=reporter, redactor=redactor, answering=answering)
-        if resume_id is not None:
-            options = overrides.to_options()  # in the run's own thread, if it has one
-            human.remember(await _answers_given(store, resume_id))  # Up recalls them at the next question
-            outcome = await engine.resume(pipeline, resume_id, force=force, options=options)
+        # What the run records to resume as it started; a resumed run keeps what it recorded besides
+        # (the answers it was queued with, say).
+        options = {
+            **recorded,
+            **(overrides.to_options() or {}),
+            **answer_flags.to_options(answering),
+        }
+        # Claims (flujo_cli.run_claims): the run's and its thread's; closing the store releases them.
+        if resumed is not None:  # in the run's own thread, if it has one
+            await take_for_resume(store, resumed)  # and out of the queue, if it was queued
+            human.remember(await _answers_given(store, resumed.run_id))  # Up recalls them at the next question
+            outcome = await engine.resume(pipeline, resumed.run_id, force=force, options=options or None, claimed=True)
         else:
             invocation.run_id = new_run_id()
-            options = overrides.to_options()
-            outcome = await engine.run(pipeline, input_text, run_id=invocation.run_id, thread=thread, options=options)
+            if thread is not None:
+                await hold_thread(store, thread)
+            outcome = await engine.run(
+                pipeline, input_text, run_id=invocation.run_id, thread=thread, options=options or None
+            )
     finally:
         reporter.close()
         await store.close()
@@ -312,6 +339,7 @@ async def _run(
     code = _finish(
         outcome, json_output=json_output, seconds=time.perf_counter() - started, console=console,
         extra=answers_json(answering),
+        state_option=invocation.state_option() if outcome.status != "completed" else "",
     )  # fmt: skip
     if outcome.status == "completed" and given.unused:
         console.print(
@@ -374,13 +402,22 @@ def _as_given(given: Path) -> Callable[[str], str]:
 
 
 def _finish(
-    outcome: Any, *, json_output: bool, seconds: float, console: Console, extra: Mapping[str, Any] | None = None
+    outcome: Any,
+    *,
+    json_output: bool,
+    seconds: float,
+    console: Console,
+    extra: Mapping[str, Any] | None = None,
+    state_option: str = "",
 ) -> int:
+    """Print how the run ended and return its exit code. Every command suggested to continue the run names
+    its store with ``state_option`` (`` --state URI``) when that store is not the one found by default."""
     from core.engine import RunOutcome
     from flujo_cli.messages import exit_code_for
 
     assert isinstance(outcome, RunOutcome)
-    resume_cmd = f"{flujo_command()} resume {outcome.run_id} --answer '...'"
+    resume = f"{flujo_command()} resume {outcome.run_id}{state_option}"
+    resume_cmd = f"{resume} --answer '...'"
     usage = outcome.usage
     if json_output:
         payload: dict[str, Any] = {
@@ -421,8 +458,7 @@ def _finish(
         flag = "--max-cost-usd AMOUNT" if (outcome.detail or "").startswith("cost") else "--max-tokens N"
         error_line(
             outcome.detail or "usage limit reached",
-            f"continue with a higher limit: {flujo_command()} resume {outcome.run_id} {flag}"
-            " (finished steps are replayed, not paid again)",
+            f"continue with a higher limit: {resume} {flag} (finished steps are replayed, not paid again)",
         )
         console.print(f"  [dim]{summary}[/]")
         return exit_codes.LIMIT
@@ -432,5 +468,5 @@ def _finish(
     error = outcome.error
     where = f" at step {outcome.failed_step}" if outcome.failed_step else ""
     error_line(f"run failed{where}: {error.message if error else 'unknown error'}", error.hint if error else None)
-    console.print(f"  [dim]{summary} · after fixing the cause: {escape(flujo_command())} resume {outcome.run_id}[/]")
+    console.print(f"  [dim]{summary} · after fixing the cause: {escape(resume)}[/]")
     return exit_code_for(error) if error else exit_codes.FAILED

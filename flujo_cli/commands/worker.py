@@ -3,9 +3,10 @@
 
 Invariants:
 
-* A run is executed only under its claim (``take_queued`` claims it), so no two workers, on any machine,
-  execute one run at once; a worker that dies leaves its claim behind nowhere, and another worker resumes
-  the run from its journal (no committed step runs again).
+* A run is executed only under its claim (``take_queued`` claims it, and its thread's claim with it), so
+  no two workers, on any machine, execute one run (or two runs of one thread) at once; a worker that dies
+  leaves its claim behind nowhere, and another worker resumes the run from its journal (no committed step
+  runs again).
 * A run that ends, pauses or fails leaves the queue (a failed run is not retried: ``flujo resume`` does
   that); an interrupted one (SIGTERM after the grace period, Ctrl-C) goes back to it, to be resumed.
 * SIGTERM: stop taking runs, let those in hand finish for ``grace_s`` seconds, then interrupt them as
@@ -106,9 +107,9 @@ class _Worker:
         try:
             self.console.print(f"started {run_id}")
             outcome = await self._resume(run_id)
-            if outcome is None:  # someone finished it by hand (flujo resume) while it was queued
+            if outcome is None:  # settled elsewhere while it was queued (a row an older flujo left behind)
                 await self.store.leave_queued(run_id)
-                self._report(run_id, "skipped", "it ended elsewhere", started)
+                self._report(run_id, "skipped", "it is no longer queued", started)
                 return
         except asyncio.CancelledError:
             if run_id in self.cancelled:
@@ -142,13 +143,14 @@ class _Worker:
         from core.engine import Engine
         from core.errors import RunError
         from core.redaction import Redactor
+        from core.store.queue_rows import RUNNABLE
         from flujo_cli.commands.run import RunOverrides, _with_limits
         from flujo_cli.human import TerminalHuman
         from flujo_cli.store_access import settings_with_state
 
         record = await self.store.get_run(run_id)
         assert record is not None
-        if record.status in ("completed", "cancelled"):
+        if record.status not in RUNNABLE:  # it ended, paused or was cancelled: nothing to execute
             return None
         options: dict[str, Any] = record.options or {}
         overrides = RunOverrides().over(options)
