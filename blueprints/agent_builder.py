@@ -33,6 +33,7 @@ def agent_spec(name: str, agent: AgentModel) -> AgentSpec:
         name=name,
         model=agent.model,
         system_prompt=agent.system_prompt,
+        examples=tuple((example.user, example.assistant) for example in agent.examples or ()),
         output_schema=agent.output_schema,
         model_settings=dict(agent.model_settings),
         timeout=agent.timeout,

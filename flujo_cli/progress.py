@@ -46,6 +46,9 @@ class LiveReporter:
             return
         self._status = self._console.status(f"[bold]{escape(name)}[/] running…", spinner="dots")
         self._status.start()
+        # Draw the first frame now, not on the refresh thread's first tick: loading a local model holds the
+        # GIL for the whole load (xllamacpp), and the spinner would stay blank until it is done.
+        self._status.update(spinner="dots")
 
     def text_delta(self, path: str, text: str) -> None:
         if self._quiet:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +22,9 @@ from core.agents import (
 from core.config import Settings
 from core.errors import AgentOutputError, ConfigError
 from core.ports import Agent, AgentCall, ChatMessage
+from core.store import open_store
 from core.usage import Usage
+from tests.cli_helpers import flujo
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = {"type": "object", "properties": {"action": {"type": "string"}}, "required": ["action"]}
@@ -66,6 +70,39 @@ def test_scripted_prompt_is_what_a_model_would_be_sent() -> None:
         ChatMessage("system", "Be kind."),
         ChatMessage("user", "hi"),
         ChatMessage("user", '{"q": 1}'),
+    ]
+
+
+EXAMPLES_BLUEPRINT = """\
+version: "0.1"
+agents:
+  helper:
+    model: scripted
+    system_prompt: Be brief.
+    examples:
+      - {user: "Hi!", assistant: "Hello!"}
+    replies: ["Paris."]
+steps:
+  - {kind: step, name: answer, uses: agents.helper}
+"""
+
+
+def test_an_agents_examples_from_a_blueprint_are_recorded_as_the_turns_it_was_sent(state_db: Path) -> None:
+    (state_db.parent.parent / "bp.yaml").write_text(EXAMPLES_BLUEPRINT, encoding="utf-8")
+    code, out, err = flujo(["run", "bp.yaml", "--json", "--input", "Capital of France?"])
+    assert code == 0, err
+
+    async def sent() -> list[tuple[str, str]]:
+        async with await open_store(str(state_db)) as store:
+            events = await store.events(json.loads(out)["run_id"])
+        prompt = next(e.payload for e in events if e.kind == "agent.prompt")
+        return [(m["role"], m["content"]) for m in prompt["messages"]]
+
+    assert asyncio.run(sent()) == [
+        ("system", "Be brief."),
+        ("user", "Hi!"),
+        ("assistant", "Hello!"),
+        ("user", "Capital of France?"),
     ]
 
 

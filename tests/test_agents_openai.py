@@ -64,6 +64,23 @@ async def test_system_prompt_history_and_input_arrive_in_the_request(fake_llm: F
     assert reply.model == "gpt-4o-mini" and reply.attempts == 1
 
 
+async def test_worked_examples_are_sent_as_turns_between_the_system_prompt_and_the_history(fake_llm: FakeLLM) -> None:
+    fake_llm.reply("Madrid.")
+    agent = make(fake_llm, system_prompt="Be brief.", examples=(("Capital of Italy?", "Rome."),))
+    history = (ChatMessage("user", "Capital of France?"), ChatMessage("assistant", "Paris."))
+
+    await agent.run(AgentCall(input="And of Spain?", step="chat", history=history))
+
+    assert fake_llm.last.body["messages"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Capital of Italy?"},
+        {"role": "assistant", "content": "Rome."},
+        {"role": "user", "content": "Capital of France?"},
+        {"role": "assistant", "content": "Paris."},
+        {"role": "user", "content": "And of Spain?"},
+    ]
+
+
 async def test_non_text_input_is_sent_as_json_and_json_text_is_not_parsed(fake_llm: FakeLLM) -> None:
     fake_llm.reply('{"action": "finish"}')
     reply = await make(fake_llm).run(AgentCall(input={"topic": "café", "n": 2}, step="s"))

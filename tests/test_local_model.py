@@ -88,13 +88,35 @@ def test_a_two_turn_chat_sends_the_first_answer_back_as_history(state_db: Path) 
     assert all(isinstance(reply, str) and reply.strip() for reply in replies)
     second = [(m["role"], m["content"]) for m in prompts[1]["messages"]]
     assert second[0][0] == "system"
-    assert second[1:] == [("user", "Hi! My name is Ada."), ("assistant", replies[0]), ("user", "What is my name?")]
+    # the worked examples, as chat turns, then the first exchange and the new message
+    assert [role for role, _ in second[1:7]] == ["user", "assistant"] * 3
+    assert second[7:] == [("user", "Hi! My name is Ada."), ("assistant", replies[0]), ("user", "What is my name?")]
     assert prompts[1]["agent"] == "local"
     # usage as the server counted it; a model on this machine costs nothing
     usage = result["usage"]
     assert usage["input_tokens"] > len(second) and usage["output_tokens"] > 0
     assert usage["requests"] == 2 and usage["cost_usd"] == 0
     assert result["output"].startswith("User: Hi! My name is Ada.\nAssistant: ")
+
+
+def test_the_default_chat_answers_a_factual_question_and_its_follow_up_in_its_own_voice(state_db: Path) -> None:
+    """The chat ``make run`` starts, structurally: at temperature 0 the model names the capital asked for,
+    answers the follow-up ("And of Spain?"), which only makes sense with the first exchange sent back, and
+    never writes a role line (speaking as the person). This shows the prompt is shaped so the model can
+    answer; it cannot show the conversation is good (benchmarks/chat_quality.py prints ten to read)."""
+    answers = ["What is the capital of France?", "And of Spain?", "bye"]
+    code, out, err = flujo(["run", str(CHAT), "--json", *(arg for answer in answers for arg in ("-a", answer))])
+    assert code == exit_codes.OK, err
+    run_id = json.loads(out)["run_id"]
+    replies = [str(payload["output"]) for payload in events(state_db, run_id, "agent.reply")]
+    assert len(replies) == 2
+    assert "Paris" in replies[0]
+    assert "Madrid" in replies[1]
+    for reply in replies:
+        assert not re.search(r"^\s*(user|assistant|smol)\s*:", reply, re.IGNORECASE | re.MULTILINE), reply
+        assert len(reply.split()) <= 40, reply  # short, as the examples are
+    second = [(m["role"], m["content"]) for m in events(state_db, run_id, "agent.prompt")[1]["messages"]]
+    assert second[-3:] == [("user", answers[0]), ("assistant", replies[0]), ("user", answers[1])]
 
 
 def test_a_structured_reply_matches_its_schema(state_db: Path, tmp_path: Path) -> None:

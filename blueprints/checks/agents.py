@@ -23,7 +23,7 @@ BUILTIN_PARAMS: dict[str, tuple[str, ...]] = {
     "flujo.builtins.stringify": (),
     "flujo.builtins.ask_user": ("question",),
 }
-_MODEL_ONLY = ("system_prompt", "model_settings", "context_window", "base_url")
+_MODEL_ONLY = ("system_prompt", "examples", "model_settings", "context_window", "base_url")
 
 
 def import_check(checker: Checker, spec: str, path: tuple[str | int, ...], *, role: str | None = None) -> None:

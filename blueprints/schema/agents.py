@@ -9,6 +9,15 @@ from pydantic import Field
 from blueprints.schema.base import CallablePath, JsonSchema, PositiveInt, StrictModel
 
 
+class ExampleModel(StrictModel):
+    """One worked example of an agent: what the user says and what the agent replies."""
+
+    label: ClassVar[str] = "example"
+
+    user: str
+    assistant: str
+
+
 class AgentModel(StrictModel):
     """A reusable agent: a model (``provider:name``, ``scripted``, ``echo``), a python callable or a command."""
 
@@ -16,6 +25,7 @@ class AgentModel(StrictModel):
 
     model: str | None = None
     system_prompt: str | None = None
+    examples: list[ExampleModel] | None = None
     output_schema: JsonSchema | None = None
     model_settings: dict[str, Any] = Field(default_factory=dict)
     timeout: Annotated[float, Field(gt=0)] | None = None

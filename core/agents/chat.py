@@ -36,9 +36,14 @@ def input_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def chat_prompt(system: str | None, history: Sequence[ChatMessage], value: Any) -> list[ChatMessage]:
-    """The system prompt (if any), then the history, then ``value`` as the user's message."""
+def chat_prompt(
+    system: str | None, history: Sequence[ChatMessage], value: Any, *, examples: Sequence[tuple[str, str]] = ()
+) -> list[ChatMessage]:
+    """The system prompt (if any), the worked ``examples`` as (user, assistant) turns, then the history, then
+    ``value`` as the user's message."""
     messages = [ChatMessage("system", system)] if system else []
+    for said, replied in examples:
+        messages += [ChatMessage("user", said), ChatMessage("assistant", replied)]
     messages.extend(history)
     messages.append(ChatMessage("user", input_text(value)))
     return messages
@@ -137,7 +142,7 @@ class ChatModelAgent(ABC):
         if self._schema is not None and self._schema_in_prompt:
             instruction = self._schema.instruction()
             system = f"{system}\n\n{instruction}" if system else instruction
-        return chat_prompt(system, call.history, call.input)
+        return chat_prompt(system, call.history, call.input, examples=self.spec.examples)
 
     async def run(self, call: AgentCall) -> AgentReply:
         from core.agents.http import retry_listener

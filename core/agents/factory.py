@@ -76,11 +76,12 @@ def _model_agent(spec: AgentSpec, model: str, settings: Settings, backoff: Backo
 
         offline_budget = prompt_budget(spec, spec.context_window, 0)
         if model == "echo":
-            return EchoAgent(system_prompt=spec.system_prompt, prompt_budget=offline_budget)
+            return EchoAgent(system_prompt=spec.system_prompt, examples=spec.examples, prompt_budget=offline_budget)
         return ScriptedAgent(
             spec.replies,
             name=spec.name,
             system_prompt=spec.system_prompt,
+            examples=spec.examples,
             output_schema=spec.output_schema,
             prompt_budget=offline_budget,
         )

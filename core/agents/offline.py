@@ -33,6 +33,7 @@ class ScriptedAgent:
         *,
         name: str = "scripted",
         system_prompt: str | None = None,
+        examples: Sequence[tuple[str, str]] = (),
         output_schema: Mapping[str, Any] | None = None,
         prompt_budget: int | None = None,
     ) -> None:
@@ -45,6 +46,7 @@ class ScriptedAgent:
         self.name = name
         self.replies = list(replies)
         self.system_prompt = system_prompt
+        self.examples = tuple(examples)
         self.calls: list[AgentCall] = []
         self._next = 0
         self._schema = OutputSchema(output_schema, owner=f"agents.{name}") if output_schema is not None else None
@@ -77,7 +79,7 @@ class ScriptedAgent:
         return 0.0
 
     def prompt(self, call: AgentCall) -> list[ChatMessage]:
-        return chat_prompt(self.system_prompt, call.history, call.input)
+        return chat_prompt(self.system_prompt, call.history, call.input, examples=self.examples)
 
     async def run(self, call: AgentCall) -> AgentReply:
         self.calls.append(call)
@@ -128,8 +130,15 @@ class ScriptedAgent:
 class EchoAgent:
     """Returns its input unchanged."""
 
-    def __init__(self, *, system_prompt: str | None = None, prompt_budget: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        system_prompt: str | None = None,
+        examples: Sequence[tuple[str, str]] = (),
+        prompt_budget: int | None = None,
+    ) -> None:
         self.system_prompt = system_prompt
+        self.examples = tuple(examples)
         self._prompt_budget = prompt_budget
 
     @property
@@ -160,7 +169,7 @@ class EchoAgent:
         return 0.0
 
     def prompt(self, call: AgentCall) -> list[ChatMessage]:
-        return chat_prompt(self.system_prompt, call.history, call.input)
+        return chat_prompt(self.system_prompt, call.history, call.input, examples=self.examples)
 
     def replayed(self) -> None:
         return None

@@ -19,11 +19,15 @@ class AgentSpec:
     ``builtin`` is one of ``flujo.builtins.passthrough|stringify|ask_user``.
     ``timeout`` and ``max_retries`` left None take the provider's ``timeout_s`` and ``max_retries`` from
     the settings (a command agent's timeout then defaults to 300 seconds).
+    ``examples`` are worked (user, assistant) exchanges a chat model is sent as earlier turns of the
+    conversation, after the system prompt and before the history: small models copy a reply's length and
+    tone from them better than from instructions.
     """
 
     name: str
     model: str | None = None
     system_prompt: str | None = None
+    examples: tuple[tuple[str, str], ...] = ()
     output_schema: Mapping[str, Any] | None = None
     model_settings: Mapping[str, Any] = field(default_factory=dict)
     timeout: float | None = None
