@@ -65,6 +65,17 @@ async def answering_for(
     return Answering(given=given, replay=replay, simulated_user=person)
 
 
+async def given_answers_taken(store: RunStore, run_id: str) -> list[str]:
+    """The steps of the questions run ``run_id`` (and its sub-workflows' child runs) answered already with
+    answers given up front, one entry per question: those its journal records without a ``simulated`` or
+    ``replayed`` mark. A run executed with no terminal (a worker) has no other source for them, so their
+    answers were the first of those it was given; ``TerminalHuman.pass_over`` drops them."""
+    from core.answer_replay import recorded_answers
+
+    answered = await recorded_answers(store, run_id)
+    return [answer.step for answer in answered.answers.values() if answer.source == "person"]
+
+
 def report_answers(answering: Answering, console: Console) -> None:
     """Say how many answers were replayed and which questions had none recorded (with --replay-answers)."""
     log = answering.log
