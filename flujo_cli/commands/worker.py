@@ -6,7 +6,7 @@ Invariants:
 * A run is executed only under its claim (``take_queued`` claims it, and its thread's claim with it), so
   no two workers, on any machine, execute one run (or two runs of one thread) at once; a worker that dies
   leaves its claim behind nowhere, and another worker resumes the run from its journal (no committed step
-  runs again).
+  runs again; the questions answered took the first of its submitted answers, so the next gets the next).
 * A run that ends, pauses or fails leaves the queue (a failed run is not retried: ``flujo resume`` does
   that); an interrupted one (SIGTERM after the grace period, Ctrl-C) goes back to it, to be resumed.
 * SIGTERM: stop taking runs, let those in hand finish for ``grace_s`` seconds, then interrupt them as
