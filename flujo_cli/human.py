@@ -112,6 +112,13 @@ class TerminalHuman:
         """How many answers given on the command line (``--answer``, ``--answers``) no question took."""
         return len(self._answers) + sum(len(values) for values in self._by_step.values())
 
+    def pass_over(self, steps: Sequence[str]) -> None:
+        """Drop the answers that questions of these steps took already, by the rule ``ask`` takes them
+        (the step's own answers first, then the list in order): a run re-executed from its journal gives
+        its next question the next answer, not the first one again."""
+        for step in steps:
+            self._scripted(step)
+
     def _scripted(self, step: str) -> str | None:
         queue = self._by_step.get(step)
         if queue:

@@ -163,6 +163,75 @@ def test_a_worker_killed_mid_run_leaves_it_to_another_with_no_committed_step_run
     assert _runs(uri)[run_id].status == "completed"
 
 
+# Three questions; between the first and the second, a step that waits for the file "go".
+THREE_QUESTIONS = """\
+version: "0.1"
+agents:
+  gate:
+    command:
+      - sh
+      - -c
+      - 'cat > /dev/null; touch "%(dir)s/started/$FLUJO_RUN_ID"; while [ ! -e "%(dir)s/go" ]; do sleep 0.05; done;
+        echo ok'
+steps:
+  - {kind: hitl, name: first, message: "First?"}
+  - {kind: step, name: wait, uses: agents.gate}
+  - {kind: hitl, name: second, message: "Second?"}
+  - {kind: hitl, name: third, message: "Third?"}
+"""
+
+
+def test_a_run_resumed_after_its_worker_died_gives_each_new_question_the_next_answer(tmp_path: Path, uri: str) -> None:
+    workdir = _workdir(tmp_path, THREE_QUESTIONS)
+    (workdir / "answers.json").write_text('["A1", "A2", "A3"]', encoding="utf-8")
+    [run_id] = _submit(workdir, uri, "--input", "hello", "--answers", "answers.json")
+    first = _worker(workdir, uri)
+    _wait_for(workdir / "started" / run_id)  # "first" answered (A1) and committed; "wait" in flight
+    first.send_signal(signal.SIGKILL)
+    first.communicate(timeout=30)
+    (workdir / "go").touch()
+    log = _finish(_worker(workdir, uri, "--until-idle"))
+    assert f"completed {run_id}" in log
+    shown = json.loads(_flujo(workdir, uri, "lens", "show", run_id, "--json").stdout)
+    answers = {step["name"]: step["output"] for step in shown["steps"] if step["name"] != "wait"}
+    assert answers == {"first": "A1", "second": "A2", "third": "A3"}  # not A1 given again to "second"
+
+
+def test_a_run_resumed_inside_a_sub_workflow_after_its_worker_died_gives_each_question_its_own_answer(
+    tmp_path: Path, uri: str
+) -> None:
+    workdir = _workdir(tmp_path, THREE_QUESTIONS)
+    (workdir / "bp.yaml").rename(workdir / "inner.yaml")
+    (workdir / "bp.yaml").write_text(
+        'version: "0.1"\nimports: {inner: inner.yaml}\nsteps:\n'
+        '  - {kind: hitl, name: before, message: "Before?"}\n'
+        "  - {kind: step, name: sub, uses: imports.inner}\n"
+        '  - {kind: hitl, name: after, message: "After?"}\n',
+        encoding="utf-8",
+    )
+    (workdir / "answers.json").write_text('["A0", "A1", "A2", "A3", "A4"]', encoding="utf-8")
+    [run_id] = _submit(workdir, uri, "--input", "hello", "--answers", "answers.json")
+    first = _worker(workdir, uri)
+    _wait_for_any(workdir / "started")  # "before" and the child's "first" committed; the child's "wait" in flight
+    first.send_signal(signal.SIGKILL)
+    first.communicate(timeout=30)
+    (workdir / "go").touch()
+    assert f"completed {run_id}" in _finish(_worker(workdir, uri, "--until-idle"))
+    [child] = [run.run_id for run in _runs(uri).values() if run.parent_run_id == run_id]
+    answers = {}
+    for shown_id in (run_id, child):
+        shown = json.loads(_flujo(workdir, uri, "lens", "show", shown_id, "--json").stdout)
+        answers.update({step["name"]: step["output"] for step in shown["steps"] if step["name"] not in ("wait", "sub")})
+    assert answers == {"before": "A0", "first": "A1", "second": "A2", "third": "A3", "after": "A4"}
+
+
+def _wait_for_any(folder: Path, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not any(folder.iterdir()):
+        assert time.monotonic() < deadline, f"nothing appeared in {folder}"
+        time.sleep(0.05)
+
+
 def test_sigterm_lets_a_run_finish_within_the_grace_period(tmp_path: Path) -> None:
     uri = str(tmp_path / "flujo.db")
     workdir = _workdir(tmp_path, GATED)

@@ -6,7 +6,7 @@ Invariants:
 * A run is executed only under its claim (``take_queued`` claims it, and its thread's claim with it), so
   no two workers, on any machine, execute one run (or two runs of one thread) at once; a worker that dies
   leaves its claim behind nowhere, and another worker resumes the run from its journal (no committed step
-  runs again).
+  runs again; the questions answered took the first of its submitted answers, so the next gets the next).
 * A run that ends, pauses or fails leaves the queue (a failed run is not retried: ``flujo resume`` does
   that); an interrupted one (SIGTERM after the grace period, Ctrl-C) goes back to it, to be resumed.
 * SIGTERM: stop taking runs, let those in hand finish for ``grace_s`` seconds, then interrupt them as
@@ -144,6 +144,7 @@ class _Worker:
         from core.errors import RunError
         from core.redaction import Redactor
         from core.store.queue_rows import RUNNABLE
+        from flujo_cli.answering import given_answers_taken
         from flujo_cli.commands.run import RunOverrides, _with_limits
         from flujo_cli.human import TerminalHuman
         from flujo_cli.store_access import settings_with_state
@@ -167,6 +168,9 @@ class _Worker:
             interactive=False,
             console=self.console,
         )
+        # Re-executed from its journal (its worker died, or SIGTERM put it back in the queue): the questions
+        # answered already took the first of its answers, and they are not asked again.
+        given.pass_over(await given_answers_taken(self.store, run_id))
         engine = Engine(
             store=self.store,
             redactor=Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings)),
