@@ -241,7 +241,7 @@ async def _run(
     from core.engine import Engine, new_run_id
     from core.errors import BlueprintError, ResumeRefused, RunError
     from core.redaction import Redactor
-    from flujo_cli.answering import answering_for, answers_json, report_answers
+    from flujo_cli.answering import answering_for, answers_json, given_answers_taken, report_answers
     from flujo_cli.human import TerminalHuman
     from flujo_cli.progress import LiveReporter
     from flujo_cli.run_claims import hold_thread, take_for_resume
@@ -273,6 +273,16 @@ async def _run(
             resumed = record
             recorded = dict(record.options or {})
             answer_flags = answer_flags.over(recorded)  # it keeps answering as it started
+            if not answers and answers_file is None and (recorded.get("answers") or recorded.get("answers_by_step")):
+                # A submitted run resumed by hand (its worker died, say) keeps the answers it was queued
+                # with, past those its answered questions took; answers given to resume replace them.
+                given = TerminalHuman(
+                    answers=list(recorded.get("answers") or []),
+                    by_step=dict(recorded.get("answers_by_step") or {}),
+                    interactive=False,
+                    console=console,
+                )
+                given.pass_over(await given_answers_taken(store, record.run_id))
             if record.options:  # the run continues under the settings it started with (ours on top)
                 overrides = overrides.over(record.options)
                 settings = settings_with_state(state, overrides_from_assignments(overrides.settings))
