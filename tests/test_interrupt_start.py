@@ -71,7 +71,7 @@ def test_ctrl_c_while_the_store_opens_closes_it_before_the_loop(tmp_path: Path) 
     assert "interrupted before the run started" in stderr
 
 
-@pytest.mark.parametrize("delay", [0.2, 0.5, 0.8, 1.0, 1.2, 1.5, 2.0, 3.0])
+@pytest.mark.parametrize("delay", [0.3, 0.5, 0.8, 1.0, 1.2, 1.5, 2.0, 3.0])
 def test_ctrl_c_at_any_moment_of_the_start_gives_one_line_and_exit_130(tmp_path: Path, delay: float) -> None:
     # The clarify example pauses at its first question when stdin is not a terminal; Ctrl-C may also come after.
     process = _start([sys.executable, "-m", "flujo_cli.main", *_run_args()], tmp_path)
@@ -83,3 +83,31 @@ def test_ctrl_c_at_any_moment_of_the_start_gives_one_line_and_exit_130(tmp_path:
     assert process.returncode in (130, 4), stderr  # interrupted, or it had already paused at its question
     if process.returncode == 130:
         assert "error: interrupted" in stderr, stderr
+
+
+# The console script's start, with Ctrl-C pressed once the ``flujo_cli`` package is imported, while Python
+# still loads the command line (Typer and the commands).
+_CTRL_C_WHILE_LOADING = """\
+import os, signal, sys
+sys.argv = ["flujo", *sys.argv[1:]]
+import flujo_cli
+os.kill(os.getpid(), signal.SIGINT)
+from flujo_cli.main import main
+main()
+"""
+
+
+def test_ctrl_c_while_the_command_line_loads_gives_one_line_and_exit_130(tmp_path: Path) -> None:
+    process = _start([sys.executable, "-c", _CTRL_C_WHILE_LOADING, *_run_args()], tmp_path)
+    _, stderr = process.communicate(timeout=60)
+    assert "Traceback" not in stderr, stderr
+    assert process.returncode == 130, stderr
+    assert stderr == "error: interrupted before the command started\n"
+    assert not (tmp_path / "flujo.db").exists()  # nothing ran
+
+
+def test_importing_flujo_cli_elsewhere_leaves_ctrl_c_alone(tmp_path: Path) -> None:
+    check = "import flujo_cli, signal; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"
+    process = _start([sys.executable, "-c", check], tmp_path)
+    out, stderr = process.communicate(timeout=60)
+    assert out.strip() == "True", stderr
