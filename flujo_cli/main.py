@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -590,7 +590,34 @@ def store_copy(
 
 
 def main() -> None:
-    app()
+    from flujo_cli import early_interrupt
+
+    if early_interrupt.restore():  # Ctrl-C while Python loaded the command line
+        _interrupted_before_start()
+    try:
+        app()
+    except KeyboardInterrupt:  # Ctrl-C while Typer builds the command line, before any command starts
+        _interrupted_before_start()
+    except SystemExit as exc:  # Typer turns a Ctrl-C no command handled into exit 130, silently
+        context = exc.__context__
+        if (
+            exc.code == exit_codes.INTERRUPTED
+            and context is not None
+            and isinstance(context.__cause__, KeyboardInterrupt)
+        ):
+            _interrupted_before_start()
+        raise
+
+
+def _interrupted_before_start() -> NoReturn:
+    import sys
+
+    sys.stderr.write("error: interrupted before the command started\n")
+    sys.stderr.flush()
+    sys.stdout.flush()
+    # Nothing is open yet. Python would end a process whose Ctrl-C landed in code run by exec() (a dataclass
+    # being made as a module loads) by SIGINT even after it was handled, not with the documented code.
+    os._exit(exit_codes.INTERRUPTED)
 
 
 if __name__ == "__main__":

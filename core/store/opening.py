@@ -5,6 +5,8 @@ the ``postgres`` extra) is imported only then, so the SQLite store never needs i
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import TYPE_CHECKING
 
 from core.errors import StoreError
@@ -34,7 +36,20 @@ async def open_store(
         finally: await store.close()
 
     or ``async with await open_store(uri) as store: ...``.
+
+    Cancelled while opening (Ctrl-C as a command starts), it lets the opening finish, closes the store, then
+    raises: no connection (nor its thread, which would call into a closed event loop) outlives the loop.
     """
+    opening = asyncio.ensure_future(_open(uri, mode=mode, postgres=postgres))
+    try:
+        return await asyncio.shield(opening)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):  # an opening that failed closed what it had opened
+            await (await opening).close()
+        raise
+
+
+async def _open(uri: str, *, mode: OpenMode, postgres: PostgresSettings | None) -> SqliteStore | PostgresStore:
     if is_postgres(uri):
         try:
             from core.store.postgres import PostgresStore
