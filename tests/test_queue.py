@@ -181,36 +181,46 @@ steps:
 """
 
 
-def test_a_run_resumed_after_its_worker_died_gives_each_new_question_the_next_answer(tmp_path: Path, uri: str) -> None:
-    workdir = _workdir(tmp_path, THREE_QUESTIONS)
+def _submitted_run_whose_worker_died(workdir: Path, uri: str) -> str:
+    """A run submitted with answers A1–A3 whose worker was SIGKILLed after "first" took A1 (committed) while
+    "wait" was in flight; "wait" may then finish."""
     (workdir / "answers.json").write_text('["A1", "A2", "A3"]', encoding="utf-8")
     [run_id] = _submit(workdir, uri, "--input", "hello", "--answers", "answers.json")
     first = _worker(workdir, uri)
-    _wait_for(workdir / "started" / run_id)  # "first" answered (A1) and committed; "wait" in flight
+    _wait_for(workdir / "started" / run_id)
     first.send_signal(signal.SIGKILL)
     first.communicate(timeout=30)
     (workdir / "go").touch()
+    return run_id
+
+
+def _answers_of(workdir: Path, uri: str, run_id: str) -> dict[str, object]:
+    shown = json.loads(_flujo(workdir, uri, "lens", "show", run_id, "--json").stdout)
+    return {step["name"]: step["output"] for step in shown["steps"] if step["name"] != "wait"}
+
+
+def test_a_run_resumed_after_its_worker_died_gives_each_new_question_the_next_answer(tmp_path: Path, uri: str) -> None:
+    workdir = _workdir(tmp_path, THREE_QUESTIONS)
+    run_id = _submitted_run_whose_worker_died(workdir, uri)
     log = _finish(_worker(workdir, uri, "--until-idle"))
     assert f"completed {run_id}" in log
-    shown = json.loads(_flujo(workdir, uri, "lens", "show", run_id, "--json").stdout)
-    answers = {step["name"]: step["output"] for step in shown["steps"] if step["name"] != "wait"}
-    assert answers == {"first": "A1", "second": "A2", "third": "A3"}  # not A1 given again to "second"
+    assert _answers_of(workdir, uri, run_id) == {
+        "first": "A1",
+        "second": "A2",
+        "third": "A3",
+    }  # not A1 given again to "second"
 
 
 def test_a_submitted_run_resumed_by_hand_after_its_worker_died_keeps_its_next_answers(tmp_path: Path, uri: str) -> None:
     workdir = _workdir(tmp_path, THREE_QUESTIONS)
-    (workdir / "answers.json").write_text('["A1", "A2", "A3"]', encoding="utf-8")
-    [run_id] = _submit(workdir, uri, "--input", "hello", "--answers", "answers.json")
-    first = _worker(workdir, uri)
-    _wait_for(workdir / "started" / run_id)  # "first" answered (A1) and committed; "wait" in flight
-    first.send_signal(signal.SIGKILL)
-    first.communicate(timeout=30)
-    (workdir / "go").touch()
+    run_id = _submitted_run_whose_worker_died(workdir, uri)
     resumed = _flujo(workdir, uri, "resume", run_id, "--no-input")
     assert resumed.returncode == 0, resumed.stderr
-    shown = json.loads(_flujo(workdir, uri, "lens", "show", run_id, "--json").stdout)
-    answers = {step["name"]: step["output"] for step in shown["steps"] if step["name"] != "wait"}
-    assert answers == {"first": "A1", "second": "A2", "third": "A3"}  # the submitted answers, in order
+    assert _answers_of(workdir, uri, run_id) == {
+        "first": "A1",
+        "second": "A2",
+        "third": "A3",
+    }  # the submitted answers, in order
 
 
 def test_a_run_resumed_inside_a_sub_workflow_after_its_worker_died_gives_each_question_its_own_answer(
