@@ -74,6 +74,9 @@ def test_share_then_gather_gives_back_every_value() -> None:
     def text_id(text: str) -> int:
         return ids.setdefault(text, len(ids) + 1000)
 
+    def split(value: object) -> object:
+        return texts.split(value, text_id)
+
     def store(body: str) -> int:
         bodies[len(bodies) + 1] = body
         return len(bodies)
@@ -90,7 +93,9 @@ def test_share_then_gather_gives_back_every_value() -> None:
         window(9),  # slid by two turns: the system prompt kept, two turns dropped, two added
         {"messages": [SYSTEM, turn(10), turn(99), *(turn(i) for i in range(11, 19))]},  # no slide of one
     ]
-    stored = [shared_lists.share(texts.split(v, text_id), "r", memory, pending, store) for v in values]
+    stored = [
+        shared_lists.finish(shared_lists.cut(v, "r", memory, pending), "r", pending, split, store) for v in values
+    ]
     assert stored[0]["messages"] == stored[1]["messages"] == {"$text": [1]}
     assert json.loads(bodies[2])[0] == 1 and len(json.loads(bodies[2])[1]) == 4  # base 1, then 4 new turns
     slid = json.loads(bodies[stored[7]["messages"]["$text"][0]])

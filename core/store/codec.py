@@ -66,8 +66,14 @@ def unpack(value: str | bytes) -> str:
 
 
 def normalize(value: Any) -> Any:
-    """``value`` as it comes back from storage (a JSON round trip)."""
+    """``value`` as it comes back from storage (a JSON round trip; a text, number, boolean or None is
+    already that)."""
+    if type(value) in _ATOMIC:
+        return value
     return load(dump(value))
+
+
+_ATOMIC = frozenset({str, int, float, bool, type(None)})  # exact types: their JSON round trip is themselves
 
 
 def dump_payload(payload: Any) -> str:

@@ -43,10 +43,18 @@ async def encode(
     referenced, and the long lists of the values from ``payloads_from`` on (event payloads) too; None stays
     None."""
     lists_from = len(values) if payloads_from is None else payloads_from
-    plain = [None if value is None else codec.plain(value) for value in values]
+    # Plain data; the long lists of payloads cut against the remembered ones (``shared_lists.cut``), so only
+    # their new items are walked. Unlike SQLite's, the lists of one transaction never extend each other:
+    # their ids are taken in the round trip below.
+    plain = [
+        None if value is None else shared_lists.cut(value, run_id, cache.lists, pending) if index >= lists_from
+        else codec.plain(value)
+        for index, value in enumerate(values)
+    ]  # fmt: skip
+    new_lists = [cut for value in plain[lists_from:] for cut in shared_lists.cuts(value)]
     ids: dict[str, int] = {}
     missing: dict[bytes, list[str]] = {}
-    wanted = {text for value in plain for text in texts.shared_texts(value)}
+    wanted = {text for value in [*plain, *(cut.new for cut in new_lists)] for text in texts.shared_texts(value)}
     for text in wanted:
         known = cache.get(run_id, text, pending)
         if known is not None:
@@ -54,7 +62,7 @@ async def encode(
         else:
             missing.setdefault(texts.digest(text), []).append(text)
     needed = sum(len(group) for group in missing.values())
-    needed += sum(shared_lists.candidates(value) for value in plain[lists_from:])
+    needed += len(new_lists)
     # Both queries go out together (pipeline mode); the first fetch waits for both.
     found = await db.execute(_LOOK_UP, (run_id, list(missing))) if missing else None
     taken = await db.execute(_TAKE_IDS, (needed,)) if needed else None
@@ -76,14 +84,22 @@ async def encode(
             if text not in ids:
                 ids[text] = insert(text, digest)
             pending.text_ids[(run_id, text)] = ids[text]
-    split = [None if value is None else texts.split(value, ids.__getitem__) for value in plain]
+
+    def split(value: Any) -> Any:
+        return texts.split(value, ids.__getitem__)
 
     def store_list(body: str) -> int:
         return insert(body, b"")  # found by its id only, never by its digest
 
-    for index in range(lists_from, len(split)):
-        split[index] = shared_lists.share(split[index], run_id, cache.lists, pending, store_list)
+    split_values = [
+        None if value is None else shared_lists.finish(value, run_id, pending, split, store_list) if index >= lists_from
+        else split(value)
+        for index, value in enumerate(plain)
+    ]  # fmt: skip
     if rows:
         async with db.cursor() as cursor:
             await cursor.executemany(_INSERT, rows)
-    return [None if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":")) for value in split]
+    return [
+        None if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        for value in split_values
+    ]

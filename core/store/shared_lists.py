@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.errors import StoreError
-from core.store import texts
+from core.store import codec, texts
 
 MIN_ITEMS = 8
 """Lists of event payloads with at least this many items are stored once and referenced."""
@@ -95,6 +95,7 @@ class Base:
     keep: int
     drop: int
     covered: int
+    known: list[Any] = field(compare=False, repr=False)  # the stored list's items (plain)
 
 
 def _overlap(list_id: int, known: list[Any], items: list[Any]) -> Base | None:
@@ -103,7 +104,7 @@ def _overlap(list_id: int, known: list[Any], items: list[Any]) -> Base | None:
     if not size or not items or items[0] != known[0]:
         return None
     if size <= len(items) and items[size - 1] == known[-1] and items[:size] == known:
-        return Base(list_id, size, 0, size)
+        return Base(list_id, size, 0, size, known)
     keep = 1
     while keep < size and keep < len(items) and items[keep] == known[keep]:
         keep += 1
@@ -116,50 +117,124 @@ def _overlap(list_id: int, known: list[Any], items: list[Any]) -> Base | None:
     rest = size - resume
     if rest > len(items) - keep or items[keep : keep + rest] != known[resume:]:
         return None
-    return Base(list_id, keep, resume - keep, keep + rest)
+    return Base(list_id, keep, resume - keep, keep + rest, known)
 
 
-def share(value: Any, run_id: str, memory: ListMemory, pending: Pending, store: Callable[[str], int]) -> Any:
-    """``value`` (a payload after ``texts.split``) with each list of ``MIN_ITEMS`` items or more stored by
-    ``store(body)`` (which returns the new row's id) and replaced by its ``reference``. A list equal to a
-    remembered one refers to it; one that extends a remembered one stores only what follows it."""
+def cut(value: Any, run_id: str, memory: ListMemory, pending: Pending) -> Any:
+    """``value`` (an event payload as given) as plain data (``codec.plain``), with each list of ``MIN_ITEMS``
+    items or more replaced by ``Same`` when it equals a remembered list, else by a ``Cut`` saying what
+    its row will store. Costs what is new: a list is compared with the remembered ones as it is given (an
+    equal item is not walked, nor made plain), and only the items after the remembered part are made plain.
+
+    Dicts are walked when their keys are all texts and they are not a single reserved key of
+    ``core.store.texts`` (those are plain values whole, as ``texts.split`` wraps them); lists shorter than
+    ``MIN_ITEMS`` are walked; anything else is made plain whole."""
     kind = type(value)
     if kind is dict:
-        if len(value) == 1 and texts.TEXT_KEY in value:
-            return value  # a reference already (or a stored text)
-        return {key: _share_item(item, run_id, memory, pending, store) for key, item in value.items()}
+        if (len(value) == 1 and not value.keys().isdisjoint(texts.RESERVED_KEYS)) or not all(
+            type(key) is str for key in value
+        ):
+            return codec.plain(value)
+        return {key: item if type(item) is str else cut(item, run_id, memory, pending) for key, item in value.items()}
     if kind is not list:
-        return value
+        return codec.plain(value)
     if len(value) < MIN_ITEMS:
-        return [_share_item(item, run_id, memory, pending, store) for item in value]
+        return [item if type(item) is str else cut(item, run_id, memory, pending) for item in value]
     found = memory.base(run_id, value, pending)
     if found is None:
-        body: list[Any] = [None, value]
-    elif found.drop:
-        body = [found.list_id, found.keep, found.drop, value[found.covered :]]
-    elif found.covered == len(value):
-        return reference(found.list_id)
-    else:
-        body = [found.list_id, value[found.covered :]]
-    list_id = store(json.dumps(body, ensure_ascii=False, separators=(",", ":")))
-    pending.lists.append((run_id, list_id, value))
-    return reference(list_id)
+        items = _plain_items(value)
+        return Cut(None, items, items)
+    if not found.drop and found.covered == len(value):
+        return Same(found.list_id)
+    new = _plain_items(value[found.covered :])
+    if found.drop:
+        return Cut(found, [*found.known[: found.keep], *found.known[found.keep + found.drop :], *new], new)
+    return Cut(found, [*found.known, *new], new)
 
 
-def candidates(value: Any) -> int:
-    """At most how many lists ``share`` stores for ``value`` (plain, before ``texts.split``)."""
+def _plain_items(items: list[Any]) -> list[Any]:
+    """``codec.plain(items)``, except that an item of texts under text keys (a chat message) is copied
+    without a JSON round trip, keeping its very texts: the next list's items, whose texts are mostly the
+    same objects (redaction keeps a text it does not change), then compare with it at the cost of a pointer."""
+    return [
+        dict(item)
+        if type(item) is dict and all(type(key) is str and type(text) is str for key, text in item.items())
+        else codec.plain(item)
+        for item in items
+    ]
+
+
+@dataclass(frozen=True)
+class Same:
+    """A long list of a payload equal to the stored list ``list_id``: stored as its ``reference``."""
+
+    list_id: int
+
+
+@dataclass(frozen=True, eq=False)
+class Cut:
+    """A long list of a payload, compared with the run's remembered lists: the remembered one it starts
+    with (``base``, or None), the whole list (plain; remembered once stored) and the plain items its row
+    stores (those after the base's)."""
+
+    base: Base | None
+    items: list[Any]
+    new: list[Any]
+
+
+def cuts(value: Any) -> list[Cut]:
+    """The ``Cut`` lists in ``value`` (as ``cut`` made it): each one becomes a row when stored."""
+    found: list[Cut] = []
+    _cuts(value, found)
+    return found
+
+
+def _cuts(value: Any, found: list[Cut]) -> None:
     kind = type(value)
+    if kind is Cut:
+        found.append(value)
+    elif kind is dict:
+        for item in value.values():
+            if type(item) is not str:
+                _cuts(item, found)
+    elif kind is list:
+        for item in value:
+            if type(item) is not str:
+                _cuts(item, found)
+
+
+def finish(
+    value: Any,
+    run_id: str,
+    pending: Pending,
+    split: Callable[[Any], Any],
+    store: Callable[[str], int],
+) -> Any:
+    """``value`` (as ``cut`` made it) as stored: each ``Cut`` stored by ``store(body)`` (which returns the
+    new row's id) as its base and its new items after ``split`` (``texts.split`` with the transaction's text
+    ids), and replaced by its ``reference``; each ``Same`` by its ``reference``; every other part ``split``."""
+    kind = type(value)
+    if kind is Same:
+        return reference(value.list_id)
+    if kind is Cut:
+        new = split(value.new)
+        base = value.base
+        if base is None:
+            body: list[Any] = [None, new]
+        elif base.drop:
+            body = [base.list_id, base.keep, base.drop, new]
+        else:
+            body = [base.list_id, new]
+        list_id = store(json.dumps(body, ensure_ascii=False, separators=(",", ":")))
+        pending.lists.append((run_id, list_id, value.items))
+        return reference(list_id)
     if kind is dict:
-        return sum(candidates(item) for item in value.values() if type(item) is not str)
-    if kind is not list:
-        return 0
-    if len(value) >= MIN_ITEMS:
-        return 1
-    return sum(candidates(item) for item in value if type(item) is not str)
-
-
-def _share_item(item: Any, run_id: str, memory: ListMemory, pending: Pending, store: Callable[[str], int]) -> Any:
-    return item if type(item) is str else share(item, run_id, memory, pending, store)
+        if len(value) == 1 and not value.keys().isdisjoint(texts.RESERVED_KEYS):
+            return split(value)  # a plain value whole (``cut`` does not walk it), wrapped as ``texts.split`` does
+        return {key: finish(item, run_id, pending, split, store) for key, item in value.items()}
+    if kind is list:
+        return [finish(item, run_id, pending, split, store) for item in value]
+    return split(value)
 
 
 @dataclass(frozen=True)

@@ -126,7 +126,6 @@ class Batch:
         """``values`` as stored: compact JSON with the long texts stored once for run ``run_id`` and
         referenced, and the long lists of the values from ``payloads_from`` on (event payloads) too,
         compressed when long (None stays None)."""
-        plain = [None if value is None else codec.plain(value) for value in values]
         ids: dict[str, int] = {}
 
         def text_id(text: str) -> int:
@@ -136,14 +135,23 @@ class Batch:
                 found = ids[text] = self._text_id(run_id, text)
             return found
 
-        split = [None if value is None else texts.split(value, text_id) for value in plain]
-        memory, store = self._cache.lists, self._store_list(run_id)
-        for index in range(len(split) if payloads_from is None else payloads_from, len(split)):
-            split[index] = shared_lists.share(split[index], run_id, memory, self._pending, store)
-        return [
-            None if value is None else codec.pack(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
-            for value in split
-        ]
+        def split(value: Any) -> Any:
+            return texts.split(value, text_id)
+
+        memory, store, lists_from = self._cache.lists, self._store_list(run_id), payloads_from
+        encoded: list[str | bytes | None] = []
+        for index, value in enumerate(values):
+            if value is None:
+                encoded.append(None)
+                continue
+            if lists_from is not None and index >= lists_from:
+                # Cut, then stored at once: a later payload of this transaction may extend this one's lists.
+                cut = shared_lists.cut(value, run_id, memory, self._pending)
+                stored = shared_lists.finish(cut, run_id, self._pending, split, store)
+            else:
+                stored = split(codec.plain(value))
+            encoded.append(codec.pack(json.dumps(stored, ensure_ascii=False, separators=(",", ":"))))
+        return encoded
 
     def _store_list(self, run_id: str) -> Callable[[str], int]:
         def store(body: str) -> int:

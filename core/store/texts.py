@@ -28,6 +28,8 @@ MIN_SHARED = 48
 TEXT_KEY = "$text"
 LITERAL_KEY = "$literal"
 _RESERVED = ({TEXT_KEY}, {LITERAL_KEY})
+RESERVED_KEYS = frozenset({TEXT_KEY, LITERAL_KEY})
+"""A mapping whose only key is one of these is wrapped by ``split`` (``LITERAL_KEY``) so it reads back as data."""
 
 
 def digest(text: str) -> bytes:
