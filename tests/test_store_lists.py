@@ -112,6 +112,40 @@ def test_share_then_gather_gives_back_every_value() -> None:
     assert known.join(stored[1]) == values[1]  # each read is a new list: nothing is shared between results
 
 
+def test_a_list_that_extends_or_slides_a_remembered_one_costs_its_new_items(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The items a remembered list already holds are compared as given, never made plain or split again:
+    what a step's write costs does not grow with the conversation."""
+    made_plain: list[Any] = []
+    split_sizes: list[int] = []
+    plain = codec.plain
+    monkeypatch.setattr(codec, "plain", lambda value: made_plain.append(value) or plain(value))
+    memory, pending, bodies = ListMemory(), Pending(), [""]
+
+    def split(value: Any) -> Any:
+        split_sizes.append(len(value) if isinstance(value, list) else 0)
+        return texts.split(value, lambda text: 7)
+
+    def store(body: str) -> int:
+        bodies.append(body)
+        return len(bodies) - 1
+
+    def write(value: dict[str, Any]) -> Any:
+        stored = shared_lists.finish(shared_lists.cut(value, "r", memory, pending), "r", pending, split, store)
+        memory.commit(pending)
+        pending.lists.clear()
+        return stored
+
+    write(prompt(40))  # 82 messages, stored whole
+    assert max(split_sizes) == 82
+    for call in (prompt(41), window(42, size=80), window(43, size=80)):
+        made_plain.clear()
+        split_sizes.clear()
+        stored = write(call)
+        assert max(split_sizes) == 2, split_sizes  # the two turns said since: extended, then slid
+        assert not any(isinstance(value, list) and len(value) > 2 for value in made_plain)
+        assert json.loads(bodies[stored["messages"]["$text"][0]])[0] == len(bodies) - 2  # based on the last
+
+
 def test_a_list_row_that_refers_to_itself_or_to_nothing_is_a_store_error() -> None:
     with pytest.raises(StoreError, match="refers to a list that is missing or itself"):
         shared_lists.expand({1: (1, None, 0, [])})
