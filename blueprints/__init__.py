@@ -10,19 +10,43 @@ render_blueprint(resolve_answers({"purpose": "plan a trip"}), file="trip.yaml") 
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from blueprints.agent_builder import AgentFactory
 from blueprints.compiler import compile_pipeline
-from blueprints.explain import Explanation, explain_blueprint
 from blueprints.findings import Finding, findings_to_json
 from blueprints.loader import Blueprint, InvalidBlueprint, load_blueprint, validate_file
 from blueprints.persona import simulated_user
-from blueprints.scaffold import ScaffoldError, WizardAnswers, render_blueprint
-from blueprints.scaffold import resolve as resolve_answers
 from blueprints.yaml_source import ParsedYaml, parse_yaml
 from core.config import Settings
 from core.steps import Pipeline
+
+if TYPE_CHECKING:
+    from blueprints.explain import Explanation, explain_blueprint
+    from blueprints.scaffold import ScaffoldError, WizardAnswers, render_blueprint
+    from blueprints.scaffold import resolve as resolve_answers
+
+# Imported when first used: ``flujo run`` needs neither the explainer nor the wizard (their modules are a
+# few hundredths of a second of every run's start-up).
+_LAZY = {
+    "Explanation": ("blueprints.explain", "Explanation"),
+    "explain_blueprint": ("blueprints.explain", "explain_blueprint"),
+    "ScaffoldError": ("blueprints.scaffold", "ScaffoldError"),
+    "WizardAnswers": ("blueprints.scaffold", "WizardAnswers"),
+    "render_blueprint": ("blueprints.scaffold", "render_blueprint"),
+    "resolve_answers": ("blueprints.scaffold", "resolve"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        module, attribute = _LAZY[name]
+        value = getattr(importlib.import_module(module), attribute)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'blueprints' has no attribute {name!r}")
 
 
 def load_pipeline(path: str | Path, settings: Settings, *, agent_factory: AgentFactory | None = None) -> Pipeline:

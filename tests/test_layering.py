@@ -108,6 +108,17 @@ def test_help_does_not_import_the_engine_or_providers() -> None:
     assert result.stdout.strip() == "[]"
 
 
+def test_loading_a_blueprint_does_not_import_the_explainer_or_the_wizard() -> None:
+    """``flujo run`` imports ``blueprints``; the explainer and the wizard load when first asked for."""
+    code = (
+        "import sys, blueprints; "
+        "loaded = [m for m in ('blueprints.explain', 'blueprints.scaffold') if m in sys.modules]; "
+        "print(loaded, blueprints.explain_blueprint.__module__, blueprints.resolve_answers.__name__)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert result.stdout.strip() == "[] blueprints.explain.explainer resolve"
+
+
 def test_reading_the_store_does_not_import_the_engine() -> None:
     """``core`` imports its names on first use: the lens commands (settings, redactor, store, lens) never
     load the engine, its policies or agents; ``core.Engine`` still works, imported when first asked for."""
