@@ -65,7 +65,7 @@ class LiveReporter:
             return
         if self._streaming == path:  # already shown as it streamed
             self._streaming = None
-            self._console.print()
+            self._lines.line()  # the streamed line's end
             return
         self._lines.line(("bold green", name), " › ", preview(output))
 
@@ -75,7 +75,7 @@ class LiveReporter:
         self._stop_status()
         if self._streaming == record.path:  # a stream that ended without a reply (the step failed)
             self._streaming = None
-            self._console.print()
+            self._lines.line()  # the streamed line's end
 
     def note(self, message: str) -> None:
         # Printed above a running spinner, which keeps turning: a retry's note comes while its step still runs.

@@ -55,3 +55,24 @@ def test_preview_keeps_nested_values_as_json_and_cuts_long_text() -> None:
     assert preview({"a": [1, 2]}) == '{"a": [1, 2]}'
     long = preview("x" * 2500)
     assert long.startswith("x" * 2000) and long.endswith("… (500 more characters)")
+
+
+def test_a_streamed_reply_into_a_pipe_is_written_without_rich_layout() -> None:
+    """Piped (no terminal, no colours, no wrapping), every piece of an iteration's output, the line ending a
+    streamed reply included, is written directly: Rich's layout cost a millisecond a line (docs/performance.md)."""
+    buffer = StringIO()
+    con = Console(file=buffer, force_terminal=False, color_system=None, soft_wrap=True)
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("laid out through Rich")
+
+    con.print = refuse  # type: ignore[method-assign]
+    reporter = LiveReporter(con)
+    reporter.step_started("loop/1/answer", "answer", "step")
+    for piece in ("The capital ", "is ", "Paris."):
+        reporter.text_delta("loop/1/answer", piece)
+    reporter.agent_replied("loop/1/answer", "answer", "The capital is Paris.")
+    reporter.step_finished(record("answer", "The capital is Paris.", path="loop/1/answer"))
+    reporter.text_delta("loop/2/answer", "cut off")
+    reporter.step_finished(record("answer", None, path="loop/2/answer", status="failed"))
+    assert buffer.getvalue() == "answer › The capital is Paris.\nanswer › cut off\n"
