@@ -34,6 +34,7 @@ class LiveReporter:
         self._quiet = quiet
         self._status: Status | None = None
         self._streaming: str | None = None
+        self._terminal = console.is_terminal  # read once: Rich looks at the environment on every read
 
     def _stop_status(self) -> None:
         if self._status is not None:
@@ -42,7 +43,7 @@ class LiveReporter:
 
     def step_started(self, path: str, name: str, kind: str) -> None:
         self._stop_status()
-        if self._quiet or kind != "step" or not self._console.is_terminal:
+        if self._quiet or kind != "step" or not self._terminal:
             return
         self._status = self._console.status(f"[bold]{escape(name)}[/] running…", spinner="dots")
         self._status.start()
