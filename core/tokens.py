@@ -194,6 +194,11 @@ def _load_encoding(name: EncodingName) -> tiktoken.Encoding:
     # base64.b64decode calls, minus its per-call checks) parse o200k in ~90 ms; tiktoken's line loop takes ~155.
     fields = data.split()
     ranks = dict(zip(map(binascii.a2b_base64, fields[0::2]), map(int, fields[1::2]), strict=True))
-    return tiktoken.Encoding(
+    del fields, data  # ~20 MB the tokenizer's own tables need not sit beside while they are built
+    encoding = tiktoken.Encoding(
         name, pat_str=definition.pat_str, mergeable_ranks=ranks, special_tokens=dict(definition.special_tokens)
     )
+    # tiktoken keeps the Python ranks (~26 MB for o200k) only to pickle the encoding, which flujo never
+    # does; its tables in Rust are what encodes. A private attribute: tiktoken is pinned (pyproject.toml).
+    encoding._mergeable_ranks = {}
+    return encoding

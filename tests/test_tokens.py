@@ -276,3 +276,13 @@ def test_counting_needs_no_network(tmp_path: Path) -> None:
     assert lines[:2] == ["2 2", "4 2"]
     assert lines[2].startswith("plain tiktoken failed:")
     assert list(cache.iterdir()) == []  # nothing was written to (or needed from) tiktoken's cache
+
+
+def test_a_loaded_tokenizer_keeps_no_python_copy_of_its_ranks() -> None:
+    """The ranks live in tiktoken's Rust tables; the Python dict (~26 MB for o200k) is let go once they are
+    built (docs/performance.md), and counting still works from them."""
+    from core import tokens
+
+    encoding = tokens._encoding("o200k_base")
+    assert encoding._mergeable_ranks == {}
+    assert encoding.encode_ordinary("hello world") == [24912, 2375]
