@@ -1,0 +1,35 @@
+"""The profiling scripts docs/performance.md tells readers to run still run (at a small size, untimed)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_engine_profile_runs_and_reports_per_iteration() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "engine_profile.py"), "30", "--rounds", "1"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.startswith("30 iterations") and "per iteration" in result.stdout
+
+
+def test_the_store_profile_times_each_part_of_a_write() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "store_profile.py"), "30", "--rounds", "1"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        check=True,
+    )
+    assert result.stdout.startswith("30 iterations")
+    for part in ("encoding", "statements", "COMMIT", "store thread", "event loop thread"):
+        assert part in result.stdout
