@@ -165,3 +165,14 @@ def test_editing_an_imported_file_is_a_changed_blueprint_for_resume(state_db: Pa
     code, result, err = run_json(["resume", parent_id, "--answer", "yes", "--force"])
     assert code == exit_codes.OK, err
     assert result["output"] == OUTPUT
+
+
+def test_resuming_the_child_names_the_parent_with_the_store_it_is_in(tmp_path: Path) -> None:
+    """The refusal's hint is a command that works when pasted: with the store named by --state, it says so."""
+    db = tmp_path / "elsewhere.db"
+    code, paused, err = run_json(["run", PARENT, "--input", "tea", "--no-input", "--state", str(db)])
+    assert code == exit_codes.PAUSED, err
+    parent_id = str(paused["run_id"])
+    code, _, err = flujo(["resume", child_run_id(parent_id, "review"), "--answer", "yes", "--state", str(db)])
+    assert code == exit_codes.FAILED
+    assert f"flujo resume {parent_id} --state {db} continues inside this sub-workflow" in " ".join(err.split())

@@ -287,6 +287,12 @@ async def _run(
                 overrides = overrides.over(record.options)
                 settings = settings_with_state(state, overrides_from_assignments(overrides.settings))
                 redactor = Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings))
+            if record.parent_run_id is not None:  # the engine refuses it too; here the hint names the store
+                raise ResumeRefused(
+                    f"run {record.run_id} is a sub-workflow of run {record.parent_run_id}; resume that run instead",
+                    hint=f"{flujo_command()} resume {record.parent_run_id}{invocation.state_option()}"
+                    " continues inside this sub-workflow",
+                )
             if record.status == "completed":  # the engine refuses it too; say so before loading anything
                 raise ResumeRefused(
                     f"run {record.run_id} already completed; there is nothing to resume",
