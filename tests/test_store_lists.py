@@ -9,11 +9,14 @@ import contextlib
 import json
 import shutil
 import sqlite3
+import uuid
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from core.errors import StoreError
 from core.records import RunRecord, StepRecord, TraceEvent
@@ -250,3 +253,54 @@ async def test_postgresql_stores_each_call_as_the_one_before_plus_what_follows(p
     bodies = [json.loads(row[0]) for row in rows]
     assert len(bodies) == 17  # calls 3 to 19 send 8 messages or more
     assert bodies[0][0] is None and all(len(items) == 2 for _, items in bodies[1:])  # two new turns a call
+
+
+# Items whose Python equality is looser than their JSON (True == 1 == 1.0), beside messages and texts.
+_ITEMS = st.one_of(
+    st.sampled_from([1, True, 1.0, "1", 0, False, None, "x" * 60]),
+    st.builds(
+        lambda role, n: {"role": role, "content": f"turn {n} " * 8},
+        st.sampled_from(["user", "assistant"]),
+        st.integers(0, 5),
+    ),
+    st.builds(lambda n: {"role": "user", "content": n}, st.sampled_from([1, True, 1.0])),
+)
+
+
+@st.composite
+def _conversations(draw: st.DrawFn) -> list[list[Any]]:
+    """Lists of payload items, each the one before extended, slid, changed in place or new."""
+    lists = [draw(st.lists(_ITEMS, min_size=shared_lists.MIN_ITEMS, max_size=12))]
+    for _ in range(draw(st.integers(1, 5))):
+        last = list(lists[-1])
+        how = draw(st.sampled_from(["extend", "slide", "change", "new"]))
+        if how == "extend":
+            last += draw(st.lists(_ITEMS, min_size=1, max_size=3))
+        elif how == "slide":
+            last = last[:1] + last[3:] + draw(st.lists(_ITEMS, min_size=2, max_size=2))
+        elif how == "change":
+            last[draw(st.integers(0, len(last) - 1))] = draw(_ITEMS)
+        else:
+            last = draw(st.lists(_ITEMS, min_size=shared_lists.MIN_ITEMS, max_size=12))
+        lists.append(last)
+    return lists
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(conversation=_conversations())
+def test_every_prompt_list_reads_back_exactly_as_written(tmp_path: Path, conversation: list[list[Any]]) -> None:
+    """Whatever each list shares with the ones before, it reads back as its JSON: a true stays true, never
+    the 1 an earlier list held in its place."""
+
+    async def write_and_read(path: Path) -> list[dict[str, Any]]:
+        async with await open_store(str(path)) as store:
+            await store.create_run(RunRecord(run_id="r", pipeline_name="p", status="running"))
+            for n, items in enumerate(conversation):
+                event = TraceEvent("agent.prompt", f"chat/{n}/ask", {"agent": "a", "messages": items}, float(n))
+                await store.record_step(_step("r", n), [event])
+        async with await open_store(str(path), mode="read") as store:
+            return [e.payload for e in await store.events("r")]
+
+    path = tmp_path / f"{uuid.uuid4().hex}.db"
+    read = asyncio.run(write_and_read(path))
+    assert [json.dumps(p["messages"]) for p in read] == [json.dumps(codec.plain(items)) for items in conversation]

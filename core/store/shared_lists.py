@@ -142,26 +142,36 @@ def cut(value: Any, run_id: str, memory: ListMemory, pending: Pending) -> Any:
         return [item if type(item) is str else cut(item, run_id, memory, pending) for item in value]
     found = memory.base(run_id, value, pending)
     if found is None:
-        items = _plain_items(value)
-        return Cut(None, items, items)
+        items, exact = _plain_items(value)
+        return Cut(None, items, items, exact)
     if not found.drop and found.covered == len(value):
         return Same(found.list_id)
-    new = _plain_items(value[found.covered :])
+    new, exact = _plain_items(value[found.covered :])
     if found.drop:
-        return Cut(found, [*found.known[: found.keep], *found.known[found.keep + found.drop :], *new], new)
-    return Cut(found, [*found.known, *new], new)
+        return Cut(found, [*found.known[: found.keep], *found.known[found.keep + found.drop :], *new], new, exact)
+    return Cut(found, [*found.known, *new], new, exact)
 
 
-def _plain_items(items: list[Any]) -> list[Any]:
-    """``codec.plain(items)``, except that an item of texts under text keys (a chat message) is copied
-    without a JSON round trip, keeping its very texts: the next list's items, whose texts are mostly the
-    same objects (redaction keeps a text it does not change), then compare with it at the cost of a pointer."""
-    return [
-        dict(item)
-        if type(item) is dict and all(type(key) is str and type(text) is str for key, text in item.items())
-        else codec.plain(item)
-        for item in items
-    ]
+def _plain_items(items: list[Any]) -> tuple[list[Any], bool]:
+    """``codec.plain(items)``, and whether every item is a text or a mapping of texts to texts (a chat
+    message): the items a later list can be compared with as it is given, since Python's ``==`` with them
+    holds only for what stores the same (not so for numbers: ``True == 1 == 1.0``, three JSON values).
+
+    Such a message is copied without a JSON round trip, keeping its very texts: the next list's items,
+    whose texts are mostly the same objects (redaction keeps a text it does not change), then compare with
+    it at the cost of a pointer."""
+    plain: list[Any] = []
+    exact = True
+    for item in items:
+        kind = type(item)
+        if kind is dict and all(type(key) is str and type(text) is str for key, text in item.items()):
+            plain.append(dict(item))
+        elif kind is str:
+            plain.append(item)
+        else:
+            plain.append(codec.plain(item))
+            exact = False
+    return plain, exact
 
 
 @dataclass(frozen=True)
@@ -174,12 +184,14 @@ class Same:
 @dataclass(frozen=True, eq=False)
 class Cut:
     """A long list of a payload, compared with the run's remembered lists: the remembered one it starts
-    with (``base``, or None), the whole list (plain; remembered once stored) and the plain items its row
-    stores (those after the base's)."""
+    with (``base``, or None), the whole list (plain) and the plain items its row stores (those after the
+    base's). Once stored it is remembered (later lists may extend it) only if ``exact``: every item one
+    that ``==`` compares as its JSON (``_plain_items``)."""
 
     base: Base | None
     items: list[Any]
     new: list[Any]
+    exact: bool
 
 
 def cuts(value: Any) -> list[Cut]:
@@ -226,7 +238,8 @@ def finish(
         else:
             body = [base.list_id, new]
         list_id = store(json.dumps(body, ensure_ascii=False, separators=(",", ":")))
-        pending.lists.append((run_id, list_id, value.items))
+        if value.exact:
+            pending.lists.append((run_id, list_id, value.items))
         return reference(list_id)
     if kind is dict:
         if len(value) == 1 and not value.keys().isdisjoint(texts.RESERVED_KEYS):
