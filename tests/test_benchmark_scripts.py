@@ -9,27 +9,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_the_engine_profile_runs_and_reports_per_iteration() -> None:
+def _report(script: str) -> str:
+    """What ``benchmarks/SCRIPT 30 --rounds 1`` prints (it must succeed)."""
     result = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "engine_profile.py"), "30", "--rounds", "1"],
+        [sys.executable, str(ROOT / "benchmarks" / script), "30", "--rounds", "1"],
         capture_output=True,
         text=True,
         cwd=ROOT,
         timeout=300,
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.startswith("30 iterations") and "per iteration" in result.stdout
+    return result.stdout
+
+
+def test_the_engine_profile_runs_and_reports_per_iteration() -> None:
+    report = _report("engine_profile.py")
+    assert report.startswith("30 iterations") and "per iteration" in report
 
 
 def test_the_store_profile_times_each_part_of_a_write() -> None:
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "store_profile.py"), "30", "--rounds", "1"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-        check=True,
-    )
-    assert result.stdout.startswith("30 iterations")
+    report = _report("store_profile.py")
+    assert report.startswith("30 iterations")
     for part in ("encoding", "statements", "COMMIT", "store thread", "event loop thread"):
-        assert part in result.stdout
+        assert part in report
