@@ -123,6 +123,9 @@ class Redactor:
         # Conversation turns are traced again on every call that injects them: remember recent results
         # (redaction is a pure function of the text), so tracing costs the new text, not the whole history.
         self._memo: dict[str, str] = {}
+        # The same for a prompt's messages ({"role": ..., "content": ...}, by their two texts): every prompt of a
+        # conversation sends again the turns the one before sent, so a prompt costs its new messages.
+        self._messages: dict[tuple[str, str], dict[str, str]] = {}
         self._ordinary_keys: set[Any] = set()  # mapping keys seen not to be sensitive (``sensitive_key``)
 
     def text(self, value: str) -> str:
@@ -160,7 +163,7 @@ class Redactor:
         if kind is dict:
             return self._dict(value)
         if kind is list:  # a prompt's messages: each a dict, walked without a call of value() for each
-            return [self._dict(item) if type(item) is dict else self.value(item) for item in value]
+            return self._list(value)
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, Mapping):
@@ -170,6 +173,30 @@ class Redactor:
         if isinstance(value, list | tuple):
             return [self.value(item) for item in value]
         return value
+
+    def _list(self, value: list[Any]) -> list[Any]:
+        masked: list[Any] = []
+        messages = self._messages
+        for item in value:
+            if type(item) is dict:
+                role, content = item.get("role"), item.get("content")
+                # A chat message: exactly these two keys, in this order (the order is kept in what is stored).
+                if type(role) is str and type(content) is str and len(item) == 2 and next(iter(item)) == "role":
+                    done = messages.get((role, content))
+                    if done is None:
+                        done = self._message(role, content, item)
+                    masked.append(done.copy())  # never the memo's own: each event gets a dict of its own
+                else:
+                    masked.append(self._dict(item))
+            else:
+                masked.append(self.value(item))
+        return masked
+
+    def _message(self, role: str, content: str, message: dict[Any, Any]) -> dict[str, str]:
+        if len(self._messages) >= _MEMO_SIZE:
+            self._messages.clear()
+        done = self._messages[(role, content)] = self._dict(message)
+        return done
 
     def _dict(self, value: dict[Any, Any]) -> dict[Any, Any]:
         # One loop over the items, texts looked up in the memo in place and keys already seen to be ordinary

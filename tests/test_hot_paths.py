@@ -119,3 +119,44 @@ def test_the_redactor_masks_sensitive_keys_in_every_mapping_of_a_list() -> None:
     assert masked["messages"][0] is not messages[0]  # a copy: the payload is not changed in place
     key = "sk-" + "Ab1" * 16
     assert redactor.value([{"content": f"my key is {key}"}]) == [{"content": f"my key is {MASK}"}]
+
+
+def _prompt(count: int) -> dict[str, Any]:
+    """An ``agent.prompt`` payload of ``count`` messages (a conversation's history, then its message)."""
+    messages = [
+        {"role": "user" if n % 2 else "assistant", "content": f"turn {n}: my api_key=k{n}"} for n in range(count)
+    ]
+    return {"agent": "scripted", "messages": messages, "history_injected": True}
+
+
+def test_a_prompt_is_redacted_for_the_cost_of_its_new_messages(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each prompt of a conversation sends again the messages the prompt before it sent: those are masked
+    once (remembered by their role and content), the prompt costs its new messages."""
+    redactor = Redactor()
+    walked: list[dict[Any, Any]] = []
+    walk = Redactor._dict
+
+    def counting(self: Redactor, value: dict[Any, Any]) -> dict[Any, Any]:
+        walked.append(value)
+        return walk(self, value)
+
+    monkeypatch.setattr(Redactor, "_dict", counting)
+    first = redactor.value(_prompt(100))
+    walked.clear()
+    second = redactor.value(_prompt(102))
+    assert len(walked) == 3  # the payload and the two new messages
+    assert second == Redactor().value(_prompt(102)) and first["messages"] == second["messages"][:100]
+    assert second["messages"][5]["content"] == f"turn 5: my api_key={MASK}"
+    second["messages"][5]["content"] = "changed"  # each payload has messages of its own
+    assert first["messages"][5]["content"] == redactor.value(_prompt(6))["messages"][5]["content"] != "changed"
+
+
+def test_a_message_with_other_keys_or_another_order_is_redacted_as_it_is() -> None:
+    redactor = Redactor()
+    redactor.value([{"role": "user", "content": "hello"}])
+    reordered = {"content": "hello", "role": "user"}
+    [masked] = redactor.value([reordered])
+    assert list(masked) == ["content", "role"]
+    assert redactor.value([{"role": "user", "content": "hello", "token": "abc"}]) == [
+        {"role": "user", "content": "hello", "token": MASK}
+    ]
