@@ -13,10 +13,12 @@ from typing import Any
 import pytest
 
 from core.context import ConversationTurn, HitlEntry, RunContext
-from core.conversation.turns import add_turn
+from core.conversation.turns import add_turn, start
 from core.errors import TemplateError
+from core.policies.person import person_question
 from core.redaction import MASK, Redactor
 from core.sandbox import BoundedSandbox
+from core.steps import Conversation, HitlStep, LoopStep
 from core.templates import Expression, Template
 from core.views import copied
 
@@ -160,3 +162,12 @@ def test_a_message_with_other_keys_or_another_order_is_redacted_as_it_is() -> No
     assert redactor.value([{"role": "user", "content": "hello", "token": "abc"}]) == [
         {"role": "user", "content": "hello", "token": MASK}
     ]
+
+
+def test_a_question_in_a_conversation_is_asked_with_the_history_itself_not_a_copy() -> None:
+    """Copying the history for every question cost the whole conversation on every iteration; the history
+    grows only after the answer comes, so the question reads it as it is."""
+    ask = HitlStep(name="ask", message=Template("?"))
+    ctx = _context()
+    ctx.conversation = start(LoopStep(name="chat", body=(ask,), conversation=Conversation()))
+    assert person_question(ask, "chat/1/ask", "?", ctx).heard is ctx.conversation_history
