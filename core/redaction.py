@@ -13,12 +13,25 @@ from __future__ import annotations
 
 import base64
 import functools
+import operator
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
 MASK = "[REDACTED]"
-_MEMO_SIZE = 4096  # distinct texts remembered per redactor
+_MEMO_SIZE = 4096  # distinct texts (and message objects) remembered per redactor
+_MASKED = operator.itemgetter(1)
+
+
+class ChatMessageLike(Protocol):
+    """A chat message (``core.ports.ChatMessage``, not imported here: core.ports imports much of core)."""
+
+    @property
+    def role(self) -> str: ...
+
+    @property
+    def content(self) -> str: ...
+
 
 _BUILTIN_PATTERNS: tuple[str, ...] = (
     # A key cut off before its END line (a reply truncated by max_tokens) is masked to the end of the text.
@@ -123,10 +136,10 @@ class Redactor:
         # Conversation turns are traced again on every call that injects them: remember recent results
         # (redaction is a pure function of the text), so tracing costs the new text, not the whole history.
         self._memo: dict[str, str] = {}
-        # The same for a prompt's messages ({"role": ..., "content": ...}, by their two texts): every prompt of a
-        # conversation sends again the turns the one before sent, so a prompt costs its new messages.
-        self._messages: dict[tuple[str, str], dict[str, str]] = {}
         self._ordinary_keys: set[Any] = set()  # mapping keys seen not to be sensitive (``sensitive_key``)
+        # Message objects masked (``messages``), by id: each entry holds its message, so that while it is
+        # remembered no other object can have that id.
+        self._messages: dict[int, tuple[ChatMessageLike, dict[str, str]]] = {}
 
     def text(self, value: str) -> str:
         done = self._memo.get(value)
@@ -154,6 +167,23 @@ class Redactor:
         value = _PROSE_CREDENTIAL.sub(lambda m: m.group(1) + MASK, value)
         return _ASSIGNMENT.sub(_mask_assignment, value)
 
+    def messages(self, sent: Sequence[ChatMessageLike]) -> list[dict[str, str]]:
+        """``sent`` as ``{"role": ..., "content": ...}`` dicts, masked as ``value`` masks them, each a new dict
+        (two events never share one). A message object masked before is not masked again: the history a
+        conversation's prompts send is the same message objects from one prompt to the next
+        (``ConversationTurn.message``), so a prompt costs its new messages; for the others it is a look-up
+        and a copy, made in C."""
+        memo = self._messages
+        found: list[Any] = list(map(memo.get, map(id, sent)))
+        if None in found:
+            if len(memo) + len(sent) > _MEMO_SIZE:
+                memo.clear()
+            for index, message in enumerate(sent):
+                if found[index] is None:  # "role" and "content" are not sensitive keys: their texts are masked
+                    masked = {"role": self.text(message.role), "content": self.text(message.content)}
+                    found[index] = memo[id(message)] = (message, masked)
+        return list(map(dict.copy, map(_MASKED, found)))
+
     def value(self, value: Any) -> Any:
         # Hot (every trace payload, every message of every prompt): exact types first, then the ABCs.
         kind = type(value)
@@ -163,7 +193,7 @@ class Redactor:
         if kind is dict:
             return self._dict(value)
         if kind is list:  # a prompt's messages: each a dict, walked without a call of value() for each
-            return self._list(value)
+            return [self._dict(item) if type(item) is dict else self.value(item) for item in value]
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, Mapping):
@@ -173,30 +203,6 @@ class Redactor:
         if isinstance(value, list | tuple):
             return [self.value(item) for item in value]
         return value
-
-    def _list(self, value: list[Any]) -> list[Any]:
-        masked: list[Any] = []
-        messages = self._messages
-        for item in value:
-            if type(item) is dict:
-                role, content = item.get("role"), item.get("content")
-                # A chat message: exactly these two keys, in this order (the order is kept in what is stored).
-                if type(role) is str and type(content) is str and len(item) == 2 and next(iter(item)) == "role":
-                    done = messages.get((role, content))
-                    if done is None:
-                        done = self._message(role, content, item)
-                    masked.append(done.copy())  # never the memo's own: each event gets a dict of its own
-                else:
-                    masked.append(self._dict(item))
-            else:
-                masked.append(self.value(item))
-        return masked
-
-    def _message(self, role: str, content: str, message: dict[Any, Any]) -> dict[str, str]:
-        if len(self._messages) >= _MEMO_SIZE:
-            self._messages.clear()
-        done = self._messages[(role, content)] = self._dict(message)
-        return done
 
     def _dict(self, value: dict[Any, Any]) -> dict[Any, Any]:
         # One loop over the items, texts looked up in the memo in place and keys already seen to be ordinary

@@ -123,45 +123,28 @@ def test_the_redactor_masks_sensitive_keys_in_every_mapping_of_a_list() -> None:
     assert redactor.value([{"content": f"my key is {key}"}]) == [{"content": f"my key is {MASK}"}]
 
 
-def _prompt(count: int) -> dict[str, Any]:
-    """An ``agent.prompt`` payload of ``count`` messages (a conversation's history, then its message)."""
-    messages = [
-        {"role": "user" if n % 2 else "assistant", "content": f"turn {n}: my api_key=k{n}"} for n in range(count)
-    ]
-    return {"agent": "scripted", "messages": messages, "history_injected": True}
-
-
-def test_a_prompt_is_redacted_for_the_cost_of_its_new_messages(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each prompt of a conversation sends again the messages the prompt before it sent: those are masked
-    once (remembered by their role and content), the prompt costs its new messages."""
+def test_a_prompt_is_masked_for_the_cost_of_its_new_messages(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each prompt of a conversation resends the message objects the prompt before it sent (each turn's
+    ``message``): those are masked once, a prompt costs its new messages; the result is what masking the
+    messages' dicts gives, in dicts of each prompt's own."""
+    turns = [ConversationTurn("user" if n % 2 else "assistant", f"turn {n}: my api_key=k{n}") for n in range(102)]
     redactor = Redactor()
-    walked: list[dict[Any, Any]] = []
-    walk = Redactor._dict
+    masked: list[str] = []
+    text = Redactor.text
 
-    def counting(self: Redactor, value: dict[Any, Any]) -> dict[Any, Any]:
-        walked.append(value)
-        return walk(self, value)
+    def masking(self: Redactor, value: str) -> str:
+        masked.append(value)
+        return text(self, value)
 
-    monkeypatch.setattr(Redactor, "_dict", counting)
-    first = redactor.value(_prompt(100))
-    walked.clear()
-    second = redactor.value(_prompt(102))
-    assert len(walked) == 3  # the payload and the two new messages
-    assert second == Redactor().value(_prompt(102)) and first["messages"] == second["messages"][:100]
-    assert second["messages"][5]["content"] == f"turn 5: my api_key={MASK}"
-    second["messages"][5]["content"] = "changed"  # each payload has messages of its own
-    assert first["messages"][5]["content"] == redactor.value(_prompt(6))["messages"][5]["content"] != "changed"
-
-
-def test_a_message_with_other_keys_or_another_order_is_redacted_as_it_is() -> None:
-    redactor = Redactor()
-    redactor.value([{"role": "user", "content": "hello"}])
-    reordered = {"content": "hello", "role": "user"}
-    [masked] = redactor.value([reordered])
-    assert list(masked) == ["content", "role"]
-    assert redactor.value([{"role": "user", "content": "hello", "token": "abc"}]) == [
-        {"role": "user", "content": "hello", "token": MASK}
-    ]
+    monkeypatch.setattr(Redactor, "text", masking)
+    first = redactor.messages([turn.message for turn in turns[:100]])
+    masked.clear()
+    second = redactor.messages([turn.message for turn in turns])
+    assert masked == ["assistant", "turn 100: my api_key=k100", "user", "turn 101: my api_key=k101"]  # the new ones
+    assert second == Redactor().value([turn.message.to_dict() for turn in turns]) and first == second[:100]
+    assert second[5] == {"role": "user", "content": f"turn 5: my api_key={MASK}"}
+    second[5]["content"] = "changed"  # each prompt has dicts of its own
+    assert first[5]["content"] == redactor.messages([turns[5].message])[0]["content"] != "changed"
 
 
 def test_a_question_in_a_conversation_is_asked_with_the_history_itself_not_a_copy() -> None:
