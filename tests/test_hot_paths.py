@@ -2,12 +2,15 @@
 
 Views remember the history lists with their length instead of copying them; run state is copied by a
 plain-data copy; templates copy their globals once; ``a.b`` on run data reads the key directly; the
-redactor walks a payload's mappings in one loop. Each test here fails if the fast way changed a result.
+redactor walks a payload's mappings in one loop; a prompt's message objects are masked once; a question
+reads the history itself. Each test here fails if the fast way changed a result (or, where it can be
+observed, if the fast way were gone).
 """
 
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -15,11 +18,16 @@ import pytest
 from core.context import ConversationTurn, HitlEntry, RunContext
 from core.conversation.turns import add_turn, start
 from core.errors import TemplateError
+from core.events import PromptSent
+from core.policies.frame import Frame
 from core.policies.person import person_question
+from core.ports import ChatMessage, NullReporter
 from core.redaction import MASK, Redactor
 from core.sandbox import BoundedSandbox
 from core.steps import Conversation, HitlStep, LoopStep
+from core.store import MemoryStore
 from core.templates import Expression, Template
+from core.testing import ScriptedHuman
 from core.views import copied
 
 
@@ -154,3 +162,18 @@ def test_a_question_in_a_conversation_is_asked_with_the_history_itself_not_a_cop
     ctx = _context()
     ctx.conversation = start(LoopStep(name="chat", body=(ask,), conversation=Conversation()))
     assert person_question(ask, "chat/1/ask", "?", ctx).heard is ctx.conversation_history
+
+
+def test_a_prompt_traced_from_its_message_objects_is_stored_as_from_their_dicts() -> None:
+    """``Frame.event(path, prompt, sent)`` stores exactly the payload the prompt with its messages' dicts gave
+    (the same JSON, key order included), secrets masked."""
+    key = "sk-" + "Ab1" * 16
+    sent = [ChatMessage("system", "be brief"), ChatMessage("user", f"my key is {key}"), ChatMessage("assistant", "ok")]
+    history = {"conversation": "chat", "turns": 2, "dropped": 0, "mode": "messages"}
+    frame = Frame(run_id="r", store=MemoryStore(), human=ScriptedHuman(), reporter=NullReporter(), redactor=Redactor())
+    whole = PromptSent("scripted", tuple(m.to_dict() for m in sent), True, history=history)
+    expected = json.dumps(frame.event("p", whole).payload)
+    for _ in range(2):  # masked, then remembered
+        traced = frame.event("p", PromptSent("scripted", (), True, history=history), sent)
+        assert json.dumps(traced.payload) == expected
+    assert MASK in expected and key not in expected
