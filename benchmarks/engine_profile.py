@@ -1,11 +1,13 @@
 """Time or profile the engine as ``test_engine_iterations`` runs it, optionally without the store's cost.
 
-``python benchmarks/engine_profile.py N [--null-store] [--profile] [--rounds R]``: the blueprint of
-``benchmarks/conversation_run.py`` (N iterations) compiled with ``load_pipeline``, a ``Redactor``, no
-terminal, on a SQLite store in a temporary directory or, with ``--null-store``, on a store that keeps no
-step and no event (what is left is the engine's own work). After one warm-up run it prints, per round, the
-CPU time per iteration and the time between consecutive questions near iteration 10 and at the end; with
-``--profile``, a cProfile of one run instead, by total then cumulative time. docs/performance.md.
+``python benchmarks/engine_profile.py N [--null-store] [--profile] [--rounds R] [--no-freeze]``: the
+blueprint of ``benchmarks/conversation_run.py`` (N iterations) compiled with ``load_pipeline`` and then, as
+``flujo run`` does, ``gc.freeze()`` (unless ``--no-freeze``), a ``Redactor``, no terminal, on a SQLite store
+in a temporary directory or, with ``--null-store``, on a store that keeps no step and no event (what is left
+is the engine's own work). After one warm-up run it prints, per round, the CPU time per iteration and the
+time between consecutive questions near iteration 10 and at the end, in wall-clock and in CPU time (the
+latter holds on a machine shared with other work); with ``--profile``, a cProfile of one run instead, by
+total then cumulative time. docs/performance.md.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import gc
 import itertools
 import json
 import pstats
@@ -52,9 +55,11 @@ class Human:
     def __init__(self, answers: list[str]) -> None:
         self._answers = iter(answers)
         self.asked: list[float] = []
+        self.asked_cpu: list[float] = []
 
     async def ask(self, question: Any) -> str:
         self.asked.append(time.perf_counter())
+        self.asked_cpu.append(time.process_time())
         return next(self._answers)
 
 
@@ -64,11 +69,14 @@ def main() -> None:
     parser.add_argument("--null-store", action="store_true")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--no-freeze", action="store_true", help="no gc.freeze() after loading")
     args = parser.parse_args()
     directory = Path(tempfile.mkdtemp())
     blueprint, answers_file = write(args.iterations, directory)
     answers = json.loads(answers_file.read_text())["answer"]
     pipeline = load_pipeline(blueprint, load_settings())
+    if not args.no_freeze:
+        gc.freeze()  # as flujo run does once the blueprint is loaded: later full collections need not scan it
     counter = itertools.count()
 
     async def run() -> Human:
@@ -97,11 +105,13 @@ def main() -> None:
         started = time.process_time()
         human = asyncio.run(run())
         cpu = (time.process_time() - started) * 1000 / args.iterations
-        gaps = [later - earlier for earlier, later in itertools.pairwise(human.asked)]
         line = f"{args.iterations} iterations: CPU {cpu:.3f} ms per iteration"
-        if len(gaps) >= 30:
-            near, last = statistics.median(gaps[5:25]) * 1000, statistics.median(gaps[-20:]) * 1000
-            line += f"; between questions near 10: {near:.3f} ms, at the end: {last:.3f} ms ({last / near:.2f} x)"
+        for clock, times in (("", human.asked), ("CPU ", human.asked_cpu)):
+            gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
+            if len(gaps) >= 30:
+                near, last = statistics.median(gaps[5:25]) * 1000, statistics.median(gaps[-20:]) * 1000
+                line += f"; {clock}between questions near 10: {near:.3f} ms, at the end: {last:.3f} ms"
+                line += f" ({last / near:.2f} x)"
         print(line, flush=True)
 
 

@@ -13,12 +13,25 @@ from __future__ import annotations
 
 import base64
 import functools
+import operator
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
 MASK = "[REDACTED]"
-_MEMO_SIZE = 4096  # distinct texts remembered per redactor
+_MEMO_SIZE = 4096  # distinct texts (and message objects) remembered per redactor
+_MASKED = operator.itemgetter(1)
+
+
+class ChatMessageLike(Protocol):
+    """A chat message (``core.ports.ChatMessage``, not imported here: core.ports imports much of core)."""
+
+    @property
+    def role(self) -> str: ...
+
+    @property
+    def content(self) -> str: ...
+
 
 _BUILTIN_PATTERNS: tuple[str, ...] = (
     # A key cut off before its END line (a reply truncated by max_tokens) is masked to the end of the text.
@@ -124,6 +137,9 @@ class Redactor:
         # (redaction is a pure function of the text), so tracing costs the new text, not the whole history.
         self._memo: dict[str, str] = {}
         self._ordinary_keys: set[Any] = set()  # mapping keys seen not to be sensitive (``sensitive_key``)
+        # Message objects masked (``messages``), by id: each entry holds its message, so that while it is
+        # remembered no other object can have that id.
+        self._messages: dict[int, tuple[ChatMessageLike, dict[str, str]]] = {}
 
     def text(self, value: str) -> str:
         done = self._memo.get(value)
@@ -150,6 +166,23 @@ class Redactor:
         value = _PROSE_PASSWORD.sub(lambda m: m.group(1) + MASK, value)
         value = _PROSE_CREDENTIAL.sub(lambda m: m.group(1) + MASK, value)
         return _ASSIGNMENT.sub(_mask_assignment, value)
+
+    def messages(self, sent: Sequence[ChatMessageLike]) -> list[dict[str, str]]:
+        """``sent`` as ``{"role": ..., "content": ...}`` dicts, masked as ``value`` masks them, each a new dict
+        (two events never share one). A message object masked before is not masked again: the history a
+        conversation's prompts send is the same message objects from one prompt to the next
+        (``ConversationTurn.message``), so a prompt costs its new messages; for the others it is a look-up
+        and a copy, made in C."""
+        memo = self._messages
+        found: list[Any] = list(map(memo.get, map(id, sent)))
+        if None in found:
+            if len(memo) + len(sent) > _MEMO_SIZE:
+                memo.clear()
+            for index, message in enumerate(sent):
+                if found[index] is None:  # "role" and "content" are not sensitive keys: their texts are masked
+                    masked = {"role": self.text(message.role), "content": self.text(message.content)}
+                    found[index] = memo[id(message)] = (message, masked)
+        return list(map(dict.copy, map(_MASKED, found)))
 
     def value(self, value: Any) -> Any:
         # Hot (every trace payload, every message of every prompt): exact types first, then the ABCs.

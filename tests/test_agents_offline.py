@@ -55,6 +55,18 @@ async def test_scripted_replies_in_order_then_the_last_repeats() -> None:
     assert [call.input for call in agent.calls] == [0, 1, 2, 3]
 
 
+async def test_scripted_keeps_what_each_call_sent_not_its_context_or_callbacks() -> None:
+    """A long run's every call is kept: its context view and callbacks would keep every iteration's state
+    alive (and every garbage collection would walk it again)."""
+    agent = ScriptedAgent(["one"])
+    history = (ChatMessage("user", "hi"),)
+    call = AgentCall("x", "s", history, {"steps": {}}, on_text=lambda text: None, run_id="r", path="s")
+    await agent.run(call)
+    [kept] = agent.calls
+    assert (kept.input, kept.step, kept.history, kept.run_id, kept.path) == ("x", "s", history, "r", "s")
+    assert kept.context == {} and kept.on_text is None and kept.begin_attempt is None and kept.on_retry is None
+
+
 async def test_scripted_usage_is_zero_tokens_and_streams_in_chunks() -> None:
     agent = ScriptedAgent(["a reply long enough to split"])
     deltas: list[str] = []

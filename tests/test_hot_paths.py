@@ -2,22 +2,32 @@
 
 Views remember the history lists with their length instead of copying them; run state is copied by a
 plain-data copy; templates copy their globals once; ``a.b`` on run data reads the key directly; the
-redactor walks a payload's mappings in one loop. Each test here fails if the fast way changed a result.
+redactor walks a payload's mappings in one loop; a prompt's message objects are masked once; a question
+reads the history itself. Each test here fails if the fast way changed a result (or, where it can be
+observed, if the fast way were gone).
 """
 
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
 
 from core.context import ConversationTurn, HitlEntry, RunContext
-from core.conversation.turns import add_turn
+from core.conversation.turns import add_turn, start
 from core.errors import TemplateError
+from core.events import PromptSent
+from core.policies.frame import Frame
+from core.policies.person import person_question
+from core.ports import ChatMessage, NullReporter
 from core.redaction import MASK, Redactor
 from core.sandbox import BoundedSandbox
+from core.steps import Conversation, HitlStep, LoopStep
+from core.store import MemoryStore
 from core.templates import Expression, Template
+from core.testing import ScriptedHuman
 from core.views import copied
 
 
@@ -119,3 +129,51 @@ def test_the_redactor_masks_sensitive_keys_in_every_mapping_of_a_list() -> None:
     assert masked["messages"][0] is not messages[0]  # a copy: the payload is not changed in place
     key = "sk-" + "Ab1" * 16
     assert redactor.value([{"content": f"my key is {key}"}]) == [{"content": f"my key is {MASK}"}]
+
+
+def test_a_prompt_is_masked_for_the_cost_of_its_new_messages(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each prompt of a conversation resends the message objects the prompt before it sent (each turn's
+    ``message``): those are masked once, a prompt costs its new messages; the result is what masking the
+    messages' dicts gives, in dicts of each prompt's own."""
+    turns = [ConversationTurn("user" if n % 2 else "assistant", f"turn {n}: my api_key=k{n}") for n in range(102)]
+    redactor = Redactor()
+    masked: list[str] = []
+    text = Redactor.text
+
+    def masking(self: Redactor, value: str) -> str:
+        masked.append(value)
+        return text(self, value)
+
+    monkeypatch.setattr(Redactor, "text", masking)
+    first = redactor.messages([turn.message for turn in turns[:100]])
+    masked.clear()
+    second = redactor.messages([turn.message for turn in turns])
+    assert masked == ["assistant", "turn 100: my api_key=k100", "user", "turn 101: my api_key=k101"]  # the new ones
+    assert second == Redactor().value([turn.message.to_dict() for turn in turns]) and first == second[:100]
+    assert second[5] == {"role": "user", "content": f"turn 5: my api_key={MASK}"}
+    second[5]["content"] = "changed"  # each prompt has dicts of its own
+    assert first[5]["content"] == redactor.messages([turns[5].message])[0]["content"] != "changed"
+
+
+def test_a_question_in_a_conversation_is_asked_with_the_history_itself_not_a_copy() -> None:
+    """Copying the history for every question cost the whole conversation on every iteration; the history
+    grows only after the answer comes, so the question reads it as it is."""
+    ask = HitlStep(name="ask", message=Template("?"))
+    ctx = _context()
+    ctx.conversation = start(LoopStep(name="chat", body=(ask,), conversation=Conversation()))
+    assert person_question(ask, "chat/1/ask", "?", ctx).heard is ctx.conversation_history
+
+
+def test_a_prompt_traced_from_its_message_objects_is_stored_as_from_their_dicts() -> None:
+    """``Frame.event(path, prompt, sent)`` stores exactly the payload the prompt with its messages' dicts gave
+    (the same JSON, key order included), secrets masked."""
+    key = "sk-" + "Ab1" * 16
+    sent = [ChatMessage("system", "be brief"), ChatMessage("user", f"my key is {key}"), ChatMessage("assistant", "ok")]
+    history = {"conversation": "chat", "turns": 2, "dropped": 0, "mode": "messages"}
+    frame = Frame(run_id="r", store=MemoryStore(), human=ScriptedHuman(), reporter=NullReporter(), redactor=Redactor())
+    whole = PromptSent("scripted", tuple(m.to_dict() for m in sent), True, history=history)
+    expected = json.dumps(frame.event("p", whole).payload)
+    for _ in range(2):  # masked, then remembered
+        traced = frame.event("p", PromptSent("scripted", (), True, history=history), sent)
+        assert json.dumps(traced.payload) == expected
+    assert MASK in expected and key not in expected

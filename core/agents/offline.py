@@ -24,7 +24,9 @@ OFFLINE_USAGE = Usage(requests=1, cost_usd=0.0)
 class ScriptedAgent:
     """Returns ``replies`` in order, the last one repeating; a reply may be text or any JSON-like value.
 
-    ``calls`` keeps every call received, for assertions.
+    ``calls`` keeps every call received, for assertions: what it was sent (input, step, history) and where it
+    ran (run id, path), not its context view nor its callbacks, which would keep the state of every
+    iteration of a long run alive (and every garbage collection would go through it again).
     """
 
     def __init__(
@@ -82,7 +84,7 @@ class ScriptedAgent:
         return chat_prompt(self.system_prompt, call.history, call.input, examples=self.examples)
 
     async def run(self, call: AgentCall) -> AgentReply:
-        self.calls.append(call)
+        self.calls.append(AgentCall(call.input, call.step, call.history, run_id=call.run_id, path=call.path))
         reply = self._take()
         if self._schema is None:
             if call.on_text is not None:

@@ -1,7 +1,8 @@
 """The history's bounds and forms: which turns fit a bound, where a summary cuts, the history as text or messages.
 
 Invariants:
-- Bounding costs the turns kept, not the turns stored (each turn's tokens were counted when it was added).
+- Bounding costs the turns added since the last bound of the same conversation, not the turns kept nor the
+  turns stored (``core.conversation.costs`` remembers their cumulative costs).
 - Bounding never separates an assistant turn from the user turn that answers it (a question from its
   HITL answer): turns are kept or dropped in those units, newest first; when the answer is the current
   message (taken out of the history), its question is kept whatever the bound (``question_of``).
@@ -12,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from core.context import ConversationTurn, Summary
+from core.conversation.costs import fits_uncounted, oldest_fitting, remembered, turn_cost
 from core.ports import ChatMessage
 from core.templates import Template
-from core.tokens import MESSAGE_OVERHEAD
 
 SUMMARY_PREFIX = "Summary of the earlier conversation: "
 HISTORY_OPEN = "<conversation_history>"
@@ -27,28 +28,6 @@ def prompt_turns(turns: Sequence[ConversationTurn], summary: Summary | None) -> 
     if summary is None:
         return turns
     return [summary.turn, *turns[summary.covers :]]
-
-
-_TURN_OVERHEAD = MESSAGE_OVERHEAD + 1  # the role is one token (OpenAI's accounting, as count_messages)
-
-
-def turn_cost(turn: ConversationTurn) -> int:
-    """What ``turn`` costs in a prompt: its tokens (counted now if they were not yet) and the overhead."""
-    return turn.tokens + _TURN_OVERHEAD
-
-
-def _fits_uncounted(turns: Sequence[ConversationTurn], max_tokens: int | None, end: int) -> bool:
-    """Whether ``turns[:end]`` fit ``max_tokens`` by their upper bounds alone (``tokens_at_most``): then no
-    count is needed and the tokenizer is not loaded. False means "count them", not "they do not fit".
-    Walks newest first, so a long history is given up on after about ``max_tokens`` bytes."""
-    if max_tokens is None:
-        return True
-    total = 0
-    for index in range(end - 1, -1, -1):
-        total += turns[index].tokens_at_most + _TURN_OVERHEAD
-        if total > max_tokens:
-            return False
-    return True
 
 
 def question_of(turns: Sequence[ConversationTurn], end: int) -> int:
@@ -67,26 +46,27 @@ def bound(
     keep_last: int = 0,
 ) -> list[ConversationTurn]:
     """The most recent turns of ``turns[:end]`` within ``max_tokens`` (with message overhead) and
-    ``max_turns``, dropping the oldest whole units first. Costs the turns kept, not the turns stored.
+    ``max_turns``, dropping the oldest whole units first. Costs the turns added since the last call for the
+    same conversation (``core.conversation.costs``), not the turns kept nor the turns stored.
     The newest ``keep_last`` turns (the question the current message answers) are kept whatever the
     bounds; they count towards them."""
     stop = len(turns) if end is None else end
-    if (max_turns is None or stop <= max_turns) and _fits_uncounted(turns, max_tokens, stop):
+    window = remembered(turns) if max_tokens is not None else None
+    if (max_turns is None or stop <= max_turns) and fits_uncounted(turns, max_tokens, stop, window):
         return list(turns[:stop])  # everything fits, whatever the exact counts
     kept_from = max(0, stop - keep_last)
-    tokens, count = sum(turn_cost(turn) for turn in turns[kept_from:stop]), stop - kept_from
-    # Units newest first: an assistant turn with the user turn answering it, else one turn (one loop: hot).
-    index = kept_from - 1
-    while index >= 0:
-        turn = turns[index]
-        start = index - 1 if index > 0 and turn.role == "user" and turns[index - 1].role == "assistant" else index
-        cost = turn_cost(turn) + (turn_cost(turns[start]) if start < index else 0)
-        if max_turns is not None and count + index + 1 - start > max_turns:
-            break
-        if max_tokens is not None and tokens + cost > max_tokens:
-            break
-        kept_from, tokens, count, index = start, tokens + cost, count + index + 1 - start, start - 1
-    return list(turns[kept_from:stop])
+    # Both bounds hold for the newest turns up to some oldest turn (each turn costs at least one token)...
+    oldest = 0 if max_turns is None else max(0, stop - max_turns)
+    if max_tokens is not None:
+        oldest = oldest_fitting(turns, stop, oldest, max_tokens, window)
+    if oldest >= kept_from:
+        return list(turns[kept_from:stop])
+    # ... and units are kept whole: a user turn answering the assistant turn before it (which does not fit)
+    # goes with it. Which turns pair up does not depend on where the walk starts: a pair is an assistant
+    # turn and the user turn just after it, so no two pairs overlap.
+    if oldest > 0 and turns[oldest].role == "user" and turns[oldest - 1].role == "assistant":
+        oldest += 1
+    return list(turns[oldest:stop])
 
 
 def drop_oldest(turns: Sequence[ConversationTurn], count: int, *, keep_last: int = 0) -> list[ConversationTurn]:
@@ -113,7 +93,7 @@ def summary_cut(turns: Sequence[ConversationTurn], ratio: float) -> int:
 def needs_summary(turns: Sequence[ConversationTurn], *, max_tokens: int | None, max_turns: int | None) -> bool:
     if max_turns is not None and len(turns) > max_turns:
         return True
-    if _fits_uncounted(turns, max_tokens, len(turns)):
+    if fits_uncounted(turns, max_tokens, len(turns)):
         return False
     assert max_tokens is not None  # None always fits
     total = 0

@@ -60,11 +60,15 @@ class Frame:
     started: dict[str, int] | None = None
     answering: Answering = field(default_factory=Answering)  # who answers besides the human (core.answering)
 
-    def event(self, path: str, event: KnownEvent) -> TraceEvent:
+    def event(self, path: str, event: KnownEvent, sent: Sequence[ChatMessage] | None = None) -> TraceEvent:
         """``event`` of the step at ``path`` with secrets masked, ready to store. Tracing never fails a run:
-        a payload that cannot be prepared is replaced by a note saying why."""
+        a payload that cannot be prepared is replaced by a note saying why. ``sent`` is the messages of an
+        ``agent.prompt`` event, given as the message objects (and left out of ``event``): they are masked
+        through ``Redactor.messages``, which masks each message object once."""
         try:
             masked = self.redactor.value(event.to_payload())
+            if sent is not None:
+                masked["messages"] = self.redactor.messages(sent)
         except Exception as exc:  # a tracing failure must not become the step's failure
             masked = {"trace_error": f"this {event.kind} event could not be recorded: {type(exc).__name__}: {exc}"}
         return TraceEvent(kind=event.kind, path=path, payload=masked, ts=time.time())

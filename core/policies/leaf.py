@@ -111,9 +111,9 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
             )
             refuse_oversized(step.name, agent, call)
             sent = agent.prompt(call)
-            messages = tuple(message.to_dict() for message in sent)
-            prompt = PromptSent(agent.label, messages, injection.injected, history=injection.trace or None)
-            events.append(frame.event(path, prompt))
+            # The messages go as the message objects: a conversation's prompts resend the same ones, masked once.
+            prompt = PromptSent(agent.label, (), injection.injected, history=injection.trace or None)
+            events.append(frame.event(path, prompt, sent))
             held = frame.reserve_call(step.name, agent, sent)
             reply = await agent.run(call)
             usage = reply.usage

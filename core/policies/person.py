@@ -83,7 +83,9 @@ def person_question(step: HitlStep, path: str, message: str, ctx: RunContext) ->
     conversation (bounded by the loop's strategy); elsewhere, the questions asked so far and their answers."""
     active = ctx.conversation
     if active is not None:
-        heard, history = list(ctx.conversation_history), active.settings.history
+        # Not a copy (a copy costs the whole conversation, every question): the question is read while it is
+        # asked, and the history grows only after the answer comes (it never escapes: a pause carries none).
+        heard, history = ctx.conversation_history, active.settings.history
     else:
         heard, history = questions_and_answers(ctx.hitl_history), None
     return PersonQuestion(step.name, path, message, step.input_schema, step.answered_by, heard, history)

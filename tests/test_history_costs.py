@@ -1,0 +1,124 @@
+"""Bounding a history remembers its cumulative costs (core.conversation.costs): the same result as summing
+every kept turn on every call (``reference_bound``, the way it was done before), for less."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.context import ConversationTurn, Role
+from core.conversation.costs import TURN_OVERHEAD, turn_cost
+from core.conversation.history import bound
+
+
+def _reference_fits(turns: Sequence[ConversationTurn], max_tokens: int | None, end: int) -> bool:
+    if max_tokens is None:
+        return True
+    total = 0
+    for index in range(end - 1, -1, -1):
+        total += turns[index].tokens_at_most + TURN_OVERHEAD
+        if total > max_tokens:
+            return False
+    return True
+
+
+def reference_bound(
+    turns: Sequence[ConversationTurn],
+    *,
+    end: int | None = None,
+    max_tokens: int | None = None,
+    max_turns: int | None = None,
+    keep_last: int = 0,
+) -> list[ConversationTurn]:
+    """``bound`` as it was before its costs were remembered: every kept turn summed on every call."""
+    stop = len(turns) if end is None else end
+    if (max_turns is None or stop <= max_turns) and _reference_fits(turns, max_tokens, stop):
+        return list(turns[:stop])
+    kept_from = max(0, stop - keep_last)
+    tokens, count = sum(turn_cost(turn) for turn in turns[kept_from:stop]), stop - kept_from
+    index = kept_from - 1
+    while index >= 0:
+        turn = turns[index]
+        start = index - 1 if index > 0 and turn.role == "user" and turns[index - 1].role == "assistant" else index
+        cost = turn_cost(turn) + (turn_cost(turns[start]) if start < index else 0)
+        if max_turns is not None and count + index + 1 - start > max_turns:
+            break
+        if max_tokens is not None and tokens + cost > max_tokens:
+            break
+        kept_from, tokens, count, index = start, tokens + cost, count + index + 1 - start, start - 1
+    return list(turns[kept_from:stop])
+
+
+class Reading(ConversationTurn):
+    """A turn that notes each read of its exact count (``tokens``)."""
+
+    reads: list[str] = []  # noqa: RUF012 (one log for the test, cleared by it)
+
+    @property
+    def tokens(self) -> int:
+        Reading.reads.append(self.content)
+        return super().tokens
+
+
+_ROLES: tuple[Role, ...] = ("user", "assistant")
+_turn = st.builds(
+    lambda role, size, counted: ConversationTurn(role, "w" * size, size // 2 if counted else None),
+    st.sampled_from(_ROLES),
+    st.integers(0, 40),
+    st.booleans(),
+)
+_call = st.tuples(
+    st.lists(_turn, max_size=12),  # the turns added before this call
+    st.sampled_from(["same", "copy", "other"]),  # the list the call is given (a loop iteration copies it)
+    st.integers(0, 3),  # how many of the newest turns ``end`` leaves out
+    st.one_of(st.none(), st.integers(0, 300)),
+    st.one_of(st.none(), st.integers(0, 30)),
+    st.integers(0, 3),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_turn, max_size=30), st.lists(_call, min_size=1, max_size=8))
+def test_bound_is_the_reference_bound_over_a_growing_history(
+    start: list[ConversationTurn],
+    calls: list[tuple[list[ConversationTurn], str, int, int | None, int | None, int]],
+) -> None:
+    turns = list(start)
+    for added, given_as, left_out, max_tokens, max_turns, keep_last in calls:
+        turns.extend(added)
+        if given_as == "copy":
+            turns = list(turns)
+        elif given_as == "other" and len(turns) > 1:  # the same first turn, others after it: not trusted
+            turns = [turns[0], *(ConversationTurn(turn.role, turn.content, 50) for turn in turns[1:])]
+        end = max(0, len(turns) - left_out)
+        options = {"end": end, "max_tokens": max_tokens, "max_turns": max_turns, "keep_last": min(keep_last, end)}
+        assert bound(turns, **options) == reference_bound(turns, **options)  # type: ignore[arg-type]
+
+
+def test_a_growing_history_is_counted_only_for_its_new_turns() -> None:
+    """Each call reads the exact counts of the turns added since the last (and of none when nothing was
+    added), not of every kept turn: the cost of an iteration does not grow with the history kept."""
+    turns: list[ConversationTurn] = [
+        Reading("user" if n % 2 else "assistant", f"turn {n} " + "w" * 40) for n in range(200)
+    ]
+    budget = 40 * turn_cost(turns[0])  # about 40 of them
+    first = bound(turns, max_tokens=budget)
+    assert 30 < len(first) < 50
+    for n in range(200, 210):
+        turns = [*turns, Reading("user" if n % 2 else "assistant", f"turn {n} " + "w" * 40)]  # a new iteration's copy
+        Reading.reads.clear()
+        kept = bound(turns, max_tokens=budget)
+        assert Reading.reads == [f"turn {n} " + "w" * 40]
+        assert kept == reference_bound(turns, max_tokens=budget)
+    Reading.reads.clear()
+    bound(turns, max_tokens=budget, end=len(turns) - 1)
+    assert Reading.reads == []
+
+
+def test_a_history_that_fits_by_its_upper_bounds_is_never_counted() -> None:
+    turns = [ConversationTurn("user" if n % 2 else "assistant", f"turn {n}") for n in range(50)]
+    assert bound(turns, max_tokens=10_000) == turns
+    bound([*turns, ConversationTurn("user", "one more")], max_tokens=10_000)
+    assert all(turn.counted is None for turn in turns)
