@@ -5,6 +5,10 @@ the first byte is written (seconds for a run of 10,000 events). ``trace_lines`` 
 printing that tree with colours off (the tree's guides, each node's block laid out at the width left by its
 depth, trailing spaces removed), one node at a time, so the first line comes at once and memory stays flat.
 
+The first lines, the run's own label, need only the run's record: ``run_lines`` gives them from the record
+alone, so ``flujo lens trace`` writes them before it reads the run's steps and events (a second for a run of
+10,000 events), then the rest with ``trace_lines(..., header=False)``.
+
 Rich's layout of each node (segments, a table per agent call, measuring every cell) was most of the time
 of a large trace, so the common parts are laid out here with Rich's own text wrapping (``Text.wrap``): a
 label, and an agent call's grid (the roles in a column as wide as the widest, one space, then each
@@ -20,7 +24,10 @@ from rich.cells import cell_len
 from rich.console import Console, RenderableType
 from rich.text import Text
 
+from core.records import RunRecord
+from core.redaction import Redactor
 from lens import labels
+from lens.masking import Masker
 from lens.plain import CallBlock, Expansion, call_block
 from lens.tree import CallNode, Node, RunNode
 
@@ -28,12 +35,13 @@ _FORK, _END, _CONTINUE, _SPACE = "├── ", "└── ", "│   ", "    "
 _ASCII = {_FORK: "+-- ", _END: "`-- ", _CONTINUE: "|   ", _SPACE: "    "}
 
 
-def trace_lines(root: RunNode, console: Console, *, expand: Expansion) -> Iterator[str]:
+def trace_lines(root: RunNode, console: Console, *, expand: Expansion, header: bool = True) -> Iterator[str]:
     """The lines of ``trace_view(root, expand=expand)`` printed by ``console`` (colours off), without
-    trailing spaces and without line ends."""
+    trailing spaces and without line ends; without the run's own label (``run_lines``) if not ``header``."""
     guides = (lambda guide: _ASCII[guide]) if console.options.ascii_only else (lambda guide: guide)
     width = console.width  # asks the terminal for its size every time: once is enough
-    yield from _block(labels.label(root), console, width, "", "")
+    if header:
+        yield from _block(labels.label(root), console, width, "", "")
     stack: list[tuple[Iterator[tuple[bool, Node]], str, str]] = [(_with_last(root.children), "", "")]
     while stack:
         children, indent, prefix = stack[-1]
@@ -52,6 +60,12 @@ def trace_lines(root: RunNode, console: Console, *, expand: Expansion) -> Iterat
         if node.children:
             below = _join(prefix, node.path) if isinstance(node, RunNode) else prefix
             stack.append((_with_last(node.children), rest, below))
+
+
+def run_lines(record: RunRecord, console: Console, *, redactor: Redactor) -> Iterator[str]:
+    """The first lines of ``trace_lines`` of the run whose record is ``record`` (as the store holds it: it
+    is masked here with ``redactor``, as ``lens.snapshot`` masks it): the run's own label."""
+    yield from _block(labels.run_label(Masker(redactor).run(record)), console, console.width, "", "")
 
 
 def _block(renderable: RenderableType, console: Console, width: int, first: str, rest: str) -> Iterator[str]:

@@ -12,7 +12,7 @@ from core.records import RunRecord, StepRecord, TraceEvent
 from core.redaction import Redactor
 from core.store import MemoryStore
 from lens import Expansion, build_tree, load_run, trace_view
-from lens.stream import trace_lines
+from lens.stream import run_lines, trace_lines
 from tests.lens_runs import DEMO, PAUSED, THREADED, record_demo, record_others
 
 
@@ -45,6 +45,27 @@ async def test_the_first_line_comes_before_the_rest_is_laid_out() -> None:
     lines = trace_lines(root, _console(100), expand=Expansion())
     assert next(lines).startswith("run ")
     assert lines.gi_frame is not None  # type: ignore[attr-defined]  # a generator, suspended after one line
+
+
+@pytest.mark.parametrize("width", [100, 30, 12])
+async def test_the_run_line_from_the_record_alone_starts_the_same_lines(width: int) -> None:
+    """``flujo lens trace`` into a pipe writes ``run_lines`` of the stored record before reading the run, then
+    ``trace_lines`` without them: the lines of the whole tree, the record masked the same way."""
+    store = MemoryStore()
+    await record_demo(store)
+    await record_others(store)
+    secret = "sk-live-streamed-0123456789abcdef"
+    await store.create_run(RunRecord("secret0000000000", f"leak {secret}", "completed", created_at=5.0))
+    redactor = Redactor(secret_values=[secret])
+    for run_id in (DEMO, THREADED, PAUSED, "secret0000000000"):
+        record = await store.get_run(run_id)
+        assert record is not None
+        root = build_tree(await load_run(store, run_id, redactor=redactor, record=record))
+        whole = list(trace_lines(root, _console(width), expand=Expansion()))
+        head = list(run_lines(record, _console(width), redactor=redactor))
+        rest = list(trace_lines(root, _console(width), expand=Expansion(), header=False))
+        assert head and head + rest == whole
+        assert secret not in "".join(head)
 
 
 AWKWARD = [
