@@ -18,9 +18,12 @@ hold its roles, goes through Rich's renderer. tests/test_lens_stream.py checks t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
+from itertools import pairwise
 
-from rich.cells import cell_len
+from rich._wrap import divide_line
+from rich.cells import cell_len, set_cell_size
 from rich.console import Console, RenderableType
 from rich.text import Text
 
@@ -32,6 +35,8 @@ from lens.plain import CallBlock, Expansion, call_block
 from lens.tree import CallNode, Node, RunNode
 
 _FORK, _END, _CONTINUE, _SPACE = "├── ", "└── ", "│   ", "    "
+_TRAILING_SPACE = re.compile(r"\s+$")  # what Rich's Text.rstrip_end looks for
+_LEFT = (None, "default", "left")
 _ASCII = {_FORK: "+-- ", _END: "`-- ", _CONTINUE: "|   ", _SPACE: "    "}
 
 
@@ -91,7 +96,28 @@ def _text(text: Text, console: Console, width: int, *, in_cell: bool = False) ->
     if "\n" not in plain and "\t" not in plain and cell_len(plain) <= width:
         return [plain]  # what wrapping would give, without wrapping
     overflow = (text.overflow or "ellipsis") if in_cell else None
-    return [line.plain for line in text.wrap(console, width, overflow=overflow)] or [""]
+    overflow = overflow or text.overflow or "fold"
+    if "\n" in plain or "\t" in plain or text.no_wrap or overflow == "ignore" or text.justify not in _LEFT:
+        return [line.plain for line in text.wrap(console, width, overflow=overflow)] or [""]
+    return _wrapped(plain, width, overflow)
+
+
+def _wrapped(plain: str, width: int, overflow: str) -> list[str]:
+    """What ``Text(plain).wrap(console, width, overflow=overflow)`` gives for one line of text, justified left or
+    not at all, without making a ``Text`` per line and its spans (half the time of a large trace went there):
+    Rich's own word breaks (``divide_line``), each line's whitespace beyond ``width`` dropped, then cut to
+    ``width`` (with an ellipsis when ``overflow`` says so). The spaces Rich pads a left-justified line with
+    are not added: every line ends where ``_block`` strips trailing spaces."""
+    bounds = [0, *divide_line(plain, width, fold=overflow == "fold"), len(plain)]
+    lines = []
+    for start, end in pairwise(bounds):
+        line = plain[start:end]
+        if len(line) > width and (blank := _TRAILING_SPACE.search(line)) is not None:
+            line = line[: len(line) - min(len(blank.group(0)), len(line) - width)]
+        if cell_len(line) > width:
+            line = set_cell_size(line, width - 1) + "…" if overflow == "ellipsis" else set_cell_size(line, width)
+        lines.append(line)
+    return lines
 
 
 def _call(block: CallBlock, console: Console, width: int) -> list[str] | None:

@@ -4,15 +4,17 @@ those of printing the whole rich tree (``trace_view``), for every expansion and 
 from __future__ import annotations
 
 import io
+from typing import Literal
 
 import pytest
 from rich.console import Console
+from rich.text import Text
 
 from core.records import RunRecord, StepRecord, TraceEvent
 from core.redaction import Redactor
 from core.store import MemoryStore
 from lens import Expansion, build_tree, load_run, trace_view
-from lens.stream import run_lines, trace_lines
+from lens.stream import _wrapped, run_lines, trace_lines
 from tests.lens_runs import DEMO, PAUSED, THREADED, record_demo, record_others
 
 
@@ -98,3 +100,20 @@ async def test_awkward_messages_stream_as_they_print(width: int, expand: list[st
     whole = [line.rstrip() for line in printed.file.getvalue().splitlines()]  # type: ignore[attr-defined]
     assert list(trace_lines(root, _console(width), expand=Expansion.parse(expand))) == whole
     assert len(whole) >= 3
+
+
+@pytest.mark.parametrize("overflow", ["fold", "crop", "ellipsis"])
+@pytest.mark.parametrize("width", [80, 23, 7, 2, 1])
+def test_a_line_wraps_as_rich_wraps_it(overflow: Literal["fold", "crop", "ellipsis"], width: int) -> None:
+    """``lens.stream`` wraps a line of text without Rich's ``Text.wrap`` (too slow for a large trace): the
+    same lines, but for the spaces Rich pads them with (stripped from every line written)."""
+    console = _console(100)
+    samples = [
+        *(line for text in AWKWARD for line in text.replace("\t", " ").splitlines()),
+        "a  few   spaced    words     and a long one: " + "y" * 30 + "   ",
+        "   leading spaces " + "東京" * 9 + "x",
+        "word " * 25,
+    ]
+    for plain in samples:
+        rich = [line.plain.rstrip() for line in Text(plain).wrap(console, width, overflow=overflow)] or [""]
+        assert [line.rstrip() for line in _wrapped(plain, width, overflow)] == rich, plain
