@@ -36,6 +36,7 @@ from lens.tree import CallNode, Node, RunNode
 
 _FORK, _END, _CONTINUE, _SPACE = "├── ", "└── ", "│   ", "    "
 _TRAILING_SPACE = re.compile(r"\s+$")  # what Rich's Text.rstrip_end looks for
+_WORD = re.compile(r"\s*\S+\s*")  # a word and the spaces after it, as Rich's wrapping reads words
 _LEFT = (None, "default", "left")
 _ASCII = {_FORK: "+-- ", _END: "`-- ", _CONTINUE: "|   ", _SPACE: "    "}
 
@@ -108,7 +109,9 @@ def _wrapped(plain: str, width: int, overflow: str) -> list[str]:
     Rich's own word breaks (``divide_line``), each line's whitespace beyond ``width`` dropped, then cut to
     ``width`` (with an ellipsis when ``overflow`` says so). The spaces Rich pads a left-justified line with
     are not added: every line ends where ``_block`` strips trailing spaces."""
-    bounds = [0, *divide_line(plain, width, fold=overflow == "fold"), len(plain)]
+    fold = overflow == "fold"
+    breaks = _breaks(plain, width, fold=fold) if plain.isascii() and plain.isprintable() else None
+    bounds = [0, *(divide_line(plain, width, fold=fold) if breaks is None else breaks), len(plain)]
     lines = []
     for start, end in pairwise(bounds):
         line = plain[start:end]
@@ -118,6 +121,27 @@ def _wrapped(plain: str, width: int, overflow: str) -> list[str]:
             line = set_cell_size(line, width - 1) + "…" if overflow == "ellipsis" else set_cell_size(line, width)
         lines.append(line)
     return lines
+
+
+def _breaks(plain: str, width: int, *, fold: bool) -> list[int]:
+    """Rich's ``divide_line`` for a text of printable ASCII, where a character is a cell: the same words
+    (``\\s*\\S+\\s*``), the same breaks, a word longer than ``width`` folded into pieces of ``width`` (or
+    left whole to be cut), without measuring each word's cells twice (most of the wrapping time)."""
+    breaks: list[int] = []
+    offset = 0  # cells used on the current line
+    for match in _WORD.finditer(plain):
+        start, end = match.span()
+        length = len(match.group().rstrip())
+        if width - offset >= length:
+            offset += end - start
+        elif length > width:
+            pieces = range(start, end, width) if fold else range(start, start + 1)
+            breaks.extend(piece for piece in pieces if piece)
+            offset = end - pieces[-1]
+        elif offset and start:
+            breaks.append(start)
+            offset = end - start
+    return breaks
 
 
 def _call(block: CallBlock, console: Console, width: int) -> list[str] | None:

@@ -113,6 +113,8 @@ def test_a_line_wraps_as_rich_wraps_it(overflow: Literal["fold", "crop", "ellips
         "a  few   spaced    words     and a long one: " + "y" * 30 + "   ",
         "   leading spaces " + "東京" * 9 + "x",
         "word " * 25,
+        "x" * 41 + " then short words after a folded one " + "z" * 9,
+        "short " + "w" * 17 + "   " + "v" * 3,
     ]
     for plain in samples:
         rich = [line.plain.rstrip() for line in Text(plain).wrap(console, width, overflow=overflow)] or [""]
