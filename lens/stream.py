@@ -36,6 +36,9 @@ from lens.tree import CallNode, Node, RunNode
 
 _FORK, _END, _CONTINUE, _SPACE = "├── ", "└── ", "│   ", "    "
 _TRAILING_SPACE = re.compile(r"\s+$")  # what Rich's Text.rstrip_end looks for
+# Characters of one cell each (in Rich's measure too): printable ASCII and the marks of the labels and agent
+# calls, the lines that wrap most. A line of these alone is wrapped by counting characters.
+_ONE_CELL = frozenset(map(chr, range(0x20, 0x7F))) | frozenset("·▸")
 _WORD = re.compile(r"\s*\S+\s*")  # a word and the spaces after it, as Rich's wrapping reads words
 _LEFT = (None, "default", "left")
 _ASCII = {_FORK: "+-- ", _END: "`-- ", _CONTINUE: "|   ", _SPACE: "    "}
@@ -110,7 +113,7 @@ def _wrapped(plain: str, width: int, overflow: str) -> list[str]:
     ``width`` (with an ellipsis when ``overflow`` says so). The spaces Rich pads a left-justified line with
     are not added: every line ends where ``_block`` strips trailing spaces."""
     fold = overflow == "fold"
-    breaks = _breaks(plain, width, fold=fold) if plain.isascii() and plain.isprintable() else None
+    breaks = _breaks(plain, width, fold=fold) if _ONE_CELL.issuperset(plain) else None
     bounds = [0, *(divide_line(plain, width, fold=fold) if breaks is None else breaks), len(plain)]
     lines = []
     for start, end in pairwise(bounds):
@@ -124,7 +127,7 @@ def _wrapped(plain: str, width: int, overflow: str) -> list[str]:
 
 
 def _breaks(plain: str, width: int, *, fold: bool) -> list[int]:
-    """Rich's ``divide_line`` for a text of printable ASCII, where a character is a cell: the same words
+    """Rich's ``divide_line`` for a text of ``_ONE_CELL`` characters, where a character is a cell: the same words
     (``\\s*\\S+\\s*``), the same breaks, a word longer than ``width`` folded into pieces of ``width`` (or
     left whole to be cut), without measuring each word's cells twice (most of the wrapping time)."""
     breaks: list[int] = []

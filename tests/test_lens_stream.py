@@ -7,6 +7,7 @@ import io
 from typing import Literal
 
 import pytest
+from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
@@ -14,7 +15,7 @@ from core.records import RunRecord, StepRecord, TraceEvent
 from core.redaction import Redactor
 from core.store import MemoryStore
 from lens import Expansion, build_tree, load_run, trace_view
-from lens.stream import _wrapped, run_lines, trace_lines
+from lens.stream import _ONE_CELL, _wrapped, run_lines, trace_lines
 from tests.lens_runs import DEMO, PAUSED, THREADED, record_demo, record_others
 
 
@@ -115,7 +116,9 @@ def test_a_line_wraps_as_rich_wraps_it(overflow: Literal["fold", "crop", "ellips
         "word " * 25,
         "x" * 41 + " then short words after a folded one " + "z" * 9,
         "short " + "w" * 17 + "   " + "v" * 3,
+        "▸ call scripted · 12 messages · conversation injected: 10 turns of chat (as messages) · " + "·▸" * 20,
     ]
+    assert all(cell_len(character) == 1 for character in _ONE_CELL)
     for plain in samples:
         rich = [line.plain.rstrip() for line in Text(plain).wrap(console, width, overflow=overflow)] or [""]
         assert [line.rstrip() for line in _wrapped(plain, width, overflow)] == rich, plain
