@@ -36,9 +36,9 @@ from lens.tree import CallNode, Node, RunNode
 
 _FORK, _END, _CONTINUE, _SPACE = "├── ", "└── ", "│   ", "    "
 _TRAILING_SPACE = re.compile(r"\s+$")  # what Rich's Text.rstrip_end looks for
-# Characters of one cell each (in Rich's measure too): printable ASCII and the marks of the labels and agent
-# calls, the lines that wrap most. A line of these alone is wrapped by counting characters.
-_ONE_CELL = frozenset(map(chr, range(0x20, 0x7F))) | frozenset("·▸")
+# Characters of one cell each (in Rich's measure too): printable ASCII, the marks of labels and agent calls
+# and the ellipsis of a shortened text, in the lines that wrap most; a line of these is wrapped by counting.
+_ONE_CELL = frozenset(map(chr, range(0x20, 0x7F))) | frozenset("·▸…")
 _WORD = re.compile(r"\s*\S+\s*")  # a word and the spaces after it, as Rich's wrapping reads words
 _LEFT = (None, "default", "left")
 _ASCII = {_FORK: "+-- ", _END: "`-- ", _CONTINUE: "|   ", _SPACE: "    "}

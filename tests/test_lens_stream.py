@@ -117,6 +117,8 @@ def test_a_line_wraps_as_rich_wraps_it(overflow: Literal["fold", "crop", "ellips
         "x" * 41 + " then short words after a folded one " + "z" * 9,
         "short " + "w" * 17 + "   " + "v" * 3,
         "▸ call scripted · 12 messages · conversation injected: 10 turns of chat (as messages) · " + "·▸" * 20,
+        "hitl.answer  asked Question 1: which city?  answered Turn 2: I would like somewhere warm, near…",
+        "…" * 13 + " a…b " + "c…" * 9,
     ]
     assert all(cell_len(character) == 1 for character in _ONE_CELL)
     for plain in samples:
