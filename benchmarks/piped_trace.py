@@ -24,8 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_lens import RUN, _write  # the benchmark's own run
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks.test_lens import RUN, _write  # the benchmark's own run
 
 
 def main() -> None:
