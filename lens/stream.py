@@ -10,10 +10,11 @@ alone, so ``flujo lens trace`` writes them before it reads the run's steps and e
 10,000 events), then the rest with ``trace_lines(..., header=False)``.
 
 Rich's layout of each node (segments, a table per agent call, measuring every cell) was most of the time
-of a large trace, so the common parts are laid out here with Rich's own text wrapping (``Text.wrap``): a
-label, and an agent call's grid (the roles in a column as wide as the widest, one space, then each
-message wrapped at the width left, as Rich's grid lays it out). Anything else, or a grid too narrow to
-hold its roles, goes through Rich's renderer. tests/test_lens_stream.py checks the lines are the same.
+of a large trace, so the common parts are laid out here with Rich's own text wrapping (what ``Text.wrap``
+gives, without a ``Text`` per line: ``_wrapped``): a label, and an agent call's grid (the roles in a column
+as wide as the widest, one space, then each message wrapped at the width left, as Rich's grid lays it out).
+Anything else, or a grid too narrow to hold its roles, goes through Rich's renderer.
+tests/test_lens_stream.py checks the lines are the same.
 """
 
 from __future__ import annotations
@@ -100,10 +101,10 @@ def _text(text: Text, console: Console, width: int, *, in_cell: bool = False) ->
     if "\n" not in plain and "\t" not in plain and cell_len(plain) <= width:
         return [plain]  # what wrapping would give, without wrapping
     overflow = (text.overflow or "ellipsis") if in_cell else None
-    overflow = overflow or text.overflow or "fold"
-    if "\n" in plain or "\t" in plain or text.no_wrap or overflow == "ignore" or text.justify not in _LEFT:
+    wraps_by = overflow or text.overflow or "fold"  # as Text.wrap reads it
+    if "\n" in plain or "\t" in plain or text.no_wrap or wraps_by == "ignore" or text.justify not in _LEFT:
         return [line.plain for line in text.wrap(console, width, overflow=overflow)] or [""]
-    return _wrapped(plain, width, overflow)
+    return _wrapped(plain, width, wraps_by)
 
 
 def _wrapped(plain: str, width: int, overflow: str) -> list[str]:
