@@ -24,8 +24,8 @@ import termios
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_lens import RUN, _write  # the benchmark's own run
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks.test_lens import RUN, _write  # the benchmark's own run
 
 FLUJO = Path(sys.executable).with_name("flujo")
 # Profile the command with COLD_TRACE_PREFIX=".venv/bin/python -m cProfile -o trace.prof"

@@ -135,7 +135,7 @@ def answered_by(answer: QuestionAnswered) -> str:
 def call_label(call: CallNode) -> Text:
     prompt = call.prompt
     text = Text.assemble(("▸ ", "magenta"), ("call ", "magenta"), (prompt.agent, "bold magenta"))
-    text.append(" · " + figures.count(len(call.messages), "message"))
+    text.append(" · " + figures.count(len(prompt.messages), "message"))  # one node each, made only if shown
     if prompt.summarizes:
         text.append(" · summary request", style="magenta")
     if prompt.simulated_person:

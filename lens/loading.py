@@ -14,16 +14,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from core.ports import RunStore
+from core.records import RunRecord
 from core.redaction import Redactor
 from lens.snapshot import load_run
 from lens.tree import RunNode, build_tree
 
 
-async def load_tree(store: RunStore, run_id: str, *, redactor: Redactor) -> RunNode:
+async def load_tree(store: RunStore, run_id: str, *, redactor: Redactor, record: RunRecord | None = None) -> RunNode:
     """The span tree of the run ``run_id`` names (a unique prefix is enough), masked with ``redactor``;
-    the errors of ``load_run`` when no run or several match."""
+    the errors of ``load_run`` when no run or several match. ``record``: the run's record when the caller
+    already read it (``load_run``)."""
     with _collector_paused():
-        return build_tree(await load_run(store, run_id, redactor=redactor))
+        return build_tree(await load_run(store, run_id, redactor=redactor, record=record))
 
 
 @contextmanager

@@ -236,7 +236,7 @@ def call_block(call: CallNode, opened: Opening, path: str) -> CallBlock:
     hint = f"--expand {path} shows it whole"
     if opened == "none":
         return CallBlock(
-            Text.assemble(head, (f"  ({figures.count(len(call.messages), 'message')} hidden; {hint})", "dim"))
+            Text.assemble(head, (f"  ({figures.count(len(call.prompt.messages), 'message')} hidden; {hint})", "dim"))
         )
     rows: list[tuple[Text, Text]] = []
     hidden = False

@@ -33,11 +33,19 @@ class RunSnapshot:
     children: Mapping[str, RunSnapshot] = field(default_factory=dict)
     child_paths: Mapping[str, str] = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        # Not the dataclass's repr of every step and event (megabytes, for a large run): asyncio.run computes
+        # the repr of its task's result when it ends (0.3 s for 10,000 events, to be thrown away).
+        return f"RunSnapshot({self.record.run_id!r}, steps={len(self.steps)}, events={len(self.events)})"
 
-async def load_run(store: RunStore, run_id: str, *, redactor: Redactor) -> RunSnapshot:
+
+async def load_run(store: RunStore, run_id: str, *, redactor: Redactor, record: RunRecord | None = None) -> RunSnapshot:
     """The run ``run_id`` names (a unique prefix is enough) with its child runs; ``RunError`` when no run
-    matches, ``StoreError`` when the prefix matches several (the error names them)."""
-    record = await store.get_run(run_id)
+    matches, ``StoreError`` when the prefix matches several (the error names them). ``record``: the run's
+    record as the caller already read it (``store.get_run(run_id)``), so that what it showed of it and the
+    snapshot agree (a running run changes between two reads); the store is not asked again."""
+    if record is None:
+        record = await store.get_run(run_id)
     if record is None:
         raise RunError(f"no run matches {run_id!r}", hint="list the runs with: flujo lens list")
     return await _load(store, record, Masker(redactor), seen={record.run_id}, depth=0)

@@ -5,35 +5,53 @@ the first byte is written (seconds for a run of 10,000 events). ``trace_lines`` 
 printing that tree with colours off (the tree's guides, each node's block laid out at the width left by its
 depth, trailing spaces removed), one node at a time, so the first line comes at once and memory stays flat.
 
+The first lines, the run's own label, need only the run's record: ``run_lines`` gives them from the record
+alone, so ``flujo lens trace`` writes them before it reads the run's steps and events (a second for a run of
+10,000 events), then the rest with ``trace_lines(..., header=False)``.
+
 Rich's layout of each node (segments, a table per agent call, measuring every cell) was most of the time
-of a large trace, so the common parts are laid out here with Rich's own text wrapping (``Text.wrap``): a
-label, and an agent call's grid (the roles in a column as wide as the widest, one space, then each
-message wrapped at the width left, as Rich's grid lays it out). Anything else, or a grid too narrow to
-hold its roles, goes through Rich's renderer. tests/test_lens_stream.py checks the lines are the same.
+of a large trace, so the common parts are laid out here with Rich's own text wrapping (what ``Text.wrap``
+gives, without a ``Text`` per line: ``_wrapped``): a label, and an agent call's grid (the roles in a column
+as wide as the widest, one space, then each message wrapped at the width left, as Rich's grid lays it out).
+Anything else, or a grid too narrow to hold its roles, goes through Rich's renderer.
+tests/test_lens_stream.py checks the lines are the same.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
+from itertools import pairwise
 
-from rich.cells import cell_len
+from rich._wrap import divide_line
+from rich.cells import cell_len, set_cell_size
 from rich.console import Console, RenderableType
 from rich.text import Text
 
+from core.records import RunRecord
+from core.redaction import Redactor
 from lens import labels
+from lens.masking import Masker
 from lens.plain import CallBlock, Expansion, call_block
 from lens.tree import CallNode, Node, RunNode
 
 _FORK, _END, _CONTINUE, _SPACE = "├── ", "└── ", "│   ", "    "
+_TRAILING_SPACE = re.compile(r"\s+$")  # what Rich's Text.rstrip_end looks for
+# Characters of one cell each (in Rich's measure too): printable ASCII, the marks of labels and agent calls
+# and the ellipsis of a shortened text, in the lines that wrap most; a line of these is wrapped by counting.
+_ONE_CELL = frozenset(map(chr, range(0x20, 0x7F))) | frozenset("·▸…")
+_WORD = re.compile(r"\s*\S+\s*")  # a word and the spaces after it, as Rich's wrapping reads words
+_LEFT = (None, "default", "left")
 _ASCII = {_FORK: "+-- ", _END: "`-- ", _CONTINUE: "|   ", _SPACE: "    "}
 
 
-def trace_lines(root: RunNode, console: Console, *, expand: Expansion) -> Iterator[str]:
+def trace_lines(root: RunNode, console: Console, *, expand: Expansion, header: bool = True) -> Iterator[str]:
     """The lines of ``trace_view(root, expand=expand)`` printed by ``console`` (colours off), without
-    trailing spaces and without line ends."""
+    trailing spaces and without line ends; without the run's own label (``run_lines``) if not ``header``."""
     guides = (lambda guide: _ASCII[guide]) if console.options.ascii_only else (lambda guide: guide)
     width = console.width  # asks the terminal for its size every time: once is enough
-    yield from _block(labels.label(root), console, width, "", "")
+    if header:
+        yield from _block(labels.label(root), console, width, "", "")
     stack: list[tuple[Iterator[tuple[bool, Node]], str, str]] = [(_with_last(root.children), "", "")]
     while stack:
         children, indent, prefix = stack[-1]
@@ -52,6 +70,12 @@ def trace_lines(root: RunNode, console: Console, *, expand: Expansion) -> Iterat
         if node.children:
             below = _join(prefix, node.path) if isinstance(node, RunNode) else prefix
             stack.append((_with_last(node.children), rest, below))
+
+
+def run_lines(record: RunRecord, console: Console, *, redactor: Redactor) -> Iterator[str]:
+    """The first lines of ``trace_lines`` of the run whose record is ``record`` (as the store holds it: it
+    is masked here with ``redactor``, as ``lens.snapshot`` masks it): the run's own label."""
+    yield from _block(labels.run_label(Masker(redactor).run(record)), console, console.width, "", "")
 
 
 def _block(renderable: RenderableType, console: Console, width: int, first: str, rest: str) -> Iterator[str]:
@@ -77,7 +101,51 @@ def _text(text: Text, console: Console, width: int, *, in_cell: bool = False) ->
     if "\n" not in plain and "\t" not in plain and cell_len(plain) <= width:
         return [plain]  # what wrapping would give, without wrapping
     overflow = (text.overflow or "ellipsis") if in_cell else None
-    return [line.plain for line in text.wrap(console, width, overflow=overflow)] or [""]
+    wraps_by = overflow or text.overflow or "fold"  # as Text.wrap reads it
+    if "\n" in plain or "\t" in plain or text.no_wrap or wraps_by == "ignore" or text.justify not in _LEFT:
+        return [line.plain for line in text.wrap(console, width, overflow=overflow)] or [""]
+    return _wrapped(plain, width, wraps_by)
+
+
+def _wrapped(plain: str, width: int, overflow: str) -> list[str]:
+    """What ``Text(plain).wrap(console, width, overflow=overflow)`` gives for one line of text, justified left or
+    not at all, without making a ``Text`` per line and its spans (half the time of a large trace went there):
+    Rich's own word breaks (``divide_line``), each line's whitespace beyond ``width`` dropped, then cut to
+    ``width`` (with an ellipsis when ``overflow`` says so). The spaces Rich pads a left-justified line with
+    are not added: every line ends where ``_block`` strips trailing spaces."""
+    fold = overflow == "fold"
+    breaks = _breaks(plain, width, fold=fold) if _ONE_CELL.issuperset(plain) else None
+    bounds = [0, *(divide_line(plain, width, fold=fold) if breaks is None else breaks), len(plain)]
+    lines = []
+    for start, end in pairwise(bounds):
+        line = plain[start:end]
+        if len(line) > width and (blank := _TRAILING_SPACE.search(line)) is not None:
+            line = line[: len(line) - min(len(blank.group(0)), len(line) - width)]
+        if cell_len(line) > width:
+            line = set_cell_size(line, width - 1) + "…" if overflow == "ellipsis" else set_cell_size(line, width)
+        lines.append(line)
+    return lines
+
+
+def _breaks(plain: str, width: int, *, fold: bool) -> list[int]:
+    """Rich's ``divide_line`` for a text of ``_ONE_CELL`` characters, where a character is a cell: the same words
+    (``\\s*\\S+\\s*``), the same breaks, a word longer than ``width`` folded into pieces of ``width`` (or
+    left whole to be cut), without measuring each word's cells twice (most of the wrapping time)."""
+    breaks: list[int] = []
+    offset = 0  # cells used on the current line
+    for match in _WORD.finditer(plain):
+        start, end = match.span()
+        length = len(match.group().rstrip())
+        if width - offset >= length:
+            offset += end - start
+        elif length > width:
+            pieces = range(start, end, width) if fold else range(start, start + 1)
+            breaks.extend(piece for piece in pieces if piece)
+            offset = end - pieces[-1]
+        elif offset and start:
+            breaks.append(start)
+            offset = end - start
+    return breaks
 
 
 def _call(block: CallBlock, console: Console, width: int) -> list[str] | None:

@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 import core.engine
+from core.records import StepRecord
+from core.store import SqliteStore
 from flujo_cli import exit_codes
 from tests.cli_helpers import EXAMPLES, ROOT, flujo, read_terminal_until
 
@@ -138,12 +140,36 @@ def test_trace_of_a_sub_workflow_nests_the_child_run(runs: dict[str, str]) -> No
     assert "Review this draft: Tea is an old drink." in out and "draft  step" not in out
 
 
+def test_into_a_pipe_the_run_line_is_written_before_the_steps_are_read(
+    runs: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run's own line needs its record only: it reaches the pipe before the steps and events are read
+    (with --step or --expand NAME, which may end in an error, nothing is written before they are)."""
+    written_before: list[str] = []
+    read = SqliteStore.steps
+
+    async def steps(store: SqliteStore, run_id: str) -> list[StepRecord]:
+        sys.stdout.flush()
+        written_before.append(sys.stdout.buffer.getvalue().decode())  # type: ignore[attr-defined]  # CliRunner's
+        return await read(store, run_id)
+
+    monkeypatch.setattr(SqliteStore, "steps", steps)
+    code, out, _ = flujo(["lens", "trace", runs["conversation"]])
+    assert code == exit_codes.OK
+    assert written_before == [out.splitlines(keepends=True)[0]]
+    assert written_before[0].startswith(f"run {runs['conversation']} · ✓ completed · ")
+    written_before.clear()
+    code, out, _ = flujo(["lens", "trace", runs["conversation"], "--step", "clarification_loop/2"])
+    assert code == exit_codes.OK and out.startswith(f"run {runs['conversation']}") and written_before == [""]
+
+
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
         (["lens", "show", "zzzz"], exit_codes.FAILED, "no run matches 'zzzz'"),
         (["lens", "trace", "zzzz"], exit_codes.FAILED, "no run matches 'zzzz'"),
         (["lens", "trace", "RUN", "--step", "nope"], exit_codes.FAILED, "has no step 'nope'"),
+        (["lens", "trace", "RUN", "--expand", "nope"], exit_codes.FAILED, "has no step of that name"),
         (["lens", "trace", "RUN", "--expand", "all", "--expand", "none"], exit_codes.USAGE, "contradict"),
         (["lens", "trace", "RUN", "--tui"], exit_codes.USAGE, "--tui needs a terminal"),
         (["lens", "trace", "RUN", "--tui", "--json"], exit_codes.USAGE, "--tui and --json do not go together"),

@@ -182,3 +182,18 @@ async def test_a_composite_step_sums_the_usage_of_what_ran_in_it() -> None:
     console = Console(file=StringIO(), width=100, color_system=None)
     console.print(detail(loop, tz=UTC))
     assert "usage    4 requests · 464 tokens" in console.file.getvalue()  # type: ignore[attr-defined]
+
+
+async def test_a_snapshot_and_its_nodes_have_a_short_repr() -> None:
+    """asyncio.run computes the repr of its task's result: a large run's must not be the repr of every step
+    and event."""
+    store = MemoryStore()
+    await store.create_run(RunRecord("short000", "p", "completed", created_at=1.0))
+    for i in range(200):
+        await store.record_step(
+            StepRecord("short000", f"s{i}", f"s{i}", "step", "completed", output="x" * 50, started_at=1.0 + i),
+            [TraceEvent("agent.reply", f"s{i}", {"output": "y" * 50}, 1.5 + i)],
+        )
+    snapshot = await load_run(store, "short000", redactor=Redactor())
+    assert repr(snapshot) == "RunSnapshot('short000', steps=200, events=200)"
+    assert repr(build_tree(snapshot)) == "RunNode('short000', children=200)"

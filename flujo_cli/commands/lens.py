@@ -31,7 +31,7 @@ from flujo_cli.messages import error_line, fail, stderr, usage_error
 
 if TYPE_CHECKING:
     from core.ports import RunStore
-    from core.records import RunStatus
+    from core.records import RunRecord, RunStatus
     from core.redaction import Redactor
     from lens import Expansion, RunNode
 
@@ -68,9 +68,10 @@ def show_run(run_id: str, *, final_output: bool, json_output: bool, state: str |
     async def body(store: RunStore, redactor: Redactor, where: str) -> int:
         from lens import StepNode, final_output_document, load_tree, masked_document, show_document, show_view, walk
 
-        if not await _found(store, run_id, where):
+        found = await _found(store, run_id, where)
+        if found is None:
             return exit_codes.FAILED
-        tree = await load_tree(store, run_id, redactor=redactor)
+        tree = await load_tree(store, run_id, redactor=redactor, record=found)
         record = tree.record
         if final_output:
             if record.output is None and record.status != "completed":
@@ -112,9 +113,20 @@ def trace_run(run_id: str, options: TraceOptions, *, json_output: bool, state: s
     async def body(store: RunStore, redactor: Redactor, where: str) -> int:
         from lens import load_tree, masked_document, trace_document, trace_view
 
-        if not await _found(store, run_id, where):
+        record = await _found(store, run_id, where)
+        if record is None:
             return exit_codes.FAILED
-        whole = await load_tree(store, run_id, redactor=redactor)
+        piped = not interactive and not json_output and not sys.stdout.isatty()
+        console = Console(file=sys.stdout, highlight=False, color_system=None, width=_width())
+        # Into a pipe, the run's own line needs its record only: written now, before its steps and events
+        # are read (a second for 10,000 events), unless --step or --expand NAME may yet turn it into an error.
+        early = piped and options.step is None and not expansion.paths
+        if early:
+            from lens.stream import run_lines
+
+            _write_lines(run_lines(record, console, redactor=redactor))
+            sys.stdout.flush()
+        whole = await load_tree(store, run_id, redactor=redactor, record=record)
         expanded = _expanded(whole, expansion)
         tree = _focused(whole, options.step) if expanded is not None else None
         if tree is None or expanded is None:
@@ -128,13 +140,12 @@ def trace_run(run_id: str, options: TraceOptions, *, json_output: bool, state: s
             gc.freeze()
         elif json_output:
             _print_json(masked_document(trace_document(tree), redactor))
-        elif sys.stdout.isatty():
+        elif not piped:
             _print(trace_view(tree, expand=expanded))
         else:  # into a pipe or a file: each node written as it is laid out (lens.stream)
             from lens.stream import trace_lines
 
-            console = Console(file=sys.stdout, highlight=False, color_system=None, width=_width())
-            for line in trace_lines(tree, console, expand=expanded):
+            for line in trace_lines(tree, console, expand=expanded, header=not early):
                 sys.stdout.write(line + "\n")
         return exit_codes.OK
 
@@ -175,15 +186,16 @@ def prune_runs(
     return _with_store(body, state=state, debug=debug, mode="existing")
 
 
-async def _found(store: RunStore, run_id: str, where: str) -> bool:
-    """Whether ``run_id`` names a run in the store; when not, say so, naming the store and how to look in
-    another (a prefix matching several runs is a ``StoreError`` naming them)."""
+async def _found(store: RunStore, run_id: str, where: str) -> RunRecord | None:
+    """The record of the run ``run_id`` names in the store (as stored: not masked); when none, say so,
+    naming the store and how to look in another (a prefix matching several runs is a ``StoreError`` naming
+    them)."""
     from flujo_cli.store_access import elsewhere
 
-    if await store.get_run(run_id) is not None:
-        return True
-    error_line(f"no run matches {run_id!r} in {where}", elsewhere("list its runs with: flujo lens list"))
-    return False
+    record = await store.get_run(run_id)
+    if record is None:
+        error_line(f"no run matches {run_id!r} in {where}", elsewhere("list its runs with: flujo lens list"))
+    return record
 
 
 def _expanded(tree: RunNode, expansion: Expansion) -> Expansion | None:
