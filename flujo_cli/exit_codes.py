@@ -12,6 +12,7 @@ CONFIG = 6  # a setting, API key or model provider problem (missing key, unreach
 STORE = 7  # the run store could not be used (locked, corrupt, newer schema)
 PROMPT_TOO_LARGE = 8  # a prompt cannot fit its agent's context window; it was not sent
 INTERRUPTED = 130  # stopped with Ctrl-C
+OUTPUT_CLOSED = 141  # the reader of stdout stopped reading (`| head`): stopped quietly, as on SIGPIPE
 
 TABLE: tuple[tuple[int, str], ...] = (
     (OK, "completed (run) / valid (validate)"),
@@ -24,4 +25,5 @@ TABLE: tuple[tuple[int, str], ...] = (
     (STORE, "the run store could not be used"),
     (PROMPT_TOO_LARGE, "a prompt cannot fit the agent's context window; nothing was sent"),
     (INTERRUPTED, "interrupted with Ctrl-C"),
+    (OUTPUT_CLOSED, "the reader of the output stopped reading (a pipe into head)"),
 )

@@ -598,6 +598,12 @@ def main() -> None:
         app()
     except KeyboardInterrupt:  # Ctrl-C while Typer builds the command line, before any command starts
         _interrupted_before_start()
+    except BrokenPipeError:  # output that no command caught, written after its reader went away
+        from flujo_cli.messages import output_closed, stdout_reader_gone
+
+        if not stdout_reader_gone():
+            raise
+        output_closed()
     except SystemExit as exc:  # Typer turns a Ctrl-C no command handled into exit 130, silently
         context = exc.__context__
         if (

@@ -5,6 +5,8 @@ Tracebacks are shown only with ``--debug`` (or FLUJO_DEBUG=1).
 
 from __future__ import annotations
 
+import os
+import select
 import sys
 import traceback
 from typing import NoReturn
@@ -52,11 +54,36 @@ def fail(exc: BaseException, *, debug: bool, code: int | None = None) -> NoRetur
 
     if debug:
         traceback.print_exception(exc, file=sys.stderr)
+    if isinstance(exc, BrokenPipeError) and stdout_reader_gone():
+        output_closed()
     if isinstance(exc, FlujoError):
         error_line(str(exc), exc.hint)
     else:
         error_line(f"unexpected {type(exc).__name__}: {exc}", "run again with --debug and report this as a bug")
     raise SystemExit(exit_code_for(exc) if code is None else code)
+
+
+def stdout_reader_gone() -> bool:
+    """Whether what reads flujo's stdout has stopped reading (``flujo lens trace RUN | head``): the write end
+    of a pipe whose reader closed polls as an error. Told apart so that a broken pipe elsewhere (an agent's
+    subprocess, say) is still reported as the error it is."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # no stdout, or not a file descriptor
+        return False
+
+
+def output_closed() -> NoReturn:
+    """Stop quietly because the reader of stdout went away, as a command ended by SIGPIPE does (exit 141):
+    what was written stays written, and nothing a run stores depends on its output being read."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's own flush at exit would fail again
+    except (OSError, ValueError, AttributeError):
+        pass
+    raise SystemExit(exit_codes.OUTPUT_CLOSED)
 
 
 def usage_error(message: str, hint: str | None = None) -> NoReturn:

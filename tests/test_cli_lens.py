@@ -182,6 +182,34 @@ def test_errors_are_one_line_with_an_exit_code(runs: dict[str, str], args: list[
     assert err.startswith("error: ") and "Traceback" not in err
 
 
+def test_a_reader_that_stops_reading_ends_the_trace_quietly(runs: dict[str, str], state_db: Path) -> None:
+    """``flujo lens trace RUN | head``: when what reads stdout goes away, flujo stops without a word on stderr,
+    with the exit code of a command ended by SIGPIPE (141), not as an unexpected error."""
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line is written
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "flujo_cli.main", "lens", "trace", runs["conversation"], "--expand", "all"],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT), "FLUJO_STATE_URI": str(state_db)},
+            timeout=60,
+        )
+    finally:
+        os.close(write)
+    assert (result.returncode, result.stderr) == (exit_codes.OUTPUT_CLOSED, "")
+
+
+def test_a_broken_pipe_that_is_not_stdout_is_still_an_error(capsys: pytest.CaptureFixture[str]) -> None:
+    from flujo_cli.messages import fail
+
+    with pytest.raises(SystemExit) as exited:
+        fail(BrokenPipeError(32, "Broken pipe"), debug=False)  # stdout here is pytest's, still read
+    assert exited.value.code == exit_codes.FAILED
+    assert "unexpected BrokenPipeError" in capsys.readouterr().err
+
+
 def test_an_ambiguous_prefix_lists_the_candidates(state_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ids = iter(["abc1000000000000", "abc2000000000000", "abd3000000000000"])
     monkeypatch.setattr(core.engine, "new_run_id", lambda: next(ids))
