@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import aiosqlite
 import pytest
 
 import core.store
@@ -733,3 +734,19 @@ async def test_sqlite_four_processes_write_at_once(tmp_path: Path) -> None:
             assert len(await store.events(r.run_id)) == 400
     assert _query(path, "SELECT count(*) FROM steps") == [(800,)]
     assert _query(path, "PRAGMA integrity_check") == [("ok",)]
+
+
+async def test_a_store_another_process_created_while_this_one_looked_is_not_foreign(tmp_path: Path) -> None:
+    """Opening a new file races with another process creating the store in it: seen first without
+    ``schema_migrations`` and then with the other process's tables, it is a flujo database, not another
+    program's (eight processes starting on one new file hit this)."""
+    from core.store import migrations
+
+    path = tmp_path / "flujo.db"
+    async with await open_store(str(path)):
+        pass  # the other process: it created and migrated the store
+    db = await aiosqlite.connect(path)
+    try:
+        await migrations._refuse_foreign_tables(db, label=str(path))  # the second read of the race
+    finally:
+        await db.close()

@@ -247,7 +247,9 @@ async def _refuse_foreign_tables(db: aiosqlite.Connection, *, label: str) -> Non
     """A database with tables but no ``schema_migrations`` belongs to another program: leave it alone."""
     sql = "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
     names = [str(row[0]) for row in await db.execute_fetchall(sql)]
-    if names:
+    # ``schema_migrations`` among them: another flujo process created the store between the two reads (it
+    # migrates while this one opens the same new file); it is a flujo database, which ``migrate`` handles.
+    if names and "schema_migrations" not in names:
         raise StoreError(
             f"{label} is not a flujo database (it holds other tables: {', '.join(names[:5])})",
             hint="point FLUJO_STATE_URI (or state_uri in flujo.toml) at another file",
