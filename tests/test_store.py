@@ -750,3 +750,44 @@ async def test_a_store_another_process_created_while_this_one_looked_is_not_fore
         await migrations._refuse_foreign_tables(db, label=str(path))  # the second read of the race
     finally:
         await db.close()
+
+
+async def test_sqlite_writes_a_step_on_the_loop_thread_without_a_hop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step's write goes through the store's own connection on the event loop's thread
+    (core/store/sqlite_writer.py), not to aiosqlite's thread and back (docs/performance.md)."""
+    async with await open_store(str(tmp_path / "flujo.db")) as store:
+        await store.create_run(run("r1"))
+        hops = 0
+        execute = aiosqlite.Connection._execute
+
+        async def counted(self: aiosqlite.Connection, fn: Any, *args: Any, **kwargs: Any) -> Any:
+            nonlocal hops
+            hops += 1
+            return await execute(self, fn, *args, **kwargs)
+
+        monkeypatch.setattr(aiosqlite.Connection, "_execute", counted)
+        await store.record_step(step("r1", "0"), [event("0")])
+        assert hops == 0
+        assert [s.path for s in await store.steps("r1")] == ["0"]  # reads still go through aiosqlite
+        assert hops > 0
+
+
+async def test_sqlite_waits_for_another_writer_without_blocking_the_loop(tmp_path: Path) -> None:
+    """While another process holds the write lock, a step's write waits with the loop free (other tasks
+    run), then goes through once the lock is released."""
+    path = tmp_path / "flujo.db"
+    async with await open_store(str(path)) as store:
+        await store.create_run(run("r1"))
+        with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as other:
+            other.execute("BEGIN IMMEDIATE")
+            write = asyncio.create_task(store.record_step(step("r1", "0"), [event("0")]))
+            ticks = 0
+            for _ in range(20):
+                await asyncio.sleep(0.005)
+                ticks += 1
+            assert not write.done() and ticks == 20
+            other.execute("ROLLBACK")
+            await asyncio.wait_for(write, timeout=5)
+        assert [s.path for s in await store.steps("r1")] == ["0"]

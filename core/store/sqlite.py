@@ -2,13 +2,17 @@
 
 Invariants:
 
-* One connection per store, opened with WAL, ``synchronous=NORMAL``, a 10 s busy timeout and foreign
-  keys on; a process that opens one store has one writer connection. Calls on a store are serialised
-  by an ``asyncio.Lock``, so concurrent tasks never interleave inside a transaction.
+* An aiosqlite connection per store, opened with WAL, ``synchronous=NORMAL``, a 10 s busy timeout and
+  foreign keys on, for reads and the writes that store no values (claims, queue, pruning); and for a file,
+  a second connection on the event loop's thread for the writes that store values (steps, events, runs,
+  thread turns: ``core.store.sqlite_writer``), which waits for another process's lock with the loop free.
+  Calls on a store are serialised by an ``asyncio.Lock``, so concurrent tasks never interleave inside a
+  transaction, and the two connections of a store never write at once.
 * Every write is one ``BEGIN IMMEDIATE`` transaction committed before the method returns;
   ``record_step`` stores a step and its events together, so ``kill -9`` loses at most the step in flight.
-  A write that stores values runs as one call on the connection's thread (``core.store.sqlite_batch``);
-  cancelling it does not split it: it commits or rolls back whole.
+  A write that stores values runs as one function (``core.store.sqlite_batch``): on the writer connection,
+  without an ``await`` inside, so nothing cancels it halfway (an in-memory store runs it as one call on
+  aiosqlite's thread instead: a second connection to ``:memory:`` would be another database).
 * A step recorded again at the same path replaces the earlier row and sorts after the others (a journal
   entry is overwritten); events are append-only, so the trace keeps every attempt.
 * Each long text is stored once (``core.store.texts``), and each long list of an event payload
@@ -48,6 +52,7 @@ from core.store.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
 from core.store.migrations import has_tables, migrate, refuse_foreign
 from core.store.shared_lists import Pending
 from core.store.sqlite_batch import Batch
+from core.store.sqlite_writer import Writer
 from core.store.text_cache import TextCache
 from core.store.transaction import immediate, in_one_call
 from core.usage import Usage
@@ -86,6 +91,7 @@ class SqliteStore:
         self.path = str(path)
         self.mode: OpenMode = mode
         self._db: aiosqlite.Connection | None = None
+        self._writer: Writer | None = None  # writes of values, on the loop's thread (core.store.sqlite_writer)
         self._lock = asyncio.Lock()
         self._cache = TextCache()  # the ids of texts and lists this store committed
         self._claimed: set[str] = set()  # runs this store claimed (core.store.claims)
@@ -121,6 +127,8 @@ class SqliteStore:
                     await db.execute("PRAGMA journal_mode = WAL")
                     await db.execute("PRAGMA synchronous = NORMAL")
                 await migrate(db, label=self.path)
+                if not in_memory and self.mode != "read":  # ":memory:" would be another database
+                    self._writer = Writer(target, uri=uri)
             except BaseException:
                 await db.close()
                 raise
@@ -135,6 +143,9 @@ class SqliteStore:
         if db is not None:
             async with self._lock:
                 with self._translated("close the run store"):
+                    writer, self._writer = self._writer, None
+                    if writer is not None:
+                        writer.close()
                     await db.close()
 
     async def __aenter__(self) -> SqliteStore:
@@ -517,10 +528,18 @@ class SqliteStore:
     async def _in_one_call(self, action: str, write: Callable[[Batch], None]) -> None:
         """``write`` a ``Batch`` in one transaction, done in one call on the connection's thread."""
         db = self._connection()
+
+        def attempt(conn: sqlite3.Connection) -> Pending:
+            pending = Pending()  # each attempt's own: one rolled back (or cancelled) leaves nothing behind
+            write(Batch(conn, self._cache, pending))
+            return pending
+
         async with self._lock:
-            pending = Pending()  # this call's own: a cancelled call may still be running when the next starts
             with self._translated(action):
-                await in_one_call(db, lambda conn: write(Batch(conn, self._cache, pending)))
+                if self._writer is None:  # an in-memory store: its database is the one connection's own
+                    pending = await in_one_call(db, attempt)
+                else:
+                    pending = await self._writer.run(attempt, timeout_s=BUSY_TIMEOUT_S)
             # Committed: the texts and lists it stored can now be referred to without a look-up.
             self._cache.commit(pending)
 

@@ -51,6 +51,20 @@ async def _rollback(db: aiosqlite.Connection) -> None:
             raise
 
 
+def run_transaction(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
+    """``work(conn)`` inside ``BEGIN IMMEDIATE`` … ``COMMIT``, or ``ROLLBACK`` on any exception, on the
+    calling thread (the connection's own)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        result = work(conn)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return result
+
+
 async def in_one_call(db: aiosqlite.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
     """``work(connection)`` inside ``BEGIN IMMEDIATE`` … ``COMMIT`` (``ROLLBACK`` on any exception), as one
     call on the connection's thread.
@@ -60,16 +74,7 @@ async def in_one_call(db: aiosqlite.Connection, work: Callable[[sqlite3.Connecti
     """
 
     def transaction() -> T:
-        conn = db._conn  # the sqlite3 connection, used on its own thread (see the module docstring)
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            result = work(conn)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        return result
+        return run_transaction(db._conn, work)  # the sqlite3 connection, on its own thread (module docstring)
 
     result: T = await db._execute(transaction)  # type: ignore[no-untyped-call]  # private, see the module docstring
     return result
