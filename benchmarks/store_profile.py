@@ -2,10 +2,11 @@
 
 ``python benchmarks/store_profile.py N [--rounds R] [--profile]``: the blueprint of
 ``benchmarks/conversation_run.py`` (N iterations) compiled with ``load_pipeline``, a ``Redactor``, no terminal,
-on a SQLite store in a temporary directory. Each write transaction (``core.store.transaction.in_one_call``,
-the whole of a step's write) is timed on the connection's thread: per iteration, the encoding of the values
-(``Batch.encode``), the rest of the statements, the ``COMMIT`` (and the share of the slowest 1 % of commits:
-SQLite's automatic checkpoints), the thread's CPU, and the event loop thread's CPU for comparison. With
+on a SQLite store in a temporary directory. Each write transaction (``core.store.transaction.run_transaction``,
+the whole of a step's write; on aiosqlite's thread in code before the writer connection) is timed: per
+iteration, the encoding of the values (``Batch.encode``), the rest of the statements, the ``COMMIT`` (and the
+share of the slowest 1 % of commits: SQLite's automatic checkpoints), the CPU of the transactions, and the
+event loop thread's CPU. With
 ``--profile``, a cProfile of the transactions of one run instead. After one warm-up run; docs/performance.md.
 To compare two source trees, run the same file with ``PYTHONPATH`` pointing at each (it imports flujo from
 ``sys.path``).
@@ -36,7 +37,7 @@ from core.config import load_settings
 from core.engine import Engine
 from core.ports import NullReporter
 from core.redaction import Redactor
-from core.store import open_store, sqlite_batch
+from core.store import open_store, sqlite_batch, transaction
 from core.store import sqlite as sqlite_store
 
 
@@ -47,7 +48,8 @@ class Timings:
 
 
 def instrument(timings: Timings, profile: cProfile.Profile | None) -> None:
-    """Time (or profile) each transaction on the connection's thread, as ``transaction.in_one_call`` runs it."""
+    """Time (or profile) each write transaction (``transaction.run_transaction``, on whichever thread runs it:
+    the event loop's through the store's writer connection, or aiosqlite's for an in-memory store)."""
     encode = sqlite_batch.Batch.encode
 
     def timed_encode(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -59,32 +61,37 @@ def instrument(timings: Timings, profile: cProfile.Profile | None) -> None:
 
     sqlite_batch.Batch.encode = timed_encode  # type: ignore[method-assign]
 
-    async def in_one_call(db: Any, work: Callable[[sqlite3.Connection], Any]) -> Any:
-        def transaction() -> Any:
-            cpu = time.thread_time()
-            conn = db._conn
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                started = time.perf_counter()
-                if profile is not None:
-                    profile.enable()
-                result = work(conn)
-                if profile is not None:
-                    profile.disable()
-                committing = time.perf_counter()
-                conn.execute("COMMIT")
-                timings.commits.append(time.perf_counter() - committing)
-                timings.work += committing - started
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-            timings.thread += time.thread_time() - cpu
-            return result
+    def run_transaction(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], Any]) -> Any:
+        cpu = time.thread_time()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            started = time.perf_counter()
+            if profile is not None:
+                profile.enable()
+            result = work(conn)
+            if profile is not None:
+                profile.disable()
+            committing = time.perf_counter()
+            conn.execute("COMMIT")
+            timings.commits.append(time.perf_counter() - committing)
+            timings.work += committing - started
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        timings.thread += time.thread_time() - cpu
+        return result
 
-        return await db._execute(transaction)
+    transaction.run_transaction = run_transaction  # type: ignore[assignment]
+    writer_module = sys.modules.get("core.store.sqlite_writer")
+    if writer_module is not None:  # the code since the writer connection
+        writer_module.run_transaction = run_transaction  # type: ignore[attr-defined]
+    else:  # older code: every such write was one call on aiosqlite's thread
 
-    sqlite_store.in_one_call = in_one_call  # type: ignore[assignment]
+        async def in_one_call(db: Any, work: Callable[[sqlite3.Connection], Any]) -> Any:
+            return await db._execute(lambda: run_transaction(db._conn, work))
+
+        sqlite_store.in_one_call = in_one_call  # type: ignore[assignment]
 
 
 def main() -> None:
@@ -136,7 +143,7 @@ def main() -> None:
         slowest = sum(commits[-max(1, len(commits) // 100) :])
         print(
             f"{args.iterations} iterations, ms per iteration: CPU {cpu * per:.3f} (event loop thread"
-            f" {main_cpu * per:.3f}, store thread {timings.thread * per:.3f}); on the store thread: encoding"
+            f" {main_cpu * per:.3f}; in write transactions {timings.thread * per:.3f}); in them: encoding"
             f" {timings.encode * per:.3f}, statements {(timings.work - timings.encode) * per:.3f}, COMMIT"
             f" {sum(commits) * per:.3f} (median {statistics.median(commits) * 1e6:.0f} us; slowest 1 %"
             f" {slowest * per:.3f})",

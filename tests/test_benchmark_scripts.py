@@ -30,5 +30,5 @@ def test_the_engine_profile_runs_and_reports_per_iteration() -> None:
 def test_the_store_profile_times_each_part_of_a_write() -> None:
     report = _report("store_profile.py")
     assert report.startswith("30 iterations")
-    for part in ("encoding", "statements", "COMMIT", "store thread", "event loop thread"):
+    for part in ("encoding", "statements", "COMMIT", "write transactions", "event loop thread"):
         assert part in report
