@@ -39,7 +39,8 @@ from core.errors import ControlSignal, FlujoError, LimitReached
 from core.events import EnsembleDone
 from core.policies.body import BodyRunner
 from core.policies.context_writes import record_output
-from core.policies.frame import Frame, child_path, step_error
+from core.policies.failure import record_failure
+from core.policies.frame import Frame, child_path
 from core.policies.leaf import run_agent_step
 from core.policies.person import PersonQuestion, ask_person
 from core.steps import AgentStep
@@ -307,13 +308,10 @@ async def run_ensemble(
     except (ControlSignal, asyncio.CancelledError):
         raise
     except Exception as exc:
-        error = step_error(exc, f"ensemble {step.name!r}")
-        state = conversation.state
-        event = frame.event(path, EnsembleDone("error", state.turn_count, error=error.message))
-        await frame.commit(
-            path=path, name=step.name, kind=step.kind, status="failed", started=started,
-            input=data, error=error.message, events=[event], failure=error,
-        )  # fmt: skip
+        turns = conversation.state.turn_count
+        error = await record_failure(
+            step, path, started, data, exc, frame, ended=lambda message: EnsembleDone("error", turns, error=message)
+        )
         if error is exc:
             raise
         raise error from exc

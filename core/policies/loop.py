@@ -29,7 +29,8 @@ from core.errors import ControlSignal, FlujoError, RunError
 from core.events import LoopExited
 from core.policies.body import BodyRunner
 from core.policies.context_writes import agent_finished, record_output
-from core.policies.frame import Frame, child_path, scope, step_error
+from core.policies.failure import record_failure
+from core.policies.frame import Frame, child_path, scope
 from core.steps import LoopStep
 
 
@@ -82,13 +83,10 @@ async def run_loop(step: LoopStep, data: Any, ctx: RunContext, path: str, frame:
         raise
     except Exception as exc:  # the body's errors are FlujoErrors already; a hook's may be anything
         ctx.keep_said([iteration_ctx])
-        error = step_error(exc, f"loop {step.name!r}")
         why = "init" if reason == "init" else "error"
-        event = frame.event(path, LoopExited(why, iterations, error=error.message))
-        await frame.commit(
-            path=path, name=step.name, kind=step.kind, status="failed", started=started,
-            input=data, error=error.message, events=[event], failure=error,
-        )  # fmt: skip
+        error = await record_failure(
+            step, path, started, data, exc, frame, ended=lambda message: LoopExited(why, iterations, error=message)
+        )
         if error is exc:
             raise
         raise error from exc
