@@ -292,14 +292,7 @@ def parse_yaml(text: str, file: str, *, bounds: BoundsSettings | None = None, fa
     loader: _BoundedLoader | None = None
     try:
         loader = _BoundedLoader(text, bounds.yaml_max_depth)  # rejects NUL and other unprintable characters
-        node = loader.get_single_node()
-        if node is None:
-            return ParsedYaml(None, index)
-        index.add((), Place(None, None, node.start_mark.line + 1, node.start_mark.column + 1, _style(node)))
-        _check_expansion(node, bounds)
-        walker = _Walker(loader, index)
-        data = walker.walk(node, ())
-        return ParsedYaml(data, index, walker.findings)
+        return _composed(loader, index, bounds)
     except yaml.YAMLError as exc:
         return ParsedYaml(None, index, [_syntax_finding(exc, index)], ok=False)
     except _OverLimit as exc:
@@ -318,18 +311,24 @@ def _parse_with_libyaml(text: str, index: PositionIndex, bounds: BoundsSettings)
         return None
     loader = yaml.CSafeLoader(text)
     try:
-        node = loader.get_single_node()
-        if node is None:
-            return ParsedYaml(None, index)
-        index.add((), Place(None, None, node.start_mark.line + 1, node.start_mark.column + 1, _style(node)))
-        _check_expansion(node, bounds)
-        walker = _Walker(loader, index)
-        data = walker.walk(node, ())
+        parsed = _composed(loader, index, bounds)
     except (yaml.YAMLError, _OverLimit):
         return None
     finally:
         loader.dispose()
-    return None if walker.findings else ParsedYaml(data, index)
+    return None if parsed.findings else parsed
+
+
+def _composed(loader: Any, index: PositionIndex, bounds: BoundsSettings) -> ParsedYaml:
+    """The document ``loader`` composes, its places indexed, checked against ``bounds`` (``_OverLimit``) and
+    walked into data with the walker's findings."""
+    node = loader.get_single_node()
+    if node is None:
+        return ParsedYaml(None, index)
+    index.add((), Place(None, None, node.start_mark.line + 1, node.start_mark.column + 1, _style(node)))
+    _check_expansion(node, bounds)
+    walker = _Walker(loader, index)
+    return ParsedYaml(walker.walk(node, ()), index, walker.findings)
 
 
 def _nests_deeper(text: str, limit: int) -> bool:
