@@ -72,7 +72,4 @@ class Writer:
 
 def _locked(exc: sqlite3.OperationalError) -> bool:
     """SQLITE_BUSY or SQLITE_LOCKED, extended codes included."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is None:
-        return "locked" in str(exc) or "busy" in str(exc)
-    return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return exc.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
