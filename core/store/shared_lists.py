@@ -55,11 +55,12 @@ class Pending:
     """What one write transaction stored, made known to the store's caches only once it commits."""
 
     text_ids: dict[tuple[str, str], int] = field(default_factory=dict)  # (run, text) → id
-    lists: list[tuple[str, int, list[Any]]] = field(default_factory=list)  # (run, id, stored items)
+    lists: list[tuple[str, int, list[Any]]] = field(default_factory=list)  # (run, id, its plain items)
 
 
 class ListMemory:
-    """The latest lists a store wrote per run (id and stored items), to find the one a new list extends."""
+    """The latest lists a store wrote per run (id and items as plain data, only lists of texts
+    and messages: ``_plain_items``), to find the one a new list extends."""
 
     def __init__(self) -> None:
         self._recent: dict[str, list[tuple[int, list[Any]]]] = {}
