@@ -21,6 +21,7 @@ import pytest
 
 import core.store
 import core.store.sqlite as sqlite_module
+from core.store import sqlite_batch, text_cache
 from core.context import ConversationTurn
 from core.errors import StoreError
 from core.ports import RunStore
@@ -568,6 +569,55 @@ async def test_sqlite_stores_a_long_turn_once_with_the_step_that_said_it(tmp_pat
         (0, "assistant", f'{{"$text":{text_id}}}'),
         (1, "user", '"short"'),
     ]
+
+
+async def test_sqlite_inserts_a_new_text_of_a_run_it_created_without_looking_it_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run this store created holds no text the store does not know (core/store/text_cache.py): a new
+    one is inserted at once; a known one is referred to; nothing is stored twice."""
+    path = tmp_path / "flujo.db"
+    looked_up: list[str] = []
+    find = sqlite_batch.Batch._find_text
+
+    def counted(self: sqlite_batch.Batch, run_id: str, text: str, digest: bytes) -> int | None:
+        looked_up.append(text)
+        return find(self, run_id, text, digest)
+
+    monkeypatch.setattr(sqlite_batch.Batch, "_find_text", counted)
+    async with await open_store(str(path)) as store:
+        await store.create_run(run("r1"))
+        await store.record_step(step("r1", "0", output=LONG), [event("0", output=LONG)])
+        await store.record_step(step("r1", "1", input=LONG, output=LONG + "!"), [])
+        assert looked_up == []
+        assert [s.output for s in await store.steps("r1")] == [LONG, LONG + "!"]
+    assert _query(path, "SELECT COUNT(*) FROM texts") == [(2,)]
+
+
+async def test_sqlite_looks_up_the_texts_of_a_run_another_store_created(tmp_path: Path) -> None:
+    """A resumed run's earlier texts were stored by another process: they are found, not stored again."""
+    path = tmp_path / "flujo.db"
+    async with await open_store(str(path)) as first:
+        await first.create_run(run("r1"))
+        await first.record_step(step("r1", "0", output=LONG), [])
+    async with await open_store(str(path)) as resumed:
+        await resumed.record_step(step("r1", "1", input=LONG, output="short"), [event("1", output=LONG)])
+        assert [s.input for s in await resumed.steps("r1")] == [None, LONG]
+    assert _query(path, "SELECT COUNT(*) FROM texts") == [(1,)]
+
+
+async def test_sqlite_looks_up_texts_again_once_its_cache_forgot_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the text cache overflows it forgets every id, so a run it created is no longer complete."""
+    monkeypatch.setattr(text_cache, "TEXT_CACHE_SIZE", 2)
+    path = tmp_path / "flujo.db"
+    async with await open_store(str(path)) as store:
+        await store.create_run(run("r1"))
+        await store.record_step(step("r1", "0", input=LONG, output=LONG + "1"), [])
+        await store.record_step(step("r1", "1", output=LONG + "2"), [])  # the cache overflows: cleared
+        await store.record_step(step("r1", "2", input=LONG, output=LONG + "1"), [])
+    assert _query(path, "SELECT COUNT(*) FROM texts") == [(3,)]
 
 
 async def test_sqlite_refuses_a_database_from_a_newer_flujo(tmp_path: Path) -> None:

@@ -23,11 +23,22 @@ _STEP_STATUSES: frozenset[str] = frozenset(get_args(StepStatus))
 _DAMAGED = "the database may be damaged"
 
 
+# Built once: ``json.dumps`` with any argument builds an encoder per call (~1 µs of a step's write each).
+_DUMP = json.JSONEncoder(default=json_default, ensure_ascii=False).encode
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 def dump(value: Any) -> str | None:
     """JSON text for ``value``; None stays None (stored as NULL)."""
     if value is None:
         return None
-    return json.dumps(value, default=json_default, ensure_ascii=False)
+    return _DUMP(value)
+
+
+def compact(value: Any) -> str:
+    """Compact JSON text of plain data (``json.dumps(value, ensure_ascii=False, separators=(",", ":"))``):
+    how the stores write a value once its long texts are references."""
+    return _COMPACT(value)
 
 
 def load(text: str | bytes | None) -> Any:
@@ -78,7 +89,7 @@ _ATOMIC = frozenset({str, int, float, bool, type(None)})  # exact types: their J
 
 def dump_payload(payload: Any) -> str:
     """JSON text of an event payload (never NULL)."""
-    return json.dumps(dict(payload), default=json_default, ensure_ascii=False)
+    return _DUMP(dict(payload))
 
 
 def load_payload(text: str | bytes) -> dict[str, Any]:

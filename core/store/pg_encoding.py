@@ -14,7 +14,6 @@ compresses long values itself).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -99,7 +98,4 @@ async def encode(
     if rows:
         async with db.cursor() as cursor:
             await cursor.executemany(_INSERT, rows)
-    return [
-        None if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-        for value in split_values
-    ]
+    return [None if value is None else codec.compact(value) for value in split_values]

@@ -56,6 +56,7 @@ class Pending:
 
     text_ids: dict[tuple[str, str], int] = field(default_factory=dict)  # (run, text) → id
     lists: list[tuple[str, int, list[Any]]] = field(default_factory=list)  # (run, id, its plain items)
+    created_runs: list[str] = field(default_factory=list)  # runs the transaction created (TextCache.complete)
 
 
 class ListMemory:
@@ -238,7 +239,7 @@ def finish(
             body = [base.list_id, base.keep, base.drop, new]
         else:
             body = [base.list_id, new]
-        list_id = store(json.dumps(body, ensure_ascii=False, separators=(",", ":")))
+        list_id = store(codec.compact(body))
         if value.exact:
             pending.lists.append((run_id, list_id, value.items))
         return reference(list_id)

@@ -17,7 +17,6 @@ Invariants:
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -31,8 +30,9 @@ from core.store.text_cache import TextCache
 from core.usage import Usage
 
 _INSERT_RUN = f"INSERT INTO runs ({codec.RUN_COLUMNS}) VALUES ({', '.join('?' * len(codec.RUN_COLUMNS.split(',')))})"
-_INSERT_STEP = (
-    f"INSERT INTO steps ({codec.STEP_COLUMNS}) VALUES ({', '.join('?' * len(codec.STEP_COLUMNS.split(',')))})"
+_REPLACE_STEP = (
+    f"INSERT OR REPLACE INTO steps ({codec.STEP_COLUMNS})"
+    f" VALUES ({', '.join('?' * len(codec.STEP_COLUMNS.split(',')))})"
 )
 _INSERT_EVENT = "INSERT INTO events (run_id, path, kind, ts, payload) VALUES (?, ?, ?, ?, ?)"
 _INSERT_TEXT = "INSERT INTO texts (run_id, hash, body) VALUES (?, ?, ?)"
@@ -55,13 +55,14 @@ class Batch:
         cursor = self._conn.execute(_INSERT_RUN + " ON CONFLICT (run_id) DO NOTHING", codec.run_row(run, input, output))
         if cursor.rowcount == 0:
             raise StoreError(f"run {run.run_id} already exists", hint="every run needs a new id")
+        self._pending.created_runs.append(run.run_id)
 
     def record_step(self, step: StepRecord, events: Sequence[TraceEvent]) -> None:
         input, output, *payloads = self.encode(
             step.run_id, [step.input, step.output, *_payloads(events)], payloads_from=2
         )
-        self._conn.execute("DELETE FROM steps WHERE run_id = ? AND path = ?", (step.run_id, step.path))
-        self._conn.execute(_INSERT_STEP, codec.step_row(step, input, output))
+        # REPLACE deletes a row at the same (run_id, path) before inserting: the new row gets a new seq.
+        self._conn.execute(_REPLACE_STEP, codec.step_row(step, input, output))
         self._insert_events(step.run_id, events, payloads)
 
     def record_events(self, run_id: str, events: Sequence[TraceEvent]) -> None:
@@ -150,7 +151,7 @@ class Batch:
                 stored = shared_lists.finish(cut, run_id, self._pending, split, store)
             else:
                 stored = split(codec.plain(value))
-            encoded.append(codec.pack(json.dumps(stored, ensure_ascii=False, separators=(",", ":"))))
+            encoded.append(codec.pack(codec.compact(stored)))
         return encoded
 
     def _store_list(self, run_id: str) -> Callable[[str], int]:
@@ -168,16 +169,19 @@ class Batch:
         if known is not None:
             return known
         digest = texts.digest(text)
-        for row_id, body in self._conn.execute(_FIND_TEXT, (run_id, digest)):
-            if codec.unpack(body) == text:  # the body too: a digest collision never swaps two texts
-                found = int(row_id)
-                break
-        else:
+        found = None if self._cache.complete(run_id) else self._find_text(run_id, text, digest)
+        if found is None:
             cursor = self._conn.execute(_INSERT_TEXT, (run_id, digest, codec.pack(text)))
             assert cursor.lastrowid is not None
             found = cursor.lastrowid
         self._pending.text_ids[(run_id, text)] = found
         return found
+
+    def _find_text(self, run_id: str, text: str, digest: bytes) -> int | None:
+        for row_id, body in self._conn.execute(_FIND_TEXT, (run_id, digest)):
+            if codec.unpack(body) == text:  # the body too: a digest collision never swaps two texts
+                return int(row_id)
+        return None
 
     def _insert_events(self, run_id: str, events: Sequence[TraceEvent], payloads: Sequence[str | bytes | None]) -> None:
         if events:

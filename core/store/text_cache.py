@@ -3,6 +3,11 @@
 Invariants: only what a committed transaction stored is remembered (a transaction collects its ids in a
 ``shared_lists.Pending`` and ``commit`` adopts them after COMMIT); everything is keyed by run, since texts
 belong to their run; ``clear`` after deleting runs (pruning), whose ids may be given to new rows.
+
+A run this store created, while the cache still holds every text id the store committed for it, is
+*complete*: a text of it the cache does not know is not stored yet, so it is inserted without a look-up.
+Should another writer have stored the same text meanwhile, the run holds it twice, each row readable by
+its id: a few bytes more, never a wrong text.
 """
 
 from __future__ import annotations
@@ -18,7 +23,12 @@ class TextCache:
 
     def __init__(self) -> None:
         self._ids: dict[tuple[str, str], int] = {}  # (run, text) → id, committed texts only
+        self._complete: set[str] = set()  # runs whose every committed text id is in _ids
         self.lists = ListMemory()
+
+    def complete(self, run_id: str) -> bool:
+        """Whether every text of run ``run_id`` that is stored is known here (the module docstring)."""
+        return run_id in self._complete
 
     def get(self, run_id: str, text: str, pending: Pending) -> int | None:
         """The id of ``text`` among run ``run_id``'s texts, if this store knows it (committed or pending)."""
@@ -29,9 +39,12 @@ class TextCache:
         """Adopt what a transaction stored, once it committed."""
         if len(self._ids) + len(pending.text_ids) > TEXT_CACHE_SIZE:
             self._ids.clear()
+            self._complete.clear()  # their texts' ids are forgotten: look them up again
         self._ids.update(pending.text_ids)
+        self._complete.update(pending.created_runs)
         self.lists.commit(pending)
 
     def clear(self) -> None:
         self._ids.clear()
+        self._complete.clear()
         self.lists.clear()
