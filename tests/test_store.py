@@ -21,12 +21,11 @@ import pytest
 
 import core.store
 import core.store.sqlite as sqlite_module
-from core.store import sqlite_batch, text_cache
 from core.context import ConversationTurn
 from core.errors import StoreError
 from core.ports import RunStore
 from core.records import RunRecord, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
-from core.store import SCHEMA_VERSION, MemoryStore, SqliteStore, open_store
+from core.store import SCHEMA_VERSION, MemoryStore, SqliteStore, open_store, sqlite_batch, text_cache
 from core.store.migrations import MIGRATIONS
 from core.tokens import count_tokens
 from core.usage import Usage
