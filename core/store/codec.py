@@ -79,12 +79,13 @@ def unpack(value: str | bytes) -> str:
 def normalize(value: Any) -> Any:
     """``value`` as it comes back from storage (a JSON round trip; a text, number, boolean or None is
     already that)."""
-    if type(value) in _ATOMIC:
+    if type(value) in ATOMIC:
         return value
     return load(dump(value))
 
 
-_ATOMIC = frozenset({str, int, float, bool, type(None)})  # exact types: their JSON round trip is themselves
+ATOMIC = frozenset({str, int, float, bool, type(None)})
+"""Exact types whose JSON round trip is themselves (``plain`` gives them back as they are)."""
 
 
 def dump_payload(payload: Any) -> str:

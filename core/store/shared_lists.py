@@ -137,11 +137,14 @@ def cut(value: Any, run_id: str, memory: ListMemory, pending: Pending) -> Any:
             type(key) is str for key in value
         ):
             return codec.plain(value)
-        return {key: item if type(item) is str else cut(item, run_id, memory, pending) for key, item in value.items()}
+        return {
+            key: item if type(item) in codec.ATOMIC else cut(item, run_id, memory, pending)
+            for key, item in value.items()
+        }
     if kind is not list:
         return codec.plain(value)
     if len(value) < MIN_ITEMS:
-        return [item if type(item) is str else cut(item, run_id, memory, pending) for item in value]
+        return [item if type(item) in codec.ATOMIC else cut(item, run_id, memory, pending) for item in value]
     found = memory.base(run_id, value, pending)
     if found is None:
         items, exact = _plain_items(value)
@@ -246,10 +249,22 @@ def finish(
     if kind is dict:
         if len(value) == 1 and not value.keys().isdisjoint(texts.RESERVED_KEYS):
             return split(value)  # a plain value whole (``cut`` does not walk it), wrapped as ``texts.split`` does
-        return {key: finish(item, run_id, pending, split, store) for key, item in value.items()}
+        return {key: _finished(item, run_id, pending, split, store) for key, item in value.items()}
     if kind is list:
-        return [finish(item, run_id, pending, split, store) for item in value]
+        return [_finished(item, run_id, pending, split, store) for item in value]
     return split(value)
+
+
+def _finished(
+    value: Any, run_id: str, pending: Pending, split: Callable[[Any], Any], store: Callable[[str], int]
+) -> Any:
+    """``finish(value, ...)``, a short text or a number, boolean or None without a call (most items)."""
+    kind = type(value)
+    if kind is str:
+        return value if len(value) < texts.MIN_SHARED else split(value)
+    if kind in codec.ATOMIC:
+        return value
+    return finish(value, run_id, pending, split, store)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ TEXT_KEY = "$text"
 LITERAL_KEY = "$literal"
 _RESERVED = ({TEXT_KEY}, {LITERAL_KEY})
 RESERVED_KEYS = frozenset({TEXT_KEY, LITERAL_KEY})
+_SCALARS = frozenset({int, float, bool, type(None)})  # exact types ``split`` gives back as they are
 """A mapping whose only key is one of these is wrapped by ``split`` (``LITERAL_KEY``) so it reads back as data."""
 
 
@@ -67,11 +68,13 @@ def split(value: Any, text_id: Callable[[str], int]) -> Any:
     if kind is str or isinstance(value, str):
         return {TEXT_KEY: text_id(value)} if len(value) >= MIN_SHARED else value
     if kind is list or isinstance(value, list):
-        return [split(item, text_id) for item in value]
+        return [item if type(item) in _SCALARS else split(item, text_id) for item in value]
     if kind is dict or isinstance(value, dict):
         mapping = {
             key: (item if len(item) < MIN_SHARED else {TEXT_KEY: text_id(item)})
             if type(item) is str
+            else item
+            if type(item) in _SCALARS
             else split(item, text_id)
             for key, item in value.items()
         }
