@@ -50,7 +50,7 @@ def reference(list_id: int) -> dict[str, Any]:
     return {texts.TEXT_KEY: [list_id]}
 
 
-@dataclass
+@dataclass(slots=True)
 class Pending:
     """What one write transaction stored, made known to the store's caches only once it commits."""
 

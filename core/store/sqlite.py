@@ -535,11 +535,13 @@ class SqliteStore:
             return pending
 
         async with self._lock:
-            with self._translated(action):
+            try:  # what _translated does, without a generator per step
                 if self._writer is None:  # an in-memory store: its database is the one connection's own
                     pending = await in_one_call(db, attempt)
                 else:
                     pending = await self._writer.run(attempt, timeout_s=BUSY_TIMEOUT_S)
+            except sqlite3.Error as exc:
+                raise files.store_error(self.path, action, exc) from exc
             # Committed: the texts and lists it stored can now be referred to without a look-up.
             self._cache.commit(pending)
 

@@ -65,11 +65,15 @@ def _gather(value: Any, found: list[str]) -> None:
 def split(value: Any, text_id: Callable[[str], int]) -> Any:
     """``value`` (plain JSON data) with each long text replaced by ``{"$text": text_id(text)}``."""
     kind = type(value)
-    if kind is str or isinstance(value, str):
+    if kind is not dict and kind is not list and kind is not str:  # exact types first: each step's write
+        kind = str if isinstance(value, str) else list if isinstance(value, list) else dict
+        if not isinstance(value, kind):
+            return value
+    if kind is str:
         return {TEXT_KEY: text_id(value)} if len(value) >= MIN_SHARED else value
-    if kind is list or isinstance(value, list):
+    if kind is list:
         return [item if type(item) in _SCALARS else split(item, text_id) for item in value]
-    if kind is dict or isinstance(value, dict):
+    if kind is dict:
         mapping = {
             key: (item if len(item) < MIN_SHARED else {TEXT_KEY: text_id(item)})
             if type(item) is str
