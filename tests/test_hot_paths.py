@@ -177,3 +177,44 @@ def test_a_prompt_traced_from_its_message_objects_is_stored_as_from_their_dicts(
         traced = frame.event("p", PromptSent("scripted", (), True, history=history), sent)
         assert json.dumps(traced.payload) == expected
     assert MASK in expected and key not in expected
+
+
+class _Counted:
+    """A compiled Jinja expression that counts its calls."""
+
+    def __init__(self, compiled: Any) -> None:
+        self.compiled, self.calls = compiled, 0
+
+    def __call__(self, **variables: Any) -> Any:
+        self.calls += 1
+        return self.compiled(**variables)
+
+
+def test_a_template_reading_names_of_run_data_reads_them_without_jinja() -> None:
+    """``{{ steps.ask.output.question }}`` (a HITL message in every iteration) is read as the sandbox reads it,
+    key by key; whatever is not a key of run data (missing, a name of the type, another type) is Jinja's."""
+    ctx = _context()
+    ctx.steps = {"ask": {"output": {"question": "when?", "items": 5, "n": [1]}}}
+    variables = {"steps": ctx.lazy_view()["steps"], "d": {"items": 5, "x": {"y": 1}}, "s": "text"}
+    for source, expected in [
+        ("{{ steps.ask.output.question }}", "when?"),
+        ("{{ d.x }}", '{"y": 1}'),
+        ("{{ steps.ask.output.n }}", "[1]"),
+    ]:
+        template = Template(source)
+        counted = template._expression = _Counted(template._expression)
+        assert template.render_text(variables) == expected and counted.calls == 0
+    for source in ["{{ d.items }}", "{{ s.upper }}", "{{ steps.ask.output.missing }}", "{{ nothere.x }}"]:
+        template = Template(source)
+        counted = template._expression = _Counted(template._expression)
+        try:
+            fast = template.render(variables)
+        except TemplateError as exc:
+            fast = exc.message
+        assert counted.calls == 1
+        template._path = None  # Jinja alone says the same
+        try:
+            assert template.render(variables) == fast
+        except TemplateError as exc:
+            assert exc.message == fast
+    assert Template("{{ d.x.y }}").render({"d": {"x": {"y": [1, {"z": 2}]}}}) == [1, {"z": 2}]
