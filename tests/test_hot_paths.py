@@ -218,3 +218,52 @@ def test_a_template_reading_names_of_run_data_reads_them_without_jinja() -> None
         except TemplateError as exc:
             assert exc.message == fast
     assert Template("{{ d.x.y }}").render({"d": {"x": {"y": [1, {"z": 2}]}}}) == [1, {"z": 2}]
+
+
+_COMMANDS: list[Any] = [
+    None, "finish", 3, [], ["finish"], {}, {"action": "finish"}, {"action": "ask"}, {"action": None},
+    {"action": ["finish"]}, {"action": {"a": 1}}, {"action": 1.5}, _Thing([1]), {"action": _Thing([])},
+]  # fmt: skip
+
+
+def _scopes() -> list[dict[str, Any]]:
+    scopes: list[dict[str, Any]] = []
+    pads: list[Any] = [{}, "pad", None, _Thing([1])] + [{"last_agent_command": c} for c in _COMMANDS]
+    for pad in pads:
+        for previous in _COMMANDS:
+            scopes.append({"context": {"scratchpad": pad}, "previous_step": previous})
+            ctx = RunContext(scratchpad=pad if isinstance(pad, dict) else {})
+            ctx.conversation_history = [ConversationTurn("user", "hi")]  # the scratchpad is a view then
+            view = ctx.lazy_view()
+            scopes.append({"context": view, "previous_step": previous, "steps": view["steps"]})
+            scopes.append({"context": view, "previous_step": ctx.lazy_view()})
+    scopes += [{"context": {}, "previous_step": None}, {"previous_step": {"action": "finish"}}, {"context": {"x": 1}}]
+    return scopes
+
+
+def test_stop_when_agent_finished_is_read_on_run_data_as_its_expression_reads_it() -> None:
+    """``stop_when: agent_finished`` is checked after every iteration: on run data it is read directly, with
+    the expression's value in every case; on anything else the expression is evaluated."""
+    from blueprints.predicates import AGENT_FINISHED, ExpressionTest, agent_finished
+
+    test, expression = agent_finished(), ExpressionTest(Expression(AGENT_FINISHED))
+    assert type(test) is not ExpressionTest  # the direct reading
+    for scope in _scopes():
+        assert test(scope) is expression(scope), scope
+    evaluated: list[Any] = []
+
+    class Counting(Expression):
+        __slots__ = ()
+
+        def evaluate(self, variables: Any) -> Any:
+            evaluated.append(variables)
+            return super().evaluate(variables)
+
+    counting = type(test)(Counting(AGENT_FINISHED))
+    ctx = RunContext(scratchpad={"last_agent_command": {"action": "ask", "question": "?"}})
+    assert counting({"context": ctx.lazy_view(), "previous_step": "an answer"}) is False and not evaluated
+    ctx.scratchpad["last_agent_command"] = {"action": "finish"}
+    assert counting({"context": ctx.lazy_view(), "previous_step": "an answer"}) is True and not evaluated
+    assert counting({"context": ctx.lazy_view(), "previous_step": _Thing([])}) is True and not evaluated
+    ctx.scratchpad["last_agent_command"] = {"action": _Thing([])}
+    assert counting({"context": ctx.lazy_view(), "previous_step": None}) is False and len(evaluated) == 1
