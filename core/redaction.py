@@ -170,24 +170,20 @@ class Redactor:
         """``sent`` as ``{"role": ..., "content": ...}`` dicts, masked as ``value`` masks them, each a new dict
         (two events never share one). A message object masked before is not masked again: the history a
         conversation's prompts send is the same message objects from one prompt to the next
-        (``ConversationTurn.message``), so a prompt costs its new messages; when all were masked before, it
-        is a look-up and a copy of each, made in C."""
+        (``ConversationTurn.message``), so a prompt costs its new messages (its newest turns and its current
+        message); for the others it is a look-up and a copy, made in C."""
         memo = self._messages
-        try:  # dict.copy(None) raises TypeError: a message not masked yet
-            return list(map(dict.copy, map(memo.get, map(id, sent))))  # type: ignore[arg-type]
-        except TypeError:
-            pass
-        if len(memo) + len(sent) > _MEMO_SIZE:
-            memo.clear()
-            self._held.clear()
-        masked: list[dict[str, str]] = []
-        for message in sent:
-            done = memo.get(id(message))
-            if done is None:  # "role" and "content" are not sensitive keys: their texts are masked
-                done = memo[id(message)] = {"role": self.text(message.role), "content": self.text(message.content)}
-                self._held[id(message)] = message
-            masked.append(done.copy())
-        return masked
+        found: list[dict[str, str] | None] = list(map(memo.get, map(id, sent)))
+        if not all(found):  # some are new (a masked dict is never empty)
+            if len(memo) + len(sent) > _MEMO_SIZE:
+                memo.clear()
+                self._held.clear()
+            for index, message in enumerate(sent):
+                if found[index] is None:  # "role" and "content" are not sensitive keys: their texts are masked
+                    masked = {"role": self.text(message.role), "content": self.text(message.content)}
+                    found[index] = memo[id(message)] = masked
+                    self._held[id(message)] = message
+        return list(map(dict.copy, found))  # type: ignore[arg-type]  # none is None now
 
     def value(self, value: Any) -> Any:
         # Hot (every trace payload, every message of every prompt): exact types first, then the ABCs.
