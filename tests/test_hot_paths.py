@@ -267,3 +267,18 @@ def test_stop_when_agent_finished_is_read_on_run_data_as_its_expression_reads_it
     assert counting({"context": ctx.lazy_view(), "previous_step": _Thing([])}) is True and not evaluated
     ctx.scratchpad["last_agent_command"] = {"action": _Thing([])}
     assert counting({"context": ctx.lazy_view(), "previous_step": None}) is False and len(evaluated) == 1
+
+
+def test_an_agents_system_prompt_and_examples_are_the_same_messages_in_every_prompt() -> None:
+    """Like the history's turns, the system prompt and worked examples are the same message objects from one
+    prompt to the next, so tracing masks them once (not once per call)."""
+    from core.agents.chat import chat_prompt
+
+    first = chat_prompt("be brief", (), "hello", examples=[("2+2?", "4")])
+    second = chat_prompt("be brief", (), "bye", examples=[("2+2?", "4")])
+    assert [m.to_dict() for m in first[:3]] == [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "2+2?"},
+        {"role": "assistant", "content": "4"},
+    ]
+    assert all(a is b for a, b in zip(first[:3], second[:3], strict=True)) and first[3] is not second[3]
