@@ -333,7 +333,10 @@ def _name_path(expression: str) -> tuple[str, tuple[str, ...]] | None:
     """``("steps", ("ask", "output"))`` for ``steps.ask.output``: an expression that only reads a variable and
     names after dots, which ``Template.render`` reads on run data without running Jinja (``read_keys``, as
     the sandbox reads them: the same value); None for any other expression."""
-    body = _TEMPLATE_ENV.parse("{{ " + expression + " }}").body
+    try:
+        body = _TEMPLATE_ENV.parse("{{ " + expression + " }}").body
+    except (TemplateSyntaxError, RecursionError):  # compiled as an expression already: Jinja reads it
+        return None
     if len(body) != 1 or not isinstance(body[0], nodes.Output) or len(body[0].nodes) != 1:
         return None
     node, names = body[0].nodes[0], []
