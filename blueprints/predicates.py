@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.templates import Expression
+from core.views import LazyView
 
 AGENT_FINISHED = (
     "context.scratchpad.last_agent_command.action == 'finish'"
@@ -61,6 +62,53 @@ class CallableTest:
         return bool(self.function(scope.get("previous_step"), scope.get("context")))
 
 
+@dataclass(frozen=True)
+class AgentFinishedTest(ExpressionTest):
+    """``stop_when: agent_finished`` (``AGENT_FINISHED``), evaluated on every iteration: read directly when
+    the values it reads are run data (dicts, views, texts, numbers, lists), as the sandbox reads them (a key
+    of a dict or a view, nothing of anything else: false), and by the expression itself otherwise."""
+
+    def __call__(self, scope: Mapping[str, Any]) -> bool:
+        found = _finished(scope) if type(scope) is dict else None
+        return super().__call__(scope) if found is None else found
+
+
+_DATA = (dict, LazyView)
+_NOTHING_TO_READ = frozenset({str, int, float, bool, type(None), list})  # "x.action" is undefined on them
+
+
+def _finished(scope: dict[str, Any]) -> bool | None:
+    """``AGENT_FINISHED`` on ``scope``, or None when a value it reads is not plain run data."""
+    context: Any = scope.get("context")
+    if type(context) not in _DATA or "previous_step" not in scope:
+        return None
+    pad = context.get("scratchpad")  # a missing key reads as None does: nothing is read of it
+    if type(pad) in _DATA:
+        said = _says_finish(pad.get("last_agent_command"))
+    else:
+        said = False if type(pad) in _NOTHING_TO_READ else None
+    if said is not False:
+        return said
+    previous = scope["previous_step"]
+    kind = type(previous)
+    if kind in _DATA:  # "previous_step is mapping"
+        return _says_finish(previous)
+    return False if kind in _NOTHING_TO_READ else None
+
+
+def _says_finish(value: Any) -> bool | None:
+    """``value.action == 'finish'`` as the expression reads it; None when ``value`` is not plain run data."""
+    kind = type(value)
+    if kind in _NOTHING_TO_READ:
+        return False
+    if kind not in _DATA:
+        return None
+    action = value.get("action")
+    if type(action) in _NOTHING_TO_READ or type(action) in _DATA:
+        return bool(action == "finish")
+    return None
+
+
 def agent_finished() -> ExpressionTest:
     """``stop_when: agent_finished``: the iteration's last agent command is ``{"action": "finish"}``."""
-    return ExpressionTest(Expression(AGENT_FINISHED))
+    return AgentFinishedTest(Expression(AGENT_FINISHED))

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import base64
 import functools
-import operator
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 MASK = "[REDACTED]"
 _MEMO_SIZE = 4096  # distinct texts (and message objects) remembered per redactor
-_MASKED = operator.itemgetter(1)
 
 
 class ChatMessageLike(Protocol):
@@ -137,9 +135,10 @@ class Redactor:
         # (redaction is a pure function of the text), so tracing costs the new text, not the whole history.
         self._memo: dict[str, str] = {}
         self._ordinary_keys: set[Any] = set()  # mapping keys seen not to be sensitive (``sensitive_key``)
-        # Message objects masked (``messages``), by id: each entry holds its message, so that while it is
-        # remembered no other object can have that id.
-        self._messages: dict[int, tuple[ChatMessageLike, dict[str, str]]] = {}
+        # Message objects masked (``messages``): their masked dicts by id, and the objects themselves by id,
+        # held so that while a message is remembered no other object can have its id.
+        self._messages: dict[int, dict[str, str]] = {}
+        self._held: dict[int, ChatMessageLike] = {}
 
     def text(self, value: str) -> str:
         done = self._memo.get(value)
@@ -171,18 +170,20 @@ class Redactor:
         """``sent`` as ``{"role": ..., "content": ...}`` dicts, masked as ``value`` masks them, each a new dict
         (two events never share one). A message object masked before is not masked again: the history a
         conversation's prompts send is the same message objects from one prompt to the next
-        (``ConversationTurn.message``), so a prompt costs its new messages; for the others it is a look-up
-        and a copy, made in C."""
+        (``ConversationTurn.message``), so a prompt costs its new messages (its newest turns and its current
+        message); for the others it is a look-up and a copy, made in C."""
         memo = self._messages
-        found: list[Any] = list(map(memo.get, map(id, sent)))
-        if None in found:
+        found: list[dict[str, str] | None] = list(map(memo.get, map(id, sent)))
+        if not all(found):  # some are new (a masked dict is never empty)
             if len(memo) + len(sent) > _MEMO_SIZE:
                 memo.clear()
+                self._held.clear()
             for index, message in enumerate(sent):
                 if found[index] is None:  # "role" and "content" are not sensitive keys: their texts are masked
                     masked = {"role": self.text(message.role), "content": self.text(message.content)}
-                    found[index] = memo[id(message)] = (message, masked)
-        return list(map(dict.copy, map(_MASKED, found)))
+                    found[index] = memo[id(message)] = masked
+                    self._held[id(message)] = message
+        return list(map(dict.copy, found))  # type: ignore[arg-type]  # none is None now
 
     def value(self, value: Any) -> Any:
         # Hot (every trace payload, every message of every prompt): exact types first, then the ABCs.

@@ -323,6 +323,24 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
 
 _TYPE_NAMES: dict[type, frozenset[str]] = {dict: frozenset(dir(dict)), LazyView: frozenset(dir(LazyView))}
 
+UNREAD = object()
+"""What ``read_keys`` returns when a name of the path is not read as a key of run data."""
+
+
+def read_keys(value: Any, names: tuple[str, ...]) -> Any:
+    """``value.n1.n2...`` for ``names`` as ``BoundedSandbox.getattr`` reads it when every step is a key of run
+    data (a dict or a view, the name not one of its type's): the value found, else ``UNREAD`` (a missing
+    key, another type, a name of the type), which only Jinja can tell the meaning of."""
+    for name in names:
+        kind = type(value)
+        if (kind is not dict and kind is not LazyView) or name in _TYPE_NAMES[kind]:
+            return UNREAD
+        try:
+            value = value[name]
+        except LookupError:
+            return UNREAD
+    return value
+
 
 def _check_output(value: Any) -> Any:
     """What ``{{ ... }}`` prints, checked before it is turned into text."""

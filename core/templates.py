@@ -28,7 +28,7 @@ from jinja2.exceptions import SecurityError
 
 from core.bounds import LimitExceeded, current_bounds, rendering
 from core.errors import TemplateError
-from core.sandbox import BoundedSandbox
+from core.sandbox import UNREAD, BoundedSandbox, read_keys
 from core.views import json_default, plain
 
 
@@ -261,11 +261,12 @@ _SINGLE_EXPRESSION = re.compile(r"^\s*\{\{(.*)\}\}\s*$", re.DOTALL)
 class Template:
     """A compiled template. ``render`` returns a str, or a value for a lone ``{{ expression }}``."""
 
-    __slots__ = ("_expression", "_template", "source")
+    __slots__ = ("_expression", "_path", "_template", "source")
 
     def __init__(self, source: str) -> None:
         self.source = source
         self._expression: Any = None
+        self._path: tuple[str, tuple[str, ...]] | None = None
         self._template: Any = None
         _check_nesting(source, expression=False)
         try:
@@ -273,6 +274,7 @@ class Template:
             if lone and "{{" not in lone.group(1) and "}}" not in lone.group(1):
                 self._expression = _TEMPLATE_ENV.compile_expression(lone.group(1), undefined_to_none=False)
                 _check_expression_constants(lone.group(1))
+                self._path = _name_path(lone.group(1))
             else:
                 tree = _TEMPLATE_ENV.parse(translate_handlebars(source))
                 _refuse_loading(tree)
@@ -287,7 +289,12 @@ class Template:
         try:
             with rendering() as budget:
                 if self._expression is not None:
-                    value = budget.check(self._expression(**variables))
+                    value = UNREAD
+                    if self._path is not None and self._path[0] in variables:  # {{ steps.ask.output }}
+                        value = read_keys(variables[self._path[0]], self._path[1])
+                    if value is UNREAD:  # anything else, a missing key included, is Jinja's to read
+                        value = self._expression(**variables)
+                    value = budget.check(value)
                     missing = _undefined_inside(value)
                     if missing is not None:
                         str(missing)  # raises UndefinedError naming the missing variable
@@ -320,6 +327,25 @@ class Template:
 
     def __repr__(self) -> str:
         return f"Template({self.source!r})"
+
+
+def _name_path(expression: str) -> tuple[str, tuple[str, ...]] | None:
+    """``("steps", ("ask", "output"))`` for ``steps.ask.output``: an expression that only reads a variable and
+    names after dots, which ``Template.render`` reads on run data without running Jinja (``read_keys``, as
+    the sandbox reads them: the same value); None for any other expression."""
+    try:
+        body = _TEMPLATE_ENV.parse("{{ " + expression + " }}").body
+    except (TemplateSyntaxError, RecursionError):  # compiled as an expression already: Jinja reads it
+        return None
+    if len(body) != 1 or not isinstance(body[0], nodes.Output) or len(body[0].nodes) != 1:
+        return None
+    node, names = body[0].nodes[0], []
+    while isinstance(node, nodes.Getattr):
+        names.append(node.attr)
+        node = node.node
+    if not isinstance(node, nodes.Name) or node.ctx != "load":
+        return None
+    return node.name, tuple(reversed(names))
 
 
 class Expression:

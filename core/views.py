@@ -18,6 +18,8 @@ import copy
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+_UNREAD = object()  # an entry not computed yet
+
 
 class LazyView(Mapping[str, Any]):
     """A read-only mapping whose entries are computed (copied) on first access and then kept."""
@@ -30,13 +32,11 @@ class LazyView(Mapping[str, Any]):
         self._cache: dict[str, Any] = {}
 
     def __getitem__(self, key: str) -> Any:
-        try:
-            return self._cache[key]
-        except KeyError:
-            pass
-        if key not in self._keys:
-            raise KeyError(key)
-        value = self._cache[key] = self._compute(key)
+        value = self._cache.get(key, _UNREAD)  # not try/except: most entries a view gives are read once
+        if value is _UNREAD:
+            if key not in self._keys:
+                raise KeyError(key)
+            value = self._cache[key] = self._compute(key)
         return value
 
     def __iter__(self) -> Iterator[str]:

@@ -177,3 +177,108 @@ def test_a_prompt_traced_from_its_message_objects_is_stored_as_from_their_dicts(
         traced = frame.event("p", PromptSent("scripted", (), True, history=history), sent)
         assert json.dumps(traced.payload) == expected
     assert MASK in expected and key not in expected
+
+
+class _Counted:
+    """A compiled Jinja expression that counts its calls."""
+
+    def __init__(self, compiled: Any) -> None:
+        self.compiled, self.calls = compiled, 0
+
+    def __call__(self, **variables: Any) -> Any:
+        self.calls += 1
+        return self.compiled(**variables)
+
+
+def test_a_template_reading_names_of_run_data_reads_them_without_jinja() -> None:
+    """``{{ steps.ask.output.question }}`` (a HITL message in every iteration) is read as the sandbox reads it,
+    key by key; whatever is not a key of run data (missing, a name of the type, another type) is Jinja's."""
+    ctx = _context()
+    ctx.steps = {"ask": {"output": {"question": "when?", "items": 5, "n": [1]}}}
+    variables = {"steps": ctx.lazy_view()["steps"], "d": {"items": 5, "x": {"y": 1}}, "s": "text"}
+    for source, expected in [
+        ("{{ steps.ask.output.question }}", "when?"),
+        ("{{ d.x }}", '{"y": 1}'),
+        ("{{ steps.ask.output.n }}", "[1]"),
+    ]:
+        template = Template(source)
+        counted = template._expression = _Counted(template._expression)
+        assert template.render_text(variables) == expected and counted.calls == 0
+    for source in ["{{ d.items }}", "{{ s.upper }}", "{{ steps.ask.output.missing }}", "{{ nothere.x }}"]:
+        template = Template(source)
+        counted = template._expression = _Counted(template._expression)
+        try:
+            fast = template.render(variables)
+        except TemplateError as exc:
+            fast = exc.message
+        assert counted.calls == 1
+        template._path = None  # Jinja alone says the same
+        try:
+            assert template.render(variables) == fast
+        except TemplateError as exc:
+            assert exc.message == fast
+    assert Template("{{ d.x.y }}").render({"d": {"x": {"y": [1, {"z": 2}]}}}) == [1, {"z": 2}]
+
+
+_COMMANDS: list[Any] = [
+    None, "finish", 3, [], ["finish"], {}, {"action": "finish"}, {"action": "ask"}, {"action": None},
+    {"action": ["finish"]}, {"action": {"a": 1}}, {"action": 1.5}, _Thing([1]), {"action": _Thing([])},
+]  # fmt: skip
+
+
+def _scopes() -> list[dict[str, Any]]:
+    scopes: list[dict[str, Any]] = []
+    pads: list[Any] = [{}, "pad", None, _Thing([1])] + [{"last_agent_command": c} for c in _COMMANDS]
+    for pad in pads:
+        for previous in _COMMANDS:
+            scopes.append({"context": {"scratchpad": pad}, "previous_step": previous})
+            ctx = RunContext(scratchpad=pad if isinstance(pad, dict) else {})
+            ctx.conversation_history = [ConversationTurn("user", "hi")]  # the scratchpad is a view then
+            view = ctx.lazy_view()
+            scopes.append({"context": view, "previous_step": previous, "steps": view["steps"]})
+            scopes.append({"context": view, "previous_step": ctx.lazy_view()})
+    scopes += [{"context": {}, "previous_step": None}, {"previous_step": {"action": "finish"}}, {"context": {"x": 1}}]
+    return scopes
+
+
+def test_stop_when_agent_finished_is_read_on_run_data_as_its_expression_reads_it() -> None:
+    """``stop_when: agent_finished`` is checked after every iteration: on run data it is read directly, with
+    the expression's value in every case; on anything else the expression is evaluated."""
+    from blueprints.predicates import AGENT_FINISHED, ExpressionTest, agent_finished
+
+    test, expression = agent_finished(), ExpressionTest(Expression(AGENT_FINISHED))
+    assert type(test) is not ExpressionTest  # the direct reading
+    for scope in _scopes():
+        assert test(scope) is expression(scope), scope
+    evaluated: list[Any] = []
+
+    class Counting(Expression):
+        __slots__ = ()
+
+        def evaluate(self, variables: Any) -> Any:
+            evaluated.append(variables)
+            return super().evaluate(variables)
+
+    counting = type(test)(Counting(AGENT_FINISHED))
+    ctx = RunContext(scratchpad={"last_agent_command": {"action": "ask", "question": "?"}})
+    assert counting({"context": ctx.lazy_view(), "previous_step": "an answer"}) is False and not evaluated
+    ctx.scratchpad["last_agent_command"] = {"action": "finish"}
+    assert counting({"context": ctx.lazy_view(), "previous_step": "an answer"}) is True and not evaluated
+    assert counting({"context": ctx.lazy_view(), "previous_step": _Thing([])}) is True and not evaluated
+    ctx.scratchpad["last_agent_command"] = {"action": _Thing([])}
+    assert counting({"context": ctx.lazy_view(), "previous_step": None}) is False and len(evaluated) == 1
+
+
+def test_an_agents_system_prompt_and_examples_are_the_same_messages_in_every_prompt() -> None:
+    """Like the history's turns, the system prompt and worked examples are the same message objects from one
+    prompt to the next, so tracing masks them once (not once per call)."""
+    from core.agents.chat import chat_prompt
+
+    first = chat_prompt("be brief", (), "hello", examples=[("2+2?", "4")])
+    second = chat_prompt("be brief", (), "bye", examples=[("2+2?", "4")])
+    assert [m.to_dict() for m in first[:3]] == [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "2+2?"},
+        {"role": "assistant", "content": "4"},
+    ]
+    assert all(a is b for a, b in zip(first[:3], second[:3], strict=True)) and first[3] is not second[3]

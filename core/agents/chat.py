@@ -15,6 +15,7 @@ method, ``_complete``: a single exchange with their API. Everything else is deci
 
 from __future__ import annotations
 
+import functools
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -25,7 +26,7 @@ from core.agents.spec import AgentSpec
 from core.agents.structured import OutputSchema
 from core.config import ModelInfo
 from core.errors import AgentOutputError
-from core.ports import AgentCall, AgentReply, ChatMessage, OutputRepair
+from core.ports import AgentCall, AgentReply, ChatMessage, ChatRole, OutputRepair
 from core.usage import Usage
 
 
@@ -41,12 +42,20 @@ def chat_prompt(
 ) -> list[ChatMessage]:
     """The system prompt (if any), the worked ``examples`` as (user, assistant) turns, then the history, then
     ``value`` as the user's message."""
-    messages = [ChatMessage("system", system)] if system else []
+    messages = [_fixed_message("system", system)] if system else []
     for said, replied in examples:
-        messages += [ChatMessage("user", said), ChatMessage("assistant", replied)]
+        messages += [_fixed_message("user", said), _fixed_message("assistant", replied)]
     messages.extend(history)
     messages.append(ChatMessage("user", input_text(value)))
     return messages
+
+
+@functools.lru_cache(maxsize=256)
+def _fixed_message(role: ChatRole, content: str) -> ChatMessage:
+    """The message of an agent's system prompt or worked example: the same object in every prompt of the
+    agent, as the history's messages are (``ConversationTurn.message``), so tracing masks it once
+    (``Redactor.messages``), not once per call."""
+    return ChatMessage(role, content)
 
 
 def token_count(usage: Any, key: str) -> int:
