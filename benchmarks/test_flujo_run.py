@@ -135,7 +135,7 @@ def _engine_iterations(benchmark: BenchmarkFixture, tmp_path: Path, wanted: int,
 def _flujo(tmp_path: Path, iterations: int) -> tuple[list[str], dict[str, str]]:
     directory = tmp_path / f"n{iterations}"
     blueprint, answers = write(iterations, directory)
-    return measured(argv(blueprint, answers), os.devnull), _environment()
+    return measured(argv(blueprint, answers), os.devnull), flujo_environment()
 
 
 def measured(flujo_argv: list[str], stdout: str) -> list[str]:
@@ -144,7 +144,7 @@ def measured(flujo_argv: list[str], stdout: str) -> list[str]:
     return [sys.executable, "-c", _MEASURED, stdout, sys.executable, "-m", "flujo_cli.main", *flujo_argv]
 
 
-def _environment() -> dict[str, str]:
+def flujo_environment() -> dict[str, str]:
     env = dict(os.environ, PYTHONPATH=str(HERE.parent))
     env.pop("FLUJO_STATE_URI", None)
     return env
