@@ -12,8 +12,12 @@ turns of ~180 characters, ``max_loops`` iterations. Targets (docs/performance.md
   cost per iteration is the difference of two sizes (targets: ≤ 0.8 ms over 2-200, ≤ 1.0 ms over 201-1,000; a
   1-iteration run ≤ 0.6 s). ``extra_info`` has the peak RSS of the process (target: 1,000 iterations ≤ 1.2× 10).
 
-``make test`` runs each once with the benchmark disabled, capped at 2 iterations, so none can rot;
-``make bench`` measures.
+- ``test_engine_iterations_postgres`` and ``test_flujo_run_process_postgres``: the same on the PostgreSQL
+  store (the tests' throwaway server, tests/postgres_server.py: 127.0.0.1, ``fsync=off``), each round on an
+  empty store of its own (a new schema); figures as measured, no target yet.
+
+``make test`` runs each once with the benchmark disabled, capped at 2 iterations (the PostgreSQL process
+only at 1), so none can rot; ``make bench`` measures.
 """
 
 from __future__ import annotations
@@ -27,19 +31,23 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
+from benchmarks import sizes
 from benchmarks.conversation_run import argv, write
 from benchmarks.sizes import size
+from tests.postgres_server import empty_store_uri
 
 HERE = Path(__file__).resolve().parent
-# Run a child and report its peak RSS (ru_maxrss of the only child it waited for, KiB on Linux).
+# Run a child, its output into the file argv[1], and report its exit code and peak RSS (ru_maxrss of the
+# only child it waited for, KiB on Linux).
 _MEASURED = (
-    "import resource, subprocess, sys; code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL,"
+    "import resource, subprocess, sys; code = subprocess.run(sys.argv[2:], stdout=open(sys.argv[1], 'wb'),"
     " stderr=subprocess.DEVNULL).returncode; print(code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
 )
 
@@ -71,6 +79,20 @@ def _growth(asked: list[float]) -> float:
 
 @pytest.mark.parametrize("wanted", [10, 100, 1000])
 def test_engine_iterations(benchmark: BenchmarkFixture, tmp_path: Path, wanted: int) -> None:
+    counter = itertools.count()
+    _engine_iterations(benchmark, tmp_path, wanted, lambda: str(tmp_path / f"{next(counter)}.db"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wanted", [10, 100, 1000])
+def test_engine_iterations_postgres(
+    benchmark: BenchmarkFixture, tmp_path: Path, postgres_server: str, wanted: int
+) -> None:
+    _engine_iterations(benchmark, tmp_path, wanted, lambda: empty_store_uri(postgres_server))
+
+
+def _engine_iterations(benchmark: BenchmarkFixture, tmp_path: Path, wanted: int, new_store: Callable[[], str]) -> None:
+    """The engine alone on a run of ``wanted`` iterations; each round on the empty store ``new_store`` names."""
     from blueprints import load_pipeline
     from core.config import load_settings
     from core.engine import Engine
@@ -83,11 +105,10 @@ def test_engine_iterations(benchmark: BenchmarkFixture, tmp_path: Path, wanted: 
     answers = json.loads(answers_file.read_text())["answer"]
     settings = load_settings()
     pipeline = load_pipeline(blueprint, settings)
-    counter = itertools.count()
     humans: list[TimedHuman] = []
 
     async def run() -> str:
-        store = await open_store(str(tmp_path / f"{next(counter)}.db"))
+        store = await open_store(new_store())
         human = TimedHuman(answers)
         humans.append(human)
         try:
@@ -114,10 +135,26 @@ def test_engine_iterations(benchmark: BenchmarkFixture, tmp_path: Path, wanted: 
 def _flujo(tmp_path: Path, iterations: int) -> tuple[list[str], dict[str, str]]:
     directory = tmp_path / f"n{iterations}"
     blueprint, answers = write(iterations, directory)
+    return measured(argv(blueprint, answers), os.devnull), flujo_environment()
+
+
+def measured(flujo_argv: list[str], stdout: str) -> list[str]:
+    """The command that runs ``flujo FLUJO_ARGV`` (its output into the file ``stdout``) and prints its exit
+    code and peak RSS."""
+    return [sys.executable, "-c", _MEASURED, stdout, sys.executable, "-m", "flujo_cli.main", *flujo_argv]
+
+
+def flujo_environment() -> dict[str, str]:
     env = dict(os.environ, PYTHONPATH=str(HERE.parent))
     env.pop("FLUJO_STATE_URI", None)
-    command = [sys.executable, "-c", _MEASURED, sys.executable, "-m", "flujo_cli.main", *argv(blueprint, answers)]
-    return command, env
+    return env
+
+
+def run_measured(command: list[str], env: dict[str, str], state: str) -> tuple[int, int]:
+    """Run ``command`` (from ``measured``) on the store ``state``: its exit code and peak RSS (KiB)."""
+    done = subprocess.run(command, env={**env, "FLUJO_STATE_URI": state}, capture_output=True, text=True)
+    code, rss = done.stdout.split()
+    return int(code), int(rss)
 
 
 @pytest.mark.slow
@@ -126,13 +163,26 @@ def test_flujo_run_process(benchmark: BenchmarkFixture, tmp_path: Path, wanted: 
     iterations = _iterations(wanted)
     command, env = _flujo(tmp_path, iterations)
     counter = itertools.count()
+    code, rss = benchmark.pedantic(
+        lambda: run_measured(command, env, str(tmp_path / f"{next(counter)}.db")),
+        rounds=3 if wanted >= 1000 else 7,
+        warmup_rounds=1,
+    )
+    assert code == 0
+    benchmark.extra_info.update(iterations=iterations, peak_rss_kib=rss)
 
-    def run() -> tuple[int, int]:
-        state = tmp_path / f"{next(counter)}.db"
-        done = subprocess.run(command, env={**env, "FLUJO_STATE_URI": str(state)}, capture_output=True, text=True)
-        code, rss = done.stdout.split()
-        return int(code), int(rss)
 
-    code, rss = benchmark.pedantic(run, rounds=3 if wanted >= 1000 else 7, warmup_rounds=1)
+# Under make test one process is enough to keep this one from rotting (each costs a second or so).
+@pytest.mark.slow
+@pytest.mark.parametrize("iterations", [1, 10, 100, 1000] if sizes.FULL else [1])
+def test_flujo_run_process_postgres(
+    benchmark: BenchmarkFixture, tmp_path: Path, postgres_server: str, iterations: int
+) -> None:
+    command, env = _flujo(tmp_path, iterations)
+    code, rss = benchmark.pedantic(
+        lambda: run_measured(command, env, empty_store_uri(postgres_server)),
+        rounds=3 if iterations >= 1000 else 7,
+        warmup_rounds=1,
+    )
     assert code == 0
     benchmark.extra_info.update(iterations=iterations, peak_rss_kib=rss)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -57,9 +56,6 @@ def postgres_server() -> Iterator[str]:
 def postgres_uri(postgres_server: str) -> str:
     """The URI of an empty run store on the session's PostgreSQL server: a new schema of its own (its
     search_path), so tests share the server and cost a CREATE SCHEMA each, not a CREATE DATABASE."""
-    import psycopg
+    from tests.postgres_server import empty_store_uri
 
-    schema = f"t_{uuid.uuid4().hex[:16]}"
-    with psycopg.connect(postgres_server, autocommit=True) as db:
-        db.execute(f"CREATE SCHEMA {schema}")  # type: ignore[arg-type]  # a name made just above
-    return f"{postgres_server}?options=-csearch_path%3D{schema}"
+    return empty_store_uri(postgres_server)

@@ -32,3 +32,18 @@ def test_the_store_profile_times_each_part_of_a_write() -> None:
     assert report.startswith("30 iterations")
     for part in ("encoding", "statements", "COMMIT", "write transactions", "event loop thread"):
         assert part in report
+
+
+def test_the_ensemble_script_writes_a_blueprint_that_validates(tmp_path: Path) -> None:
+    from blueprints import validate_file
+
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "ensemble_run.py"), "4", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.startswith("flujo run ")
+    assert validate_file(tmp_path / "ensemble.yaml") == []
