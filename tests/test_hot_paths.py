@@ -9,14 +9,21 @@ observed, if the fast way were gone).
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from benchmarks import ensemble_run
+from blueprints import load_pipeline
+from core.config import load_settings
 from core.context import ConversationTurn, HitlEntry, RunContext
+from core.conversation import EnsembleStep
 from core.conversation.turns import add_turn, start
+from core.engine import Engine
 from core.errors import TemplateError
 from core.events import PromptSent
 from core.policies.frame import Frame
@@ -282,3 +289,34 @@ def test_an_agents_system_prompt_and_examples_are_the_same_messages_in_every_pro
         {"role": "assistant", "content": "4"},
     ]
     assert all(a is b for a, b in zip(first[:3], second[:3], strict=True)) and first[3] is not second[3]
+
+
+def _ensemble_question_lookups(tmp_path: Path, rounds: int, monkeypatch: pytest.MonkeyPatch) -> int:
+    """How often an ensemble of ``rounds`` rounds (benchmarks/ensemble_run.py: a person asked every third
+    round) looks up a participant by name, run through the engine on the in-memory store."""
+    blueprint, answers = ensemble_run.write(rounds, tmp_path / str(rounds))
+    pipeline = load_pipeline(blueprint, load_settings())
+    lookups = 0
+    participant = EnsembleStep.participant
+
+    def counted(self: EnsembleStep, name: str) -> Any:
+        nonlocal lookups
+        lookups += 1
+        return participant(self, name)
+
+    monkeypatch.setattr(EnsembleStep, "participant", counted)
+    human = ScriptedHuman(json.loads(answers.read_text())["editor"])
+    engine = Engine(store=MemoryStore(), human=human, reporter=NullReporter(), redactor=Redactor())
+    outcome = asyncio.run(engine.run(pipeline, "Plan the offsite"))
+    assert outcome.status == "completed" and len(human.asked) == ensemble_run.questions(rounds)
+    return lookups
+
+
+def test_an_ensembles_question_costs_the_turns_said_since_the_last_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a person has heard in an ensemble is kept as the turns come (``Conversation._question``), not
+    rebuilt from every turn for each question: three times the rounds, three times the look-ups, not nine."""
+    short = _ensemble_question_lookups(tmp_path, 30, monkeypatch)
+    long = _ensemble_question_lookups(tmp_path, 90, monkeypatch)
+    assert long <= 3.5 * short

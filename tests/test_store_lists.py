@@ -18,11 +18,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from benchmarks import ensemble_run
+from blueprints import load_pipeline
+from core.config import load_settings
+from core.engine import Engine
 from core.errors import StoreError
+from core.ports import NullReporter
 from core.records import RunRecord, StepRecord, TraceEvent
+from core.redaction import Redactor
 from core.store import codec, open_store, shared_lists, texts
 from core.store.shared_lists import ListMemory, Pending
 from core.store.transfer import copy_runs
+from core.testing import ScriptedHuman
 
 DATA = Path(__file__).parent / "data" / "store"
 SYSTEM = {"role": "system", "content": "You help a person plan. Ask one question at a time, and keep it short."}
@@ -304,3 +311,21 @@ def test_every_prompt_list_reads_back_exactly_as_written(tmp_path: Path, convers
     path = tmp_path / f"{uuid.uuid4().hex}.db"
     read = asyncio.run(write_and_read(path))
     assert [json.dumps(p["messages"]) for p in read] == [json.dumps(codec.plain(items)) for items in conversation]
+
+
+def test_each_participant_of_an_ensemble_extends_its_own_earlier_prompt(tmp_path: Path) -> None:
+    """Three agents of an ensemble each see the conversation from their own point of view, so a prompt's
+    list extends that agent's previous one, not the newest list of the run: the store remembers enough
+    lists per run (``RECENT_LISTS``) that only each agent's first list is stored whole."""
+    blueprint, answers = ensemble_run.write(30, tmp_path)
+    path = tmp_path / "flujo.db"
+
+    async def run() -> str:
+        async with await open_store(str(path)) as store:
+            human = ScriptedHuman(json.loads(answers.read_text())["editor"])
+            engine = Engine(store=store, human=human, reporter=NullReporter(), redactor=Redactor())
+            return (await engine.run(load_pipeline(blueprint, load_settings()), "Plan the offsite")).status
+
+    assert asyncio.run(run()) == "completed"
+    bases = [json.loads(codec.unpack(body))[0] for (body,) in _query(path, "SELECT body FROM texts WHERE hash = x''")]
+    assert len(bases) > 40 and sum(base is None for base in bases) == 3  # notes, writer, critic

@@ -86,6 +86,10 @@ class Conversation:
             ctx.thread_turns.append(self.state.seed)
         self.clock = Clock(step.timeout_seconds, time.monotonic())
         self.alone = True  # whether the round being played has one agent speaking (it may stream)
+        # What a person has heard (``_question``), kept as the turns come: a question costs the turns said
+        # since the last one, not the whole conversation. ``_heard_turns`` of ``state.turns`` are in it.
+        self._heard = [*self.state.earlier, *([self.state.seed] if self.state.seed is not None else [])]
+        self._heard_turns = 0
 
     async def run(self) -> CompletionReason:
         """Play rounds until the conversation ends; why it ended."""
@@ -263,12 +267,16 @@ class Conversation:
         and the person participants' turns as the user's, the agents' (named) as the assistant's — bounded
         by the ensemble's history policy when it is sent."""
         state = self.state
-        heard = [*state.earlier, *([state.seed] if state.seed is not None else [])]
-        for turn, said in zip(state.turns, state.said, strict=True):
+        heard = self._heard
+        assert len(state.turns) == len(state.said)  # appended together (EnsembleState.apply)
+        for index in range(self._heard_turns, len(state.turns)):
+            turn, said = state.turns[index], state.said[index]
             if self.step.participant(turn.participant).is_person:
                 heard.append(ConversationTurn("user", turn_text(turn.output), said.tokens))
             else:
                 heard.append(ConversationTurn("assistant", said.content, said.tokens))
+        self._heard_turns = len(state.turns)
+        heard = list(heard)  # the question's own: turns said while it is asked are not in what it heard
         if participant.ask is not None:
             message = participant.ask.render_text(state.scope())
         elif heard and heard[-1].role == "assistant":

@@ -32,8 +32,9 @@ from core.store import codec, texts
 MIN_ITEMS = 8
 """Lists of event payloads with at least this many items are stored once and referenced."""
 
-RECENT_LISTS = 2
-"""How many of a run's latest lists a store remembers to extend (the last prompt of each agent, say)."""
+RECENT_LISTS = 8
+"""How many of a run's latest lists a store remembers to extend: the last prompt of each agent, in an ensemble
+each participant's own point of view (whose list extends its own earlier one, not the other participants')."""
 
 RECENT_RUNS = 64
 """How many runs' lists a store remembers; more are forgotten (they are then stored whole again)."""
