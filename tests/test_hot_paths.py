@@ -19,6 +19,7 @@ import pytest
 
 from benchmarks import ensemble_run
 from blueprints import load_pipeline
+from core import tokens
 from core.config import load_settings
 from core.context import ConversationTurn, HitlEntry, RunContext
 from core.conversation import EnsembleStep
@@ -320,3 +321,13 @@ def test_an_ensembles_question_costs_the_turns_said_since_the_last_one(
     short = _ensemble_question_lookups(tmp_path, 30, monkeypatch)
     long = _ensemble_question_lookups(tmp_path, 90, monkeypatch)
     assert long <= 3.5 * short
+
+
+def test_an_ensemble_whose_history_fits_its_bound_counts_no_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An ensemble's turns are counted when a bound needs them, as a loop's are: a short ensemble, whose
+    history fits the default bound by its UTF-8 length, never loads the tokenizer (~0.3 s, ~70 MB)."""
+    monkeypatch.setattr(tokens, "_loaded", {})  # as in a new process: no encoding loaded yet
+    _ensemble_question_lookups(tmp_path, 6, monkeypatch)
+    assert tokens._loaded == {}

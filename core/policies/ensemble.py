@@ -119,7 +119,7 @@ class Conversation:
             said = state.said[len(state.said) - len(spoken) :]
             for (participant, _, _), turn in zip(spoken, said, strict=True):
                 role: Role = "user" if participant.is_person else "assistant"
-                self.ctx.thread_turns.append(ConversationTurn(role, turn.content, turn.tokens))
+                self.ctx.thread_turns.append(ConversationTurn(role, turn.content, turn.counted))
         return "timeout" if timed_out else "played"
 
     async def _round(
@@ -272,9 +272,9 @@ class Conversation:
         for index in range(self._heard_turns, len(state.turns)):
             turn, said = state.turns[index], state.said[index]
             if self.step.participant(turn.participant).is_person:
-                heard.append(ConversationTurn("user", turn_text(turn.output), said.tokens))
+                heard.append(ConversationTurn("user", turn_text(turn.output)))  # its own text, its own count
             else:
-                heard.append(ConversationTurn("assistant", said.content, said.tokens))
+                heard.append(ConversationTurn("assistant", said.content, said.counted))
         self._heard_turns = len(state.turns)
         heard = list(heard)  # the question's own: turns said while it is asked are not in what it heard
         if participant.ask is not None:

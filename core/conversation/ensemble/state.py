@@ -26,7 +26,6 @@ from typing import Any
 from core.context import ConversationTurn
 from core.conversation.ensemble.model import Dependency, EnsembleStep, Participant
 from core.conversation.turns import turn_text
-from core.tokens import count_tokens
 
 _FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n(.*?)\n?```\s*$", re.DOTALL)
 
@@ -97,7 +96,7 @@ class EnsembleState:
         seed = None
         if opening is not None and turn_text(opening).strip():
             text = turn_text(opening)
-            seed = ConversationTurn("user", text, count_tokens(text))
+            seed = ConversationTurn("user", text)  # tokens counted when a bound needs them
         return cls(step=step, opening=opening, seed=seed, earlier=earlier)
 
     def limit(self, participant: Participant) -> int:
@@ -162,7 +161,7 @@ class EnsembleState:
             self.turns.append(turn)
             self.history.append({"turn": turn.round, "participant": name, "output": value})
             text = f"{name}: {turn_text(turn.output)}"
-            self.said.append(ConversationTurn("user", text, count_tokens(text)))
+            self.said.append(ConversationTurn("user", text))  # tokens counted when a bound needs them
 
     def result(self, reason: str) -> dict[str, Any]:
         """The conversation's result: {final_state, history, turn_count, completion_reason}."""
