@@ -68,14 +68,17 @@ class ListMemory:
         self._recent: dict[str, list[tuple[int, list[Any]]]] = {}
 
     def base(self, run_id: str, items: list[Any], pending: Pending) -> Base | None:
-        """The remembered list of ``run_id`` that gives the most of ``items``' first items, and how."""
-        best: Base | None = None
-        candidates = [(i, known) for run, i, known in pending.lists if run == run_id]
-        for list_id, known in [*candidates, *self._recent.get(run_id, ())]:
+        """The newest remembered list of ``run_id`` that ``items`` starts with (extended or slid), and how.
+
+        The newest first, and the first found: a conversation's next prompt extends (or slides) its previous
+        one, and comparing it with every older list too would cost a list comparison each (an ensemble's
+        participants' lists differ from their first item, the system prompt, so those cost nothing)."""
+        newest = [(i, known) for run, i, known in reversed(pending.lists) if run == run_id]
+        for list_id, known in [*newest, *self._recent.get(run_id, ())]:
             found = _overlap(list_id, known, items)
-            if found is not None and (best is None or found.covered > best.covered):
-                best = found
-        return best
+            if found is not None:
+                return found
+        return None
 
     def commit(self, pending: Pending) -> None:
         for run_id, list_id, items in pending.lists:
