@@ -1,7 +1,8 @@
 """Time or profile the engine as ``test_engine_iterations`` runs it, optionally without the store's cost.
 
-``python benchmarks/engine_profile.py N [--null-store] [--profile] [--rounds R] [--no-freeze]``: the
-blueprint of ``benchmarks/conversation_run.py`` (N iterations) compiled with ``load_pipeline`` and then, as
+``python benchmarks/engine_profile.py N [--null-store] [--profile] [--rounds R] [--no-freeze] [--ensemble]``:
+the blueprint of ``benchmarks/conversation_run.py`` (N iterations; with ``--ensemble``, that of
+``benchmarks/ensemble_run.py``, N rounds, whose person is asked every third round) compiled with ``load_pipeline`` and then, as
 ``flujo run`` does, ``gc.freeze()`` (unless ``--no-freeze``), a ``Redactor``, no terminal, on a SQLite store
 in a temporary directory or, with ``--null-store``, on a store that keeps no step and no event (what is left
 is the engine's own work). After one warm-up run it prints, per round, the CPU time per iteration and the
@@ -29,7 +30,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.conversation_run import write
+from benchmarks import conversation_run, ensemble_run
 from blueprints import load_pipeline
 from core.config import load_settings
 from core.engine import Engine
@@ -70,10 +71,15 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-freeze", action="store_true", help="no gc.freeze() after loading")
+    parser.add_argument("--ensemble", action="store_true", help="the ensemble of benchmarks/ensemble_run.py, N rounds")
     args = parser.parse_args()
     directory = Path(tempfile.mkdtemp())
-    blueprint, answers_file = write(args.iterations, directory)
-    answers = json.loads(answers_file.read_text())["answer"]
+    if args.ensemble:
+        blueprint, answers_file = ensemble_run.write(args.iterations, directory)
+        answers = json.loads(answers_file.read_text())["editor"]
+    else:
+        blueprint, answers_file = conversation_run.write(args.iterations, directory)
+        answers = json.loads(answers_file.read_text())["answer"]
     pipeline = load_pipeline(blueprint, load_settings())
     if not args.no_freeze:
         gc.freeze()  # as flujo run does once the blueprint is loaded: later full collections need not scan it

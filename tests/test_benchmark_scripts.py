@@ -9,10 +9,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _report(script: str) -> str:
-    """What ``benchmarks/SCRIPT 30 --rounds 1`` prints (it must succeed)."""
+def _report(script: str, *options: str) -> str:
+    """What ``benchmarks/SCRIPT 30 --rounds 1 OPTIONS`` prints (it must succeed)."""
     result = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / script), "30", "--rounds", "1"],
+        [sys.executable, str(ROOT / "benchmarks" / script), "30", "--rounds", "1", *options],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -24,6 +24,11 @@ def _report(script: str) -> str:
 
 def test_the_engine_profile_runs_and_reports_per_iteration() -> None:
     report = _report("engine_profile.py")
+    assert report.startswith("30 iterations") and "per iteration" in report
+
+
+def test_the_engine_profile_runs_an_ensemble() -> None:
+    report = _report("engine_profile.py", "--ensemble")
     assert report.startswith("30 iterations") and "per iteration" in report
 
 
