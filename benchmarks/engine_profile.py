@@ -2,13 +2,13 @@
 
 ``python benchmarks/engine_profile.py N [--null-store] [--profile] [--rounds R] [--no-freeze] [--ensemble]``:
 the blueprint of ``benchmarks/conversation_run.py`` (N iterations; with ``--ensemble``, that of
-``benchmarks/ensemble_run.py``, N rounds, whose person is asked every third round) compiled with ``load_pipeline`` and then, as
-``flujo run`` does, ``gc.freeze()`` (unless ``--no-freeze``), a ``Redactor``, no terminal, on a SQLite store
-in a temporary directory or, with ``--null-store``, on a store that keeps no step and no event (what is left
-is the engine's own work). After one warm-up run it prints, per round, the CPU time per iteration and the
-time between consecutive questions near iteration 10 and at the end, in wall-clock and in CPU time (the
-latter holds on a machine shared with other work); with ``--profile``, a cProfile of one run instead, by
-total then cumulative time. docs/performance.md.
+``benchmarks/ensemble_run.py``, N rounds, whose person is asked every third round) compiled with
+``load_pipeline`` and then, as ``flujo run`` does, ``gc.freeze()`` (unless ``--no-freeze``), a ``Redactor``,
+no terminal, on a SQLite store in a temporary directory or, with ``--null-store``, on a store that keeps no
+step and no event (what is left is the engine's own work). After one warm-up run it prints, per round, the CPU
+time per iteration and the time between consecutive questions near iteration 10 and at the end, in wall-clock
+and in CPU time (the latter holds on a machine shared with other work); with ``--profile``, a cProfile of one
+run instead, by total then cumulative time. docs/performance.md.
 """
 
 from __future__ import annotations
