@@ -27,6 +27,7 @@ from core.conversation.turns import add_turn, start
 from core.engine import Engine
 from core.errors import TemplateError
 from core.events import PromptSent
+from core.policies import person
 from core.policies.frame import Frame
 from core.policies.person import person_question
 from core.ports import ChatMessage, NullReporter
@@ -170,6 +171,30 @@ def test_a_question_in_a_conversation_is_asked_with_the_history_itself_not_a_cop
     ctx = _context()
     ctx.conversation = start(LoopStep(name="chat", body=(ask,), conversation=Conversation()))
     assert person_question(ask, "chat/1/ask", "?", ctx).heard is ctx.conversation_history
+
+
+def test_a_question_outside_a_conversation_makes_the_earlier_ones_into_turns_only_if_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Outside a conversation a person has heard the questions asked so far and their answers; only a
+    simulated person reads them, so they are made into turns then, not for every question (which cost each
+    question the whole run's questions so far), and as they were when the question was asked."""
+    made: list[int] = []
+    questions_and_answers = person.questions_and_answers
+
+    def counted(entries: Any) -> list[ConversationTurn]:
+        made.append(len(entries))
+        return questions_and_answers(entries)
+
+    monkeypatch.setattr(person, "questions_and_answers", counted)
+    ask = HitlStep(name="ask", message=Template("?"))
+    ctx = _context()
+    ctx.hitl_history = [HitlEntry("ask", f"q{n}", f"a{n}") for n in range(3)]
+    question = person_question(ask, "loop/4/ask", "?", ctx)
+    ctx.hitl_history.append(HitlEntry("ask", "?", "later"))
+    assert made == [] and len(question.heard) == 6
+    assert list(question.heard) == questions_and_answers(ctx.hitl_history[:3]) and made == [3]
+    assert question.heard[-1] == ConversationTurn("user", "a2") and made == [3]  # made once
 
 
 def test_a_prompt_traced_from_its_message_objects_is_stored_as_from_their_dicts() -> None:

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from core.answering import AnswerNote, AnswerSource
-from core.context import ConversationTurn, RunContext
+from core.context import ConversationTurn, HitlEntry, RunContext
 from core.conversation import bound, turn_text
 from core.errors import AgentOutputError, Pause, StepFailed
 from core.events import AnswerRejected, PromptSent, QuestionAnswered, ReplyReceived
@@ -82,13 +82,40 @@ def person_question(step: HitlStep, path: str, message: str, ctx: RunContext) ->
     """The question a ``hitl`` step asks: in a ``conversation: true`` loop the person has heard that
     conversation (bounded by the loop's strategy); elsewhere, the questions asked so far and their answers."""
     active = ctx.conversation
+    heard: Sequence[ConversationTurn]
     if active is not None:
         # Not a copy (a copy costs the whole conversation, every question): the question is read while it is
         # asked, and the history grows only after the answer comes (it never escapes: a pause carries none).
         heard, history = ctx.conversation_history, active.settings.history
     else:
-        heard, history = questions_and_answers(ctx.hitl_history), None
+        heard, history = _Heard(ctx.hitl_history), None
     return PersonQuestion(step.name, path, message, step.input_schema, step.answered_by, heard, history)
+
+
+class _Heard(Sequence[ConversationTurn]):
+    """The questions asked so far and their answers as turns, made only if read: only a simulated person
+    reads them, and making them for every question would cost each the whole run's questions so far."""
+
+    def __init__(self, entries: Sequence[HitlEntry]) -> None:
+        self._entries = tuple(entries)  # those asked before this question (a copy of pointers, in C)
+        self._turns: list[ConversationTurn] | None = None
+
+    def _made(self) -> list[ConversationTurn]:
+        if self._turns is None:
+            self._turns = questions_and_answers(self._entries)
+        return self._turns
+
+    @overload
+    def __getitem__(self, index: int) -> ConversationTurn: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[ConversationTurn]: ...
+
+    def __getitem__(self, index: int | slice) -> ConversationTurn | Sequence[ConversationTurn]:
+        return self._made()[index]
+
+    def __len__(self) -> int:
+        return 2 * len(self._entries)  # a question and its answer each
 
 
 async def ask_person(question: PersonQuestion, frame: Frame) -> PersonAnswer:
