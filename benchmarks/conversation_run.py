@@ -30,8 +30,11 @@ def answer(number: int) -> str:
     return f"{ANSWER} decides with me; this is answer number {number}."[:180]
 
 
-def write(iterations: int, directory: Path, *, history: str | None = None) -> tuple[Path, Path]:
-    """Write ``chat.yaml`` and ``answers.json`` for ``iterations`` iterations into ``directory``."""
+def write(
+    iterations: int, directory: Path, *, history: str | None = None, conversation: bool = True
+) -> tuple[Path, Path]:
+    """Write ``chat.yaml`` and ``answers.json`` for ``iterations`` iterations into ``directory`` (with
+    ``conversation=False``, a plain loop of the same two steps)."""
     directory.mkdir(parents=True, exist_ok=True)
     replies = [{"action": "ask", "question": question(n)} for n in range(min(iterations, 50))]
     history_line = f"      history: {history}\n" if history else ""
@@ -47,7 +50,7 @@ def write(iterations: int, directory: Path, *, history: str | None = None) -> tu
         "  - kind: loop\n"
         "    name: chat\n"
         "    loop:\n"
-        "      conversation: true\n"
+        f"      conversation: {'true' if conversation else 'false'}\n"
         f"{history_line}"
         f"      max_loops: {iterations}\n"
         "      body:\n"

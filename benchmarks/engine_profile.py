@@ -1,14 +1,15 @@
 """Time or profile the engine as ``test_engine_iterations`` runs it, optionally without the store's cost.
 
-``python benchmarks/engine_profile.py N [--null-store] [--profile] [--rounds R] [--no-freeze] [--ensemble]``:
-the blueprint of ``benchmarks/conversation_run.py`` (N iterations; with ``--ensemble``, that of
-``benchmarks/ensemble_run.py``, N rounds, whose person is asked every third round) compiled with
-``load_pipeline`` and then, as ``flujo run`` does, ``gc.freeze()`` (unless ``--no-freeze``), a ``Redactor``,
-no terminal, on a SQLite store in a temporary directory or, with ``--null-store``, on a store that keeps no
-step and no event (what is left is the engine's own work). After one warm-up run it prints, per round, the CPU
-time per iteration and the time between consecutive questions near iteration 10 and at the end, in wall-clock
-and in CPU time (the latter holds on a machine shared with other work); with ``--profile``, a cProfile of one
-run instead, by total then cumulative time. docs/performance.md.
+``python benchmarks/engine_profile.py N [--null-store] [--profile] [--rounds R] [--no-freeze] [--ensemble |
+--plain]``: the blueprint of ``benchmarks/conversation_run.py`` (N iterations; with ``--ensemble``, that of
+``benchmarks/ensemble_run.py``, N rounds, whose person is asked every third round; with ``--plain``, the loop
+without ``conversation: true``) compiled with ``load_pipeline`` and then, as ``flujo run`` does,
+``gc.freeze()`` (unless ``--no-freeze``), a ``Redactor``, no terminal, on a SQLite store in a temporary
+directory or, with ``--null-store``, on a store that keeps no step and no event (what is left is the engine's
+own work). After one warm-up run it prints, per round, the CPU time per iteration and the time between
+consecutive questions near iteration 10 and at the end, in wall-clock and in CPU time (the latter holds on a
+machine shared with other work); with ``--profile``, a cProfile of one run instead, by total then cumulative
+time. docs/performance.md.
 """
 
 from __future__ import annotations
@@ -72,13 +73,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-freeze", action="store_true", help="no gc.freeze() after loading")
     parser.add_argument("--ensemble", action="store_true", help="the ensemble of benchmarks/ensemble_run.py, N rounds")
+    parser.add_argument("--plain", action="store_true", help="the same loop without conversation: true")
     args = parser.parse_args()
     directory = Path(tempfile.mkdtemp())
     if args.ensemble:
         blueprint, answers_file = ensemble_run.write(args.iterations, directory)
         answers = json.loads(answers_file.read_text())["editor"]
     else:
-        blueprint, answers_file = conversation_run.write(args.iterations, directory)
+        blueprint, answers_file = conversation_run.write(args.iterations, directory, conversation=not args.plain)
         answers = json.loads(answers_file.read_text())["answer"]
     pipeline = load_pipeline(blueprint, load_settings())
     if not args.no_freeze:

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -27,8 +29,9 @@ def test_the_engine_profile_runs_and_reports_per_iteration() -> None:
     assert report.startswith("30 iterations") and "per iteration" in report
 
 
-def test_the_engine_profile_runs_an_ensemble() -> None:
-    report = _report("engine_profile.py", "--ensemble")
+@pytest.mark.parametrize("shape", ["--ensemble", "--plain"])
+def test_the_engine_profile_runs_an_ensemble_and_a_plain_loop(shape: str) -> None:
+    report = _report("engine_profile.py", shape)
     assert report.startswith("30 iterations") and "per iteration" in report
 
 
