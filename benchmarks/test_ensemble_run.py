@@ -18,8 +18,6 @@ process only at that size), so none can rot; ``make bench`` measures.
 
 from __future__ import annotations
 
-import asyncio
-import gc
 import itertools
 import json
 import statistics
@@ -33,7 +31,7 @@ from pytest_benchmark.fixture import BenchmarkFixture
 from benchmarks import sizes
 from benchmarks.ensemble_run import argv, questions, write
 from benchmarks.sizes import size
-from benchmarks.test_flujo_run import TimedHuman, flujo_environment, measured, run_measured
+from benchmarks.test_flujo_run import TimedHuman, flujo_environment, frozen_rounds, measured, run_measured
 from core.ports import NullReporter
 
 CYCLE = 3  # rounds: the writer, the critic, the editor
@@ -101,11 +99,7 @@ def test_engine_rounds(benchmark: BenchmarkFixture, tmp_path: Path, wanted: int)
         assert outcome.status == "completed", outcome.error
         return outcome.output
 
-    gc.freeze()  # as flujo run does once the blueprint is loaded: later full collections need not scan it
-    try:
-        output = benchmark.pedantic(lambda: asyncio.run(run()), rounds=3 if wanted >= 1000 else 5, warmup_rounds=1)
-    finally:
-        gc.unfreeze()  # the rest of the test session collects as before
+    output = frozen_rounds(benchmark, run, large=wanted >= 1000)
     assert output == _expected(rounds)
     assert len(humans[-1].asked) == questions(rounds)
     assert sorted(clocks[-1].started) == list(range(1, rounds + 1))

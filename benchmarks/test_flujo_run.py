@@ -31,9 +31,9 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
@@ -42,6 +42,8 @@ from benchmarks import sizes
 from benchmarks.conversation_run import argv, write
 from benchmarks.sizes import size
 from tests.postgres_server import empty_store_uri
+
+T = TypeVar("T")
 
 HERE = Path(__file__).resolve().parent
 # Run a child, its output into the file argv[1], and report its exit code and peak RSS (ru_maxrss of the
@@ -67,6 +69,18 @@ class TimedHuman:
     async def ask(self, question: Any) -> str:
         self.asked.append(time.perf_counter())
         return next(self._answers)
+
+
+def frozen_rounds(benchmark: BenchmarkFixture, run: Callable[[], Awaitable[T]], *, large: bool) -> T:
+    """``asyncio.run(run())`` measured by ``benchmark`` (3 rounds if ``large``, else 5, after a warm-up) with
+    the heap frozen first, as ``flujo run`` freezes it once the blueprint is loaded (later full collections
+    need not scan it); the rest of the test session collects as before."""
+    gc.freeze()
+    try:
+        result: T = benchmark.pedantic(lambda: asyncio.run(run()), rounds=3 if large else 5, warmup_rounds=1)
+        return result
+    finally:
+        gc.unfreeze()
 
 
 def _growth(asked: list[float]) -> float:
@@ -118,11 +132,7 @@ def _engine_iterations(benchmark: BenchmarkFixture, tmp_path: Path, wanted: int,
             await store.close()
         return outcome.status
 
-    gc.freeze()  # as flujo run does once the blueprint is loaded: later full collections need not scan it
-    try:
-        status = benchmark.pedantic(lambda: asyncio.run(run()), rounds=3 if wanted >= 1000 else 5, warmup_rounds=1)
-    finally:
-        gc.unfreeze()  # the rest of the test session collects as before
+    status = frozen_rounds(benchmark, run, large=wanted >= 1000)
     assert status == "completed"
     assert len(humans[-1].asked) == iterations
     if benchmark.enabled and benchmark.stats is not None:
