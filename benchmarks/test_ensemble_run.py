@@ -31,7 +31,7 @@ from pytest_benchmark.fixture import BenchmarkFixture
 from benchmarks import sizes
 from benchmarks.ensemble_run import argv, questions, write
 from benchmarks.sizes import size
-from benchmarks.test_flujo_run import TimedHuman, flujo_environment, frozen_rounds, measured, run_measured
+from benchmarks.test_flujo_run import TimedHuman, flujo_environment, frozen_rounds, measured, process_rounds
 from core.ports import NullReporter
 
 CYCLE = 3  # rounds: the writer, the critic, the editor
@@ -118,10 +118,8 @@ def test_ensemble_run_process(benchmark: BenchmarkFixture, tmp_path: Path, round
     printed = tmp_path / "output.json"
     command, env = measured(argv(blueprint, answers), str(printed)), flujo_environment()
     counter = itertools.count()
-    code, rss = benchmark.pedantic(
-        lambda: run_measured(command, env, str(tmp_path / f"{next(counter)}.db")),
-        rounds=3 if rounds >= 1000 else 7,
-        warmup_rounds=1,
+    code, rss = process_rounds(
+        benchmark, command, env, lambda: str(tmp_path / f"{next(counter)}.db"), large=rounds >= 1000
     )
     assert code == 0
     result = json.loads(printed.read_text())

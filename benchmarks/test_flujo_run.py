@@ -167,16 +167,24 @@ def run_measured(command: list[str], env: dict[str, str], state: str) -> tuple[i
     return int(code), int(rss)
 
 
+def process_rounds(
+    benchmark: BenchmarkFixture, command: list[str], env: dict[str, str], state: Callable[[], str], *, large: bool
+) -> tuple[int, int]:
+    """``run_measured`` measured by ``benchmark`` (3 rounds if ``large``, else 7, after a warm-up), each run
+    on a new store ``state()``: the last run's exit code and peak RSS (KiB)."""
+    return benchmark.pedantic(  # type: ignore[no-any-return]
+        lambda: run_measured(command, env, state()), rounds=3 if large else 7, warmup_rounds=1
+    )
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("wanted", [1, 10, 100, 1000])
 def test_flujo_run_process(benchmark: BenchmarkFixture, tmp_path: Path, wanted: int) -> None:
     iterations = _iterations(wanted)
     command, env = _flujo(tmp_path, iterations)
     counter = itertools.count()
-    code, rss = benchmark.pedantic(
-        lambda: run_measured(command, env, str(tmp_path / f"{next(counter)}.db")),
-        rounds=3 if wanted >= 1000 else 7,
-        warmup_rounds=1,
+    code, rss = process_rounds(
+        benchmark, command, env, lambda: str(tmp_path / f"{next(counter)}.db"), large=wanted >= 1000
     )
     assert code == 0
     benchmark.extra_info.update(iterations=iterations, peak_rss_kib=rss)
@@ -189,10 +197,8 @@ def test_flujo_run_process_postgres(
     benchmark: BenchmarkFixture, tmp_path: Path, postgres_server: str, iterations: int
 ) -> None:
     command, env = _flujo(tmp_path, iterations)
-    code, rss = benchmark.pedantic(
-        lambda: run_measured(command, env, empty_store_uri(postgres_server)),
-        rounds=3 if iterations >= 1000 else 7,
-        warmup_rounds=1,
+    code, rss = process_rounds(
+        benchmark, command, env, lambda: empty_store_uri(postgres_server), large=iterations >= 1000
     )
     assert code == 0
     benchmark.extra_info.update(iterations=iterations, peak_rss_kib=rss)
