@@ -64,14 +64,20 @@ def plain(value: Any) -> Any:
     if isinstance(value, LazyView):
         return value.materialize()
     if isinstance(value, dict):
-        if any(isinstance(item, (LazyView, dict, list)) for item in value.values()):
+        if any(_composite(item) for item in value.values()):
             return {key: plain(item) for key, item in value.items()}
         return value
     if isinstance(value, list):
-        if any(isinstance(item, (LazyView, dict, list)) for item in value):
+        if any(_composite(item) for item in value):
             return [plain(item) for item in value]
         return value
     return value
+
+
+def _composite(item: Any) -> bool:
+    """Whether ``plain`` must look inside ``item``: texts and numbers are told by their type first, as
+    ``isinstance`` on ``LazyView`` (a ``Mapping``) asks the ABC machinery for each of a long list's items."""
+    return type(item) not in _ATOMIC and isinstance(item, (LazyView, dict, list))
 
 
 def json_default(value: Any) -> Any:
