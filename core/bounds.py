@@ -146,6 +146,11 @@ def size_of(value: Any, cap: int) -> int:
     its distinct parts do; the answer is exact up to ``cap`` and only "more than ``cap``" beyond."""
     if not isinstance(value, _CONTAINERS):
         return _leaf_size(value)
+    if type(value) is list or type(value) is dict:
+        try:
+            return min(_plain_size(value, 0, [_PLAIN_WORK]), cap + 1)
+        except _NotPlain:
+            pass
     sizes: dict[int, int] = {}
     opened: set[int] = set()
     stack: list[tuple[Any, bool]] = [(value, False)]
@@ -176,6 +181,51 @@ def size_of(value: Any, cap: int) -> int:
                 total += sizes.get(id(child), 1) if isinstance(child, _CONTAINERS) else _leaf_size(child)
         sizes[id(item)] = min(total, cap + 1)
     return sizes[id(value)]
+
+
+# ``size_of`` first walks plain data (lists and dicts of texts, numbers, booleans and None: what a template
+# reads of run state, such as ``context.hitl_history``) as a tree, several times faster than the walk that
+# remembers every container, and gives that walk the value when it meets anything else, a depth that only a
+# container inside itself reaches, or more items than ``_PLAIN_WORK`` (which a structure sharing its parts
+# many times would make it visit again and again). A tree walk that ends counts what that walk counts.
+_PLAIN_DEPTH = 64
+_PLAIN_WORK = 100_000
+
+
+class _NotPlain(Exception):
+    """Raised inside ``_plain_size`` on what only ``size_of``'s full walk may size."""
+
+
+def _plain_size(value: list[Any] | dict[Any, Any], depth: int, work: list[int]) -> int:
+    """``size_of(value)`` uncapped when ``value`` is a tree of plain data; else ``_NotPlain``."""
+    if depth > _PLAIN_DEPTH:
+        raise _NotPlain
+    work[0] -= len(value) + 1
+    if work[0] < 0:
+        raise _NotPlain
+    total = 1
+    parts: Any = value
+    if type(value) is dict:
+        for key in value:
+            kind = type(key)
+            if kind is str:
+                total += 1 + len(key)
+            elif kind in _SCALARS:
+                total += 1
+            else:
+                raise _NotPlain
+        parts = value.values()
+    for item in parts:
+        kind = type(item)
+        if kind is str:
+            total += 1 + len(item)
+        elif kind in _SCALARS:
+            total += 1
+        elif kind is list or kind is dict:
+            total += _plain_size(item, depth + 1, work)
+        else:
+            raise _NotPlain
+    return total
 
 
 _CONTAINERS = (list, tuple, dict, set, frozenset, Mapping)

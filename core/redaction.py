@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 MASK = "[REDACTED]"
 _MEMO_SIZE = 4096  # distinct texts (and message objects) remembered per redactor
+_NUMBERS = frozenset({int, float, bool, type(None)})  # what value() returns as it is, told by its type
 
 
 class ChatMessageLike(Protocol):
@@ -194,7 +195,10 @@ class Redactor:
         if kind is dict:
             return self._dict(value)
         if kind is list:  # a prompt's messages: each a dict, walked without a call of value() for each
-            return [self._dict(item) if type(item) is dict else self.value(item) for item in value]
+            return [  # nor for each number of a long list of numbers (what value() returns as it is)
+                self._dict(item) if type(item) is dict else item if type(item) in _NUMBERS else self.value(item)
+                for item in value
+            ]
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, Mapping):

@@ -232,12 +232,17 @@ def _hb_truthy(arg: str) -> str:
     return "((" + arg + ") is defined and (" + arg + "))"
 
 
+_PLAIN_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _undefined_inside(value: Any) -> Undefined | None:
     """The first undefined value inside lists/tuples/dicts (``{{ {'goal': stepz.x} }}``), if any."""
     if isinstance(value, Undefined):
         return value
     items = value.values() if isinstance(value, dict) else value if isinstance(value, list | tuple) else ()
     for item in items:
+        if type(item) in _PLAIN_SCALARS:  # not a call for each number of a long list
+            continue
         found = _undefined_inside(item)
         if found is not None:
             return found

@@ -64,14 +64,20 @@ def plain(value: Any) -> Any:
     if isinstance(value, LazyView):
         return value.materialize()
     if isinstance(value, dict):
-        if any(isinstance(item, (LazyView, dict, list)) for item in value.values()):
+        if any(_composite(item) for item in value.values()):
             return {key: plain(item) for key, item in value.items()}
         return value
     if isinstance(value, list):
-        if any(isinstance(item, (LazyView, dict, list)) for item in value):
+        if any(_composite(item) for item in value):
             return [plain(item) for item in value]
         return value
     return value
+
+
+def _composite(item: Any) -> bool:
+    """Whether ``plain`` must look inside ``item``: texts and numbers are told by their type first, as
+    ``isinstance`` on ``LazyView`` (a ``Mapping``) asks the ABC machinery for each of a long list's items."""
+    return type(item) not in _ATOMIC and isinstance(item, (LazyView, dict, list))
 
 
 def json_default(value: Any) -> Any:
@@ -100,9 +106,10 @@ class _NotPlainData(Exception):
 def copied(value: Any) -> Any:
     """A deep copy of ``value``, as ``copy.deepcopy`` makes, in a fraction of its time when ``value`` is plain
     data (dicts with text, number, boolean or None keys, lists, texts, numbers, booleans, None: what run
-    state holds). Anything else goes to ``copy.deepcopy`` whole. Hot: state is copied for every scope a
-    template or hook reads, several times an iteration. Unlike deepcopy, a list or dict that appears twice
-    inside ``value`` is copied twice (JSON has no shared references either)."""
+    state holds; views of it, copied as dicts of their entries). Anything else goes to ``copy.deepcopy``
+    whole. Hot: state is copied for every scope a template or hook reads, several times an iteration.
+    Unlike deepcopy, a list or dict that appears twice inside ``value`` is copied twice (JSON has no shared
+    references either)."""
     if type(value) in _ATOMIC:
         return value
     try:
@@ -124,4 +131,14 @@ def _plain_copy(value: Any, depth: int) -> Any:
         return made
     if kind is list:
         return [item if type(item) in _ATOMIC else _plain_copy(item, depth + 1) for item in value]
+    if isinstance(value, LazyView):  # as deepcopy makes it (``__deepcopy__``: a dict of its entries) without
+        # making them plain first and then deep-copying that: a loop with ``propagation: context`` copies a
+        # view of the context into every iteration's input
+        made = {}
+        for key in value:
+            if type(key) not in _ATOMIC:
+                raise _NotPlainData
+            item = value[key]
+            made[key] = item if type(item) in _ATOMIC else _plain_copy(item, depth + 1)
+        return made
     raise _NotPlainData

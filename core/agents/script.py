@@ -13,7 +13,7 @@ import importlib
 import inspect
 import json
 import shlex
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -24,7 +24,7 @@ from core.bounds import current_bounds
 from core.config import child_environment
 from core.errors import ConfigError, ControlSignal, FlujoError, RunError
 from core.ports import Agent, AgentCall, AgentReply, ChatMessage
-from core.views import plain
+from core.views import LazyView, plain
 
 DEFAULT_COMMAND_TIMEOUT_S = 300.0
 STDERR_TAIL_CHARS = 2000
@@ -89,10 +89,10 @@ class PythonAgent(_LocalAgent):
         self._takes_context = _takes_context(self.function, owner=f"agents.{name} ({self.path})")
 
     async def run(self, call: AgentCall) -> AgentReply:
-        context = plain(dict(call.context))
-        context["run"] = await run_facts(call)
-        args: tuple[Any, ...] = (call.input, MappingProxyType(context))
-        args = args if self._takes_context else args[:1]
+        facts = await run_facts(call)  # always: it records the attempt
+        args: tuple[Any, ...] = (
+            (call.input, script_context(call.context, facts)) if self._takes_context else (call.input,)
+        )
         try:
             if inspect.iscoroutinefunction(self.function):
                 result = await self.function(*args)
@@ -105,6 +105,38 @@ class PythonAgent(_LocalAgent):
         except Exception as exc:  # the user's function failed: report it as this agent's error
             raise RunError(f"agents.{self.name} ({self.path}) raised {type(exc).__name__}: {exc}") from exc
         return AgentReply(result)
+
+
+def script_context(context: Mapping[str, Any], facts: dict[str, Any]) -> Mapping[str, Any]:
+    """What a Python function is given as ``context``: a read-only mapping of ``context``'s entries as plain
+    data, and ``run`` (``facts``). An entry is made plain only when the function reads it (then kept), so a
+    function that reads ``scratchpad`` does not pay, on every call, for copying a conversation history
+    that grows with the run. ``context`` is a snapshot (``RunContext.lazy_view``): reading it later gives
+    what reading it now would."""
+    keys = tuple(dict.fromkeys((*context, "run")))
+    return MappingProxyType(_ScriptContext(keys, lambda key: facts if key == "run" else plain(context[key])))
+
+
+class _ScriptContext(LazyView):
+    """The mapping behind a Python function's ``context`` proxy, with what a ``MappingProxyType`` passes on
+    to the mapping it wraps (``copy()``, ``|``, ``reversed``, ``repr``) giving what it gave when that was a dict."""
+
+    __slots__ = ()
+
+    def copy(self) -> dict[str, Any]:
+        return dict(self)
+
+    def __or__(self, other: Any) -> Any:
+        return dict(self) | other if isinstance(other, dict) else NotImplemented
+
+    def __ror__(self, other: Any) -> Any:
+        return other | dict(self) if isinstance(other, dict) else NotImplemented
+
+    def __reversed__(self) -> Iterator[str]:
+        return reversed(self._keys)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
 
 
 def load_function(path: str, *, owner: str) -> Callable[..., Any]:
