@@ -612,7 +612,17 @@ def main() -> None:
             and isinstance(context.__cause__, KeyboardInterrupt)
         ):
             _interrupted_before_start()
+        _ignore_ctrl_c_while_exiting()
         raise
+    _ignore_ctrl_c_while_exiting()
+
+
+def _ignore_ctrl_c_while_exiting() -> None:
+    """The command has ended and its exit code is decided: a Ctrl-C now (Python restores the default
+    handler as it finalizes) would end the process by SIGINT instead of with that code."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _interrupted_before_start() -> NoReturn:

@@ -111,3 +111,24 @@ def test_importing_flujo_cli_elsewhere_leaves_ctrl_c_alone(tmp_path: Path) -> No
     process = _start([sys.executable, "-c", check], tmp_path)
     out, stderr = process.communicate(timeout=60)
     assert out.strip() == "True", stderr
+
+
+# ``flujo run`` whose process gets a Ctrl-C once the command has ended (it paused at its question, exit 4),
+# while Python exits: as if the key was pressed just as the pause line was printed.
+_CTRL_C_AFTER_THE_COMMAND = """\
+import os, signal, sys, time
+import flujo_cli.main
+sys.argv = ["flujo", *sys.argv[1:]]
+try:
+    flujo_cli.main.main()
+finally:
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(0.2)  # where a handler would run
+"""
+
+
+def test_ctrl_c_once_the_command_has_ended_keeps_its_exit_code(tmp_path: Path) -> None:
+    process = _start([sys.executable, "-c", _CTRL_C_AFTER_THE_COMMAND, *_run_args()], tmp_path)
+    _, stderr = process.communicate(timeout=60)
+    assert "Traceback" not in stderr, stderr
+    assert process.returncode == 4 and "paused at get_goal" in stderr, stderr
