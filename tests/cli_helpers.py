@@ -42,10 +42,10 @@ def flujo_process(
     )
 
 
-def read_terminal_until(fd: int, marker: str, timeout: float = 30) -> str:
-    """Read a pseudo-terminal until ``marker`` appears (escape sequences and all); everything read so far.
+def read_terminal_until(fd: int, marker: str, timeout: float = 30, *, seen: str = "") -> str:
+    """Read a pseudo-terminal until ``marker`` appears (escape sequences and all) in ``seen`` (what was read
+    before and not yet looked at: a marker may arrive split across two reads) and what follows; all of it.
     AssertionError, with the end of what the terminal showed, when it never appears."""
-    seen = ""
     deadline = time.monotonic() + timeout
     while marker not in seen:
         if time.monotonic() > deadline:

@@ -57,8 +57,7 @@ def _terminal(folder: Path, args: list[str], exchange: list[tuple[str, str]], en
     shown, unread = "", ""  # unread: what the terminal showed after the last marker waited for
     try:
         for marker, keys in [*exchange, (end, "")]:
-            while marker not in unread:
-                unread += read_terminal_until(controller, marker)
+            unread = read_terminal_until(controller, marker, seen=unread)
             shown += unread
             unread = unread.split(marker, 1)[1]
             os.write(controller, keys.encode())
