@@ -40,6 +40,7 @@ def _session(folder: Path, args: list[str], exchange: list[tuple[str, str]], end
     finally:
         if process.poll() is None:
             process.kill()
+            process.wait()  # reaped here, not warned about in a later test
         os.close(controller)
 
 

@@ -65,6 +65,7 @@ def _terminal(folder: Path, args: list[str], exchange: list[tuple[str, str]], en
     finally:
         if process.poll() is None:
             process.kill()
+            process.wait()  # reaped here, not warned about in a later test
         os.close(controller)
 
 
@@ -150,5 +151,6 @@ def test_with_stdout_redirected_the_line_is_still_edited_and_stdout_holds_only_t
     finally:
         if process.poll() is None:
             process.kill()
+            process.wait()  # reaped here, not warned about in a later test
         os.close(controller)
     assert json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))["output"] == "abcd"
