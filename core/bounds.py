@@ -20,6 +20,7 @@ TemplateError naming the template and the setting).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import Any
@@ -204,17 +205,8 @@ def _plain_size(value: list[Any] | dict[Any, Any], depth: int, work: list[int]) 
     if work[0] < 0:
         raise _NotPlain
     total = 1
-    parts: Any = value
-    if type(value) is dict:
-        for key in value:
-            kind = type(key)
-            if kind is str:
-                total += 1 + len(key)
-            elif kind in _SCALARS:
-                total += 1
-            else:
-                raise _NotPlain
-        parts = value.values()
+    # A dict's keys, then its values: a key is never a list or a dict (they are not hashable).
+    parts: Any = itertools.chain(value, value.values()) if type(value) is dict else value
     for item in parts:
         kind = type(item)
         if kind is str:

@@ -43,6 +43,19 @@ from core.testing import ScriptedHuman
 from core.views import LazyView, copied
 
 
+def _noted_calls(monkeypatch: pytest.MonkeyPatch, owner: type, method: str) -> list[Any]:
+    """The values ``owner.method(self, value)`` is called with from now on (it still runs), in order."""
+    noted: list[Any] = []
+    real = getattr(owner, method)
+
+    def noting(self: Any, value: Any) -> Any:
+        noted.append(value)
+        return real(self, value)
+
+    monkeypatch.setattr(owner, method, noting)
+    return noted
+
+
 def _context() -> RunContext:
     ctx = RunContext(initial_prompt="plan", scratchpad={"goal": "offsite"})
     ctx.conversation_history = [ConversationTurn("user", "hello", 1), ConversationTurn("assistant", "when?", 2)]
@@ -218,14 +231,7 @@ def test_a_long_list_of_numbers_is_redacted_without_a_call_for_each_number(monke
     number as it is, so the list's numbers are passed on without calling it (2.4 ms per iteration at the end of
     that loop, 2.1 now)."""
     redactor = Redactor()
-    calls: list[Any] = []
-    value = Redactor.value
-
-    def counted(self: Redactor, item: Any) -> Any:
-        calls.append(item)
-        return value(self, item)
-
-    monkeypatch.setattr(Redactor, "value", counted)
+    calls = _noted_calls(monkeypatch, Redactor, "value")
     scores = [*range(500), 2.5, True, None, "api_key=abcdefgh12345678", {"password": "x"}, ["Bearer abcdefgh1234"]]
     masked = redactor.value(scores)
     assert masked[:503] == scores[:503] and len(calls) == 1 + 2 + 1  # the list, the text, the inner list and text
@@ -270,14 +276,7 @@ def test_a_prompt_is_masked_for_the_cost_of_its_new_messages(monkeypatch: pytest
     messages' dicts gives, in dicts of each prompt's own."""
     turns = [ConversationTurn("user" if n % 2 else "assistant", f"turn {n}: my api_key=k{n}") for n in range(102)]
     redactor = Redactor()
-    masked: list[str] = []
-    text = Redactor.text
-
-    def masking(self: Redactor, value: str) -> str:
-        masked.append(value)
-        return text(self, value)
-
-    monkeypatch.setattr(Redactor, "text", masking)
+    masked = _noted_calls(monkeypatch, Redactor, "text")
     first = redactor.messages([turn.message for turn in turns[:100]])
     masked.clear()
     second = redactor.messages([turn.message for turn in turns])
