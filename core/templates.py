@@ -29,7 +29,7 @@ from jinja2.exceptions import SecurityError
 from core.bounds import LimitExceeded, current_bounds, rendering
 from core.errors import TemplateError
 from core.sandbox import UNREAD, BoundedSandbox, read_keys
-from core.views import json_default, plain
+from core.views import ATOMIC, json_default, plain
 
 
 class TemplateSyntax(ValueError):
@@ -232,16 +232,13 @@ def _hb_truthy(arg: str) -> str:
     return "((" + arg + ") is defined and (" + arg + "))"
 
 
-_PLAIN_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
 def _undefined_inside(value: Any) -> Undefined | None:
     """The first undefined value inside lists/tuples/dicts (``{{ {'goal': stepz.x} }}``), if any."""
     if isinstance(value, Undefined):
         return value
     items = value.values() if isinstance(value, dict) else value if isinstance(value, list | tuple) else ()
     for item in items:
-        if type(item) in _PLAIN_SCALARS:  # not a call for each number of a long list
+        if type(item) in ATOMIC:  # not a call for each number of a long list
             continue
         found = _undefined_inside(item)
         if found is not None:

@@ -77,7 +77,7 @@ def plain(value: Any) -> Any:
 def _composite(item: Any) -> bool:
     """Whether ``plain`` must look inside ``item``: texts and numbers are told by their type first, as
     ``isinstance`` on ``LazyView`` (a ``Mapping``) asks the ABC machinery for each of a long list's items."""
-    return type(item) not in _ATOMIC and isinstance(item, (LazyView, dict, list))
+    return type(item) not in ATOMIC and isinstance(item, (LazyView, dict, list))
 
 
 def json_default(value: Any) -> Any:
@@ -95,7 +95,8 @@ def snapshot_of(mapping: Mapping[str, Any]) -> LazyView:
     return LazyView(tuple(frozen), lambda key: copied(frozen[key]))
 
 
-_ATOMIC = frozenset({str, int, float, bool, type(None)})
+ATOMIC = frozenset({str, int, float, bool, type(None)})
+"""Exact types whose JSON round trip (and deep copy) is themselves: plain data that needs no walk."""
 _MAX_DEPTH = 64  # deeper than run data goes: past it, copy.deepcopy (which also handles a cycle)
 
 
@@ -110,7 +111,7 @@ def copied(value: Any) -> Any:
     whole. Hot: state is copied for every scope a template or hook reads, several times an iteration.
     Unlike deepcopy, a list or dict that appears twice inside ``value`` is copied twice (JSON has no shared
     references either)."""
-    if type(value) in _ATOMIC:
+    if type(value) in ATOMIC:
         return value
     try:
         return _plain_copy(value, 0)
@@ -125,20 +126,20 @@ def _plain_copy(value: Any, depth: int) -> Any:
     if kind is dict:
         made: dict[Any, Any] = {}
         for key, item in value.items():
-            if type(key) not in _ATOMIC:
+            if type(key) not in ATOMIC:
                 raise _NotPlainData
-            made[key] = item if type(item) in _ATOMIC else _plain_copy(item, depth + 1)
+            made[key] = item if type(item) in ATOMIC else _plain_copy(item, depth + 1)
         return made
     if kind is list:
-        return [item if type(item) in _ATOMIC else _plain_copy(item, depth + 1) for item in value]
+        return [item if type(item) in ATOMIC else _plain_copy(item, depth + 1) for item in value]
     if isinstance(value, LazyView):  # as deepcopy makes it (``__deepcopy__``: a dict of its entries) without
         # making them plain first and then deep-copying that: a loop with ``propagation: context`` copies a
         # view of the context into every iteration's input
         made = {}
         for key in value:
-            if type(key) not in _ATOMIC:
+            if type(key) not in ATOMIC:
                 raise _NotPlainData
             item = value[key]
-            made[key] = item if type(item) in _ATOMIC else _plain_copy(item, depth + 1)
+            made[key] = item if type(item) in ATOMIC else _plain_copy(item, depth + 1)
         return made
     raise _NotPlainData

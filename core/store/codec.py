@@ -16,7 +16,7 @@ from typing import Any, get_args
 from core.errors import StoreError
 from core.records import RunRecord, RunStatus, StepRecord, StepStatus
 from core.usage import ZERO_USAGE, Usage
-from core.views import json_default
+from core.views import ATOMIC, json_default
 
 _RUN_STATUSES: frozenset[str] = frozenset(get_args(RunStatus))
 _STEP_STATUSES: frozenset[str] = frozenset(get_args(StepStatus))
@@ -82,10 +82,6 @@ def normalize(value: Any) -> Any:
     if type(value) in ATOMIC:
         return value
     return load(dump(value))
-
-
-ATOMIC = frozenset({str, int, float, bool, type(None)})
-"""Exact types whose JSON round trip is themselves (``plain`` gives them back as they are)."""
 
 
 def dump_payload(payload: Any) -> str:

@@ -28,6 +28,7 @@ from typing import Any
 
 from core.errors import StoreError
 from core.store import codec, texts
+from core.views import ATOMIC
 
 MIN_ITEMS = 8
 """Lists of event payloads with at least this many items are stored once and referenced."""
@@ -142,13 +143,12 @@ def cut(value: Any, run_id: str, memory: ListMemory, pending: Pending) -> Any:
         ):
             return codec.plain(value)
         return {
-            key: item if type(item) in codec.ATOMIC else cut(item, run_id, memory, pending)
-            for key, item in value.items()
+            key: item if type(item) in ATOMIC else cut(item, run_id, memory, pending) for key, item in value.items()
         }
     if kind is not list:
         return codec.plain(value)
     if len(value) < MIN_ITEMS:
-        return [item if type(item) in codec.ATOMIC else cut(item, run_id, memory, pending) for item in value]
+        return [item if type(item) in ATOMIC else cut(item, run_id, memory, pending) for item in value]
     found = memory.base(run_id, value, pending)
     if found is None:
         items, exact = _plain_items(value)
@@ -266,7 +266,7 @@ def _finished(
     kind = type(value)
     if kind is str:
         return value if len(value) < texts.MIN_SHARED else split(value)
-    if kind in codec.ATOMIC:
+    if kind in ATOMIC:
         return value
     return finish(value, run_id, pending, split, store)
 
