@@ -123,23 +123,16 @@ def _plain_copy(value: Any, depth: int) -> Any:
     kind = type(value)
     if depth > _MAX_DEPTH:
         raise _NotPlainData
-    if kind is dict:
+    if kind is list:
+        return [item if type(item) in ATOMIC else _plain_copy(item, depth + 1) for item in value]
+    # A view is copied as deepcopy makes it (``__deepcopy__``: a dict of its entries) without making them
+    # plain first and then deep-copying that: a loop with ``propagation: context`` copies a view of the
+    # context into every iteration's input.
+    if kind is dict or isinstance(value, LazyView):
         made: dict[Any, Any] = {}
         for key, item in value.items():
             if type(key) not in ATOMIC:
                 raise _NotPlainData
-            made[key] = item if type(item) in ATOMIC else _plain_copy(item, depth + 1)
-        return made
-    if kind is list:
-        return [item if type(item) in ATOMIC else _plain_copy(item, depth + 1) for item in value]
-    if isinstance(value, LazyView):  # as deepcopy makes it (``__deepcopy__``: a dict of its entries) without
-        # making them plain first and then deep-copying that: a loop with ``propagation: context`` copies a
-        # view of the context into every iteration's input
-        made = {}
-        for key in value:
-            if type(key) not in ATOMIC:
-                raise _NotPlainData
-            item = value[key]
             made[key] = item if type(item) in ATOMIC else _plain_copy(item, depth + 1)
         return made
     raise _NotPlainData
