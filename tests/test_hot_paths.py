@@ -477,8 +477,9 @@ def test_an_ensemble_whose_history_fits_its_bound_counts_no_token(
     """An ensemble's turns are counted when a bound needs them, as a loop's are: a short ensemble, whose
     history fits the default bound by its UTF-8 length, never loads the tokenizer (~0.3 s, ~70 MB)."""
     monkeypatch.setattr(tokens, "_loaded", {})  # as in a new process: no encoding loaded yet
+    monkeypatch.setattr(tokens, "_ascii", None)
     _ensemble_question_lookups(tmp_path, 6, monkeypatch)
-    assert tokens._loaded == {}
+    assert tokens._loaded == {} and tokens._ascii is None
 
 
 async def test_a_python_function_is_given_the_context_entries_it_reads_made_plain_only_then() -> None:

@@ -171,14 +171,14 @@ def test_each_encoding_is_built_once_across_threads(monkeypatch: pytest.MonkeyPa
 
     def count() -> None:
         start.wait()
-        results.append(count_tokens("hello world", "gpt-4o"))
+        results.append(count_tokens(RUSSIAN, "gpt-4o"))  # not ASCII: tiktoken counts it (core.ascii_tokens)
 
     threads = [threading.Thread(target=count) for _ in range(6)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert results == [2] * 6
+    assert results == [12] * 6
     assert calls == ["o200k_base"]
 
 
@@ -225,11 +225,12 @@ def test_a_damaged_or_missing_file_is_a_config_error(monkeypatch: pytest.MonkeyP
 
 
 def test_package_data_covers_the_rank_files() -> None:
-    """pyproject's package-data globs (used by wheels and sdists) must match every shipped rank file."""
+    """pyproject's package-data globs (used by wheels and sdists) must match every shipped rank file and
+    the ASCII table (core.ascii_tokens)."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     patterns = config["tool"]["setuptools"]["package-data"]["core"]
     shipped = sorted(path.name for path in (ROOT / "core" / "tokenizer_data").iterdir())
-    assert shipped == ["cl100k_base.tiktoken.gz", "o200k_base.tiktoken.gz"]
+    assert shipped == ["cl100k_base.tiktoken.gz", "o200k_base.ascii", "o200k_base.tiktoken.gz"]
     for name in shipped:
         assert any(fnmatch.fnmatch(f"tokenizer_data/{name}", pattern) for pattern in patterns), name
 
