@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
-from core import ChatMessage
+from core import ChatMessage, ascii_tokens
 from core.tokens import EncodingName, _load_encoding, count_messages, count_tokens
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,11 +60,38 @@ def test_count_messages_1000_turns(benchmark: BenchmarkFixture) -> None:
 
 
 def test_first_count_in_a_fresh_process(benchmark: BenchmarkFixture) -> None:
-    """What a run that counts pays once: interpreter, ``import core.tokens`` (core's package import), import
-    tiktoken, load o200k_base, count. Compare with the next benchmark, which stops before tiktoken."""
-    argv = [sys.executable, "-c", "from core.tokens import count_tokens; assert count_tokens('hello world') == 2"]
+    """What a run that counts text beyond ASCII pays once: interpreter, ``import core.tokens`` (core's
+    package import), import tiktoken, load o200k_base, count. Compare with the last benchmark, which stops
+    before tiktoken, and the next, which counts ASCII text (core.ascii_tokens)."""
+    argv = [sys.executable, "-c", "from core.tokens import count_tokens; assert count_tokens('¿hola?') == 3"]
     result = benchmark.pedantic(subprocess.run, args=(argv,), kwargs=_subprocess_kwargs(), rounds=7)
     assert result.returncode == 0, result.stderr
+
+
+def test_first_ascii_count_in_a_fresh_process(benchmark: BenchmarkFixture) -> None:
+    """The same for ASCII text: core.ascii_tokens loads its table and counts; tiktoken is never imported."""
+    code = "import sys; from core.tokens import count_tokens; assert count_tokens('hello world') == 2"
+    argv = [sys.executable, "-c", f"{code}; assert 'tiktoken' not in sys.modules"]
+    result = benchmark.pedantic(subprocess.run, args=(argv,), kwargs=_subprocess_kwargs(), rounds=7)
+    assert result.returncode == 0, result.stderr
+
+
+def test_load_ascii_table(benchmark: BenchmarkFixture) -> None:
+    """Map the shipped table of o200k_base's ASCII tokens, check its sha256, build the counter (uncached)."""
+    counter = benchmark.pedantic(ascii_tokens.load, rounds=7, iterations=1)
+    assert counter.count("hello world") == 2
+
+
+ASCII_TURNS = [turn for turn in TURNS if turn.isascii()]
+
+
+def test_count_1000_ascii_turns(benchmark: BenchmarkFixture) -> None:
+    """The ASCII turns of the 1,000 (prose, code, JSON), one count_tokens call each: counted by
+    core.ascii_tokens, its table loaded and its pieces' counts remembered, as in a run that counts them."""
+    assert len(ASCII_TURNS) > 500
+    count_tokens("warm up")
+    total = benchmark(lambda: sum(count_tokens(turn) for turn in ASCII_TURNS))
+    assert total > 20_000
 
 
 def test_import_without_counting_in_a_fresh_process(benchmark: BenchmarkFixture) -> None:

@@ -125,7 +125,7 @@ def test_what_it_does_not_cover_is_left_to_tiktoken(counter: ascii_tokens.Counte
 def test_piece_counts_are_remembered_up_to_a_bound(
     counter: ascii_tokens.Counter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    counts = counter._counts
+    counts = counter._pieces
     counts.clear()
     assert counter.count("hello hello hello") == 3 and counts == {"hello": 1, " hello": 1}
     monkeypatch.setattr(ascii_tokens, "_REMEMBERED", 10)
@@ -133,6 +133,29 @@ def test_piece_counts_are_remembered_up_to_a_bound(
         counter.count(f" word{number}x")
         assert len(counts) <= 10
     assert counter.count(" word99x") == tiktoken_count(" word99x")
+
+
+def test_prose_is_split_once_per_new_word(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Splitting with ``re`` is most of a count's cost: prose whose white space is single spaces is split
+    word by word, each word once, and other text whole, every time."""
+    split: list[str] = []
+
+    class Pieces:
+        def findall(self, text: str) -> list[str]:
+            split.append(text)
+            return PIECES.findall(text)
+
+    PIECES = ascii_tokens._PIECES
+    monkeypatch.setattr(ascii_tokens, "_PIECES", Pieces())
+    counter = ascii_tokens.Counter(ascii_tokens.Table((DATA / "o200k_base.ascii").read_bytes()))
+    prose = "The budget matters most; the team decides."
+    assert counter.count(prose) == tiktoken_count(prose)
+    assert split == ["The", " budget", " matters", " most;", " the", " team", " decides."]
+    split.clear()
+    assert counter.count("the budget matters") == tiktoken_count("the budget matters") and split == ["the"]
+    split.clear()
+    lines = "The budget\nmatters most."
+    assert counter.count(lines) == counter.count(lines) == tiktoken_count(lines) and split == [lines, lines]
 
 
 def test_the_counter_is_loaded_once_across_threads(monkeypatch: pytest.MonkeyPatch) -> None:
