@@ -23,11 +23,13 @@ The table. ``tokenizer_data/o200k_base.ascii`` holds those tokens, built from th
 ``o200k_base.tiktoken.gz`` by ``build_table`` (tests/test_ascii_tokens.py rebuilds it and compares): the
 tokens' bytes end to end, their ranks, offsets and CRC-32s, and an open-addressed slot array indexed by
 CRC-32 (zlib's, the same in every process, unlike ``hash``). A look-up is a CRC, a probe or two and one
-comparison of bytes. Loading it is reading four arrays; its sha256 is checked as the rank files' are.
+comparison of bytes. Loading it is checking its sha256, as the rank files' are checked, and mapping the
+file, whose pages are read as look-ups use them: ~2 ms.
 
-Counts of pieces are remembered (``_Counts``, at most ``_REMEMBERED`` pieces, then forgotten all at once), so
-a word is merged once per process. A piece longer than ``_LONGEST`` bytes (a run of 500 dashes) returns
-None: tiktoken counts it, as the merge is quadratic in the piece's length.
+Counts of pieces and words are remembered (``_Counts``, ``_Words``, at most ``_REMEMBERED`` each, then
+forgotten all at once), so a word is split and merged once per process. A piece longer than ``_LONGEST``
+bytes (a line of 200 dashes) makes ``count`` return None: tiktoken counts that text, since merging here is
+quadratic in the piece's length and ~10x slower than tiktoken's.
 """
 
 from __future__ import annotations
@@ -54,8 +56,8 @@ SHA256: Final = "bfb2d6889f889df191890e818b29542d4662571f361d985059b9b489e783c75
 _MAGIC: Final = b"flujo o200k_base ascii 1\n"
 _HEADER: Final = struct.Struct("<II")  # tokens, slots
 _EMPTY: Final = 0xFFFFFFFF  # a free slot; also "no rank" (tiktoken's Rank::MAX)
-_LONGEST: Final = 512
-_REMEMBERED: Final = 8192
+_LONGEST: Final = 128  # merging is quadratic in a piece: 0.3 ms at 128 bytes (tiktoken: 0.03)
+_REMEMBERED: Final = 4096  # per memo (pieces, first words, words after a space): ~0.5 MB each at most
 
 _SPACE = r"\t\n\x0b\x0c\r "
 _CONTRACTION = r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?"
@@ -216,21 +218,24 @@ def load() -> Counter:
     """The counter built from the shipped table. Raises ConfigError if the table is missing or damaged."""
     hint = "the flujo installation is incomplete; reinstall it (pip install --force-reinstall flujo-runner)"
     try:
-        data = _read(resources.files("core").joinpath(RESOURCE))
+        data, digest = _read(resources.files("core").joinpath(RESOURCE))
     except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot read the tokenizer file core/{RESOURCE}: {exc}", hint=hint) from exc
-    if hashlib.sha256(data).hexdigest() != SHA256:
+    if digest != SHA256:
         raise ConfigError(f"the tokenizer file core/{RESOURCE} is damaged (sha256 mismatch)", hint=hint)
     return Counter(Table(data))
 
 
-def _read(file: Traversable) -> bytes | mmap.mmap:
-    """The table's bytes: mapped from an installed file (~0.1 ms; pages are read as used, once, by the
-    sha256), else read (a zipped install). Not compressed: gzip would cost ~15 ms per process."""
+def _read(file: Traversable) -> tuple[bytes | mmap.mmap, str]:
+    """The table's bytes and their sha256. An installed file is hashed as it is read in chunks and then
+    mapped, so only the pages look-ups touch become the process's memory (~2 ms in all); a zipped install's
+    is read whole. Not compressed: gzip would cost ~15 ms per process."""
     if isinstance(file, Path):
         with file.open("rb") as opened:
-            return mmap.mmap(opened.fileno(), 0, access=mmap.ACCESS_READ)
-    return file.read_bytes()
+            digest = hashlib.file_digest(opened, "sha256").hexdigest()
+            return mmap.mmap(opened.fileno(), 0, access=mmap.ACCESS_READ), digest
+    data = file.read_bytes()
+    return data, hashlib.sha256(data).hexdigest()
 
 
 def build_table(ranks: Mapping[bytes, int]) -> bytes:

@@ -78,8 +78,8 @@ CASES = [
     "\x00\x7f\x01 a\x00b",
     '{"key": [1, 2, {"x": "y"}]}',
     "    indented code\n        more",
-    "-" * 300,
-    "=" * 511 + "\n",
+    "-" * 100,
+    "=" * 127 + "\n",
     "Ana: The budget matters most; I need it by the end of next month (42)?",
 ]
 
