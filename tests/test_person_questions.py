@@ -57,7 +57,7 @@ def test_a_recorded_answer_comes_before_the_simulated_person() -> None:
     here = frame(Answering(replay=replay, simulated_user=SimulatedPerson(agent, "agents.ada")))
     answer = asyncio.run(ask_person(PersonQuestion(step="ada", path="talk/1/ada", message="Go on?"), here))
     assert (answer.value, answer.source, answer.by, answer.usage) == ("yes", "replayed", "old", Usage())
-    assert agent.calls == []
+    assert not agent.calls
     other = asyncio.run(ask_person(PersonQuestion(step="ada", path="talk/2/ada", message="And now?"), here))
     assert other.source == "simulated" and here.answering.log.new_questions == ["talk/2/ada"]
 
