@@ -119,6 +119,9 @@ def test_what_it_does_not_cover_is_left_to_tiktoken(counter: ascii_tokens.Counte
     long_piece = "=" * (ascii_tokens._LONGEST + 1)
     assert counter.count(long_piece) is None
     assert count_tokens(long_piece) == tiktoken_count(long_piece)
+    long_text = "word " * (ascii_tokens._LONGEST_TEXT // 5 + 1)
+    assert counter.count(long_text) is None and counter.count(long_text[: ascii_tokens._LONGEST_TEXT]) is not None
+    assert count_tokens(long_text) == tiktoken_count(long_text)
     assert count_tokens("hello world", "openai:gpt-4") == 2  # cl100k_base: always tiktoken
 
 
