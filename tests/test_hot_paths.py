@@ -37,7 +37,7 @@ from core.ports import AgentCall, ChatMessage, NullReporter
 from core.redaction import MASK, Redactor
 from core.sandbox import BoundedSandbox
 from core.steps import Conversation, HitlStep, LoopStep
-from core.store import MemoryStore
+from core.store import MemoryStore, shared_lists
 from core.templates import Expression, Template
 from core.testing import ScriptedHuman
 from core.views import LazyView, copied
@@ -273,7 +273,7 @@ def test_the_redactor_masks_sensitive_keys_in_every_mapping_of_a_list() -> None:
 def test_a_prompt_is_masked_for_the_cost_of_its_new_messages(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each prompt of a conversation resends the message objects the prompt before it sent (each turn's
     ``message``): those are masked once, a prompt costs its new messages; the result is what masking the
-    messages' dicts gives, in dicts of each prompt's own."""
+    messages' dicts gives, each prompt in a list of its own of the same masked dicts."""
     turns = [ConversationTurn("user" if n % 2 else "assistant", f"turn {n}: my api_key=k{n}") for n in range(102)]
     redactor = Redactor()
     masked = _noted_calls(monkeypatch, Redactor, "text")
@@ -283,8 +283,15 @@ def test_a_prompt_is_masked_for_the_cost_of_its_new_messages(monkeypatch: pytest
     assert masked == ["assistant", "turn 100: my api_key=k100", "user", "turn 101: my api_key=k101"]  # the new ones
     assert second == Redactor().value([turn.message.to_dict() for turn in turns]) and first == second[:100]
     assert second[5] == {"role": "user", "content": f"turn 5: my api_key={MASK}"}
-    second[5]["content"] = "changed"  # each prompt has dicts of its own
-    assert first[5]["content"] == redactor.messages([turns[5].message])[0]["content"] != "changed"
+    assert second is not first and all(a is b for a, b in zip(first, second, strict=False))  # not copied
+
+
+def test_the_store_remembers_a_prompts_message_dicts_themselves() -> None:
+    """The next prompt's list holds the very dicts the last one did (``Redactor.messages``): remembered as
+    they are, not copied, they compare with it at the cost of a pointer (``shared_lists._plain_items``)."""
+    messages = Redactor().messages([ChatMessage("user", f"turn {n}") for n in range(10)])
+    kept, exact = shared_lists._plain_items(messages)
+    assert exact and kept == messages and all(a is b for a, b in zip(kept, messages, strict=True))
 
 
 def test_a_question_in_a_conversation_is_asked_with_the_history_itself_not_a_copy() -> None:

@@ -166,15 +166,15 @@ def _plain_items(items: list[Any]) -> tuple[list[Any], bool]:
     message): the items a later list can be compared with as it is given, since Python's ``==`` with them
     holds only for what stores the same (not so for numbers: ``True == 1 == 1.0``, three JSON values).
 
-    Such a message is copied without a JSON round trip, keeping its very texts: the next list's items,
-    whose texts are mostly the same objects (redaction keeps a text it does not change), then compare with
-    it at the cost of a pointer."""
+    Such a message is kept as it is, not copied: a payload is never changed once made (``TraceEvent``), and
+    the next prompt's list mostly holds the very same dicts (``Redactor.messages`` gives a message object's
+    masked dict to every event that sends it), which then compare with it at the cost of a pointer."""
     plain: list[Any] = []
     exact = True
     for item in items:
         kind = type(item)
         if kind is dict and all(type(key) is str and type(text) is str for key, text in item.items()):
-            plain.append(dict(item))
+            plain.append(item)
         elif kind is str:
             plain.append(item)
         else:
