@@ -173,9 +173,7 @@ def _plain_items(items: list[Any]) -> tuple[list[Any], bool]:
     exact = True
     for item in items:
         kind = type(item)
-        if kind is dict and all(type(key) is str and type(text) is str for key, text in item.items()):
-            plain.append(item)
-        elif kind is str:
+        if kind is str or (kind is dict and all(type(key) is str and type(text) is str for key, text in item.items())):
             plain.append(item)
         else:
             plain.append(codec.plain(item))
