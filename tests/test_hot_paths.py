@@ -12,6 +12,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import copy
+import dataclasses
 import json
 from pathlib import Path
 from types import MappingProxyType
@@ -26,7 +27,7 @@ from core.agents.script import PythonAgent
 from core.config import load_settings
 from core.context import ConversationTurn, HitlEntry, RunContext
 from core.conversation import EnsembleStep
-from core.conversation.turns import add_turn, start
+from core.conversation.turns import ActiveConversation, add_turn, start, turn_text
 from core.engine import Engine
 from core.errors import TemplateError
 from core.events import PromptSent
@@ -37,10 +38,10 @@ from core.ports import AgentCall, ChatMessage, NullReporter
 from core.redaction import MASK, Redactor
 from core.sandbox import BoundedSandbox
 from core.steps import Conversation, HitlStep, LoopStep
-from core.store import MemoryStore, shared_lists
+from core.store import MemoryStore, codec, shared_lists
 from core.templates import Expression, Template
 from core.testing import ScriptedHuman
-from core.views import LazyView, copied
+from core.views import LazyView, copied, json_default
 
 
 def _noted_calls(monkeypatch: pytest.MonkeyPatch, owner: type, method: str) -> list[Any]:
@@ -518,3 +519,52 @@ async def test_a_python_function_is_given_the_context_entries_it_reads_made_plai
     assert given.copy() == expected and (given | {"z": 1}) == {**expected, "z": 1}
     assert ({"z": 1} | given) == {"z": 1, **expected} and list(reversed(given)) == list(reversed(expected))
     assert repr(given) == repr(MappingProxyType(expected)) and given["steps"] is given["steps"]
+
+
+_JSON_VALUES: list[Any] = [
+    'a text é"\\\n\x00',
+    {"a": [1, 2.5, -0.0, None, True, {"b": "ü"}], "c": float("nan"), "d": float("inf")},
+    [1e300, 12345678901234567890, "\ud800", [], {}],
+    {1: "a", False: "b", None: "c", 1.5: "d"},
+]
+
+
+@pytest.mark.parametrize("value", _JSON_VALUES)
+def test_the_stores_compact_json_is_json_dumps_without_an_encoder_built_per_call(
+    value: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``codec.compact`` (~8 a step's write) calls the C encoder it made once, not ``JSONEncoder.encode``,
+    which builds one on every call; the text is ``json.dumps``' own."""
+    expected = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    built = _noted_calls(monkeypatch, json.JSONEncoder, "iterencode")
+    assert codec.compact(value) == expected
+    assert built == []
+    with pytest.raises(TypeError, match="Object of type object is not JSON serializable"):
+        codec.compact({"a": [object()]})
+
+
+@pytest.mark.parametrize("value", _JSON_VALUES[1:])
+def test_a_turns_text_is_json_dumps_without_an_encoder_made_per_call(
+    value: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step result that is not text becomes a turn as ``json.dumps(value, ensure_ascii=False,
+    default=json_default)`` gives it (every agent reply of a conversation), with an encoder made once."""
+    expected = json.dumps(value, ensure_ascii=False, default=json_default)
+    made = _noted_calls(monkeypatch, json.JSONEncoder, "__init__")
+    assert turn_text(value) == expected
+    assert made == []
+    assert turn_text({"view": LazyView(("k",), lambda key: [key])}) == '{"view": {"k": ["k"]}}'
+
+
+def test_an_iterations_conversation_is_its_loops_with_that_input() -> None:
+    """``ActiveConversation.for_iteration`` writes its fields out (``dataclasses.replace`` cost several
+    times more): every field but the input is the loop's."""
+    values = {field.name: object() for field in dataclasses.fields(ActiveConversation)}
+    active = ActiveConversation(**values)
+    given = object()
+    assert active.for_iteration(given) == dataclasses.replace(active, iteration_input=given)
+    assert all(
+        getattr(active.for_iteration(given), name) is value
+        for name, value in values.items()
+        if name != "iteration_input"
+    )

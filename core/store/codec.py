@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import zlib
+from _json import make_encoder
+from json.encoder import encode_basestring
 from typing import Any, get_args
 
 from core.errors import StoreError
@@ -25,7 +27,16 @@ _DAMAGED = "the database may be damaged"
 
 # Built once: ``json.dumps`` with any argument builds an encoder per call (~1 µs of a step's write each).
 _DUMP = json.JSONEncoder(default=json_default, ensure_ascii=False).encode
-_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def _not_plain(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+# The C encoder that ``JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode`` makes on every call,
+# made once. Without the check for cycles (``markers``): what ``compact`` is given is plain data the store
+# has just built (``texts.split``, ``shared_lists.finish``), which has none; a step writes ~8 of them.
+_COMPACT = make_encoder(None, _not_plain, encode_basestring, None, ":", ",", False, False, True)
 
 
 def dump(value: Any) -> str | None:
@@ -37,8 +48,11 @@ def dump(value: Any) -> str | None:
 
 def compact(value: Any) -> str:
     """Compact JSON text of plain data (``json.dumps(value, ensure_ascii=False, separators=(",", ":"))``):
-    how the stores write a value once its long texts are references."""
-    return _COMPACT(value)
+    how the stores write a value once its long texts are references. Plain data only: a value that holds
+    itself is not detected as such (it exhausts the recursion limit)."""
+    if type(value) is str:
+        return encode_basestring(value)
+    return "".join(_COMPACT(value, 0))
 
 
 def load(text: str | bytes | None) -> Any:
