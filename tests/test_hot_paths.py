@@ -22,11 +22,12 @@ import pytest
 
 from benchmarks import ensemble_run
 from blueprints import load_pipeline
-from core import bounds, templates, tokens
+from core import bounds, events, templates, tokens
 from core.agents.script import PythonAgent
 from core.config import load_settings
 from core.context import ConversationTurn, HitlEntry, RunContext
 from core.conversation import EnsembleStep
+from core.conversation.history import as_messages
 from core.conversation.turns import ActiveConversation, add_turn, start, turn_text
 from core.engine import Engine
 from core.errors import TemplateError
@@ -41,6 +42,7 @@ from core.steps import Conversation, HitlStep, LoopStep
 from core.store import MemoryStore, codec, shared_lists
 from core.templates import Expression, Template
 from core.testing import ScriptedHuman
+from core.usage import ZERO_USAGE, Usage
 from core.views import LazyView, copied, json_default
 
 
@@ -568,3 +570,75 @@ def test_an_iterations_conversation_is_its_loops_with_that_input() -> None:
         for name, value in values.items()
         if name != "iteration_input"
     )
+
+
+@pytest.mark.parametrize("value", [*_JSON_VALUES, {"view": LazyView(("k",), lambda key: [key])}, {"x": object()}])
+def test_a_value_is_dumped_as_json_dumps_does_without_its_python_layers(
+    value: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``codec.dump`` (a reply's JSON round trip, each stored value) calls the C encoder directly."""
+    expected = json.dumps(value, default=json_default, ensure_ascii=False)
+    layers = _noted_calls(monkeypatch, json.JSONEncoder, "iterencode")
+    assert codec.dump(value) == expected
+    assert codec.normalize(value) == json.loads(expected)
+    assert layers == []
+
+
+def test_a_value_that_holds_itself_is_still_refused_when_dumped() -> None:
+    looped: list[Any] = []
+    looped.append(looped)
+    with pytest.raises(ValueError, match="Circular reference detected"):
+        codec.dump(looped)
+    assert codec.dump([[1], {"a": [2]}]) == '[[1], {"a": [2]}]'  # the refusal left nothing behind
+
+
+@pytest.mark.parametrize(
+    "usage", [ZERO_USAGE, Usage(input_tokens=12, output_tokens=3, requests=1, cost_usd=0.25), Usage(cost_usd=None)]
+)
+def test_a_steps_usage_is_stored_as_json_dumps_writes_it_with_an_encoder_made_once(
+    usage: Usage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = json.dumps(usage.to_dict())
+    layers = _noted_calls(monkeypatch, json.JSONEncoder, "iterencode")
+    assert codec.dump_usage(usage) == expected
+    assert layers == [] and codec.load_usage(codec.dump_usage(usage)) == usage
+
+
+def test_the_store_tells_a_payloads_text_keys_without_a_call_per_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``shared_lists.cut`` walks a dict whose keys are all texts (each event payload) and takes any other
+    whole, as plain data; its keys are checked in C, not by ``all`` over a generator."""
+    calls = {"all": 0}
+
+    def counted_all(items: Any) -> bool:
+        calls["all"] += 1
+        return all(items)
+
+    monkeypatch.setattr(shared_lists, "all", counted_all, raising=False)
+    memory, pending = shared_lists.ListMemory(), shared_lists.Pending()
+    assert shared_lists.cut({"a": "x", "b": [1, 2], "c": {}}, "run", memory, pending) == {
+        "a": "x",
+        "b": [1, 2],
+        "c": {},
+    }
+    assert shared_lists.cut({1: "x", "b": (1,)}, "run", memory, pending) == {"1": "x", "b": [1]}
+    assert calls["all"] == 0
+
+
+def test_an_events_payload_is_made_without_a_call_per_field(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_call(value: Any) -> Any:
+        raise AssertionError("called")
+
+    monkeypatch.setattr(events, "_plain", no_call)
+    prompt = PromptSent("scripted", ({"role": "user", "content": "hi"},), True, history={"turns": 1})
+    assert prompt.to_payload() == {
+        "agent": "scripted",
+        "messages": [{"role": "user", "content": "hi"}],
+        "history_injected": True,
+        "history": {"turns": 1},
+    }
+
+
+def test_a_prompts_history_messages_are_its_turns_message_objects() -> None:
+    turns = [ConversationTurn("user", "a"), ConversationTurn("assistant", "b")]
+    assert all(m is t.message for m, t in zip(as_messages(turns), turns, strict=True))
+    assert as_messages(turns) == (ChatMessage("user", "a"), ChatMessage("assistant", "b"))

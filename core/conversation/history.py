@@ -10,6 +10,7 @@ Invariants:
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 
 from core.context import ConversationTurn, Summary
@@ -120,4 +121,7 @@ def history_block(turns: Sequence[ConversationTurn], template: Template | None) 
 
 
 def as_messages(turns: Sequence[ConversationTurn]) -> tuple[ChatMessage, ...]:
-    return tuple([turn.message for turn in turns])
+    return tuple(map(_MESSAGE, turns))  # the attribute read in C: a prompt's every turn
+
+
+_MESSAGE = operator.attrgetter("message")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import zlib
 from _json import make_encoder
-from json.encoder import encode_basestring
+from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, get_args
 
 from core.errors import StoreError
@@ -23,10 +23,6 @@ from core.views import ATOMIC, json_default
 _RUN_STATUSES: frozenset[str] = frozenset(get_args(RunStatus))
 _STEP_STATUSES: frozenset[str] = frozenset(get_args(StepStatus))
 _DAMAGED = "the database may be damaged"
-
-
-# Built once: ``json.dumps`` with any argument builds an encoder per call (~1 µs of a step's write each).
-_DUMP = json.JSONEncoder(default=json_default, ensure_ascii=False).encode
 
 
 def _not_plain(value: Any) -> Any:
@@ -43,7 +39,15 @@ def dump(value: Any) -> str | None:
     """JSON text for ``value``; None stays None (stored as NULL)."""
     if value is None:
         return None
-    return _DUMP(value)
+    return _dump(value)
+
+
+def _dump(value: Any) -> str:
+    """``JSONEncoder(default=json_default, ensure_ascii=False).encode(value)`` without its two Python layers:
+    the C encoder it makes (a new one each time: its check for cycles keeps state while it encodes)."""
+    if type(value) is str:
+        return encode_basestring(value)
+    return "".join(make_encoder({}, json_default, encode_basestring, None, ": ", ", ", False, False, True)(value, 0))
 
 
 def compact(value: Any) -> str:
@@ -100,7 +104,7 @@ def normalize(value: Any) -> Any:
 
 def dump_payload(payload: Any) -> str:
     """JSON text of an event payload (never NULL)."""
-    return _DUMP(dict(payload))
+    return _dump(dict(payload))
 
 
 def load_payload(text: str | bytes) -> dict[str, Any]:
@@ -110,8 +114,13 @@ def load_payload(text: str | bytes) -> dict[str, Any]:
     return value
 
 
+# ``json.dumps``' own encoder for a usage (numbers or None under four text keys: no cycle to check), made once.
+_USAGE = make_encoder(None, _not_plain, encode_basestring_ascii, None, ": ", ", ", False, False, True)
+
+
 def dump_usage(usage: Usage) -> str:
-    return json.dumps(usage.to_dict())
+    """``json.dumps(usage.to_dict())`` (every step's row has one)."""
+    return "".join(_USAGE(usage.to_dict(), 0))
 
 
 def load_usage(text: str | None) -> Usage:

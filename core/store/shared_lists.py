@@ -138,9 +138,8 @@ def cut(value: Any, run_id: str, memory: ListMemory, pending: Pending) -> Any:
     ``MIN_ITEMS`` are walked; anything else is made plain whole."""
     kind = type(value)
     if kind is dict:
-        if (len(value) == 1 and not value.keys().isdisjoint(texts.RESERVED_KEYS)) or not all(
-            type(key) is str for key in value
-        ):
+        # Its keys all texts: the set of their types, made in C (a generator cost a call per key).
+        if (len(value) == 1 and not value.keys().isdisjoint(texts.RESERVED_KEYS)) or not {*map(type, value)} <= _TEXT:
             return codec.plain(value)
         return {
             key: item if type(item) in ATOMIC else cut(item, run_id, memory, pending) for key, item in value.items()
@@ -159,6 +158,9 @@ def cut(value: Any, run_id: str, memory: ListMemory, pending: Pending) -> Any:
     if found.drop:
         return Cut(found, [*found.known[: found.keep], *found.known[found.keep + found.drop :], *new], new, exact)
     return Cut(found, [*found.known, *new], new, exact)
+
+
+_TEXT = {str}
 
 
 def _plain_items(items: list[Any]) -> tuple[list[Any], bool]:
