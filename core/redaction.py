@@ -118,8 +118,7 @@ def masked_under_key(value: Any) -> Any:
 def _may_match(value: str) -> bool:
     if not value.isascii() or _LITERAL_STARTS.search(value) is not None:
         return True
-    lowered = value.lower()
-    return any(word in lowered for word in _WORDS)
+    return any(map(value.lower().__contains__, _WORDS))  # each word looked for in C
 
 
 class Redactor:

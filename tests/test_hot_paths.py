@@ -22,11 +22,13 @@ import pytest
 
 from benchmarks import ensemble_run
 from blueprints import load_pipeline
-from core import bounds, events, templates, tokens
+from core import bounds, events, redaction, templates, tokens, views
+from core.agents.chat import input_text
 from core.agents.script import PythonAgent
 from core.config import load_settings
 from core.context import ConversationTurn, HitlEntry, RunContext
 from core.conversation import EnsembleStep
+from core.conversation.current_message import is_context
 from core.conversation.history import as_messages
 from core.conversation.turns import ActiveConversation, add_turn, start, turn_text
 from core.engine import Engine
@@ -34,12 +36,14 @@ from core.errors import TemplateError
 from core.events import PromptSent
 from core.policies import person
 from core.policies.frame import Frame
+from core.policies.frame import scope as frame_scope
 from core.policies.person import person_question
 from core.ports import AgentCall, ChatMessage, NullReporter
+from core.records import RunRecord, StepRecord, TraceEvent
 from core.redaction import MASK, Redactor
 from core.sandbox import BoundedSandbox
 from core.steps import Conversation, HitlStep, LoopStep
-from core.store import MemoryStore, codec, shared_lists
+from core.store import MemoryStore, codec, open_store, shared_lists, texts
 from core.templates import Expression, Template
 from core.testing import ScriptedHuman
 from core.usage import ZERO_USAGE, Usage
@@ -224,7 +228,8 @@ def test_a_long_list_of_numbers_made_by_a_template_is_looked_into_once(monkeypat
     scores = [*range(500), *(n / 2 for n in range(500)), True, None, "text"]
     made = Template("{{ context.scratchpad.scores + [7] }}").render({"context": {"scratchpad": {"scores": scores}}})
     monkeypatch.undo()
-    assert made == [*scores, 7] and [type(value) for value in calls] == [list, list]  # the list, not its items
+    # The list once (``plain`` tells it is no view by its type, without an ABC check), not its items.
+    assert made == [*scores, 7] and [type(value) for value in calls] == [list]
     with pytest.raises(TemplateError, match="'missing' is undefined"):
         Template("{{ [1, 2, [3, {'a': missing}]] }}").render({})
 
@@ -621,7 +626,72 @@ def test_the_store_tells_a_payloads_text_keys_without_a_call_per_key(monkeypatch
         "c": {},
     }
     assert shared_lists.cut({1: "x", "b": (1,)}, "run", memory, pending) == {"1": "x", "b": [1]}
+    # A prompt's new messages: kept as they are when all their keys and values are texts, else made plain.
+    messages: list[Any] = [{"role": "user", "content": "hi"}, "text", {"role": "user", "n": 1}, {1: "a"}]
+    kept, exact = shared_lists._plain_items(messages)
+    assert kept == [messages[0], "text", {"role": "user", "n": 1}, {"1": "a"}] and not exact
+    assert kept[0] is messages[0] and kept[2] is not messages[2]
     assert calls["all"] == 0
+
+
+def test_a_payloads_short_texts_and_numbers_are_stored_without_a_call_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    noted: list[Any] = []
+    real = shared_lists._finished
+
+    def counted(value: Any, *rest: Any) -> Any:
+        noted.append(value)
+        return real(value, *rest)
+
+    monkeypatch.setattr(shared_lists, "_finished", counted)
+    long = "x" * texts.MIN_SHARED
+    payload = {"a": "short", "b": 1, "c": None, "d": 2.5, "e": True, "f": long, "g": {"h": "short"}}
+    stored = shared_lists.finish(payload, "run", shared_lists.Pending(), lambda value: ("split", value), _no_store)
+    assert stored == {**payload, "f": ("split", long), "g": {"h": "short"}}
+    assert noted == [long, {"h": "short"}]  # not the short texts and numbers of a dict
+
+
+def _no_store(body: str) -> int:
+    raise AssertionError("no list to store")
+
+
+def test_an_agents_structured_input_is_its_json_text_with_an_encoder_made_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    value = {"a": [1, "é"], "b": object()}
+    expected = json.dumps(value, ensure_ascii=False, default=str)
+    made = _noted_calls(monkeypatch, json.JSONEncoder, "__init__")
+    assert input_text(value) == expected and input_text("as is") == "as is"
+    assert made == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["nothing here", "my PASSWORD is", "an Api key", "Bearer x", "AWS", "tokens", "pwd", "basics", "SeCrEt", "é pass"],
+)
+def test_a_text_that_may_hold_a_secret_is_told_as_before(text: str) -> None:
+    lowered = text.lower()
+    expected = not text.isascii() or redaction._LITERAL_STARTS.search(text) is not None
+    expected = expected or any(word in lowered for word in redaction._WORDS)
+    assert redaction._may_match(text) is expected
+
+
+def test_a_scope_and_the_context_check_tell_plain_values_without_an_abc_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``scope``'s previous step (every step), ``is_context`` (every agent step) and ``views.plain`` tell a text,
+    a dict or a list by its type before asking whether it is a view (a Mapping: the ABC machinery)."""
+    check = abc.ABCMeta.__instancecheck__
+    checked: list[Any] = []
+
+    def counting(cls: Any, instance: Any) -> bool:
+        checked.append(instance)
+        return check(cls, instance)
+
+    ctx = _context()
+    monkeypatch.setattr(abc.ABCMeta, "__instancecheck__", counting)
+    for previous in ("text", {"a": 1}, [1], 2, None):
+        assert frame_scope(ctx, previous)["previous_step"] == previous
+        assert not is_context(previous)
+        assert views.plain(previous) == previous
+    assert checked == []
+    view = ctx.lazy_view()
+    assert frame_scope(ctx, view)["previous_step"] is view and is_context(view) and is_context(view.materialize())
 
 
 def test_an_events_payload_is_made_without_a_call_per_field(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -642,3 +712,49 @@ def test_a_prompts_history_messages_are_its_turns_message_objects() -> None:
     turns = [ConversationTurn("user", "a"), ConversationTurn("assistant", "b")]
     assert all(m is t.message for m, t in zip(as_messages(turns), turns, strict=True))
     assert as_messages(turns) == (ChatMessage("user", "a"), ChatMessage("assistant", "b"))
+
+
+class _CountingConnection:
+    """A SQLite connection that notes the statements sent through ``Connection.execute`` (a cursor each)."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn, self.executed = conn, list[str]()
+
+    def execute(self, sql: str, *args: Any) -> Any:
+        self.executed.append(sql)
+        return self.conn.execute(sql, *args)
+
+    def executemany(self, sql: str, *args: Any) -> Any:
+        self.executed.append(sql)
+        return self.conn.executemany(sql, *args)
+
+    def cursor(self) -> Any:
+        return self.conn.cursor()
+
+    @property
+    def in_transaction(self) -> bool:
+        return bool(self.conn.in_transaction)
+
+
+async def test_a_steps_write_sends_its_statements_through_one_cursor(tmp_path: Path) -> None:
+    """``Connection.execute`` makes a cursor per statement; a step's write (``BEGIN``, its texts, its row, its
+    events, ``COMMIT``) uses a cursor of the transaction's and one of the batch's, and stores the same."""
+    store = await open_store(str(tmp_path / "flujo.db"))
+    try:
+        await store.create_run(RunRecord(run_id="r", pipeline_name="demo", status="running", created_at=1.0))
+        writer = store._writer
+        assert writer is not None
+        counting = _CountingConnection(writer._conn)
+        writer._conn = counting  # type: ignore[assignment]
+        long = "a long text " * 10
+        messages = [{"role": "user", "content": f"{long} {n}"} for n in range(9)]
+        events = [TraceEvent("agent.prompt", "p", {"messages": messages}, 2.0), TraceEvent("agent.reply", "p", {}, 3.0)]
+        step = StepRecord(run_id="r", path="p", name="p", kind="agent", status="completed", input=long, output=long)
+        await store.record_step(step, events)
+        writer._conn = counting.conn
+        assert counting.executed == []
+        [stored] = await store.steps("r")
+        assert (stored.input, stored.output) == (long, long)
+        assert [e.payload for e in await store.events("r")] == [{"messages": messages}, {}]
+    finally:
+        await store.close()

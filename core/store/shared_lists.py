@@ -175,7 +175,7 @@ def _plain_items(items: list[Any]) -> tuple[list[Any], bool]:
     exact = True
     for item in items:
         kind = type(item)
-        if kind is str or (kind is dict and all(type(key) is str and type(text) is str for key, text in item.items())):
+        if kind is str or (kind is dict and {*map(type, item), *map(type, item.values())} <= _TEXT):
             plain.append(item)
         else:
             plain.append(codec.plain(item))
@@ -253,10 +253,18 @@ def finish(
     if kind is dict:
         if len(value) == 1 and not value.keys().isdisjoint(texts.RESERVED_KEYS):
             return split(value)  # a plain value whole (``cut`` does not walk it), wrapped as ``texts.split`` does
-        return {key: _finished(item, run_id, pending, split, store) for key, item in value.items()}
+        return {
+            key: item
+            if (type(item) is str and len(item) < texts.MIN_SHARED) or type(item) in _NOT_TEXT
+            else _finished(item, run_id, pending, split, store)
+            for key, item in value.items()
+        }
     if kind is list:
         return [_finished(item, run_id, pending, split, store) for item in value]
     return split(value)
+
+
+_NOT_TEXT = ATOMIC - {str}  # numbers, booleans and None: stored as they are (``_finished``)
 
 
 def _finished(
