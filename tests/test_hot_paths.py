@@ -29,12 +29,13 @@ from core.config import load_settings
 from core.context import ConversationTurn, HitlEntry, RunContext
 from core.conversation import EnsembleStep
 from core.conversation.current_message import is_context
-from core.conversation.history import as_messages
+from core.conversation.history import as_messages, bound
 from core.conversation.turns import ActiveConversation, add_turn, start, turn_text
 from core.engine import Engine
 from core.errors import TemplateError
 from core.events import PromptSent
 from core.policies import person
+from core.policies.context_writes import agent_finished, note_agent_command
 from core.policies.frame import Frame
 from core.policies.frame import scope as frame_scope
 from core.policies.person import person_question
@@ -758,3 +759,72 @@ async def test_a_steps_write_sends_its_statements_through_one_cursor(tmp_path: P
         assert [e.payload for e in await store.events("r")] == [{"messages": messages}, {}]
     finally:
         await store.close()
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["1", " 1", "1 ", '{"a": [1, 2.5, "x"]}', '"\\u00e9"', "NaN", "[1,]", '{"a": }', "", "\ufeff1", "1 2", '"abc'],
+)
+def test_a_stored_value_is_read_as_json_loads_reads_it(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``codec.load`` scans a text that is one JSON value from end to end (all that the stores write) with
+    json.loads' own scanner, without its Python layers; anything else goes to json.loads itself."""
+
+    def read(how: Any) -> tuple[str, Any]:
+        try:
+            return "value", how(text)
+        except json.JSONDecodeError as exc:
+            return "error", str(exc)
+
+    expected = read(json.loads)
+    calls: list[str] = []
+    real = json.loads
+
+    def counted(value: str) -> Any:
+        calls.append(value)
+        return real(value)
+
+    monkeypatch.setattr(json, "loads", counted)
+    assert repr(read(codec._loads)) == repr(expected)
+    if expected[0] == "value" and text == text.strip():
+        assert calls == []  # read without json.loads
+
+
+def test_a_bounded_history_is_copied_once() -> None:
+    """``bound`` returns a list of its own: the slice of the history list, not a copy of that slice too."""
+
+    class Sliced(list[ConversationTurn]):
+        """A history list that remembers the slices taken of it."""
+
+        def __init__(self, items: list[ConversationTurn]) -> None:
+            super().__init__(items)
+            self.slices: list[Any] = []
+
+        def __getitem__(self, index: Any) -> Any:
+            part = super().__getitem__(index)
+            if isinstance(index, slice):
+                self.slices.append(part)
+            return part
+
+    turns = Sliced([ConversationTurn("user" if n % 2 else "assistant", f"turn {n}", 3) for n in range(40)])
+    for kept in (bound(turns), bound(turns, max_turns=10), bound(turns, max_tokens=40, keep_last=1)):
+        assert kept == turns[len(turns) - len(kept) :] and type(kept) is list
+        assert any(kept is part for part in turns.slices)  # the slice itself
+    assert bound(tuple(turns), max_turns=4) == turns[-4:]  # a tuple's slice is made a list
+
+
+def test_the_last_agent_command_of_a_dict_is_read_without_an_abc_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    check = abc.ABCMeta.__instancecheck__
+    checked: list[Any] = []
+
+    def counting(cls: Any, instance: Any) -> bool:
+        checked.append(instance)
+        return check(cls, instance)
+
+    ctx = _context()
+    monkeypatch.setattr(abc.ABCMeta, "__instancecheck__", counting)
+    note_agent_command(ctx, {"action": "finish", "why": "done"})
+    assert agent_finished(ctx) and checked == []
+    note_agent_command(ctx, MappingProxyType({"action": "ask"}))  # any mapping still counts
+    assert ctx.scratchpad["last_agent_command"] == {"action": "ask"} and not agent_finished(ctx)
+    ctx.scratchpad["last_agent_command"] = MappingProxyType({"action": "finish"})
+    assert agent_finished(ctx)
