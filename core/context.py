@@ -27,6 +27,7 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -83,12 +84,19 @@ class ConversationTurn:
     @cached_property
     def message(self) -> ChatMessage:
         """The turn as a chat message of a prompt; made once per turn (every later prompt sends it)."""
-        from core.ports import ChatMessage  # core.ports imports this module
-
-        return ChatMessage(self.role, self.content)
+        return _chat_message()(self.role, self.content)
 
     def to_dict(self) -> dict[str, Any]:
         return {"role": self.role, "content": self.content, "tokens": self.tokens}
+
+
+@functools.cache
+def _chat_message() -> type[ChatMessage]:
+    """``core.ports.ChatMessage``, imported once (core.ports imports this module): an import statement in a
+    function costs two formatted AttributeErrors (the module's ``__path__``) every time it runs."""
+    from core.ports import ChatMessage
+
+    return ChatMessage
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import builtins
 import copy
 import dataclasses
 import json
+import sqlite3
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -828,3 +830,47 @@ def test_the_last_agent_command_of_a_dict_is_read_without_an_abc_check(monkeypat
     assert ctx.scratchpad["last_agent_command"] == {"action": "ask"} and not agent_finished(ctx)
     ctx.scratchpad["last_agent_command"] = MappingProxyType({"action": "finish"})
     assert agent_finished(ctx)
+
+
+async def test_a_steps_texts_are_stored_without_sqlites_adaptation_of_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """sqlite3 adapts a ``bytes`` parameter (a formatted AttributeError each time when nothing is registered);
+    a text's digest is bound as a ``bytearray`` instead, stored as the same BLOB."""
+    adapted: list[Any] = []
+
+    def adapting(value: bytes) -> bytes:
+        adapted.append(value)
+        return value
+
+    monkeypatch.setitem(sqlite3.adapters, (bytes, sqlite3.PrepareProtocol), adapting)
+    store = await open_store(str(tmp_path / "flujo.db"))
+    long = "a long text " * 10
+    try:
+        await store.create_run(RunRecord(run_id="r", pipeline_name="demo", status="running", created_at=1.0))
+        messages = [{"role": "user", "content": f"{long} {n}"} for n in range(9)]
+        step = StepRecord(run_id="r", path="p", name="p", kind="agent", status="completed", output=long)
+        await store.record_step(step, [TraceEvent("agent.prompt", "p", {"messages": messages}, 2.0)])
+        assert texts.digest(long) not in adapted and b"" not in adapted  # (a long body, compressed, still is)
+        [stored] = await store.steps("r")
+        assert stored.output == long
+    finally:
+        await store.close()
+    with sqlite3.connect(tmp_path / "flujo.db") as conn:
+        hashes = {bytes(row[0]) for row in conn.execute("SELECT hash FROM texts")}
+    assert texts.digest(long) in hashes and b"" in hashes  # a list's row has an empty digest
+
+
+def test_a_turns_chat_message_is_made_without_an_import_each_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    ConversationTurn("user", "first").message  # noqa: B018  # the class imported once, here
+    imports: list[str] = []
+    real = builtins.__import__
+
+    def counted(name: str, *args: Any, **kwargs: Any) -> Any:
+        imports.append(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", counted)
+    made = [ConversationTurn("user", f"turn {n}").message for n in range(3)]
+    monkeypatch.undo()
+    assert imports == [] and made == [ChatMessage("user", f"turn {n}") for n in range(3)]

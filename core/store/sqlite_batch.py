@@ -159,7 +159,7 @@ class Batch:
     def _store_list(self, run_id: str) -> Callable[[str], int]:
         def store(body: str) -> int:
             # Found by its id only, never by its digest: an empty one keeps it out of text look-ups.
-            cursor = self._writes.execute(_INSERT_TEXT, (run_id, b"", codec.pack(body)))
+            cursor = self._writes.execute(_INSERT_TEXT, (run_id, _BLOB(), codec.pack(body)))
             assert cursor.lastrowid is not None
             return cursor.lastrowid
 
@@ -173,7 +173,7 @@ class Batch:
         digest = texts.digest(text)
         found = None if self._cache.complete(run_id) else self._find_text(run_id, text, digest)
         if found is None:
-            cursor = self._writes.execute(_INSERT_TEXT, (run_id, digest, codec.pack(text)))
+            cursor = self._writes.execute(_INSERT_TEXT, (run_id, _BLOB(digest), codec.pack(text)))
             assert cursor.lastrowid is not None
             found = cursor.lastrowid
         self._pending.text_ids[(run_id, text)] = found
@@ -190,6 +190,11 @@ class Batch:
             self._writes.executemany(
                 _INSERT_EVENT, [(run_id, e.path, e.kind, e.ts, p) for e, p in zip(events, payloads, strict=True)]
             )
+
+
+# A digest is bound as a bytearray, the same BLOB: sqlite3 passes a bytes parameter through its adaptation
+# protocol first, which costs a formatted AttributeError (``PrepareProtocol.__adapt__``) every time.
+_BLOB = bytearray
 
 
 def _payloads(events: Sequence[TraceEvent]) -> list[dict[str, Any]]:
