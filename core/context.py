@@ -18,10 +18,16 @@ Invariants:
 - ``conversation_history``, ``hitl_history`` and ``thread_turns`` change in place only by growing at the
   end (``append``, ``extend``); any other change replaces the list. So a view remembers a list and its
   length, not a copy of it.
+- So, too, an ``isolate()``d copy shares those three lists with its parent instead of copying them (a copy
+  cost the whole history every iteration): the copy appends to them, ``adopt`` keeps what it appended, and
+  ``keep_said`` gives the parent back the lists as they were at ``isolate()`` (the first items, copied),
+  plus the thread turns said. That needs one copy at a time, the parent untouched while it works: loop
+  iterations and map items, not parallel branches, which run at once on ``branch()`` copies.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -78,12 +84,19 @@ class ConversationTurn:
     @cached_property
     def message(self) -> ChatMessage:
         """The turn as a chat message of a prompt; made once per turn (every later prompt sends it)."""
-        from core.ports import ChatMessage  # core.ports imports this module
-
-        return ChatMessage(self.role, self.content)
+        return _chat_message()(self.role, self.content)
 
     def to_dict(self) -> dict[str, Any]:
         return {"role": self.role, "content": self.content, "tokens": self.tokens}
+
+
+@functools.cache
+def _chat_message() -> type[ChatMessage]:
+    """``core.ports.ChatMessage``, imported once (core.ports imports this module): an import statement in a
+    function costs two formatted AttributeErrors (the module's ``__path__``) every time it runs."""
+    from core.ports import ChatMessage
+
+    return ChatMessage
 
 
 @dataclass(frozen=True)
@@ -124,9 +137,25 @@ class RunContext:
     summary: Summary | None = None
     # The innermost ``conversation: true`` loop this context runs in (not state: never stored).
     conversation: ActiveConversation | None = field(default=None, compare=False, repr=False)
+    # On an ``isolate()``d copy until it is adopted: the parent's lists it shares, with their lengths then.
+    shared: _Shared | None = field(default=None, compare=False, repr=False)
 
     def isolate(self) -> RunContext:
-        """A copy to work on; changes reach this context only through ``adopt``."""
+        """A copy to work on; changes reach this context only through ``adopt``. One at a time: until the copy
+        is adopted or given to ``keep_said``, this context must neither change nor be isolated again (the
+        copy appends to the history lists they share; see the module's invariants)."""
+        hitl, turns, said = self.hitl_history, self.conversation_history, self.thread_turns
+        copy = RunContext(
+            self.initial_prompt, copied(self.scratchpad), dict(self.steps), hitl, turns, said, self.summary,
+            self.conversation,
+        )  # fmt: skip
+        copy.shared = _Shared(hitl, len(hitl), turns, len(turns), said, len(said))
+        return copy
+
+    def branch(self) -> RunContext:
+        """A copy to work on alongside other copies of this context (a parallel's branches): it shares no
+        list with this context, so copies may run at once; changes come back only as ``adopt`` or the
+        branch merge takes them."""
         return RunContext(
             initial_prompt=self.initial_prompt,
             scratchpad=copied(self.scratchpad),
@@ -140,6 +169,7 @@ class RunContext:
 
     def adopt(self, other: RunContext) -> None:
         """Take over the state of an isolated copy that finished successfully."""
+        other.shared = None  # what it appended to the lists it shared is this context's now
         self.initial_prompt = other.initial_prompt
         self.scratchpad = other.scratchpad
         self.steps = other.steps
@@ -151,7 +181,12 @@ class RunContext:
 
     def keep_said(self, stopped: Sequence[RunContext]) -> None:
         """Keep the thread turns said in isolated copies that stopped part-way (paused, failed, stopped by a
-        limit) and will not be adopted: those each copy added, in the order given."""
+        limit) and will not be adopted: those each copy added, in the order given. The lists an
+        ``isolate()``d copy shared with this context are first given back as they were then."""
+        for other in stopped:
+            shared, other.shared = other.shared, None
+            if shared is not None:
+                shared.give_back(self)
         known = len(self.thread_turns)
         self.thread_turns = [*self.thread_turns, *(turn for other in stopped for turn in other.thread_turns[known:])]
 
@@ -187,6 +222,29 @@ class RunContext:
 
     def to_dict(self) -> dict[str, Any]:
         return self.view()
+
+
+@dataclass(frozen=True, slots=True)
+class _Shared:
+    """The history lists an ``isolate()``d copy shares with its parent, each with its length at ``isolate()``."""
+
+    hitl: list[HitlEntry]
+    hitl_end: int
+    turns: list[ConversationTurn]
+    turns_end: int
+    said: list[ConversationTurn]
+    said_end: int
+
+    def give_back(self, parent: RunContext) -> None:
+        """Make ``parent``'s lists what they were at ``isolate()``: where the copy appended to a list the
+        parent still holds, the parent gets a new list of its first items. (Cut in place instead, the list
+        would change under what remembers it with a longer length: views the copy made.)"""
+        if parent.hitl_history is self.hitl and len(self.hitl) != self.hitl_end:
+            parent.hitl_history = self.hitl[: self.hitl_end]
+        if parent.conversation_history is self.turns and len(self.turns) != self.turns_end:
+            parent.conversation_history = self.turns[: self.turns_end]
+        if parent.thread_turns is self.said and len(self.said) != self.said_end:
+            parent.thread_turns = self.said[: self.said_end]
 
 
 def _scratchpad_view(scratchpad: dict[str, Any], turns: list[ConversationTurn], end: int) -> Any:

@@ -48,7 +48,7 @@ class _Event:
             value = getattr(self, name)
             if value is None and when_set:
                 continue
-            payload[name] = _plain(value)
+            payload[name] = list(value) if isinstance(value, tuple) else value  # as _plain, without a call
         return payload
 
 

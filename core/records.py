@@ -38,7 +38,10 @@ RunStatus = Literal[
 class TraceEvent:
     """A trace event of the step at ``path``, as the store keeps it: its ``kind`` (``agent.prompt``,
     ``hitl.answer``, ``loop.exit`` ...) and its ``payload``, JSON data. ``data`` is the event as its
-    dataclass (``core.events``): what readers match on."""
+    dataclass (``core.events``): what readers match on.
+
+    A payload is read, never changed (nothing in it either): events the engine makes share parts, such as
+    the masked dict of a message that a conversation's prompts send again (``Redactor.messages``)."""
 
     kind: str
     path: str

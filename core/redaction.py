@@ -118,8 +118,7 @@ def masked_under_key(value: Any) -> Any:
 def _may_match(value: str) -> bool:
     if not value.isascii() or _LITERAL_STARTS.search(value) is not None:
         return True
-    lowered = value.lower()
-    return any(word in lowered for word in _WORDS)
+    return any(map(value.lower().__contains__, _WORDS))  # each word looked for in C
 
 
 class Redactor:
@@ -168,11 +167,13 @@ class Redactor:
         return _ASSIGNMENT.sub(_mask_assignment, value)
 
     def messages(self, sent: Sequence[ChatMessageLike]) -> list[dict[str, str]]:
-        """``sent`` as ``{"role": ..., "content": ...}`` dicts, masked as ``value`` masks them, each a new dict
-        (two events never share one). A message object masked before is not masked again: the history a
-        conversation's prompts send is the same message objects from one prompt to the next
-        (``ConversationTurn.message``), so a prompt costs its new messages (its newest turns and its current
-        message); for the others it is a look-up and a copy, made in C."""
+        """``sent`` as ``{"role": ..., "content": ...}`` dicts, masked as ``value`` masks them, in a new list. A
+        message object masked before is not masked again: the history a conversation's prompts send is the
+        same message objects from one prompt to the next (``ConversationTurn.message``), so a prompt costs
+        its new messages (its newest turns and its current message); for the others it is a look-up, made in
+        C. Its masked dict is the same one in every event that sends it (an event's payload is never changed
+        once made: ``TraceEvent``), which the store then compares with the previous prompt's at the cost of a
+        pointer."""
         memo = self._messages
         found: list[dict[str, str] | None] = list(map(memo.get, map(id, sent)))
         if not all(found):  # some are new (a masked dict is never empty)
@@ -184,7 +185,7 @@ class Redactor:
                     masked = {"role": self.text(message.role), "content": self.text(message.content)}
                     found[index] = memo[id(message)] = masked
                     self._held[id(message)] = message
-        return list(map(dict.copy, found))  # type: ignore[arg-type]  # none is None now
+        return found  # type: ignore[return-value]  # none is None now
 
     def value(self, value: Any) -> Any:
         # Hot (every trace payload, every message of every prompt): exact types first, then the ABCs.

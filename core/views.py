@@ -61,7 +61,10 @@ class LazyView(Mapping[str, Any]):
 
 def plain(value: Any) -> Any:
     """``value`` with every LazyView in it materialized (other values are returned as they are)."""
-    if isinstance(value, LazyView):
+    kind = type(value)  # told apart by its type first: ``isinstance`` on a view asks the ABC machinery
+    if kind in ATOMIC:
+        return value
+    if kind is not dict and kind is not list and isinstance(value, LazyView):
         return value.materialize()
     if isinstance(value, dict):
         if any(_composite(item) for item in value.values()):

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import builtins
 import copy
+import dataclasses
 import json
+import sqlite3
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -21,26 +24,33 @@ import pytest
 
 from benchmarks import ensemble_run
 from blueprints import load_pipeline
-from core import bounds, templates, tokens
+from core import bounds, events, redaction, templates, tokens, views
+from core.agents.chat import input_text
 from core.agents.script import PythonAgent
 from core.config import load_settings
 from core.context import ConversationTurn, HitlEntry, RunContext
 from core.conversation import EnsembleStep
-from core.conversation.turns import add_turn, start
+from core.conversation.current_message import is_context
+from core.conversation.history import as_messages, bound
+from core.conversation.turns import ActiveConversation, add_turn, start, turn_text
 from core.engine import Engine
 from core.errors import TemplateError
 from core.events import PromptSent
 from core.policies import person
+from core.policies.context_writes import agent_finished, note_agent_command
 from core.policies.frame import Frame
+from core.policies.frame import scope as frame_scope
 from core.policies.person import person_question
 from core.ports import AgentCall, ChatMessage, NullReporter
+from core.records import RunRecord, StepRecord, TraceEvent
 from core.redaction import MASK, Redactor
 from core.sandbox import BoundedSandbox
 from core.steps import Conversation, HitlStep, LoopStep
-from core.store import MemoryStore
+from core.store import MemoryStore, codec, open_store, shared_lists, texts
 from core.templates import Expression, Template
 from core.testing import ScriptedHuman
-from core.views import LazyView, copied
+from core.usage import ZERO_USAGE, Usage
+from core.views import LazyView, copied, json_default
 
 
 def _noted_calls(monkeypatch: pytest.MonkeyPatch, owner: type, method: str) -> list[Any]:
@@ -221,7 +231,8 @@ def test_a_long_list_of_numbers_made_by_a_template_is_looked_into_once(monkeypat
     scores = [*range(500), *(n / 2 for n in range(500)), True, None, "text"]
     made = Template("{{ context.scratchpad.scores + [7] }}").render({"context": {"scratchpad": {"scores": scores}}})
     monkeypatch.undo()
-    assert made == [*scores, 7] and [type(value) for value in calls] == [list, list]  # the list, not its items
+    # The list once (``plain`` tells it is no view by its type, without an ABC check), not its items.
+    assert made == [*scores, 7] and [type(value) for value in calls] == [list]
     with pytest.raises(TemplateError, match="'missing' is undefined"):
         Template("{{ [1, 2, [3, {'a': missing}]] }}").render({})
 
@@ -273,7 +284,7 @@ def test_the_redactor_masks_sensitive_keys_in_every_mapping_of_a_list() -> None:
 def test_a_prompt_is_masked_for_the_cost_of_its_new_messages(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each prompt of a conversation resends the message objects the prompt before it sent (each turn's
     ``message``): those are masked once, a prompt costs its new messages; the result is what masking the
-    messages' dicts gives, in dicts of each prompt's own."""
+    messages' dicts gives, each prompt in a list of its own of the same masked dicts."""
     turns = [ConversationTurn("user" if n % 2 else "assistant", f"turn {n}: my api_key=k{n}") for n in range(102)]
     redactor = Redactor()
     masked = _noted_calls(monkeypatch, Redactor, "text")
@@ -283,8 +294,15 @@ def test_a_prompt_is_masked_for_the_cost_of_its_new_messages(monkeypatch: pytest
     assert masked == ["assistant", "turn 100: my api_key=k100", "user", "turn 101: my api_key=k101"]  # the new ones
     assert second == Redactor().value([turn.message.to_dict() for turn in turns]) and first == second[:100]
     assert second[5] == {"role": "user", "content": f"turn 5: my api_key={MASK}"}
-    second[5]["content"] = "changed"  # each prompt has dicts of its own
-    assert first[5]["content"] == redactor.messages([turns[5].message])[0]["content"] != "changed"
+    assert second is not first and all(a is b for a, b in zip(first, second, strict=False))  # not copied
+
+
+def test_the_store_remembers_a_prompts_message_dicts_themselves() -> None:
+    """The next prompt's list holds the very dicts the last one did (``Redactor.messages``): remembered as
+    they are, not copied, they compare with it at the cost of a pointer (``shared_lists._plain_items``)."""
+    messages = Redactor().messages([ChatMessage("user", f"turn {n}") for n in range(10)])
+    kept, exact = shared_lists._plain_items(messages)
+    assert exact and kept == messages and all(a is b for a, b in zip(kept, messages, strict=True))
 
 
 def test_a_question_in_a_conversation_is_asked_with_the_history_itself_not_a_copy() -> None:
@@ -512,3 +530,348 @@ async def test_a_python_function_is_given_the_context_entries_it_reads_made_plai
     assert given.copy() == expected and (given | {"z": 1}) == {**expected, "z": 1}
     assert ({"z": 1} | given) == {"z": 1, **expected} and list(reversed(given)) == list(reversed(expected))
     assert repr(given) == repr(MappingProxyType(expected)) and given["steps"] is given["steps"]
+
+
+_JSON_VALUES: list[Any] = [
+    'a text é"\\\n\x00',
+    {"a": [1, 2.5, -0.0, None, True, {"b": "ü"}], "c": float("nan"), "d": float("inf")},
+    [1e300, 12345678901234567890, "\ud800", [], {}],
+    {1: "a", False: "b", None: "c", 1.5: "d"},
+]
+
+
+@pytest.mark.parametrize("value", _JSON_VALUES)
+def test_the_stores_compact_json_is_json_dumps_without_an_encoder_built_per_call(
+    value: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``codec.compact`` (~8 a step's write) calls the C encoder it made once, not ``JSONEncoder.encode``,
+    which builds one on every call; the text is ``json.dumps``' own."""
+    expected = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    built = _noted_calls(monkeypatch, json.JSONEncoder, "iterencode")
+    assert codec.compact(value) == expected
+    assert built == []
+    with pytest.raises(TypeError, match="Object of type object is not JSON serializable"):
+        codec.compact({"a": [object()]})
+
+
+@pytest.mark.parametrize("value", _JSON_VALUES[1:])
+def test_a_turns_text_is_json_dumps_without_an_encoder_made_per_call(
+    value: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step result that is not text becomes a turn as ``json.dumps(value, ensure_ascii=False,
+    default=json_default)`` gives it (every agent reply of a conversation), with an encoder made once."""
+    expected = json.dumps(value, ensure_ascii=False, default=json_default)
+    made = _noted_calls(monkeypatch, json.JSONEncoder, "__init__")
+    assert turn_text(value) == expected
+    assert made == []
+    assert turn_text({"view": LazyView(("k",), lambda key: [key])}) == '{"view": {"k": ["k"]}}'
+
+
+def test_an_iterations_conversation_is_its_loops_with_that_input() -> None:
+    """``ActiveConversation.for_iteration`` writes its fields out (``dataclasses.replace`` cost several
+    times more): every field but the input is the loop's."""
+    values = {field.name: object() for field in dataclasses.fields(ActiveConversation)}
+    active = ActiveConversation(**values)
+    given = object()
+    assert active.for_iteration(given) == dataclasses.replace(active, iteration_input=given)
+    assert all(
+        getattr(active.for_iteration(given), name) is value
+        for name, value in values.items()
+        if name != "iteration_input"
+    )
+
+
+@pytest.mark.parametrize("value", [*_JSON_VALUES, {"view": LazyView(("k",), lambda key: [key])}, {"x": object()}])
+def test_a_value_is_dumped_as_json_dumps_does_without_its_python_layers(
+    value: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``codec.dump`` (a reply's JSON round trip, each stored value) calls the C encoder directly."""
+    expected = json.dumps(value, default=json_default, ensure_ascii=False)
+    layers = _noted_calls(monkeypatch, json.JSONEncoder, "iterencode")
+    assert codec.dump(value) == expected
+    assert codec.normalize(value) == json.loads(expected)
+    assert layers == []
+
+
+def test_a_value_that_holds_itself_is_still_refused_when_dumped() -> None:
+    looped: list[Any] = []
+    looped.append(looped)
+    with pytest.raises(ValueError, match="Circular reference detected"):
+        codec.dump(looped)
+    assert codec.dump([[1], {"a": [2]}]) == '[[1], {"a": [2]}]'  # the refusal left nothing behind
+
+
+@pytest.mark.parametrize(
+    "usage", [ZERO_USAGE, Usage(input_tokens=12, output_tokens=3, requests=1, cost_usd=0.25), Usage(cost_usd=None)]
+)
+def test_a_steps_usage_is_stored_as_json_dumps_writes_it_with_an_encoder_made_once(
+    usage: Usage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = json.dumps(usage.to_dict())
+    layers = _noted_calls(monkeypatch, json.JSONEncoder, "iterencode")
+    assert codec.dump_usage(usage) == expected
+    assert layers == [] and codec.load_usage(codec.dump_usage(usage)) == usage
+
+
+def test_the_store_tells_a_payloads_text_keys_without_a_call_per_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``shared_lists.cut`` walks a dict whose keys are all texts (each event payload) and takes any other
+    whole, as plain data; its keys are checked in C, not by ``all`` over a generator."""
+    calls = {"all": 0}
+
+    def counted_all(items: Any) -> bool:
+        calls["all"] += 1
+        return all(items)
+
+    monkeypatch.setattr(shared_lists, "all", counted_all, raising=False)
+    memory, pending = shared_lists.ListMemory(), shared_lists.Pending()
+    assert shared_lists.cut({"a": "x", "b": [1, 2], "c": {}}, "run", memory, pending) == {
+        "a": "x",
+        "b": [1, 2],
+        "c": {},
+    }
+    assert shared_lists.cut({1: "x", "b": (1,)}, "run", memory, pending) == {"1": "x", "b": [1]}
+    # A prompt's new messages: kept as they are when all their keys and values are texts, else made plain.
+    messages: list[Any] = [{"role": "user", "content": "hi"}, "text", {"role": "user", "n": 1}, {1: "a"}]
+    kept, exact = shared_lists._plain_items(messages)
+    assert kept == [messages[0], "text", {"role": "user", "n": 1}, {"1": "a"}] and not exact
+    assert kept[0] is messages[0] and kept[2] is not messages[2]
+    assert calls["all"] == 0
+
+
+def test_a_payloads_short_texts_and_numbers_are_stored_without_a_call_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    noted: list[Any] = []
+    real = shared_lists._finished
+
+    def counted(value: Any, *rest: Any) -> Any:
+        noted.append(value)
+        return real(value, *rest)
+
+    monkeypatch.setattr(shared_lists, "_finished", counted)
+    long = "x" * texts.MIN_SHARED
+    payload = {"a": "short", "b": 1, "c": None, "d": 2.5, "e": True, "f": long, "g": {"h": "short"}}
+    stored = shared_lists.finish(payload, "run", shared_lists.Pending(), lambda value: ("split", value), _no_store)
+    assert stored == {**payload, "f": ("split", long), "g": {"h": "short"}}
+    assert noted == [long, {"h": "short"}]  # not the short texts and numbers of a dict
+
+
+def _no_store(body: str) -> int:
+    raise AssertionError("no list to store")
+
+
+def test_an_agents_structured_input_is_its_json_text_with_an_encoder_made_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    value = {"a": [1, "é"], "b": object()}
+    expected = json.dumps(value, ensure_ascii=False, default=str)
+    made = _noted_calls(monkeypatch, json.JSONEncoder, "__init__")
+    assert input_text(value) == expected and input_text("as is") == "as is"
+    assert made == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["nothing here", "my PASSWORD is", "an Api key", "Bearer x", "AWS", "tokens", "pwd", "basics", "SeCrEt", "é pass"],
+)
+def test_a_text_that_may_hold_a_secret_is_told_as_before(text: str) -> None:
+    lowered = text.lower()
+    expected = not text.isascii() or redaction._LITERAL_STARTS.search(text) is not None
+    expected = expected or any(word in lowered for word in redaction._WORDS)
+    assert redaction._may_match(text) is expected
+
+
+def test_a_scope_and_the_context_check_tell_plain_values_without_an_abc_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``scope``'s previous step (every step), ``is_context`` (every agent step) and ``views.plain`` tell a text,
+    a dict or a list by its type before asking whether it is a view (a Mapping: the ABC machinery)."""
+    check = abc.ABCMeta.__instancecheck__
+    checked: list[Any] = []
+
+    def counting(cls: Any, instance: Any) -> bool:
+        checked.append(instance)
+        return check(cls, instance)
+
+    ctx = _context()
+    monkeypatch.setattr(abc.ABCMeta, "__instancecheck__", counting)
+    for previous in ("text", {"a": 1}, [1], 2, None):
+        assert frame_scope(ctx, previous)["previous_step"] == previous
+        assert not is_context(previous)
+        assert views.plain(previous) == previous
+    assert checked == []
+    view = ctx.lazy_view()
+    assert frame_scope(ctx, view)["previous_step"] is view and is_context(view) and is_context(view.materialize())
+
+
+def test_an_events_payload_is_made_without_a_call_per_field(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_call(value: Any) -> Any:
+        raise AssertionError("called")
+
+    monkeypatch.setattr(events, "_plain", no_call)
+    prompt = PromptSent("scripted", ({"role": "user", "content": "hi"},), True, history={"turns": 1})
+    assert prompt.to_payload() == {
+        "agent": "scripted",
+        "messages": [{"role": "user", "content": "hi"}],
+        "history_injected": True,
+        "history": {"turns": 1},
+    }
+
+
+def test_a_prompts_history_messages_are_its_turns_message_objects() -> None:
+    turns = [ConversationTurn("user", "a"), ConversationTurn("assistant", "b")]
+    assert all(m is t.message for m, t in zip(as_messages(turns), turns, strict=True))
+    assert as_messages(turns) == (ChatMessage("user", "a"), ChatMessage("assistant", "b"))
+
+
+class _CountingConnection:
+    """A SQLite connection that notes the statements sent through ``Connection.execute`` (a cursor each)."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn, self.executed = conn, list[str]()
+
+    def execute(self, sql: str, *args: Any) -> Any:
+        self.executed.append(sql)
+        return self.conn.execute(sql, *args)
+
+    def executemany(self, sql: str, *args: Any) -> Any:
+        self.executed.append(sql)
+        return self.conn.executemany(sql, *args)
+
+    def cursor(self) -> Any:
+        return self.conn.cursor()
+
+    @property
+    def in_transaction(self) -> bool:
+        return bool(self.conn.in_transaction)
+
+
+async def test_a_steps_write_sends_its_statements_through_one_cursor(tmp_path: Path) -> None:
+    """``Connection.execute`` makes a cursor per statement; a step's write (``BEGIN``, its texts, its row, its
+    events, ``COMMIT``) uses a cursor of the transaction's and one of the batch's, and stores the same."""
+    store = await open_store(str(tmp_path / "flujo.db"))
+    try:
+        await store.create_run(RunRecord(run_id="r", pipeline_name="demo", status="running", created_at=1.0))
+        writer = store._writer
+        assert writer is not None
+        counting = _CountingConnection(writer._conn)
+        writer._conn = counting  # type: ignore[assignment]
+        long = "a long text " * 10
+        messages = [{"role": "user", "content": f"{long} {n}"} for n in range(9)]
+        events = [TraceEvent("agent.prompt", "p", {"messages": messages}, 2.0), TraceEvent("agent.reply", "p", {}, 3.0)]
+        step = StepRecord(run_id="r", path="p", name="p", kind="agent", status="completed", input=long, output=long)
+        await store.record_step(step, events)
+        writer._conn = counting.conn
+        assert counting.executed == []
+        [stored] = await store.steps("r")
+        assert (stored.input, stored.output) == (long, long)
+        assert [e.payload for e in await store.events("r")] == [{"messages": messages}, {}]
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["1", " 1", "1 ", '{"a": [1, 2.5, "x"]}', '"\\u00e9"', "NaN", "[1,]", '{"a": }', "", "\ufeff1", "1 2", '"abc'],
+)
+def test_a_stored_value_is_read_as_json_loads_reads_it(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``codec.load`` scans a text that is one JSON value from end to end (all that the stores write) with
+    json.loads' own scanner, without its Python layers; anything else goes to json.loads itself."""
+
+    def read(how: Any) -> tuple[str, Any]:
+        try:
+            return "value", how(text)
+        except json.JSONDecodeError as exc:
+            return "error", str(exc)
+
+    expected = read(json.loads)
+    calls: list[str] = []
+    real = json.loads
+
+    def counted(value: str) -> Any:
+        calls.append(value)
+        return real(value)
+
+    monkeypatch.setattr(json, "loads", counted)
+    assert repr(read(codec._loads)) == repr(expected)
+    if expected[0] == "value" and text == text.strip():
+        assert calls == []  # read without json.loads
+
+
+def test_a_bounded_history_is_copied_once() -> None:
+    """``bound`` returns a list of its own: the slice of the history list, not a copy of that slice too."""
+
+    class Sliced(list[ConversationTurn]):
+        """A history list that remembers the slices taken of it."""
+
+        def __init__(self, items: list[ConversationTurn]) -> None:
+            super().__init__(items)
+            self.slices: list[Any] = []
+
+        def __getitem__(self, index: Any) -> Any:
+            part = super().__getitem__(index)
+            if isinstance(index, slice):
+                self.slices.append(part)
+            return part
+
+    turns = Sliced([ConversationTurn("user" if n % 2 else "assistant", f"turn {n}", 3) for n in range(40)])
+    for kept in (bound(turns), bound(turns, max_turns=10), bound(turns, max_tokens=40, keep_last=1)):
+        assert kept == turns[len(turns) - len(kept) :] and type(kept) is list
+        assert any(kept is part for part in turns.slices)  # the slice itself
+    assert bound(tuple(turns), max_turns=4) == turns[-4:]  # a tuple's slice is made a list
+
+
+def test_the_last_agent_command_of_a_dict_is_read_without_an_abc_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    check = abc.ABCMeta.__instancecheck__
+    checked: list[Any] = []
+
+    def counting(cls: Any, instance: Any) -> bool:
+        checked.append(instance)
+        return check(cls, instance)
+
+    ctx = _context()
+    monkeypatch.setattr(abc.ABCMeta, "__instancecheck__", counting)
+    note_agent_command(ctx, {"action": "finish", "why": "done"})
+    assert agent_finished(ctx) and checked == []
+    note_agent_command(ctx, MappingProxyType({"action": "ask"}))  # any mapping still counts
+    assert ctx.scratchpad["last_agent_command"] == {"action": "ask"} and not agent_finished(ctx)
+    ctx.scratchpad["last_agent_command"] = MappingProxyType({"action": "finish"})
+    assert agent_finished(ctx)
+
+
+async def test_a_steps_texts_are_stored_without_sqlites_adaptation_of_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """sqlite3 adapts a ``bytes`` parameter (a formatted AttributeError each time when nothing is registered);
+    a text's digest is bound as a ``bytearray`` instead, stored as the same BLOB."""
+    adapted: list[Any] = []
+
+    def adapting(value: bytes) -> bytes:
+        adapted.append(value)
+        return value
+
+    monkeypatch.setitem(sqlite3.adapters, (bytes, sqlite3.PrepareProtocol), adapting)
+    store = await open_store(str(tmp_path / "flujo.db"))
+    long = "a long text " * 10
+    try:
+        await store.create_run(RunRecord(run_id="r", pipeline_name="demo", status="running", created_at=1.0))
+        messages = [{"role": "user", "content": f"{long} {n}"} for n in range(9)]
+        step = StepRecord(run_id="r", path="p", name="p", kind="agent", status="completed", output=long)
+        await store.record_step(step, [TraceEvent("agent.prompt", "p", {"messages": messages}, 2.0)])
+        assert texts.digest(long) not in adapted and b"" not in adapted  # (a long body, compressed, still is)
+        [stored] = await store.steps("r")
+        assert stored.output == long
+    finally:
+        await store.close()
+    with sqlite3.connect(tmp_path / "flujo.db") as conn:
+        hashes = {bytes(row[0]) for row in conn.execute("SELECT hash FROM texts")}
+    assert texts.digest(long) in hashes and b"" in hashes  # a list's row has an empty digest
+
+
+def test_a_turns_chat_message_is_made_without_an_import_each_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    ConversationTurn("user", "first").message  # noqa: B018  # the class imported once, here
+    imports: list[str] = []
+    real = builtins.__import__
+
+    def counted(name: str, *args: Any, **kwargs: Any) -> Any:
+        imports.append(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", counted)
+    made = [ConversationTurn("user", f"turn {n}").message for n in range(3)]
+    monkeypatch.undo()
+    assert imports == [] and made == [ChatMessage("user", f"turn {n}") for n in range(3)]

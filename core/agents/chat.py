@@ -29,12 +29,16 @@ from core.errors import AgentOutputError
 from core.ports import AgentCall, AgentReply, ChatMessage, ChatRole, OutputRepair
 from core.usage import Usage
 
+# ``json.dumps(value, ensure_ascii=False, default=str)``'s encoder, made once (json.dumps with arguments makes
+# one per call: every agent call with a structured input).
+_INPUT_JSON = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
 
 def input_text(value: Any) -> str:
     """An input as message text: a string as is, anything else as JSON."""
     if isinstance(value, str):
         return value
-    return json.dumps(value, ensure_ascii=False, default=str)
+    return _INPUT_JSON(value)
 
 
 def chat_prompt(

@@ -8,7 +8,7 @@ oldest turn that fits a bound is found by bisection.
 Invariants:
 - A window is trusted for a list only when that list holds the very turn objects it was made from at the
   very same positions (checked by identity, turn by turn, in C): the history lists only grow at the end
-  (``core.context``), and each loop iteration works on a copy of them, so a window is keyed by the first
+  (``core.context``), and a parallel's branches work on copies of them, so a window is keyed by the first
   turn of the conversation, not by the list. Anything else (a list changed otherwise, a branch that went
   its own way) fails the check and the costs are summed again.
 - Every turn of a window has been counted (``ConversationTurn.tokens``): a window is made only once a bound

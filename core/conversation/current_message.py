@@ -25,6 +25,7 @@ from typing import Any
 
 from core.context import VIEW_KEYS, ConversationTurn, RunContext
 from core.conversation.turns import turn_text
+from core.views import ATOMIC
 
 _CONTEXT_KEYS = frozenset(VIEW_KEYS)
 
@@ -39,7 +40,10 @@ class CurrentMessage:
 
 def is_context(value: Any) -> bool:
     """Whether ``value`` is the run context as templates see it (a view of it, or its rendered copy)."""
-    return isinstance(value, Mapping) and set(value) == _CONTEXT_KEYS
+    kind = type(value)  # told by its type first: ``isinstance`` on a Mapping asks the ABC machinery
+    if kind is not dict and (kind in ATOMIC or kind is list or not isinstance(value, Mapping)):
+        return False
+    return set(value) == _CONTEXT_KEYS
 
 
 def current_message(

@@ -10,6 +10,7 @@ Invariants:
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 
 from core.context import ConversationTurn, Summary
@@ -53,20 +54,26 @@ def bound(
     stop = len(turns) if end is None else end
     window = remembered(turns) if max_tokens is not None else None
     if (max_turns is None or stop <= max_turns) and fits_uncounted(turns, max_tokens, stop, window):
-        return list(turns[:stop])  # everything fits, whatever the exact counts
+        return _copy(turns, 0, stop)  # everything fits, whatever the exact counts
     kept_from = max(0, stop - keep_last)
     # Both bounds hold for the newest turns up to some oldest turn (each turn costs at least one token)...
     oldest = 0 if max_turns is None else max(0, stop - max_turns)
     if max_tokens is not None:
         oldest = oldest_fitting(turns, stop, oldest, max_tokens, window)
     if oldest >= kept_from:
-        return list(turns[kept_from:stop])
+        return _copy(turns, kept_from, stop)
     # ... and units are kept whole: a user turn answering the assistant turn before it (which does not fit)
     # goes with it. Which turns pair up does not depend on where the walk starts: a pair is an assistant
     # turn and the user turn just after it, so no two pairs overlap.
     if oldest > 0 and turns[oldest].role == "user" and turns[oldest - 1].role == "assistant":
         oldest += 1
-    return list(turns[oldest:stop])
+    return _copy(turns, oldest, stop)
+
+
+def _copy(turns: Sequence[ConversationTurn], start: int, stop: int) -> list[ConversationTurn]:
+    """``list(turns[start:stop])``, without copying twice what a list's slice already copied (every prompt)."""
+    part = turns[start:stop]
+    return part if type(part) is list else list(part)
 
 
 def drop_oldest(turns: Sequence[ConversationTurn], count: int, *, keep_last: int = 0) -> list[ConversationTurn]:
@@ -120,4 +127,7 @@ def history_block(turns: Sequence[ConversationTurn], template: Template | None) 
 
 
 def as_messages(turns: Sequence[ConversationTurn]) -> tuple[ChatMessage, ...]:
-    return tuple([turn.message for turn in turns])
+    return tuple(map(_MESSAGE, turns))  # the attribute read in C: a prompt's every turn
+
+
+_MESSAGE = operator.attrgetter("message")

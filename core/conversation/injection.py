@@ -90,13 +90,15 @@ async def prepare(
         max_tokens = room if max_tokens is None else min(max_tokens, room)
     question = question_of(turns, end)  # never send an answer without the question it answers
     head = min(head, end)
-    kept = list(turns[:head]) + bound(
+    kept = bound(
         turns[head:] if head else turns,  # no copy of the whole history when there is no summary turn
         end=end - head,
         max_tokens=max_tokens,
         max_turns=max_turns,
         keep_last=min(question, end - head),
     )
+    if head:
+        kept[:0] = turns[:head]
     if kept and (isinstance(message, str) or not as_text):
         kept = _fit_window(agent, step.name, message, kept, template if as_text else _MESSAGES, question)
     trace: dict[str, Any] = {"conversation": active.loop, "turns": len(kept), "dropped": end - len(kept)}

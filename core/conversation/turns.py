@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from core.context import ConversationTurn, Role, RunContext
@@ -56,7 +56,11 @@ class ActiveConversation:
     threaded: bool = False  # this conversation continues the run's thread: its new turns are recorded for it
 
     def for_iteration(self, iteration_input: Any) -> ActiveConversation:
-        return replace(self, iteration_input=iteration_input)
+        # Every field written out: ``dataclasses.replace`` costs several times more, once per iteration.
+        return ActiveConversation(
+            self.loop, self.settings, self.assistant_steps, self.user_steps, self.hitl_is_user, iteration_input,
+            self.threaded,
+        )  # fmt: skip
 
 
 def start(loop: LoopStep, *, threaded: bool = False) -> ActiveConversation:
@@ -112,11 +116,16 @@ def _leaf_steps(steps: Sequence[Step]) -> Iterator[Step]:
                 yield from _leaf_steps(step.default_branch)
 
 
+# ``json.dumps(value, ensure_ascii=False, default=json_default)``'s encoder, built once (json.dumps with any
+# argument builds one per call).
+_TURN_JSON = json.JSONEncoder(ensure_ascii=False, default=json_default).encode
+
+
 def turn_text(value: Any) -> str:
     """A step result as turn content: text as it is, anything else as compact JSON."""
     if isinstance(value, str):
         return value
-    return json.dumps(value, ensure_ascii=False, default=json_default)
+    return _TURN_JSON(value)
 
 
 def add_turn(ctx: RunContext, role: Role, content: str) -> None:

@@ -89,11 +89,11 @@ def note_agent_command(ctx: RunContext, output: Any) -> None:
 
     This is what ``stop_when: agent_finished`` reads (``...last_agent_command.action == 'finish'``).
     """
-    if isinstance(output, Mapping) and "action" in output:
+    if (type(output) is dict or isinstance(output, Mapping)) and "action" in output:  # a dict without the ABC check
         ctx.scratchpad["last_agent_command"] = copied(dict(output))
 
 
 def agent_finished(ctx: RunContext) -> bool:
     """True when the last agent command (see ``note_agent_command``) is ``{"action": "finish", ...}``."""
     command = ctx.scratchpad.get("last_agent_command")
-    return isinstance(command, Mapping) and command.get("action") == "finish"
+    return (type(command) is dict or isinstance(command, Mapping)) and command.get("action") == "finish"

@@ -271,6 +271,11 @@ class Reservation:
     released: bool = False
 
 
+_NOT_VIEWS = frozenset(
+    {str, dict, list, int, float, bool, type(None)}
+)  # told without an ABC check (a view is a Mapping)
+
+
 def scope(ctx: RunContext, previous: Any, *, iteration: int | None = None) -> dict[str, Any]:
     """Variables for templates and expressions at this point of the run: copies, never live state.
 
@@ -279,7 +284,9 @@ def scope(ctx: RunContext, previous: Any, *, iteration: int | None = None) -> di
     view = ctx.lazy_view()
     variables: dict[str, Any] = {
         "context": view,
-        "previous_step": previous if isinstance(previous, LazyView) else copied(previous),
+        "previous_step": copied(previous)
+        if type(previous) in _NOT_VIEWS or not isinstance(previous, LazyView)
+        else previous,
         "steps": view["steps"],
         "initial_prompt": view["initial_prompt"],
     }

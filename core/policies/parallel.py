@@ -126,7 +126,7 @@ async def run_parallel(
 ) -> Any:
     frame.reporter.step_started(path, step.name, step.kind)
     started = time.time()
-    contexts = [(name, ctx.isolate()) for name, _ in step.branches]
+    contexts = [(name, ctx.branch()) for name, _ in step.branches]
     try:
         results = await asyncio.gather(
             *(

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import json
 import zlib
+from _json import make_encoder
+from collections.abc import Callable
+from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, get_args
 
 from core.errors import StoreError
@@ -23,22 +26,53 @@ _STEP_STATUSES: frozenset[str] = frozenset(get_args(StepStatus))
 _DAMAGED = "the database may be damaged"
 
 
-# Built once: ``json.dumps`` with any argument builds an encoder per call (~1 µs of a step's write each).
-_DUMP = json.JSONEncoder(default=json_default, ensure_ascii=False).encode
-_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+def _not_plain(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+# The C encoder that ``JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode`` makes on every call,
+# made once. Without the check for cycles (``markers``): what ``compact`` is given is plain data the store
+# has just built (``texts.split``, ``shared_lists.finish``), which has none; a step writes ~8 of them.
+_COMPACT = make_encoder(None, _not_plain, encode_basestring, None, ":", ",", False, False, True)
 
 
 def dump(value: Any) -> str | None:
     """JSON text for ``value``; None stays None (stored as NULL)."""
     if value is None:
         return None
-    return _DUMP(value)
+    return _dump(value)
+
+
+def _dump(value: Any) -> str:
+    """``JSONEncoder(default=json_default, ensure_ascii=False).encode(value)`` without its two Python layers:
+    the C encoder it makes (a new one each time: its check for cycles keeps state while it encodes)."""
+    if type(value) is str:
+        return encode_basestring(value)
+    return "".join(make_encoder({}, json_default, encode_basestring, None, ": ", ", ", False, False, True)(value, 0))
 
 
 def compact(value: Any) -> str:
     """Compact JSON text of plain data (``json.dumps(value, ensure_ascii=False, separators=(",", ":"))``):
-    how the stores write a value once its long texts are references."""
-    return _COMPACT(value)
+    how the stores write a value once its long texts are references. Plain data only: a value that holds
+    itself is not detected as such (it exhausts the recursion limit)."""
+    if type(value) is str:
+        return encode_basestring(value)
+    return "".join(_COMPACT(value, 0))
+
+
+# json.loads' own scanner (C), which it reaches through three Python layers (typeshed leaves the attribute out).
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
+def _loads(text: str) -> Any:
+    """``json.loads(text)``: a text that is one JSON value from its first character to its last (all that the
+    stores write) is scanned directly; anything else (whitespace around it, or not JSON) goes to json.loads,
+    which reads it or raises as it does."""
+    try:
+        value, end = _SCAN(text, 0)
+    except StopIteration:
+        return json.loads(text)
+    return value if end == len(text) else json.loads(text)
 
 
 def load(text: str | bytes | None) -> Any:
@@ -46,7 +80,7 @@ def load(text: str | bytes | None) -> Any:
     if text is None:
         return None
     try:
-        return json.loads(unpack(text))
+        return _loads(unpack(text))
     except json.JSONDecodeError as exc:
         raise StoreError(f"a stored value is not valid JSON: {exc}", hint=_DAMAGED) from exc
 
@@ -86,7 +120,7 @@ def normalize(value: Any) -> Any:
 
 def dump_payload(payload: Any) -> str:
     """JSON text of an event payload (never NULL)."""
-    return _DUMP(dict(payload))
+    return _dump(dict(payload))
 
 
 def load_payload(text: str | bytes) -> dict[str, Any]:
@@ -96,8 +130,13 @@ def load_payload(text: str | bytes) -> dict[str, Any]:
     return value
 
 
+# ``json.dumps``' own encoder for a usage (numbers or None under four text keys: no cycle to check), made once.
+_USAGE = make_encoder(None, _not_plain, encode_basestring_ascii, None, ": ", ", ", False, False, True)
+
+
 def dump_usage(usage: Usage) -> str:
-    return json.dumps(usage.to_dict())
+    """``json.dumps(usage.to_dict())`` (every step's row has one)."""
+    return "".join(_USAGE(usage.to_dict(), 0))
 
 
 def load_usage(text: str | None) -> Usage:

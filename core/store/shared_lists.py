@@ -138,9 +138,8 @@ def cut(value: Any, run_id: str, memory: ListMemory, pending: Pending) -> Any:
     ``MIN_ITEMS`` are walked; anything else is made plain whole."""
     kind = type(value)
     if kind is dict:
-        if (len(value) == 1 and not value.keys().isdisjoint(texts.RESERVED_KEYS)) or not all(
-            type(key) is str for key in value
-        ):
+        # Its keys all texts: the set of their types, made in C (a generator cost a call per key).
+        if (len(value) == 1 and not value.keys().isdisjoint(texts.RESERVED_KEYS)) or not {*map(type, value)} <= _TEXT:
             return codec.plain(value)
         return {
             key: item if type(item) in ATOMIC else cut(item, run_id, memory, pending) for key, item in value.items()
@@ -161,21 +160,22 @@ def cut(value: Any, run_id: str, memory: ListMemory, pending: Pending) -> Any:
     return Cut(found, [*found.known, *new], new, exact)
 
 
+_TEXT = {str}
+
+
 def _plain_items(items: list[Any]) -> tuple[list[Any], bool]:
     """``codec.plain(items)``, and whether every item is a text or a mapping of texts to texts (a chat
     message): the items a later list can be compared with as it is given, since Python's ``==`` with them
     holds only for what stores the same (not so for numbers: ``True == 1 == 1.0``, three JSON values).
 
-    Such a message is copied without a JSON round trip, keeping its very texts: the next list's items,
-    whose texts are mostly the same objects (redaction keeps a text it does not change), then compare with
-    it at the cost of a pointer."""
+    Such a message is kept as it is, not copied: a payload is never changed once made (``TraceEvent``), and
+    the next prompt's list mostly holds the very same dicts (``Redactor.messages`` gives a message object's
+    masked dict to every event that sends it), which then compare with it at the cost of a pointer."""
     plain: list[Any] = []
     exact = True
     for item in items:
         kind = type(item)
-        if kind is dict and all(type(key) is str and type(text) is str for key, text in item.items()):
-            plain.append(dict(item))
-        elif kind is str:
+        if kind is str or (kind is dict and {*map(type, item), *map(type, item.values())} <= _TEXT):
             plain.append(item)
         else:
             plain.append(codec.plain(item))
@@ -253,10 +253,18 @@ def finish(
     if kind is dict:
         if len(value) == 1 and not value.keys().isdisjoint(texts.RESERVED_KEYS):
             return split(value)  # a plain value whole (``cut`` does not walk it), wrapped as ``texts.split`` does
-        return {key: _finished(item, run_id, pending, split, store) for key, item in value.items()}
+        return {
+            key: item
+            if (type(item) is str and len(item) < texts.MIN_SHARED) or type(item) in _NOT_TEXT
+            else _finished(item, run_id, pending, split, store)
+            for key, item in value.items()
+        }
     if kind is list:
         return [_finished(item, run_id, pending, split, store) for item in value]
     return split(value)
+
+
+_NOT_TEXT = ATOMIC - {str}  # numbers, booleans and None: stored as they are (``_finished``)
 
 
 def _finished(

@@ -45,6 +45,8 @@ class Batch:
 
     def __init__(self, conn: sqlite3.Connection, cache: TextCache, pending: Pending) -> None:
         self._conn = conn
+        # One cursor for the statements a step's write makes (Connection.execute makes a cursor per statement).
+        self._writes = conn.cursor()
         self._cache = cache
         self._pending = pending
 
@@ -62,7 +64,7 @@ class Batch:
             step.run_id, [step.input, step.output, *_payloads(events)], payloads_from=2
         )
         # REPLACE deletes a row at the same (run_id, path) before inserting: the new row gets a new seq.
-        self._conn.execute(_REPLACE_STEP, codec.step_row(step, input, output))
+        self._writes.execute(_REPLACE_STEP, codec.step_row(step, input, output))
         self._insert_events(step.run_id, events, payloads)
 
     def record_events(self, run_id: str, events: Sequence[TraceEvent]) -> None:
@@ -157,7 +159,7 @@ class Batch:
     def _store_list(self, run_id: str) -> Callable[[str], int]:
         def store(body: str) -> int:
             # Found by its id only, never by its digest: an empty one keeps it out of text look-ups.
-            cursor = self._conn.execute(_INSERT_TEXT, (run_id, b"", codec.pack(body)))
+            cursor = self._writes.execute(_INSERT_TEXT, (run_id, _BLOB(), codec.pack(body)))
             assert cursor.lastrowid is not None
             return cursor.lastrowid
 
@@ -171,7 +173,7 @@ class Batch:
         digest = texts.digest(text)
         found = None if self._cache.complete(run_id) else self._find_text(run_id, text, digest)
         if found is None:
-            cursor = self._conn.execute(_INSERT_TEXT, (run_id, digest, codec.pack(text)))
+            cursor = self._writes.execute(_INSERT_TEXT, (run_id, _BLOB(digest), codec.pack(text)))
             assert cursor.lastrowid is not None
             found = cursor.lastrowid
         self._pending.text_ids[(run_id, text)] = found
@@ -185,9 +187,14 @@ class Batch:
 
     def _insert_events(self, run_id: str, events: Sequence[TraceEvent], payloads: Sequence[str | bytes | None]) -> None:
         if events:
-            self._conn.executemany(
+            self._writes.executemany(
                 _INSERT_EVENT, [(run_id, e.path, e.kind, e.ts, p) for e, p in zip(events, payloads, strict=True)]
             )
+
+
+# A digest is bound as a bytearray, the same BLOB: sqlite3 passes a bytes parameter through its adaptation
+# protocol first, which costs a formatted AttributeError (``PrepareProtocol.__adapt__``) every time.
+_BLOB = bytearray
 
 
 def _payloads(events: Sequence[TraceEvent]) -> list[dict[str, Any]]:

@@ -54,10 +54,11 @@ async def _rollback(db: aiosqlite.Connection) -> None:
 def run_transaction(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
     """``work(conn)`` inside ``BEGIN IMMEDIATE`` … ``COMMIT``, or ``ROLLBACK`` on any exception, on the
     calling thread (the connection's own)."""
-    conn.execute("BEGIN IMMEDIATE")
+    cursor = conn.cursor()  # one for both statements (Connection.execute makes a cursor per statement)
+    cursor.execute("BEGIN IMMEDIATE")
     try:
         result = work(conn)
-        conn.execute("COMMIT")
+        cursor.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
