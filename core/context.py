@@ -28,7 +28,7 @@ Invariants:
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
@@ -60,9 +60,7 @@ class ConversationTurn:
         """The content's tokens, counted on the first read (which loads the tokenizer, once per process)."""
         count = self.counted
         if count is None:
-            from core.tokens import count_tokens  # here: core.tokens imports core.ports, which imports this
-
-            count = count_tokens(self.content)
+            count = _count_tokens()(self.content)
             object.__setattr__(self, "counted", count)  # a cache, filled once: callers see a frozen turn
         return count
 
@@ -88,6 +86,15 @@ class ConversationTurn:
 
     def to_dict(self) -> dict[str, Any]:
         return {"role": self.role, "content": self.content, "tokens": self.tokens}
+
+
+@functools.cache
+def _count_tokens() -> Callable[[str], int]:
+    """``core.tokens.count_tokens``, imported once, as ``_chat_message`` (core.tokens imports core.ports,
+    which imports this module)."""
+    from core.tokens import count_tokens
+
+    return count_tokens
 
 
 @functools.cache

@@ -875,3 +875,18 @@ def test_a_turns_chat_message_is_made_without_an_import_each_time(monkeypatch: p
     made = [ConversationTurn("user", f"turn {n}").message for n in range(3)]
     monkeypatch.undo()
     assert imports == [] and made == [ChatMessage("user", f"turn {n}") for n in range(3)]
+
+
+def test_a_turns_tokens_are_counted_without_an_import_each_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    ConversationTurn("user", "first").tokens  # noqa: B018  # count_tokens imported once, here
+    imports: list[str] = []
+    real = builtins.__import__
+
+    def counted(name: str, *args: Any, **kwargs: Any) -> Any:
+        imports.append(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", counted)
+    counts = [ConversationTurn("user", f"turn number {n}").tokens for n in range(3)]
+    monkeypatch.undo()
+    assert imports == [] and counts == [tokens.count_tokens(f"turn number {n}") for n in range(3)]
