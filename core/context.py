@@ -28,9 +28,10 @@ Invariants:
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
 from core.views import LazyView, copied, snapshot_of
@@ -60,8 +61,9 @@ class ConversationTurn:
         """The content's tokens, counted on the first read (which loads the tokenizer, once per process)."""
         count = self.counted
         if count is None:
-            count = _count_tokens()(self.content)
-            object.__setattr__(self, "counted", count)  # a cache, filled once: callers see a frozen turn
+            made: int = _tokens().count_tokens(self.content)
+            object.__setattr__(self, "counted", made)  # a cache, filled once: callers see a frozen turn
+            return made
         return count
 
     @property
@@ -89,12 +91,12 @@ class ConversationTurn:
 
 
 @functools.cache
-def _count_tokens() -> Callable[[str], int]:
-    """``core.tokens.count_tokens``, imported once, as ``_chat_message`` (core.tokens imports core.ports,
-    which imports this module)."""
-    from core.tokens import count_tokens
+def _tokens() -> ModuleType:
+    """``core.tokens``, imported once, as ``_chat_message`` (core.tokens imports core.ports, which imports
+    this module). The module, not its function: what counts is looked up on it at each count."""
+    from core import tokens
 
-    return count_tokens
+    return tokens
 
 
 @functools.cache
