@@ -16,9 +16,10 @@ import copy
 import dataclasses
 import json
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -677,9 +678,8 @@ def test_a_text_that_may_hold_a_secret_is_told_as_before(text: str) -> None:
     assert redaction._may_match(text) is expected
 
 
-def test_a_scope_and_the_context_check_tell_plain_values_without_an_abc_check(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``scope``'s previous step (every step), ``is_context`` (every agent step) and ``views.plain`` tell a text,
-    a dict or a list by its type before asking whether it is a view (a Mapping: the ABC machinery)."""
+def _abc_checks(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """From now on in the test, every instance an ABC isinstance check is asked about."""
     check = abc.ABCMeta.__instancecheck__
     checked: list[Any] = []
 
@@ -687,8 +687,15 @@ def test_a_scope_and_the_context_check_tell_plain_values_without_an_abc_check(mo
         checked.append(instance)
         return check(cls, instance)
 
-    ctx = _context()
     monkeypatch.setattr(abc.ABCMeta, "__instancecheck__", counting)
+    return checked
+
+
+def test_a_scope_and_the_context_check_tell_plain_values_without_an_abc_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``scope``'s previous step (every step), ``is_context`` (every agent step) and ``views.plain`` tell a text,
+    a dict or a list by its type before asking whether it is a view (a Mapping: the ABC machinery)."""
+    ctx = _context()
+    checked = _abc_checks(monkeypatch)
     for previous in ("text", {"a": 1}, [1], 2, None):
         assert frame_scope(ctx, previous)["previous_step"] == previous
         assert not is_context(previous)
@@ -816,15 +823,8 @@ def test_a_bounded_history_is_copied_once() -> None:
 
 
 def test_the_last_agent_command_of_a_dict_is_read_without_an_abc_check(monkeypatch: pytest.MonkeyPatch) -> None:
-    check = abc.ABCMeta.__instancecheck__
-    checked: list[Any] = []
-
-    def counting(cls: Any, instance: Any) -> bool:
-        checked.append(instance)
-        return check(cls, instance)
-
     ctx = _context()
-    monkeypatch.setattr(abc.ABCMeta, "__instancecheck__", counting)
+    checked = _abc_checks(monkeypatch)
     note_agent_command(ctx, {"action": "finish", "why": "done"})
     assert agent_finished(ctx) and checked == []
     note_agent_command(ctx, MappingProxyType({"action": "ask"}))  # any mapping still counts
@@ -862,8 +862,11 @@ async def test_a_steps_texts_are_stored_without_sqlites_adaptation_of_bytes(
     assert texts.digest(long) in hashes and b"" in hashes  # a list's row has an empty digest
 
 
-def test_a_turns_chat_message_is_made_without_an_import_each_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    ConversationTurn("user", "first").message  # noqa: B018  # the class imported once, here
+T = TypeVar("T")
+
+
+def _imports_while(monkeypatch: pytest.MonkeyPatch, work: Callable[[], T]) -> tuple[list[str], T]:
+    """What ``work`` imported (every import statement it ran), and what it returned."""
     imports: list[str] = []
     real = builtins.__import__
 
@@ -872,21 +875,23 @@ def test_a_turns_chat_message_is_made_without_an_import_each_time(monkeypatch: p
         return real(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", counted)
-    made = [ConversationTurn("user", f"turn {n}").message for n in range(3)]
-    monkeypatch.undo()
+    try:
+        return imports, work()
+    finally:
+        monkeypatch.undo()
+
+
+def test_a_turns_chat_message_is_made_without_an_import_each_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    ConversationTurn("user", "first").message  # noqa: B018  # the class imported once, here
+    imports, made = _imports_while(
+        monkeypatch, lambda: [ConversationTurn("user", f"turn {n}").message for n in range(3)]
+    )
     assert imports == [] and made == [ChatMessage("user", f"turn {n}") for n in range(3)]
 
 
 def test_a_turns_tokens_are_counted_without_an_import_each_time(monkeypatch: pytest.MonkeyPatch) -> None:
     ConversationTurn("user", "first").tokens  # noqa: B018  # count_tokens imported once, here
-    imports: list[str] = []
-    real = builtins.__import__
-
-    def counted(name: str, *args: Any, **kwargs: Any) -> Any:
-        imports.append(name)
-        return real(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", counted)
-    counts = [ConversationTurn("user", f"turn number {n}").tokens for n in range(3)]
-    monkeypatch.undo()
+    imports, counts = _imports_while(
+        monkeypatch, lambda: [ConversationTurn("user", f"turn number {n}").tokens for n in range(3)]
+    )
     assert imports == [] and counts == [tokens.count_tokens(f"turn number {n}") for n in range(3)]
