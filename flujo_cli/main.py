@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -613,8 +614,10 @@ def main() -> None:
         ):
             _interrupted_before_start()
         _ignore_ctrl_c_while_exiting()
+        _end_now_if_a_local_model_runs(exc.code)
         raise
     _ignore_ctrl_c_while_exiting()
+    _end_now_if_a_local_model_runs(0)
 
 
 def _ignore_ctrl_c_while_exiting() -> None:
@@ -623,6 +626,32 @@ def _ignore_ctrl_c_while_exiting() -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _end_now_if_a_local_model_runs(code: object) -> None:
+    """End the process with ``code`` now, skipping the interpreter's and C++'s exit, if this process started
+    the in-process llama.cpp server: its threads may still be generating (a Ctrl-C mid-reply), and llama.cpp's
+    static objects, destroyed by a normal exit, are in use by them (SIGSEGV after the run was saved).
+    The command is over: its store is closed and its output written; what is left is flushed here."""
+    import sys
+
+    server = sys.modules.get("core.agents.local_server")  # never imported: no server, nothing to do
+    if server is None or not server.running():
+        return
+    if code is None:
+        status = 0
+    elif isinstance(code, int):
+        status = code
+    else:  # sys.exit("message") prints it and exits 1, as Python would
+        sys.stderr.write(f"{code}\n")
+        status = 1
+    logging = sys.modules.get("logging")
+    if logging is not None:
+        logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe or stream: nothing more can reach it
+            stream.flush()
+    os._exit(status)
 
 
 def _interrupted_before_start() -> NoReturn:

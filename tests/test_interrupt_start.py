@@ -132,3 +132,27 @@ def test_ctrl_c_once_the_command_has_ended_keeps_its_exit_code(tmp_path: Path) -
     _, stderr = process.communicate(timeout=60)
     assert "Traceback" not in stderr, stderr
     assert process.returncode == 4 and "paused at get_goal" in stderr, stderr
+
+
+# ``flujo run`` in a process where the in-process llama.cpp server runs (here a stand-in entry): the process
+# ends with os._exit once the command is done, so nothing registered to run at exit does (llama.cpp's static
+# objects, destroyed at a normal exit, are used by a server thread still generating: SIGSEGV).
+_WITH_A_LOCAL_SERVER = """\
+import atexit, sys
+from pathlib import Path
+import flujo_cli.main
+from core.agents import local_server
+if sys.argv[1] == "server":
+    local_server._servers[Path("model.gguf")] = (object(), "http://127.0.0.1:1/v1")
+atexit.register(lambda: print("exited normally", flush=True))
+sys.argv = ["flujo", *sys.argv[2:]]
+flujo_cli.main.main()
+"""
+
+
+@pytest.mark.parametrize("server", ["server", "none"])
+def test_a_process_that_runs_a_local_model_ends_with_its_exit_code_at_once(tmp_path: Path, server: str) -> None:
+    process = _start([sys.executable, "-c", _WITH_A_LOCAL_SERVER, server, *_run_args()], tmp_path)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 4 and "paused at get_goal" in stderr, stderr
+    assert ("exited normally" in stdout) is (server == "none")

@@ -12,7 +12,10 @@
   block for ever: measured with xllamacpp 2026.10, about one drop in eight right after start-up, and
   sometimes later. So a server is never dropped inside the process: it lives until the process exits, and
   the operating system frees its port, threads and memory then (``_keep``). A server is handed out only
-  once it answers ``/health``.
+  once it answers ``/health``. For the same reason a process that started one ends with ``os._exit``
+  once its command is done (``flujo_cli.main``): llama.cpp's static objects, destroyed as a process exits
+  normally, are still in use by a server thread that is generating (a Ctrl-C mid-reply crashed the
+  process with SIGSEGV after it had saved the run, about one exit in three).
 
 Threads: llama.cpp's default (every core) swings wildly on a shared 2-core machine; one thread is steady
 (docs/performance.md), so machines with 2 cores or fewer get 1, larger ones half their cores, at most 8.
@@ -45,6 +48,11 @@ _OVERHEAD_BYTES = 256 * 1024 * 1024
 
 _lock = threading.Lock()
 _servers: dict[Path, tuple[Any, str]] = {}  # model file → (xllamacpp.Server, base URL)
+
+
+def running() -> bool:
+    """Whether this process started a server (its threads then run until the process ends)."""
+    return bool(_servers)
 
 
 def _cores() -> int:
