@@ -37,7 +37,7 @@ def write(
     ``conversation=False``, a plain loop of the same two steps)."""
     directory.mkdir(parents=True, exist_ok=True)
     replies = [{"action": "ask", "question": question(n)} for n in range(min(iterations, 50))]
-    history_line = f"      history: {history}\n" if history else ""
+    history_line = f"      history_management: {history}\n" if history else ""
     blueprint = (
         'version: "0.1"\n'
         "name: bench_chat\n"
