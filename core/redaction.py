@@ -17,9 +17,10 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
+from core.views import NOT_TEXT
+
 MASK = "[REDACTED]"
 _MEMO_SIZE = 4096  # distinct texts (and message objects) remembered per redactor
-_NUMBERS = frozenset({int, float, bool, type(None)})  # what value() returns as it is, told by its type
 
 
 class ChatMessageLike(Protocol):
@@ -197,7 +198,7 @@ class Redactor:
             return self._dict(value)
         if kind is list:  # a prompt's messages: each a dict, walked without a call of value() for each
             return [  # nor for each number of a long list of numbers (what value() returns as it is)
-                self._dict(item) if type(item) is dict else item if type(item) in _NUMBERS else self.value(item)
+                self._dict(item) if type(item) is dict else item if type(item) in NOT_TEXT else self.value(item)
                 for item in value
             ]
         if isinstance(value, str):

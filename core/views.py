@@ -100,6 +100,8 @@ def snapshot_of(mapping: Mapping[str, Any]) -> LazyView:
 
 ATOMIC = frozenset({str, int, float, bool, type(None)})
 """Exact types whose JSON round trip (and deep copy) is themselves: plain data that needs no walk."""
+NOT_TEXT = ATOMIC - {str}
+"""The same without ``str``: numbers, booleans and None, kept as they are where a text would be looked at."""
 _MAX_DEPTH = 64  # deeper than run data goes: past it, copy.deepcopy (which also handles a cycle)
 
 

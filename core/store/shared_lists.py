@@ -28,7 +28,7 @@ from typing import Any
 
 from core.errors import StoreError
 from core.store import codec, texts
-from core.views import ATOMIC
+from core.views import ATOMIC, NOT_TEXT
 
 MIN_ITEMS = 8
 """Lists of event payloads with at least this many items are stored once and referenced."""
@@ -255,16 +255,13 @@ def finish(
             return split(value)  # a plain value whole (``cut`` does not walk it), wrapped as ``texts.split`` does
         return {
             key: item
-            if (type(item) is str and len(item) < texts.MIN_SHARED) or type(item) in _NOT_TEXT
+            if (type(item) is str and len(item) < texts.MIN_SHARED) or type(item) in NOT_TEXT
             else _finished(item, run_id, pending, split, store)
             for key, item in value.items()
         }
     if kind is list:
         return [_finished(item, run_id, pending, split, store) for item in value]
     return split(value)
-
-
-_NOT_TEXT = ATOMIC - {str}  # numbers, booleans and None: stored as they are (``_finished``)
 
 
 def _finished(

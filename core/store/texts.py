@@ -22,6 +22,8 @@ import hashlib
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from core.views import NOT_TEXT
+
 MIN_SHARED = 48
 """Texts at least this long are stored once and referenced; shorter ones stay inline."""
 
@@ -29,7 +31,6 @@ TEXT_KEY = "$text"
 LITERAL_KEY = "$literal"
 _RESERVED = ({TEXT_KEY}, {LITERAL_KEY})
 RESERVED_KEYS = frozenset({TEXT_KEY, LITERAL_KEY})
-_SCALARS = frozenset({int, float, bool, type(None)})  # exact types ``split`` gives back as they are
 """A mapping whose only key is one of these is wrapped by ``split`` (``LITERAL_KEY``) so it reads back as data."""
 
 
@@ -72,13 +73,13 @@ def split(value: Any, text_id: Callable[[str], int]) -> Any:
     if kind is str:
         return {TEXT_KEY: text_id(value)} if len(value) >= MIN_SHARED else value
     if kind is list:
-        return [item if type(item) in _SCALARS else split(item, text_id) for item in value]
+        return [item if type(item) in NOT_TEXT else split(item, text_id) for item in value]
     if kind is dict:
         mapping = {
             key: (item if len(item) < MIN_SHARED else {TEXT_KEY: text_id(item)})
             if type(item) is str
             else item
-            if type(item) in _SCALARS
+            if type(item) in NOT_TEXT
             else split(item, text_id)
             for key, item in value.items()
         }
