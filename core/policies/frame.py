@@ -28,7 +28,7 @@ from core.redaction import Redactor
 from core.steps import Limits
 from core.tokens import count_messages
 from core.usage import ZERO_USAGE, Usage
-from core.views import LazyView, copied
+from core.views import ATOMIC, LazyView, copied
 
 
 @dataclass
@@ -271,9 +271,7 @@ class Reservation:
     released: bool = False
 
 
-_NOT_VIEWS = frozenset(
-    {str, dict, list, int, float, bool, type(None)}
-)  # told without an ABC check (a view is a Mapping)
+_NOT_VIEWS = ATOMIC | {dict, list}  # told without an ABC check (a view is a Mapping)
 
 
 def scope(ctx: RunContext, previous: Any, *, iteration: int | None = None) -> dict[str, Any]:
