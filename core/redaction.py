@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from core.views import NOT_TEXT
+from core.window_map import WindowMap
 
 MASK = "[REDACTED]"
 _MEMO_SIZE = 4096  # distinct texts (and message objects) remembered per redactor
@@ -140,6 +141,7 @@ class Redactor:
         # held so that while a message is remembered no other object can have its id.
         self._messages: dict[int, dict[str, str]] = {}
         self._held: dict[int, ChatMessageLike] = {}
+        self._windows = WindowMap(self._message)
 
     def text(self, value: str) -> str:
         done = self._memo.get(value)
@@ -168,25 +170,28 @@ class Redactor:
         return _ASSIGNMENT.sub(_mask_assignment, value)
 
     def messages(self, sent: Sequence[ChatMessageLike]) -> list[dict[str, str]]:
-        """``sent`` as ``{"role": ..., "content": ...}`` dicts, masked as ``value`` masks them, in a new list. A
-        message object masked before is not masked again: the history a conversation's prompts send is the
-        same message objects from one prompt to the next (``ConversationTurn.message``), so a prompt costs
-        its new messages (its newest turns and its current message); for the others it is a look-up, made in
-        C. Its masked dict is the same one in every event that sends it (an event's payload is never changed
-        once made: ``TraceEvent``), which the store then compares with the previous prompt's at the cost of a
-        pointer."""
-        memo = self._messages
-        found: list[dict[str, str] | None] = list(map(memo.get, map(id, sent)))
-        if not all(found):  # some are new (a masked dict is never empty)
-            if len(memo) + len(sent) > _MEMO_SIZE:
-                memo.clear()
+        """``sent`` as ``{"role": ..., "content": ...}`` dicts, masked as ``value`` masks them, in a new list.
+
+        A conversation's prompts send the same message objects from one prompt to the next
+        (``ConversationTurn.message``), the window of them sliding on: what this redactor gave for the
+        messages the previous prompt sent too is copied from it (``WindowMap``), so a prompt costs its new
+        messages (its newest turns and its current message), not the length of its history. A message object
+        masked before is not masked again (``_message``), and its masked dict is the same one in every event
+        that sends it (an event's payload is never changed once made: ``TraceEvent``), which the store then
+        compares with the previous prompt's at the cost of a pointer."""
+        return self._windows(sent)
+
+    def _message(self, message: ChatMessageLike) -> dict[str, str]:
+        masked = self._messages.get(id(message))
+        if masked is None:
+            if len(self._messages) >= _MEMO_SIZE:
+                self._messages.clear()
                 self._held.clear()
-            for index, message in enumerate(sent):
-                if found[index] is None:  # "role" and "content" are not sensitive keys: their texts are masked
-                    masked = {"role": self.text(message.role), "content": self.text(message.content)}
-                    found[index] = memo[id(message)] = masked
-                    self._held[id(message)] = message
-        return found  # type: ignore[return-value]  # none is None now
+            # "role" and "content" are not sensitive keys: their texts are masked
+            masked = {"role": self.text(message.role), "content": self.text(message.content)}
+            self._messages[id(message)] = masked
+            self._held[id(message)] = message
+        return masked
 
     def value(self, value: Any) -> Any:
         # Hot (every trace payload, every message of every prompt): exact types first, then the ABCs.

@@ -17,6 +17,7 @@ from core.context import ConversationTurn, Summary
 from core.conversation.costs import fits_uncounted, oldest_fitting, remembered, turn_cost
 from core.ports import ChatMessage
 from core.templates import Template
+from core.window_map import WindowMap
 
 SUMMARY_PREFIX = "Summary of the earlier conversation: "
 HISTORY_OPEN = "<conversation_history>"
@@ -127,7 +128,9 @@ def history_block(turns: Sequence[ConversationTurn], template: Template | None) 
 
 
 def as_messages(turns: Sequence[ConversationTurn]) -> tuple[ChatMessage, ...]:
-    return tuple(map(_MESSAGE, turns))  # the attribute read in C: a prompt's every turn
+    """The turns' chat messages: those of the turns the previous prompts sent too are copied from them
+    (``WindowMap``), so a prompt costs its new turns, not its window."""
+    return tuple(_MESSAGES(turns))
 
 
-_MESSAGE = operator.attrgetter("message")
+_MESSAGES: WindowMap[ConversationTurn, ChatMessage] = WindowMap(operator.attrgetter("message"))

@@ -1,0 +1,144 @@
+"""A function mapped over the sliding windows of a conversation (core.window_map): always the plain map, and
+paid for the items that are new since a remembered window, not for the window (the prompts of a long
+conversation, their chat messages and their masked dicts)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.context import ConversationTurn
+from core.conversation.history import as_messages
+from core.ports import ChatMessage
+from core.redaction import MASK, Redactor
+from core.window_map import WindowMap, overlap
+
+
+@dataclass(frozen=True, eq=False)
+class Item:
+    """An item compared by identity only, as message objects of different prompts may be."""
+
+    name: str
+
+
+_POOL = [Item(str(n)) for n in range(40)]
+_EQUALS = [Item("same") for _ in range(4)]  # equal names, different objects: never taken for each other
+
+
+def _window() -> st.SearchStrategy[list[Item]]:
+    """A window as prompts make them: a run of the pool (slid, grown), maybe with a fixed first item and a
+    fresh last one, or anything at all."""
+    run = st.tuples(st.integers(0, 39), st.integers(0, 40)).map(lambda r: _POOL[r[0] : r[0] + r[1]])
+    framed = st.tuples(run, st.booleans(), st.booleans()).map(
+        lambda w: ([_POOL[0]] if w[1] else []) + w[0] + ([Item("current")] if w[2] else [])
+    )
+    anything = st.lists(st.sampled_from(_POOL + _EQUALS), max_size=30)
+    return st.one_of(framed, anything)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_window(), min_size=1, max_size=12))
+def test_the_result_is_the_plain_map_whatever_the_windows(windows: list[list[Item]]) -> None:
+    calls: list[Item] = []
+
+    def function(item: Item) -> tuple[str, int]:
+        calls.append(item)
+        return (item.name, id(item))
+
+    mapped = WindowMap(function)
+    for window in windows:
+        assert mapped(window) == [(item.name, id(item)) for item in window]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_POOL + _EQUALS), max_size=30), st.lists(st.sampled_from(_POOL + _EQUALS), max_size=30))
+def test_overlap_says_only_what_is_true(known: list[Item], items: list[Item]) -> None:
+    start, drop, run = overlap(known, items)
+    assert items[:start] == known[:start]
+    assert items[start : start + run] == known[start + drop : start + drop + run]
+    assert start + run <= len(items)
+
+
+def test_a_slid_window_maps_only_its_new_items() -> None:
+    calls: list[Item] = []
+
+    def function(item: Item) -> str:
+        calls.append(item)
+        return item.name
+
+    mapped = WindowMap(function)
+    system = Item("system")
+    assert mapped([system, *_POOL[0:30], Item("current 1")]) == ["system", *map(str, range(30)), "current 1"]
+    calls.clear()
+    assert mapped([system, *_POOL[2:32], Item("current 2")]) == ["system", *map(str, range(2, 32)), "current 2"]
+    assert [item.name for item in calls] == ["30", "31", "current 2"]  # the two new turns and the message
+    calls.clear()
+    assert mapped([system, *_POOL[2:34], Item("current 3")]) == ["system", *map(str, range(2, 34)), "current 3"]
+    assert [item.name for item in calls] == ["32", "33", "current 3"]  # grown at its end
+
+
+def test_each_agent_s_prompts_are_remembered_apart() -> None:
+    """Prompts of two agents (their system prompts first) alternate: each is found from its own last one."""
+    calls: list[Item] = []
+
+    def function(item: Item) -> str:
+        calls.append(item)
+        return item.name
+
+    mapped = WindowMap(function)
+    first, second = Item("first agent"), Item("second agent")
+    mapped([first, *_POOL[0:20]])
+    mapped([second, *_POOL[0:20]])
+    calls.clear()
+    mapped([first, *_POOL[0:22]])
+    mapped([second, *_POOL[0:22]])
+    assert [item.name for item in calls] == ["20", "21", "20", "21"]
+
+
+class Reading(ConversationTurn):
+    """A turn that notes each read of its chat message."""
+
+    reads: list[str] = []  # noqa: RUF012 (one log for the test, cleared by it)
+
+    @property
+    def message(self) -> ChatMessage:
+        Reading.reads.append(self.content)
+        return ChatMessage(self.role, self.content)
+
+
+def test_a_prompt_reads_the_messages_of_its_new_turns_only() -> None:
+    turns = [Reading("user" if n % 2 else "assistant", f"turn {n}") for n in range(100)]
+    as_messages(turns[0:90])
+    Reading.reads.clear()
+    sent = as_messages(turns[2:92])
+    assert Reading.reads == ["turn 90", "turn 91"]
+    assert sent == tuple(ChatMessage(turn.role, turn.content) for turn in turns[2:92])
+
+
+class Masking(Redactor):
+    """A redactor that notes each message it masks."""
+
+    def __init__(self, **options: list[str]) -> None:
+        self.masked: list[str] = []
+        super().__init__(**options)
+
+    def _message(self, message: ChatMessage) -> dict[str, str]:  # type: ignore[override]
+        self.masked.append(message.content)
+        return super()._message(message)
+
+
+def test_tracing_a_slid_prompt_masks_its_new_messages_only() -> None:
+    redactor = Masking(secret_values=["hunter2-secret"])
+    system = ChatMessage("system", "You help.")
+    history = [ChatMessage("user" if n % 2 else "assistant", f"turn {n}") for n in range(100)]
+    history[95] = ChatMessage("user", "my password is hunter2-secret")
+    redactor.messages([system, *history[0:90], ChatMessage("user", "now")])
+    redactor.masked.clear()
+    masked = redactor.messages([system, *history[4:96], ChatMessage("user", "and now")])
+    assert redactor.masked == [f"turn {n}" for n in range(90, 95)] + ["my password is hunter2-secret", "and now"]
+    assert masked[0] == {"role": "system", "content": "You help."}
+    assert [m["content"] for m in masked[1:-2]] == [f"turn {n}" for n in range(4, 95)]
+    assert masked[-2] == {"role": "user", "content": f"my password is {MASK}"}
+    assert masked[-1] == {"role": "user", "content": "and now"}
