@@ -4,6 +4,7 @@ every kept turn on every call (``reference_bound``, the way it was done before),
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -122,3 +123,63 @@ def test_a_history_that_fits_by_its_upper_bounds_is_never_counted() -> None:
     assert bound(turns, max_tokens=10_000) == turns
     bound([*turns, ConversationTurn("user", "one more")], max_tokens=10_000)
     assert all(turn.counted is None for turn in turns)
+
+
+class Bounding(ConversationTurn):
+    """A turn that notes each read of its upper bound (``tokens_at_most``)."""
+
+    reads: list[str] = []  # noqa: RUF012 (one log for the test, cleared by it)
+
+    @property
+    def tokens_at_most(self) -> int:
+        Bounding.reads.append(self.content)
+        return super().tokens_at_most
+
+
+def test_a_history_whose_counts_fit_but_bytes_do_not_walks_only_its_new_turns() -> None:
+    """Under a bound that the exact counts fit but the UTF-8 lengths do not (a long stretch of a conversation
+    under a large bound: text is about four bytes a token), each call costs its new turns: not a walk of
+    upper bounds back through the history, which every call of that stretch paid."""
+    said = "we could hold the offsite by the lake in early spring if the budget allows it"
+    turns: list[ConversationTurn] = [Bounding("user" if n % 2 else "assistant", f"{n}: {said}") for n in range(60)]
+    by_bytes = sum(turn.tokens_at_most + TURN_OVERHEAD for turn in turns)
+    exact = sum(turn_cost(ConversationTurn(turn.role, turn.content)) for turn in turns)  # these left uncounted
+    budget = 2 * exact
+    assert budget < by_bytes  # the stretch this test is about
+    assert bound(turns, max_tokens=budget) == turns
+    for n in range(60, 70):
+        turns.append(Bounding("user" if n % 2 else "assistant", f"{n}: {said}"))
+        Bounding.reads.clear()
+        kept = bound(turns, max_tokens=budget)
+        assert Bounding.reads == []
+        assert kept == reference_bound(turns, max_tokens=budget) == turns
+
+
+class Watched(list[ConversationTurn]):
+    """A history list that notes the slices read of it."""
+
+    def __init__(self, turns: list[ConversationTurn]) -> None:
+        super().__init__(turns)
+        self.slices: list[tuple[int, int]] = []
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            self.slices.append((index.start or 0, len(self) if index.stop is None else index.stop))
+        return super().__getitem__(index)
+
+
+def test_the_list_a_window_was_made_from_is_not_checked_again() -> None:
+    """A history list only grows at its end (core.context): bounding the same list again trusts the window
+    made from it without reading its turns back (every prompt of a conversation did, its whole window);
+    only the turns it sends are sliced."""
+    said = "we could hold the offsite by the lake in early spring if the budget allows it"
+    turns = Watched([ConversationTurn("user" if n % 2 else "assistant", f"{n}: {said}") for n in range(200)])
+    budget = 40 * turn_cost(turns[0])
+    bound(turns, max_tokens=budget)
+    for n in range(200, 210):
+        turns.append(ConversationTurn("user" if n % 2 else "assistant", f"{n}: {said}"))
+        turns.slices.clear()
+        kept = bound(turns, max_tokens=budget)
+        assert turns.slices  # the turns sent, and those added since the last call
+        assert all(start >= len(turns) - len(kept) for start, _ in turns.slices)
+        assert kept == reference_bound(list(turns), max_tokens=budget)

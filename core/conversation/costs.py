@@ -7,10 +7,11 @@ oldest turn that fits a bound is found by bisection.
 
 Invariants:
 - A window is trusted for a list only when that list holds the very turn objects it was made from at the
-  very same positions (checked by identity, turn by turn, in C): the history lists only grow at the end
-  (``core.context``), and a parallel's branches work on copies of them, so a window is keyed by the first
-  turn of the conversation, not by the list. Anything else (a list changed otherwise, a branch that went
-  its own way) fails the check and the costs are summed again.
+  very same positions: the history lists only grow at the end (``core.context``), so the very list it was
+  made from (``source``) still does; any other list is checked by identity, turn by turn, in C. A
+  parallel's branches work on copies of the lists, so a window is keyed by the first turn of the
+  conversation, not by the list. Anything else (a list changed otherwise, a branch that went its own way)
+  fails the check and the costs are summed again.
 - Every turn of a window has been counted (``ConversationTurn.tokens``): a window is made only once a bound
   needs the exact counts, so a history that fits by its upper bounds still never loads the tokenizer.
 - Windows are immutable (new tuples on every change) and few (``_WINDOWS_SIZE``): threads may share them.
@@ -44,6 +45,7 @@ class Window:
     start: int
     turns: tuple[ConversationTurn, ...]
     sums: tuple[int, ...]
+    source: Sequence[ConversationTurn]  # the list they were summed from, which only grows at its end
 
     @property
     def end(self) -> int:
@@ -61,6 +63,8 @@ def remembered(turns: Sequence[ConversationTurn]) -> Window | None:
     window = _WINDOWS.get(id(first))
     if window is None or window.first is not first or window.end > len(turns):
         return None
+    if turns is window.source:  # only grown since (the module docstring): not walked, every prompt
+        return window
     if not all(map(operator.is_, window.turns, turns[window.start : window.end])):
         return None
     return window
@@ -72,20 +76,17 @@ def fits_uncounted(
     """Whether ``turns[:end]`` fit ``max_tokens`` by their upper bounds alone (``tokens_at_most``): then no
     count is needed and the tokenizer is not loaded. False means "count them", not "they do not fit".
 
-    With ``window`` (``remembered(turns)``), the turns it holds are summed by one subtraction: when they and
-    the newer turns are already over ``max_tokens``, so is the whole. Else the turns are walked newest first,
-    so a long history is given up on after about ``max_tokens`` bytes."""
+    With ``window`` (``remembered(turns)``) the conversation's costs are known exactly from the window's
+    start: True only when the window holds all of ``turns[:end]`` and they fit; else counting is left to
+    ``oldest_fitting``, which costs the turns added since the window (and those older than it that the
+    bound now reaches), where walking upper bounds would cost every turn back to the bound on every call
+    (all of them while the exact costs fit but the UTF-8 lengths do not, a long stretch under a large
+    bound). Without one the turns are walked newest first, so a long history is given up on after about
+    ``max_tokens`` bytes."""
     if max_tokens is None:
         return True
     if window is not None and window.start < end:
-        known = min(window.end, end)
-        total = window.sums[known - window.start] - window.sums[0]
-        for index in range(known, end):
-            total += turns[index].tokens_at_most + TURN_OVERHEAD
-            if total > max_tokens:
-                return False
-        if total > max_tokens:
-            return False
+        return window.start == 0 and window.end >= end and window.sums[end] - window.sums[0] <= max_tokens
     total = 0
     for index in range(end - 1, -1, -1):
         total += turns[index].tokens_at_most + TURN_OVERHEAD
@@ -134,5 +135,5 @@ def oldest_fitting(
     if kept:
         if len(_WINDOWS) >= _WINDOWS_SIZE:
             _WINDOWS.clear()
-        _WINDOWS[id(turns[0])] = Window(turns[0], start, kept, sums)
+        _WINDOWS[id(turns[0])] = Window(turns[0], start, kept, sums, turns)
     return oldest
