@@ -90,6 +90,14 @@ class ConversationTurn:
         return {"role": self.role, "content": self.content, "tokens": self.tokens}
 
 
+class Turns(list[ConversationTurn]):
+    """A conversational loop's history list (``conversation_history``), which only grows at its end: a list
+    that can be referred to weakly, so that what is remembered of it (the costs of its newest turns,
+    ``core.conversation.costs``) is known to be its own without keeping it alive after its run."""
+
+    __slots__ = ("__weakref__",)
+
+
 @functools.cache
 def _tokens() -> ModuleType:
     """``core.tokens``, imported once, as ``_chat_message`` (core.tokens imports core.ports, which imports

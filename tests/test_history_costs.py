@@ -3,13 +3,15 @@ every kept turn on every call (``reference_bound``, the way it was done before),
 
 from __future__ import annotations
 
+import gc
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.context import ConversationTurn, Role
+from core.context import ConversationTurn, Role, Turns
 from core.conversation.costs import TURN_OVERHEAD, turn_cost
 from core.conversation.history import bound
 
@@ -155,7 +157,7 @@ def test_a_history_whose_counts_fit_but_bytes_do_not_walks_only_its_new_turns() 
         assert kept == reference_bound(turns, max_tokens=budget) == turns
 
 
-class Watched(list[ConversationTurn]):
+class Watched(Turns):
     """A history list that notes the slices read of it."""
 
     def __init__(self, turns: list[ConversationTurn]) -> None:
@@ -183,3 +185,14 @@ def test_the_list_a_window_was_made_from_is_not_checked_again() -> None:
         assert turns.slices  # the turns sent, and those added since the last call
         assert all(start >= len(turns) - len(kept) for start, _ in turns.slices)
         assert kept == reference_bound(list(turns), max_tokens=budget)
+
+
+def test_a_window_does_not_keep_its_history_alive() -> None:
+    """What is remembered of a history list refers to it weakly: a run's history is freed after the run."""
+    said = "we could hold the offsite by the lake in early spring if the budget allows it"
+    turns = Turns(ConversationTurn("user" if n % 2 else "assistant", f"{n}: {said}") for n in range(200))
+    bound(turns, max_tokens=40 * turn_cost(turns[0]))
+    gone = weakref.ref(turns)
+    del turns
+    gc.collect()
+    assert gone() is None

@@ -8,7 +8,8 @@ oldest turn that fits a bound is found by bisection.
 Invariants:
 - A window is trusted for a list only when that list holds the very turn objects it was made from at the
   very same positions: the history lists only grow at the end (``core.context``), so the very list it was
-  made from (``source``) still does; any other list is checked by identity, turn by turn, in C. A
+  made from (``source``, a loop's ``Turns``, referred to weakly) still does; any other list is checked by
+  identity, turn by turn, in C. A
   parallel's branches work on copies of the lists, so a window is keyed by the first turn of the
   conversation, not by the list. Anything else (a list changed otherwise, a branch that went its own way)
   fails the check and the costs are summed again.
@@ -20,11 +21,12 @@ Invariants:
 from __future__ import annotations
 
 import operator
+import weakref
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.context import ConversationTurn
+from core.context import ConversationTurn, Turns
 from core.tokens import MESSAGE_OVERHEAD
 
 TURN_OVERHEAD = MESSAGE_OVERHEAD + 1  # the role is one token (OpenAI's accounting, as count_messages)
@@ -45,7 +47,7 @@ class Window:
     start: int
     turns: tuple[ConversationTurn, ...]
     sums: tuple[int, ...]
-    source: Sequence[ConversationTurn]  # the list they were summed from, which only grows at its end
+    source: weakref.ref[Turns] | None  # the history list they were summed from, which only grows at its end
 
     @property
     def end(self) -> int:
@@ -63,7 +65,7 @@ def remembered(turns: Sequence[ConversationTurn]) -> Window | None:
     window = _WINDOWS.get(id(first))
     if window is None or window.first is not first or window.end > len(turns):
         return None
-    if turns is window.source:  # only grown since (the module docstring): not walked, every prompt
+    if window.source is not None and window.source() is turns:  # only grown since: not walked, every prompt
         return window
     if not all(map(operator.is_, window.turns, turns[window.start : window.end])):
         return None
@@ -135,5 +137,6 @@ def oldest_fitting(
     if kept:
         if len(_WINDOWS) >= _WINDOWS_SIZE:
             _WINDOWS.clear()
-        _WINDOWS[id(turns[0])] = Window(turns[0], start, kept, sums, turns)
+        source = weakref.ref(turns) if isinstance(turns, Turns) else None
+        _WINDOWS[id(turns[0])] = Window(turns[0], start, kept, sums, source)
     return oldest

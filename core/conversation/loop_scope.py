@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from core.context import ConversationTurn, RunContext, Summary
+from core.context import ConversationTurn, RunContext, Summary, Turns
 from core.conversation.threads import ThreadBinding
 from core.conversation.turns import ActiveConversation, seed, start
 from core.steps import LoopStep
@@ -52,6 +52,6 @@ def enter_loop(loop: LoopStep, ctx: RunContext, thread: ThreadBinding | None) ->
     claimed = thread if thread is not None and thread.claim(loop) else None
     active = start(loop, threaded=claimed is not None)
     held = LoopConversation(active, ctx.conversation, ctx.conversation_history, ctx.summary)
-    ctx.conversation, ctx.conversation_history = active, claimed.opening(ctx) if claimed is not None else []
+    ctx.conversation, ctx.conversation_history = active, Turns(claimed.opening(ctx) if claimed is not None else ())
     ctx.summary = None
     return held
