@@ -28,13 +28,14 @@ Invariants:
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
 from core.views import LazyView, copied, snapshot_of
+from core.window_map import WindowMap
 
 if TYPE_CHECKING:
     from core.conversation import ActiveConversation
@@ -93,9 +94,15 @@ class ConversationTurn:
 class Turns(list[ConversationTurn]):
     """A conversational loop's history list (``conversation_history``), which only grows at its end: a list
     that can be referred to weakly, so that what is remembered of it (the costs of its newest turns,
-    ``core.conversation.costs``) is known to be its own without keeping it alive after its run."""
+    ``core.conversation.costs``) is known to be its own without keeping it alive after its run, and that
+    carries what its prompts sent (``sent``: their chat messages, ``core.conversation.history.as_messages``),
+    which so lives as long as the conversation."""
 
-    __slots__ = ("__weakref__",)
+    __slots__ = ("__weakref__", "sent")
+
+    def __init__(self, turns: Iterable[ConversationTurn] = ()) -> None:
+        super().__init__(turns)
+        self.sent: WindowMap[ConversationTurn, ChatMessage] = WindowMap()
 
 
 @functools.cache
@@ -259,7 +266,8 @@ class _Shared:
         if parent.hitl_history is self.hitl and len(self.hitl) != self.hitl_end:
             parent.hitl_history = self.hitl[: self.hitl_end]
         if parent.conversation_history is self.turns and len(self.turns) != self.turns_end:
-            parent.conversation_history = self.turns[: self.turns_end]
+            kept = self.turns[: self.turns_end]
+            parent.conversation_history = Turns(kept) if isinstance(self.turns, Turns) else kept
         if parent.thread_turns is self.said and len(self.said) != self.said_end:
             parent.thread_turns = self.said[: self.said_end]
 

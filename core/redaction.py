@@ -141,7 +141,7 @@ class Redactor:
         # held so that while a message is remembered no other object can have its id.
         self._messages: dict[int, dict[str, str]] = {}
         self._held: dict[int, ChatMessageLike] = {}
-        self._windows = WindowMap(self._message)
+        self._windows: WindowMap[ChatMessageLike, dict[str, str]] = WindowMap()
 
     def text(self, value: str) -> str:
         done = self._memo.get(value)
@@ -179,7 +179,7 @@ class Redactor:
         masked before is not masked again (``_message``), and its masked dict is the same one in every event
         that sends it (an event's payload is never changed once made: ``TraceEvent``), which the store then
         compares with the previous prompt's at the cost of a pointer."""
-        return self._windows(sent)
+        return self._windows.map(sent, self._message)
 
     def _message(self, message: ChatMessageLike) -> dict[str, str]:
         masked = self._messages.get(id(message))

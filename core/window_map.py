@@ -4,14 +4,16 @@ A conversation's prompts send a window of its history that moves on with it: eac
 one's items less its oldest (once the bound is full) plus the newest turns, and the current message. What a
 prompt's items are mapped to (their chat messages, their masked dicts) was mostly mapped for the previous
 prompt already. ``WindowMap`` remembers the last few windows it mapped with their results, finds where the
-new window's items are the same objects as a remembered window's, and maps only the others; the rest is
-copied from the remembered result by slicing, in C, where mapping item by item cost a Python-level call or
-look-up per item, which made every prompt cost the length of its window (docs/performance.md).
+new window's items are the same as a remembered window's, and maps only the others; the rest is copied
+from the remembered result by slicing, in C, where mapping item by item cost a Python-level call or look-up
+per item, which made every prompt cost the length of its window (docs/performance.md). A map lives as long
+as what it serves (a run's redactor, a conversation's history list): it holds the items of its windows.
 
 Invariants:
 - The result is ``[function(item) for item in items]``, for a ``function`` that gives equal results for
-  equal items (a chat message from a turn's role and content, a message's masked dict): an item's result
-  is reused from a remembered item that is the same object or equal to it (``==``, compared in C).
+  equal items (a chat message from a turn's role and content, a message's masked dict), always the same
+  function for one map: an item's result is reused from a remembered item that is the same object or
+  equal to it (``==``, compared in C).
 - Remembered windows and their results are copies, replaced whole, never changed: threads may share a map.
 - At most ``SIZE`` windows are remembered; what is found costs a walk of at most ``_WALK`` items in Python,
   the rest is compared and copied in C.
@@ -33,37 +35,38 @@ _DROPPED = 16  # how far into a remembered window its continuation is looked for
 
 
 class WindowMap(Generic[T, R]):
-    """``function`` mapped over sequences that are mostly a remembered sequence, grown at its end or slid."""
+    """A function mapped over sequences that are mostly a remembered sequence, grown at its end or slid.
+    The function is given with each call (a map holds none: a redactor's bound method would make a cycle)."""
 
-    def __init__(self, function: Callable[[T], R]) -> None:
-        self._function = function
+    def __init__(self) -> None:
         self._by_first: dict[int, tuple[list[T], tuple[R, ...]]] = {}  # id(items[0]) → (items, results)
         self._last: tuple[list[T], tuple[R, ...]] | None = None
 
-    def __call__(self, items: Sequence[T]) -> list[R]:
+    def map(self, items: Sequence[T], function: Callable[[T], R]) -> list[R]:
+        """``[function(item) for item in items]``, calling ``function`` for the items that are new."""
         if not items:
             return []
         items = list(items)  # a copy: the caller's list may change, the remembered one may not
         remembered = self._by_first.get(id(items[0]))
         if remembered is None or remembered[0][0] is not items[0]:
             remembered = self._last
-        results = self._map(items, remembered)
+        results = _map(items, remembered, function)
         if len(self._by_first) >= SIZE:
             self._by_first.clear()
         # The window holds items[0], so that its id stays its own while it is remembered.
         self._by_first[id(items[0])] = self._last = (items, tuple(results))
         return results
 
-    def _map(self, items: list[T], remembered: tuple[list[T], tuple[R, ...]] | None) -> list[R]:
-        function = self._function
-        if remembered is None:
-            return list(map(function, items))
-        known, mapped = remembered
-        start, drop, run = overlap(known, items)
-        if not start and not run:
-            return list(map(function, items))
-        new = map(function, items[start + run :])
-        return [*mapped[:start], *mapped[start + drop : start + drop + run], *new]
+
+def _map(items: list[T], remembered: tuple[list[T], tuple[R, ...]] | None, function: Callable[[T], R]) -> list[R]:
+    if remembered is None:
+        return list(map(function, items))
+    known, mapped = remembered
+    start, drop, run = overlap(known, items)
+    if not start and not run:
+        return list(map(function, items))
+    new = map(function, items[start + run :])
+    return [*mapped[:start], *mapped[start + drop : start + drop + run], *new]
 
 
 def overlap(known: list[T], items: list[T]) -> tuple[int, int, int]:

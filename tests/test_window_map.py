@@ -4,12 +4,13 @@ conversation, their chat messages and their masked dicts)."""
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.context import ConversationTurn
+from core.context import ConversationTurn, Turns
 from core.conversation.history import as_messages
 from core.ports import ChatMessage
 from core.redaction import MASK, Redactor
@@ -47,9 +48,9 @@ def test_the_result_is_the_plain_map_whatever_the_windows(windows: list[list[Ite
         calls.append(item)
         return (item.name, id(item))
 
-    mapped = WindowMap(function)
+    mapped: WindowMap[Item, tuple[str, int]] = WindowMap()
     for window in windows:
-        assert mapped(window) == [(item.name, id(item)) for item in window]
+        assert mapped.map(window, function) == [(item.name, id(item)) for item in window]
 
 
 @settings(max_examples=300, deadline=None)
@@ -68,14 +69,17 @@ def test_a_slid_window_maps_only_its_new_items() -> None:
         calls.append(item)
         return item.name
 
-    mapped = WindowMap(function)
+    mapped: WindowMap[Item, str] = WindowMap()
     system = Item("system")
-    assert mapped([system, *_POOL[0:30], Item("current 1")]) == ["system", *map(str, range(30)), "current 1"]
+    sent = mapped.map([system, *_POOL[0:30], Item("current 1")], function)
+    assert sent == ["system", *map(str, range(30)), "current 1"]
     calls.clear()
-    assert mapped([system, *_POOL[2:32], Item("current 2")]) == ["system", *map(str, range(2, 32)), "current 2"]
+    sent = mapped.map([system, *_POOL[2:32], Item("current 2")], function)
+    assert sent == ["system", *map(str, range(2, 32)), "current 2"]
     assert [item.name for item in calls] == ["30", "31", "current 2"]  # the two new turns and the message
     calls.clear()
-    assert mapped([system, *_POOL[2:34], Item("current 3")]) == ["system", *map(str, range(2, 34)), "current 3"]
+    sent = mapped.map([system, *_POOL[2:34], Item("current 3")], function)
+    assert sent == ["system", *map(str, range(2, 34)), "current 3"]
     assert [item.name for item in calls] == ["32", "33", "current 3"]  # grown at its end
 
 
@@ -87,13 +91,13 @@ def test_each_agent_s_prompts_are_remembered_apart() -> None:
         calls.append(item)
         return item.name
 
-    mapped = WindowMap(function)
+    mapped: WindowMap[Item, str] = WindowMap()
     first, second = Item("first agent"), Item("second agent")
-    mapped([first, *_POOL[0:20]])
-    mapped([second, *_POOL[0:20]])
+    mapped.map([first, *_POOL[0:20]], function)
+    mapped.map([second, *_POOL[0:20]], function)
     calls.clear()
-    mapped([first, *_POOL[0:22]])
-    mapped([second, *_POOL[0:22]])
+    mapped.map([first, *_POOL[0:22]], function)
+    mapped.map([second, *_POOL[0:22]], function)
     assert [item.name for item in calls] == ["20", "21", "20", "21"]
 
 
@@ -109,12 +113,33 @@ class Reading(ConversationTurn):
 
 
 def test_a_prompt_reads_the_messages_of_its_new_turns_only() -> None:
-    turns = [Reading("user" if n % 2 else "assistant", f"turn {n}") for n in range(100)]
-    as_messages(turns[0:90])
+    turns = Turns(Reading("user" if n % 2 else "assistant", f"turn {n}") for n in range(100))
+    as_messages(turns[0:90], turns)
     Reading.reads.clear()
-    sent = as_messages(turns[2:92])
+    sent = as_messages(turns[2:92], turns)
     assert Reading.reads == ["turn 90", "turn 91"]
     assert sent == tuple(ChatMessage(turn.role, turn.content) for turn in turns[2:92])
+    Reading.reads.clear()
+    assert as_messages(turns[4:94]) == tuple(ChatMessage(turn.role, turn.content) for turn in turns[4:94])
+    assert len(Reading.reads) == 90  # from a plain list: every turn
+
+
+def test_what_a_conversation_sent_lives_as_long_as_the_conversation() -> None:
+    """The messages remembered for a conversation's prompts are its history list's (``Turns.sent``): once
+    the run drops the list, its turns are freed, not kept by a cache of the process (a worker runs many)."""
+    turns = Turns(ConversationTurn("user" if n % 2 else "assistant", f"turn {n}") for n in range(50))
+    as_messages(turns[10:50], turns)
+    oldest = weakref.ref(turns[10])
+    del turns
+    assert oldest() is None  # freed at once: no cycle either
+
+
+def test_a_redactor_is_freed_without_waiting_for_the_cycle_collector() -> None:
+    redactor = Redactor()
+    redactor.messages([ChatMessage("system", "You help."), ChatMessage("user", "hi")])
+    gone = weakref.ref(redactor)
+    del redactor
+    assert gone() is None
 
 
 class Masking(Redactor):

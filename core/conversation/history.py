@@ -13,11 +13,10 @@ from __future__ import annotations
 import operator
 from collections.abc import Sequence
 
-from core.context import ConversationTurn, Summary
+from core.context import ConversationTurn, Summary, Turns
 from core.conversation.costs import fits_uncounted, oldest_fitting, remembered, turn_cost
 from core.ports import ChatMessage
 from core.templates import Template
-from core.window_map import WindowMap
 
 SUMMARY_PREFIX = "Summary of the earlier conversation: "
 HISTORY_OPEN = "<conversation_history>"
@@ -127,10 +126,15 @@ def history_block(turns: Sequence[ConversationTurn], template: Template | None) 
     return template.render_text({"history": [turn.to_dict() for turn in turns]}).rstrip()
 
 
-def as_messages(turns: Sequence[ConversationTurn]) -> tuple[ChatMessage, ...]:
-    """The turns' chat messages: those of the turns the previous prompts sent too are copied from them
-    (``WindowMap``), so a prompt costs its new turns, not its window."""
-    return tuple(_MESSAGES(turns))
+def as_messages(
+    turns: Sequence[ConversationTurn], history: Sequence[ConversationTurn] | None = None
+) -> tuple[ChatMessage, ...]:
+    """The chat messages of ``turns``, taken from ``history``. When that is a conversation's ``Turns``, the
+    messages of the turns its previous prompts sent too are copied from those prompts (``Turns.sent``), so
+    a prompt costs its new turns, not its window."""
+    if isinstance(history, Turns):
+        return tuple(history.sent.map(turns, _MESSAGE))
+    return tuple(map(_MESSAGE, turns))  # the attribute read in C: a prompt's every turn
 
 
-_MESSAGES: WindowMap[ConversationTurn, ChatMessage] = WindowMap(operator.attrgetter("message"))
+_MESSAGE = operator.attrgetter("message")

@@ -107,7 +107,7 @@ async def prepare(
     if not kept:
         return Injection(message, (), trace)
     if not as_text:
-        return Injection(message, as_messages(kept), {**trace, "mode": "messages"})
+        return Injection(message, as_messages(kept, ctx.conversation_history), {**trace, "mode": "messages"})
     if isinstance(message, str):
         return Injection(_with_block(kept, template, message), (), {**trace, "mode": "text"})
     # A script agent's structured input is passed unchanged: no text block can go before it. Say so.
