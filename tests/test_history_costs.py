@@ -11,9 +11,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.context import ConversationTurn, Role, Turns
+from core.context import ConversationTurn, Role, RunContext, Summary, Turns
 from core.conversation.costs import TURN_OVERHEAD, turn_cost
-from core.conversation.history import bound
+from core.conversation.history import bound, prompt_turns
 
 
 def _reference_fits(turns: Sequence[ConversationTurn], max_tokens: int | None, end: int) -> bool:
@@ -196,3 +196,70 @@ def test_a_window_does_not_keep_its_history_alive() -> None:
     del turns
     gc.collect()
     assert gone() is None
+
+
+_how = st.sampled_from(["same", "same", "turns", "plain", "other", "summary", "shared"])
+_shaped_call = st.tuples(
+    st.lists(_turn, max_size=10),  # the turns added before this call, in place (a Turns only grows at its end)
+    _how,  # the list the call is given: the very list, a Turns or plain copy, other turns after the same first
+    # one, a summary's (a new list each call, sliced after its head as injection does), or the very list and
+    # then another agent's call on it with its own prompt budget
+    st.integers(0, 4),
+    st.one_of(st.none(), st.integers(0, 400)),
+    st.one_of(st.none(), st.integers(0, 30)),
+    st.integers(0, 3),
+    st.integers(0, 400),  # the other agent's max_tokens
+)
+
+
+def _same_as_reference(turns: Sequence[ConversationTurn], **options: Any) -> None:
+    kept = bound(turns, **options)
+    wanted = reference_bound(list(turns), **options)
+    assert kept == wanted
+    assert all(mine is theirs for mine, theirs in zip(kept, wanted, strict=True))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_turn, max_size=40), st.booleans(), st.lists(_shaped_call, min_size=1, max_size=10))
+def test_bound_is_the_reference_bound_whatever_list_each_call_is_given(
+    start: list[ConversationTurn],
+    as_turns: bool,
+    calls: list[tuple[list[ConversationTurn], str, int, int | None, int | None, int, int]],
+) -> None:
+    turns: list[ConversationTurn] = Turns(start) if as_turns else list(start)
+    for added, how, left_out, max_tokens, max_turns, keep_last, other_tokens in calls:
+        turns.extend(added)
+        given: list[ConversationTurn] = turns
+        if how == "turns":
+            turns = given = Turns(turns)
+        elif how == "plain":
+            turns = given = list(turns)
+        elif how == "other" and len(turns) > 1:
+            given = [turns[0], *(ConversationTurn(turn.role, turn.content, 50) for turn in turns[1:])]
+        elif how == "summary" and len(turns) > 2:
+            covers = min(len(turns) - 1, 2 + left_out)
+            given = list(prompt_turns(turns, Summary(covers, ConversationTurn("user", "summary " * left_out))))[1:]
+        end = max(0, len(given) - left_out)
+        _same_as_reference(given, end=end, max_tokens=max_tokens, max_turns=max_turns, keep_last=min(keep_last, end))
+        if how == "shared":
+            _same_as_reference(given, end=len(given), max_tokens=other_tokens)
+
+
+def test_a_failed_iteration_s_turns_are_not_taken_for_the_parent_s() -> None:
+    """An isolated iteration appends to the Turns it shares with its parent; when it fails, the parent gets a
+    copy of the first turns back and goes on differently. Each list is bounded as the reference does."""
+    said = "we could hold the offsite by the lake in early spring"
+    ctx = RunContext(conversation_history=Turns(ConversationTurn(_ROLES[n % 2], f"{n} {said}") for n in range(80)))
+    budget = 30 * 20
+    _same_as_reference(ctx.conversation_history, max_tokens=budget)
+    copy = ctx.isolate()
+    copy.conversation_history.append(ConversationTurn("user", "failed " + said * 3))
+    _same_as_reference(copy.conversation_history, max_tokens=budget)
+    failed = copy.conversation_history
+    ctx.keep_said([copy])
+    assert ctx.conversation_history is not failed
+    ctx.conversation_history.append(ConversationTurn("user", "kept " + said))
+    for turns in (ctx.conversation_history, failed, ctx.conversation_history):
+        for end in (len(turns), len(turns) - 1):
+            _same_as_reference(turns, end=end, max_tokens=budget)
+            _same_as_reference(turns, end=end, max_tokens=budget // 3, keep_last=1)

@@ -167,3 +167,33 @@ def test_tracing_a_slid_prompt_masks_its_new_messages_only() -> None:
     assert [m["content"] for m in masked[1:-2]] == [f"turn {n}" for n in range(4, 95)]
     assert masked[-2] == {"role": "user", "content": f"my password is {MASK}"}
     assert masked[-1] == {"role": "user", "content": "and now"}
+
+
+_TEXTS = ["hello", "my password is hunter2x", "token=abcdefgh123", "sk-" + "a" * 20, "shh-secret-value", "Hello", ""]
+_message = st.builds(ChatMessage, st.sampled_from(["system", "user", "assistant"]), st.sampled_from(_TEXTS))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(_message, min_size=1, max_size=25),
+    st.lists(
+        st.tuples(st.integers(0, 30), st.integers(0, 30), st.lists(_message, max_size=3), st.booleans()),
+        min_size=1,
+        max_size=10,
+    ),
+)
+def test_tracing_prompts_masks_each_message_as_masking_it_alone_does(
+    base: list[ChatMessage], calls: list[tuple[int, int, list[ChatMessage], bool]]
+) -> None:
+    """Whatever windows the prompts send (slid, grown, cut, of equal but distinct message objects), each
+    message is masked as a fresh redactor masks its texts: no masked dict is taken from another text."""
+    redactor, fresh = Redactor(secret_values=["shh-secret-value"]), Redactor(secret_values=["shh-secret-value"])
+    history = list(base)
+    system = ChatMessage("system", "You help.")
+    for start, length, added, remade in calls:
+        history += added
+        window = history[start : start + length]
+        if remade:
+            window = [ChatMessage(message.role, message.content) for message in window]
+        sent = [system, *window, ChatMessage("user", "now")]
+        assert redactor.messages(sent) == [{"role": fresh.text(m.role), "content": fresh.text(m.content)} for m in sent]
