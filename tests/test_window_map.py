@@ -42,10 +42,7 @@ def _window() -> st.SearchStrategy[list[Item]]:
 @settings(max_examples=400, deadline=None)
 @given(st.lists(_window(), min_size=1, max_size=12))
 def test_the_result_is_the_plain_map_whatever_the_windows(windows: list[list[Item]]) -> None:
-    calls: list[Item] = []
-
     def function(item: Item) -> tuple[str, int]:
-        calls.append(item)
         return (item.name, id(item))
 
     mapped: WindowMap[Item, tuple[str, int]] = WindowMap()
@@ -62,43 +59,44 @@ def test_overlap_says_only_what_is_true(known: list[Item], items: list[Item]) ->
     assert start + run <= len(items)
 
 
-def test_a_slid_window_maps_only_its_new_items() -> None:
-    calls: list[Item] = []
+class Naming:
+    """The function mapped: an item's name, noting the items it is called for."""
 
-    def function(item: Item) -> str:
-        calls.append(item)
+    def __init__(self) -> None:
+        self.calls: list[Item] = []
+
+    def __call__(self, item: Item) -> str:
+        self.calls.append(item)
         return item.name
 
+
+def test_a_slid_window_maps_only_its_new_items() -> None:
+    function = Naming()
     mapped: WindowMap[Item, str] = WindowMap()
     system = Item("system")
     sent = mapped.map([system, *_POOL[0:30], Item("current 1")], function)
     assert sent == ["system", *map(str, range(30)), "current 1"]
-    calls.clear()
+    function.calls.clear()
     sent = mapped.map([system, *_POOL[2:32], Item("current 2")], function)
     assert sent == ["system", *map(str, range(2, 32)), "current 2"]
-    assert [item.name for item in calls] == ["30", "31", "current 2"]  # the two new turns and the message
-    calls.clear()
+    assert [item.name for item in function.calls] == ["30", "31", "current 2"]  # the two new turns, the message
+    function.calls.clear()
     sent = mapped.map([system, *_POOL[2:34], Item("current 3")], function)
     assert sent == ["system", *map(str, range(2, 34)), "current 3"]
-    assert [item.name for item in calls] == ["32", "33", "current 3"]  # grown at its end
+    assert [item.name for item in function.calls] == ["32", "33", "current 3"]  # grown at its end
 
 
 def test_each_agent_s_prompts_are_remembered_apart() -> None:
     """Prompts of two agents (their system prompts first) alternate: each is found from its own last one."""
-    calls: list[Item] = []
-
-    def function(item: Item) -> str:
-        calls.append(item)
-        return item.name
-
+    function = Naming()
     mapped: WindowMap[Item, str] = WindowMap()
     first, second = Item("first agent"), Item("second agent")
     mapped.map([first, *_POOL[0:20]], function)
     mapped.map([second, *_POOL[0:20]], function)
-    calls.clear()
+    function.calls.clear()
     mapped.map([first, *_POOL[0:22]], function)
     mapped.map([second, *_POOL[0:22]], function)
-    assert [item.name for item in calls] == ["20", "21", "20", "21"]
+    assert [item.name for item in function.calls] == ["20", "21", "20", "21"]
 
 
 class Reading(ConversationTurn):
