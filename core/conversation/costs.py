@@ -9,10 +9,9 @@ Invariants:
 - A window is trusted for a list only when that list holds the very turn objects it was made from at the
   very same positions: the history lists only grow at the end (``core.context``), so the very list it was
   made from (``source``, a loop's ``Turns``, referred to weakly) still does; any other list is checked by
-  identity, turn by turn, in C. A
-  parallel's branches work on copies of the lists, so a window is keyed by the first turn of the
-  conversation, not by the list. Anything else (a list changed otherwise, a branch that went its own way)
-  fails the check and the costs are summed again.
+  identity, turn by turn, in C. A parallel's branches work on copies of the lists, so a window is keyed by
+  the first turn of the conversation, not by the list. Anything else (a list changed otherwise, a branch
+  that went its own way) fails the check and the costs are summed again.
 - Every turn of a window has been counted (``ConversationTurn.tokens``): a window is made only once a bound
   needs the exact counts, so a history that fits by its upper bounds still never loads the tokenizer.
 - Windows are immutable (new tuples on every change) and few (``_WINDOWS_SIZE``): threads may share them.
