@@ -6,6 +6,7 @@ accumulates across turns, limits prevent infinite loops."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 from typing import Any
 
 from core import Engine, Limits, Pipeline
@@ -13,6 +14,7 @@ from core.agents import AgentSpec, build_agent
 from core.agents.offline import ScriptedAgent
 from core.agents.script import PythonAgent
 from core.conversation import Dependency, EnsembleStep, Participant, parse_reply
+from core.ports import ChatMessage
 from core.store import MemoryStore
 from core.templates import Expression, Template
 from core.testing import RecordingReporter, ScriptedHuman
@@ -303,3 +305,29 @@ def test_the_timeout_does_not_count_time_waiting_for_the_person() -> None:
     outcome = asyncio.run(engine.run(Pipeline(steps=(step,)), "go"))
     assert outcome.output["completion_reason"] == "completed"  # 3 s waiting for the person, yet no timeout
     assert sequence(outcome.output) == [(1, "person"), (2, "agent")]
+
+
+def test_a_participant_is_sent_the_same_message_objects_round_after_round() -> None:
+    """A participant's view of the conversation is made once per turn (``EnsembleState.views``): each round's
+    prompt holds the very message objects of the one before, so a round costs its new turns to make, to
+    mask in its trace and to store, not the conversation so far (it made every message again, each round)."""
+    writer = ScriptedAgent(replies=tuple({"draft": n} for n in range(8)), system_prompt="You write.")
+    critic = ScriptedAgent(replies=tuple(f"too long ({n})" for n in range(8)), system_prompt="You criticise.")
+    step = EnsembleStep(
+        name="review",
+        participants=(
+            Participant("writer", agent=writer, max_turns=6),
+            Participant("critic", agent=critic, max_turns=6, depends_on=(Dependency("writer"),)),
+        ),
+    )
+    outcome, _ = run(step, "a short story")
+    assert outcome.status == "completed", outcome.error
+    for agent in (writer, critic):
+        histories = [call.history for call in agent.calls]
+        assert len(histories) >= 5
+        for earlier, later in itertools.pairwise(histories[1:]):
+            shared = [message for message in earlier if message in later]
+            assert len(shared) >= len(earlier) - 1  # the conversation grew: all but a cue are sent again
+            assert all(any(message is again for again in later) for message in shared)
+    assert ChatMessage("assistant", '{"draft": 0}') in writer.calls[-1].history  # its own turns: the assistant's
+    assert ChatMessage("user", "critic: too long (0)") in writer.calls[-1].history  # others': named, the user's

@@ -12,7 +12,7 @@ Invariants:
   (and ``state_key``) and, for a mapping output (a JSON object reply is parsed, also inside a ```json
   fence), its keys at the top level, later speakers winning. Speakers are applied in declaration order.
 - Each turn is stored once (``turns``); what a participant is sent is cut from it (``core.conversation.ensemble.view``)
-  without copying it, so a round costs the same at round 1,000 as at round 1.
+  without copying it, so a round costs the same at round 1,000 as at round 1. ``said`` only grows at its end.
 """
 
 from __future__ import annotations
@@ -23,9 +23,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.context import ConversationTurn
+from core.context import ConversationTurn, Turns
 from core.conversation.ensemble.model import Dependency, EnsembleStep, Participant
 from core.conversation.turns import turn_text
+from core.ports import ChatMessage
 
 _FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n(.*?)\n?```\s*$", re.DOTALL)
 
@@ -86,8 +87,11 @@ class EnsembleState:
     outputs: dict[str, dict[str, Any]] = field(default_factory=dict)  # steps.<participant>.output
     turns: list[Turn] = field(default_factory=list)
     # The same turns as conversation turns ("name: text", tokens counted once), for what participants are sent.
-    said: list[ConversationTurn] = field(default_factory=list)
+    said: list[ConversationTurn] = field(default_factory=Turns)
     history: list[dict[str, Any]] = field(default_factory=list)  # turns as conditions see them
+    # What each participant is sent of ``said``, as chat messages from its own point of view: made once per
+    # turn (``core.conversation.ensemble.view``), the same objects in every round's prompt. Derived, not state.
+    views: dict[str, list[ChatMessage]] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def start(cls, step: EnsembleStep, opening: Any, *, earlier: tuple[ConversationTurn, ...] = ()) -> EnsembleState:

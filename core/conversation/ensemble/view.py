@@ -67,16 +67,24 @@ def chat(
             else:
                 messages.append(ChatMessage("user", old.content))
     if start == 0 and state.seed is not None:
-        messages.append(ChatMessage("user", state.seed.content))
-    for index in range(start, len(state.said)):
-        turn = state.turns[index]
-        if turn.participant == participant.name:
-            messages.append(ChatMessage("assistant", turn_text(turn.output)))
-        else:
-            messages.append(ChatMessage("user", state.said[index].content))
+        messages.append(state.seed.message)
+    messages += _point_of_view(state, participant.name)[start:]
     if messages and messages[-1].role == "user":
         return messages[-1].content, tuple(messages[:-1])
     return cue(participant, round_number), tuple(messages)
+
+
+def _point_of_view(state: EnsembleState, name: str) -> list[ChatMessage]:
+    """``state.said`` as participant ``name`` is sent it: its own turns the assistant's (their output's
+    text), everyone else's the user's (``name: text``). Made once per turn and kept (``state.views``): each
+    round's prompt holds the same message objects as the last one's, so it costs its new turns to make, to
+    mask in its trace (``Redactor.messages``) and to store, not its window."""
+    made = state.views.setdefault(name, [])
+    for index in range(len(made), len(state.said)):
+        turn = state.turns[index]
+        own = turn.participant == name
+        made.append(ChatMessage("assistant", turn_text(turn.output)) if own else state.said[index].message)
+    return made
 
 
 def envelope(state: EnsembleState, participant: Participant, opening: Any, round_number: int) -> dict[str, Any]:
