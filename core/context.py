@@ -87,6 +87,12 @@ class ConversationTurn:
         """The turn as a chat message of a prompt; made once per turn (every later prompt sends it)."""
         return _chat_message()(self.role, self.content)
 
+    @cached_property
+    def heard(self) -> ChatMessage:
+        """The turn as the other side of the conversation hears it, the roles swapped (a simulated person's
+        prompts: ``core.simulated_person``); made once per turn, as ``message``."""
+        return _chat_message()("user" if self.role == "assistant" else "assistant", self.content)
+
     def to_dict(self) -> dict[str, Any]:
         return {"role": self.role, "content": self.content, "tokens": self.tokens}
 

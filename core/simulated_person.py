@@ -9,6 +9,7 @@ prompt. Bounding the history and paying for the call are the asking policy's (``
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -57,8 +58,13 @@ class Rejection:
 
 
 def flipped(turns: Sequence[ConversationTurn]) -> tuple[ChatMessage, ...]:
-    """``turns`` as the person hears them: assistant turns become user messages and the other way round."""
-    return tuple(ChatMessage("user" if turn.role == "assistant" else "assistant", turn.content) for turn in turns)
+    """``turns`` as the person hears them: assistant turns become user messages and the other way round.
+    The same message objects for a turn in every question (``ConversationTurn.heard``): tracing a question
+    masks its new turns only (``Redactor.messages``)."""
+    return tuple(map(_HEARD, turns))
+
+
+_HEARD = operator.attrgetter("heard")
 
 
 def questions_and_answers(entries: Sequence[HitlEntry]) -> list[ConversationTurn]:

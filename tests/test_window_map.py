@@ -14,6 +14,7 @@ from core.context import ConversationTurn, Turns
 from core.conversation.history import as_messages
 from core.ports import ChatMessage
 from core.redaction import MASK, Redactor
+from core.simulated_person import flipped
 from core.window_map import WindowMap, overlap
 
 
@@ -195,3 +196,17 @@ def test_tracing_prompts_masks_each_message_as_masking_it_alone_does(
             window = [ChatMessage(message.role, message.content) for message in window]
         sent = [system, *window, ChatMessage("user", "now")]
         assert redactor.messages(sent) == [{"role": fresh.text(m.role), "content": fresh.text(m.content)} for m in sent]
+
+
+def test_a_simulated_person_hears_each_turn_as_the_same_message_every_question() -> None:
+    """What a simulated person is sent is made once per turn (``ConversationTurn.heard``), so tracing its
+    next question masks the new turns only, as an agent step's (it made and masked every turn again)."""
+    turns = [ConversationTurn("user" if n % 2 else "assistant", f"turn {n}") for n in range(40)]
+    first, second = flipped(turns[:30]), flipped(turns[:32])
+    assert first[0] == ChatMessage("user", "turn 0") and first[1] == ChatMessage("assistant", "turn 1")
+    assert all(earlier is later for earlier, later in zip(first, second[:30], strict=True))
+    redactor, persona = Masking(), ChatMessage("system", "You are a guest.")  # an agent's: the same object
+    redactor.messages([persona, *first, ChatMessage("user", "How many?")])
+    redactor.masked.clear()
+    redactor.messages([persona, *second, ChatMessage("user", "When?")])
+    assert redactor.masked == ["turn 30", "turn 31", "When?"]

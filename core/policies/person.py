@@ -204,17 +204,9 @@ async def _simulate(
     heard = _bounded(person, question)
     call = person.call(question.step, question.message, heard, rejected=rejected)
     sent = agent.prompt(call)
-    events.append(
-        frame.event(
-            question.path,
-            PromptSent(
-                agent.label,
-                tuple(message.to_dict() for message in sent),
-                bool(call.history),
-                simulated_person=person.name,
-            ),
-        )
-    )
+    # The messages go as the message objects, masked once each (``Redactor.messages``), as an agent step's.
+    prompt = PromptSent(agent.label, (), bool(call.history), simulated_person=person.name)
+    events.append(frame.event(question.path, prompt, sent))
     held = frame.reserve_call(question.step, agent, sent)
     try:
         reply = await agent.run(call)
