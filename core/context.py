@@ -110,6 +110,10 @@ class Turns(list[ConversationTurn]):
         super().__init__(turns)
         self.sent: WindowMap[ConversationTurn, ChatMessage] = WindowMap()
 
+    def __reduce__(self) -> tuple[type[Turns], tuple[list[ConversationTurn]]]:
+        """Copied and pickled as its turns: what its prompts sent is remembered, not state."""
+        return (Turns, (list(self),))
+
 
 @functools.cache
 def _tokens() -> ModuleType:

@@ -3,7 +3,9 @@ every kept turn on every call (``reference_bound``, the way it was done before),
 
 from __future__ import annotations
 
+import copy
 import gc
+import pickle
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -13,7 +15,7 @@ from hypothesis import strategies as st
 
 from core.context import ConversationTurn, Role, RunContext, Summary, Turns
 from core.conversation.costs import TURN_OVERHEAD, turn_cost
-from core.conversation.history import bound, prompt_turns
+from core.conversation.history import as_messages, bound, prompt_turns
 
 
 def _reference_fits(turns: Sequence[ConversationTurn], max_tokens: int | None, end: int) -> bool:
@@ -263,3 +265,11 @@ def test_a_failed_iteration_s_turns_are_not_taken_for_the_parent_s() -> None:
         for end in (len(turns), len(turns) - 1):
             _same_as_reference(turns, end=end, max_tokens=budget)
             _same_as_reference(turns, end=end, max_tokens=budget // 3, keep_last=1)
+
+
+def test_a_history_list_copies_and_pickles_as_its_turns() -> None:
+    turns = Turns(ConversationTurn("user" if n % 2 else "assistant", f"turn {n}") for n in range(5))
+    as_messages(turns[1:5], turns)
+    for again in (copy.copy(turns), copy.deepcopy(turns), pickle.loads(pickle.dumps(turns))):
+        assert type(again) is Turns and again == turns and again is not turns
+        assert again.sent is not turns.sent
