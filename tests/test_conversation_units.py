@@ -24,7 +24,8 @@ from core.conversation.history import (
     summary_cut,
     turn_cost,
 )
-from core.conversation.turns import capture, seed, start, turn_text
+from core.conversation.loop_scope import seed
+from core.conversation.turns import capture, start, turn_text
 from core.engine import Engine
 from core.steps import (
     AgentStep,

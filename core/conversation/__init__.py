@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from core.conversation.branches import BranchRecords, branch_records
-    from core.conversation.current_message import is_context, newest_message
+    from core.conversation.current_message import is_context, message_for, newest_message
     from core.conversation.ensemble import (
         COMPLETION_REASONS,
         CompletionReason,
@@ -77,6 +77,7 @@ _WHERE = {
     "enter_loop": ("loop_scope", "enter_loop"),
     "envelope": ("ensemble", "envelope"),
     "is_context": ("current_message", "is_context"),
+    "message_for": ("current_message", "message_for"),
     "newest_message": ("current_message", "newest_message"),
     "parse_reply": ("ensemble", "parse_reply"),
     "prepare": ("injection", "prepare"),
@@ -110,6 +111,7 @@ __all__ = [
     "enter_loop",
     "envelope",
     "is_context",
+    "message_for",
     "newest_message",
     "parse_reply",
     "prepare",

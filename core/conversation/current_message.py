@@ -84,3 +84,12 @@ def newest_message(ctx: RunContext) -> Any:
         initial_prompt=ctx.initial_prompt,
         iteration_input=ctx.conversation.iteration_input,
     ).message
+
+
+def message_for(ctx: RunContext, value: Any) -> Any:
+    """What a step, a sub-workflow or an ensemble whose input is ``value`` takes in: ``value``, unless it is
+    the context a conversational loop propagates; then the conversation's newest turn (``newest_message``),
+    so the context never reaches a prompt, a child run or an output that would nest it."""
+    if ctx.conversation is not None and is_context(value):
+        return newest_message(ctx)
+    return value

@@ -6,18 +6,24 @@ Invariants:
 - When the loop ends, however it ends, an enclosing conversation gets its own history and summary back:
   nothing the inner loop said leaks outward. At the top level the loop's turns stay in
   ``context.conversation_history`` for the steps after it.
-- The first iteration seeds the first user turn (``init.history.start_with`` or the loop's input), after
-  the loop's ``init``.
+- The first iteration seeds the first user turn, after the loop's ``init``: the output of
+  ``init.history.start_with``'s step, else the message the loop's first body step would be sent where the
+  loop stands (docs/conversation.md, "The current message"). That is the loop's input, unless the input is
+  the context an enclosing loop propagates (or the enclosing conversation's own iteration input): then it
+  is the enclosing conversation's newest turn. The context object never becomes a turn, so it never
+  reaches a prompt.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from core.context import ConversationTurn, RunContext, Summary, Turns
+from core.conversation.current_message import current_message
 from core.conversation.threads import ThreadBinding
-from core.conversation.turns import ActiveConversation, seed, start
+from core.conversation.turns import ActiveConversation, add_turn, start, turn_text
 from core.steps import LoopStep
 
 
@@ -34,7 +40,7 @@ class LoopConversation:
         """Before the body of ``iteration`` runs on ``ctx`` (the iteration's isolated copy)."""
         ctx.conversation = self.active.for_iteration(iteration_input)
         if iteration == 1:
-            seed(ctx, self.active, iteration_input)
+            seed(ctx, self.active, iteration_input, enclosing=self.outer, heard=self.outer_history)
 
     def leave(self, ctx: RunContext) -> None:
         """When the loop ends (completed, failed or stopped by a signal)."""
@@ -55,3 +61,42 @@ def enter_loop(loop: LoopStep, ctx: RunContext, thread: ThreadBinding | None) ->
     ctx.conversation, ctx.conversation_history = active, Turns(claimed.opening(ctx) if claimed is not None else ())
     ctx.summary = None
     return held
+
+
+def seed(
+    ctx: RunContext,
+    active: ActiveConversation,
+    loop_input: Any,
+    *,
+    enclosing: ActiveConversation | None = None,
+    heard: Sequence[ConversationTurn] = (),
+) -> None:
+    """The first user turn of ``active``, before iteration 1: from ``init.history.start_with`` or the loop's
+    input, as the message a step standing where the loop stands would be sent. ``enclosing`` is the
+    conversation the loop runs in (if any) and ``heard`` the history around the loop (the enclosing
+    conversation's, or at the top level the turns an earlier loop left): a loop input that is the context
+    (or the enclosing iteration's own input) opens with the newest of those turns, never as the context."""
+    settings = active.settings
+    if settings.seed_from_step is not None:
+        record = ctx.steps.get(settings.seed_from_step)
+        value = record.get("output") if isinstance(record, dict) else None
+    elif settings.seed_from_input:
+        value = loop_input
+    else:
+        return
+    if value is None:
+        return
+    value = current_message(
+        heard,
+        data=value,
+        rendered=None,
+        explicit=False,
+        initial_prompt=ctx.initial_prompt,
+        iteration_input=enclosing.iteration_input if enclosing is not None else None,
+    ).message
+    text = turn_text(value)
+    prefix = settings.seed_prefix
+    if prefix and prefix.strip().rstrip(":").strip().lower() != "user":  # "User: " is what a user turn is
+        text = f"{prefix}{text}"
+    if text.strip():
+        add_turn(ctx, "user", text)

@@ -1,6 +1,6 @@
 """Turns of a ``conversation: true`` loop: which steps make turns, and adding them to the history.
 
-The loop starts an ``ActiveConversation`` for its body (``start``, then ``seed`` before iteration 1); the
+The loop starts an ``ActiveConversation`` for its body (``start``; ``core.conversation.loop_scope`` seeds it); the
 leaf policies call ``capture`` when a step finishes (live or replayed, so a resumed run rebuilds the same
 history). What each agent is then sent of the history is ``core.conversation.injection``'s business.
 
@@ -151,23 +151,3 @@ def capture(ctx: RunContext, step: str, value: Any, *, hitl: bool) -> None:
     text = turn_text(value)
     if text.strip():
         add_turn(ctx, role, text)
-
-
-def seed(ctx: RunContext, active: ActiveConversation, loop_input: Any) -> None:
-    """The first user turn, before iteration 1: from ``init.history.start_with`` or the loop's input."""
-    settings = active.settings
-    if settings.seed_from_step is not None:
-        record = ctx.steps.get(settings.seed_from_step)
-        value = record.get("output") if isinstance(record, dict) else None
-    elif settings.seed_from_input:
-        value = loop_input
-    else:
-        return
-    if value is None:
-        return
-    text = turn_text(value)
-    prefix = settings.seed_prefix
-    if prefix and prefix.strip().rstrip(":").strip().lower() != "user":  # "User: " is what a user turn is
-        text = f"{prefix}{text}"
-    if text.strip():
-        add_turn(ctx, "user", text)

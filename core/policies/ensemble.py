@@ -8,6 +8,8 @@ Invariants:
   began; the round is applied in declaration order whatever order they finish in.
 - A signal (a pause for the person, a usage limit) or a failure of one participant is raised after the
   others of its round have settled (and committed); the conversation's finished turns stay committed.
+- Its input opens the conversation (and is what a script participant's envelope carries); inside a
+  conversational loop, a propagated context is replaced by that loop's newest turn first.
 - ``timeout_seconds`` counts the time the conversation runs, not the time spent waiting for the person;
   it is checked between rounds and, during a round, calls still running at the deadline are cancelled
   (their turns are not recorded) and the conversation ends with reason ``timeout``.
@@ -33,6 +35,7 @@ from core.conversation import (
     chat,
     cue,
     envelope,
+    message_for,
     turn_text,
 )
 from core.errors import ControlSignal, FlujoError, LimitReached
@@ -77,6 +80,9 @@ class Conversation:
     """One execution of an ensemble step (``run_ensemble``)."""
 
     def __init__(self, step: EnsembleStep, data: Any, ctx: RunContext, path: str, frame: Frame, body: BodyRunner):
+        # In a conversational loop that propagates the context, the ensemble opens with what was said last
+        # there, as any step standing here would be sent (never the context, which no prompt holds).
+        data = message_for(ctx, data)
         self.step, self.data, self.ctx, self.path, self.frame, self.body = step, data, ctx, path, frame, body
         thread = frame.thread if frame.thread is not None and frame.thread.claim(step) else None
         self.threaded = thread is not None

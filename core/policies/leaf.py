@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from core.context import HitlEntry, RunContext
-from core.conversation import capture, is_context, newest_message, prepare, replay_summary
+from core.conversation import capture, message_for, prepare, replay_summary
 from core.errors import AgentOutputError, ControlSignal, FlujoError, PromptTooLarge, RunError
 from core.events import OutputRepaired, PromptSent, ReplyReceived, StepErrored
 from core.policies.context_writes import note_agent_command, record_output, sink, update_context
@@ -89,10 +89,9 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
         if step.input is not None:
             call_input = step.input.render(variables)
         if step.agent is None:
-            if ctx.conversation is not None and is_context(call_input):
-                # As the passthrough builtin: the propagated context carries the state, the step passes
-                # the conversation's newest turn along (never the context, which its output would nest).
-                call_input = newest_message(ctx)
+            # As the passthrough builtin: the propagated context carries the state, the step passes
+            # the conversation's newest turn along (never the context, which its output would nest).
+            call_input = message_for(ctx, call_input)
             output = normalize(call_input)
         else:
             agent = step.agent

@@ -29,7 +29,7 @@ from dataclasses import replace
 from typing import Any
 
 from core.context import RunContext
-from core.conversation import capture
+from core.conversation import capture, message_for
 from core.errors import Abort, FlujoError, LimitReached, Pause, RunError
 from core.events import ChildRunStarted, StepErrored
 from core.policies.body import BodyRunner
@@ -84,6 +84,9 @@ async def run_workflow(
     try:
         if step.input is not None:
             value = step.input.render(scope(ctx, data))
+        # In a conversational loop that propagates the context, the child is given what was said last
+        # there, as an agent standing here would be: never the parent's context (its history, its steps).
+        value = message_for(ctx, value)
         start = child_start(step, value, ctx)
     except FlujoError as exc:
         await _fail(step, path, started, value, exc, frame, event)
