@@ -94,7 +94,9 @@ def load_blueprint(path: str | Path, *, settings: Settings | None = None) -> Blu
     """The blueprint at ``path``, validated against ``settings`` (the built-in defaults when None);
     InvalidBlueprint (a BlueprintError) if it or an import has an error."""
     findings, root = _load(Path(path), settings)
-    if any(f.is_error for f in findings):
+    # A damaged model file is the machine's problem, not the blueprint's: the run reports it when it builds
+    # the agent, as a configuration error (blueprints.checks.agents).
+    if any(f.is_error and f.code != "model-file" for f in findings):
         raise InvalidBlueprint(findings)
     return _blueprint(root, {})
 

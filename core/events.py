@@ -63,6 +63,20 @@ class AgentStarted(_Event):
 
 
 @dataclass(frozen=True, slots=True)
+class ProcessStarted(_Event):
+    """A command agent's process started, as the leader of process ``group``: what a resumed run needs to end
+    what is left of it (processes the command started, which outlive a ``kill -9`` of flujo) before it runs
+    the step again. ``boot`` is the machine's boot id and ``since`` the leader's start time in clock ticks
+    since boot (Linux's ``/proc``), so a group id reused since is never taken for this one."""
+
+    kind: ClassVar[Literal["agent.process"]] = "agent.process"
+    agent: str
+    group: int
+    boot: str
+    since: int
+
+
+@dataclass(frozen=True, slots=True)
 class PromptSent(_Event):
     """An agent call: the messages sent to ``agent``, redacted, exactly as sent. ``history`` says what of a
     conversation went with them (``conversation``, ``turns``, ``dropped``, ``mode``, ``summary_of``);
@@ -235,6 +249,7 @@ class UnknownEvent(_Event):
 
 KnownEvent = (
     AgentStarted
+    | ProcessStarted
     | PromptSent
     | OutputRepaired
     | ReplyReceived

@@ -56,7 +56,9 @@ class AgentCall:
     idempotent with). ``begin_attempt``, awaited by an agent with side effects just before it starts them,
     durably records that this step starts (an ``agent.started`` trace event, committed at once) and returns
     which attempt of the step in this run it is: 1, then 2 and more when a resume executes it again after a
-    failure or a crash (docs/durability.md, at-least-once).
+    failure or a crash (docs/durability.md, at-least-once). ``process_started``, awaited by a command agent
+    with its process id once the process started (the leader of its own process group), records it, so
+    that a resumed run ends what is left of that group before it executes the step again.
     """
 
     input: Any
@@ -68,6 +70,7 @@ class AgentCall:
     path: str = ""
     begin_attempt: Callable[[], Awaitable[int]] | None = None
     on_retry: Callable[[Retry], None] | None = None
+    process_started: Callable[[int], Awaitable[None]] | None = None
 
 
 @dataclass(frozen=True)

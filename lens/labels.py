@@ -24,6 +24,7 @@ from core.events import (
     LoopExited,
     OutputRepaired,
     ParallelDone,
+    ProcessStarted,
     PromptSent,
     QuestionAnswered,
     ReplyReceived,
@@ -234,6 +235,8 @@ def _event_words(event: Event, payload: Mapping[str, Any]) -> Text:
             return Text(one_line(output))
         case AgentStarted(agent=agent, attempt=attempt):  # a script agent about to run its side effects
             return Text(f"{agent} started, attempt {attempt}", style="yellow" if attempt > 1 else "")
+        case ProcessStarted(group=group):  # a command agent's process, ended on resume if it outlived flujo
+            return Text(f"process group {group} started")
         case PromptSent() | OutputRepaired() | HistoryNotInjected() | UnknownEvent():
             return Text(one_line(dict(payload)))
         case _:

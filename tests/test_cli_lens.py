@@ -229,14 +229,23 @@ def test_looking_at_a_missing_store_creates_nothing(state_db: Path) -> None:
     assert not state_db.parent.exists()
 
 
-def test_an_empty_store_file_has_no_runs(state_db: Path) -> None:
+def test_an_empty_store_file_is_not_a_store_yet(state_db: Path) -> None:
+    """A 0-byte file at the store's path (as a writer that was stopped before its first transaction leaves it):
+    every command that only reads says so and exits 7, leaving it as it is; the first writer makes it a store."""
     state_db.parent.mkdir()
     state_db.touch()
-    code, out, err = flujo(["lens", "list"])
-    assert (code, out) == (exit_codes.OK, "") and f"no runs in {state_db}" in err
-    assert json.loads(flujo(["lens", "list", "--json"])[1]) == {"runs": []}
-    assert flujo(["lens", "show", "abc"])[0] == exit_codes.FAILED
+    readers = [["lens", "list"], ["lens", "list", "--json"], ["lens", "show", "abc"], ["lens", "trace", "abc"]]
+    readers += [["threads", "list"], ["threads", "show", "t"], ["resume", "abc"], ["lens", "prune", "--keep", "1"]]
+    for args in readers:
+        code, out, err = flujo(args)
+        assert (code, out) == (exit_codes.STORE, ""), args
+        assert f"error: {state_db} is not a flujo store yet (empty file)" in err, args
     assert state_db.stat().st_size == 0
+    assert sorted(p.name for p in state_db.parent.iterdir()) == [state_db.name]
+    blueprint = EXAMPLES / "clarify.yaml"
+    assert flujo(["run", str(blueprint), "--no-input"])[0] == exit_codes.PAUSED
+    code, out, _ = flujo(["lens", "list", "--json"])
+    assert code == exit_codes.OK and len(json.loads(out)["runs"]) == 1
 
 
 def test_prune(runs: dict[str, str], state_db: Path) -> None:

@@ -24,6 +24,7 @@ import pytest
 
 from core.agents import AgentSpec, build_agent
 from core.agents.local_chat import LocalChatAgent
+from core.agents.local_server import default_model_path
 from core.config import Settings
 from core.ports import AgentCall, AgentReply
 from core.store import open_store
@@ -170,11 +171,15 @@ def test_a_missing_model_file_is_one_line_and_exit_6(state_db: Path, tmp_path: P
     [
         (b"<!DOCTYPE html><html>Not found</html>", "is not a GGUF model file"),
         (b"GGUF\x03\x00\x00\x00" + b"\x01" * 10, "is damaged: the header ends early"),
+        (b"GGUF\x63\x00\x00\x00" + b"\x01" * 10, "is GGUF version 99, which llama.cpp does not read"),
+        (b"cut", "is cut off: it holds 8,000,000 bytes"),
     ],
 )
 def test_a_file_that_is_not_a_whole_gguf_model_is_one_line_and_exit_6(
     state_db: Path, tmp_path: Path, content: bytes, says: str
 ) -> None:
+    if content == b"cut":  # the default model, as `head -c 8000000` leaves it
+        content = default_model_path().read_bytes()[:8_000_000]
     (tmp_path / "broken.gguf").write_bytes(content)
     blueprint = tmp_path / "broken.yaml"
     blueprint.write_text(STRUCTURED.replace("model: local", "model: local:broken.gguf"), encoding="utf-8")

@@ -34,8 +34,9 @@ HAS_BINDING = importlib.util.find_spec("xllamacpp") is not None
 needs_binding = pytest.mark.skipif(not HAS_BINDING, reason="xllamacpp is not installed (make install installs it)")
 
 
-def gguf(path: Path, *, context_length: int = 2048, tensors: int = 1) -> Path:
-    """A GGUF header (version 3) with an architecture, a context length and a vocabulary array."""
+def gguf(path: Path, *, context_length: int = 2048, tensors: int = 1, version: int = 3) -> Path:
+    """A whole GGUF file (version 3): an architecture, a context length, a vocabulary array, and ``tensors``
+    F32 tensors of 8 values each, with their data."""
 
     def text(value: str) -> bytes:
         data = value.encode()
@@ -44,9 +45,12 @@ def gguf(path: Path, *, context_length: int = 2048, tensors: int = 1) -> Path:
     keys = [
         text("general.architecture") + struct.pack("<I", 8) + text("llama"),
         text("tokenizer.ggml.scores") + struct.pack("<IIQ", 9, 6, 2) + struct.pack("<ff", 0.5, 0.25),
+        text("tokenizer.ggml.tokens") + struct.pack("<IIQ", 9, 8, 2) + text("a") + text("bc"),
         text("llama.context_length") + struct.pack("<II", 4, context_length),
     ]
-    path.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, tensors, len(keys)) + b"".join(keys))
+    table = b"".join(text(f"t{n}") + struct.pack("<IQIQ", 1, 8, 0, 32 * n) for n in range(tensors))
+    header = b"GGUF" + struct.pack("<IQQ", version, tensors, len(keys)) + b"".join(keys) + table
+    path.write_bytes(header + b"\0" * (-len(header) % 32) + b"\0" * 32 * tensors)
     return path
 
 
@@ -145,6 +149,37 @@ def test_a_broken_gguf_file_is_a_config_error(tmp_path: Path, content: bytes, sa
     (tmp_path / "m.gguf").write_bytes(content)
     with pytest.raises(ConfigError, match=says):
         read_gguf(tmp_path / "m.gguf")
+
+
+def test_a_gguf_file_is_checked_against_its_tensor_table(tmp_path: Path) -> None:
+    whole = gguf(tmp_path / "m.gguf", tensors=3).read_bytes()
+    assert read_gguf(tmp_path / "m.gguf").size_bytes == len(whole)
+    (tmp_path / "m.gguf").write_bytes(whole[:-1])  # a download cut off at its last byte
+    with pytest.raises(ConfigError, match=f"is cut off: it holds {len(whole) - 1} bytes, and its tensors need"):
+        read_gguf(tmp_path / "m.gguf")
+    (tmp_path / "m.gguf").write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(ConfigError, match=r"is cut off|header ends early"):
+        read_gguf(tmp_path / "m.gguf")
+    gguf(tmp_path / "m.gguf", version=99)
+    with pytest.raises(ConfigError, match=r"is GGUF version 99, which llama\.cpp does not read"):
+        read_gguf(tmp_path / "m.gguf")
+    (tmp_path / "m.gguf").write_bytes(whole[:8] + struct.pack("<Q", 10**12) + whole[16:])
+    with pytest.raises(ConfigError, match="is damaged: it claims 1,000,000,000,000 tensors"):
+        read_gguf(tmp_path / "m.gguf")
+    (tmp_path / "m.gguf").write_bytes(whole[:8] + struct.pack("<Q", 5000) + whole[16:])
+    with pytest.raises(ConfigError, match="is damaged: the header ends early"):
+        read_gguf(tmp_path / "m.gguf")
+
+
+def test_validate_reads_a_local_model_file_as_llama_cpp_would(tmp_path: Path) -> None:
+    (tmp_path / "models").mkdir()
+    whole = gguf(tmp_path / "models" / "x.gguf").read_bytes()
+    path = blueprint(tmp_path, "local:models/x.gguf")
+    assert [f for f in validate_file(path) if f.severity == "error"] == []
+    (tmp_path / "models" / "x.gguf").write_bytes(whole[:-5])
+    (error,) = [f for f in validate_file(path) if f.severity == "error"]
+    assert "agent 'a': the model file" in error.message and "is cut off" in error.message
+    assert error.position is not None and (error.position.line, error.position.column) == (4, 12)
 
 
 @needs_binding

@@ -115,13 +115,23 @@ async def test_reading_a_missing_store_creates_nothing(tmp_path: Path) -> None:
     assert not path.parent.exists()
 
 
-async def test_reading_an_empty_file_reads_an_empty_store_and_leaves_the_file_alone(tmp_path: Path) -> None:
+async def test_reading_an_empty_file_says_it_is_not_a_store_yet_and_leaves_it_alone(tmp_path: Path) -> None:
     path = tmp_path / "flujo.db"
     path.touch()
-    async with await open_store(str(path), mode="read") as store:
-        assert await store.list_runs() == [] and await store.get_run("abc") is None
+    for mode in ("read", "existing"):
+        with pytest.raises(StoreError, match=r"flujo.db is not a flujo store yet \(empty file\)"):
+            await open_store(str(path), mode=mode)  # type: ignore[arg-type]
     assert path.stat().st_size == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["flujo.db"]
+    sqlite3.connect(path).close()  # an SQLite database with no table: the same, in other words
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.execute("PRAGMA user_version = 3")
+    with pytest.raises(StoreError, match=r"not a flujo store yet \(a database with no tables\)"):
+        await open_store(str(path), mode="read")
+    async with await open_store(str(path)) as store:  # the first writer makes it a store
+        assert await store.list_runs() == []
+    async with await open_store(str(path), mode="read") as store:
+        assert await store.list_runs() == []
 
 
 async def test_reading_a_store_changes_nothing(tmp_path: Path) -> None:

@@ -81,6 +81,8 @@ def _check_model_name(checker: Checker, name: str, agent: AgentModel) -> None:
             )
         elif not model_name:
             checker.error("bad-value", f"agent {name!r}: model {model!r} names no model", checker.at(path))
+        elif (row := provider_of(model)) is not None and row.api == "local":
+            _check_model_file(checker, name, model_name, path)
     elif model not in OFFLINE_MODELS:
         checker.error(
             "bad-value",
@@ -102,6 +104,27 @@ def _check_model_name(checker: Checker, name: str, agent: AgentModel) -> None:
             f"replies has no effect on agent {name!r}; only model: scripted uses them",
             checker.key_at(("agents", name, "replies")),
         )
+
+
+def _check_model_file(checker: Checker, name: str, file: str, path: tuple[str, ...]) -> None:
+    """A ``model: local:FILE`` that exists is read as llama.cpp would need it (its header and the length its
+    tensors need), so a damaged or cut-off file is an error here rather than at its first call. A file that
+    does not exist yet is left to the run, which names it. A run does not stop on this finding
+    (``load_blueprint``): building the agent reads the file again and fails as a configuration error (exit 6),
+    as a file damaged after validation would."""
+    from pathlib import Path
+
+    from core.agents.gguf import read_gguf
+    from core.errors import ConfigError
+
+    model_path = Path(file).expanduser()
+    model_path = model_path if model_path.is_absolute() else checker.folder / model_path
+    if not model_path.exists():
+        return
+    try:
+        read_gguf(model_path)
+    except ConfigError as exc:
+        checker.error("model-file", f"agent {name!r}: {exc.message}", checker.at(path), exc.hint)
 
 
 def check_agent_step(checker: Checker, site: StepSite, step_names: list[str]) -> None:

@@ -5,7 +5,14 @@ started) when the step is cancelled (Ctrl-C, a sibling branch failing) or times 
 also given a parent-death signal: when the ``flujo`` process dies in a way it cannot clean up after
 (``kill -9``, a crash), the kernel kills the command at once, so a command cannot finish a side effect for a
 run that will execute its step again on resume. Processes the command itself started are not covered by
-that signal (it is not inherited); they are its own to stop.
+that signal (it is not inherited), but they stay in the command's process group: the engine records the
+group when the command starts (``group_mark``, an ``agent.process`` event), and a resumed run ends what is
+left of it (``end_leftovers``) before it runs the step again.
+
+On Linux a process group is told apart from a later one with the same number by the machine's boot id and
+the leader's start time (``/proc``); a process is ended only if it is in that group, started no earlier
+than its leader, and (where its environment can be read) belongs to the run. Elsewhere nothing is
+recorded and nothing is ended on resume.
 """
 
 from __future__ import annotations
@@ -18,8 +25,10 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+_PROC = Path("/proc")
 
 
 def _death_signal_setter() -> Callable[[], None] | None:
@@ -63,3 +72,62 @@ def kill_group(process: asyncio.subprocess.Process) -> None:
         os.killpg(process.pid, signal.SIGKILL)
     with contextlib.suppress(ProcessLookupError):
         process.kill()
+
+
+def group_mark(pid: int) -> tuple[str, int] | None:
+    """What tells the process group led by ``pid`` apart from any later one: the boot id and the leader's
+    start time in clock ticks since boot. None where ``/proc`` does not say (not Linux, or it ended)."""
+    boot = _boot_id()
+    stat = _stat(pid)
+    if boot is None or stat is None:
+        return None
+    return boot, stat[1]
+
+
+def end_leftovers(group: int, *, boot: str, since: int, run_id: str) -> int:
+    """Kill what is left of the process group ``group`` a command of run ``run_id`` led (``group_mark`` gave
+    ``boot`` and ``since``): its processes started no earlier than its leader, whose environment (when it
+    can be read) names the run. How many were killed; none when the machine has rebooted since."""
+    if _boot_id() != boot:
+        return 0
+    killed = 0
+    for entry in _PROC.iterdir() if _PROC.is_dir() else ():
+        if not entry.name.isdigit():
+            continue
+        pid = int(entry.name)
+        stat = _stat(pid)
+        if stat is None or stat[0] != group or stat[1] < since or not _belongs_to(pid, run_id):
+            continue
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+            killed += 1
+    return killed
+
+
+def _boot_id() -> str | None:
+    try:
+        return (_PROC / "sys/kernel/random/boot_id").read_text().strip() or None
+    except OSError:
+        return None
+
+
+def _stat(pid: int) -> tuple[int, int] | None:
+    """The process group and start time (clock ticks since boot) of ``pid``; None if it is gone or a zombie."""
+    try:
+        text = (_PROC / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    fields = text[text.rfind(")") + 2 :].split()  # after "pid (comm) ": the name may hold spaces
+    if len(fields) < 20 or fields[0] == "Z":
+        return None
+    return int(fields[2]), int(fields[19])
+
+
+def _belongs_to(pid: int, run_id: str) -> bool:
+    """Whether ``pid``'s environment names ``run_id`` (``FLUJO_RUN_ID``, which commands and what they start
+    inherit); True when it cannot be read, as the group and start time already match."""
+    try:
+        environment = (_PROC / str(pid) / "environ").read_bytes()
+    except OSError:
+        return True
+    return f"FLUJO_RUN_ID={run_id}".encode() in environment.split(b"\0")

@@ -224,6 +224,13 @@ class CommandAgent(_LocalAgent):
                 f"agents.{self.name}: cannot start {shown}: {exc.strerror or exc}",
                 hint="check the program exists and is executable (is it on PATH?)",
             ) from exc
+        if call.process_started is not None:
+            try:
+                await call.process_started(process.pid)
+            except BaseException:
+                kill_group(process)
+                await process.wait()
+                raise
         data = input_text(call.input).encode()
         limit = current_bounds().agent_output_max_bytes
         try:

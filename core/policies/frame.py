@@ -21,7 +21,7 @@ from core.answering import Answering
 from core.context import RunContext
 from core.conversation import ThreadBinding
 from core.errors import FlujoError, LimitReached, RunError
-from core.events import AgentStarted, KnownEvent
+from core.events import AgentStarted, KnownEvent, ProcessStarted
 from core.ports import Agent, ChatMessage, HumanInput, Reporter, RunStore
 from core.records import StepRecord, StepStatus, TraceEvent
 from core.redaction import Redactor
@@ -58,6 +58,9 @@ class Frame:
     # Step path → how many times an agent with side effects started there in this run (``begin_attempt``);
     # read from the store's ``agent.started`` events at the first such start, then counted here.
     started: dict[str, int] | None = None
+    # Step path → the process group its command agent last started in an earlier process of this run (read
+    # with ``started``): what is left of it is ended before the step runs again (``begin_attempt``).
+    groups: dict[str, ProcessStarted] = field(default_factory=dict)
     answering: Answering = field(default_factory=Answering)  # who answers besides the human (core.answering)
 
     def event(self, path: str, event: KnownEvent, sent: Sequence[ChatMessage] | None = None) -> TraceEvent:
@@ -86,14 +89,34 @@ class Frame:
         if self.started is None:
             events = await self.store.events(self.run_id)
             counts: dict[str, int] = {}
+            groups: dict[str, ProcessStarted] = {}
             for event in events:
                 if event.kind == AgentStarted.kind:  # decoding every event of a long run costs
                     counts[event.path] = counts.get(event.path, 0) + 1
+                elif event.kind == ProcessStarted.kind and isinstance(group := event.data, ProcessStarted):
+                    groups[event.path] = group
             if self.started is None:  # a parallel branch may have read them meanwhile
                 self.started = counts
+                self.groups = groups
+        left = self.groups.pop(path, None)
+        if left is not None:  # an earlier process of this run was killed while this step's command ran
+            from core.agents.child_process import end_leftovers
+
+            end_leftovers(left.group, boot=left.boot, since=left.since, run_id=self.run_id)
         attempt = self.started[path] = self.started.get(path, 0) + 1
         await self.store.record_events(self.run_id, [self.event(path, AgentStarted(agent=agent, attempt=attempt))])
         return attempt
+
+    async def process_started(self, path: str, agent: str, pid: int) -> None:
+        """Record, committed at once, that the command of the step at ``path`` runs as the leader of process
+        group ``pid`` (``ProcessStarted``), where the system lets us tell that group apart later (Linux)."""
+        from core.agents.child_process import group_mark
+
+        mark = group_mark(pid)
+        if mark is not None:
+            boot, since = mark
+            event = ProcessStarted(agent=agent, group=pid, boot=boot, since=since)
+            await self.store.record_events(self.run_id, [self.event(path, event)])
 
     def absorbed_failure(self, path: str) -> str | None:
         """The error of ``path`` if it failed in an earlier attempt inside a step that then completed anyway

@@ -106,6 +106,7 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
                 run_id=frame.run_id,
                 path=path,
                 begin_attempt=lambda: frame.begin_attempt(path, agent.label),
+                process_started=lambda pid: frame.process_started(path, agent.label, pid),
                 on_retry=lambda retry: frame.reporter.note(retry_line(step.name, retry)),
             )
             refuse_oversized(step.name, agent, call)

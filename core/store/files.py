@@ -5,8 +5,11 @@ and the one translation of sqlite3 errors into ``StoreError`` (one line and a hi
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import sqlite3
+import tempfile
 from pathlib import Path
 
 from core.errors import StoreError
@@ -54,6 +57,15 @@ def make_parent(path: Path) -> None:
     os.close(descriptor)
 
 
+def emptiness(path: str) -> str:
+    """How a database file that holds no table looks: an empty file, or an SQLite database with none."""
+    try:
+        empty = os.path.getsize(path) == 0
+    except OSError:
+        empty = False
+    return "empty file" if empty else "a database with no tables"
+
+
 def no_create_uri(path: str) -> str:
     """A URI that opens the existing file at ``path`` (read-write, or read-only if write-protected) and never
     creates it."""
@@ -85,12 +97,36 @@ def store_error(label: str, action: str, exc: sqlite3.Error) -> StoreError:
         return StoreError(f"{label} is not a flujo database", hint=MOVE_HINT)
     if primary == sqlite3.SQLITE_CORRUPT:
         return StoreError(f"{label} is damaged: {exc}", hint="move it away, or restore a backup")
+    folder = os.path.dirname(os.path.abspath(label))
+    if primary in (sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR) and (primary == sqlite3.SQLITE_FULL or is_full(folder)):
+        return StoreError(
+            f"cannot {action}: the disk (or quota) holding {label} is full",
+            hint=f"free some space on the disk of {folder}, or {MOVE_HINT}",
+        )
     if primary in _UNWRITABLE:
-        folder = os.path.dirname(os.path.abspath(label))
         where = f"the directory {folder} is not writable" if not os.access(folder, os.W_OK) else str(exc)
         return StoreError(f"cannot {action}: {where} ({label})", hint=f"check permissions, or {MOVE_HINT}")
-    if primary == sqlite3.SQLITE_FULL:
-        return StoreError(f"cannot {action}: the disk holding {label} is full", hint="free some space")
     if code == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
         return StoreError(f"cannot {action}: no such run", hint=NO_RUN_HINT)
     return StoreError(f"cannot {action}: {exc} ({label})")
+
+
+_ROOM = 64 * 1024
+"""Free bytes below which a disk counts as full: SQLite needs a few pages for its journal and shared memory."""
+
+
+def is_full(folder: str) -> bool:
+    """Whether the disk holding ``folder`` (or its user's quota there) has no room left. SQLite reports a
+    full disk as a plain "disk I/O error" when it cannot grow its write-ahead log or shared-memory file, so
+    the error path asks the file system: free space first, then (for a quota, which free space does not
+    show) a small write that fails with ``ENOSPC`` or ``EDQUOT``."""
+    try:
+        if shutil.disk_usage(folder).free < _ROOM:
+            return True
+        with tempfile.TemporaryFile(dir=folder) as probe:
+            probe.write(b"\0" * _ROOM)
+            probe.flush()
+            os.fsync(probe.fileno())
+    except OSError as exc:
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    return False

@@ -81,10 +81,11 @@ class SqliteStore:
     prefix; the other reads take a full id.
 
     ``mode`` (``OpenMode``): ``create`` (the default) creates the file, its directory and the schema as
-    needed; ``existing`` and ``read`` never create the file (a missing one is a ``StoreError``). ``read`` is
-    for looking: it sets no persistent pragma and, on a file that holds no tables at all (an empty file),
-    reads an empty store; it still brings an existing flujo database of an older schema up to date, as any
-    command would, since the reads need the current schema. Nothing else it does writes.
+    needed; ``existing`` and ``read`` never create the file (a missing one is a ``StoreError``), nor make a
+    store of a file that holds no table (an empty file, as a first writer may have left it): that is a
+    ``StoreError`` saying it is not a flujo store yet. ``read`` is for looking: it sets no persistent pragma;
+    it still brings an existing flujo database of an older schema up to date, as any command would, since
+    the reads need the current schema. Nothing else it does writes.
     """
 
     def __init__(self, path: str | Path, *, mode: OpenMode = "create") -> None:
@@ -117,12 +118,15 @@ class SqliteStore:
             try:
                 await db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
                 await db.execute("PRAGMA foreign_keys = ON")
-                if self.mode == "read" and not await has_tables(db):
-                    # An empty file: read it as the empty store it is, without writing a schema into it.
-                    await db.close()
-                    db = await aiosqlite.connect(":memory:", isolation_level=None)
-                    await db.execute("PRAGMA foreign_keys = ON")
-                elif self.mode != "read":
+                if not in_memory and self.mode != "create" and not await has_tables(db):
+                    # An empty file (or a database with no table): nothing has been stored there yet. A reader
+                    # says so rather than showing an empty store, and never writes a schema into it; the first
+                    # writer (mode "create") makes it a store.
+                    raise StoreError(
+                        f"{location.describe(self.path)} is not a flujo store yet ({files.emptiness(self.path)})",
+                        hint=f"flujo run makes it one; or {location.ELSEWHERE_HINT}",
+                    )
+                if self.mode != "read":
                     await refuse_foreign(db, label=self.path)  # before WAL mode, which would change its files
                     await db.execute("PRAGMA journal_mode = WAL")
                     await db.execute("PRAGMA synchronous = NORMAL")
