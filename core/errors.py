@@ -8,7 +8,8 @@ The tree::
     └── RunError                    something went wrong while a run executed
         ├── StepFailed              a step failed (its result is recorded before this is raised)
         ├── ProviderError           a model provider refused, failed or could not be reached
-        │   └── ProviderUnreachable the endpoint could not be reached at all
+        │   ├── ProviderUnreachable the endpoint could not be reached at all
+        │   └── ReplyCutOff         a streamed reply stopped before its end, at every attempt
         ├── AgentOutputError        an agent's output did not match its output_schema
         ├── PromptTooLarge          a prompt cannot fit the agent's context window; it was not sent
         ├── TemplateError           a template or expression failed while rendering
@@ -94,6 +95,18 @@ class ProviderError(RunError):
 
 class ProviderUnreachable(ProviderError):
     """The provider's endpoint could not be reached (connection refused, DNS, timeout on connect)."""
+
+
+class ReplyCutOff(ProviderError):
+    """A streamed reply stopped before its end marker (the connection closed or broke mid-reply) at the
+    last of ``attempts`` attempts: ``received`` is the text that attempt had received (shown to the person
+    as it came, never kept as the reply), ``reason`` why it stopped."""
+
+    def __init__(self, message: str, *, received: str, reason: str, attempts: int = 1, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.received = received
+        self.reason = reason
+        self.attempts = attempts
 
 
 class PromptTooLarge(RunError):

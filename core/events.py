@@ -122,6 +122,21 @@ class ReplyReceived(_Event):
 
 
 @dataclass(frozen=True, slots=True)
+class ReplyCut(_Event):
+    """A streamed reply of the last ``PromptSent`` that stopped before its end (its connection closed or
+    broke mid-reply): the ``attempt`` (of at most ``attempts``) it was, the text ``received`` until then
+    (shown as it streamed, never kept as the reply) and why it stopped (``reason``). A later attempt, if
+    any, streamed the reply anew."""
+
+    kind: ClassVar[Literal["agent.cut"]] = "agent.cut"
+    agent: str
+    attempt: int
+    attempts: int
+    received: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class StepErrored(_Event):
     """A step failed: the error message and its hint."""
 
@@ -253,6 +268,7 @@ KnownEvent = (
     | PromptSent
     | OutputRepaired
     | ReplyReceived
+    | ReplyCut
     | StepErrored
     | HistoryNotInjected
     | HistorySummarized

@@ -34,12 +34,14 @@ class ChatMessage:
 class Retry:
     """A provider call that failed in a way worth another try, about to be tried again: ``attempt`` is the
     next attempt (2 for the first retry) of at most ``attempts``, made after ``delay_s`` seconds; ``reason``
-    says briefly what went wrong (``timed out after 2 s``, ``HTTP 503: ...``)."""
+    says briefly what went wrong (``timed out after 2 s``, ``HTTP 503: ...``). ``cut`` is set when the
+    failed attempt was a streamed reply cut off before its end: the text it had received (and streamed)."""
 
     attempt: int
     attempts: int
     delay_s: float
     reason: str
+    cut: str | None = None
 
 
 @dataclass(frozen=True)

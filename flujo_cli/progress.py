@@ -80,8 +80,12 @@ class LiveReporter:
 
     def note(self, message: str) -> None:
         # Printed above a running spinner, which keeps turning: a retry's note comes while its step still runs.
-        if not self._quiet:
-            self._lines.line(("dim", message))
+        if self._quiet:
+            return
+        if self._streaming is not None:  # a reply cut off mid-stream: its text stays, on its own line
+            self._streaming = None
+            self._lines.line()
+        self._lines.line(("dim", message))
 
     def close(self) -> None:
         self._stop_status()

@@ -27,6 +27,7 @@ from core.events import (
     ProcessStarted,
     PromptSent,
     QuestionAnswered,
+    ReplyCut,
     ReplyReceived,
     StepErrored,
     SummaryFailed,
@@ -147,12 +148,20 @@ def call_label(call: CallNode) -> Text:
         text.append(badge, style="bold yellow" if call.injected else "yellow")
     if call.repairs:
         text.append(" · output repaired", style="yellow")
+    if call.cuts:
+        text.append(f" · {figures.count(len(call.cuts), 'attempt')} cut off", style="red")
     attempts = call.reply.attempts if call.reply is not None else None
     if attempts is not None and attempts > 1:
         text.append(f" · {attempts} attempts")
     if call.reply is None:
         text.append(" · no reply recorded", style="dim")
     return text
+
+
+def cut_words(cut: ReplyCut) -> str:
+    """``attempt 1 of 3, 18 characters received: the stream ended before its end marker``."""
+    received = figures.count(len(cut.received), "character")
+    return f"attempt {cut.attempt} of {cut.attempts}, {received} received: {cut.reason}"
 
 
 def history_badge(call: CallNode) -> str:
@@ -233,6 +242,8 @@ def _event_words(event: Event, payload: Mapping[str, Any]) -> Text:
             return Text(f"child run {child} ({pipeline})")
         case ReplyReceived(output=output):
             return Text(one_line(output))
+        case ReplyCut(received=received):
+            return Text.assemble(("cut off ", "red"), one_line(received, 50), (f"  ({cut_words(event)})", "red"))
         case AgentStarted(agent=agent, attempt=attempt):  # a script agent about to run its side effects
             return Text(f"{agent} started, attempt {attempt}", style="yellow" if attempt > 1 else "")
         case ProcessStarted(group=group):  # a command agent's process, ended on resume if it outlived flujo

@@ -210,8 +210,9 @@ def _field(name: str, value: Text, *, wrap: bool = False) -> Text:
 @dataclass(frozen=True)
 class CallBlock:
     """An agent call as ``trace`` shows it: its label (``head``), then unless it is shown as one line
-    (``grid`` False) a two-column grid of ``rows`` (who, what: each message sent, repairs, the reply) and an
-    optional ``note``. A renderable; ``lens.stream`` lays the parts out itself, line by line."""
+    (``grid`` False) a two-column grid of ``rows`` (who, what: each message sent, the text of attempts cut
+    off, repairs, the reply) and an optional ``note``. A renderable; ``lens.stream`` lays the parts out
+    itself, line by line."""
 
     head: Text
     grid: bool = False
@@ -255,6 +256,10 @@ def call_block(call: CallNode, opened: Opening, path: str) -> CallBlock:
         shown, cut = _content(message.content, opened)
         hidden = hidden or cut
         rows.append((Text(message.role, style=labels.role_style(message.role)), shown))
+    for stopped in call.cuts:  # what an attempt streamed before it was cut off: never the reply
+        shown, cut = _content(stopped.received, opened)
+        hidden = hidden or cut
+        rows.append((Text("✂ cut off", style="red"), Text.assemble(shown, (f"\n({labels.cut_words(stopped)})", "red"))))
     for repair in call.repairs:
         rows.append((Text("repair", style="yellow"), Text(one_line(repair.error, 90), style="yellow")))
     if call.reply is not None:

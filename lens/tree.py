@@ -6,8 +6,8 @@
 * ``StepNode``: a step at a path; ``record`` is None for a step whose result is not recorded (it is still
   running, paused inside, or its run was interrupted);
 * ``GroupNode``: one iteration of a loop, item of a map or branch of a parallel / conditional;
-* ``CallNode``: one agent call: its ``PromptSent`` event, the ``OutputRepaired`` and ``ReplyReceived``
-  after it, and the messages sent (``MessageNode``);
+* ``CallNode``: one agent call: its ``PromptSent`` event, the ``ReplyCut``, ``OutputRepaired`` and
+  ``ReplyReceived`` after it, and the messages sent (``MessageNode``);
 * ``EventNode``: any other event (``QuestionAnswered``, ``LoopExited``, ``StepErrored`` ...).
 
 Events are matched on their ``core.events`` classes (``TraceEvent.data``), never on kind strings. Paths: a
@@ -26,7 +26,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from core.events import ChildRunStarted, HistorySummarized, OutputRepaired, PromptSent, ReplyReceived, SummaryFailed
+from core.events import (
+    ChildRunStarted,
+    HistorySummarized,
+    OutputRepaired,
+    PromptSent,
+    ReplyCut,
+    ReplyReceived,
+    SummaryFailed,
+)
 from core.records import CONTAINER_STEP_KINDS, KEYED_STEP_KINDS, RunRecord, StepRecord, TraceEvent
 from core.usage import ZERO_USAGE, Usage
 from lens.preview import full_text
@@ -62,6 +70,7 @@ class CallNode:
     prompt: PromptSent
     ts: float
     reply: ReplyReceived | None = None
+    cuts: list[ReplyCut] = field(default_factory=list)  # attempts whose streamed reply was cut off
     repairs: list[OutputRepaired] = field(default_factory=list)
     summary: HistorySummarized | SummaryFailed | None = None  # the summary's outcome before this call
     kind: Literal["call"] = "call"
@@ -330,6 +339,8 @@ class _Builder:
                 self._start(call, event.ts)
             case ReplyReceived() as reply if last is not None and last.reply is None:
                 last.reply = reply
+            case ReplyCut() as cut if last is not None and last.reply is None:
+                last.cuts.append(cut)
             case OutputRepaired() as repair if last is not None:
                 last.repairs.append(repair)
             case ChildRunStarted(child_run_id=child) if child in self.snapshot.children:

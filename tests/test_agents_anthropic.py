@@ -13,11 +13,11 @@ from core.agents import AgentSpec, AnthropicChatAgent, Backoff, build_agent
 from core.agents.anthropic_chat import LEADING_USER_TURN
 from core.config import ProviderSettings, Settings
 from core.engine import Engine
-from core.errors import AgentOutputError, ConfigError, ProviderError
-from core.ports import AgentCall, ChatMessage
+from core.errors import AgentOutputError, ConfigError, ProviderError, ReplyCutOff
+from core.ports import AgentCall, ChatMessage, Retry
 from core.store import MemoryStore
 from core.testing import ScriptedHuman
-from tests.fakes.openai_server import FAKE_API_KEY, FakeLLM
+from tests.fakes.openai_server import FAKE_API_KEY, Cut, FakeLLM
 
 FAST = Backoff(base_delay=0.001, max_delay=0.05)
 MODEL = "anthropic:claude-3-5-haiku-latest"
@@ -72,6 +72,32 @@ async def test_streaming_deltas_and_usage(fake_llm: FakeLLM) -> None:
     assert fake_llm.last.body["stream"] is True
     assert reply.output == "Fine by me"
     assert (reply.usage.input_tokens, reply.usage.output_tokens) == (12, 7)
+
+
+async def test_a_stream_without_message_stop_is_a_failed_attempt_and_the_retry_streams_anew(fake_llm: FakeLLM) -> None:
+    fake_llm.reply("Fine by me", chunks=["Fine", " by", " me"], end_marker=False)
+    fake_llm.reply("Fine by me", chunks=["Fine", " by", " me"])
+    deltas: list[str] = []
+    heard: list[Retry] = []
+    call = AgentCall(input="ok?", step="s", on_text=deltas.append, on_retry=heard.append)
+    reply = await make(fake_llm, max_retries=1).run(call)
+    assert reply.output == "Fine by me" and reply.attempts == 2
+    assert deltas == ["Fine", " by", " me", "Fine", " by", " me"]
+    assert [(r.attempt, r.attempts, r.cut, r.reason) for r in heard] == [
+        (2, 2, "Fine by me", "the stream ended before its end marker")
+    ]
+
+
+@pytest.mark.parametrize("cut", ["end", "broken"])
+async def test_a_stream_cut_mid_reply_at_every_attempt_is_reply_cut_off(fake_llm: FakeLLM, cut: Cut) -> None:
+    # message_start, content_block_start, ping and the first delta; then the connection closes or breaks.
+    for _ in range(2):
+        fake_llm.reply("Fine by me", chunks=["Fine", " by", " me"], cut_after=4, cut=cut)
+    with pytest.raises(ReplyCutOff) as caught:
+        await make(fake_llm, max_retries=1).run(AgentCall(input="ok?", step="s", on_text=lambda text: None))
+    assert (caught.value.received, caught.value.attempts) == ("Fine", 2)
+    assert caught.value.message.startswith(f"agents.critic ({MODEL}): the reply from {fake_llm.anthropic_url} was cut")
+    assert len(fake_llm.requests) == 2
 
 
 async def test_structured_output_is_stated_in_system_and_repaired_once(fake_llm: FakeLLM) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 import time
 from pathlib import Path
@@ -11,9 +12,9 @@ import pytest
 
 from core.agents import AgentSpec, Backoff, OpenAIChatAgent, build_agent
 from core.config import ProviderSettings, Settings, load_settings
-from core.errors import AgentOutputError, ConfigError, ProviderError, ProviderUnreachable
-from core.ports import AgentCall, ChatMessage
-from tests.fakes.openai_server import FAKE_API_KEY, FakeLLM
+from core.errors import AgentOutputError, ConfigError, ProviderError, ProviderUnreachable, ReplyCutOff
+from core.ports import AgentCall, ChatMessage, Retry
+from tests.fakes.openai_server import FAKE_API_KEY, Cut, FakeLLM
 
 FAST = Backoff(base_delay=0.001, max_delay=0.05)
 SCHEMA = {
@@ -182,14 +183,78 @@ async def test_streaming_retries_before_the_first_delta(fake_llm: FakeLLM) -> No
     assert "".join(deltas) == "streamed" and reply.attempts == 2
 
 
-async def test_a_stream_that_breaks_after_deltas_is_not_replayed(fake_llm: FakeLLM) -> None:
-    fake_llm.reply("one two three", chunks=["one", " two", " three"], cut_after=3).reply("replayed")
+PARTS = ["Reply 2 part one, ", "part two."]
+
+
+@pytest.mark.parametrize("cut", ["end", "broken"])
+async def test_a_stream_cut_after_one_chunk_is_a_failed_attempt_and_the_retry_streams_anew(
+    fake_llm: FakeLLM, cut: Cut
+) -> None:
+    # The role chunk and the first delta, then the connection closes (``end``: no finish_reason, no [DONE])
+    # or breaks (``broken``: an incomplete chunked body).
+    fake_llm.reply("".join(PARTS), chunks=PARTS, cut_after=2, cut=cut).reply("".join(PARTS), chunks=PARTS)
     deltas: list[str] = []
-    with pytest.raises(ProviderError, match="broke off") as caught:
-        await make(fake_llm, max_retries=2).run(AgentCall(input="hi", step="s", on_text=deltas.append))
-    assert not isinstance(caught.value, ProviderUnreachable)
-    assert deltas == ["one", " two"]  # the role chunk, then two deltas arrived before the cut
-    assert len(fake_llm.requests) == 1
+    heard: list[Retry] = []
+    call = AgentCall(input="hi", step="s", on_text=deltas.append, on_retry=heard.append)
+    reply = await make(fake_llm, max_retries=2).run(call)
+    assert reply.output == "Reply 2 part one, part two." and reply.attempts == 2
+    assert deltas == ["Reply 2 part one, ", "Reply 2 part one, ", "part two."]  # the retry streamed anew
+    assert [(r.attempt, r.attempts, r.cut) for r in heard] == [(2, 3, "Reply 2 part one, ")]
+    expected = "the stream ended before its end marker" if cut == "end" else "the connection broke: "
+    assert heard[0].reason.startswith(expected)
+
+
+async def test_a_reset_connection_mid_stream_is_retried(fake_llm: FakeLLM) -> None:
+    fake_llm.reply("".join(PARTS), chunks=PARTS, cut_after=2, cut="reset").reply("".join(PARTS), chunks=PARTS)
+    heard: list[Retry] = []
+    call = AgentCall(input="hi", step="s", on_text=lambda text: None, on_retry=heard.append)
+    reply = await make(fake_llm, max_retries=1).run(call)
+    # What arrived before the reset may be lost with it (a reset drops what the client had not read), so only
+    # the retry is certain, not the text it carries.
+    assert reply.output == "Reply 2 part one, part two." and reply.attempts == 2 and len(heard) == 1
+
+
+async def test_a_reply_cut_off_at_every_attempt_is_reply_cut_off_naming_agent_text_and_attempts(
+    fake_llm: FakeLLM,
+) -> None:
+    for _ in range(3):
+        fake_llm.reply("".join(PARTS), chunks=PARTS, cut_after=2, cut="end")
+    with pytest.raises(ReplyCutOff) as caught:
+        await make(fake_llm, max_retries=2).run(AgentCall(input="hi", step="s", on_text=lambda text: None))
+    error = caught.value
+    assert isinstance(error, ProviderError)  # exit 6, as any provider failure
+    assert (error.received, error.attempts, error.reason) == (
+        "Reply 2 part one, ",
+        3,
+        "the stream ended before its end marker",
+    )
+    assert re.fullmatch(
+        rf"agents\.clarifier \(openai:gpt-4o-mini\): the reply from {re.escape(fake_llm.openai_url)} was cut off "
+        r"after 18 characters \('Reply 2 part one,'\): the stream ended before its end marker "
+        r"\(3 attempts over \d+\.\d s\)",
+        error.message,
+    )
+    assert len(fake_llm.requests) == 3
+
+
+async def test_a_whole_stream_without_its_end_marker_is_cut_off(fake_llm: FakeLLM) -> None:
+    fake_llm.reply("All of it.", end_marker=False)
+    with pytest.raises(ReplyCutOff) as caught:
+        await make(fake_llm, max_retries=0).run(AgentCall(input="hi", step="s", on_text=lambda text: None))
+    assert caught.value.received == "All of it." and caught.value.attempts == 1
+    assert "attempts" not in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("finish_reason", "done"), [("stop", False), (None, True), ("length", False), ("length", True)]
+)
+async def test_a_finish_reason_or_done_ends_a_stream_and_length_is_a_whole_reply(
+    fake_llm: FakeLLM, finish_reason: str | None, done: bool
+) -> None:
+    fake_llm.reply("Capped here", finish_reason=finish_reason, done=done)
+    deltas: list[str] = []
+    reply = await make(fake_llm, max_retries=0).run(AgentCall(input="hi", step="s", on_text=deltas.append))
+    assert reply.output == "Capped here" and "".join(deltas) == "Capped here" and reply.attempts == 1
 
 
 async def test_401_is_a_provider_error_with_a_key_hint_and_no_retry(fake_llm: FakeLLM) -> None:

@@ -14,7 +14,7 @@ def test_core_exports() -> None:
         "Engine", "Expression", "FlujoError", "HistoryPolicy", "HitlEntry", "HitlStep", "HumanInput",
         "HumanQuestion", "LimitReached", "Limits", "LoopStep", "MapStep", "NoHuman", "NullReporter",
         "OutputMapping", "OutputRepair", "ParallelStep", "Pause", "Pipeline", "ProviderError", "ProviderUnreachable",
-        "PruneResult", "Dependency", "EnsembleStep", "Participant",
+        "PruneResult", "Dependency", "EnsembleStep", "Participant", "ReplyCutOff",
         "Reporter", "ResumeRefused", "RunContext", "RunError", "RunOutcome", "RunRecord", "RunStore", "SourcePosition",
         "Step", "StepFailed", "StepRecord", "StoreError", "Template", "TemplateError", "TemplateSyntax",
         "ThreadSummary", "ThreadTurn", "TraceEvent", "Usage", "WorkflowStep", "new_run_id",

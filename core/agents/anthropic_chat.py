@@ -4,7 +4,8 @@ Differences from the OpenAI shape, handled here: the system prompt is a top-leve
 messages of the history are folded into it), ``max_tokens`` is required (default 1024, or the agent's
 ``model_settings.max_tokens``), replies are content blocks (their text blocks are joined), usage is
 ``input_tokens``/``output_tokens``, and streams are typed SSE events (``message_start``,
-``content_block_delta``, ``message_delta``, ``error``). There is no response-format switch, so an
+``content_block_delta``, ``message_delta``, ``error``, ending with ``message_stop``: a stream that stops
+before it was cut off, core.agents.http). There is no response-format switch, so an
 ``output_schema`` is stated in the system prompt and checked on our side.
 
 The Messages API requires the messages to start with a user turn and to alternate user/assistant; a
@@ -82,8 +83,8 @@ class AnthropicChatAgent(ChatModelAgent):
             data, attempts = await post_json(self.endpoint, self._path, body)
             return self._completion(data, attempts)
         body["stream"] = True
-        reply = _StreamedReply(self.endpoint.label, on_text)
-        attempts = await stream_events(self.endpoint, self._path, body, reply.feed)
+        label = self.endpoint.label
+        reply, attempts = await stream_events(self.endpoint, self._path, body, lambda: _StreamedReply(label, on_text))
         return reply.completion(self.model, attempts)
 
     def _body(self, messages: list[ChatMessage]) -> dict[str, Any]:
@@ -122,7 +123,8 @@ _OURS = frozenset({"model", "messages", "system", "stream"})
 
 
 class _StreamedReply:
-    """Collects a streamed message: text deltas (forwarded to ``on_text``), usage, the model."""
+    """Collects a streamed message: text deltas (forwarded to ``on_text``), usage, the model. The stream is
+    ``finished`` once ``message_stop`` has arrived."""
 
     def __init__(self, label: str, on_text: Callable[[str], None]) -> None:
         self._label = label
@@ -132,6 +134,15 @@ class _StreamedReply:
         self._output_tokens = 0
         self._usage_reported = False
         self._model: str | None = None
+        self._finished = False
+
+    @property
+    def finished(self) -> bool:
+        return self._finished
+
+    @property
+    def text(self) -> str:
+        return "".join(self._parts)
 
     def feed(self, event: SSEEvent) -> None:
         try:
@@ -158,6 +169,8 @@ class _StreamedReply:
             self._usage_reported = True
             # output_tokens here is cumulative for the message, not an increment.
             self._output_tokens = token_count(data["usage"], "output_tokens")
+        elif kind == "message_stop":
+            self._finished = True
         elif kind == "error":
             error = data.get("error")
             detail = error.get("message") if isinstance(error, dict) else error
@@ -165,7 +178,7 @@ class _StreamedReply:
 
     def completion(self, model: str, attempts: int) -> Completion:
         return Completion(
-            text="".join(self._parts),
+            text=self.text,
             input_tokens=self._input_tokens,
             output_tokens=self._output_tokens,
             usage_reported=self._usage_reported,

@@ -121,6 +121,7 @@ def _local_agent(spec: AgentSpec, file: str | None, settings: Settings, backoff:
         headers={"Connection": "close"},
         backoff=backoff or Backoff(),
         unreachable_hint="the local model's server stopped; run again (flujo resume RUN_ID)",
+        agent=spec.name,
     )
     budget = prompt_budget(
         spec,
@@ -208,6 +209,7 @@ def _endpoint(
         backoff=backoff or Backoff(),
         auth_hint=auth_hint,
         unreachable_hint=unreachable_hint,
+        agent=spec.name,
     )
 
 

@@ -13,8 +13,11 @@ This is the one place where httpx exceptions and HTTP error statuses become fluj
   (401/403 with a hint about the API key);
 - a reply longer than the setting ``bounds.agent_output_max_bytes`` is refused (ProviderError) as soon as
   that is known, without reading the rest;
-- a stream is retried only until its first event has been delivered: deltas already shown to the user
-  are never replayed, so a stream that breaks later is a ``ProviderError``.
+- a stream must end with its end marker (the provider's ``StreamReader`` says when it has arrived): a
+  stream that ends before it, or whose connection breaks after its first event, was cut off. The attempt
+  failed and is retried like the others (its ``Retry`` carries the text received, which the person has
+  seen; the next attempt streams anew), and after the last attempt it is ``ReplyCutOff``, a
+  ``ProviderError``: a partial reply is never returned as if it were the whole.
 
 Each request uses its own ``httpx.AsyncClient``, closed before the function returns.
 """
@@ -28,12 +31,12 @@ import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import httpx
 
 from core.bounds import current_bounds
-from core.errors import ProviderError, ProviderUnreachable
+from core.errors import ProviderError, ProviderUnreachable, ReplyCutOff
 from core.ports import Retry
 
 T = TypeVar("T")
@@ -62,8 +65,9 @@ class Backoff:
 class Endpoint:
     """Where and how one agent talks to its provider.
 
-    ``label`` names the agent's model in messages (``openai:gpt-4o-mini``); the hints are shown with
-    authentication failures and unreachable endpoints.
+    ``label`` names the agent's model in messages (``openai:gpt-4o-mini``), ``agent`` the agent (its name
+    under ``agents:``, when it has one); the hints are shown with authentication failures and unreachable
+    endpoints.
     """
 
     label: str
@@ -74,6 +78,7 @@ class Endpoint:
     backoff: Backoff = field(default_factory=Backoff)
     auth_hint: str = "check the provider's API key"
     unreachable_hint: str = "is the server running? check the base URL in flujo.toml"
+    agent: str = ""
 
     def url(self, path: str) -> str:
         return self.base_url.rstrip("/") + path
@@ -117,11 +122,14 @@ class SSEParser:
 class _Retryable(Exception):
     """Internal: a failure worth another attempt. Never escapes this module."""
 
-    def __init__(self, error: ProviderError, reason: str, retry_after: float | None = None) -> None:
+    def __init__(
+        self, error: ProviderError, reason: str, retry_after: float | None = None, *, cut: str | None = None
+    ) -> None:
         super().__init__(error.message)
         self.error = error
         self.reason = reason
         self.retry_after = retry_after
+        self.cut = cut  # the text received before the stream was cut off, when it was
 
 
 async def post_json(endpoint: Endpoint, path: str, body: Mapping[str, Any]) -> tuple[dict[str, Any], int]:
@@ -151,12 +159,34 @@ async def post_json(endpoint: Endpoint, path: str, body: Mapping[str, Any]) -> t
     return await _with_retries(endpoint, once)
 
 
-async def stream_events(
-    endpoint: Endpoint, path: str, body: Mapping[str, Any], on_event: Callable[[SSEEvent], None]
-) -> int:
-    """POST ``body`` and hand each server-sent event to ``on_event``; the number of attempts made."""
+class StreamReader(Protocol):
+    """What a provider makes of one attempt's stream: it is handed each event, says whether the event that
+    ends a complete stream has arrived (``finished``) and what text it has received so far."""
 
-    async def once(client: httpx.AsyncClient) -> None:
+    def feed(self, event: SSEEvent) -> None: ...
+
+    @property
+    def finished(self) -> bool: ...
+
+    @property
+    def text(self) -> str: ...
+
+
+Reader = TypeVar("Reader", bound=StreamReader)
+
+
+async def stream_events(
+    endpoint: Endpoint, path: str, body: Mapping[str, Any], reader: Callable[[], Reader]
+) -> tuple[Reader, int]:
+    """POST ``body`` and hand each server-sent event to a reader made by ``reader`` (a new one for each
+    attempt); the reader of the attempt that finished, and the number of attempts made.
+
+    A stream that ends, or whose connection breaks, before its reader is ``finished`` was cut off: the
+    attempt failed (``ReplyCutOff`` after the last one), whatever it had shown already.
+    """
+
+    async def once(client: httpx.AsyncClient) -> Reader:
+        attempt = reader()
         delivered = False
         try:
             async with client.stream("POST", endpoint.url(path), json=body) as response:
@@ -172,21 +202,41 @@ async def stream_events(
                     event = parser.feed(line)
                     if event is not None:
                         delivered = True
-                        on_event(event)
+                        attempt.feed(event)
                 last = parser.flush()
                 if last is not None:
-                    on_event(last)
+                    attempt.feed(last)
         except httpx.TransportError as exc:
-            failure = _transport_failure(endpoint, exc)
             if delivered:
-                raise ProviderError(
-                    f"{endpoint.label}: the stream from {endpoint.base_url} broke off: {failure.error.message}",
-                    hint=failure.error.hint,
-                ) from exc
-            raise failure from exc
+                raise _cut_off(endpoint, attempt.text, _broke(endpoint, exc)) from exc
+            raise _transport_failure(endpoint, exc) from exc
+        if not attempt.finished:
+            raise _cut_off(endpoint, attempt.text, "the stream ended before its end marker")
+        return attempt
 
-    _, attempts = await _with_retries(endpoint, once)
-    return attempts
+    return await _with_retries(endpoint, once)
+
+
+def _broke(endpoint: Endpoint, exc: httpx.TransportError) -> str:
+    """Why a stream that had started stopped: its connection broke, or nothing more came in time."""
+    if isinstance(exc, httpx.TimeoutException):
+        return f"nothing more came within {endpoint.timeout:g} s"
+    return f"the connection broke: {str(exc) or type(exc).__name__}"
+
+
+def _cut_off(endpoint: Endpoint, received: str, reason: str) -> _Retryable:
+    """The retryable failure of a stream that stopped before its end, having received ``received``."""
+    size = f"{len(received):,} character" + ("" if len(received) == 1 else "s")
+    what = f"{size} ({_excerpt(received, 80)!r})" if received else "no text"
+    who = f"agents.{endpoint.agent} ({endpoint.label})" if endpoint.agent else endpoint.label
+    error = ReplyCutOff(
+        f"{who}: the reply from {endpoint.base_url} was cut off after {what}: {reason}",
+        received=received,
+        reason=reason,
+        hint="the server stopped sending mid-reply; nothing of it was kept. Run again, or raise the agent's"
+        " max_retries",
+    )
+    return _Retryable(error, reason, cut=received)
 
 
 async def _read_bounded(endpoint: Endpoint, response: httpx.Response) -> httpx.Response:
@@ -233,7 +283,7 @@ async def _with_retries(endpoint: Endpoint, once: Callable[[httpx.AsyncClient], 
                 delay = endpoint.backoff.delay(attempt, failure.retry_after)
                 listener = retry_listener.get()
                 if listener is not None:
-                    listener(Retry(attempt + 1, endpoint.max_retries + 1, delay, failure.reason))
+                    listener(Retry(attempt + 1, endpoint.max_retries + 1, delay, failure.reason, cut=failure.cut))
                 await asyncio.sleep(delay)
 
 
@@ -241,9 +291,10 @@ def _after_attempts(error: ProviderError, attempts: int, seconds: float) -> Prov
     """``error`` saying how many attempts were made and over how long (as it is, after a single one)."""
     if attempts == 1:
         return error
-    return type(error)(
-        f"{error.message} ({attempts} attempts over {seconds:.1f} s)", status=error.status, hint=error.hint
-    )
+    message = f"{error.message} ({attempts} attempts over {seconds:.1f} s)"
+    if isinstance(error, ReplyCutOff):
+        return ReplyCutOff(message, received=error.received, reason=error.reason, attempts=attempts, hint=error.hint)
+    return type(error)(message, status=error.status, hint=error.hint)
 
 
 def _transport_failure(endpoint: Endpoint, exc: httpx.TransportError) -> _Retryable:

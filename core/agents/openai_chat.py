@@ -3,7 +3,9 @@
 ``POST {base_url}/chat/completions`` with our own message list, sent verbatim. The model's settings
 (temperature, max_tokens, ...) are passed through. Structured output asks for ``response_format``
 ``json_schema`` (OpenAI) or ``json_object`` (what many local servers accept; the schema then goes in the
-system prompt). Streaming uses SSE with ``stream_options.include_usage`` so usage is still reported.
+system prompt). Streaming uses SSE with ``stream_options.include_usage`` so usage is still reported; a
+stream ends with a ``finish_reason`` or ``data: [DONE]``, and one that stops before either was cut off
+(core.agents.http): ``finish_reason: "length"`` (the reply reached ``max_tokens``) is a complete reply.
 """
 
 from __future__ import annotations
@@ -57,8 +59,10 @@ class OpenAIChatAgent(ChatModelAgent):
             return self._completion(data, attempts)
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
-        reply = _StreamedReply(self.endpoint.label, on_text)
-        attempts = await stream_events(self.endpoint, "/chat/completions", body, reply.feed)
+        label = self.endpoint.label
+        reply, attempts = await stream_events(
+            self.endpoint, "/chat/completions", body, lambda: _StreamedReply(label, on_text)
+        )
         return reply.completion(self.model, attempts)
 
     def _body(self, messages: list[ChatMessage]) -> dict[str, Any]:
@@ -101,7 +105,9 @@ _OURS = frozenset({"model", "messages", "stream", "stream_options", "response_fo
 
 
 class _StreamedReply:
-    """Collects a streamed completion: text deltas (forwarded to ``on_text``), the usage chunk, the model."""
+    """Collects a streamed completion: text deltas (forwarded to ``on_text``), the usage chunk, the model.
+    The stream is ``finished`` once a choice's ``finish_reason`` (``stop``, ``length`` ...) or ``data:
+    [DONE]`` has arrived (llama.cpp's server and others send one of the two)."""
 
     def __init__(self, label: str, on_text: Callable[[str], None]) -> None:
         self._label = label
@@ -109,9 +115,19 @@ class _StreamedReply:
         self._parts: list[str] = []
         self._usage: dict[str, Any] | None = None
         self._model: str | None = None
+        self._finished = False
+
+    @property
+    def finished(self) -> bool:
+        return self._finished
+
+    @property
+    def text(self) -> str:
+        return "".join(self._parts)
 
     def feed(self, event: SSEEvent) -> None:
         if event.data.strip() == "[DONE]":
+            self._finished = True
             return
         try:
             chunk = json.loads(event.data)
@@ -128,15 +144,19 @@ class _StreamedReply:
         if isinstance(chunk.get("usage"), dict):
             self._usage = chunk["usage"]
         for choice in chunk.get("choices") or ():
-            delta = choice.get("delta") if isinstance(choice, dict) else None
+            if not isinstance(choice, dict):
+                continue
+            delta = choice.get("delta")
             text = _text_of(delta.get("content")) if isinstance(delta, dict) else ""
             if text:
                 self._parts.append(text)
                 self._on_text(text)
+            if isinstance(choice.get("finish_reason"), str):
+                self._finished = True
 
     def completion(self, model: str, attempts: int) -> Completion:
         return Completion(
-            text="".join(self._parts),
+            text=self.text,
             input_tokens=token_count(self._usage, "prompt_tokens"),
             output_tokens=token_count(self._usage, "completion_tokens"),
             usage_reported=self._usage is not None,

@@ -12,8 +12,8 @@ from typing import Any
 
 from core.context import HitlEntry, RunContext
 from core.conversation import capture, message_for, prepare, replay_summary
-from core.errors import AgentOutputError, ControlSignal, FlujoError, PromptTooLarge, RunError
-from core.events import OutputRepaired, PromptSent, ReplyReceived, StepErrored
+from core.errors import AgentOutputError, ControlSignal, FlujoError, PromptTooLarge, ReplyCutOff, RunError
+from core.events import OutputRepaired, PromptSent, ReplyCut, ReplyReceived, StepErrored
 from core.policies.context_writes import note_agent_command, record_output, sink, update_context
 from core.policies.frame import Frame, Reservation, scope
 from core.policies.person import ask_person, person_question
@@ -27,7 +27,14 @@ from core.views import copied
 
 
 def retry_line(step: str, retry: Retry) -> str:
-    """What the person watching is told of a retry: ``retrying 'answer' in 1.0 s (attempt 2 of 3): ...``."""
+    """What the person watching is told of a retry: ``retrying 'answer' in 1.0 s (attempt 2 of 3): ...``;
+    after a reply cut off mid-stream (whose text stays on screen above), ``'answer' was cut off — retrying
+    (2/3) in 1.0 s: ...``."""
+    if retry.cut is not None:
+        return (
+            f"{step!r} was cut off — retrying ({retry.attempt}/{retry.attempts}) in {retry.delay_s:.1f} s: "
+            f"{retry.reason}"
+        )
     return f"retrying {step!r} in {retry.delay_s:.1f} s (attempt {retry.attempt} of {retry.attempts}): {retry.reason}"
 
 
@@ -95,6 +102,13 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
             output = normalize(call_input)
         else:
             agent = step.agent
+
+            def retrying(retry: Retry) -> None:
+                frame.reporter.note(retry_line(step.name, retry))
+                if retry.cut is not None:  # the attempt that failed streamed part of a reply: keep it, marked
+                    cut = ReplyCut(agent.label, retry.attempt - 1, retry.attempts, retry.cut, retry.reason)
+                    events.append(frame.event(path, cut))
+
             injection = await prepare(step, agent, data, call_input, ctx, path, frame, events)
             call_input = injection.message
             call = AgentCall(
@@ -107,7 +121,7 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
                 path=path,
                 begin_attempt=lambda: frame.begin_attempt(path, agent.label),
                 process_started=lambda pid: frame.process_started(path, agent.label, pid),
-                on_retry=lambda retry: frame.reporter.note(retry_line(step.name, retry)),
+                on_retry=retrying,
             )
             refuse_oversized(step.name, agent, call)
             sent = agent.prompt(call)
@@ -133,6 +147,9 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
             usage = exc.usage
             if exc.repair is not None:
                 events.append(frame.event(path, _repaired(exc.repair)))
+        if isinstance(exc, ReplyCutOff) and step.agent is not None:  # the last attempt, cut off as well
+            cut = ReplyCut(step.agent.label, exc.attempts, exc.attempts, exc.received, exc.reason)
+            events.append(frame.event(path, cut))
         await _fail(frame, step.name, step.kind, path, started, call_input, exc, events, usage, held)
         raise
     except BaseException as exc:

@@ -15,7 +15,12 @@ Scripting (responses are consumed in order, whatever the route)::
     fake.reply("hello", usage=(12, 3))        # text with prompt/completion token counts
     fake.reply({"action": "finish"})          # any non-string value is sent as its JSON text
     fake.reply("slow", delay=2.0)             # answer after a delay (for timeouts)
-    fake.reply("a b c", cut_after=2)          # a stream that breaks off after 2 SSE events
+    fake.reply("a b c", cut_after=2)          # a stream that breaks off after 2 SSE events (incomplete body)
+    fake.reply("a b c", cut_after=2, cut="end")    # ... that simply ends there (the connection closes)
+    fake.reply("a b c", cut_after=2, cut="reset")  # ... whose connection is reset (TCP RST)
+    fake.reply("a b c", end_marker=False)     # a whole stream without its end (finish_reason and [DONE],
+                                              # or Anthropic's message_stop), then the connection closes
+    fake.reply("a b", finish_reason="length", done=False)   # how an OpenAI stream ends
     fake.fail(429, retry_after=0.01)          # an error status (OpenAI or Anthropic error body)
     fake.fail(500, times=2)                   # ... twice
     fake.fail(401, message="bad key")
@@ -40,17 +45,24 @@ from __future__ import annotations
 
 import json
 import re
+import socket
+import struct
 import threading
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from core.config import Settings
 
 FAKE_API_KEY = "sk-test-fake"
+
+Cut = Literal["broken", "end", "reset"]
+"""How a stream is cut (``reply(cut_after=N, cut=...)``): ``broken``, a chunked body without its last chunk
+(the client sees an incomplete body); ``end``, the connection closes as if the body were complete; ``reset``,
+the connection is reset (TCP RST)."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +82,10 @@ class _Scripted:
     delay: float = 0.0
     chunks: tuple[str, ...] | None = None
     cut_after: int | None = None
+    cut: Cut = "broken"
+    end_marker: bool = True
+    finish_reason: str | None = "stop"
+    done: bool = True
     message: str | None = None
     retry_after: float | None = None
 
@@ -151,13 +167,31 @@ class FakeLLM:
         delay: float = 0.0,
         chunks: list[str] | None = None,
         cut_after: int | None = None,
+        cut: Cut = "broken",
+        end_marker: bool = True,
+        finish_reason: str | None = "stop",
+        done: bool = True,
     ) -> FakeLLM:
         """Queue a successful answer. ``usage`` is (input, output) tokens; ``chunks`` fixes the stream
-        deltas (default: one per word); ``cut_after`` drops the connection mid-stream after that many
-        SSE events (the client sees an incomplete chunked body)."""
+        deltas (default: one per word); ``cut_after`` cuts the stream after that many SSE events, as
+        ``cut`` says (``Cut``); ``end_marker=False`` leaves out the events that end a stream (OpenAI's
+        ``finish_reason`` chunk and ``data: [DONE]``, Anthropic's ``message_stop``). An OpenAI stream's last
+        choice says ``finish_reason`` (None: no such chunk); ``done=False`` leaves out its ``data: [DONE]``."""
         text = content if isinstance(content, str) else json.dumps(content)
         pieces = tuple(chunks) if chunks else None
-        self._push(_Scripted(text=text, usage=usage, delay=delay, chunks=pieces, cut_after=cut_after))
+        self._push(
+            _Scripted(
+                text=text,
+                usage=usage,
+                delay=delay,
+                chunks=pieces,
+                cut_after=cut_after,
+                cut=cut,
+                end_marker=end_marker,
+                finish_reason=finish_reason,
+                done=done,
+            )
+        )
         return self
 
     def fail(
@@ -248,13 +282,13 @@ def _handler_for(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
             stream = isinstance(body, dict) and body.get("stream") is True
             if anthropic:
                 if stream:
-                    self._sse(_anthropic_events(scripted, model), cut_after=scripted.cut_after)
+                    self._sse(_anthropic_events(scripted, model), scripted)
                 else:
                     self._json(200, _anthropic_message(scripted, model))
             elif stream:
                 options = body.get("stream_options") or {}
                 events = _openai_chunks(scripted, model, usage=bool(options.get("include_usage")))
-                self._sse(events, cut_after=scripted.cut_after)
+                self._sse(events, scripted)
             else:
                 self._json(200, _openai_completion(scripted, model))
 
@@ -279,10 +313,11 @@ def _handler_for(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def _sse(self, events: Iterator[tuple[str | None, str]], *, cut_after: int | None) -> None:
-            # A stream to be cut uses HTTP/1.1 chunked encoding: closing the socket then is an error the
+        def _sse(self, events: Iterator[tuple[str | None, str]], scripted: _Scripted) -> None:
+            # A stream to be broken uses HTTP/1.1 chunked encoding: closing the socket then is an error the
             # client can see (under HTTP/1.0 a closed connection is simply the end of the body).
-            chunked = cut_after is not None
+            cut_after = scripted.cut_after
+            chunked = cut_after is not None and scripted.cut == "broken"
             if chunked:
                 self.protocol_version = "HTTP/1.1"
                 self.close_connection = True
@@ -294,7 +329,13 @@ def _handler_for(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             for sent, (event, data) in enumerate(events):
                 if cut_after is not None and sent >= cut_after:
-                    return  # no terminating chunk: the body is incomplete
+                    if scripted.cut == "reset":
+                        # SO_LINGER with a zero timeout: closing sends a reset, not the end of the stream.
+                        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                        self.connection.close()
+                    return  # "broken": no terminating chunk, the body is incomplete; "end": the body ends
+                if not scripted.end_marker and _ends_stream(event, data):
+                    continue
                 head = f"event: {event}\n" if event else ""
                 payload = f"{head}data: {data}\n\n".encode()
                 if chunked:
@@ -303,6 +344,17 @@ def _handler_for(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 self.wfile.flush()
 
     return Handler
+
+
+def _ends_stream(event: str | None, data: str) -> bool:
+    """Whether this SSE event is one that ends a stream: ``[DONE]`` or a chunk with a ``finish_reason``
+    (OpenAI), ``message_stop`` (Anthropic)."""
+    if event == "message_stop" or data == "[DONE]":
+        return True
+    if event is not None:
+        return False
+    choices = json.loads(data).get("choices") or []
+    return any(isinstance(choice, dict) and choice.get("finish_reason") for choice in choices)
 
 
 def _last_user_text(body: Any) -> str:
@@ -345,7 +397,8 @@ def _openai_chunks(scripted: _Scripted, model: str, *, usage: bool) -> Iterator[
     yield chunk([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}])
     for piece in _pieces(scripted):
         yield chunk([{"index": 0, "delta": {"content": piece}, "finish_reason": None}])
-    yield chunk([{"index": 0, "delta": {}, "finish_reason": "stop"}])
+    if scripted.finish_reason is not None:
+        yield chunk([{"index": 0, "delta": {}, "finish_reason": scripted.finish_reason}])
     if usage:
         prompt, completion = scripted.usage
         yield chunk(
@@ -356,7 +409,8 @@ def _openai_chunks(scripted: _Scripted, model: str, *, usage: bool) -> Iterator[
                 "total_tokens": prompt + completion,
             },
         )
-    yield None, "[DONE]"
+    if scripted.done:
+        yield None, "[DONE]"
 
 
 def _first_role(body: Any) -> Any:
