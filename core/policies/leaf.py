@@ -108,6 +108,7 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
                 path=path,
                 begin_attempt=lambda: frame.begin_attempt(path, agent.label),
                 on_retry=lambda retry: frame.reporter.note(retry_line(step.name, retry)),
+                on_activity=lambda activity: frame.reporter.activity(path, activity),
             )
             refuse_oversized(step.name, agent, call)
             sent = agent.prompt(call)
