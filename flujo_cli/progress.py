@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, assert_never
 
 from rich.console import Console
 from rich.markup import escape
@@ -77,8 +77,10 @@ class LiveReporter:
             # Drawn now (a new spinner is drawn at once): the load holds the GIL, so the spinner's own refresh
             # thread draws nothing until it is done.
             self._status.update(f"[bold]{escape(name)}[/] loading {escape(activity.subject)}…", spinner="dots")
-        else:
+        elif activity.kind == "thinking":
             self._status.update(Waiting(name, "thinking"), spinner="dots")
+        else:
+            assert_never(activity.kind)
 
     def text_delta(self, path: str, text: str) -> None:
         if self._quiet:
