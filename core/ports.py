@@ -45,6 +45,16 @@ class Retry:
 
 
 @dataclass(frozen=True)
+class Activity:
+    """What an agent call is doing before its reply comes, for the person watching: ``loading`` a model on
+    this machine (``subject`` names it and its size: ``SmolLM2-135M-Instruct (98 MB)``), then ``thinking``
+    (the request is sent; nothing of the reply has come yet). The reporter words it."""
+
+    kind: Literal["loading", "thinking"]
+    subject: str = ""
+
+
+@dataclass(frozen=True)
 class AgentCall:
     """Everything an agent receives for one call.
 
@@ -52,7 +62,7 @@ class AgentCall:
     turns to inject (empty outside conversational loops); ``context`` a read-only plain-data view of the
     run context (script agents may read it; only their return value changes state); ``on_text`` receives
     streamed text deltas when the agent streams; ``on_retry`` hears of each retry of a provider call, before
-    its delay.
+    its delay; ``on_activity`` hears what the call is doing until its reply comes (``Activity``).
 
     ``run_id`` and ``path`` name the step execution in the run store (the key a side effect can be made
     idempotent with). ``begin_attempt``, awaited by an agent with side effects just before it starts them,
@@ -73,6 +83,7 @@ class AgentCall:
     begin_attempt: Callable[[], Awaitable[int]] | None = None
     on_retry: Callable[[Retry], None] | None = None
     process_started: Callable[[int], Awaitable[None]] | None = None
+    on_activity: Callable[[Activity], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -298,6 +309,10 @@ class Reporter(Protocol):
 
     def note(self, message: str) -> None: ...
 
+    def activity(self, path: str, activity: Activity) -> None:
+        """The agent of the step at ``path`` is loading its model, or thinking (no reply text yet)."""
+        ...
+
 
 class NullReporter:
     """A reporter that shows nothing."""
@@ -315,4 +330,7 @@ class NullReporter:
         return None
 
     def note(self, message: str) -> None:
+        return None
+
+    def activity(self, path: str, activity: Activity) -> None:
         return None

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.errors import RunError
-from core.ports import HumanQuestion
+from core.ports import Activity, HumanQuestion
 from core.records import StepRecord
 
 
@@ -46,6 +46,7 @@ class RecordingReporter:
     text: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     replies: list[tuple[str, Any]] = field(default_factory=list)
+    activities: list[tuple[str, Activity]] = field(default_factory=list)
 
     def step_started(self, path: str, name: str, kind: str) -> None:
         self.started.append(path)
@@ -61,3 +62,6 @@ class RecordingReporter:
 
     def note(self, message: str) -> None:
         self.notes.append(message)
+
+    def activity(self, path: str, activity: Activity) -> None:
+        self.activities.append((path, activity))

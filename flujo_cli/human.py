@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 
@@ -32,6 +33,22 @@ from flujo_cli.line_input import LineInput
 from flujo_cli.line_writer import LineWriter
 
 EMPTY_ANSWER_HINT = "type an answer, or Ctrl-D to pause the run"
+_LEAST_ROOM = 30
+
+
+def one_line(answer: str, room: int) -> str:
+    """``answer`` as it is echoed: whole when it fits in ``room`` cells of one line, else as much of its first
+    line as fits and its length (``xxxx… (1,000,323 characters)``). The run stores the answer whole. A question
+    that leaves too little room still gets a few characters of the answer (the line then wraps once)."""
+    room = max(room, _LEAST_ROOM)
+    if len(answer) <= room and "\n" not in answer and "\r" not in answer and cell_len(answer) <= room:
+        return answer
+    length = f"… ({len(answer):,} characters)"
+    # Its first line, at most a character per cell (a character takes one cell or more: enough to fill it).
+    head = (answer.lstrip()[: max(room - len(length), 1)].splitlines() or [""])[0]
+    while head and cell_len(head) + len(length) > room:
+        head = head[:-1]
+    return head + length
 
 
 def load_answers_file(path: Path, *, bounds: BoundsSettings | None = None) -> tuple[list[str], dict[str, list[str]]]:
@@ -163,7 +180,9 @@ class TerminalHuman:
         if scripted is not None:
             self._last_was_scripted = True
             self._line.remember(scripted)
-            self._lines.line(("bold cyan", "?"), " ", question.message, " ", ("dim", "(answered)"), " ", scripted)
+            said = f"? {question.message} (answered) "
+            shown = one_line(scripted, self._console.width - cell_len(said.rsplit("\n", 1)[-1]))
+            self._lines.line(("bold cyan", "?"), " ", question.message, " ", ("dim", "(answered)"), " ", shown)
             return scripted
         self._last_was_scripted = False
         if not self._interactive:
@@ -176,5 +195,5 @@ class TerminalHuman:
             return None  # end of piped input: pause
         answer = line.rstrip("\n").rstrip("\r")
         self._line.remember(answer)
-        self._lines.line("  ", ("dim", f"> {answer}"))
+        self._lines.line("  ", ("dim", f"> {one_line(answer, self._console.width - 4)}"))
         return answer

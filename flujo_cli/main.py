@@ -327,10 +327,22 @@ def create(
         typer.Option("--output", "-o", help="The file to write (default: NAME.yaml).", show_default=False),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace the file if it exists.")] = False,
-    interactive: Annotated[
+    wizard: Annotated[
         bool,
-        typer.Option("--interactive/--no-interactive", help="Ask the questions no flag answers (or take defaults)."),
-    ] = True,
+        typer.Option(
+            "--wizard",
+            help="Ask the questions no flag answers, one at a time (what create does by default; not with"
+            " --no-interactive).",
+        ),
+    ] = False,
+    interactive: Annotated[
+        bool | None,
+        typer.Option(
+            "--interactive/--no-interactive",
+            help="Ask the questions no flag answers (the default), or take the defaults for them.",
+            show_default=False,
+        ),
+    ] = None,
     purpose: Annotated[str | None, _flag("What the loop is for, in a few words.", "--purpose")] = None,
     name: Annotated[str | None, _flag("The blueprint's name (letters, digits, _).", "--name")] = None,
     human: Annotated[bool | None, _flag("Whether a person answers the agent each round.", "--human/--no-human")] = None,
@@ -368,8 +380,9 @@ def create(
     """Write a working blueprint from a few plain questions, each also a flag; validate it, say how to run it.
 
     The questions: what the loop is for, who answers, whether it keeps a conversation and how its history is
-    kept short, which model, other agents, how it stops, what it returns. An existing file is never replaced
-    without --force."""
+    kept short, which model, other agents, how it stops, what it returns. flujo create and flujo create
+    --wizard ask the questions no flag answers; --no-interactive takes their defaults instead. An existing
+    file is never replaced without --force."""
     from flujo_cli.commands.create import create_blueprint
 
     given = {
@@ -380,7 +393,9 @@ def create(
         "score": score, "exit_expression": exit_expression, "start": start, "first_question": first_question,
         "returns": returns, "max_cost_usd": max_cost_usd, "max_tokens": max_tokens,
     }  # fmt: skip
-    raise SystemExit(create_blueprint(given, output=output, force=force, interactive=interactive, debug=state.debug))
+    raise SystemExit(
+        create_blueprint(given, output=output, force=force, interactive=interactive, wizard=wizard, debug=state.debug)
+    )
 
 
 @app.command(cls=Command)

@@ -6,12 +6,16 @@ The human sees every agent reply as it finishes (or streams), so a HITL question
 from __future__ import annotations
 
 import json
-from typing import Any
+import time
+from collections.abc import Callable
+from typing import Any, assert_never
 
 from rich.console import Console
 from rich.markup import escape
 from rich.status import Status
+from rich.text import Text
 
+from core.ports import Activity
 from core.records import StepRecord
 from flujo_cli.line_writer import LineWriter
 
@@ -23,6 +27,20 @@ def preview(value: Any, limit: int = 2000) -> str:
     else:
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= limit else text[:limit] + f"… ({len(text) - limit} more characters)"
+
+
+class Waiting:
+    """A spinner's text that counts the seconds as it is redrawn: ``smol thinking…``, then ``smol thinking… 3 s``
+    (``clock`` is ``time.monotonic``; a test passes its own)."""
+
+    def __init__(self, name: str, what: str, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self.name, self.what, self.clock = name, what, clock
+        self.since = clock()
+
+    def __rich__(self) -> Text:
+        seconds = int(self.clock() - self.since)
+        text = Text.assemble((self.name, "bold"), f" {self.what}…")
+        return text.append(f" {seconds} s") if seconds >= 1 else text
 
 
 class LiveReporter:
@@ -50,6 +68,19 @@ class LiveReporter:
         # Draw the first frame now, not on the refresh thread's first tick: loading a local model holds the
         # GIL for the whole load (xllamacpp), and the spinner would stay blank until it is done.
         self._status.update(spinner="dots")
+
+    def activity(self, path: str, activity: Activity) -> None:
+        if self._status is None:  # quiet, not a terminal, or the reply already streams
+            return
+        name = path.rsplit("/", 1)[-1]
+        if activity.kind == "loading":
+            # Drawn now (a new spinner is drawn at once): the load holds the GIL, so the spinner's own refresh
+            # thread draws nothing until it is done.
+            self._status.update(f"[bold]{escape(name)}[/] loading {escape(activity.subject)}…", spinner="dots")
+        elif activity.kind == "thinking":
+            self._status.update(Waiting(name, "thinking"), spinner="dots")
+        else:
+            assert_never(activity.kind)
 
     def text_delta(self, path: str, text: str) -> None:
         if self._quiet:

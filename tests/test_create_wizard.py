@@ -121,15 +121,36 @@ def test_a_summarising_history_is_condensed_by_the_summarizer_agent(workdir: Pat
     assert output["result"] == {"action": "finish", "summary": "That is all I need. Thank you!"}
 
 
-def test_typed_answers_write_the_same_file_as_the_flags(workdir: Path) -> None:
+@pytest.mark.parametrize("wizard", [[], ["--wizard"], ["--wizard", "--interactive"]], ids=" ".join)
+def test_typed_answers_write_the_same_file_as_the_flags(wizard: list[str], workdir: Path) -> None:
     # purpose, name, human, conversation, history, limit, model, other agents, turn source, named steps,
-    # stop, max rounds, start, first question, returns: Enter keeps a default.
+    # stop, max rounds, start, first question, returns: Enter keeps a default. `--wizard` names what create
+    # does anyway: the same questions, the same file.
     typed = ["plan a trip", "", "", "", "truncate_turns", "6", "", "take_notes", "", "", "", "", "", "", ""]
-    code, _, err = flujo(["create", "--output", "named_assistant.yaml"], input="\n".join(typed) + "\n")
+    code, _, err = flujo(["create", *wizard, "--output", "named_assistant.yaml"], input="\n".join(typed) + "\n")
     assert code == exit_codes.OK, err
     assert "? Which steps speak as the assistant (comma-separated)? (ask)" in err
     written = (workdir / "named_assistant.yaml").read_text(encoding="utf-8")
     assert written == (GOLDEN / "wizard" / "named_assistant.yaml").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("flags", [["--wizard", "--no-interactive"], ["--no-interactive", "--wizard"]], ids=" ".join)
+def test_wizard_and_no_interactive_contradict_each_other(flags: list[str], workdir: Path) -> None:
+    code, out, err = flujo(["create", *flags, "--output", "x.yaml"], input="plan a trip\n")
+    assert code == exit_codes.USAGE and out == ""
+    assert err.splitlines()[0] == (
+        "error: --wizard and --no-interactive contradict each other: --wizard asks the questions,"
+        " --no-interactive asks none"
+    )
+    assert "?" not in err and not (workdir / "x.yaml").exists()  # no question asked, nothing written
+
+
+def test_the_help_and_the_docs_name_create_wizard() -> None:
+    code, out, _ = flujo(["create", "--help"])
+    assert code == exit_codes.OK and "--wizard" in out
+    for page in ("README.md", "docs/cli.md", "docs/create-and-explain.md"):
+        assert "flujo create --wizard" in (ROOT / page).read_text(encoding="utf-8"), page
+    assert "no longer takes `--wizard`" not in (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
 
 
 def test_a_flag_answers_its_question_and_the_rest_are_asked(workdir: Path) -> None:

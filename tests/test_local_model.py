@@ -237,3 +237,35 @@ def test_ctrl_c_during_generation_interrupts_the_run_as_with_other_providers(tmp
             return record.status
 
     assert asyncio.run(status()) == "interrupted"
+
+
+def test_at_a_terminal_the_first_reply_says_the_model_loads_then_that_it_thinks(tmp_path: Path) -> None:
+    """The chat ``make run`` starts, at a pseudo-terminal: before its first reply the status line says what is
+    happening (the model's name and size while it loads, then ``thinking…`` with the seconds), then the
+    reply streams; a last word ``bye`` ends it."""
+    controller, terminal = os.openpty()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TERM": "xterm", "COLUMNS": "120",
+           "FLUJO_STATE_URI": str(tmp_path / "f.db")}  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, "-m", "flujo_cli.main", "run", str(CHAT)],
+        stdin=terminal, stdout=terminal, stderr=terminal, cwd=tmp_path, env=env,
+    )  # fmt: skip
+    os.close(terminal)
+    try:
+        shown = read_terminal_until(controller, "(end with bye, or Ctrl-D)", timeout=60)
+        os.write(controller, b"Hi!\r")
+        # (the step's name is in bold: its escape codes stand between it and the words that follow)
+        shown = read_terminal_until(controller, "loading SmolLM2-135M-Instruct (98 MB)…", timeout=120, seen=shown)
+        shown = read_terminal_until(controller, "thinking…", timeout=120, seen=shown)
+        shown = read_terminal_until(controller, " › ", timeout=120, seen=shown)
+        shown = read_terminal_until(controller, "Your reply", timeout=120, seen=shown)
+        os.write(controller, b"Thanks, that is all. Bye!\r")
+        shown = read_terminal_until(controller, "completed", timeout=60, seen=shown)
+        assert process.wait(timeout=60) == 0, shown
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(controller)
+    loading, thinking = shown.index("loading SmolLM2"), shown.index("thinking…")
+    assert loading < thinking < shown.index(" › ")

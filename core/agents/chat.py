@@ -10,7 +10,8 @@ method, ``_complete``: a single exchange with their API. Everything else is deci
   request (described by the reply's ``repair``, for the trace), then ``AgentOutputError`` (which carries
   the usage of both exchanges and the repair);
 - usage is summed over every exchange; cost comes from the price table, None when a price or the
-  provider's token counts are unknown (never guessed).
+  provider's token counts are unknown (never guessed);
+- ``call.on_activity`` hears ``thinking`` as the request goes (the person sees the wait, not a bare spinner).
 """
 
 from __future__ import annotations
@@ -26,12 +27,13 @@ from core.agents.spec import AgentSpec
 from core.agents.structured import OutputSchema
 from core.config import ModelInfo
 from core.errors import AgentOutputError
-from core.ports import AgentCall, AgentReply, ChatMessage, ChatRole, OutputRepair
+from core.ports import Activity, AgentCall, AgentReply, ChatMessage, ChatRole, OutputRepair
 from core.usage import Usage
 
 # ``json.dumps(value, ensure_ascii=False, default=str)``'s encoder, made once (json.dumps with arguments makes
 # one per call: every agent call with a structured input).
 _INPUT_JSON = json.JSONEncoder(ensure_ascii=False, default=str).encode
+THINKING = Activity("thinking")
 
 
 def input_text(value: Any) -> str:
@@ -168,6 +170,8 @@ class ChatModelAgent(ABC):
 
     async def _run(self, call: AgentCall) -> AgentReply:
         messages = self.prompt(call)
+        if call.on_activity is not None:
+            call.on_activity(THINKING)
         if self._schema is None:
             done = await self._complete(messages, on_text=call.on_text)
             return AgentReply(done.text, priced_usage(done, self._price), done.model, done.attempts)

@@ -3,7 +3,8 @@
 Everything an ``openai:`` agent does holds (history as messages, streaming, ``output_schema`` as a
 ``json_schema`` response format with one repair, usage as the server reports it); the differences:
 
-- the server starts on the first call (core.agents.local_server), not when the agent is built;
+- the server starts on the first call (core.agents.local_server), not when the agent is built, and the
+  call's ``on_activity`` hears ``loading`` with the model's name and size before the load begins;
 - every request carries a ``max_tokens`` (``[local] max_tokens`` unless the agent's ``model_settings``
   set one), because llama.cpp otherwise generates until the context is full;
 - each request closes its connection: after a streamed reply the server closes the pooled connection,
@@ -24,7 +25,7 @@ from core.agents.local_server import LocalModel
 from core.agents.openai_chat import OpenAIChatAgent
 from core.agents.spec import AgentSpec
 from core.config import ModelInfo
-from core.ports import ChatMessage
+from core.ports import Activity, AgentCall, AgentReply, ChatMessage
 
 FREE = ModelInfo(input_per_mtok=0.0, output_per_mtok=0.0)
 
@@ -46,11 +47,23 @@ class LocalChatAgent(OpenAIChatAgent):
     def estimate_cost_usd(self, prompt_tokens: int) -> float:
         return 0.0
 
+    async def _run(self, call: AgentCall) -> AgentReply:
+        await self._start(call.on_activity)  # the load first: "thinking" is the time after it
+        return await super()._run(call)
+
+    async def _start(self, on_activity: Callable[[Activity], None] | None) -> None:
+        """Start this model's server (or find it started) and point the endpoint at it. The person hears of a
+        load (it takes seconds, more on a busy machine) before it begins: it holds the GIL while it lasts."""
+        if self._started:
+            return
+        if on_activity is not None and not self.local.loaded:
+            on_activity(Activity("loading", self.local.shown))
+        base_url = await asyncio.to_thread(self.local.base_url)
+        self.endpoint = replace(self.endpoint, base_url=base_url)
+        self._started = True
+
     async def _complete(self, messages: list[ChatMessage], *, on_text: Callable[[str], None] | None) -> Completion:
-        if not self._started:
-            base_url = await asyncio.to_thread(self.local.base_url)
-            self.endpoint = replace(self.endpoint, base_url=base_url)
-            self._started = True
+        await self._start(None)
         done = await super()._complete(messages, on_text=on_text)
         return replace(done, model=self.model)  # the server reports the file's full path
 

