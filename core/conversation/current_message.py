@@ -84,3 +84,15 @@ def newest_message(ctx: RunContext) -> Any:
         initial_prompt=ctx.initial_prompt,
         iteration_input=ctx.conversation.iteration_input,
     ).message
+
+
+def default_question(ctx: RunContext, step: str) -> str:
+    """The question of a ``hitl`` step written without ``message`` (docs/blueprints.md, "kind: hitl"): in a
+    conversation, what the assistant said last (the newest assistant turn); outside one, or before the
+    assistant has spoken, ``Your answer for '<step>'?``."""
+    if ctx.conversation is not None:
+        turns = ctx.conversation_history
+        for index in range(len(turns) - 1, -1, -1):  # newest first, without copying the history
+            if turns[index].role == "assistant":
+                return turns[index].content
+    return f"Your answer for {step!r}?"
