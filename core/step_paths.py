@@ -9,7 +9,8 @@ a step's name with ``/`` and ``%`` escaped (``path_segment``), so a name never r
 Names are unique in a blueprint except that a step may take the name of a loop, map or parallel step it is
 inside; a name alone may then name two steps (``clarify`` and ``clarify/clarify``), and a step path tells them
 apart. ``StepPaths`` answers both questions for a pipeline: which step path a run path executes, and which
-step paths a name names (for ``--answers`` keys: docs/cli.md).
+step paths a name names (for ``--answers`` keys: docs/cli.md). Names are unique per blueprint: a
+sub-workflow's step may have the name of one of its parent's, and a name then answers both, as before.
 """
 
 from __future__ import annotations
@@ -45,16 +46,22 @@ class StepPaths:
 
     def __init__(self, pipeline: Pipeline) -> None:
         self._pipeline = pipeline
-        self._by_name: dict[str, list[str]] = {}
-        for path, name in _all(pipeline.steps, ""):
-            known = self._by_name.setdefault(name, [])
+        # name -> the step paths of the steps of that name, per blueprint (the pipeline's, each sub-workflow's)
+        self._by_name: dict[str, dict[str, list[str]]] = {}
+        for path, name, blueprint in _all(pipeline.steps, "", ""):
+            known = self._by_name.setdefault(name, {}).setdefault(blueprint, [])
             if path not in known:
                 known.append(path)
 
     def named(self, name: str) -> list[str]:
-        """The step paths of the steps called ``name`` (several when a step takes the name of a loop, map or
-        parallel step it is inside, or sub-workflows share names), in document order."""
-        return list(self._by_name.get(name, ()))
+        """The step paths of the steps called ``name``, in document order."""
+        return [path for paths in self._by_name.get(name, {}).values() for path in paths]
+
+    def ambiguous(self, name: str) -> list[str]:
+        """The step paths of the steps called ``name`` in one blueprint, when there are several (a step inside
+        a loop, map or parallel step of the same name); empty otherwise. Steps of one name in different
+        blueprints (a sub-workflow's and its parent's) are not ambiguous: a name answers all of them."""
+        return next((list(paths) for paths in self._by_name.get(name, {}).values() if len(paths) > 1), [])
 
     def of(self, run_path: str) -> str | None:
         """The step path of the step the run path ``run_path`` executes; None when it names no step of the
@@ -94,24 +101,25 @@ class StepPaths:
         return None
 
 
-def _all(steps: Sequence[Step], prefix: str) -> Iterator[tuple[str, str]]:
-    """(step path, name) of every step under ``steps``, in document order."""
+def _all(steps: Sequence[Step], prefix: str, blueprint: str) -> Iterator[tuple[str, str, str]]:
+    """(step path, name, the step path of the sub-workflow step whose blueprint it is in: "" for the
+    pipeline's own) of every step under ``steps``, in document order."""
     for step in steps:
         here = f"{prefix}/{path_segment(step.name)}" if prefix else path_segment(step.name)
-        yield here, step.name
+        yield here, step.name, blueprint
         if isinstance(step, AgentStep | HitlStep):
             continue
         if isinstance(step, LoopStep | MapStep):
-            yield from _all(step.body, here)
+            yield from _all(step.body, here, blueprint)
         elif isinstance(step, ParallelStep | ConditionalStep):
             for _, branch in step.branches:
-                yield from _all(branch, here)
+                yield from _all(branch, here, blueprint)
             if isinstance(step, ConditionalStep) and step.default_branch is not None:
-                yield from _all(step.default_branch, here)
+                yield from _all(step.default_branch, here, blueprint)
         elif isinstance(step, WorkflowStep):
-            yield from _all(step.pipeline.steps, here)
+            yield from _all(step.pipeline.steps, here, here)
         elif isinstance(step, EnsembleStep):
             for participant in step.participants:
-                yield f"{here}/{path_segment(participant.name)}", participant.name
+                yield f"{here}/{path_segment(participant.name)}", participant.name, blueprint
         else:
             assert_never(step)

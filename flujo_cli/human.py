@@ -108,12 +108,12 @@ class TerminalHuman:
 
     def key_by(self, paths: StepPaths) -> tuple[str, list[str]] | None:
         """Match the ``--answers`` keys against the step paths of the pipeline run (``paths``) too. Returns the
-        first key that is a name several steps have (a step inside a loop, map or parallel step of the same
-        name), with their step paths, for the caller to refuse; None when each key names at most one step."""
+        first key that is a name several steps of one blueprint have (a step inside a loop, map or parallel
+        step of the same name), with their step paths, for the caller to refuse; None otherwise."""
         self._paths = paths
         for key in self._by_step:
-            named = paths.named(key)
-            if len(named) > 1:
+            named = paths.ambiguous(key)
+            if named:
                 return key, named
         return None
 

@@ -46,18 +46,20 @@ def steps_named(root: RunNode, step: str) -> list[str]:
 
 
 def step_paths_named(root: RunNode, name: str) -> list[str]:
-    """The step paths (``clarify``, ``clarify/clarify``) of the steps whose name is ``name``, each once."""
-    found: set[str] = set()
-    stack: list[tuple[Node, str, str]] = [(root, "", "")]
+    """The step paths (``clarify``, ``clarify/clarify``) of the steps whose name is ``name`` in one run (one
+    blueprint: the run's own, or a sub-workflow's child run), each once, when there are several; else empty.
+    Steps of one name in different runs are not ambiguous: the name names them all, as before."""
+    found: dict[int, set[str]] = {}  # id(run) -> step paths
+    stack: list[tuple[Node, str, str, RunNode]] = [(root, "", "", root)]
     while stack:
-        node, prefix, names = stack.pop()
+        node, prefix, names, run = stack.pop()
         for child in node.children:
             below, below_names = _below(child, prefix, names)
             if isinstance(child, StepNode) and child.name == name:
-                found.add(below_names)
+                found.setdefault(id(run), set()).add(below_names)
             if isinstance(child, StepNode | GroupNode | RunNode):
-                stack.append((child, below, below_names))
-    return sorted(found)
+                stack.append((child, below, below_names, child if isinstance(child, RunNode) else run))
+    return next((sorted(paths) for paths in found.values() if len(paths) > 1), [])
 
 
 def _below(child: Node, prefix: str, names: str) -> tuple[str, str]:

@@ -125,8 +125,8 @@ def test_steps_name_means_the_body_step_inside_and_the_loop_outside(state_db: Pa
 def test_step_paths_of_a_pipeline(tmp_path: Path) -> None:
     blueprint = load_blueprint(write(tmp_path, SHARED))
     paths = StepPaths(compile_pipeline(blueprint, Settings()))
-    assert paths.named("clarify") == ["clarify", "clarify/clarify"]
-    assert paths.named("answer") == ["clarify/answer"]
+    assert paths.named("clarify") == paths.ambiguous("clarify") == ["clarify", "clarify/clarify"]
+    assert paths.named("answer") == ["clarify/answer"] and paths.ambiguous("answer") == []
     assert paths.of("clarify") == "clarify"
     assert paths.of("clarify/2/clarify") == "clarify/clarify"
     assert paths.of("clarify/2/answer") == "clarify/answer"
@@ -181,3 +181,23 @@ def test_lens_trace_takes_step_paths_and_refuses_a_name_several_steps_have(state
     assert code == exit_codes.OK and '"clarify/1/clarify"' not in out
     code, out, _ = flujo(["lens", "trace", run_id, "--step", "answer", "--json"])
     assert code == exit_codes.OK and '"clarify/1/answer"' in out
+
+
+def test_answers_keyed_by_the_path_of_a_question_inside_a_sub_workflow(state_db: Path, tmp_path: Path) -> None:
+    write(tmp_path, 'version: "0.1"\nsteps:\n  - {kind: hitl, name: ask, message: "child?"}\n', "child.yaml")
+    path = write(
+        tmp_path,
+        'version: "0.1"\nimports: {child: child.yaml}\nsteps:\n'
+        '  - {kind: hitl, name: ask, message: "parent?"}\n  - {name: review, uses: imports.child}\n',
+    )
+    # Names are unique per blueprint: the name answers both questions, as it always did.
+    answers = write(tmp_path, "ask: [first, second]\n", "answers.yaml")
+    code, _, err = flujo(["run", str(path), "--answers", str(answers)])
+    assert code == exit_codes.OK, err
+    assert "? parent? (answered) first" in err and "? child? (answered) second" in err
+    # The child's question by its step path; its path's entries come before the name's.
+    answers = write(tmp_path, "review/ask: from the child\nask: from the parent\n", "answers.yaml")
+    code, out, err = flujo(["run", str(path), "--answers", str(answers), "--json"])
+    assert code == exit_codes.OK, err
+    assert "? parent? (answered) from the parent" in err and "? child? (answered) from the child" in err
+    assert json.loads(out)["output"] == "from the child"

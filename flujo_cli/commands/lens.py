@@ -220,15 +220,15 @@ def _expanded(tree: RunNode, expansion: Expansion) -> Expansion | None:
 
 
 def _ambiguous(tree: RunNode, step: str | None, expand: Sequence[str]) -> bool:
-    """Whether a bare step name given to ``--step`` or ``--expand`` names several steps of the run (a step
-    inside a loop, map or parallel step of the same name); the error lists their step paths."""
+    """Whether a bare step name given to ``--step`` or ``--expand`` names several steps of one blueprint of
+    the run (a step inside a loop, map or parallel step of the same name); the error lists their paths."""
     from lens import step_paths_named
 
     for option, value in (*(("--step", step),), *(("--expand", value) for value in expand)):
         if value is None or "/" in value.strip("/"):
             continue
         paths = step_paths_named(tree, value.strip("/"))
-        if len(paths) > 1:
+        if paths:
             error_line(
                 f"{option} {value}: {len(paths)} steps of run {tree.run_id} are named {value!r}: {', '.join(paths)}",
                 f"give one of them as a path, e.g. {option} {paths[-1]}",
