@@ -201,3 +201,14 @@ def test_answers_keyed_by_the_path_of_a_question_inside_a_sub_workflow(state_db:
     assert code == exit_codes.OK, err
     assert "? parent? (answered) from the parent" in err and "? child? (answered) from the child" in err
     assert json.loads(out)["output"] == "from the child"
+
+
+def test_submit_refuses_an_answers_key_that_several_steps_have(state_db: Path, tmp_path: Path) -> None:
+    path = write(tmp_path, SHARED)
+    answers = write(tmp_path, "clarify: [x]\n", "answers.yaml")
+    code, out, err = flujo(["submit", str(path), "--input", "a gift", "--answers", str(answers)])
+    assert code == exit_codes.USAGE and out == ""
+    assert f"the answers key 'clarify' names 2 steps of {path}: clarify, clarify/clarify" in " ".join(err.split())
+    answers = write(tmp_path, "clarify/answer: my sister\n", "answers.yaml")
+    code, out, err = flujo(["submit", str(path), "--input", "a gift", "--answers", str(answers)])
+    assert code == exit_codes.OK, err
