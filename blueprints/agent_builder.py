@@ -64,6 +64,7 @@ class AgentBuilder:
         self.factory = factory
         self._named: dict[str, Agent] = {}
         self._default_summarizer: Agent | None = None
+        self._summarizers: dict[str, Agent] = {}  # speaking agents made summarizers (``speaker_summarizer``)
 
     def build(self, spec: AgentSpec, position: SourcePosition) -> Agent:
         """The agent ``spec`` describes (built now, not shared); a ConfigError names ``position``."""
@@ -117,6 +118,23 @@ class AgentBuilder:
                     hint=exc.hint,
                 ) from exc
         return self._default_summarizer
+
+    def speaker_summarizer(self, name: str) -> Agent:
+        """``agents.<name>`` made a summarizer (a ``summarize`` loop's last speaking agent, when the loop names no
+        summarizer and none is configured): the same model and settings, without its system prompt, examples
+        and output_schema (it is sent the built-in summary request, with ``history.summarizer_prompt`` as its
+        system prompt when one is set); built once per agent."""
+        built = self._summarizers.get(name)
+        if built is None:
+            model = self.blueprint.model.agents[name]
+            spec = dataclasses.replace(
+                relative_to(agent_spec(name, model), self.blueprint.path.parent),
+                system_prompt=self.settings.history.summarizer_prompt,
+                examples=(),
+                output_schema=None,
+            )
+            built = self._summarizers[name] = self._build(spec, self.blueprint.key_position(("agents", name)))
+        return built
 
     def for_step(self, step: AgentStepModel, path: Path) -> Agent | None:
         """The agent a ``kind: step`` calls; None for a passthrough step (no uses, no agent)."""

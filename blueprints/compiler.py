@@ -89,7 +89,7 @@ class StepCompiler:
         if isinstance(model, HitlStepModel):
             return HitlStep(
                 name=model.name,
-                message=self.template(model.message, (*path, "message")),
+                message=self.template(model.message, (*path, "message")) if model.message is not None else None,
                 input_schema=model.input_schema,
                 sink_to=model.sink_to,
                 position=self.position(path),
@@ -98,14 +98,15 @@ class StepCompiler:
         if isinstance(model, LoopStepModel):
             return compile_loop(self, model, path)
         if isinstance(model, ParallelStepModel):
+            settings, here = model.settings, (*path, *model.settings_path)
             return ParallelStep(
                 name=model.name,
                 branches=tuple(
-                    (name, self.steps(branch, (*path, "branches", name))) for name, branch in model.branches.items()
+                    (name, self.steps(branch, (*here, "branches", name))) for name, branch in settings.branches.items()
                 ),
-                merge_strategy=model.merge_strategy,
-                on_branch_failure=model.on_branch_failure,
-                reduce=model.reduce,
+                merge_strategy=settings.merge_strategy,
+                on_branch_failure=settings.on_branch_failure,
+                reduce=settings.reduce,
                 position=self.position(path),
             )
         if isinstance(model, ConditionalStepModel):

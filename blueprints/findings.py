@@ -40,6 +40,7 @@ FindingCode = Literal[
     "unreachable-limit",
     "over-limit",
     "model-file",
+    "default-question",
 ]
 
 

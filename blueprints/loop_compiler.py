@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from blueprints.checks.sites import walk
-from blueprints.checks.summarizer import MISSING_HINT, missing_summarizer
+from blueprints.checks.summarizer import missing_hint, missing_summarizer
 from blueprints.loop_hooks import CompiledValue, InitOp, InitOps, InitVerb, NextInput, OutputField, ShapeOutput
 from blueprints.positions import Path
 from blueprints.predicates import CallableTest, ExpressionTest, agent_finished
@@ -27,6 +27,7 @@ from blueprints.schema import (
     PropagationModel,
     TextOutputModel,
 )
+from blueprints.speakers import speaker_summarizer
 from core.errors import BlueprintError
 from core.ports import Agent
 from core.steps import Conversation, HistoryPolicy, LoopStep, MapStep, ScopeFunction
@@ -94,8 +95,13 @@ def _conversation(c: StepCompiler, loop: LoopSettingsModel, path: Path) -> Conve
         summarizer = c.agents.named(name)
     elif strategy == "summarize" and defaults.summarizer_model is not None:
         summarizer = c.agents.default_summarizer(c.position(path))
-    elif strategy == "summarize":  # validated against other settings than these: never compile a silent no-op
-        raise BlueprintError(missing_summarizer(loop), position=c.position(path), hint=MISSING_HINT)
+    elif strategy == "summarize":
+        speaker = speaker_summarizer(loop, c.blueprint.model.agents)
+        if speaker.agent is not None:
+            summarizer = c.agents.speaker_summarizer(speaker.agent)
+        elif speaker.needed:  # validated against other settings than these: never compile a silent no-op
+            raise BlueprintError(missing_summarizer(loop), position=c.position(path), hint=missing_hint(speaker.reason))
+        # else no step is sent the history: there is never anything to summarize
     history = HistoryPolicy(
         strategy=strategy,
         max_tokens=manage.max_tokens if manage is not None and manage.max_tokens is not None else defaults.max_tokens,

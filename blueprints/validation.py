@@ -38,6 +38,7 @@ _KIND_OF_KEY = {
     "loop": "loop",
     "map": "map",
     "branches": "parallel or conditional",
+    "parallel": "parallel",
     "message": "hitl",
     "condition_expression": "conditional",
     "condition": "conditional",

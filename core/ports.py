@@ -176,13 +176,16 @@ class Agent(Protocol):
 
 @dataclass(frozen=True)
 class HumanQuestion:
-    """A HITL question. ``error`` is set when the previous answer was rejected and this is a re-ask."""
+    """A HITL question. ``error`` is set when the previous answer was rejected and this is a re-ask.
+    ``path`` is the asking step's path in its own run; ``full_path`` in the run that was started (a
+    sub-workflow's question under the path of the step that runs it; the same as ``path`` elsewhere)."""
 
     step: str
     path: str
     message: str
     input_schema: Mapping[str, Any] | None = None
     error: str | None = None
+    full_path: str = ""
 
 
 class HumanInput(Protocol):

@@ -50,10 +50,12 @@ class AgentStep:
 
 @dataclass(frozen=True)
 class HitlStep:
-    """Asks the human; the answer (validated against ``input_schema``) is the step's output."""
+    """Asks the human; the answer (validated against ``input_schema``) is the step's output. Without a
+    ``message`` it asks what the conversation's assistant said last, or ``Your answer for '<name>'?``
+    (``core.conversation.default_question``)."""
 
     name: str
-    message: Template
+    message: Template | None
     input_schema: Mapping[str, Any] | None = None
     sink_to: str | None = None
     position: SourcePosition | None = None

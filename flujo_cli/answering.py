@@ -65,26 +65,29 @@ async def answering_for(
     return Answering(given=given, replay=replay, simulated_user=person)
 
 
-async def given_answers_taken(store: RunStore, run_id: str) -> list[str]:
-    """The steps of the questions run ``run_id`` and its sub-workflows' child runs (those in flight too)
-    answered already with answers given up front, one entry per question: the answered questions whose
-    ``hitl.answer`` event has no ``simulated`` or ``replayed`` mark. A run executed with no terminal (a
+async def given_answers_taken(store: RunStore, run_id: str, prefix: str = "") -> list[tuple[str, str]]:
+    """The questions run ``run_id`` and its sub-workflows' child runs (those in flight too) answered already
+    with answers given up front, one (step name, path in the top run) per question: the answered questions
+    whose ``hitl.answer`` event has no ``simulated`` or ``replayed`` mark. A run executed with no terminal (a
     worker) has no other source for them, so they took the first of the answers it was given;
-    ``TerminalHuman.pass_over`` drops those."""
-    from core.events import QuestionAnswered
+    ``TerminalHuman.pass_over`` drops those. ``prefix`` is a child run's place in the top run (``review/``)."""
+    from core.events import ChildRunStarted, QuestionAnswered
 
+    events = await store.events(run_id)
     marked = {
         event.path
-        for event in await store.events(run_id)
+        for event in events
         if isinstance(event.data, QuestionAnswered) and event.data.source in ("simulated", "replayed")
     }
+    started = {event.data.child_run_id: event.path for event in events if isinstance(event.data, ChildRunStarted)}
     taken = [
-        step.name
+        (step.name, f"{prefix}{step.path}")
         for step in await store.steps(run_id)
         if step.kind == "hitl" and step.status == "completed" and step.path not in marked
     ]
     for child in await store.list_runs(limit=1_000_000, parent_run_id=run_id):
-        taken += await given_answers_taken(store, child.run_id)
+        where = started.get(child.run_id)
+        taken += await given_answers_taken(store, child.run_id, f"{prefix}{where}/" if where else prefix)
     return taken
 
 

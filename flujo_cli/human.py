@@ -1,6 +1,7 @@
 """The human at the terminal: HITL answers from flags, an answers file, a TTY prompt or piped stdin.
 
-Order of answers for each question: ``--answers`` entries for that step name, then the positional
+Order of answers for each question: ``--answers`` entries for that step's path (``chat/answer``: the names of
+the steps enclosing it and its own, ``core.step_paths``), then for its name, then the positional
 ``--answer``/``--answers`` list, then the terminal (a line-editing prompt on a TTY, see
 ``flujo_cli.line_input``; one line per question when stdin is piped). When none is left and no terminal may
 be used, ``ask`` returns None: the run pauses.
@@ -29,6 +30,7 @@ from core.config import BoundsSettings
 from core.errors import ConfigError, RunError
 from core.ports import HumanQuestion
 from core.schema_check import parse_answer, schema_errors
+from core.step_paths import StepPaths
 from flujo_cli.line_input import LineInput
 from flujo_cli.line_writer import LineWriter
 
@@ -109,15 +111,28 @@ class TerminalHuman:
         interactive: bool = True,
         console: Console,
         stdin: TextIO | None = None,
+        paths: StepPaths | None = None,
     ) -> None:
         self._answers = list(answers)
         self._by_step = {name: list(values) for name, values in (by_step or {}).items()}
+        self._paths = paths  # the pipeline's step paths, which ``by_step`` keys may be
         self._interactive = interactive
         self._console = console
         self._lines = LineWriter(console)
         self._stdin = stdin or sys.stdin
         self._last_was_scripted = False
         self._line = LineInput(console)
+
+    def key_by(self, paths: StepPaths) -> tuple[str, list[str]] | None:
+        """Match the ``--answers`` keys against the step paths of the pipeline run (``paths``) too. Returns the
+        first key that is a name several steps of one blueprint have (a step inside a loop, map or parallel
+        step of the same name), with their step paths, for the caller to refuse; None otherwise."""
+        self._paths = paths
+        for key in self._by_step:
+            named = paths.ambiguous(key)
+            if named:
+                return key, named
+        return None
 
     def remember(self, answers: Sequence[str]) -> None:
         """Add answers given earlier in this run (a resumed run's stored answers) to what Up recalls."""
@@ -129,17 +144,19 @@ class TerminalHuman:
         """How many answers given on the command line (``--answer``, ``--answers``) no question took."""
         return len(self._answers) + sum(len(values) for values in self._by_step.values())
 
-    def pass_over(self, steps: Sequence[str]) -> None:
-        """Drop the answers that questions of these steps took already, by the rule ``ask`` takes them
-        (the step's own answers first, then the list in order): a run re-executed from its journal gives
-        its next question the next answer, not the first one again."""
-        for step in steps:
-            self._scripted(step)
+    def pass_over(self, asked: Sequence[tuple[str, str]]) -> None:
+        """Drop the answers that these questions ((step name, full path) each) took already, by the rule
+        ``ask`` takes them (the step's own answers first, then the list in order): a run re-executed from its
+        journal gives its next question the next answer, not the first one again."""
+        for step, path in asked:
+            self._scripted(step, path)
 
-    def _scripted(self, step: str) -> str | None:
-        queue = self._by_step.get(step)
-        if queue:
-            return queue.pop(0)
+    def _scripted(self, step: str, path: str) -> str | None:
+        step_path = self._paths.of(path) if self._paths is not None else None
+        for key in (step_path, step):
+            queue = self._by_step.get(key) if key is not None else None
+            if queue:
+                return queue.pop(0)
         if self._answers:
             return self._answers.pop(0)
         return None
@@ -176,7 +193,7 @@ class TerminalHuman:
                     hint="fix the --answer/--answers value so it matches the step's input_schema",
                 )
             self._console.print(f"[red]✗ {escape(question.error)}[/] — please answer again.")
-        scripted = self._scripted(question.step)
+        scripted = self._scripted(question.step, question.full_path or question.path)
         if scripted is not None:
             self._last_was_scripted = True
             self._line.remember(scripted)

@@ -63,7 +63,9 @@ AnswerOption = Annotated[
 AnswersFileOption = Annotated[
     Path | None,
     typer.Option(
-        "--answers", metavar="FILE", help="YAML/JSON file of answers: a list in order, or a mapping by step name."
+        "--answers",
+        metavar="FILE",
+        help="YAML/JSON file of answers: a list in order, or a mapping by step name or path (loop/step).",
     ),
 ]
 NoInputOption = Annotated[
@@ -516,7 +518,11 @@ def lens_trace(
     run_id: RunIdArgument,
     step: Annotated[
         str | None,
-        typer.Option("--step", help="Only this step (a name, or a path such as chat/3/clarify).", show_default=False),
+        typer.Option(
+            "--step",
+            help="Only this step (a name, or a path such as chat/clarify or chat/3/clarify).",
+            show_default=False,
+        ),
     ] = None,
     expand: Annotated[
         list[str] | None,

@@ -24,8 +24,9 @@ from lens.plain import Expansion, runs_table, show_view, trace_view
 from lens.prune import document as prune_document
 from lens.prune import parse_age
 from lens.prune import summary as prune_summary
+from lens.selection import focus, step_paths_named
 from lens.snapshot import RunSnapshot, load_run
-from lens.tree import CallNode, EventNode, GroupNode, MessageNode, Node, RunNode, StepNode, build_tree, focus, walk
+from lens.tree import CallNode, EventNode, GroupNode, MessageNode, Node, RunNode, StepNode, build_tree, walk
 
 __all__ = [
     "CallNode",
@@ -54,6 +55,7 @@ __all__ = [
     "runs_table",
     "show_document",
     "show_view",
+    "step_paths_named",
     "trace_document",
     "trace_view",
     "walk",

@@ -22,7 +22,8 @@ from core.records import RunRecord
 from lens import figures, labels
 from lens.listing import RunRow
 from lens.preview import Collapsed, collapse, compact, full_text, one_line
-from lens.tree import CallNode, EventNode, MessageNode, Node, RunNode, StepNode, steps_named
+from lens.selection import steps_named
+from lens.tree import CallNode, EventNode, MessageNode, Node, RunNode, StepNode
 
 SHOWN_MESSAGES = 6
 """A collapsed call with more messages shows its first (system) message and the latest ones, up to this."""

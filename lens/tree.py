@@ -20,7 +20,6 @@ number of steps and events (10,000 events in well under a second).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -390,54 +389,3 @@ def _unrecorded_status(run: RunRecord, path: str) -> str:
     if run.status in ("running", "interrupted"):
         return run.status
     return "not recorded"
-
-
-def focus(root: RunNode, step: str) -> RunNode | None:
-    """A copy of ``root`` that keeps the steps ``step`` names (a step name, a path such as ``chat/3/clarify``,
-    or the path of a composite step: all below it) with everything below them, and the iterations, branches
-    and runs leading to them; None when no step matches. Paths inside a child run are prefixed with the path
-    of the step that started it (``review/critique``)."""
-    wanted = step.strip("/")
-    kept = _kept_children(root, wanted, prefix="")
-    return dataclasses.replace(root, children=kept) if kept else None
-
-
-def steps_named(root: RunNode, step: str) -> list[str]:
-    """The full paths of the steps ``step`` names, matched as ``focus`` matches them: a step's name as the
-    blueprint writes it (``chat/1`` for the step whose path segment is ``chat%2F1``), a full path, or the path
-    of a composite step or an iteration (the steps below it). Empty when it names no step."""
-    wanted = step.strip("/")
-    found: list[str] = []
-    stack: list[tuple[Node, str]] = [(root, "")]
-    while stack:
-        node, prefix = stack.pop()
-        for child in node.children:
-            if isinstance(child, StepNode):
-                full = f"{prefix}/{child.path}" if prefix else child.path
-                if _names(child, full, wanted):
-                    found.append(full)
-                    continue
-            if isinstance(child, StepNode | GroupNode | RunNode):
-                below = (f"{prefix}/{child.path}" if prefix else child.path) if isinstance(child, RunNode) else prefix
-                stack.append((child, below))
-    return sorted(found)
-
-
-def _names(step: StepNode, full: str, wanted: str) -> bool:
-    return step.name == wanted or full == wanted or full.startswith(wanted + "/")
-
-
-def _kept_children(node: Node, wanted: str, *, prefix: str) -> list[Node]:
-    kept: list[Node] = []
-    for child in node.children:
-        if isinstance(child, StepNode):
-            full = f"{prefix}/{child.path}" if prefix else child.path
-            if _names(child, full, wanted):
-                kept.append(child)
-                continue
-        if isinstance(child, StepNode | GroupNode | RunNode):
-            below = (f"{prefix}/{child.path}" if prefix else child.path) if isinstance(child, RunNode) else prefix
-            inner = _kept_children(child, wanted, prefix=below)
-            if inner:
-                kept.append(dataclasses.replace(child, children=inner))
-    return kept

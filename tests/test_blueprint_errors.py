@@ -67,7 +67,7 @@ def test_rules_across_values() -> None:
 
 def test_shapes_missing_fields_and_bad_kinds() -> None:
     assert rows("shapes") == [
-        (3, 5, "missing-field", "missing 'message' in step 'ask'"),
+        (3, 5, "missing-field", "missing 'map' in step 'ask'"),
         (7, 12, "bad-value", "agent: expected 'module:function', got 'just_a_word'"),
         (11, 13, "bad-value", "init: expected a list of set/append/merge operations, or a mapping with history/notes, got 5"),
         (12, 20, "bad-value", "propagation: unknown value 'ctx'"),

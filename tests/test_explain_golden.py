@@ -130,8 +130,18 @@ def test_a_summarize_loop_without_its_own_summarizer_uses_the_configured_one(tmp
         "      body: [{kind: step, name: ask, uses: agents.tutor}]\n",
         encoding="utf-8",
     )
+    # No summarizer of its own, none configured: the loop's last speaking agent summarizes.
+    code, out, err = flujo(["explain", str(flow)])
+    assert code == exit_codes.OK, err
+    flat = " ".join(out.split())
+    assert "tutor (the loop's last speaking agent, with the built-in summary prompt) condenses the last summary" in flat
+    assert "tutor (openai:gpt-4o-mini) may also condense the history before each agent call of quiz" in flat
+    # A scripted speaker cannot summarize: not valid, as for run.
+    flow.write_text(
+        flow.read_text(encoding="utf-8").replace("model: openai:gpt-4o-mini", "model: scripted, replies: [q]")
+    )
     code, _, err = flujo(["explain", str(flow)])
-    assert code == exit_codes.BLUEPRINT and "summarizer" in err  # no summarizer at all: not valid, as for run
+    assert code == exit_codes.BLUEPRINT and "'tutor' (model: scripted) replies as written and cannot summarize" in err
     code, out, err = flujo(["explain", str(flow), "--set", "history.summarizer_model=openai:gpt-4o-mini"])
     assert code == exit_codes.OK, err
     flat = " ".join(out.split())

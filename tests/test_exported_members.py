@@ -27,8 +27,8 @@ def test_conversation_exports() -> None:
     """The interface the step policies call (docs/architecture.md); each name resolves on first use."""
     assert set(core.conversation.__all__) == {
         "ActiveConversation", "BranchRecords", "Injection", "LoopConversation", "RunFrame", "ThreadBinding",
-        "bind_thread", "bound", "branch_records", "capture", "check_thread", "check_thread_name", "enter_loop",
-        "is_context", "message_for", "newest_message", "prepare", "replay_summary", "turn_text",
+        "bind_thread", "bound", "branch_records", "capture", "check_thread", "check_thread_name", "default_question",
+        "enter_loop", "is_context", "message_for", "newest_message", "prepare", "replay_summary", "turn_text",
         "COMPLETION_REASONS", "CompletionReason", "Dependency", "EnsembleState", "EnsembleStep", "Participant",
         "Speaker", "Turn", "chat", "cue", "envelope", "parse_reply",
     }  # fmt: skip
@@ -48,7 +48,7 @@ def test_lens_exports() -> None:
         "StepNode", "build_tree", "final_output_document", "focus", "list_document", "load_run", "load_tree",
         "masked_document",
         "nested", "open_viewer", "parse_age", "prune_document", "prune_summary", "recent_runs",
-        "runs_table", "show_document", "show_view", "trace_document", "trace_view", "walk",
+        "runs_table", "show_document", "show_view", "step_paths_named", "trace_document", "trace_view", "walk",
     }  # fmt: skip
     for name in lens.__all__:
         assert hasattr(lens, name), name

@@ -215,3 +215,83 @@ def test_validate_and_run_agree_when_the_configured_default_strategy_is_summariz
     assert code == exit_codes.OK
     code, trace, _ = flujo(["lens", "trace", json.loads(out)["run_id"], "--json"])
     assert code == exit_codes.OK and json.dumps(f"{SUMMARY}{SUMMARY_REQUEST}")[1:-1] in trace
+
+
+# --- no summarizer named or configured: the loop's last speaking agent ----------------------------------
+
+SPEAKERS = """\
+version: "0.1"
+agents:
+  first: {model: "openai:first-model", system_prompt: "Ask about the trip."}
+  second: {model: "openai:second-model", system_prompt: "Plan the trip.", output_schema: {type: object}}
+  script: {python: "tests.blueprint_skills:shout"}
+steps:
+  - kind: loop
+    name: chat
+    loop:
+      conversation: true
+      ai_turn_source: %s
+      history_management: {strategy: summarize, max_turns: 2}
+      body:
+%s
+"""
+TWO_AGENTS = "        - {name: ask, uses: agents.first}\n        - {name: plan, uses: agents.second}"
+
+
+def test_the_last_speaking_agent_summarizes_with_the_built_in_prompt(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    from core.ports import AgentCall
+
+    for source, expected in (
+        ("all_agents", "openai:second-model"),
+        ("last", "openai:second-model"),
+        ("named_steps", "openai:first-model"),
+    ):
+        text = SPEAKERS % (source, TWO_AGENTS)
+        if source == "named_steps":
+            text = text.replace("ai_turn_source: named_steps", "ai_turn_source: named_steps\n      named_steps: [ask]")
+        path = tmp_path / "flow.yaml"
+        path.write_text(text, encoding="utf-8")
+        assert validate_file(path) == [], source
+        [loop] = compile_pipeline(load_blueprint(path), fake_llm.settings()).steps
+        assert isinstance(loop, LoopStep) and loop.conversation is not None
+        agent = loop.conversation.history.summarizer
+        assert agent is not None and agent.model_name == expected, source
+        # Without the speaker's system prompt and output schema: the built-in request is all it is sent.
+        [message] = agent.prompt(AgentCall(input="the request", step="chat.summarize"))
+        assert (message.role, message.content) == ("user", "the request")
+    # history.summarizer_prompt, when set, is its system prompt.
+    settings = fake_llm.settings(history=HistorySettings(summarizer_prompt="You condense trips."))
+    [loop] = compile_pipeline(load_blueprint(path), settings).steps
+    assert isinstance(loop, LoopStep) and loop.conversation is not None and loop.conversation.history.summarizer
+    sent = loop.conversation.history.summarizer.prompt(AgentCall(input="the request", step="chat.summarize"))
+    assert [(m.role, m.content) for m in sent] == [("system", "You condense trips."), ("user", "the request")]
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ("        - {name: ask, uses: agents.script}", "its last speaking agent 'script' is a script agent"),
+        ("        - {name: ask, agent: 'tests.blueprint_skills:shout'}", "its last speaker 'ask' is a script agent"),
+    ],
+)
+def test_a_speaker_that_cannot_summarize_keeps_the_error(tmp_path: Path, body: str, reason: str) -> None:
+    path = tmp_path / "flow.yaml"
+    path.write_text(SPEAKERS % ("last", body), encoding="utf-8")
+    [finding] = [f for f in validate_file(path) if f.is_error]
+    assert finding.message == "strategy: summarize needs summarizer_agent, and no default summarizer is configured"
+    assert finding.hint is not None and finding.hint.startswith(f"{reason}, which cannot summarize; name one in")
+    with pytest.raises(BlueprintError) as caught:
+        compile_pipeline(
+            load_blueprint(path, settings=Settings(history=HistorySettings(summarizer_model="echo"))), Settings()
+        )
+    assert caught.value.message == finding.message
+
+
+def test_a_loop_whose_steps_are_sent_no_history_needs_no_summarizer(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    body = "        - {name: ask, uses: agents.first, use_history: false}\n        - {kind: hitl, name: answer}"
+    path = tmp_path / "flow.yaml"
+    path.write_text(SPEAKERS % ("last", body), encoding="utf-8")
+    assert [f for f in validate_file(path) if f.is_error] == []
+    [loop] = compile_pipeline(load_blueprint(path), fake_llm.settings()).steps
+    assert isinstance(loop, LoopStep) and loop.conversation is not None
+    assert loop.conversation.history.summarizer is None

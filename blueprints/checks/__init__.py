@@ -21,6 +21,7 @@ from blueprints.checks.conversation import (
 )
 from blueprints.checks.ensemble import check_ensemble
 from blueprints.checks.names import check_unique_names
+from blueprints.checks.parallel import check_parallel
 from blueprints.checks.schemas import check_schemas
 from blueprints.checks.sites import walk
 from blueprints.checks.workflows import check_workflow_step
@@ -72,7 +73,7 @@ def run_checks(
         elif isinstance(step, EnsembleStepModel):
             check_ensemble(checker, site)
         elif isinstance(step, ParallelStepModel):
-            pass  # its structure is all checked by the schema
+            check_parallel(checker, site)
         else:
             assert_never(step)
     check_conversation_inputs(checker, sites)

@@ -66,6 +66,9 @@ class Checker:
     ) -> None:
         self.add("warning", code, message, position, hint)
 
+    def note(self, code: FindingCode, message: str, position: SourcePosition | None, hint: str | None = None) -> None:
+        self.add("note", code, message, position, hint)
+
     def has_warning_at(self, position: SourcePosition) -> bool:
         return any(f.severity == "warning" and f.position == position for f in self.findings)
 

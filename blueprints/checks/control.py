@@ -43,9 +43,31 @@ _CONVERSATION_KEYS = ("history_management", "history_template", "ai_turn_source"
 def check_hitl(checker: Checker, site: StepSite, step_names: list[str]) -> None:
     step = site.step
     assert isinstance(step, HitlStepModel)
-    check_text(checker, (*site.path, "message"), step.message, step_names=step_names)
+    if step.message is None:
+        _note_default_question(checker, site)
+    else:
+        check_text(checker, (*site.path, "message"), step.message, step_names=step_names)
     if step.answered_by is not None:
         check_agent_ref(checker, step.answered_by, (*site.path, "answered_by"), f"step {step.name!r} is answered_by")
+
+
+def _note_default_question(checker: Checker, site: StepSite) -> None:
+    """Say what a ``hitl`` step without ``message`` asks (``core.conversation.default_question``)."""
+    name = site.step.name
+    fallback = f"Your answer for {name!r}?"
+    if site.conversation is not None:
+        asks = (
+            "what the assistant said last in the conversation "
+            f"(its newest assistant turn; {fallback!r} before it has spoken)"
+        )
+    else:
+        asks = repr(fallback)
+    checker.note(
+        "default-question",
+        f"step {name!r} has no message: it asks {asks}",
+        checker.at(site.path),
+        "add message: ... to ask something else",
+    )
 
 
 def check_init_ops(checker: Checker, ops: Sequence[InitOpModel], path: Path, step_names: list[str]) -> None:

@@ -105,7 +105,7 @@ def _is_script(checker: Checker, step: AgentStepModel) -> bool:
 
 def _structured_output(step: AnyStepModel) -> bool:
     if isinstance(step, ParallelStepModel):
-        return step.reduce in (None, "keys", "values", "dedupe")
+        return step.settings.reduce in (None, "keys", "values", "dedupe")
     return isinstance(step, MapStepModel) and step.map.finalize is None
 
 

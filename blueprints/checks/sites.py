@@ -22,11 +22,13 @@ from blueprints.schema import (
 
 @dataclass(frozen=True)
 class StepSite:
-    """A step, the path of its mapping in the file, and its innermost enclosing loop (if any)."""
+    """A step, the path of its mapping in the file, its innermost enclosing loop (if any) and the innermost
+    enclosing ``conversation: true`` loop (if any: the conversation the step runs in)."""
 
     step: AnyStepModel
     path: Path
     loop: LoopSettingsModel | None = None
+    conversation: LoopSettingsModel | None = None
 
 
 def child_lists(step: AnyStepModel, path: Path) -> Iterator[tuple[Sequence[AnyStepModel], Path]]:
@@ -36,8 +38,8 @@ def child_lists(step: AnyStepModel, path: Path) -> Iterator[tuple[Sequence[AnySt
     elif isinstance(step, LoopStepModel):
         yield step.loop.body, (*path, "loop", "body")
     elif isinstance(step, ParallelStepModel):
-        for name, branch in step.branches.items():
-            yield branch, (*path, "branches", name)
+        for name, branch in step.settings.branches.items():
+            yield branch, (*path, *step.settings_path, "branches", name)
     elif isinstance(step, ConditionalStepModel):
         for key, branch in step.branches.items():
             yield branch, (*path, "branches", key)
@@ -49,14 +51,22 @@ def child_lists(step: AnyStepModel, path: Path) -> Iterator[tuple[Sequence[AnySt
         assert_never(step)
 
 
-def walk(steps: Sequence[AnyStepModel], path: Path, loop: LoopSettingsModel | None = None) -> Iterator[StepSite]:
+def walk(
+    steps: Sequence[AnyStepModel],
+    path: Path,
+    loop: LoopSettingsModel | None = None,
+    conversation: LoopSettingsModel | None = None,
+) -> Iterator[StepSite]:
     """Every step under ``steps`` in document order (a parent before its children)."""
     for number, step in enumerate(steps):
         here = (*path, number)
-        yield StepSite(step, here, loop)
-        inner = step.loop if isinstance(step, LoopStepModel) else loop
+        yield StepSite(step, here, loop, conversation)
+        inner, talk = loop, conversation
+        if isinstance(step, LoopStepModel):
+            inner = step.loop
+            talk = step.loop if step.loop.conversation else conversation
         for children, children_path in child_lists(step, here):
-            yield from walk(children, children_path, inner)
+            yield from walk(children, children_path, inner, talk)
 
 
 def names_under(steps: Sequence[AnyStepModel]) -> list[str]:

@@ -1,9 +1,11 @@
-"""The summarizer of a conversation loop that summarizes: the loop's own, or the settings' default.
+"""The summarizer of a conversation loop that summarizes: the loop's own, the settings' default, or its speaker.
 
 A loop summarizes when its ``history_management.strategy`` is ``summarize``, or, without one, when the
 configured default ``history.strategy`` is. Its summarizer is its ``summarizer_agent`` (an agent under
-``agents:``), else the settings' ``history.summarizer_model``. Without either it is an error, the same
-in ``flujo validate`` and ``flujo run``: both check the blueprint against the settings they were given
+``agents:``), else the settings' ``history.summarizer_model``, else the loop's last speaking agent with the
+built-in summary prompt (``blueprints.speakers.speaker_summarizer``); a loop none of whose steps is sent the
+history needs none. Without any (that agent is scripted or a script, or nothing speaks) it is an error, the
+same in ``flujo validate`` and ``flujo run``: both check the blueprint against the settings they were given
 (``Checker.history``); nothing here reads them.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 from blueprints.checks.checker import Checker
 from blueprints.positions import Path
 from blueprints.schema import LoopSettingsModel
+from blueprints.speakers import speaker_summarizer
 from blueprints.suggestions import did_you_mean
 from core.config import HistorySettings
 
@@ -54,6 +57,14 @@ def check_summarizer(checker: Checker, loop: LoopSettingsModel, path: Path) -> N
         )
     if name is not None or checker.history.summarizer_model is not None or not summarizes(loop, checker.history):
         return
+    speaker = speaker_summarizer(loop, checker.model.agents)
+    if speaker.agent is not None or not speaker.needed:
+        return
     written = manage is not None and "strategy" in manage.model_fields_set
     where = (*path, "history_management", "strategy") if written else (*path, "conversation")
-    checker.error("missing-field", missing_summarizer(loop), checker.at(where), MISSING_HINT)
+    checker.error("missing-field", missing_summarizer(loop), checker.at(where), missing_hint(speaker.reason))
+
+
+def missing_hint(reason: str) -> str:
+    """``MISSING_HINT``, after why the loop's last speaking agent cannot summarize in its place."""
+    return f"{reason}; {MISSING_HINT}"

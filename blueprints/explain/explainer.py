@@ -40,7 +40,7 @@ from blueprints.schema import (
     MapStepModel,
     ParallelStepModel,
 )
-from blueprints.speakers import asks_user
+from blueprints.speakers import asks_user, speaker_summarizer
 from core.config import Settings
 from core.providers import OFFLINE_MODELS
 
@@ -95,6 +95,12 @@ class _Walk:
             else:
                 does, kind = self.agent_step(model, scope, number, receives), "step"
         elif isinstance(model, HitlStepModel):
+            if model.message is None:  # the question the run composes (core.conversation.default_question)
+                receives = (
+                    "what the assistant said last (no message: the conversation's newest assistant turn)"
+                    if scope.conversation is not None
+                    else quote(f"Your answer for {model.name!r}?")
+                )
             does, kind = self.ask(model, model.message, scope, receives, schema=model.input_schema), "hitl"
         elif isinstance(model, LoopStepModel):
             does, parts, kind = *self.loop(model, path, scope, number, receives), "loop"
@@ -241,7 +247,10 @@ class _Walk:
         elif defaults.summarizer_model is not None:
             name, model_id = "the configured summarizer", defaults.summarizer_model
         else:
-            return
+            speaker = speaker_summarizer(model.loop, scope.blueprint.model.agents).agent
+            if speaker is None:
+                return
+            name, model_id = speaker, scope.blueprint.model.agents[speaker].model
         metered = model_id if model_id is not None and model_id not in OFFLINE_MODELS else None
         label = scope.conversation_label or model.name  # ``scope`` is the loop's own: its conversation
         heard = [call for call in calls if call.conversation == label]
@@ -252,22 +261,23 @@ class _Walk:
     def parallel(
         self, model: ParallelStepModel, path: Path, scope: Scope, number: str, receives: str
     ) -> tuple[str, tuple[Part, ...]]:
-        names = list(model.branches)
+        settings, here = model.settings, (*path, *model.settings_path)
+        names = list(settings.branches)
         does = (
             f"Runs {len(names)} branches at the same time ({', '.join(names)}), each on its own copy of the"
             f" context; each branch receives {receives}."
         )
         parts: list[Part] = []
-        for index, (name, branch) in enumerate(model.branches.items()):
-            steps = self.steps(branch, (*path, "branches", name), scope, f"{number}.{chr(ord('a') + index)}", receives)
+        for index, (name, branch) in enumerate(settings.branches.items()):
+            steps = self.steps(branch, (*here, "branches", name), scope, f"{number}.{chr(ord('a') + index)}", receives)
             parts.append(StepGroup(f"Branch {name}", steps))
         failure = (
             "a failed branch is left out and the rest go on (on_branch_failure: ignore)"
-            if model.on_branch_failure == "ignore"
+            if settings.on_branch_failure == "ignore"
             else "a failed branch fails the step"
         )
-        parts.append(Note("Then", sentence(f"{_MERGE[model.merge_strategy]}; {failure}")))
-        returns = sentence(_REDUCE[model.reduce])
+        parts.append(Note("Then", sentence(f"{_MERGE[settings.merge_strategy]}; {failure}")))
+        returns = sentence(_REDUCE[settings.reduce])
         parts.append(Note("Returns", returns))
         self.returns[model.name] = returns
         return does, tuple(parts)

@@ -10,7 +10,7 @@ the configured ``[history]`` defaults).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from blueprints.checks.sites import walk
@@ -19,20 +19,16 @@ from blueprints.loop_compiler import DEFAULT_MAX_LOOPS
 from blueprints.schema import (
     AgentModel,
     AgentStepModel,
-    AnyStepModel,
-    ConditionalStepModel,
     FieldsOutputModel,
     HitlStepModel,
     InitOpModel,
     InitPresetsModel,
     LoopSettingsModel,
     LoopStepModel,
-    MapStepModel,
-    ParallelStepModel,
     PropagationModel,
     TextOutputModel,
 )
-from blueprints.speakers import asks_user, last_step, speaks, user_sources
+from blueprints.speakers import asks_user, last_step, own_steps, speaker_summarizer, speaks, user_sources
 from core.config import HistorySettings
 
 FINISH = '{"action": "finish"}'
@@ -102,25 +98,6 @@ def init_words(init: Sequence[InitOpModel] | InitPresetsModel | None) -> str | N
     return sentence("; ".join(said)) if said else None
 
 
-def own_steps(body: Sequence[AnyStepModel]) -> list[AnyStepModel]:
-    """The steps of a conversational loop's body that speak in its conversation, depth first: a nested
-    ``conversation: true`` loop owns its body (as ``core.conversation`` decides)."""
-    found: list[AnyStepModel] = []
-    for step in body:
-        found.append(step)
-        if isinstance(step, LoopStepModel):
-            if not step.loop.conversation:
-                found += own_steps(step.loop.body)
-        elif isinstance(step, MapStepModel):
-            found += own_steps(step.map.body)
-        elif isinstance(step, ParallelStepModel | ConditionalStepModel):
-            for branch in step.branches.values():
-                found += own_steps(branch)
-            if isinstance(step, ConditionalStepModel) and step.default_branch is not None:
-                found += own_steps(step.default_branch)
-    return found
-
-
 def _names(names: Sequence[str]) -> str:
     return ", ".join(names) if names else "none"
 
@@ -150,17 +127,21 @@ def _speakers(loop: LoopSettingsModel, agents: dict[str, AgentModel]) -> tuple[s
     return user_words, assistant
 
 
-def summarizer_name(loop: LoopSettingsModel, defaults: HistorySettings) -> str | None:
-    """Who summarises a ``summarize`` loop: its ``summarizer_agent``, else the configured default summarizer."""
+def summarizer_name(loop: LoopSettingsModel, defaults: HistorySettings, agents: Mapping[str, AgentModel]) -> str | None:
+    """Who summarises a ``summarize`` loop: its ``summarizer_agent``, else the configured default summarizer,
+    else the loop's last speaking agent (``blueprints.speakers.speaker_summarizer``)."""
     manage = loop.history_management
     if manage is not None and manage.summarizer_agent is not None:
         return manage.summarizer_agent
     if defaults.summarizer_model is not None:
         return f"the configured summarizer ({defaults.summarizer_model}, history.summarizer_model)"
+    speaker = speaker_summarizer(loop, agents).agent
+    if speaker is not None:
+        return f"{speaker} (the loop's last speaking agent, with the built-in summary prompt)"
     return None
 
 
-def _bound(loop: LoopSettingsModel, defaults: HistorySettings) -> str:
+def _bound(loop: LoopSettingsModel, defaults: HistorySettings, agents: Mapping[str, AgentModel]) -> str:
     manage = loop.history_management
     given = manage.model_fields_set if manage is not None else set()
     values = {
@@ -189,8 +170,10 @@ def _bound(loop: LoopSettingsModel, defaults: HistorySettings) -> str:
         ratio = (
             manage.summarize_ratio if manage is not None and "summarize_ratio" in given else defaults.summarize_ratio
         )
-        summarizer = summarizer_name(loop, defaults)
-        if summarizer is None:
+        summarizer = summarizer_name(loop, defaults, agents)
+        if summarizer is None and not speaker_summarizer(loop, agents).needed:
+            words = f"the most recent turns within {turns} turns and {tokens} tokens (nothing is summarized)"
+        elif summarizer is None:
             words = (
                 f"the most recent turns within {turns} turns and {tokens} tokens"
                 " (no summarizer: set history_management.summarizer_agent or history.summarizer_model)"
@@ -225,7 +208,8 @@ def history_words(
         for s in walk(settings.body, ())
         if isinstance(s.step, AgentStepModel) and s.step.use_history is False
     ]
-    sent = f"Each agent step in the loop is sent {_bound(settings, defaults)}, also within its model's context window"
+    bound = _bound(settings, defaults, agents)
+    sent = f"Each agent step in the loop is sent {bound}, also within its model's context window"
     if quiet:
         sent += f"; except {_names(quiet)} (use_history: false), sent no history"
     if settings.history_template:

@@ -63,7 +63,7 @@ def _phrase(model: AnyStepModel) -> tuple[str, str, str]:
         what = "a conversation" if model.loop.conversation else "a loop"
         return f"loop {model.name}", f"runs {what} of up to {limit} iteration{'s' if limit > 1 else ''}", ""
     if isinstance(model, ParallelStepModel):
-        return "parallel", f"runs {len(model.branches)} branches at once", "runs {n} sets of branches at once"
+        return "parallel", f"runs {len(model.settings.branches)} branches at once", "runs {n} sets of branches at once"
     if isinstance(model, ConditionalStepModel):
         return "conditional", "picks a branch", "picks {n} branches in turn"
     if isinstance(model, MapStepModel):

@@ -23,6 +23,7 @@ from blueprints.schema.loop_blocks import (
 )
 from blueprints.schema.steps import (
     BUILTIN_AGENTS,
+    PARALLEL_KEYS,
     STEP_KINDS,
     AgentRefModel,
     AgentStepModel,
@@ -34,6 +35,7 @@ from blueprints.schema.steps import (
     LoopStepModel,
     MapSettingsModel,
     MapStepModel,
+    ParallelSettingsModel,
     ParallelStepModel,
     StepModel,
     StepModelBase,
@@ -42,6 +44,7 @@ from blueprints.schema.steps import (
 __all__ = [
     "BUILTIN_AGENTS",
     "OUTPUT_SHORTHANDS",
+    "PARALLEL_KEYS",
     "PROPAGATION_PRESETS",
     "STEP_KINDS",
     "AgentModel",
@@ -67,6 +70,7 @@ __all__ = [
     "MapSettingsModel",
     "MapStepModel",
     "OutputMapModel",
+    "ParallelSettingsModel",
     "ParallelStepModel",
     "ParticipantModel",
     "PropagationModel",

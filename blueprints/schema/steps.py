@@ -88,7 +88,7 @@ class HitlStepModel(StepModelBase):
     """``kind: hitl``: ask the human."""
 
     kind: Literal["hitl"]
-    message: str
+    message: str | None = None  # None: the conversation's newest assistant turn, or "Your answer for '<name>'?"
     input_schema: JsonSchema | None = None
     sink_to: ContextPath | None = None
     answered_by: AgentRef | None = None  # a simulated person answers (core.simulated_person)
@@ -123,14 +123,49 @@ class LoopStepModel(StepModelBase):
     loop: LoopSettingsModel
 
 
-class ParallelStepModel(StepModelBase):
-    """``kind: parallel``: run named branches concurrently."""
+class ParallelSettingsModel(StrictModel):
+    """The ``parallel:`` block of a parallel step (as ``loop:`` and ``map:`` hold theirs)."""
 
-    kind: Literal["parallel"]
+    label: ClassVar[str] = "parallel settings"
+
     branches: Annotated[dict[str, Annotated[list[StepModel], Field(min_length=1)]], Field(min_length=1)]
     merge_strategy: MergeStrategy = "merge_scratchpad"
     on_branch_failure: BranchFailure = "propagate"
     reduce: ReduceMode | None = None
+
+
+PARALLEL_KEYS = ("branches", "merge_strategy", "on_branch_failure", "reduce")
+
+
+class ParallelStepModel(StepModelBase):
+    """``kind: parallel``: run named branches concurrently. Its settings are written in a ``parallel:`` block
+    or, as before that block existed, beside ``kind`` (``branches:``, ``reduce:`` ...); one form per step, which
+    ``blueprints.checks`` enforces. Read them through ``settings`` and ``settings_path``."""
+
+    kind: Literal["parallel"]
+    parallel: ParallelSettingsModel | None = None
+    branches: Annotated[dict[str, Annotated[list[StepModel], Field(min_length=1)]], Field(min_length=1)] | None = None
+    merge_strategy: MergeStrategy = "merge_scratchpad"
+    on_branch_failure: BranchFailure = "propagate"
+    reduce: ReduceMode | None = None
+
+    @property
+    def settings(self) -> ParallelSettingsModel:
+        """The step's settings, whichever form wrote them (no branches when neither did: an error found by
+        the checks)."""
+        if self.parallel is not None:
+            return self.parallel
+        return ParallelSettingsModel.model_construct(
+            branches=self.branches or {},
+            merge_strategy=self.merge_strategy,
+            on_branch_failure=self.on_branch_failure,
+            reduce=self.reduce,
+        )
+
+    @property
+    def settings_path(self) -> tuple[str, ...]:
+        """Where the settings are, relative to the step's mapping: ``("parallel",)`` or ``()``."""
+        return ("parallel",) if self.parallel is not None else ()
 
 
 class ConditionalStepModel(StepModelBase):
@@ -207,5 +242,5 @@ AnyStepModel = (
     | EnsembleStepModel
 )
 
-for _model in (LoopSettingsModel, ParallelStepModel, ConditionalStepModel, MapSettingsModel):
+for _model in (LoopSettingsModel, ParallelSettingsModel, ParallelStepModel, ConditionalStepModel, MapSettingsModel):
     _model.model_rebuild()

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from core.conversation.branches import BranchRecords, branch_records
-    from core.conversation.current_message import is_context, message_for, newest_message
+    from core.conversation.current_message import default_question, is_context, message_for, newest_message
     from core.conversation.ensemble import (
         COMPLETION_REASONS,
         CompletionReason,
@@ -74,6 +74,7 @@ _WHERE = {
     "check_thread": ("threads", "check_thread"),
     "check_thread_name": ("threads", "check_thread_name"),
     "cue": ("ensemble", "cue"),
+    "default_question": ("current_message", "default_question"),
     "enter_loop": ("loop_scope", "enter_loop"),
     "envelope": ("ensemble", "envelope"),
     "is_context": ("current_message", "is_context"),
@@ -108,6 +109,7 @@ __all__ = [
     "check_thread",
     "check_thread_name",
     "cue",
+    "default_question",
     "enter_loop",
     "envelope",
     "is_context",

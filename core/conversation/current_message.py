@@ -93,3 +93,15 @@ def message_for(ctx: RunContext, value: Any) -> Any:
     if ctx.conversation is not None and is_context(value):
         return newest_message(ctx)
     return value
+
+
+def default_question(ctx: RunContext, step: str) -> str:
+    """The question of a ``hitl`` step written without ``message`` (docs/blueprints.md, "kind: hitl"): in a
+    conversation, what the assistant said last (the newest assistant turn); outside one, or before the
+    assistant has spoken, ``Your answer for '<step>'?``."""
+    if ctx.conversation is not None:
+        turns = ctx.conversation_history
+        for index in range(len(turns) - 1, -1, -1):  # newest first, without copying the history
+            if turns[index].role == "assistant":
+                return turns[index].content
+    return f"Your answer for {step!r}?"

@@ -25,6 +25,7 @@ from core.events import AgentStarted, KnownEvent, ProcessStarted
 from core.ports import Agent, ChatMessage, HumanInput, Reporter, RunStore
 from core.records import StepRecord, StepStatus, TraceEvent
 from core.redaction import Redactor
+from core.step_paths import path_segment
 from core.steps import Limits
 from core.tokens import count_messages
 from core.usage import ZERO_USAGE, Usage
@@ -314,14 +315,6 @@ def scope(ctx: RunContext, previous: Any, *, iteration: int | None = None) -> di
     if iteration is not None:
         variables["iteration"] = iteration
     return variables
-
-
-def path_segment(name: str) -> str:
-    """``name`` as one segment of a step path: ``/`` (the separator) and ``%`` (the escape) are escaped, so a
-    step named ``chat/1/ask`` (``chat%2F1%2Fask``) can never have the path of the ``ask`` step of the
-    ``chat`` loop's first iteration (``chat/1/ask``): each path names one step, and the journal that
-    resume replays cannot give one step's result to another."""
-    return name.replace("%", "%25").replace("/", "%2F") if "/" in name or "%" in name else name
 
 
 def child_path(prefix: str, name: str) -> str:

@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from core.context import HitlEntry, RunContext
-from core.conversation import capture, message_for, prepare, replay_summary
+from core.conversation import capture, default_question, message_for, prepare, replay_summary
 from core.errors import AgentOutputError, ControlSignal, FlujoError, PromptTooLarge, ReplyCutOff, RunError
 from core.events import OutputRepaired, PromptSent, ReplyCut, ReplyReceived, StepErrored
 from core.policies.context_writes import note_agent_command, record_output, sink, update_context
@@ -220,7 +220,10 @@ def _apply_answer(step: HitlStep, ctx: RunContext, message: str, answer: Any) ->
 async def run_hitl_step(step: HitlStep, data: Any, ctx: RunContext, path: str, frame: Frame) -> Any:
     started = time.time()
     try:
-        message = step.message.render_text(scope(ctx, data))
+        if step.message is None:
+            message = default_question(ctx, step.name)
+        else:
+            message = step.message.render_text(scope(ctx, data))
     except FlujoError as exc:
         await _fail(frame, step.name, step.kind, path, started, data, exc, [], ZERO_USAGE)
         raise

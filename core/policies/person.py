@@ -147,7 +147,7 @@ async def _ask(question: PersonQuestion, frame: Frame, events: list[TraceEvent])
         by: str | None = None
         value: Any = None
         if answering.given is not None:
-            text = await answering.given.ask(_human(question, error if last == "given" else None))
+            text = await answering.given.ask(_human(question, error if last == "given" else None, full_path))
             if text is not None:
                 source, value = "given", parse_answer(text, schema)
         if source is None and replay_left and recorded is not None and answering.replay is not None:
@@ -163,7 +163,7 @@ async def _ask(question: PersonQuestion, frame: Frame, events: list[TraceEvent])
             usage = usage + spent
             source, by = "simulated", simulated.name
         if source is None:
-            text = await frame.human.ask(_human(question, error if last == "person" else None))
+            text = await frame.human.ask(_human(question, error if last == "person" else None, full_path))
             if text is None:
                 raise Pause(step=question.step, path=question.path, message=question.message)
             source, value = "person", parse_answer(text, schema)
@@ -182,13 +182,14 @@ async def _ask(question: PersonQuestion, frame: Frame, events: list[TraceEvent])
     )
 
 
-def _human(question: PersonQuestion, error: str | None) -> HumanQuestion:
+def _human(question: PersonQuestion, error: str | None, full_path: str) -> HumanQuestion:
     return HumanQuestion(
         step=question.step,
         path=question.path,
         message=question.message,
         input_schema=question.input_schema,
         error=error,
+        full_path=full_path,
     )
 
 

@@ -9,8 +9,9 @@ Every command takes ``--state URI`` (``flujo_cli.store_access``); a run id that 
 with the store looked in and how to look in another.
 
 Exit codes: 0; 1 when no run matches the id (or ``--step`` matches no step, or ``--final-output`` of a run
-without one); 2 for a bad command line; 7 when the store is missing or cannot be read, or an id prefix is
-ambiguous (the message names the candidates), as for ``flujo resume``.
+without one); 2 for a bad command line (or ``--step``/``--expand`` given a name that several steps have: the
+message lists their paths); 7 when the store is missing or cannot be read, or an id prefix is ambiguous (the
+message names the candidates), as for ``flujo resume``.
 """
 
 from __future__ import annotations
@@ -127,6 +128,8 @@ def trace_run(run_id: str, options: TraceOptions, *, json_output: bool, state: s
             _write_lines(run_lines(record, console, redactor=redactor))
             sys.stdout.flush()
         whole = await load_tree(store, run_id, redactor=redactor, record=record)
+        if _ambiguous(whole, options.step, expansion.paths):
+            return exit_codes.USAGE
         expanded = _expanded(whole, expansion)
         tree = _focused(whole, options.step) if expanded is not None else None
         if tree is None or expanded is None:
@@ -214,6 +217,24 @@ def _expanded(tree: RunNode, expansion: Expansion) -> Expansion | None:
     hint = f"did you mean {' or '.join(close)}?" if close else (f"its steps: {shown}" if names else "it has no steps")
     error_line(f"--expand {unknown[0]}: run {tree.run_id} has no step of that name or path", hint)
     return None
+
+
+def _ambiguous(tree: RunNode, step: str | None, expand: Sequence[str]) -> bool:
+    """Whether a bare step name given to ``--step`` or ``--expand`` names several steps of one blueprint of
+    the run (a step inside a loop, map or parallel step of the same name); the error lists their paths."""
+    from lens import step_paths_named
+
+    for option, value in (*(("--step", step),), *(("--expand", value) for value in expand)):
+        if value is None or "/" in value.strip("/"):
+            continue
+        paths = step_paths_named(tree, value.strip("/"))
+        if paths:
+            error_line(
+                f"{option} {value}: {len(paths)} steps of run {tree.run_id} are named {value!r}: {', '.join(paths)}",
+                f"give one of them as a path, e.g. {option} {paths[-1]}",
+            )
+            return True
+    return False
 
 
 def _focused(tree: RunNode, step: str | None) -> RunNode | None:

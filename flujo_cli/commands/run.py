@@ -241,6 +241,7 @@ async def _run(
     from core.engine import Engine, new_run_id
     from core.errors import BlueprintError, ResumeRefused, RunError
     from core.redaction import Redactor
+    from core.step_paths import StepPaths
     from flujo_cli.answering import answering_for, answers_json, given_answers_taken, report_answers
     from flujo_cli.human import TerminalHuman
     from flujo_cli.progress import LiveReporter
@@ -260,6 +261,7 @@ async def _run(
     # A resume only looks the run up: it never creates a store (a missing one is named, exit code 7).
     store = await open_for(settings, "create" if resume_id is None else "existing")
     recorded: dict[str, Any] = {}  # the options a resumed run recorded
+    taken: list[tuple[str, str]] = []  # the questions a resumed run's recorded answers were given to already
     resumed: RunRecord | None = None
     try:
         if resume_id is not None:
@@ -282,7 +284,7 @@ async def _run(
                     interactive=False,
                     console=console,
                 )
-                given.pass_over(await given_answers_taken(store, record.run_id))
+                taken = await given_answers_taken(store, record.run_id)  # passed over once the keys are known
             if record.options:  # the run continues under the settings it started with (ours on top)
                 overrides = overrides.over(record.options)
                 settings = settings_with_state(state, overrides_from_assignments(overrides.settings))
@@ -312,6 +314,15 @@ async def _run(
         except BlueprintError as exc:
             _report_blueprint_error(exc, console, file)
             return exit_codes.BLUEPRINT
+        ambiguous = given.key_by(StepPaths(pipeline))
+        if ambiguous is not None:  # an --answers key that is the name of several steps: say which is meant
+            key, paths = ambiguous
+            error_line(
+                f"the answers key {key!r} names {len(paths)} steps of {file}: {', '.join(paths)}",
+                f"key the answers by a step's path instead, e.g. {paths[-1]}: ...",
+            )
+            return exit_codes.USAGE
+        given.pass_over(taken)
         try:
             person = (
                 simulated_user(blueprint, settings, answer_flags.simulate_user) if answer_flags.simulate_user else None

@@ -116,6 +116,7 @@ async def _submit(
     from core.conversation import check_thread
     from core.engine import new_run_id
     from core.errors import BlueprintError, RunError
+    from core.step_paths import StepPaths
     from flujo_cli.commands.run import _report_blueprint_error
     from flujo_cli.store_access import open_for, settings_with_state, where
 
@@ -132,7 +133,15 @@ async def _submit(
             simulated_user(blueprint, settings, simulate_user)
         for name in sorted({run.thread for run in runs if run.thread is not None}):
             check_thread(pipeline, name)
-    except RunError as exc:  # --simulate-user or --thread does not fit this blueprint: nothing is queued
+        paths = StepPaths(pipeline)
+        for key in sorted({key for run in runs for key in run.answers_by_step}):
+            named = paths.ambiguous(key)
+            if named:  # as flujo run refuses it, before anything is queued
+                raise RunError(
+                    f"the answers key {key!r} names {len(named)} steps of {file}: {', '.join(named)}",
+                    hint=f"key the answers by a step's path instead, e.g. {named[-1]}: ...",
+                )
+    except RunError as exc:  # --simulate-user, --thread or an answers key does not fit: nothing is queued
         error_line(exc.message, exc.hint)
         return exit_codes.USAGE
     records = []

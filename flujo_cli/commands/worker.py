@@ -143,6 +143,7 @@ class _Worker:
         from core.engine import Engine
         from core.errors import RunError
         from core.redaction import Redactor
+        from core.step_paths import StepPaths
         from core.store.queue_rows import RUNNABLE
         from flujo_cli.answering import given_answers_taken
         from flujo_cli.commands.run import RunOverrides, _with_limits
@@ -168,6 +169,13 @@ class _Worker:
             interactive=False,
             console=self.console,
         )
+        ambiguous = given.key_by(StepPaths(pipeline))
+        if ambiguous is not None:
+            key, paths = ambiguous
+            raise RunError(
+                f"the answers key {key!r} names {len(paths)} steps: {', '.join(paths)}",
+                hint=f"key the answers by a step's path instead, e.g. {paths[-1]}: ...",
+            )
         # Re-executed from its journal (its worker died, or SIGTERM put it back in the queue): the questions
         # answered already took the first of its answers, and they are not asked again.
         given.pass_over(await given_answers_taken(self.store, run_id))
