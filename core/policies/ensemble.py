@@ -10,7 +10,8 @@ Invariants:
   others of its round have settled (and committed); the conversation's finished turns stay committed.
 - ``timeout_seconds`` counts the time the conversation runs, not the time spent waiting for the person;
   it is checked between rounds and, during a round, calls still running at the deadline are cancelled
-  (their turns are not recorded) and the conversation ends with reason ``timeout``.
+  (their turns are not recorded) and the conversation ends with reason ``timeout``. A round whose calls
+  were all cancelled is not a round played: ``turn_count`` counts the rounds in which someone spoke.
 """
 
 from __future__ import annotations
@@ -114,6 +115,8 @@ class Conversation:
         number = state.turn_count + 1
         spoken, timed_out = await self._round(number, ready)
         self.clock.replayed, self.clock.replaying = self.clock.replayed + self.clock.replaying, 0.0
+        if timed_out and not spoken:  # every call was cancelled: no turn was said, so no round was played
+            return "timeout"
         state.apply(spoken)
         if self.threaded:  # the thread keeps what was said: the person's turns as the user's
             said = state.said[len(state.said) - len(spoken) :]
