@@ -91,7 +91,9 @@ class Conversation:
 # Hooks the blueprint compiler produces for the loop blocks (init, propagation, output: docs/loops.md).
 InitHook = Callable[["RunContext", Any], None]
 NextInputHook = Callable[[Any, "RunContext", int], Any]
-OutputHook = Callable[[Any, "RunContext"], Any]
+# The last output, the run context and the step's own input (what its first iteration received; None for a
+# map, whose ``initial_prompt`` is the run's input).
+OutputHook = Callable[[Any, "RunContext", Any], Any]
 
 
 @dataclass(frozen=True)

@@ -232,7 +232,7 @@ def test_state_key_and_output_hook() -> None:
     step = EnsembleStep(
         name="chat",
         participants=(Participant("writer", agent=FuncAgent(lambda env: "draft"), state_key="text"),),
-        output=lambda result, ctx: result["final_state"]["text"],
+        output=lambda result, ctx, given: result["final_state"]["text"],
     )
     outcome, _ = run(step)
     assert outcome.output == "draft"

@@ -20,6 +20,7 @@ from blueprints.checks.conversation import (
     check_use_history_placement,
 )
 from blueprints.checks.ensemble import check_ensemble
+from blueprints.checks.loop_output import check_empty_outputs
 from blueprints.checks.names import check_unique_names
 from blueprints.checks.schemas import check_schemas
 from blueprints.checks.sites import walk
@@ -80,4 +81,5 @@ def run_checks(
     check_history_reaches_scripts(checker, sites)
     check_schemas(checker, sites)
     check_use_history_placement(checker, sites)
+    check_empty_outputs(checker, sites)
     return checker.findings

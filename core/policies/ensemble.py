@@ -315,7 +315,7 @@ async def run_ensemble(
     try:
         reason = await conversation.run()
         result = conversation.state.result(reason)
-        final = step.output(result, ctx) if step.output is not None else result
+        final = step.output(result, ctx, data) if step.output is not None else result
     except (ControlSignal, asyncio.CancelledError):
         raise
     except Exception as exc:
