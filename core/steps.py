@@ -44,6 +44,9 @@ class AgentStep:
     updates_context: bool = False
     sink_to: str | None = None
     use_history: bool | None = None
+    # ``turn_text``: what a person reads of the turn this step's result makes (``output`` is the result);
+    # the history sent to agents keeps the result as it was said.
+    turn_text: Template | None = None
     position: SourcePosition | None = None
     kind: Literal["step"] = "step"
 
@@ -186,6 +189,7 @@ class WorkflowStep:
     outputs: tuple[OutputMapping, ...] | None = None
     updates_context: bool = False
     sink_to: str | None = None
+    turn_text: Template | None = None  # as an agent step's: what a person reads of its turn
     position: SourcePosition | None = None
     kind: Literal["workflow"] = "workflow"
 

@@ -28,7 +28,7 @@ def test_conversation_exports() -> None:
     assert set(core.conversation.__all__) == {
         "ActiveConversation", "BranchRecords", "Injection", "LoopConversation", "RunFrame", "ThreadBinding",
         "bind_thread", "bound", "branch_records", "capture", "check_thread", "check_thread_name", "enter_loop",
-        "is_context", "newest_message", "prepare", "replay_summary", "turn_text",
+        "is_context", "makes_turn", "newest_message", "prepare", "replay_summary", "shown_text", "turn_text",
         "COMPLETION_REASONS", "CompletionReason", "Dependency", "EnsembleState", "EnsembleStep", "Participant",
         "Speaker", "Turn", "chat", "cue", "envelope", "parse_reply",
     }  # fmt: skip

@@ -24,6 +24,7 @@ from blueprints.checks.loop_output import check_empty_outputs
 from blueprints.checks.names import check_unique_names
 from blueprints.checks.schemas import check_schemas
 from blueprints.checks.sites import walk
+from blueprints.checks.turn_text import check_turn_text
 from blueprints.checks.workflows import check_workflow_step
 from blueprints.findings import Finding
 from blueprints.positions import PositionIndex
@@ -82,4 +83,5 @@ def run_checks(
     check_schemas(checker, sites)
     check_use_history_placement(checker, sites)
     check_empty_outputs(checker, sites)
+    check_turn_text(checker, sites, step_names)
     return checker.findings

@@ -34,6 +34,7 @@ from core.conversation import (
     chat,
     cue,
     envelope,
+    shown_text,
     turn_text,
 )
 from core.errors import ControlSignal, FlujoError, LimitReached
@@ -120,9 +121,11 @@ class Conversation:
         state.apply(spoken)
         if self.threaded:  # the thread keeps what was said: the person's turns as the user's
             said = state.said[len(state.said) - len(spoken) :]
-            for (participant, _, _), turn in zip(spoken, said, strict=True):
+            for (participant, _, spoke), turn in zip(spoken, said, strict=True):
                 role: Role = "user" if participant.is_person else "assistant"
-                self.ctx.thread_turns.append(ConversationTurn(role, turn.content, turn.counted))
+                text = shown_text(spoke.output)  # what a person reads of a structured reply
+                shown = f"{participant.name}: {text}" if text is not None else None
+                self.ctx.thread_turns.append(ConversationTurn(role, turn.content, turn.counted, shown))
         return "timeout" if timed_out else "played"
 
     async def _round(
