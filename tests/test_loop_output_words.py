@@ -206,3 +206,32 @@ steps:
     assert (finding["code"], finding["line"], finding["column"]) == ("empty-output", 11, 44)
     assert "previous_step.history" in finding["hint"]
     assert run_json(path, "--answer", "Plan a trip") == {"goal": "Plan a trip", "said": ""}
+
+
+@pytest.mark.parametrize(("seed", "where"), [("later", "after"), ("reply", "inside")])
+def test_validate_warns_where_the_seed_step_has_not_run_yet(state_db: Path, seed: str, where: str) -> None:
+    text = f"""\
+version: "0.1"
+agents:
+  bot: {{model: scripted, replies: ["hi"]}}
+steps:
+  - kind: loop
+    name: talk
+    loop:
+      max_loops: 1
+      init: {{history: {{start_with: {{from_step: {seed}}}}}}}
+      body: [{{kind: step, name: reply, uses: agents.bot}}]
+      output: {{text: conversation_history}}
+  - {{kind: hitl, name: later, message: "Goal?"}}
+  - {{kind: step, name: result, agent: {{id: flujo.builtins.stringify}}, input: "[{{{{ steps.talk.output }}}}]"}}
+"""
+    path = write(state_db.parent.parent, text)
+    [finding] = validate_json(path)
+    assert (finding["code"], finding["line"], finding["column"]) == ("empty-output", 9, 48)
+    assert finding["message"] == (
+        f"from_step names {seed!r}, a step {where} loop 'talk': it has no output when the loop starts,"
+        " so init.history adds nothing to context.scratchpad.history"
+    )
+    code, out, err = flujo(["run", str(path), "--json", "--answer", "x"])
+    assert code == exit_codes.OK, err
+    assert json.loads(out)["output"] == "[]"  # the loop's output is empty, as the warning said

@@ -8,6 +8,10 @@ it), a ``sink_to``, a step that updates the context, or the turns a conversation
 fill; when nothing in the blueprint can, the field is always ``""``, and validate says so where it is
 written. (An ensemble's own turns are not that history: they are ``previous_step.history`` in its
 ``output``.)
+
+``init.history.start_with.from_step`` reads that step's output when the loop starts: a step that has not
+run by then (it comes later, or inside the loop) leaves the history without its first line (in a
+conversation, without its first turn), which validate says too.
 """
 
 from __future__ import annotations
@@ -17,7 +21,14 @@ from collections.abc import Iterator, Sequence
 from blueprints.checks.checker import Checker
 from blueprints.checks.sites import StepSite
 from blueprints.positions import Path
-from blueprints.schema import EnsembleStepModel, FieldsOutputModel, LoopStepModel, MapStepModel, TextOutputModel
+from blueprints.schema import (
+    EnsembleStepModel,
+    FieldsOutputModel,
+    InitPresetsModel,
+    LoopStepModel,
+    MapStepModel,
+    TextOutputModel,
+)
 
 _HINT = (
     "add conversation: true to the loop to record its turns, or fill the list: "
@@ -40,8 +51,35 @@ def _words(output: TextOutputModel | FieldsOutputModel | dict[str, object] | Non
             yield (*base, key)
 
 
+def check_seed_steps(checker: Checker, sites: Sequence[StepSite]) -> None:
+    """Warn where a loop's ``init.history.start_with.from_step`` names a step that has not run when the loop
+    starts (no step of that name comes before the loop, outside it)."""
+    for number, site in enumerate(sites):
+        step = site.step
+        if not isinstance(step, LoopStepModel) or not isinstance(step.loop.init, InitPresetsModel):
+            continue
+        history = step.loop.init.history
+        name = history.start_with.from_step if history is not None else None
+        named = [(index, other) for index, other in enumerate(sites) if other.step.name == name]
+        if name is None or not named:
+            continue  # no seed step, or one that does not exist (an error of its own)
+        if any(index < number for index, _ in named):
+            continue
+        inside = all(other.path[: len(site.path)] == site.path for _, other in named)
+        where = "inside" if inside else "after"
+        filled = "its first turn" if step.loop.conversation else "context.scratchpad.history"
+        checker.warning(
+            "empty-output",
+            f"from_step names {name!r}, a step {where} loop {step.name!r}: it has no output when the loop starts,"
+            f" so init.history adds nothing to {filled}",
+            checker.at((*site.path, "loop", "init", "history", "start_with", "from_step")),
+            "name a step that comes before the loop",
+        )
+
+
 def check_empty_outputs(checker: Checker, sites: Sequence[StepSite]) -> None:
     """Warn at each ``conversation_history`` in a loop's, map's or ensemble's ``output`` that nothing can fill."""
+    check_seed_steps(checker, sites)
     writes = checker.writes
     if writes is None or writes.any_key or "history" in writes.keys:
         return  # something can fill it (a conversational loop anywhere counts: its turns are the history)
