@@ -119,8 +119,9 @@ class StepCompiler:
 
     def agent_step(self, model: AgentStepModel, path: Path) -> AgentStep | HitlStep | WorkflowStep:
         input_template = self.template(model.input, (*path, "input")) if model.input is not None else None
+        turn_text = self.template(model.turn_text, (*path, "turn_text")) if model.turn_text is not None else None
         if model.uses is not None and model.uses.startswith("imports."):
-            return self.workflow_step(model, input_template, path)
+            return self.workflow_step(model, input_template, path, turn_text)
         if isinstance(model.agent, AgentRefModel) and model.agent.id == "flujo.builtins.ask_user":
             question = model.agent.params.get("question")
             if isinstance(question, str):
@@ -135,10 +136,13 @@ class StepCompiler:
             updates_context=model.updates_context,
             sink_to=model.sink_to,
             use_history=model.use_history,
+            turn_text=turn_text,
             position=self.position(path),
         )
 
-    def workflow_step(self, model: AgentStepModel, input_template: Template | None, path: Path) -> WorkflowStep:
+    def workflow_step(
+        self, model: AgentStepModel, input_template: Template | None, path: Path, turn_text: Template | None = None
+    ) -> WorkflowStep:
         config = model.config or ImportConfigModel()
         outputs: tuple[OutputMapping, ...] | None = None
         if isinstance(config.outputs, list):
@@ -155,6 +159,7 @@ class StepCompiler:
             outputs=outputs,
             updates_context=model.updates_context,
             sink_to=model.sink_to,
+            turn_text=turn_text,
             position=self.position(path),
         )
 

@@ -41,6 +41,7 @@ FindingCode = Literal[
     "over-limit",
     "model-file",
     "default-question",
+    "empty-output",
 ]
 
 

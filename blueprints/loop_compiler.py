@@ -12,7 +12,16 @@ from typing import TYPE_CHECKING, Any
 
 from blueprints.checks.sites import walk
 from blueprints.checks.summarizer import missing_hint, missing_summarizer
-from blueprints.loop_hooks import CompiledValue, InitOp, InitOps, InitVerb, NextInput, OutputField, ShapeOutput
+from blueprints.loop_hooks import (
+    CompiledValue,
+    HistoryLine,
+    InitOp,
+    InitOps,
+    InitVerb,
+    NextInput,
+    OutputField,
+    ShapeOutput,
+)
 from blueprints.positions import Path
 from blueprints.predicates import CallableTest, ExpressionTest, agent_finished
 from blueprints.schema import (
@@ -48,7 +57,7 @@ def compile_loop(c: StepCompiler, model: LoopStepModel, path: Path) -> LoopStep:
         max_loops=loop.max_loops or DEFAULT_MAX_LOOPS,
         exit_when=exit_when,
         exit_description=description,
-        init=_init(c, loop.init, (*here, "init")),
+        init=_init(c, loop.init, (*here, "init"), conversation=bool(loop.conversation)),
         next_input=_propagation(c, loop, here),
         output=_output(c, loop.output_template, loop.output, here),
         conversation=_conversation(c, loop, here) if loop.conversation else None,
@@ -130,9 +139,18 @@ def _conversation(c: StepCompiler, loop: LoopSettingsModel, path: Path) -> Conve
     )
 
 
-def _init(c: StepCompiler, init: Sequence[InitOpModel] | InitPresetsModel | None, path: Path) -> InitOps | None:
-    ops: list[InitOp] = []
+def _init(
+    c: StepCompiler,
+    init: Sequence[InitOpModel] | InitPresetsModel | None,
+    path: Path,
+    *,
+    conversation: bool = False,
+) -> InitOps | None:
+    ops: list[InitOp | HistoryLine] = []
     if isinstance(init, InitPresetsModel):
+        if init.history is not None and not conversation:  # a conversation seeds its first turn instead
+            start = init.history.start_with
+            ops.append(HistoryLine(start.from_step, start.prefix))
         if init.notes is not None:
             value = CompiledValue(c.template(init.notes.set, (*path, "notes", "set")))
             ops.append(InitOp("set", "context.scratchpad.notes", value))

@@ -2,9 +2,15 @@
 
 They are compiled once (templates parsed at load time) and called by the engine with the run context:
 ``InitOps(ctx, input)`` once before the first iteration, ``NextInput(output, ctx, iteration)`` between
-iterations, ``ShapeOutput(output, ctx)`` once at the end. Writes go to the scratchpad, with the same
+iterations, ``ShapeOutput(output, ctx, input)`` once at the end. Writes go to the scratchpad, with the same
 path rules as ``sink_to``: ``context.scratchpad.notes``, ``context.notes`` and ``scratchpad.notes`` are
 one place.
+
+The two words ``output`` accepts for a value (docs/loops.md): ``initial_prompt`` is the loop's (or
+ensemble's) own input (what its first iteration received: the previous step's output), or the run's input
+when that is nothing or the context itself (and in a map's ``finalize``, always); ``conversation_history``
+is the conversation the step runs in, as lines, and outside one the lines ``context.scratchpad.history``
+holds (what ``init`` and ``append`` wrote).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from core.context import RunContext
+from core.conversation import is_context, turn_text
 from core.errors import RunError
 from core.policies.context_writes import scratchpad_slot
 from core.policies.frame import scope  # the engine's own template variables, so hooks see the same names
@@ -96,10 +103,39 @@ class InitOp:
 
 
 @dataclass(frozen=True)
+class HistoryLine:
+    """``init.history.start_with`` of a loop that is not a conversation: one line appended to
+    ``context.scratchpad.history``, ``prefix`` and the text of ``from_step``'s output (else of the loop's
+    input). Nothing is written when that value is missing. (In a conversation the same key seeds the first
+    user turn instead: ``core.conversation``.)"""
+
+    from_step: str | None
+    prefix: str
+
+    def apply(self, ctx: RunContext, variables: Mapping[str, Any]) -> None:
+        if self.from_step is not None:
+            record = ctx.steps.get(self.from_step)
+            value = record.get("output") if isinstance(record, dict) else None
+        else:
+            value = variables["previous_step"]
+        if value is None or is_context(value):
+            return
+        node, last = scratchpad_slot(ctx, "context.scratchpad.history")
+        current = node.get(last)
+        line = f"{self.prefix}{turn_text(value)}"
+        if current is None:
+            node[last] = [line]
+        elif isinstance(current, list):
+            current.append(line)
+        else:
+            raise RunError(f"init.history: context.scratchpad.history holds {type(current).__name__}, not a list")
+
+
+@dataclass(frozen=True)
 class InitOps:
     """``loop.init`` / ``map.init``: operations applied once, in order, to the (isolated) context."""
 
-    ops: tuple[InitOp, ...]
+    ops: tuple[InitOp | HistoryLine, ...]
 
     def __call__(self, ctx: RunContext, data: Any) -> None:
         variables = scope(ctx, data)
@@ -125,14 +161,24 @@ class NextInput:
 def conversation_text(ctx: RunContext) -> str:
     """The conversation as ``User: ...`` / ``Assistant: ...`` lines (``output: text: conversation_history``).
 
-    When no turns were recorded, a ``scratchpad.history`` list of lines is joined instead.
+    In a conversation (a ``conversation: true`` loop, or a step inside one) its turns, else the lines of a
+    ``scratchpad.history`` list. Outside a conversation the ``scratchpad.history`` lines come first (what
+    ``init``/``append`` wrote), then the turns a conversational loop before this step left.
     """
-    if ctx.conversation_history:
-        return "\n".join(turn.line for turn in ctx.conversation_history)
+    turns = ctx.conversation_history
     history = ctx.scratchpad.get("history")
-    if isinstance(history, list):
-        return "\n".join(str(line) for line in history)
-    return ""
+    lines = [str(line) for line in history] if isinstance(history, list) else None
+    if turns and (ctx.conversation is not None or lines is None):
+        return "\n".join(turn.line for turn in turns)
+    return "\n".join(lines or ())
+
+
+def loop_input(ctx: RunContext, given: Any) -> Any:
+    """``initial_prompt`` in ``output``: the step's own input, or the run's input when the step was given
+    nothing or the context itself (a step after ``propagation: context``)."""
+    if given is None or is_context(given):
+        return ctx.initial_prompt
+    return given
 
 
 Shorthand = Literal["conversation_history", "initial_prompt"]
@@ -144,11 +190,11 @@ class OutputField:
     shorthand: Shorthand | None = None
     value: CompiledValue | None = None
 
-    def render(self, ctx: RunContext, variables: Mapping[str, Any]) -> Any:
+    def render(self, ctx: RunContext, variables: Mapping[str, Any], given: Any) -> Any:
         if self.shorthand == "conversation_history":
             return conversation_text(ctx)
         if self.shorthand == "initial_prompt":
-            return ctx.initial_prompt
+            return loop_input(ctx, given)
         return self.value.render(variables) if self.value is not None else None
 
 
@@ -160,11 +206,11 @@ class ShapeOutput:
     text: OutputField | None = None
     fields: tuple[OutputField, ...] = ()
 
-    def __call__(self, output: Any, ctx: RunContext) -> Any:
+    def __call__(self, output: Any, ctx: RunContext, given: Any) -> Any:
         variables = scope(ctx, output)
         if self.template is not None:
             return self.template.render(variables)
         if self.text is not None:
-            value = self.text.render(ctx, variables)
+            value = self.text.render(ctx, variables, given)
             return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-        return {field.name: field.render(ctx, variables) for field in self.fields}
+        return {field.name: field.render(ctx, variables, given) for field in self.fields}

@@ -51,11 +51,16 @@ class ConversationTurn:
     Its tokens (o200k_base) are counted at most once, when ``tokens`` is first read: a run whose history
     always fits its bound (checked with ``tokens_at_most``) never loads the tokenizer (~0.3 s of a short run,
     docs/performance.md). ``counted`` is the count once known; a turn read back from a store arrives with it.
+
+    ``content`` is what was said, as it was said: what prompts send. ``shown``, when set, is what a person
+    reads instead (``line``): the text of a structured reply (``core.conversation.replies``) or a step's
+    ``turn_text``. It never reaches a prompt.
     """
 
     role: Role
     content: str
     counted: int | None = field(default=None, compare=False, repr=False)
+    shown: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def tokens(self) -> int:
@@ -76,11 +81,16 @@ class ConversationTurn:
         content = self.content
         return len(content) if content.isascii() else len(content.encode("utf-8"))
 
+    @property
+    def text(self) -> str:
+        """What a person reads of the turn: ``shown`` when set, else what was said."""
+        return self.content if self.shown is None else self.shown
+
     @cached_property
     def line(self) -> str:
-        """The turn as a ``User: ...`` / ``Assistant: ...`` line (``scratchpad.history``, ``conversation_history``);
-        made once per turn (a turn is read by every later iteration)."""
-        return f"{self.role.capitalize()}: {self.content}"
+        """The turn as a person reads it, a ``User: ...`` / ``Assistant: ...`` line (``scratchpad.history``,
+        ``conversation_history``); made once per turn (a turn is read by every later iteration)."""
+        return f"{self.role.capitalize()}: {self.text}"
 
     @cached_property
     def message(self) -> ChatMessage:

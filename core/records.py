@@ -104,6 +104,12 @@ class ThreadTurn:
     role: Role
     content: str
     tokens: int | None = None
+    shown: str | None = None  # what a person reads of it, when that is not ``content`` (ConversationTurn.shown)
+
+    @property
+    def text(self) -> str:
+        """What a person reads of the turn."""
+        return self.content if self.shown is None else self.shown
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,9 @@ class AgentStep:
     updates_context: bool = False
     sink_to: str | None = None
     use_history: bool | None = None
+    # ``turn_text``: what a person reads of the turn this step's result makes (``output`` is the result);
+    # the history sent to agents keeps the result as it was said.
+    turn_text: Template | None = None
     position: SourcePosition | None = None
     kind: Literal["step"] = "step"
 
@@ -93,7 +96,9 @@ class Conversation:
 # Hooks the blueprint compiler produces for the loop blocks (init, propagation, output: docs/loops.md).
 InitHook = Callable[["RunContext", Any], None]
 NextInputHook = Callable[[Any, "RunContext", int], Any]
-OutputHook = Callable[[Any, "RunContext"], Any]
+# The last output, the run context and the step's own input (what its first iteration received; None for a
+# map, whose ``initial_prompt`` is the run's input).
+OutputHook = Callable[[Any, "RunContext", Any], Any]
 
 
 @dataclass(frozen=True)
@@ -186,6 +191,7 @@ class WorkflowStep:
     outputs: tuple[OutputMapping, ...] | None = None
     updates_context: bool = False
     sink_to: str | None = None
+    turn_text: Template | None = None  # as an agent step's: what a person reads of its turn
     position: SourcePosition | None = None
     kind: Literal["workflow"] = "workflow"
 

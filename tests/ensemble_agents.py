@@ -1,4 +1,5 @@
-"""``python:`` participants for the ensemble tests: deterministic, logging each call, able to die on cue.
+"""``python:`` participants for the ensemble tests: deterministic, logging each call, able to die on cue
+(``crasher``) or to wait until the ensemble's timeout cancels them (``waits_forever``).
 
 Each call appends ``<participant>:<turn>`` to the file ``ENSEMBLE_LOG`` names (when set).
 ``ENSEMBLE_KILL_AT=<n>`` makes ``crasher``'s call in round ``n`` kill its own process with SIGKILL, once
@@ -7,6 +8,7 @@ Each call appends ``<participant>:<turn>`` to the file ``ENSEMBLE_LOG`` names (w
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 from pathlib import Path
@@ -37,3 +39,10 @@ def crasher(envelope: dict[str, Any]) -> str:
             marker.write_text("1")
             os.kill(os.getpid(), signal.SIGKILL)
     return f"seen {envelope['context'].get('count')} at {turn}"
+
+
+async def waits_forever(envelope: dict[str, Any]) -> str:
+    """Waits for an event nobody sets: its call ends only when the ensemble's timeout cancels it."""
+    del envelope
+    await asyncio.Event().wait()
+    raise AssertionError("the event is never set")

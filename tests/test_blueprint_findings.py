@@ -72,7 +72,6 @@ def test_keys_that_would_do_nothing_warn() -> None:
         (4, 50, "ignored-key", "system_prompt has no effect on agent 'tool', which is not a model"),
         (10, 7, "ignored-key", "stop_when is ignored because this loop has an explicit exit_expression/exit_condition"),
         (11, 7, "ignored-key", "history_management has no effect without conversation: true"),
-        (13, 9, "ignored-key", "init.history has no effect without conversation: true"),
         (15, 11, "passthrough-step", "step 'plain' has no agent; it passes its input through"),
         (17, 11, "ignored-key", "output_schema has no effect on step 'plain', which has no agent"),
         (21, 7, "ignored-key", "named_steps has no effect unless ai_turn_source is named_steps"),

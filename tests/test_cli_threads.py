@@ -119,6 +119,7 @@ def test_one_thread_over_three_runs(state_db: Path, tmp_path: Path) -> None:
         for index, (role, content) in enumerate(said(goal, who))
     ]
     assert all(isinstance(t["tokens"], int) and t["tokens"] > 0 for t in shown["turns"])
+    assert [t["text"] for t in shown["turns"][:4]] == ["Plan a holiday", "Who is coming?", "Two of us", "Planned."]
     summary = shown["thread"]
     assert (summary["name"], summary["runs"], summary["turns"]) == ("holiday", 3, 12)
     assert summary["tokens"] == sum(t["tokens"] for t in shown["turns"])
@@ -131,12 +132,12 @@ def test_one_thread_over_three_runs(state_db: Path, tmp_path: Path) -> None:
     assert [h.split(" · ")[:2] for h in headers] == [
         [f"run {r['run_id']}", "completed"] for r in (first, second, third)
     ]
-    assert lines[2:7] == [
+    assert lines[2:7] == [  # a person reads a decision agent's question, not its JSON (agents are sent the JSON)
         headers[0],
         "  User: Plan a holiday",
-        f"  Assistant: {ASK}",
+        "  Assistant: Who is coming?",
         "  User: Two of us",
-        f"  Assistant: {DONE}",
+        "  Assistant: Planned.",
     ]
 
 

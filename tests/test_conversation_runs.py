@@ -119,13 +119,15 @@ CLARIFIER = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))["agents"]["clari
 CLARIFIER_SYSTEM: str = CLARIFIER["system_prompt"]
 Q1, Q2, DONE = (json.dumps(reply, ensure_ascii=False) for reply in CLARIFIER["replies"])
 FIRST_QUESTION: str = CLARIFIER["replies"][0]["question"]
+# A person reads a structured reply as its question (or summary); the agents are sent Q1, Q2 as said.
+SAID1, SAID2, SAID_DONE = (reply.get("question") or reply["summary"] for reply in CLARIFIER["replies"])
 EXAMPLE_OUTPUT = lines(
     ("User", "Plan a trip"),
-    ("Assistant", Q1),
+    ("Assistant", SAID1),
     ("User", "My family"),
-    ("Assistant", Q2),
+    ("Assistant", SAID2),
     ("User", "June"),
-    ("Assistant", DONE),
+    ("Assistant", SAID_DONE),
 )
 
 

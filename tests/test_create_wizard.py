@@ -33,11 +33,11 @@ class Scenario:
 
 CONVERSATION = (
     "User: Plan a trip\n"
-    'Assistant: {"action": "ask", "question": "What matters most to you about it?"}\n'
+    "Assistant: What matters most to you about it?\n"
     "User: The views\n"
-    'Assistant: {"action": "ask", "question": "Is there anything to avoid, or a deadline?"}\n'
+    "Assistant: Is there anything to avoid, or a deadline?\n"
     "User: No flights\n"
-    'Assistant: {"action": "finish", "summary": "That is all I need. Thank you!"}'
+    "Assistant: That is all I need. Thank you!"
 )
 
 SCENARIOS: dict[str, Scenario] = {

@@ -61,11 +61,11 @@ RUNS: dict[str, Run] = {
     "blueprints/examples/conversation.yaml": Run(
         answers=("Plan a trip", "My family", "June"),
         output="User: Plan a trip\n"
-        'Assistant: {"action": "ask", "question": "Who is it for?"}\n'
+        "Assistant: Who is it for?\n"
         "User: My family\n"
-        'Assistant: {"action": "ask", "question": "By when should it be done?"}\n'
+        "Assistant: By when should it be done?\n"
         "User: June\n"
-        'Assistant: {"action": "finish", "summary": "The goal is clear."}',
+        "Assistant: The goal is clear.",
     ),
     "docs/examples/conversation_script.yaml": Run(
         input="n=0", output="User: n=0\nAssistant: n=1\nAssistant: n=2\nAssistant: n=3"
@@ -78,28 +78,25 @@ RUNS: dict[str, Run] = {
     "docs/examples/persona_conversation.yaml": Run(
         input="Plan a trip",
         output="User: Plan a trip\n"
-        'Assistant: {"action": "ask", "question": "Who is it for?"}\n'
+        "Assistant: Who is it for?\n"
         "User: My family\n"
-        'Assistant: {"action": "ask", "question": "By when?"}\n'
+        "Assistant: By when?\n"
         "User: June\n"
-        'Assistant: {"action": "finish", "summary": "A family trip in June."}',
+        "Assistant: A family trip in June.",
     ),
     "docs/examples/create_clarify.yaml": Run(
         answers=("Plan a trip", "The views", "No flights"),
         output="User: Plan a trip\n"
-        'Assistant: {"action": "ask", "question": "What matters most to you about it?"}\n'
+        "Assistant: What matters most to you about it?\n"
         "User: The views\n"
-        'Assistant: {"action": "ask", "question": "Is there anything to avoid, or a deadline?"}\n'
+        "Assistant: Is there anything to avoid, or a deadline?\n"
         "User: No flights\n"
-        'Assistant: {"action": "finish", "summary": "That is all I need. Thank you!"}',
+        "Assistant: That is all I need. Thank you!",
     ),
     "docs/examples/create_refine.yaml": Run(input="a haiku about rain", output={"draft": "A good draft.", "score": 9}),
     "docs/examples/conversation.yaml": Run(
         answers=("Plan a trip", "My family"),
-        output="User: Plan a trip\n"
-        'Assistant: {"action": "ask", "question": "Who is it for?"}\n'
-        "User: My family\n"
-        'Assistant: {"action": "finish", "summary": "A trip for the family."}',
+        output="User: Plan a trip\nAssistant: Who is it for?\nUser: My family\nAssistant: A trip for the family.",
     ),
     "docs/examples/thread.yaml": Run(input="Lisbon in June", output="User: Lisbon in June\nAssistant: Noted."),
     "docs/examples/conversation_sources.yaml": Run(

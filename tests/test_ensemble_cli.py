@@ -424,3 +424,33 @@ conversation_limit: {max_total_turns: 3}
     assert "typo.yaml:7:9: error: missing 'agent_name' in dependency of agent 'a'" in err
     assert "typo.yaml:7:10: error: unknown key 'agentname' in dependency — did you mean 'agent_name'?" in err
     assert "typo.yaml:10:1: error: unknown key 'conversation_limit' at the top level — did you mean" in err
+
+
+def test_a_round_cancelled_by_the_timeout_is_not_counted(state_db: Path) -> None:
+    """``turn_count`` is the rounds in which someone spoke: the round the timeout cancelled (its only speaker
+    waits for an event that never comes) said nothing and is not one of them."""
+    path = state_db.parent.parent / "stuck.yaml"
+    path.write_text(
+        """\
+version: "0.1"
+agents:
+  quick: {model: scripted, replies: ["hello"]}
+  stuck: {python: "tests.ensemble_agents:waits_forever"}
+steps:
+  - kind: ensemble
+    name: chat
+    ensemble:
+      participants:
+        - {name: quick, uses: agents.quick}
+        - {name: stuck, uses: agents.stuck, depends_on: [quick]}
+      timeout_seconds: 0.5
+""",
+        encoding="utf-8",
+    )
+    code, out, err = flujo(["run", str(path), "--json", "--input", "hi"])
+    assert code == exit_codes.OK, err
+    output = json.loads(out)["output"]
+    assert output["completion_reason"] == "timeout"
+    assert "stuck" not in [participant for _, participant in sequence(output)]
+    # quick's round 1 is the only one said (or, on a machine slow enough to miss the deadline, none was)
+    assert output["turn_count"] == len(output["history"])

@@ -145,6 +145,7 @@ def test_the_timeout_cancels_calls_in_flight() -> None:
     assert outcome.status == "completed"
     assert outcome.output["completion_reason"] == "timeout"
     assert sequence(outcome.output) == [(1, "quick")]
+    assert outcome.output["turn_count"] == 1  # the cancelled round 2 said nothing: not a round played
     paths = [record.path for record in asyncio.run(store.steps(outcome.run_id))]
     assert "chat/2/slow" not in paths  # the cancelled call recorded nothing
 
@@ -231,7 +232,7 @@ def test_state_key_and_output_hook() -> None:
     step = EnsembleStep(
         name="chat",
         participants=(Participant("writer", agent=FuncAgent(lambda env: "draft"), state_key="text"),),
-        output=lambda result, ctx: result["final_state"]["text"],
+        output=lambda result, ctx, given: result["final_state"]["text"],
     )
     outcome, _ = run(step)
     assert outcome.output == "draft"

@@ -28,7 +28,8 @@ def test_conversation_exports() -> None:
     assert set(core.conversation.__all__) == {
         "ActiveConversation", "BranchRecords", "Injection", "LoopConversation", "RunFrame", "ThreadBinding",
         "bind_thread", "bound", "branch_records", "capture", "check_thread", "check_thread_name", "default_question",
-        "enter_loop", "is_context", "message_for", "newest_message", "prepare", "replay_summary", "turn_text",
+        "enter_loop", "is_context", "makes_turn", "message_for", "newest_message", "prepare", "replay_summary",
+        "shown_text", "turn_text",
         "COMPLETION_REASONS", "CompletionReason", "Dependency", "EnsembleState", "EnsembleStep", "Participant",
         "Speaker", "Turn", "chat", "cue", "envelope", "parse_reply",
     }  # fmt: skip

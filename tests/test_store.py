@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 def test_exports() -> None:
     assert sorted(core.store.__all__) == ["MemoryStore", "SCHEMA_VERSION", "SqliteStore", "open_store"]
-    assert SCHEMA_VERSION == 8
+    assert SCHEMA_VERSION == 9
 
 
 def run(run_id: str, *, created_at: float = 1000.0, **fields: Any) -> RunRecord:
@@ -325,6 +325,25 @@ async def test_a_runs_thread_turns_are_replaced_as_a_whole_and_read_in_run_order
     assert await store.thread_turns("nobody") == []
     await store.record_thread_turns("b-later", [])
     assert [t.run_id for t in await store.thread_turns("trip")] == ["a-first", "a-first"]
+
+
+async def test_a_turns_text_as_a_person_reads_it_is_kept_beside_what_was_said(store: RunStore) -> None:
+    await store.create_run(run("r1", created_at=10.0, thread="trip"))
+    asked = '{"action": "ask", "question": "Who is it for?"}'
+    await store.record_thread_turns(
+        "r1",
+        [
+            ConversationTurn("user", "Lisbon", 1),
+            ConversationTurn("assistant", asked, 9, shown="Who is it for?"),
+            ConversationTurn("assistant", LONG, 30, shown=LONG + "!"),  # long texts are stored once, as content
+        ],
+    )
+    turns = await store.thread_turns("trip")
+    assert [(t.content, t.shown, t.text) for t in turns] == [
+        ("Lisbon", None, "Lisbon"),
+        (asked, "Who is it for?", "Who is it for?"),
+        (LONG, LONG + "!", LONG + "!"),
+    ]
 
 
 async def test_the_turns_before_a_run_are_those_of_the_threads_runs_created_before_it(store: RunStore) -> None:

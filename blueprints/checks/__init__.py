@@ -20,10 +20,12 @@ from blueprints.checks.conversation import (
     check_use_history_placement,
 )
 from blueprints.checks.ensemble import check_ensemble
+from blueprints.checks.loop_output import check_empty_outputs
 from blueprints.checks.names import check_unique_names
 from blueprints.checks.parallel import check_parallel
 from blueprints.checks.schemas import check_schemas
 from blueprints.checks.sites import walk
+from blueprints.checks.turn_text import check_turn_text
 from blueprints.checks.workflows import check_workflow_step
 from blueprints.findings import Finding
 from blueprints.positions import PositionIndex
@@ -81,4 +83,6 @@ def run_checks(
     check_history_reaches_scripts(checker, sites)
     check_schemas(checker, sites)
     check_use_history_placement(checker, sites)
+    check_empty_outputs(checker, sites)
+    check_turn_text(checker, sites, step_names)
     return checker.findings

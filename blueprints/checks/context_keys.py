@@ -84,6 +84,8 @@ def _fixed_keys(checker: Checker, step: AgentStepModel) -> frozenset[str] | None
 
 def _init_targets(ops: Sequence[InitOpModel] | InitPresetsModel | None) -> Iterator[str]:
     if isinstance(ops, InitPresetsModel):
+        if ops.history is not None:
+            yield "history"  # a conversation's first turn; outside one, a line of scratchpad.history
         if ops.notes is not None:
             yield "notes"
         return

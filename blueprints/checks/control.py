@@ -237,12 +237,6 @@ def _check_init_presets(
                 f"{did_you_mean(start.from_step, step_names)}",
                 checker.at((*here, "from_step")),
             )
-        if not loop.conversation:
-            checker.warning(
-                "ignored-key",
-                "init.history has no effect without conversation: true",
-                checker.key_at((*path, "history")),
-            )
     if init.notes is not None:
         check_text(checker, (*path, "notes", "set"), init.notes.set, step_names=step_names)
 

@@ -202,7 +202,7 @@ class _Walk:
             f" Iteration 1 receives {receives}."
         )
         parts: list[Part] = []
-        init = loops.init_words(settings.init)
+        init = loops.init_words(settings.init, conversation=settings.conversation)
         if init is not None:
             parts.append(Note("Before iteration 1", init))
         parts.append(StepGroup("Each iteration", body))
@@ -225,7 +225,11 @@ class _Walk:
             default += " (in the iteration where an agent finishes, that agent's reply)"
         default += "."
         returns = loops.output_words(
-            settings.output_template, settings.output, conversation=settings.conversation, default=default
+            settings.output_template,
+            settings.output,
+            conversation=settings.conversation or scope.conversation is not None,
+            default=default,
+            received=receives,
         )
         parts.append(Note("Returns", returns))
         self.returns[model.name] = returns
@@ -343,7 +347,7 @@ class _Walk:
             loops.output_words(
                 finalize.output_template,
                 finalize.output,
-                conversation=False,
+                conversation=scope.conversation is not None,
                 default=default,
                 previous="the list of results",
             )

@@ -81,10 +81,16 @@ def _value(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def init_words(init: Sequence[InitOpModel] | InitPresetsModel | None) -> str | None:
-    """What ``init`` does before the first iteration (or item), or None."""
+def init_words(init: Sequence[InitOpModel] | InitPresetsModel | None, *, conversation: bool = False) -> str | None:
+    """What ``init`` does before the first iteration (or item), or None. In a conversation
+    ``init.history`` seeds the first turn (``history_words`` says so); outside one it writes a line."""
     said: list[str] = []
     if isinstance(init, InitPresetsModel):
+        if init.history is not None and not conversation:
+            start = init.history.start_with
+            seed = f"{start.from_step}'s output" if start.from_step is not None else "the loop's input"
+            prefix = f" prefixed {quote(start.prefix)}" if start.prefix else ""
+            said.append(f"appends {seed}{prefix} to scratchpad.history")
         if init.notes is not None:
             said.append(f"sets scratchpad.notes to {_value(init.notes.set)}")
     elif init is not None:
@@ -254,26 +260,28 @@ def output_words(
     conversation: bool,
     default: str,
     previous: str = "the last output",
+    received: str = "the run's input",
 ) -> str:
-    """What a loop (or a map's finalize) returns."""
+    """What a loop (or a map's finalize) returns; ``received`` says what a loop receives (``initial_prompt``)."""
+    given = received if received == "the run's input" else f"the loop's input ({received})"
     if template is not None:
-        return sentence(f"{_field(template, conversation, previous)} (output_template)")
+        return sentence(f"{_field(template, conversation, previous, given)} (output_template)")
     if output is None:
         return default
     if isinstance(output, TextOutputModel):
-        return sentence(f"{_field(output.text, conversation, previous)} (output.text)")
+        return sentence(f"{_field(output.text, conversation, previous, given)} (output.text)")
     fields = output.fields if isinstance(output, FieldsOutputModel) else output
-    listed = "; ".join(f"{key} = {_field(value, conversation, previous)}" for key, value in fields.items())
+    listed = "; ".join(f"{key} = {_field(value, conversation, previous, given)}" for key, value in fields.items())
     return f"A mapping: {listed}."
 
 
-def _field(value: Any, conversation: bool, previous: str) -> str:
+def _field(value: Any, conversation: bool, previous: str, given: str) -> str:
     if value == "conversation_history":
         if conversation:
             return 'the whole conversation as "User: ..." / "Assistant: ..." lines'
         return "the lines of scratchpad.history, joined with newlines"
     if value == "initial_prompt":
-        return "the run's input"
+        return given
     if isinstance(value, str):
         said = template_words(value, previous=previous)
         return f"the text {said}" if said.startswith('"') else said

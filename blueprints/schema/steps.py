@@ -80,6 +80,7 @@ class AgentStepModel(StepModelBase):
     updates_context: bool = False
     sink_to: ContextPath | None = None
     use_history: bool | None = None
+    turn_text: str | None = None  # what a person reads of the turn its result makes (a template over ``output``)
     output_schema: JsonSchema | None = None
     config: ImportConfigModel | None = None
 

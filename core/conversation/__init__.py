@@ -8,7 +8,8 @@ A conversational step goes through it in this order:
   ``LoopConversation.begin`` before each iteration's body, ``LoopConversation.leave`` when it ends);
 - before an agent call, ``prepare`` says what the agent is sent: the bounded (perhaps summarised) history
   and the current message (``Injection``); a replayed step calls ``replay_summary`` instead;
-- after a step, ``capture`` adds the turn its result makes, if it makes one;
+- after a step, ``capture`` adds the turn its result makes, if it makes one (``makes_turn`` says whether
+  it will, so a step renders its ``turn_text`` only then; ``shown_text`` is a structured reply's text);
 - a parallel's branches: ``branch_records`` before merging their state, ``BranchRecords.restore`` after.
 
 Threads (``bind_thread``, ``check_thread``, ``ThreadBinding``) continue a conversation across runs; an
@@ -39,16 +40,16 @@ if TYPE_CHECKING:
         chat,
         cue,
         envelope,
-        parse_reply,
     )
     from core.conversation.history import bound
     from core.conversation.injection import Injection, prepare
     from core.conversation.loop_scope import LoopConversation, enter_loop
+    from core.conversation.replies import parse_reply, shown_text
     from core.conversation.run_frame import RunFrame
     from core.conversation.summary import replay_summary
     from core.conversation.threads import ThreadBinding, check_thread, check_thread_name
     from core.conversation.threads import bind as bind_thread
-    from core.conversation.turns import ActiveConversation, capture, turn_text
+    from core.conversation.turns import ActiveConversation, capture, makes_turn, turn_text
 
 # name → (module, attribute)
 _WHERE = {
@@ -79,10 +80,12 @@ _WHERE = {
     "envelope": ("ensemble", "envelope"),
     "is_context": ("current_message", "is_context"),
     "message_for": ("current_message", "message_for"),
+    "makes_turn": ("turns", "makes_turn"),
     "newest_message": ("current_message", "newest_message"),
-    "parse_reply": ("ensemble", "parse_reply"),
+    "parse_reply": ("replies", "parse_reply"),
     "prepare": ("injection", "prepare"),
     "replay_summary": ("summary", "replay_summary"),
+    "shown_text": ("replies", "shown_text"),
     "turn_text": ("turns", "turn_text"),
 }
 
@@ -113,11 +116,13 @@ __all__ = [
     "enter_loop",
     "envelope",
     "is_context",
+    "makes_turn",
     "message_for",
     "newest_message",
     "parse_reply",
     "prepare",
     "replay_summary",
+    "shown_text",
     "turn_text",
 ]
 

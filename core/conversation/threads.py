@@ -126,6 +126,6 @@ async def bind(store: RunStore, record: RunRecord) -> ThreadBinding | None:
     turns = await store.thread_turns(record.thread, before_run=record.run_id)
     return ThreadBinding(
         name=record.thread,
-        earlier=tuple(ConversationTurn(t.role, t.content, t.tokens) for t in turns),
+        earlier=tuple(ConversationTurn(t.role, t.content, t.tokens, t.shown) for t in turns),
         runs=len({t.run_id for t in turns}),
     )

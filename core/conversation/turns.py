@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from core.context import ConversationTurn, Role, RunContext
+from core.conversation.replies import shown_text
 from core.steps import (
     AgentStep,
     ConditionalStep,
@@ -128,16 +129,31 @@ def turn_text(value: Any) -> str:
     return _TURN_JSON(value)
 
 
-def add_turn(ctx: RunContext, role: Role, content: str) -> None:
-    """Add a turn said now to the history (and, in the thread's conversation, to the run's thread turns)."""
-    turn = ConversationTurn(role, content)  # its tokens are counted when a bound first needs them
+def add_turn(ctx: RunContext, role: Role, content: str, *, shown: str | None = None) -> None:
+    """Add a turn said now to the history (and, in the thread's conversation, to the run's thread turns);
+    ``shown`` is what a person reads of it when that is not ``content``."""
+    if shown == content:
+        shown = None
+    turn = ConversationTurn(role, content, shown=shown)  # its tokens are counted when a bound first needs them
     ctx.conversation_history.append(turn)
     if ctx.conversation is not None and ctx.conversation.threaded:
         ctx.thread_turns.append(turn)
 
 
-def capture(ctx: RunContext, step: str, value: Any, *, hitl: bool) -> None:
-    """Add the turn that ``step``'s result makes in the active conversation, if it makes one."""
+def makes_turn(ctx: RunContext, step: str, *, hitl: bool) -> bool:
+    """Whether ``step``'s result makes a turn in the active conversation."""
+    active = ctx.conversation
+    if active is None:
+        return False
+    if step in active.user_steps or (hitl and active.hitl_is_user):
+        return True
+    return step in active.assistant_steps and not hitl
+
+
+def capture(ctx: RunContext, step: str, value: Any, *, hitl: bool, shown: str | None = None) -> None:
+    """Add the turn that ``step``'s result makes in the active conversation, if it makes one. A person reads
+    ``shown`` of it (a step's ``turn_text``) when given, else the text of a structured reply
+    (``core.conversation.replies.shown_text``), else the result itself."""
     active = ctx.conversation
     if active is None:
         return
@@ -150,4 +166,4 @@ def capture(ctx: RunContext, step: str, value: Any, *, hitl: bool) -> None:
         return
     text = turn_text(value)
     if text.strip():
-        add_turn(ctx, role, text)
+        add_turn(ctx, role, text, shown=shown if shown is not None and shown.strip() else shown_text(value))

@@ -12,7 +12,8 @@ Invariants:
   conversational loop, a propagated context is replaced by that loop's newest turn first.
 - ``timeout_seconds`` counts the time the conversation runs, not the time spent waiting for the person;
   it is checked between rounds and, during a round, calls still running at the deadline are cancelled
-  (their turns are not recorded) and the conversation ends with reason ``timeout``.
+  (their turns are not recorded) and the conversation ends with reason ``timeout``. A round whose calls
+  were all cancelled is not a round played: ``turn_count`` counts the rounds in which someone spoke.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from core.conversation import (
     cue,
     envelope,
     message_for,
+    shown_text,
     turn_text,
 )
 from core.errors import ControlSignal, FlujoError, LimitReached
@@ -120,12 +122,16 @@ class Conversation:
         number = state.turn_count + 1
         spoken, timed_out = await self._round(number, ready)
         self.clock.replayed, self.clock.replaying = self.clock.replayed + self.clock.replaying, 0.0
+        if timed_out and not spoken:  # every call was cancelled: no turn was said, so no round was played
+            return "timeout"
         state.apply(spoken)
         if self.threaded:  # the thread keeps what was said: the person's turns as the user's
             said = state.said[len(state.said) - len(spoken) :]
-            for (participant, _, _), turn in zip(spoken, said, strict=True):
+            for (participant, _, spoke), turn in zip(spoken, said, strict=True):
                 role: Role = "user" if participant.is_person else "assistant"
-                self.ctx.thread_turns.append(ConversationTurn(role, turn.content, turn.counted))
+                text = shown_text(spoke.output)  # what a person reads of a structured reply
+                shown = f"{participant.name}: {text}" if text is not None else None
+                self.ctx.thread_turns.append(ConversationTurn(role, turn.content, turn.counted, shown))
         return "timeout" if timed_out else "played"
 
     async def _round(
@@ -318,7 +324,7 @@ async def run_ensemble(
     try:
         reason = await conversation.run()
         result = conversation.state.result(reason)
-        final = step.output(result, ctx) if step.output is not None else result
+        final = step.output(result, ctx, data) if step.output is not None else result
     except (ControlSignal, asyncio.CancelledError):
         raise
     except Exception as exc:

@@ -17,6 +17,7 @@ from core.events import OutputRepaired, PromptSent, ReplyCut, ReplyReceived, Ste
 from core.policies.context_writes import note_agent_command, record_output, sink, update_context
 from core.policies.frame import Frame, Reservation, scope
 from core.policies.person import ask_person, person_question
+from core.policies.turn_text import shown_turn
 from core.ports import Agent, AgentCall, OutputRepair, Retry
 from core.records import TraceEvent
 from core.steps import AgentStep, HitlStep
@@ -59,9 +60,10 @@ def refuse_oversized(step: str, agent: Agent, call: AgentCall) -> None:
     )
 
 
-def _apply_agent_output(step: AgentStep, ctx: RunContext, output: Any) -> None:
+def _apply_agent_output(step: AgentStep, ctx: RunContext, data: Any, output: Any) -> None:
+    shown = shown_turn(step, ctx, data, output)
     record_output(ctx, step.name, output)
-    capture(ctx, step.name, output, hitl=False)
+    capture(ctx, step.name, output, hitl=False, shown=shown)
     if step.agent is not None:
         note_agent_command(ctx, output)
     if step.sink_to:
@@ -81,7 +83,7 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
         if step.agent is not None:
             step.agent.replayed()
             replay_summary(ctx, path, frame)
-        _apply_agent_output(step, ctx, replay.output)
+        _apply_agent_output(step, ctx, data, replay.output)
         frame.add_usage(replay.usage)
         return replay.output
 
@@ -139,7 +141,7 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
             events.append(frame.event(path, ReplyReceived(output, reply.model, reply.attempts, usage.to_dict())))
             if agent.is_model:
                 frame.reporter.agent_replied(path, step.name, output)
-        _apply_agent_output(step, ctx, output)
+        _apply_agent_output(step, ctx, data, output)
     except ControlSignal:
         frame.release(held)
         raise

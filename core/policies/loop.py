@@ -77,7 +77,7 @@ async def run_loop(step: LoopStep, data: Any, ctx: RunContext, path: str, frame:
                 break
             if iteration < step.max_loops:  # no next iteration, no next input (its template may not apply)
                 iteration_input = step.next_input(output, ctx, iteration) if step.next_input else output
-        final = step.output(output, ctx) if step.output is not None else output
+        final = step.output(output, ctx, data) if step.output is not None else output
     except (ControlSignal, asyncio.CancelledError):  # a pause, a limit, Ctrl-C: what was said stays said
         ctx.keep_said([iteration_ctx])
         raise

@@ -38,7 +38,8 @@ async def run_map(step: MapStep, data: Any, ctx: RunContext, path: str, frame: F
             item_ctx = ctx.isolate()
             results.append(await body(step.body, item, item_ctx, child_path(path, str(index)), frame))
             ctx.adopt(item_ctx)
-        output: Any = step.finalize(results, ctx) if step.finalize is not None else results
+        # ``initial_prompt`` in ``finalize`` is the run's input (a map's input is not what it maps over)
+        output: Any = step.finalize(results, ctx, None) if step.finalize is not None else results
     except (ControlSignal, asyncio.CancelledError):  # a pause, a limit, Ctrl-C: what was said stays said
         ctx.keep_said([item_ctx])
         raise

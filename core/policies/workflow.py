@@ -36,6 +36,7 @@ from core.policies.body import BodyRunner
 from core.policies.child_context import child_start, give_back
 from core.policies.context_writes import note_agent_command, record_output, sink
 from core.policies.frame import Frame, joined_path, scope
+from core.policies.turn_text import shown_turn
 from core.ports import Activity, Reporter
 from core.records import StepRecord, TraceEvent
 from core.steps import WorkflowStep
@@ -138,7 +139,7 @@ async def run_workflow(
     except FlujoError as exc:
         await _fail(step, path, started, value, exc, frame, event)
         raise
-    _apply_output(step, ctx, output)
+    _apply_output(step, ctx, data, output)
     await frame.commit(
         path=path, name=step.name, kind=step.kind, status="completed", started=started,
         input=value, output=output, events=[event],
@@ -177,10 +178,11 @@ async def _enter(step: WorkflowStep, value: Any, child_id: str, path: str, frame
     return child, completed
 
 
-def _apply_output(step: WorkflowStep, ctx: RunContext, output: Any) -> None:
+def _apply_output(step: WorkflowStep, ctx: RunContext, data: Any, output: Any) -> None:
     """The child's output lands in the parent as an agent step's output does."""
+    shown = shown_turn(step, ctx, data, output)
     record_output(ctx, step.name, output)
-    capture(ctx, step.name, output, hitl=False)
+    capture(ctx, step.name, output, hitl=False, shown=shown)
     note_agent_command(ctx, output)
     if step.sink_to:
         sink(ctx, step.sink_to, output)

@@ -167,7 +167,8 @@ class MemoryStore:
         if self._runs[run_id].thread is None:
             return
         self._thread_turns[run_id] = [
-            ThreadTurn(run_id, index, turn.role, turn.content, turn.tokens) for index, turn in enumerate(turns)
+            ThreadTurn(run_id, index, turn.role, turn.content, turn.tokens, turn.shown)
+            for index, turn in enumerate(turns)
         ]
 
     async def thread_turns(self, thread: str, *, before_run: str | None = None) -> list[ThreadTurn]:

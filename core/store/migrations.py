@@ -180,6 +180,13 @@ async def m008_shared_lists(db: aiosqlite.Connection) -> None:
     del db
 
 
+@migration
+async def m009_thread_turn_text(db: aiosqlite.Connection) -> None:
+    # What a person reads of a thread turn when it is not what was said (``ConversationTurn.shown``: the
+    # text of a structured reply, or a step's ``turn_text``), stored as ``content`` is; NULL: the content.
+    await db.execute("ALTER TABLE thread_turns ADD COLUMN shown")
+
+
 SCHEMA_VERSION = len(MIGRATIONS)
 """How many migrations this flujo knows; a database with more was written by a newer flujo."""
 

@@ -139,6 +139,7 @@ PG_MIGRATIONS: tuple[tuple[str, Sequence[LiteralString]], ...] = (
     ),
     # No table changes: event payloads may refer to lists stored once (see m008 in core.store.migrations).
     ("m008_shared_lists", ()),
+    ("m009_thread_turn_text", ("ALTER TABLE thread_turns ADD COLUMN shown TEXT",)),
 )
 
 

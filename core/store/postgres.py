@@ -475,15 +475,16 @@ class PostgresStore:
                 raise StoreError(f"cannot record the thread turns of run {run_id}: no such run", hint=NO_RUN_HINT)
             if found[0][0] is None:
                 return
-            contents = await self._encode(db, run_id, [turn.content for turn in turns])
+            stored = await self._encode(db, run_id, [turn.content for turn in turns] + [turn.shown for turn in turns])
+            contents, shown = stored[: len(turns)], stored[len(turns) :]
             await db.execute(_DELETE_RUN_TURNS, (run_id,))
             if turns:
                 async with db.cursor() as cursor:
                     await cursor.executemany(
                         _INSERT_TURN,
                         [
-                            (run_id, index, turn.role, content, turn.tokens)
-                            for index, (turn, content) in enumerate(zip(turns, contents, strict=True))
+                            (run_id, index, turn.role, content, turn.tokens, text)
+                            for index, (turn, content, text) in enumerate(zip(turns, contents, shown, strict=True))
                         ],
                     )
 

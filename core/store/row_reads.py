@@ -50,5 +50,9 @@ async def events(rows: Sequence[Any], fetch: Fetch) -> list[TraceEvent]:
 
 async def turns(rows: Sequence[Any], fetch: Fetch) -> list[ThreadTurn]:
     contents = [codec.load(row[3]) for row in rows]
-    known = await shared_lists.gather(contents, fetch)
-    return [thread_rows.turn_from_row(row, known.join(content)) for row, content in zip(rows, contents, strict=True)]
+    shown = [codec.load(row[5]) for row in rows]
+    known = await shared_lists.gather([*contents, *shown], fetch)
+    return [
+        thread_rows.turn_from_row(row, known.join(content), known.join(text))
+        for row, content, text in zip(rows, contents, shown, strict=True)
+    ]

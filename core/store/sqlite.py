@@ -459,7 +459,7 @@ class SqliteStore:
 
     async def record_thread_turns(self, run_id: str, turns: Sequence[ConversationTurn]) -> None:
         """Replace the turns run ``run_id`` added to its thread; nothing for a run in no thread."""
-        said = [(turn.role, turn.content, turn.tokens) for turn in turns]
+        said = [(turn.role, turn.content, turn.tokens, turn.shown) for turn in turns]
         await self._in_one_call(
             f"record the thread turns of run {run_id}", lambda batch: batch.record_thread_turns(run_id, said)
         )

@@ -105,21 +105,22 @@ class Batch:
             self._conn.execute(_INSERT_RUN, codec.run_row(run, input, output))
             self._conn.execute(queue_rows.INSERT, (run.run_id, run.thread))
 
-    def record_thread_turns(self, run_id: str, roles: Sequence[tuple[str, Any, int | None]]) -> None:
-        """Replace run ``run_id``'s thread turns by ``roles`` (role, content, tokens); nothing for a run in
-        no thread."""
+    def record_thread_turns(self, run_id: str, roles: Sequence[tuple[str, Any, int | None, str | None]]) -> None:
+        """Replace run ``run_id``'s thread turns by ``roles`` (role, content, tokens, shown); nothing for a run
+        in no thread."""
         found = self._conn.execute(thread_rows.RUN_THREAD, (run_id,)).fetchall()
         if not found:
             raise StoreError(f"cannot record the thread turns of run {run_id}: no such run", hint=NO_RUN_HINT)
         if found[0][0] is None:
             return
-        contents = self.encode(run_id, [content for _, content, _ in roles])
+        stored = self.encode(run_id, [content for _, content, _, _ in roles] + [shown for *_, shown in roles])
+        contents, shown = stored[: len(roles)], stored[len(roles) :]
         self._conn.execute(thread_rows.DELETE_RUN_TURNS, (run_id,))
         self._conn.executemany(
             thread_rows.INSERT_TURN,
             [
-                (run_id, index, role, content, tokens)
-                for index, ((role, _, tokens), content) in enumerate(zip(roles, contents, strict=True))
+                (run_id, index, role, content, tokens, text)
+                for index, ((role, _, tokens, _), content, text) in enumerate(zip(roles, contents, shown, strict=True))
             ],
         )
 

@@ -4,11 +4,12 @@ the conversion of their rows, for ``SqliteStore``.
 Invariants:
 
 * A thread is the runs whose ``runs.thread`` names it; a turn belongs to the run that said it
-  (``thread_turns(run_id, idx, role, content, tokens)``). Order: run creation (``created_at``, then
-  ``rowid``, the order ``list_runs`` uses), then ``idx``.
+  (``thread_turns(run_id, idx, role, content, tokens, shown)``; ``shown`` since ``m009_thread_turn_text``).
+  Order: run creation (``created_at``, then ``rowid``, the order ``list_runs`` uses), then ``idx``.
 * ``content`` is stored as the run's other values are: JSON text whose long strings are references to the
   run's ``texts`` rows (``core.store.texts``), so a turn's text, already stored for the step that said it,
-  is not stored again. Reading substitutes the texts back.
+  is not stored again. Reading substitutes the texts back. ``shown`` (NULL: as ``content``) is stored the
+  same way.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ ALL_SUMMARIES = _SUMMARY.format(where="")
 ONE_SUMMARY = _SUMMARY.format(where="AND r.thread = ?")
 
 _TURNS = """
-    SELECT t.run_id, t.idx, t.role, t.content, t.tokens
+    SELECT t.run_id, t.idx, t.role, t.content, t.tokens, t.shown
     FROM thread_turns AS t JOIN runs AS r ON r.run_id = t.run_id
     WHERE r.thread = ? {where}
     ORDER BY r.created_at, r.rowid, t.idx
@@ -47,7 +48,7 @@ TURNS_BEFORE = _TURNS.format(
 
 RUN_THREAD = "SELECT thread FROM runs WHERE run_id = ?"
 DELETE_RUN_TURNS = "DELETE FROM thread_turns WHERE run_id = ?"
-INSERT_TURN = "INSERT INTO thread_turns (run_id, idx, role, content, tokens) VALUES (?, ?, ?, ?, ?)"
+INSERT_TURN = "INSERT INTO thread_turns (run_id, idx, role, content, tokens, shown) VALUES (?, ?, ?, ?, ?, ?)"
 DELETE_THREAD_TURNS = "DELETE FROM thread_turns WHERE run_id IN (SELECT run_id FROM runs WHERE thread = ?)"
 LEAVE_THREAD = "UPDATE runs SET thread = NULL WHERE thread = ?"
 
@@ -63,11 +64,11 @@ def summary_from_row(row: Sequence[Any]) -> ThreadSummary:
     )
 
 
-def turn_from_row(row: Sequence[Any], content: Any) -> ThreadTurn:
-    """A turn from its row and its decoded ``content`` (texts substituted back)."""
+def turn_from_row(row: Sequence[Any], content: Any, shown: Any) -> ThreadTurn:
+    """A turn from its row and its decoded ``content`` and ``shown`` (texts substituted back)."""
     role = row[2]
-    if role not in ("user", "assistant") or not isinstance(content, str):
+    if role not in ("user", "assistant") or not isinstance(content, str) or not isinstance(shown, str | None):
         raise StoreError(
             f"a stored turn of run {row[0]} is not a user or assistant text", hint="the database may be damaged"
         )
-    return ThreadTurn(run_id=str(row[0]), index=int(row[1]), role=role, content=content, tokens=row[4])
+    return ThreadTurn(run_id=str(row[0]), index=int(row[1]), role=role, content=content, tokens=row[4], shown=shown)

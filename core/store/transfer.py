@@ -84,7 +84,7 @@ async def _turns_by_run(store: RunStore, runs: list[RunRecord]) -> dict[str, lis
     found: dict[str, list[ConversationTurn]] = {}
     for thread in sorted({run.thread for run in runs if run.thread is not None}):
         for turn in await store.thread_turns(thread):
-            found.setdefault(turn.run_id, []).append(ConversationTurn(turn.role, turn.content, turn.tokens))
+            found.setdefault(turn.run_id, []).append(ConversationTurn(turn.role, turn.content, turn.tokens, turn.shown))
     return found
 
 

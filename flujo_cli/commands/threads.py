@@ -8,8 +8,9 @@ takes its runs out of it (they stay in the run store) and says what it removed.
 
 JSON shapes (stable): a thread is ``{"name", "runs", "turns", "tokens", "first_run_at", "last_run_at"}``
 (counts, and run creation times in seconds since the epoch); ``list`` prints ``{"threads": [thread...]}``,
-``show`` ``{"thread": thread, "turns": [{"run_id", "index", "role", "content", "tokens"}...]}``, ``delete``
-``{"deleted": thread}``.
+``show`` ``{"thread": thread, "turns": [{"run_id", "index", "role", "content", "text", "tokens"}...]}`` (``content``
+what was said, as agents are sent it; ``text`` what a person reads of it: a structured reply's question or
+message, or the step's ``turn_text``), ``delete`` ``{"deleted": thread}``. The transcript shows ``text``.
 
 ``show`` masks secrets in the turns as lens does (``core.redaction``): the store keeps them as typed.
 """
@@ -123,7 +124,14 @@ def _masked(turns: Sequence[ThreadTurn]) -> list[ThreadTurn]:
 
     settings = load_settings()
     redactor = Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings))
-    return [replace(turn, content=redactor.text(turn.content)) for turn in turns]
+    return [
+        replace(
+            turn,
+            content=redactor.text(turn.content),
+            shown=redactor.text(turn.shown) if turn.shown is not None else None,
+        )
+        for turn in turns
+    ]
 
 
 def _check_name(name: str) -> None:
@@ -167,7 +175,7 @@ def _transcript(summary: ThreadSummary, turns: Sequence[ThreadTurn], runs: dict[
             status, when = runs[current]
             lines += ["", f"run {current} · {status} · {when}"]
         label = f"  {turn.role.capitalize()}: "
-        first, *rest = turn.content.split("\n")
+        first, *rest = turn.text.split("\n")
         lines.append(label + first)
         lines.extend(" " * len(label) + line for line in rest)  # a long turn stays under its label
     return lines
@@ -190,6 +198,7 @@ def _turn_data(turn: ThreadTurn) -> dict[str, Any]:
         "index": turn.index,
         "role": turn.role,
         "content": turn.content,
+        "text": turn.text,
         "tokens": turn.tokens,
     }
 

@@ -20,9 +20,10 @@ from core.conversation.ensemble.model import (
     EnsembleStep,
     Participant,
 )
+from core.conversation.replies import parse_reply  # a reply read as data (the accumulated context's keys)
 
 if TYPE_CHECKING:
-    from core.conversation.ensemble.state import EnsembleState, Turn, parse_reply
+    from core.conversation.ensemble.state import EnsembleState, Turn
     from core.conversation.ensemble.view import Speaker, chat, cue, envelope
 
 __all__ = [
@@ -43,7 +44,6 @@ __all__ = [
 _LATER = {
     "EnsembleState": "state",
     "Turn": "state",
-    "parse_reply": "state",
     "Speaker": "view",
     "chat": "view",
     "cue": "view",

@@ -65,9 +65,9 @@ class Participant:
         return self.ask is not None or self.answered_by is not None
 
 
-# The ``output:`` hook of an ensemble (as for loops): the conversation result and the run context in,
-# the step's output out.
-EnsembleOutputHook = Callable[[Any, "RunContext"], Any]
+# The ``output:`` hook of an ensemble (as for loops): the conversation result, the run context and the
+# ensemble's input in, the step's output out.
+EnsembleOutputHook = Callable[[Any, "RunContext", Any], Any]
 
 
 @dataclass(frozen=True)

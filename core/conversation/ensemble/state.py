@@ -17,36 +17,15 @@ Invariants:
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from core.context import ConversationTurn, Turns
 from core.conversation.ensemble.model import Dependency, EnsembleStep, Participant
+from core.conversation.replies import parse_reply
 from core.conversation.turns import turn_text
 from core.ports import ChatMessage
-
-_FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n(.*?)\n?```\s*$", re.DOTALL)
-
-
-def parse_reply(output: Any) -> Any:
-    """A reply as data: a text that is a JSON object (also inside a ```json fence) becomes that mapping;
-    anything else stays as it is."""
-    if not isinstance(output, str):
-        return output
-    text = output.strip()
-    fenced = _FENCE.match(text)
-    if fenced is not None:
-        text = fenced.group(1).strip()
-    if not text.startswith("{"):
-        return output
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return output
-    return value if isinstance(value, dict) else output
 
 
 @dataclass(frozen=True)
