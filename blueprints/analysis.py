@@ -1,7 +1,9 @@
 """Analysing one blueprint file: read it once, parse with positions, validate, check; never raise.
 
 The result holds every finding of that file and, when its structure is valid, the model and the
-position index. Imports are not followed here (``blueprints.import_graph`` does that).
+position index. When the structure has errors, the later checks still run on the parts that validate
+(``blueprints.salvage``), so one pass reports both; the model is then the salvaged one, and the findings
+say the file is invalid. Imports are not followed here (``blueprints.import_graph`` does that).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from blueprints.checks import run_checks
 from blueprints.ensemble_file import is_ensemble_file, reword, translate, translate_index
 from blueprints.findings import Finding, sort_findings
 from blueprints.positions import PositionIndex
+from blueprints.salvage import salvage
 from blueprints.schema import BlueprintModel
 from blueprints.validation import validation_findings
 from blueprints.yaml_source import parse_yaml
@@ -26,7 +29,8 @@ from core.errors import SourcePosition
 
 @dataclass(frozen=True)
 class FileAnalysis:
-    """The findings of one file, in reading order; the model and index when the structure is valid."""
+    """The findings of one file, in reading order; the model and index when the structure is valid, or
+    when the parts that validate could be salvaged (then the findings hold errors)."""
 
     findings: list[Finding]
     model: BlueprintModel | None = None
@@ -80,6 +84,12 @@ def analyse_file(
         model = BlueprintModel.model_validate(parsed.data)
     except ValidationError as exc:
         invalid = validation_findings(exc, parsed.data, index)
-        return FileAnalysis(sort_findings([*parsed.findings, *(reword(invalid) if ensemble_file else invalid)]))
+        schema = [*parsed.findings, *(reword(invalid) if ensemble_file else invalid)]
+        rescued = salvage(parsed.data, exc, index)
+        if rescued is None:
+            return FileAnalysis(sort_findings(schema))
+        later = run_checks(rescued.model, index, path.parent, history=history, profiles=profiles)
+        findings = [*schema, *rescued.later_findings(later, index)]
+        return FileAnalysis(sort_findings(findings), rescued.model, index, source_hash)
     findings = [*parsed.findings, *run_checks(model, index, path.parent, history=history, profiles=profiles)]
     return FileAnalysis(sort_findings(findings), model, index, source_hash)

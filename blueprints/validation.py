@@ -1,7 +1,7 @@
 """Turning pydantic's ValidationError into findings located at the most precise file:line:col.
 
 pydantic reports each error with a ``loc`` that mixes data keys with union tags (``('steps', 1, 'loop',
-'loop', 'max_loops')``: the first ``'loop'`` is the step kind's tag). ``_resolve`` walks the schema types and
+'loop', 'max_loops')``: the first ``'loop'`` is the step kind's tag). ``resolve`` walks the schema types and
 the data together to drop the tags, giving the data path and the model that owns the last key, so that:
 an unknown key is reported at the key (with did-you-mean against that model's keys), a bad value at the
 value, a missing key at the mapping that lacks it. Messages are rephrased plainly; pydantic's "Input
@@ -26,6 +26,7 @@ from blueprints.schema import (
     AgentStepModel,
     BlueprintModel,
     ParticipantModel,
+    StepModel,
     StepModelBase,
 )
 from blueprints.schema.base import StrictModel
@@ -46,11 +47,18 @@ _KIND_OF_KEY = {
 
 
 @dataclass(frozen=True)
-class _Resolved:
+class Resolved:
+    """Where a pydantic error's ``loc`` points in the data: the data ``path`` (union tags dropped), the
+    model owning each of its keys (``owners``, None for a list index or a free mapping's key), the one
+    owning the last key (``owner``), the value there when it is ``present``, and the paths of the steps
+    the path passes through (``steps``, outermost first)."""
+
     path: Path
     owner: type[BaseModel] | None
     present: bool
     node: Any
+    owners: tuple[type[BaseModel] | None, ...] = ()
+    steps: tuple[Path, ...] = ()
 
 
 def _unwrap(tp: Any) -> Any:
@@ -104,11 +112,14 @@ def _child(node: Any, elem: str | int) -> Any:
     return _ABSENT
 
 
-def _resolve(loc: tuple[str | int, ...], data: Any) -> _Resolved:
+def resolve(loc: tuple[str | int, ...], data: Any) -> Resolved:
+    """The data path, and the models along it, of a pydantic error's ``loc`` against ``data``."""
     tp: Any = BlueprintModel
     node = data
     present = True
     path: list[str | int] = []
+    owners: list[type[BaseModel] | None] = []
+    steps: list[Path] = []
     owner: type[BaseModel] | None = None
     for elem in loc:
         tp = _unwrap(tp)
@@ -119,10 +130,13 @@ def _resolve(loc: tuple[str | int, ...], data: Any) -> _Resolved:
         owner = tp if isinstance(tp, type) and issubclass(tp, BaseModel) else None
         tp = _child_type(tp, elem)
         path.append(elem)
+        owners.append(owner)
+        if tp is StepModel:
+            steps.append(tuple(path))
         if present:
             node = _child(node, elem)
             present = node is not _ABSENT
-    return _Resolved(tuple(path), owner, present, node if present else None)
+    return Resolved(tuple(path), owner, present, node if present else None, tuple(owners), tuple(steps))
 
 
 def _node_at(data: Any, path: Path) -> Any:
@@ -185,7 +199,7 @@ class _Translator:
         return self.index.value(path) or self.index.nearest(path)[1]
 
     def translate(self, error: ErrorDetails) -> Finding:
-        resolved = _resolve(tuple(error["loc"]), self.data)
+        resolved = resolve(tuple(error["loc"]), self.data)
         path, kind = resolved.path, error["type"]
         ctx: dict[str, Any] = dict(error.get("ctx") or {})
         if kind == "extra_forbidden":
@@ -237,7 +251,7 @@ class _Translator:
             "write a step as '- kind: step' followed by 'name: ...' on the next line",
         )
 
-    def unknown_key(self, resolved: _Resolved) -> Finding:
+    def unknown_key(self, resolved: Resolved) -> Finding:
         path, owner = resolved.path, resolved.owner
         key = str(path[-1])
         fields = list(owner.model_fields) if owner is not None else []
@@ -252,7 +266,7 @@ class _Translator:
             hint,
         )
 
-    def missing(self, resolved: _Resolved) -> Finding:
+    def missing(self, resolved: Resolved) -> Finding:
         path, owner = resolved.path, resolved.owner
         field = str(path[-1])
         where = _where(owner, path, self.data).strip() or "here"

@@ -292,6 +292,12 @@ class RunStore(Protocol):
 
     async def release_run(self, run_id: str) -> None: ...
 
+    async def claimed_runs(self, run_ids: Sequence[str]) -> set[str]:
+        """The ids of ``run_ids`` whose claim a live process (this one included) holds: the runs being
+        executed right now. Asked without taking any claim. A run left ``running`` that is not among them was
+        abandoned by a process that died (killed, crashed): ``flujo resume`` takes it at once."""
+        ...
+
     async def close(self) -> None:
         """Release this store's claims and its connection."""
         ...

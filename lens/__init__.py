@@ -18,7 +18,7 @@ from __future__ import annotations
 from datetime import tzinfo
 
 from lens.documents import final_output_document, list_document, masked_document, show_document, trace_document
-from lens.listing import RunRow, nested, recent_runs
+from lens.listing import RunRow, as_shown, nested, recent_runs
 from lens.loading import load_tree
 from lens.plain import Expansion, runs_table, show_view, trace_view
 from lens.prune import document as prune_document
@@ -39,6 +39,7 @@ __all__ = [
     "RunRow",
     "RunSnapshot",
     "StepNode",
+    "as_shown",
     "build_tree",
     "final_output_document",
     "focus",

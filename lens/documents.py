@@ -31,8 +31,14 @@ _GROUP_TYPES = {"iteration": "iteration", "item": "item", "branch": "branch"}
 
 
 def list_document(rows: Sequence[RunRow]) -> dict[str, Any]:
-    """``{"runs": [run...]}``, newest first."""
-    return {"runs": [run_document(row.record) | {"steps": row.steps} for row in rows]}
+    """``{"runs": [run...]}``, newest first; a run whose process is gone is ``interrupted``, its
+    ``status_note`` saying so (``process 4242 is gone``)."""
+    return {
+        "runs": [
+            run_document(row.record) | {"status": row.status, "status_note": row.note, "steps": row.steps}
+            for row in rows
+        ]
+    }
 
 
 def show_document(root: RunNode) -> dict[str, Any]:

@@ -1,9 +1,15 @@
 """The rows of ``flujo lens list``: recent runs, masked, with their step counts, and child runs placed under
-the run that started them."""
+the run that started them.
+
+A run the store says is ``running`` is being executed only if a live process holds its claim
+(``RunStore.claimed_runs``); otherwise the process that ran it is gone (killed, crashed) and the run is
+shown as what it is, ``interrupted`` (``flujo resume`` takes it at once), with the process named.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -21,6 +27,20 @@ class RunRow:
     record: RunRecord
     steps: int
     depth: int = 0
+    abandoned: bool = False  # stored as running, but no live process holds its claim: its process is gone
+
+    @property
+    def status(self) -> RunStatus:
+        """The run's status as shown: ``interrupted`` for an abandoned run, else the stored one."""
+        return "interrupted" if self.abandoned else self.record.status
+
+    @property
+    def note(self) -> str | None:
+        """``process 4242 is gone`` for an abandoned run (from its owner, ``pid 4242 on build-01``)."""
+        if not self.abandoned:
+            return None
+        pid = re.match(r"pid (\d+)\b", self.record.owner or "")
+        return f"process {pid.group(1)} is gone" if pid else "its process is gone"
 
 
 async def recent_runs(
@@ -31,11 +51,40 @@ async def recent_runs(
     status: RunStatus | None = None,
     thread: str | None = None,
 ) -> list[RunRow]:
-    """Up to ``limit`` runs, newest first (as the store lists them), masked, with their step counts."""
-    records = await store.list_runs(limit=limit, status=status, thread=thread)
+    """Up to ``limit`` runs, newest first (as the store lists them), masked, with their step counts. A
+    ``running`` run no live process executes is abandoned, and counts as ``interrupted`` for ``status``."""
+    if status in ("running", "interrupted"):
+        running = await store.list_runs(limit=limit, status="running", thread=thread)
+        gone = await abandoned(store, running)
+        if status == "running":
+            records = [r for r in running if r.run_id not in gone]
+        else:
+            stopped = await store.list_runs(limit=limit, status="interrupted", thread=thread)
+            picked = [*stopped, *(r for r in running if r.run_id in gone)]
+            records = sorted(picked, key=lambda r: r.created_at, reverse=True)[:limit]
+    else:
+        records = await store.list_runs(limit=limit, status=status, thread=thread)
+        gone = await abandoned(store, records)
     counts = await store.step_counts([r.run_id for r in records])
     masker = Masker(redactor)
-    return [RunRow(masker.run(r), counts.get(r.run_id, 0)) for r in records]
+    return [RunRow(masker.run(r), counts.get(r.run_id, 0), abandoned=r.run_id in gone) for r in records]
+
+
+async def as_shown(store: RunStore, record: RunRecord) -> RunRecord:
+    """``record`` as ``lens show`` and ``lens trace`` show it: ``interrupted`` when it is a ``running`` run
+    whose process is gone (as ``lens list`` shows it)."""
+    if await abandoned(store, [record]):
+        return dataclasses.replace(record, status="interrupted")
+    return record
+
+
+async def abandoned(store: RunStore, records: Sequence[RunRecord]) -> set[str]:
+    """The ids of the ``running`` runs of ``records`` that no live process executes. A run never claimed (no
+    owner: the moment between its creation and its claim) is not judged."""
+    running = [r.run_id for r in records if r.status == "running" and r.owner is not None]
+    if not running:
+        return set()
+    return set(running) - await store.claimed_runs(running)
 
 
 def nested(rows: Sequence[RunRow]) -> list[RunRow]:

@@ -75,7 +75,7 @@ class Expansion:
 def runs_table(rows: Sequence[RunRow], *, tz: tzinfo | None = None) -> Table:
     """``lens list``: one line per run (child runs indented under their parent when both are listed)."""
     threads = any(row.record.thread for row in rows)
-    held = any(row.record.status == "running" for row in rows)  # who executes them (a worker's host and pid)
+    held = any(row.status == "running" for row in rows)  # who executes them (a worker's host and pid)
     table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold", padding=(0, 1, 0, 0))
     for heading, justify in (
         ("RUN", "left"),
@@ -101,7 +101,7 @@ def runs_table(rows: Sequence[RunRow], *, tz: tzinfo | None = None) -> Table:
         cells: list[RenderableType] = [
             run_id,
             blueprint,
-            labels.status_text(record.status),
+            _status_cell(row),
             figures.when(record.created_at, tz, seconds=False),
             figures.duration(labels.run_duration(record)),
             str(row.steps),
@@ -111,9 +111,17 @@ def runs_table(rows: Sequence[RunRow], *, tz: tzinfo | None = None) -> Table:
         if threads:
             cells.append(record.thread or "")
         if held:
-            cells.append(record.owner or "" if record.status == "running" else "")
+            cells.append(record.owner or "" if row.status == "running" else "")
         table.add_row(*cells)
     return table
+
+
+def _status_cell(row: RunRow) -> Text:
+    """``… running``, or for a run whose process is gone ``⏹ interrupted (process 4242 is gone)``."""
+    text = labels.status_text(row.status)
+    if row.note:
+        text.append(f" ({row.note})", style="yellow")
+    return text
 
 
 def show_view(root: RunNode, *, tz: tzinfo | None = None, steps: int | None = None) -> RenderableType:

@@ -75,7 +75,7 @@ def test_list_shows_recent_runs_with_child_runs_under_their_parent(runs: dict[st
     assert listed[0]["parent_run_id"] == runs["parent"] and listed[1]["steps"] == 3
     assert set(listed[0]) == {
         "run_id", "blueprint", "status", "parent_run_id", "thread", "source", "created_at", "finished_at",
-        "duration_s", "usage", "error", "pause", "steps",
+        "duration_s", "usage", "error", "pause", "status_note", "steps",
     }  # fmt: skip
 
 

@@ -46,8 +46,8 @@ def test_control_signals_are_not_flujo_errors() -> None:
 def test_lens_exports() -> None:
     assert set(lens.__all__) == {
         "CallNode", "EventNode", "Expansion", "GroupNode", "MessageNode", "Node", "RunNode", "RunRow", "RunSnapshot",
-        "StepNode", "build_tree", "final_output_document", "focus", "list_document", "load_run", "load_tree",
-        "masked_document",
+        "StepNode", "as_shown", "build_tree", "final_output_document", "focus", "list_document", "load_run",
+        "load_tree", "masked_document",
         "nested", "open_viewer", "parse_age", "prune_document", "prune_summary", "recent_runs",
         "runs_table", "show_document", "show_view", "step_paths_named", "trace_document", "trace_view", "walk",
     }  # fmt: skip

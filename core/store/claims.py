@@ -18,6 +18,10 @@ Invariants:
   be a refused resume, never two executions of one run.
 * A thread is claimed the same way, under ``thread_key(name)``, while a run of it executes: a key no run id
   can be (it holds a space), so a thread's claim and a run's never meet.
+* ``held`` tells which runs a live process claims without taking any claim (``F_GETLK`` asks the kernel
+  who holds a byte), so looking (``flujo lens list``) never makes a resume that starts at that moment fail.
+  A claim is a lock of the process that took it, so a claim whose process is gone is never reported held,
+  even when its pid has been given to another process since.
 """
 
 from __future__ import annotations
@@ -26,10 +30,20 @@ import fcntl
 import hashlib
 import os
 import socket
+import struct
+import sys
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 _OFFSETS = 2**62  # byte offsets a claim can take; off_t is 64-bit on the platforms flujo runs on
+
+# ``struct flock`` as the kernel lays it out, and where its ``l_type`` is: (l_type, l_whence, l_start,
+# l_len, l_pid) on Linux, (l_start, l_len, l_pid, l_type, l_whence) on macOS. Elsewhere ``held`` cannot
+# ask, and says every claim it does not know of is held (as if the process were alive).
+_FLOCK: tuple[str, int] | None = (
+    ("@hhqqi4x", 0) if sys.platform.startswith("linux") else ("@qqihh", 3) if sys.platform == "darwin" else None
+)
 
 
 def process_label() -> str:
@@ -74,6 +88,41 @@ def claim(lock_path: str, run_id: str) -> bool:
             return False
         entry.held.add(run_id)
         return True
+
+
+def held(lock_path: str, run_ids: Iterable[str]) -> set[str]:
+    """The ids of ``run_ids`` that a live process (this one included) claims, found without claiming any.
+
+    Raises ``OSError`` when the lock file exists but cannot be read (the caller translates it)."""
+    wanted = list(dict.fromkeys(run_ids))
+    with _guard:  # no claim of this process starts (or ends) while a descriptor of the file is open here
+        entry = _files.get(lock_path)
+        found = {run_id for run_id in wanted if entry is not None and run_id in entry.held}
+        others = [run_id for run_id in wanted if run_id not in found]
+        if not others:
+            return found
+        if _FLOCK is None:
+            return found | set(others)
+        if entry is not None:
+            return found | {run_id for run_id in others if _locked(entry.fd, _offset(run_id))}
+        try:
+            fd = os.open(lock_path, os.O_RDONLY)
+        except FileNotFoundError:
+            return found  # no process has claimed anything in this database yet
+        try:
+            return found | {run_id for run_id in others if _locked(fd, _offset(run_id))}
+        finally:
+            os.close(fd)  # this process holds no lock on the file (no entry), so closing drops none
+
+
+def _locked(fd: int, offset: int) -> bool:
+    """Whether another process holds a lock on the byte at ``offset`` of the file ``fd`` is open on."""
+    assert _FLOCK is not None
+    layout, type_at = _FLOCK
+    fields = [fcntl.F_WRLCK, os.SEEK_SET, offset, 1, 0]  # Linux's order; macOS starts with l_start
+    request = struct.pack(layout, *(fields if type_at == 0 else [*fields[2:], *fields[:2]]))
+    answer = struct.unpack(layout, fcntl.fcntl(fd, fcntl.F_GETLK, request))
+    return bool(answer[type_at] != fcntl.F_UNLCK)
 
 
 def release(lock_path: str, run_id: str) -> None:

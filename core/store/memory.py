@@ -161,6 +161,9 @@ class MemoryStore:
     async def release_run(self, run_id: str) -> None:
         self._claimed.discard(run_id)
 
+    async def claimed_runs(self, run_ids: Sequence[str]) -> set[str]:
+        return {run_id for run_id in run_ids if run_id in self._claimed}
+
     async def record_thread_turns(self, run_id: str, turns: Sequence[ConversationTurn]) -> None:
         """Replace the turns run ``run_id`` added to its thread; nothing for a run in no thread."""
         self._require(run_id, f"record the thread turns of run {run_id}")

@@ -84,6 +84,11 @@ _Q_TAKEN = _pg(queue_rows.TAKEN) + " FOR UPDATE OF q SKIP LOCKED"
 _Q_WAITING = _pg(queue_rows.WAITING)
 _Q_INSERT = _pg(queue_rows.INSERT)
 _Q_MARK_TAKEN = _pg(queue_rows.MARK_TAKEN)
+# The session advisory locks held on bigint keys in this database (objsubid 1: a one-bigint key).
+_ADVISORY_LOCKS: LiteralString = (
+    "SELECT classid::bigint, objid::bigint FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1"
+    " AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+)
 _Q_MARK_RUNNING = _pg(queue_rows.MARK_RUNNING)
 _Q_REQUEUE = _pg(queue_rows.REQUEUE)
 _Q_REMOVE = _pg(queue_rows.REMOVE)
@@ -370,6 +375,16 @@ class PostgresStore:
                     await claims.close()  # the session is gone, and with it the server dropped the lock
             await self._close_claims_if_unused()
 
+    async def claimed_runs(self, run_ids: Sequence[str]) -> set[str]:
+        """The runs of ``run_ids`` this store claims, and those whose advisory lock another session holds
+        (``pg_locks``, read without locking: a session that ended, its process killed, holds none)."""
+        mine = {run_id for run_id in run_ids if run_id in self._claimed}
+        halves = {_halves(self._key(run_id)): run_id for run_id in run_ids if run_id not in mine}
+        if not halves:
+            return mine
+        rows = await self._read("read which runs are being executed", _ADVISORY_LOCKS, ())
+        return mine | {halves[key] for key in ((int(row[0]), int(row[1])) for row in rows) if key in halves}
+
     async def _close_claims_if_unused(self) -> None:
         if not self._claimed and self._claims is not None:
             claims, self._claims = self._claims, None
@@ -576,6 +591,13 @@ async def _insert_events(
                 "INSERT INTO events (run_id, path, kind, ts, payload) VALUES (%s, %s, %s, %s, %s)",
                 [(run_id, e.path, e.kind, e.ts, p) for e, p in zip(events, payloads, strict=True)],
             )
+
+
+def _halves(key: int) -> tuple[int, int]:
+    """How ``pg_locks`` shows the advisory lock of a bigint ``key``: its high half as ``classid``, its low
+    half as ``objid`` (both unsigned)."""
+    unsigned = key & 0xFFFF_FFFF_FFFF_FFFF
+    return unsigned >> 32, unsigned & 0xFFFF_FFFF
 
 
 async def _mark_taken(db: Connection, run_id: str) -> str:

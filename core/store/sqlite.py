@@ -236,6 +236,21 @@ class SqliteStore:
         if thread is not None:
             await self.release_run(claims.thread_key(thread))
 
+    async def claimed_runs(self, run_ids: Sequence[str]) -> set[str]:
+        """The runs of ``run_ids`` this store claims, and those another process holds the lock of
+        (``claims.held``, which asks without locking)."""
+        self._connection()
+        mine = {run_id for run_id in run_ids if run_id in self._claimed}
+        if not self._claims_file:
+            return mine
+        try:
+            return mine | claims.held(self.path + CLAIMS_SUFFIX, run_ids)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot check which runs are being executed: {exc.strerror or exc} ({self.path}{CLAIMS_SUFFIX})",
+                hint="check permissions",
+            ) from exc
+
     async def claim_thread(self, name: str) -> bool:
         """Claim thread ``name`` while a run of it executes in this process (``core.store.claims``); False when
         a live process (this store included) holds it. ``release_thread`` or ``close`` gives it up."""

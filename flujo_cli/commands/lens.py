@@ -67,11 +67,21 @@ def list_runs(
 
 def show_run(run_id: str, *, final_output: bool, json_output: bool, state: str | None = None, debug: bool) -> int:
     async def body(store: RunStore, redactor: Redactor, where: str) -> int:
-        from lens import StepNode, final_output_document, load_tree, masked_document, show_document, show_view, walk
+        from lens import (
+            StepNode,
+            as_shown,
+            final_output_document,
+            load_tree,
+            masked_document,
+            show_document,
+            show_view,
+            walk,
+        )
 
         found = await _found(store, run_id, where)
         if found is None:
             return exit_codes.FAILED
+        found = await as_shown(store, found)
         tree = await load_tree(store, run_id, redactor=redactor, record=found)
         record = tree.record
         if final_output:
@@ -112,11 +122,12 @@ def trace_run(run_id: str, options: TraceOptions, *, json_output: bool, state: s
     shown_expansion: list[Expansion] = []
 
     async def body(store: RunStore, redactor: Redactor, where: str) -> int:
-        from lens import load_tree, masked_document, trace_document, trace_view
+        from lens import as_shown, load_tree, masked_document, trace_document, trace_view
 
         record = await _found(store, run_id, where)
         if record is None:
             return exit_codes.FAILED
+        record = await as_shown(store, record)
         piped = not interactive and not json_output and not sys.stdout.isatty()
         console = Console(file=sys.stdout, highlight=False, color_system=None, width=_width())
         # Into a pipe, the run's own line needs its record only: written now, before its steps and events
