@@ -71,11 +71,27 @@ def test_ctrl_c_while_the_store_opens_closes_it_before_the_loop(tmp_path: Path) 
     assert "interrupted before the run started" in stderr
 
 
-@pytest.mark.parametrize("delay", [0.3, 0.5, 0.8, 1.0, 1.2, 1.5, 2.0, 3.0])
+# The console script's start, writing MARKER once the ``flujo_cli`` package is imported: from then on flujo
+# answers Ctrl-C (before, Python itself does, with its traceback, as for any Python program).
+_MARKED_START = """\
+import pathlib, sys
+marker, *argv = sys.argv[1:]
+sys.argv = ["flujo", *argv]
+import flujo_cli
+pathlib.Path(marker).touch()
+from flujo_cli.main import main
+main()
+"""
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.3, 0.5, 0.8, 1.0, 1.2, 1.5, 2.0, 3.0])
 def test_ctrl_c_at_any_moment_of_the_start_gives_one_line_and_exit_130(tmp_path: Path, delay: float) -> None:
     # The clarify example pauses at its first question when stdin is not a terminal; Ctrl-C may also come after.
-    process = _start([sys.executable, "-m", "flujo_cli.main", *_run_args()], tmp_path)
-    time.sleep(delay)  # when the signal lands, not how long anything takes: nothing here is timed
+    marker = tmp_path / "imported"
+    process = _start([sys.executable, "-c", _MARKED_START, str(marker), *_run_args()], tmp_path)
+    while not marker.exists() and process.poll() is None:  # the event: flujo's code is running
+        time.sleep(0.02)
+    time.sleep(delay)  # when the signal lands after it, not how long anything takes: nothing here is timed
     if process.poll() is None:
         process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=60)
