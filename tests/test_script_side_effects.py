@@ -13,8 +13,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +21,7 @@ import pytest
 from core.agents import AgentSpec, build_agent
 from core.config import Settings
 from core.ports import AgentCall
-from tests.cli_helpers import ROOT, flujo_process
+from tests.cli_helpers import ROOT, flujo_process, wait_until
 
 # Attempt 1 writes its pid, then waits before its side effect (long enough to be killed first); any later
 # attempt reports what it was told.
@@ -61,14 +59,6 @@ def _alive(pid: int) -> bool:
     return stat.rpartition(")")[2].split()[0] != "Z"
 
 
-def _wait_for(condition: Callable[[], bool], timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out")
-        time.sleep(0.05)
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
 def test_a_command_dies_with_a_killed_run_and_resume_runs_it_again_as_attempt_2(tmp_path: Path) -> None:
@@ -85,12 +75,12 @@ def test_a_command_dies_with_a_killed_run_and_resume_runs_it_again_as_attempt_2(
             env=env,
         )
     try:
-        _wait_for(lambda: (tmp_path / "pid").exists() and (tmp_path / "pid").read_text() != "")
+        wait_until(lambda: (tmp_path / "pid").exists() and (tmp_path / "pid").read_text() != "", process=run)
         command_pid = int((tmp_path / "pid").read_text())
         assert _alive(command_pid)
         run.kill()  # SIGKILL: flujo can clean nothing up
-        run.communicate(timeout=30)
-        _wait_for(lambda: not _alive(command_pid), timeout=10)  # the kernel killed it with its parent
+        run.communicate()
+        wait_until(lambda: not _alive(command_pid))  # the kernel kills it with its parent
     finally:
         if run.poll() is None:
             run.kill()
@@ -125,7 +115,7 @@ def test_a_cancelled_command_step_kills_the_command_and_what_it_started(tmp_path
 
     asyncio.run(cancel_it())
     pids = [int(pid) for pid in (tmp_path / "pids").read_text().split()]
-    _wait_for(lambda: not any(_alive(pid) for pid in pids), timeout=10)
+    wait_until(lambda: not any(_alive(pid) for pid in pids))
 
 
 def test_script_agents_are_told_the_run_id_step_path_and_attempt(tmp_path: Path) -> None:
