@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from benchmarks import sizes
-from tests.conftest import postgres_server, postgres_uri
+from tests.conftest import isolated_environment, postgres_server, postgres_uri, pytest_collection_modifyitems
 
-__all__ = ["postgres_server", "postgres_uri"]
+# The tests' rules hold here too (tests/conftest.py): each benchmark starts isolated, with a time limit.
+__all__ = ["isolated_environment", "postgres_server", "postgres_uri", "pytest_collection_modifyitems"]
 
 
 def pytest_configure(config: pytest.Config) -> None:

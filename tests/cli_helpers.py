@@ -7,8 +7,9 @@ import select
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from typer.testing import CliRunner
 
@@ -27,9 +28,10 @@ def flujo(args: Sequence[str], *, input: str | None = None) -> tuple[int, str, s
 
 
 def flujo_process(
-    args: Sequence[str], *, input: str | None = None, env: Mapping[str, str] | None = None, timeout: float = 60
+    args: Sequence[str], *, input: str | None = None, env: Mapping[str, str] | None = None, timeout: float | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run flujo as a separate process (real stdin/stdout, real exit code)."""
+    """Run flujo as a separate process (real stdin/stdout, real exit code). No time limit of its own unless
+    given: the test's (pytest-timeout, tests/conftest.py) ends one that hangs, and the process with it."""
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "flujo_cli.main", *args],
@@ -42,18 +44,38 @@ def flujo_process(
     )
 
 
-def read_terminal_until(fd: int, marker: str, timeout: float = 30, *, seen: str = "") -> str:
-    """Read a pseudo-terminal until ``marker`` appears (escape sequences and all) in ``seen`` (what was read
-    before and not yet looked at: a marker may arrive split across two reads) and what follows; all of it.
-    AssertionError, with the end of what the terminal showed, when it never appears."""
-    deadline = time.monotonic() + timeout
-    while marker not in seen:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{marker!r} never appeared; the terminal showed:\n{seen[-3000:]}")
-        ready, _, _ = select.select([fd], [], [], 0.1)
-        if ready:
-            try:
-                seen += os.read(fd, 65536).decode("utf-8", "replace")
-            except OSError:  # the process closed the terminal
-                break
+def read_terminal_until(fd: int, marker: str, timeout: float | None = None, *, seen: str = "") -> str:
+    """Read a pseudo-terminal (or a pipe) until ``marker`` appears (escape sequences and all) in ``seen`` (what
+    was read before and not yet looked at: a marker may arrive split across two reads) and what follows; all
+    of it, or what was read when the writer closed its end first. AssertionError, with the end of what the
+    terminal showed, when ``timeout`` seconds (if given) pass first; the test's time limit ends the wait too,
+    its error noting the same."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        while marker not in seen:
+            if deadline is not None and time.monotonic() > deadline:
+                raise AssertionError(f"{marker!r} never appeared; the terminal showed:\n{seen[-3000:]}")
+            ready, _, _ = select.select([fd], [], [], 0.1)
+            if ready:
+                try:
+                    read = os.read(fd, 65536)
+                except OSError:  # the process closed the terminal
+                    break
+                if not read:  # a pipe's writer closed it
+                    break
+                seen += read.decode("utf-8", "replace")
+    except BaseException as stopped:  # the test's time limit (pytest-timeout) ends it here: say what was seen
+        stopped.add_note(f"waiting for {marker!r}; the terminal showed:\n{seen[-3000:]}")
+        raise
     return seen
+
+
+def wait_until(condition: Callable[[], bool], *, process: subprocess.Popen[Any] | None = None) -> None:
+    """Wait for an event: until ``condition()`` holds (a file appears, a row is in the store). No deadline:
+    the test's time limit (pytest-timeout) ends a wait that never ends, whatever the machine's load. With
+    ``process``, AssertionError (with its stderr) as soon as it ends without the event having come."""
+    while not condition():
+        if process is not None and process.poll() is not None and not condition():
+            _, stderr = process.communicate()
+            raise AssertionError(f"the process ended (exit {process.returncode}) first; its stderr:\n{stderr}")
+        time.sleep(0.05)

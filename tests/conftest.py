@@ -1,14 +1,66 @@
-"""Shared pytest fixtures. Append new fixtures below; keep each one small and documented."""
+"""Shared pytest fixtures and the suite's rules. Append new fixtures below; keep each one small and documented.
+
+Every test starts isolated (``isolated_environment``, autouse; the benchmarks use it too): its working
+directory is its own ``tmp_path``; ``HOME`` is an empty folder of its own; no ``FLUJO_*`` (except the test
+suite's own ``FLUJO_TEST_*``), ``OPENAI_*``, ``ANTHROPIC_*`` or ``OLLAMA_*`` variable, no variable whose
+name flujo reads as a secret (``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*_KEY``, ``*PASSWORD``: their
+values are masked in every trace) and none that sets a terminal's width or colours (``COLUMNS``, ``LINES``,
+``NO_COLOR``, ``FORCE_COLOR``) is inherited from the shell that started pytest. So a test that needs a
+file, a folder, a setting or a width says so itself: ``monkeypatch.chdir(ROOT)`` for paths relative to the
+repository, ``monkeypatch.setenv``, or ``env={...}`` for a subprocess (whose ``os.environ`` is the isolated
+one). Output a test reads is never wrapped at a width it was not given: ask for ``--json``, or set the width.
+
+Every test has a time limit (pytest-timeout; pyproject.toml): 120 s, or 600 s for one marked
+``@pytest.mark.slow``. It only ends a test that hangs: a test waits for an event (a line on a pipe, a row
+in the store, a file appearing), never for an amount of time, so that it passes on a loaded machine too.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.fakes.openai_server import FakeLLM
+
+SLOW_TIMEOUT_S = 600  # the limit of a test marked slow; the others have pyproject.toml's ``timeout``
+
+# What no test inherits from the shell (see the module docstring).
+_INHERITED_PREFIXES = ("FLUJO_", "OPENAI_", "ANTHROPIC_", "OLLAMA_")
+_KEPT_PREFIXES = ("FLUJO_TEST_",)  # the test suite's own settings (tests/postgres_server.py)
+_SECRET_NAME = re.compile(r"(?i)(_API_KEY|_TOKEN|_SECRET|_KEY|PASSWORD)$")  # as core.config.secret_values
+_TERMINAL = frozenset({"COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test marked slow gets ``SLOW_TIMEOUT_S`` instead of the default limit, unless it names its own; so
+    does every benchmark when they are measured (``--benchmark-enable``: full size, benchmarks/sizes.py)."""
+    measuring = bool(config.getoption("benchmark_enable", False))
+    for item in items:
+        slow = measuring or item.get_closest_marker("slow") is not None
+        if slow and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
+
+
+def _inherited(name: str) -> bool:
+    if name.startswith(_KEPT_PREFIXES):
+        return False
+    return name.startswith(_INHERITED_PREFIXES) or name in _TERMINAL or _SECRET_NAME.search(name) is not None
+
+
+@pytest.fixture(autouse=True)
+def isolated_environment(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every test: the working directory is ``tmp_path``, ``HOME`` an empty folder, and no setting, secret or
+    terminal width comes from the shell that started pytest (the module docstring lists them)."""
+    for name in [name for name in os.environ if _inherited(name)]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
+    monkeypatch.chdir(tmp_path)
 
 
 @pytest.fixture
@@ -20,12 +72,10 @@ def fake_llm() -> Iterator[FakeLLM]:
 
 @pytest.fixture
 def state_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An isolated run store for CLI tests: FLUJO_STATE_URI points into tmp_path; no provider env leaks in."""
+    """A run store of its own for CLI tests: FLUJO_STATE_URI points into tmp_path (the working directory, and
+    no provider setting leaks in: ``isolated_environment``)."""
     db = tmp_path / "state" / "flujo.db"
     monkeypatch.setenv("FLUJO_STATE_URI", str(db))
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OLLAMA_HOST"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)
     return db
 
 

@@ -14,14 +14,14 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from core.store import open_store
-from tests.cli_helpers import ROOT, flujo_process, read_terminal_until
+from tests.cli_helpers import ROOT, flujo_process, read_terminal_until, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -148,11 +148,11 @@ def test_sigkill_while_waiting_for_an_answer_then_resume(workdir: Path, uninterr
     assert process.stdin is not None
     process.stdin.write("\n".join(ANSWERS[:2]) + "\n")  # piped answers, then the pipe stays open: it waits
     process.stdin.flush()
-    _wait_for(lambda: _answered_any(db) == 2)
+    wait_until(lambda: _answered_any(db) == 2, process=process)
     run_id = _only_run(db)
     time.sleep(0.2)  # it is now blocked reading the third answer
     process.kill()
-    process.communicate(timeout=30)
+    process.communicate()
     assert _rows(db, "SELECT status FROM runs") == [("running",)]
 
     resumed = _flujo(workdir, "resume", run_id, "--json", *_answer_args(ANSWERS[2:]))
@@ -171,15 +171,6 @@ def _answered_any(db: Path) -> int:
     return 0
 
 
-def _wait_for(condition: Callable[[], bool], timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.05)
-    raise AssertionError("timed out")
-
-
 @contextlib.contextmanager
 def _busy_run(workdir: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
     """A ``flujo run`` process that is inside its first agent call and waits there (alive)."""
@@ -194,13 +185,13 @@ def _busy_run(workdir: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
             env={**os.environ, "PYTHONPATH": str(ROOT), **_env(workdir, DURABILITY_HOLD=str(workdir / "go"))},
         )
     try:
-        _wait_for(lambda: (workdir / "go.waiting").exists())  # it is inside the agent call
+        wait_until((workdir / "go.waiting").exists, process=process)  # it is inside the agent call
         assert _answered_any(db) == 1
         yield process, _only_run(db)
     finally:
         if process.poll() is None:
             process.kill()
-        process.communicate(timeout=30)
+        process.communicate()
 
 
 def test_a_run_a_live_process_executes_cannot_be_resumed_until_that_process_dies(workdir: Path) -> None:
@@ -211,7 +202,7 @@ def test_a_run_a_live_process_executes_cannot_be_resumed_until_that_process_dies
         assert f"run {run_id} is being executed by another flujo process (pid {process.pid} on " in refused.stderr
         assert "Traceback" not in refused.stderr
         process.kill()  # the claim dies with its process
-        process.wait(timeout=30)
+        process.wait()
     resumed = _flujo(workdir, "resume", run_id, "--json", *_answer_args(ANSWERS[1:]))
     assert resumed.returncode == 0, resumed.stderr
     assert _rows(db, "SELECT status FROM runs") == [("completed",)]
@@ -247,7 +238,7 @@ def test_ctrl_c_outside_a_prompt_marks_the_run_interrupted_and_names_it(workdir:
     db = workdir / "flujo.db"
     with _busy_run(workdir) as (process, run_id):
         process.send_signal(signal.SIGINT)
-        _, stderr = process.communicate(timeout=30)
+        _, stderr = process.communicate()
         assert process.returncode == 130, stderr
     assert f"interrupted: run {run_id} is saved up to its last finished step" in stderr
     assert f"flujo resume {run_id}" in stderr
@@ -274,7 +265,7 @@ def test_eight_processes_run_on_one_database_at_once(workdir: Path) -> None:
             )
             for n in range(8)
         ]
-    results = [process.communicate(timeout=120) for process in processes]
+    results = [process.communicate() for process in processes]
     failed = {n: err for n, ((_, err), p) in enumerate(zip(results, processes, strict=True)) if p.returncode != 0}
     assert not failed, "\n".join(f"writer {n} exited {processes[n].returncode}:\n{err}" for n, err in failed.items())
     run_ids = {json.loads(out)["run_id"] for out, _ in results}
@@ -313,7 +304,7 @@ def test_a_paused_run_resumed_at_a_terminal_asks_the_question_there(
         for answer in ANSWERS[2:]:
             os.write(controller, (answer + "\r").encode())
         shown += read_terminal_until(controller, "completed")
-        assert process.wait(timeout=30) == 0, shown
+        assert process.wait() == 0, shown
     finally:
         if process.poll() is None:
             process.kill()

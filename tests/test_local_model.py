@@ -218,9 +218,9 @@ def test_ctrl_c_during_generation_interrupts_the_run_as_with_other_providers(tmp
     )
     try:
         assert process.stderr is not None
-        seen = read_terminal_until(process.stderr.fileno(), "count ›", timeout=120)
+        seen = read_terminal_until(process.stderr.fileno(), "count ›")
         process.send_signal(signal.SIGINT)
-        _, rest = process.communicate(timeout=60)
+        _, rest = process.communicate()
     finally:
         process.kill()
     stderr = seen + rest.decode(errors="replace")

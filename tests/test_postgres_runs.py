@@ -13,8 +13,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +23,7 @@ from core.ports import RunStore
 from core.records import RunRecord
 from core.store import open_store
 from flujo_cli import exit_codes
-from tests.cli_helpers import ROOT, flujo, flujo_process
+from tests.cli_helpers import ROOT, flujo, flujo_process, wait_until
 from tests.test_durability import ANSWERS, BLUEPRINT, _answer_args
 
 pytestmark = pytest.mark.slow
@@ -84,27 +82,20 @@ def test_a_run_another_process_executes_is_refused_until_that_process_is_killed(
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
         )  # fmt: skip
     try:
-        _wait_for(lambda: (workdir / "go.waiting").exists())  # inside its first agent call, claim held
+        wait_until((workdir / "go.waiting").exists, process=holder)  # inside its first agent call, claim held
         [(run_id,)] = _sql(postgres_uri, "SELECT run_id FROM runs")
         refused = _flujo(workdir, postgres_uri, "resume", run_id, *_answer_args(ANSWERS[1:]))
         assert refused.returncode == exit_codes.FAILED, refused.stderr
         assert f"run {run_id} is being executed by another flujo process (pid {holder.pid} on " in refused.stderr
         holder.kill()  # SIGKILL: the server ends its session and drops the claim
-        holder.wait(timeout=30)
+        holder.wait()
     finally:
         if holder.poll() is None:
             holder.kill()
-        holder.communicate(timeout=30)
+        holder.communicate()
     resumed = _flujo(workdir, postgres_uri, "resume", run_id, "--json", *_answer_args(ANSWERS[1:]))
     assert resumed.returncode == 0, resumed.stderr
     assert _sql(postgres_uri, "SELECT status FROM runs") == [("completed",)]
-
-
-def _wait_for(condition: Callable[[], bool], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 def test_sixteen_processes_run_on_one_postgresql_at_once(
@@ -127,7 +118,7 @@ def test_sixteen_processes_run_on_one_postgresql_at_once(
             )
             for n in range(16)
         ]
-        results = [process.communicate(timeout=300) for process in processes]
+        results = [process.communicate() for process in processes]
     failed = {n: err for n, ((_, err), p) in enumerate(zip(results, processes, strict=True)) if p.returncode != 0}
     assert not failed, "\n".join(f"writer {n} exited {processes[n].returncode}:\n{err}" for n, err in failed.items())
     outputs = [json.loads(out) for out, _ in results]

@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +20,7 @@ import pytest
 from core.records import RunRecord
 from core.store import open_store
 from flujo_cli import exit_codes
-from tests.cli_helpers import ROOT, flujo_process
+from tests.cli_helpers import ROOT, flujo_process, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -111,15 +110,13 @@ def _runs(uri: str) -> dict[str, RunRecord]:
     return asyncio.run(read())
 
 
-def _wait_for(path: Path, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not path.exists():
-        assert time.monotonic() < deadline, f"{path} never appeared"
-        time.sleep(0.05)
+def _wait_for(path: Path) -> None:
+    """Until ``path`` appears: no deadline, the test's time limit (tests/conftest.py) ends a hang."""
+    wait_until(path.exists)
 
 
-def _finish(worker: subprocess.Popen[str], timeout: float = 120) -> str:
-    _, err = worker.communicate(timeout=timeout)
+def _finish(worker: subprocess.Popen[str]) -> str:
+    _, err = worker.communicate()
     assert worker.returncode == 0, err
     return err
 
@@ -154,7 +151,7 @@ def test_a_worker_killed_mid_run_leaves_it_to_another_with_no_committed_step_run
     listed = _flujo(workdir, uri, "lens", "list", "--status", "running")
     assert "HELD BY" in listed.stdout and f"pid {first.pid} on" in listed.stdout, listed.stdout
     first.send_signal(signal.SIGKILL)
-    first.communicate(timeout=30)
+    first.communicate()
     (workdir / "go").touch()
     log = _finish(_worker(workdir, uri, "--until-idle"))
     assert f"completed {run_id}" in log
@@ -189,7 +186,7 @@ def _submitted_run_whose_worker_died(workdir: Path, uri: str) -> str:
     first = _worker(workdir, uri)
     _wait_for(workdir / "started" / run_id)
     first.send_signal(signal.SIGKILL)
-    first.communicate(timeout=30)
+    first.communicate()
     (workdir / "go").touch()
     return run_id
 
@@ -240,7 +237,7 @@ def test_a_run_resumed_inside_a_sub_workflow_after_its_worker_died_gives_each_qu
     first = _worker(workdir, uri)
     _wait_for_any(workdir / "started")  # "before" and the child's "first" committed; the child's "wait" in flight
     first.send_signal(signal.SIGKILL)
-    first.communicate(timeout=30)
+    first.communicate()
     (workdir / "go").touch()
     assert f"completed {run_id}" in _finish(_worker(workdir, uri, "--until-idle"))
     [child] = [run.run_id for run in _runs(uri).values() if run.parent_run_id == run_id]
@@ -251,11 +248,8 @@ def test_a_run_resumed_inside_a_sub_workflow_after_its_worker_died_gives_each_qu
     assert answers == {"before": "A0", "first": "A1", "second": "A2", "third": "A3", "after": "A4"}
 
 
-def _wait_for_any(folder: Path, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not any(folder.iterdir()):
-        assert time.monotonic() < deadline, f"nothing appeared in {folder}"
-        time.sleep(0.05)
+def _wait_for_any(folder: Path) -> None:
+    wait_until(lambda: any(folder.iterdir()))
 
 
 def test_sigterm_lets_a_run_finish_within_the_grace_period(tmp_path: Path) -> None:
@@ -420,11 +414,8 @@ def _thread_run(workdir: Path, uri: str, text: str) -> subprocess.Popen[str]:
 
 
 def _started_run(workdir: Path) -> str:
-    deadline = time.monotonic() + 60
-    while not (found := [path.name for path in (workdir / "started").iterdir()]):
-        assert time.monotonic() < deadline, "no run started"
-        time.sleep(0.05)
-    return found[0]
+    _wait_for_any(workdir / "started")
+    return next((workdir / "started").iterdir()).name
 
 
 @pytest.fixture
@@ -435,7 +426,7 @@ def processes() -> Iterator[list[subprocess.Popen[str]]]:
     for process in started:
         if process.poll() is None:
             process.kill()
-            process.communicate(timeout=30)
+            process.communicate()
 
 
 def test_a_run_of_a_thread_is_refused_while_a_worker_executes_another_run_of_it(
@@ -472,7 +463,7 @@ def test_a_worker_passes_over_a_queued_run_whose_thread_a_direct_run_holds(
     refused = _flujo(workdir, uri, "resume", threaded)  # by hand: refused as well, and left in the queue
     assert refused.returncode == exit_codes.FAILED and f"run {direct_id} is being executed" in refused.stderr
     (workdir / "go").touch()
-    _, err = direct.communicate(timeout=60)
+    _, err = direct.communicate()
     assert direct.returncode == exit_codes.OK, err
     log = _finish(worker)
     assert f"completed {threaded}" in log and f"completed {alone}" in log

@@ -13,16 +13,15 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from core.agents import AgentSpec, build_agent
 from core.config import Settings
 from core.ports import AgentCall
-from tests.cli_helpers import ROOT, flujo_process
+from tests.cli_helpers import ROOT, flujo_process, wait_until
 
 # Attempt 1 writes its pid, then waits before its side effect (long enough to be killed first); any later
 # attempt reports what it was told.
@@ -60,14 +59,6 @@ def _alive(pid: int) -> bool:
     return stat.rpartition(")")[2].split()[0] != "Z"
 
 
-def _wait_for(condition: Callable[[], bool], timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out")
-        time.sleep(0.05)
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
 def test_a_command_dies_with_a_killed_run_and_resume_runs_it_again_as_attempt_2(tmp_path: Path) -> None:
@@ -84,12 +75,12 @@ def test_a_command_dies_with_a_killed_run_and_resume_runs_it_again_as_attempt_2(
             env=env,
         )
     try:
-        _wait_for(lambda: (tmp_path / "pid").exists() and (tmp_path / "pid").read_text() != "")
+        wait_until(lambda: (tmp_path / "pid").exists() and (tmp_path / "pid").read_text() != "", process=run)
         command_pid = int((tmp_path / "pid").read_text())
         assert _alive(command_pid)
         run.kill()  # SIGKILL: flujo can clean nothing up
-        run.communicate(timeout=30)
-        _wait_for(lambda: not _alive(command_pid), timeout=10)  # the kernel killed it with its parent
+        run.communicate()
+        wait_until(lambda: not _alive(command_pid))  # the kernel kills it with its parent
     finally:
         if run.poll() is None:
             run.kill()
@@ -124,7 +115,7 @@ def test_a_cancelled_command_step_kills_the_command_and_what_it_started(tmp_path
 
     asyncio.run(cancel_it())
     pids = [int(pid) for pid in (tmp_path / "pids").read_text().split()]
-    _wait_for(lambda: not any(_alive(pid) for pid in pids), timeout=10)
+    wait_until(lambda: not any(_alive(pid) for pid in pids))
 
 
 def test_script_agents_are_told_the_run_id_step_path_and_attempt(tmp_path: Path) -> None:
@@ -173,8 +164,20 @@ steps:
     shown = flujo_process(["lens", "show", run_id, "--json"], env=env)
     steps = {step["path"]: step["output"] for step in json.loads(shown.stdout)["steps"]}
     assert steps["first"] == f"{run_id} first 1"  # replayed on resume, never run again
-    trace = flujo_process(["lens", "trace", run_id], env=env).stdout
-    assert "started, attempt 1" in trace and "started, attempt 2" in trace  # each start is in the trace
+    # Each start is in the trace. Read as JSON: the printed tree wraps the command's path (this clone's
+    # Python) at the width of a pipe, and a long path may split "started, attempt 2" across two lines.
+    trace = json.loads(flujo_process(["lens", "trace", run_id, "--json"], env=env).stdout)
+    assert _started(trace["spans"]) == [("first", 1), ("pick/a%2Fb/second", 1), ("pick/a%2Fb/second", 2)]
+
+
+def _started(spans: list[dict[str, Any]]) -> list[tuple[str, int]]:
+    """(step path, attempt) of each ``agent.started`` event in ``lens trace --json``'s spans, in order."""
+    found: list[tuple[str, int]] = []
+    for span in spans:  # steps have events; a conditional's branch has children only
+        events = span.get("events", [])
+        found += [(span["path"], e["payload"]["attempt"]) for e in events if e["kind"] == "agent.started"]
+        found += _started(span.get("children", []))
+    return found
 
 
 def test_an_agent_called_outside_the_engine_is_attempt_1() -> None:
