@@ -71,3 +71,14 @@ def test_the_questions_asked(state_db: Path, tmp_path: Path) -> None:
         "When?",
     ]
     assert json.loads(out)["status"] == "completed"
+
+
+def test_a_structured_reply_is_asked_as_its_question(state_db: Path, tmp_path: Path) -> None:
+    path = tmp_path / "flow.yaml"
+    structured = '{action: ask, question: "Who is it for?"}, {action: ask, question: "When?"}, {action: finish}'
+    path.write_text(FLOW.replace('"Who is it for?", "When?", {action: finish}', structured), encoding="utf-8")
+    answers = ["a gift", "hi", "my sister", "ok", "soon", "done"]
+    code, _, err = flujo(["run", str(path), *(arg for a in answers for arg in ("--answer", a)), "--json"])
+    assert code == exit_codes.OK, err
+    asked = [line.split(" (answered) ")[0].removeprefix("? ") for line in err.splitlines() if line.startswith("? ")]
+    assert asked[2:] == ["Who is it for?", "Who is it for?", "When?", "When?"]  # not the reply's JSON

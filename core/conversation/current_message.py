@@ -103,5 +103,5 @@ def default_question(ctx: RunContext, step: str) -> str:
         turns = ctx.conversation_history
         for index in range(len(turns) - 1, -1, -1):  # newest first, without copying the history
             if turns[index].role == "assistant":
-                return turns[index].content
+                return turns[index].text  # a structured reply's question, as a person reads it
     return f"Your answer for {step!r}?"
