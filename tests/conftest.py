@@ -10,6 +10,9 @@ file, a folder, a setting or a width says so itself: ``monkeypatch.chdir(ROOT)``
 repository, ``monkeypatch.setenv``, or ``env={...}`` for a subprocess (whose ``os.environ`` is the isolated
 one). Output a test reads is never wrapped at a width it was not given: ask for ``--json``, or set the width.
 
+The processes a test starts get Ctrl-C's default action even when pytest itself was started with it
+ignored, as a shell does for a command it runs in the background (``pytest_configure``).
+
 Every test has a time limit (pytest-timeout; pyproject.toml): 120 s, or 600 s for one marked
 ``@pytest.mark.slow``. It only ends a test that hangs: a test waits for an event (a line on a pipe, a row
 in the store, a file appearing), never for an amount of time, so that it passes on a loaded machine too.
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,6 +37,15 @@ _INHERITED_PREFIXES = ("FLUJO_", "OPENAI_", "ANTHROPIC_", "OLLAMA_")
 _KEPT_PREFIXES = ("FLUJO_TEST_",)  # the test suite's own settings (tests/postgres_server.py)
 _SECRET_NAME = re.compile(r"(?i)(_API_KEY|_TOKEN|_SECRET|_KEY|PASSWORD)$")  # as core.config.secret_values
 _TERMINAL = frozenset({"COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR"})
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C keeps its usual action in the processes tests start. A shell that runs a command in the
+    background (``make test &``, ``nohup``, a script's ``cmd &``) starts it with SIGINT ignored, and every
+    process it starts inherits that: a ``flujo`` told to stop by a test would then run on. From a terminal
+    pytest already has Python's handler; here it gets it back, and its children start with the default."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
