@@ -16,6 +16,8 @@ Scripting (responses are consumed in order, whatever the route)::
     fake.reply({"action": "finish"})          # any non-string value is sent as its JSON text
     fake.reply("slow", delay=2.0)             # answer after a delay (for timeouts)
     fake.reply("a b c", cut_after=2)          # a stream that breaks off after 2 SSE events
+    fake.reply("done", hold=True)             # a stream sent whole but for its end, then held open:
+    fake.held.wait(); ...; fake.release()     # the client has the whole answer and still waits
     fake.fail(429, retry_after=0.01)          # an error status (OpenAI or Anthropic error body)
     fake.fail(500, times=2)                   # ... twice
     fake.fail(401, message="bad key")
@@ -72,6 +74,7 @@ class _Scripted:
     cut_after: int | None = None
     message: str | None = None
     retry_after: float | None = None
+    hold: bool = False
 
 
 class FakeLLM:
@@ -82,6 +85,8 @@ class FakeLLM:
         self._queue: deque[_Scripted] = deque()
         self._lock = threading.Lock()
         self._closing = threading.Event()
+        self.held = threading.Event()  # a reply queued with hold=True was sent, all but its end
+        self._let_go = threading.Event()
         self._server = _Server(("127.0.0.1", 0), _handler_for(self))
         # A short poll interval makes close() (shutdown) quick: it waits for the serve loop's next poll.
         self._thread = threading.Thread(
@@ -95,6 +100,7 @@ class FakeLLM:
 
     def close(self) -> None:
         self._closing.set()  # wakes handlers sleeping on a delay
+        self._let_go.set()  # and a held reply
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
@@ -151,14 +157,22 @@ class FakeLLM:
         delay: float = 0.0,
         chunks: list[str] | None = None,
         cut_after: int | None = None,
+        hold: bool = False,
     ) -> FakeLLM:
         """Queue a successful answer. ``usage`` is (input, output) tokens; ``chunks`` fixes the stream
         deltas (default: one per word); ``cut_after`` drops the connection mid-stream after that many
-        SSE events (the client sees an incomplete chunked body)."""
+        SSE events (the client sees an incomplete chunked body). ``hold`` (a streamed request): every SSE
+        event but the last (``[DONE]``, Anthropic's ``message_stop``) is sent, usage included, then ``held``
+        is set and the connection is kept open, the stream unfinished, until ``release()`` or ``close()``:
+        the provider has served the call and the client is still waiting for its end."""
         text = content if isinstance(content, str) else json.dumps(content)
         pieces = tuple(chunks) if chunks else None
-        self._push(_Scripted(text=text, usage=usage, delay=delay, chunks=pieces, cut_after=cut_after))
+        self._push(_Scripted(text=text, usage=usage, delay=delay, chunks=pieces, cut_after=cut_after, hold=hold))
         return self
+
+    def release(self) -> None:
+        """Let a held reply's connection go (closed without the stream's end)."""
+        self._let_go.set()
 
     def fail(
         self,
@@ -248,13 +262,13 @@ def _handler_for(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
             stream = isinstance(body, dict) and body.get("stream") is True
             if anthropic:
                 if stream:
-                    self._sse(_anthropic_events(scripted, model), cut_after=scripted.cut_after)
+                    self._sse(_anthropic_events(scripted, model), cut_after=scripted.cut_after, hold=scripted.hold)
                 else:
                     self._json(200, _anthropic_message(scripted, model))
             elif stream:
                 options = body.get("stream_options") or {}
                 events = _openai_chunks(scripted, model, usage=bool(options.get("include_usage")))
-                self._sse(events, cut_after=scripted.cut_after)
+                self._sse(events, cut_after=scripted.cut_after, hold=scripted.hold)
             else:
                 self._json(200, _openai_completion(scripted, model))
 
@@ -279,7 +293,7 @@ def _handler_for(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def _sse(self, events: Iterator[tuple[str | None, str]], *, cut_after: int | None) -> None:
+        def _sse(self, events: Iterator[tuple[str | None, str]], *, cut_after: int | None, hold: bool) -> None:
             # A stream to be cut uses HTTP/1.1 chunked encoding: closing the socket then is an error the
             # client can see (under HTTP/1.0 a closed connection is simply the end of the body).
             chunked = cut_after is not None
@@ -292,9 +306,14 @@ def _handler_for(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
             if chunked:
                 self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
-            for sent, (event, data) in enumerate(events):
+            listed = list(events)
+            for sent, (event, data) in enumerate(listed):
                 if cut_after is not None and sent >= cut_after:
                     return  # no terminating chunk: the body is incomplete
+                if hold and sent == len(listed) - 1:
+                    fake.held.set()
+                    fake._let_go.wait()
+                    return  # the connection closes with the stream unfinished
                 head = f"event: {event}\n" if event else ""
                 payload = f"{head}data: {data}\n\n".encode()
                 if chunked:
