@@ -197,6 +197,8 @@ class Engine:
             started=None if journal_from_store else {},  # a new run has no earlier attempts to count
             answering=self.answering,
         )
+        if journal_from_store:  # what an earlier process sent and never recorded the reply of still counts
+            await frame.count_interrupted()
         ctx = RunContext(initial_prompt=record.input)
         try:
             outcome = await self._outcome(pipeline, record.input, run_id, frame, ctx)

@@ -77,6 +77,30 @@ class ProcessStarted(_Event):
 
 
 @dataclass(frozen=True, slots=True)
+class CallSent(_Event):
+    """A call to a model that a provider serves is about to be sent, committed before it is: if the process
+    stops before the step's result is committed, the call's reply is lost but the provider served it, so a
+    resumed run counts it (one request of unknown usage, ``core.records.call_interrupted``) and keeps what it may
+    have used charged against the limits. ``started`` is when the step's attempt started, the
+    ``started_at`` of the step's record once that attempt commits it; ``prompt_tokens`` the prompt as
+    counted before sending, ``reply_cap`` the most its reply may hold (None: not capped) and ``cost_usd``
+    the most the call may cost (None: the price is unknown)."""
+
+    kind: ClassVar[Literal["agent.call"]] = "agent.call"
+    agent: str
+    model: str | None
+    started: float
+    prompt_tokens: int
+    reply_cap: int | None = None
+    cost_usd: float | None = None
+
+    @property
+    def most_tokens(self) -> int:
+        """The most tokens the call may have used: its prompt and its reply cap."""
+        return self.prompt_tokens + (self.reply_cap or 0)
+
+
+@dataclass(frozen=True, slots=True)
 class PromptSent(_Event):
     """An agent call: the messages sent to ``agent``, redacted, exactly as sent. ``history`` says what of a
     conversation went with them (``conversation``, ``turns``, ``dropped``, ``mode``, ``summary_of``);
@@ -265,6 +289,7 @@ class UnknownEvent(_Event):
 KnownEvent = (
     AgentStarted
     | ProcessStarted
+    | CallSent
     | PromptSent
     | OutputRepaired
     | ReplyReceived
@@ -345,6 +370,8 @@ def _reader(hint: Any) -> _Reader:
         return lambda value: value if isinstance(value, int) and not isinstance(value, bool) else _MISFIT
     if hint is str:
         return lambda value: value if isinstance(value, str) else _MISFIT
+    if hint is float:  # JSON writes a whole float as it is (1.0), but a number written by hand may be 1
+        return lambda value: value if isinstance(value, int | float) and not isinstance(value, bool) else _MISFIT
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (Union, types.UnionType) and type(None) in args:
         (inner,) = (arg for arg in args if arg is not type(None))

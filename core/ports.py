@@ -132,6 +132,13 @@ class Agent(Protocol):
         ...
 
     @property
+    def provider_served(self) -> bool:
+        """True when a provider serves the calls (a hosted API, a local server): what a call uses is the
+        provider's, so each is journaled before it is sent, and a call whose reply a stopped process never
+        recorded still counts (docs/durability.md). False for offline doubles and script agents."""
+        ...
+
+    @property
     def takes_history(self) -> bool:
         """Whether a conversation's history is sent to this agent: as chat messages to a model, as a text
         block before the input of a script. False for agents that only move their input along (the
@@ -245,7 +252,10 @@ class RunStore(Protocol):
 
     async def steps(self, run_id: str) -> list[StepRecord]: ...
 
-    async def events(self, run_id: str) -> list[TraceEvent]: ...
+    async def events(self, run_id: str, *, kind: str | None = None) -> list[TraceEvent]:
+        """The trace events of run ``run_id`` in the order they were recorded; with ``kind``, only those of
+        that kind (read without the others' payloads)."""
+        ...
 
     async def record_thread_turns(self, run_id: str, turns: Sequence[ConversationTurn]) -> None:
         """Replace the turns run ``run_id`` added to its thread by ``turns`` (one transaction). A run in no

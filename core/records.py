@@ -3,17 +3,25 @@ prune removed.
 
 They are plain frozen values: the engine writes them through ``core.ports.RunStore``, the stores in
 ``core.store`` persist them, and lens reads them back; none of them does I/O.
+
+A call to a model that a provider serves is journaled before it is sent (a ``CallSent`` event, holding
+when its step's attempt started). The step's record, committed when that attempt ends (completed or
+failed), starts at the same moment, stored as the same number. So a ``CallSent`` whose step has no record,
+or the record of another attempt (an earlier failure, or the later attempt that ran the step again), was
+sent by a process that stopped before it recorded the reply (killed, or cancelled mid-call): the call is
+interrupted (``call_interrupted``): the provider served it, or may have, and what it used is unknown. The
+engine counts such calls when it runs the run again, and lens shows them (docs/durability.md).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from core.context import Role
-from core.events import Event, from_payload
+from core.events import CallSent, Event, from_payload
 from core.usage import ZERO_USAGE, Usage
 
 StepStatus = Literal["completed", "failed", "skipped", "paused"]
@@ -142,3 +150,21 @@ class ThreadSummary:
     tokens: int
     first_run_at: float
     last_run_at: float
+
+
+def call_interrupted(call: CallSent, record: StepRecord | None) -> bool:
+    """Whether the attempt that sent ``call`` recorded no result; ``record`` is the record of its step (at
+    the path of the ``CallSent`` event), if there is one."""
+    # Equal as stored: both are the one time.time() value of the attempt, written as the same double.
+    return record is None or record.started_at != call.started
+
+
+def interrupted_calls(events: Iterable[TraceEvent], steps: Mapping[str, StepRecord]) -> list[CallSent]:
+    """The calls among ``events`` (of a run whose step records are ``steps``, by path) that were
+    interrupted (``call_interrupted``), in the order they were sent."""
+    found: list[CallSent] = []
+    for event in events:
+        call = event.data
+        if isinstance(call, CallSent) and call_interrupted(call, steps.get(event.path)):
+            found.append(call)
+    return found

@@ -8,12 +8,17 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Usage:
     """What calls cost. ``cost_usd`` is None when the price of any call counted here is unknown: never
-    guessed, and never counted as zero (offline and script agents do cost exactly 0.0)."""
+    guessed, and never counted as zero (offline and script agents do cost exactly 0.0).
+
+    ``interrupted`` counts the requests among ``requests`` whose usage is unknown: a provider's call sent
+    by a process that was stopped before it recorded the reply (``core.records.call_interrupted``). Their tokens
+    are not in the counts, and their cost makes ``cost_usd`` unknown."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     requests: int = 0
     cost_usd: float | None = 0.0
+    interrupted: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -27,15 +32,23 @@ class Usage:
             output_tokens=self.output_tokens + other.output_tokens,
             requests=self.requests + other.requests,
             cost_usd=cost,
+            interrupted=self.interrupted + other.interrupted,
         )
 
     def to_dict(self) -> dict[str, int | float | None]:
-        return {
+        """The usage as JSON data; ``interrupted`` only when some requests were (the shape is otherwise the
+        one flujo has always written)."""
+        data: dict[str, int | float | None] = {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "requests": self.requests,
             "cost_usd": self.cost_usd,
         }
+        if self.interrupted:
+            data["interrupted"] = self.interrupted
+        return data
 
 
 ZERO_USAGE = Usage()
+INTERRUPTED_CALL = Usage(requests=1, cost_usd=None, interrupted=1)
+"""What a call whose reply was never recorded counts: one request, of unknown tokens and cost."""

@@ -114,7 +114,7 @@ def _step(node: StepNode, *, events: bool) -> dict[str, Any]:
         "input": record.input if record else None,
         "output": record.output if record else None,
         "error": record.error if record else None,
-        "usage": record.usage.to_dict() if record else None,
+        "usage": node.own_usage.to_dict() if record or node.interrupted else None,
     }
     if events:
         data["events"] = _events(node)

@@ -39,12 +39,18 @@ def tokens(usage: Usage) -> str:
 
 
 def cost(usage: Usage) -> str:
-    """``$0.0123``; ``$0`` for free calls; ``?`` when a model without a price was called (never $0)."""
+    """``$0.0123``; ``$0`` for free calls; ``?`` when a model without a price was called, or a call whose
+    usage is unknown (interrupted): never $0."""
     if usage.cost_usd is None:
         return "?"
-    if usage.cost_usd == 0:
+    return dollars(usage.cost_usd)
+
+
+def dollars(amount: float) -> str:
+    """``$0.0123``, ``$0.000150`` (small amounts with more digits), ``$0``."""
+    if amount == 0:
         return "$0"
-    return f"${usage.cost_usd:.4f}" if usage.cost_usd >= 0.01 else f"${usage.cost_usd:.6f}"
+    return f"${amount:.4f}" if amount >= 0.01 else f"${amount:.6f}"
 
 
 def count(n: int, word: str, plural: str | None = None) -> str:

@@ -16,6 +16,7 @@ from core.events import (
     AgentStarted,
     AnswerRejected,
     BranchTaken,
+    CallSent,
     ChildRunStarted,
     EnsembleDone,
     Event,
@@ -65,12 +66,14 @@ def status_text(status: str) -> Text:
 
 
 def usage_words(usage: Usage, *, always: bool = False) -> str:
-    """``2 requests · 130 tokens · $0.0012``, or "" for a step that called no model (unless ``always``)."""
+    """``2 requests · 130 tokens · $0.0012``, or "" for a step that called no model (unless ``always``);
+    ``3 requests (1 interrupted: usage unknown) · 130 tokens · ?`` when the reply of some was never recorded."""
     if not always and usage.requests == 0 and usage.total_tokens == 0:
         return ""
-    return " · ".join(
-        (figures.count(usage.requests, "request"), figures.count(usage.total_tokens, "token"), figures.cost(usage))
-    )
+    requests = figures.count(usage.requests, "request")
+    if usage.interrupted:
+        requests += f" ({usage.interrupted} interrupted: usage unknown)"
+    return " · ".join((requests, figures.count(usage.total_tokens, "token"), figures.cost(usage)))
 
 
 def run_duration(record: RunRecord) -> float | None:
@@ -112,6 +115,8 @@ def step_label(node: StepNode) -> Text:
     text = Text.assemble(mark(node.status), " ", (node.name, "bold"), "  ")
     if record is None:
         text.append(f"{node.status}", style="dim")
+        if node.interrupted:  # calls interrupted there before any result was recorded
+            text.append(f" · {usage_words(node.own_usage)}")
         return text
     words = (record.kind, figures.duration(record.duration_s), usage_words(node.usage))
     text.append(" · ".join(w for w in words if w))
@@ -206,11 +211,12 @@ def _summary_words(call: CallNode) -> list[str]:
 
 def event_label(node: EventNode) -> Text:
     event = node.event
-    return Text.assemble((f"{event.kind}  ", "dim"), _event_words(event.data, event.payload))
+    return Text.assemble((f"{event.kind}  ", "dim"), _event_words(event.data, event.payload, node.interrupted))
 
 
-def _event_words(event: Event, payload: Mapping[str, Any]) -> Text:
-    """What an event says, in words; its ``payload`` (as stored) for an event with no words of its own."""
+def _event_words(event: Event, payload: Mapping[str, Any], interrupted: bool) -> Text:
+    """What an event says, in words; its ``payload`` (as stored) for an event with no words of its own.
+    ``interrupted``: the ``CallSent`` of a call whose reply was never recorded (``lens.tree``)."""
     match event:
         case QuestionAnswered(message=message, answer=answer, source=source):
             text = Text.assemble(("asked ", "dim"), one_line(message, 50), ("  answered ", "dim"), one_line(answer, 50))
@@ -248,6 +254,16 @@ def _event_words(event: Event, payload: Mapping[str, Any]) -> Text:
             return Text(f"{agent} started, attempt {attempt}", style="yellow" if attempt > 1 else "")
         case ProcessStarted(group=group):  # a command agent's process, ended on resume if it outlived flujo
             return Text(f"process group {group} started")
+        case CallSent(agent=agent) if not interrupted:  # its run is running: the reply may still come
+            return Text(f"call to {agent} sent · no reply recorded yet", style="dim")
+        case CallSent(agent=agent):
+            words = (
+                f"call to {agent} interrupted: sent, but its reply was never recorded · counted as 1 request of"
+                f" unknown usage · up to {figures.count(event.most_tokens, 'token')}"
+            )
+            if event.cost_usd:
+                words += f" and {figures.dollars(event.cost_usd)}"
+            return Text(words + " held against the limits", style="yellow")
         case PromptSent() | OutputRepaired() | HistoryNotInjected() | UnknownEvent():
             return Text(one_line(dict(payload)))
         case _:

@@ -8,7 +8,10 @@
 * ``GroupNode``: one iteration of a loop, item of a map or branch of a parallel / conditional;
 * ``CallNode``: one agent call: its ``PromptSent`` event, the ``ReplyCut``, ``OutputRepaired`` and
   ``ReplyReceived`` after it, and the messages sent (``MessageNode``);
-* ``EventNode``: any other event (``QuestionAnswered``, ``LoopExited``, ``StepErrored`` ...).
+* ``EventNode``: any other event (``QuestionAnswered``, ``LoopExited``, ``StepErrored`` ...). A call a
+  provider serves is journaled before it is sent (``CallSent``); it is shown only when no result of its
+  step's attempt was recorded: interrupted (``core.records.call_interrupted``: its step counts it as a request of
+  unknown usage), or still waiting for its reply while its run is running.
 
 Events are matched on their ``core.events`` classes (``TraceEvent.data``), never on kind strings. Paths: a
 step path alternates names and keys below the steps that run steps (``core.records.KEYED_STEP_KINDS``;
@@ -26,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from core.events import (
+    CallSent,
     ChildRunStarted,
     HistorySummarized,
     OutputRepaired,
@@ -34,8 +38,8 @@ from core.events import (
     ReplyReceived,
     SummaryFailed,
 )
-from core.records import CONTAINER_STEP_KINDS, KEYED_STEP_KINDS, RunRecord, StepRecord, TraceEvent
-from core.usage import ZERO_USAGE, Usage
+from core.records import CONTAINER_STEP_KINDS, KEYED_STEP_KINDS, RunRecord, StepRecord, TraceEvent, call_interrupted
+from core.usage import INTERRUPTED_CALL, ZERO_USAGE, Usage
 from lens.preview import full_text
 from lens.snapshot import RunSnapshot
 
@@ -100,6 +104,8 @@ class CallNode:
 class EventNode:
     run_id: str
     event: TraceEvent
+    # For a ``CallSent``: its reply was never recorded (True), or it may still come (its run is running).
+    interrupted: bool = False
     kind: Literal["event"] = "event"
 
     def __repr__(self) -> str:
@@ -123,6 +129,7 @@ class StepNode:
     children: list[Node] = field(default_factory=list)
     events: list[TraceEvent] = field(default_factory=list)
     status_if_unrecorded: str = "not recorded"
+    interrupted: int = 0  # calls of the step whose reply was never recorded (``call_interrupted``)
     kind: Literal["step"] = "step"
 
     def __repr__(self) -> str:
@@ -132,13 +139,22 @@ class StepNode:
     def status(self) -> str:
         return self.record.status if self.record is not None else self.status_if_unrecorded
 
+    @property
+    def own_usage(self) -> Usage:
+        """What the step's own calls cost: its record's usage, and one request of unknown usage for each
+        call interrupted before its reply was recorded (as its run counts them)."""
+        own = self.record.usage if self.record is not None else ZERO_USAGE
+        for _ in range(self.interrupted):
+            own += INTERRUPTED_CALL
+        return own
+
     @functools.cached_property
     def usage(self) -> Usage:
-        """What the step cost: a leaf step's own record; a composite step's (loop, map, parallel, conditional,
-        sub-workflow), whose own record holds none, is the sum of everything that ran in it."""
+        """What the step cost: a leaf step's own (``own_usage``); a composite step's (loop, map, parallel,
+        conditional, sub-workflow), whose own record holds none, is the sum of everything that ran in it."""
         if self.record is not None and self.record.kind not in CONTAINER_STEP_KINDS:
-            return self.record.usage
-        return _usage_within(self.children)
+            return self.own_usage
+        return self.own_usage + _usage_within(self.children)
 
 
 @dataclass(eq=False, repr=False)
@@ -189,8 +205,7 @@ def _usage_within(nodes: Sequence[Node]) -> Usage:
     total = ZERO_USAGE
     for node in nodes:
         if isinstance(node, StepNode):
-            own = node.record.usage if node.record is not None else ZERO_USAGE
-            total += own + _usage_within(node.children)
+            total += node.own_usage + _usage_within(node.children)
         elif isinstance(node, GroupNode):
             total += _usage_within(node.children)
         elif isinstance(node, RunNode):
@@ -231,6 +246,7 @@ class _Builder:
         self.groups: dict[str, GroupNode] = {}
         self.first: dict[int, float] = {}  # id(node) → when it started, for ordering
         self.calls: dict[int, CallNode] = {}  # id(step node) → its latest agent call
+        self.sent: list[tuple[Container, TraceEvent]] = []  # the CallSent events, each with its node
 
     def build(self) -> RunNode:
         record = self.snapshot.record
@@ -239,6 +255,7 @@ class _Builder:
             self._start(node, step.started_at)
         for event in self.snapshot.events:
             self._add_event(event)
+        self._unanswered_calls(record)
         for child_id, child in self.snapshot.children.items():
             where = self.snapshot.child_paths.get(child_id)
             child_root = _Builder(child, where or "").build()
@@ -252,6 +269,22 @@ class _Builder:
                 node.status_if_unrecorded = _unrecorded_status(record, node.path)
         self._order(self.root)
         return self.root
+
+    def _unanswered_calls(self, record: RunRecord) -> None:
+        """Show the journaled calls whose step's attempt recorded no result: interrupted, counted in their
+        step's usage; or, the latest of its step in a running run, perhaps still waiting for its reply."""
+        latest = {event.path: event for _, event in self.sent}
+        for target, event in self.sent:
+            call = event.data
+            assert isinstance(call, CallSent)
+            if not call_interrupted(call, self.records.get(event.path)):
+                continue  # its step's record holds the attempt's result; the call is shown with its prompt
+            waiting = record.status == "running" and latest[event.path] is event
+            shown = EventNode(self.run_id, event, interrupted=not waiting)
+            target.children.append(shown)
+            self._start(shown, event.ts)
+            if not waiting and isinstance(target, StepNode):
+                target.interrupted += 1
 
     def _link_summaries(self) -> None:
         """Give each agent call the outcome of the history summary made just before it, if any: it says
@@ -344,6 +377,8 @@ class _Builder:
                 last.repairs.append(repair)
             case ChildRunStarted(child_run_id=child) if child in self.snapshot.children:
                 pass  # the child run is shown below its step
+            case CallSent():  # shown by its call, or as unanswered (``_unanswered_calls``)
+                self.sent.append((target, event))
             case _:  # a second reply to one prompt is kept visible rather than dropped
                 self._add_plain(target, event)
         if node is not None:

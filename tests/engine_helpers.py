@@ -28,6 +28,10 @@ class FuncAgent:
         return False
 
     @property
+    def provider_served(self) -> bool:
+        return False
+
+    @property
     def takes_history(self) -> bool:
         return True
 

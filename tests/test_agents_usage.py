@@ -114,8 +114,9 @@ async def test_the_repair_exchange_is_traced_and_redacted(fake_llm: FakeLLM) -> 
 
     assert outcome.status == "completed" and outcome.output == {"action": "ask"}
     events = await store.events(outcome.run_id)
-    assert [event.kind for event in events] == ["agent.prompt", "agent.repair", "agent.reply"]
-    repair = events[1].payload
+    # agent.call: journaled before the call is sent (docs/durability.md)
+    assert [event.kind for event in events] == ["agent.call", "agent.prompt", "agent.repair", "agent.reply"]
+    repair = events[2].payload
     assert repair["first_reply"] == f"Sure, here is the key {MASK}"
     assert repair["error"].startswith("the reply is not valid JSON")
     assert repair["request"] == fake_llm.last.body["messages"][-1]["content"]
@@ -130,10 +131,10 @@ async def test_the_repair_exchange_of_a_failed_call_is_traced(fake_llm: FakeLLM)
 
     assert outcome.status == "failed"
     events = await store.events(outcome.run_id)
-    assert [event.kind for event in events] == ["agent.prompt", "agent.repair", "step.error"]
-    assert events[1].payload["first_reply"] == "no JSON here"
-    assert events[1].payload["second_reply"] == '{"action": 3}'
-    assert "3 is not of type 'string'" in events[2].payload["error"]
+    assert [event.kind for event in events] == ["agent.call", "agent.prompt", "agent.repair", "step.error"]
+    assert events[2].payload["first_reply"] == "no JSON here"
+    assert events[2].payload["second_reply"] == '{"action": 3}'
+    assert "3 is not of type 'string'" in events[3].payload["error"]
 
 
 def test_a_call_estimate_prices_the_prompt_and_the_reply_cap(fake_llm: FakeLLM) -> None:

@@ -242,6 +242,17 @@ async def test_events_round_trip_in_order_with_unicode(store: RunStore) -> None:
     assert await store.events("nope") == []
 
 
+async def test_the_events_of_one_kind_are_read_alone_in_order(store: RunStore) -> None:
+    await store.create_run(run("r1"))
+    await store.create_run(run("r2"))
+    calls = [event("0", kind="agent.call", n=1), event("1", kind="agent.call", n=2)]
+    await store.record_events("r1", calls[:1])
+    await store.record_step(step("r1", "0"), [event("0", text="hi"), calls[1]])
+    await store.record_events("r2", [event("0", kind="agent.call", n=3)])
+    assert await store.events("r1", kind="agent.call") == calls
+    assert await store.events("r1", kind="loop.exit") == []
+
+
 async def test_values_go_through_json_the_same_way_in_both_stores(store: RunStore) -> None:
     await store.create_run(run("r1", input=("a", 1), output={1: Path("out.txt")}))
     await store.record_events("r1", [event("0", when=Path("x"), pair=(1, 2))])

@@ -47,6 +47,8 @@ def _values(hint: Any) -> st.SearchStrategy[Any]:
         return JSON
     if hint in (str, int, bool):
         return st.from_type(hint)
+    if hint is float:
+        return st.floats(allow_nan=False)  # NaN is not equal to itself, and JSON has no NaN
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if type(None) in args:
         (inner,) = (arg for arg in args if arg is not type(None))
@@ -129,7 +131,7 @@ def test_the_step_kinds_lens_groups_by_are_the_steps_that_run_steps() -> None:
 
 
 def _kind_of_field(hint: Any) -> str:
-    words = {str: "text", int: "integer", bool: "true/false", Any: "any JSON value"}
+    words = {str: "text", int: "integer", float: "number", bool: "true/false", Any: "any JSON value"}
     if hint in words:
         return words[hint]
     origin, args = typing.get_origin(hint), typing.get_args(hint)

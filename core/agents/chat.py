@@ -121,6 +121,10 @@ class ChatModelAgent(ABC):
         return True
 
     @property
+    def provider_served(self) -> bool:
+        return True
+
+    @property
     def takes_history(self) -> bool:
         return True
 

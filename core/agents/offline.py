@@ -65,6 +65,10 @@ class ScriptedAgent:
         return True
 
     @property
+    def provider_served(self) -> bool:
+        return False
+
+    @property
     def takes_history(self) -> bool:
         return True
 
@@ -153,6 +157,10 @@ class EchoAgent:
     @property
     def is_model(self) -> bool:
         return True
+
+    @property
+    def provider_served(self) -> bool:
+        return False
 
     @property
     def takes_history(self) -> bool:

@@ -48,6 +48,10 @@ class _LocalAgent:
         return False
 
     @property
+    def provider_served(self) -> bool:
+        return False
+
+    @property
     def takes_history(self) -> bool:
         return self._takes_history
 

@@ -108,12 +108,12 @@ async def summarize(active: ActiveConversation, ctx: RunContext, path: str, fram
     started = time.time()
     # The same rules as any agent call: reserved against the limits (LimitReached stops the run, it is
     # not a summarizer failure), and its usage replaces the reservation when it ends.
-    held = frame.reserve_call(step, summarizer, sent)
+    held = await frame.begin_call(here, step, summarizer, sent, started=started)
     prompt = frame.event(here, PromptSent(summarizer.label, tuple(m.to_dict() for m in sent), False, purpose=SUMMARY))
     try:
         reply = await summarizer.run(call)
     except ControlSignal:
-        frame.release(held)
+        frame.abandon(held)
         raise
     except Exception as exc:  # a failing summarizer never fails the run: truncation takes over
         usage = exc.usage if isinstance(exc, AgentOutputError) else ZERO_USAGE
@@ -141,8 +141,8 @@ async def summarize(active: ActiveConversation, ctx: RunContext, path: str, fram
             events=[prompt, frame.event(here, failed)],
         )
         return
-    except BaseException:
-        frame.release(held)
+    except BaseException:  # cancelled: a journaled call counts as interrupted
+        frame.abandon(held)
         raise
     frame.summarizer_failures = 0
     summary = turn_text(normalize(reply.output)).strip()

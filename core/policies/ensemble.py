@@ -237,7 +237,7 @@ class Conversation:
         frame = self.frame
         started = time.time()
         try:
-            question = self._question(participant, number, path)
+            question = self._question(participant, number, path, started)
         except FlujoError as exc:
             await frame.commit(
                 path=path, name=participant.name, kind="hitl", status="failed", started=started,
@@ -272,7 +272,7 @@ class Conversation:
         )  # fmt: skip
         return answer.value
 
-    def _question(self, participant: Participant, number: int, path: str) -> PersonQuestion:
+    def _question(self, participant: Participant, number: int, path: str, started: float) -> PersonQuestion:
         """What the person is asked: the ``ask`` question, or, for a participant only a simulated person
         plays, the newest turn someone else said (a cue when there is none). What the person has heard is
         the conversation as the asking side records it — the thread's earlier turns, the ensemble's input
@@ -297,7 +297,7 @@ class Conversation:
             message = cue(participant, number)
         return PersonQuestion(
             step=participant.name, path=path, message=message, input_schema=participant.input_schema,
-            answered_by=participant.answered_by, heard=heard, history=self.step.history,
+            answered_by=participant.answered_by, heard=heard, history=self.step.history, started=started,
         )  # fmt: skip
 
     def _remember(self, participant: Participant, message: str, answer: Any) -> None:

@@ -21,14 +21,14 @@ from core.answering import Answering
 from core.context import RunContext
 from core.conversation import ThreadBinding
 from core.errors import FlujoError, LimitReached, RunError
-from core.events import AgentStarted, KnownEvent, ProcessStarted
+from core.events import AgentStarted, CallSent, KnownEvent, ProcessStarted
 from core.ports import Agent, ChatMessage, HumanInput, Reporter, RunStore
-from core.records import StepRecord, StepStatus, TraceEvent
+from core.records import StepRecord, StepStatus, TraceEvent, interrupted_calls
 from core.redaction import Redactor
 from core.step_paths import path_segment
 from core.steps import Limits
 from core.tokens import count_messages
-from core.usage import ZERO_USAGE, Usage
+from core.usage import INTERRUPTED_CALL, ZERO_USAGE, Usage
 from core.views import ATOMIC, LazyView, copied
 
 
@@ -54,6 +54,10 @@ class Frame:
     # What the calls in flight hold against the limits (``reserve``), until their usage replaces it.
     reserved_tokens: int = 0
     reserved_cost_usd: float = 0.0
+    # What the calls interrupted before their reply was recorded may have used (``charge_interrupted``): held
+    # against the limits for the rest of the run, as reservations that their usage never replaces.
+    interrupted_tokens: int = 0
+    interrupted_cost_usd: float = 0.0
     thread: ThreadBinding | None = None  # the thread this run continues (core.conversation), if any
     parent: Frame | None = None  # the calling run's frame, for a sub-workflow's child run
     # Step path → how many times an agent with side effects started there in this run (``begin_attempt``);
@@ -177,6 +181,55 @@ class Frame:
         self.reporter.step_finished(record)
         return record
 
+    async def begin_call(
+        self, path: str, step: str, agent: Agent, sent: Sequence[ChatMessage], *, started: float
+    ) -> Reservation:
+        """Before a call of ``agent`` (by the step at ``path``, whose attempt started at ``started``) sending
+        ``sent``: ``reserve_call``, and when a provider serves it (``Agent.provider_served``) a ``CallSent``
+        event, committed before the call is sent, so that a resumed run counts the call even if this process
+        stops before it records the reply. Offline and script agents write nothing here (a loop of them
+        runs at the speed of its commits)."""
+        if not agent.provider_served:
+            return self.reserve_call(step, agent, sent)
+        tokens = count_messages(sent, agent.model_name)
+        cap, cost = agent.reply_cap, agent.estimate_cost_usd(tokens)
+        held = self.reserve(step, tokens, cost, reply_tokens=cap or 0)
+        held.call = CallSent(agent.label, agent.model_name, started, tokens, cap, cost)
+        try:
+            await self.store.record_events(self.run_id, [self.event(path, held.call)])
+        except BaseException:
+            self.release(held)
+            raise
+        return held
+
+    def abandon(self, held: Reservation | None) -> None:
+        """A call ended without a result to commit (cancelled, or a signal stopped its step): its reservation
+        is given back, unless the call was journaled (``begin_call``), which then counts as interrupted
+        (``charge_interrupted``), as a resumed run will count it."""
+        if held is None or held.released:
+            return
+        self.release(held)
+        if held.call is not None:
+            self.charge_interrupted(held.call)
+
+    def charge_interrupted(self, call: CallSent) -> None:
+        """Count ``call``, sent but its reply never recorded, as one request of unknown usage
+        (``INTERRUPTED_CALL``), and hold what it may have used against the limits from now on."""
+        self.add_usage(INTERRUPTED_CALL)
+        top = self
+        while top.parent is not None:  # the limits are the top-level run's
+            top = top.parent
+        top.interrupted_tokens += call.most_tokens
+        top.interrupted_cost_usd += call.cost_usd or 0.0
+
+    async def count_interrupted(self) -> None:
+        """When an earlier process ran this run: count the calls it sent whose reply it never recorded
+        (``core.records.interrupted_calls``), each ``charge_interrupted``. Read once, when the run (or a
+        child run) is entered again; the run's usage is counted afresh at each resume, so each once."""
+        events = await self.store.events(self.run_id, kind=CallSent.kind)
+        for call in interrupted_calls(events, self.journal):
+            self.charge_interrupted(call)
+
     def reserve(self, step: str, tokens: int, cost_usd: float | None = None, *, reply_tokens: int = 0) -> Reservation:
         """Before a call: hold what it may use, or LimitReached when a limit is already spent or when the
         call's most — ``tokens`` of prompt plus ``reply_tokens`` (its reply cap), and ``cost_usd`` (its most
@@ -190,18 +243,24 @@ class Frame:
         self.check_limits()
         limit, budget = self.limits.max_tokens, self.limits.max_cost_usd
         most = tokens + reply_tokens if tokens else 0
-        if limit is not None and most and self.usage.total_tokens + self.reserved_tokens + most > limit:
+        held_tokens = self.reserved_tokens + self.interrupted_tokens
+        if limit is not None and most and self.usage.total_tokens + held_tokens + most > limit:
             reply = f" and its reply up to {reply_tokens}" if reply_tokens else ""
             held = f", and {self.reserved_tokens} more are held by calls in flight" if self.reserved_tokens else ""
+            if self.interrupted_tokens:
+                held += f", and {self.interrupted_tokens} more by interrupted calls of unknown usage"
             raise LimitReached(
                 f"token limit reached before calling {step!r}: its prompt needs about {tokens} tokens{reply} and "
                 f"{self.usage.total_tokens} of the {limit} allowed are used{held}",
                 usage=self.usage,
             )
-        if budget is not None and cost_usd and self.known_cost_usd + self.reserved_cost_usd + cost_usd > budget:
+        held_cost = self.reserved_cost_usd + self.interrupted_cost_usd
+        if budget is not None and cost_usd and self.known_cost_usd + held_cost + cost_usd > budget:
             held = (
                 f", and ${self.reserved_cost_usd:.4f} more is held by calls in flight" if self.reserved_cost_usd else ""
             )
+            if self.interrupted_cost_usd:
+                held += f", and ${self.interrupted_cost_usd:.4f} more by interrupted calls of unknown usage"
             raise LimitReached(
                 f"cost limit reached before calling {step!r}: the call may cost up to ${cost_usd:.4f} and "
                 f"${self.known_cost_usd:.4f} of the ${budget:.4f} allowed are spent{held}",
@@ -268,7 +327,9 @@ class Frame:
     def _spent(self) -> str:
         spent = f"${self.known_cost_usd:.4f} spent"
         if self.usage.cost_usd is None:
-            spent = f"at least {spent} (a model without a price was called too)"
+            unknown = self.usage.interrupted
+            why = "an interrupted call's usage is unknown" if unknown else "a model without a price was called too"
+            spent = f"at least {spent} ({why})"
         return spent
 
     def restate(self, signal: LimitReached) -> LimitReached:
@@ -293,6 +354,7 @@ class Reservation:
     tokens: int = 0
     cost_usd: float = 0.0
     released: bool = False
+    call: CallSent | None = None  # the call as journaled before it was sent (``Frame.begin_call``)
 
 
 _NOT_VIEWS = ATOMIC | {dict, list}  # told without an ABC check (a view is a Mapping)

@@ -131,7 +131,7 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
             # The messages go as the message objects: a conversation's prompts resend the same ones, masked once.
             prompt = PromptSent(agent.label, (), injection.injected, history=injection.trace or None)
             events.append(frame.event(path, prompt, sent))
-            held = frame.reserve_call(step.name, agent, sent)
+            held = await frame.begin_call(path, step.name, agent, sent, started=started)
             reply = await agent.run(call)
             usage = reply.usage
             # The value the journal will hold (a JSON round trip), so a resumed run sees exactly what this one saw.
@@ -143,7 +143,7 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
                 frame.reporter.agent_replied(path, step.name, output)
         _apply_agent_output(step, ctx, data, output)
     except ControlSignal:
-        frame.release(held)
+        frame.abandon(held)
         raise
     except FlujoError as exc:
         if isinstance(exc, AgentOutputError):  # the call spent tokens, and its repair belongs in the trace
@@ -156,9 +156,10 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
         await _fail(frame, step.name, step.kind, path, started, call_input, exc, events, usage, held)
         raise
     except BaseException as exc:
-        frame.release(held)  # cancelled (Ctrl-C, a sibling's failure): the call will never report usage
         if not isinstance(exc, Exception):
+            frame.abandon(held)  # cancelled (Ctrl-C, a sibling's failure): the call will never report usage
             raise
+        frame.release(held)
         error = RunError(f"step {step.name!r} failed: {type(exc).__name__}: {exc}")  # an agent's own bug
         await _fail(frame, step.name, step.kind, path, started, call_input, error, events, usage)
         raise error from exc
@@ -242,7 +243,7 @@ async def run_hitl_step(step: HitlStep, data: Any, ctx: RunContext, path: str, f
     frame.reporter.step_started(path, step.name, step.kind)
 
     try:
-        answer = await ask_person(person_question(step, path, message, ctx), frame)
+        answer = await ask_person(person_question(step, path, message, ctx, started=started), frame)
     except FlujoError as exc:
         await _fail(frame, step.name, step.kind, path, started, message, exc, [], ZERO_USAGE)
         raise

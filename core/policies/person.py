@@ -22,7 +22,7 @@ from typing import Any, overload
 from core.answering import AnswerNote, AnswerSource
 from core.context import ConversationTurn, HitlEntry, RunContext
 from core.conversation import bound, turn_text
-from core.errors import AgentOutputError, Pause, StepFailed
+from core.errors import AgentOutputError, FlujoError, Pause, StepFailed
 from core.events import AnswerRejected, PromptSent, QuestionAnswered, ReplyReceived
 from core.policies.frame import Frame
 from core.ports import AgentCall, HumanQuestion
@@ -53,6 +53,9 @@ class PersonQuestion:
     answered_by: SimulatedPerson | None = None
     heard: Sequence[ConversationTurn] = ()
     history: HistoryPolicy | None = None
+    # When the asking step's attempt started (its record's ``started_at``): a simulated person's calls are
+    # journaled with it (``Frame.begin_call``).
+    started: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,9 @@ class PersonAnswer:
         return [*self.events, answered]
 
 
-def person_question(step: HitlStep, path: str, message: str, ctx: RunContext) -> PersonQuestion:
+def person_question(
+    step: HitlStep, path: str, message: str, ctx: RunContext, *, started: float = 0.0
+) -> PersonQuestion:
     """The question a ``hitl`` step asks: in a ``conversation: true`` loop the person has heard that
     conversation (bounded by the loop's strategy); elsewhere, the questions asked so far and their answers."""
     active = ctx.conversation
@@ -89,7 +94,7 @@ def person_question(step: HitlStep, path: str, message: str, ctx: RunContext) ->
         heard, history = ctx.conversation_history, active.settings.history
     else:
         heard, history = _Heard(ctx.hitl_history), None
-    return PersonQuestion(step.name, path, message, step.input_schema, step.answered_by, heard, history)
+    return PersonQuestion(step.name, path, message, step.input_schema, step.answered_by, heard, history, started)
 
 
 class _Heard(Sequence[ConversationTurn]):
@@ -208,14 +213,17 @@ async def _simulate(
     # The messages go as the message objects, masked once each (``Redactor.messages``), as an agent step's.
     prompt = PromptSent(agent.label, (), bool(call.history), simulated_person=person.name)
     events.append(frame.event(question.path, prompt, sent))
-    held = frame.reserve_call(question.step, agent, sent)
+    held = await frame.begin_call(question.path, question.step, agent, sent, started=question.started)
     try:
         reply = await agent.run(call)
     except AgentOutputError as exc:
         frame.add_usage(exc.usage, releasing=held)
         raise
-    except BaseException:
-        frame.release(held)
+    except BaseException as exc:
+        if isinstance(exc, FlujoError):  # the asking step fails, committed: the call ended
+            frame.release(held)
+        else:  # cancelled, or nothing commits the step: a journaled call counts as interrupted
+            frame.abandon(held)
         raise
     output = normalize(reply.output)
     events.append(frame.event(question.path, ReplyReceived(output, reply.model, reply.attempts, reply.usage.to_dict())))

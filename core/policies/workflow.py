@@ -175,6 +175,8 @@ async def _enter(step: WorkflowStep, value: Any, child_id: str, path: str, frame
         started=started,
         answering=frame.answering.within(path),
     )
+    if record is not None and record.run_id == child_id:  # entered again: an earlier process ran it
+        await child.count_interrupted()
     return child, completed
 
 

@@ -130,7 +130,7 @@ def load_payload(text: str | bytes) -> dict[str, Any]:
     return value
 
 
-# ``json.dumps``' own encoder for a usage (numbers or None under four text keys: no cycle to check), made once.
+# ``json.dumps``' own encoder for a usage (numbers or None under four or five text keys: no cycle to check), made once.
 _USAGE = make_encoder(None, _not_plain, encode_basestring_ascii, None, ": ", ", ", False, False, True)
 
 
@@ -152,6 +152,7 @@ def load_usage(text: str | None) -> Usage:
             output_tokens=int(data.get("output_tokens", 0)),
             requests=int(data.get("requests", 0)),
             cost_usd=None if cost is None else float(cost),
+            interrupted=int(data.get("interrupted", 0)),
         )
     except (TypeError, ValueError) as exc:
         raise StoreError(f"a stored usage is not counts of tokens: {exc}", hint=_DAMAGED) from None

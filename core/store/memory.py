@@ -147,8 +147,8 @@ class MemoryStore:
     async def steps(self, run_id: str) -> list[StepRecord]:
         return [_fresh_step(s) for s in self._steps.get(run_id, {}).values()]
 
-    async def events(self, run_id: str) -> list[TraceEvent]:
-        return [_fresh_event(e) for e in self._events.get(run_id, [])]
+    async def events(self, run_id: str, *, kind: str | None = None) -> list[TraceEvent]:
+        return [_fresh_event(e) for e in self._events.get(run_id, []) if kind is None or e.kind == kind]
 
     async def claim_run(self, run_id: str) -> bool:
         self._require(run_id, f"claim run {run_id}")

@@ -70,6 +70,7 @@ def _pg(sql: str) -> LiteralString:
 _RUN = _pg(row_reads.RUN)
 _STEPS = _pg(row_reads.STEPS)
 _EVENTS = _pg(row_reads.EVENTS)
+_EVENTS_OF_KIND = _pg(row_reads.EVENTS_OF_KIND)
 _TURNS = _pg(thread_rows.TURNS)
 _TURNS_BEFORE = _pg(thread_rows.TURNS_BEFORE)
 _ONE_SUMMARY = _pg(thread_rows.ONE_SUMMARY)
@@ -477,9 +478,12 @@ class PostgresStore:
         rows = await self._read(f"read the steps of run {run_id}", _STEPS, (run_id,))
         return await row_reads.steps(rows, self._texts)
 
-    async def events(self, run_id: str) -> list[TraceEvent]:
-        """The trace events of run ``run_id`` in the order they were recorded."""
-        rows = await self._read(f"read the events of run {run_id}", _EVENTS, (run_id,))
+    async def events(self, run_id: str, *, kind: str | None = None) -> list[TraceEvent]:
+        """The trace events of run ``run_id`` (of ``kind`` only, when given) in the order they were recorded."""
+        if kind is None:
+            rows = await self._read(f"read the events of run {run_id}", _EVENTS, (run_id,))
+        else:
+            rows = await self._read(f"read the events of run {run_id}", _EVENTS_OF_KIND, (run_id, kind))
         return await row_reads.events(rows, self._texts)
 
     async def record_thread_turns(self, run_id: str, turns: Sequence[ConversationTurn]) -> None:

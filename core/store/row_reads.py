@@ -20,6 +20,7 @@ from core.store.shared_lists import Fetch
 RUN = f"SELECT {codec.RUN_COLUMNS} FROM runs WHERE run_id = ?"
 STEPS = f"SELECT {codec.STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY seq"
 EVENTS = "SELECT kind, path, payload, ts FROM events WHERE run_id = ? ORDER BY seq"
+EVENTS_OF_KIND = "SELECT kind, path, payload, ts FROM events WHERE run_id = ? AND kind = ? ORDER BY seq"
 """The queries whose rows these functions read, by run id, with SQLite's ``?`` (PostgreSQL's store turns
 it into ``%s``)."""
 

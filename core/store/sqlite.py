@@ -467,9 +467,12 @@ class SqliteStore:
         rows = await self._read(f"read the steps of run {run_id}", row_reads.STEPS, (run_id,))
         return await row_reads.steps(rows, self._texts)
 
-    async def events(self, run_id: str) -> list[TraceEvent]:
-        """The trace events of run ``run_id`` in the order they were recorded."""
-        rows = await self._read(f"read the events of run {run_id}", row_reads.EVENTS, (run_id,))
+    async def events(self, run_id: str, *, kind: str | None = None) -> list[TraceEvent]:
+        """The trace events of run ``run_id`` (of ``kind`` only, when given) in the order they were recorded."""
+        if kind is None:
+            rows = await self._read(f"read the events of run {run_id}", row_reads.EVENTS, (run_id,))
+        else:
+            rows = await self._read(f"read the events of run {run_id}", row_reads.EVENTS_OF_KIND, (run_id, kind))
         return await row_reads.events(rows, self._texts)
 
     async def record_thread_turns(self, run_id: str, turns: Sequence[ConversationTurn]) -> None:

@@ -467,7 +467,9 @@ def _finish(
         summary += f" · {outcome.replayed} finished step(s) replayed from the store"
     if usage.total_tokens:
         summary += f" · {usage.total_tokens} tokens"
-    if usage.cost_usd is None:  # a model without a price was called: unknown, never shown as $0
+    if usage.interrupted:  # calls an earlier process sent and never recorded the reply of (docs/durability.md)
+        summary += f" · {usage.interrupted} interrupted call(s) of unknown usage"
+    if usage.cost_usd is None:  # a model without a price was called, or an interrupted one: never shown as $0
         summary += " · cost unknown"
     elif usage.cost_usd:
         summary += f" · ${usage.cost_usd:.4f}" if usage.cost_usd >= 0.01 else f" · ${usage.cost_usd:.6f}"

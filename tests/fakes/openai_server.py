@@ -21,6 +21,8 @@ Scripting (responses are consumed in order, whatever the route)::
     fake.reply("a b c", end_marker=False)     # a whole stream without its end (finish_reason and [DONE],
                                               # or Anthropic's message_stop), then the connection closes
     fake.reply("a b", finish_reason="length", done=False)   # how an OpenAI stream ends
+    fake.reply("done", hold=True)             # a stream sent whole but for its end, then held open:
+    fake.held.wait(); ...; fake.release()     # the client has the whole answer and still waits
     fake.fail(429, retry_after=0.01)          # an error status (OpenAI or Anthropic error body)
     fake.fail(500, times=2)                   # ... twice
     fake.fail(401, message="bad key")
@@ -88,6 +90,7 @@ class _Scripted:
     done: bool = True
     message: str | None = None
     retry_after: float | None = None
+    hold: bool = False
 
 
 class FakeLLM:
@@ -98,6 +101,8 @@ class FakeLLM:
         self._queue: deque[_Scripted] = deque()
         self._lock = threading.Lock()
         self._closing = threading.Event()
+        self.held = threading.Event()  # a reply queued with hold=True was sent, all but its end
+        self._let_go = threading.Event()
         self._server = _Server(("127.0.0.1", 0), _handler_for(self))
         # A short poll interval makes close() (shutdown) quick: it waits for the serve loop's next poll.
         self._thread = threading.Thread(
@@ -111,6 +116,7 @@ class FakeLLM:
 
     def close(self) -> None:
         self._closing.set()  # wakes handlers sleeping on a delay
+        self._let_go.set()  # and a held reply
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
@@ -171,12 +177,17 @@ class FakeLLM:
         end_marker: bool = True,
         finish_reason: str | None = "stop",
         done: bool = True,
+        hold: bool = False,
     ) -> FakeLLM:
         """Queue a successful answer. ``usage`` is (input, output) tokens; ``chunks`` fixes the stream
         deltas (default: one per word); ``cut_after`` cuts the stream after that many SSE events, as
         ``cut`` says (``Cut``); ``end_marker=False`` leaves out the events that end a stream (OpenAI's
         ``finish_reason`` chunk and ``data: [DONE]``, Anthropic's ``message_stop``). An OpenAI stream's last
-        choice says ``finish_reason`` (None: no such chunk); ``done=False`` leaves out its ``data: [DONE]``."""
+        choice says ``finish_reason`` (None: no such chunk); ``done=False`` leaves out its ``data: [DONE]``.
+        ``hold`` (a streamed request): every SSE event but the last (``[DONE]``, Anthropic's ``message_stop``)
+        is sent, usage included, then ``held`` is set and the connection is kept open, the stream unfinished,
+        until ``release()`` or ``close()``: the provider has served the call and the client is still waiting
+        for its end."""
         text = content if isinstance(content, str) else json.dumps(content)
         pieces = tuple(chunks) if chunks else None
         self._push(
@@ -190,9 +201,14 @@ class FakeLLM:
                 end_marker=end_marker,
                 finish_reason=finish_reason,
                 done=done,
+                hold=hold,
             )
         )
         return self
+
+    def release(self) -> None:
+        """Let a held reply's connection go (closed without the stream's end)."""
+        self._let_go.set()
 
     def fail(
         self,
@@ -327,7 +343,8 @@ def _handler_for(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
             if chunked:
                 self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
-            for sent, (event, data) in enumerate(events):
+            listed = list(events)
+            for sent, (event, data) in enumerate(listed):
                 if cut_after is not None and sent >= cut_after:
                     if scripted.cut == "reset":
                         # SO_LINGER with a zero timeout: closing sends a reset, not the end of the stream.
@@ -336,6 +353,10 @@ def _handler_for(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
                     return  # "broken": no terminating chunk, the body is incomplete; "end": the body ends
                 if not scripted.end_marker and _ends_stream(event, data):
                     continue
+                if scripted.hold and sent == len(listed) - 1:
+                    fake.held.set()
+                    fake._let_go.wait()
+                    return  # the connection closes with the stream unfinished
                 head = f"event: {event}\n" if event else ""
                 payload = f"{head}data: {data}\n\n".encode()
                 if chunked:

@@ -127,6 +127,10 @@ class Speaker:
         return self.inner.is_model
 
     @property
+    def provider_served(self) -> bool:
+        return self.inner.provider_served
+
+    @property
     def takes_history(self) -> bool:
         return self.inner.takes_history
 
