@@ -136,7 +136,14 @@ def test_a_reply_cut_off_at_every_attempt_fails_the_run_with_one_line_and_exit_6
 
     # lens trace marks each attempt as cut, with the text it had received.
     events = step_events(chat.json("lens", "trace", run_id), "chat/2/reply")
-    assert [e["kind"] for e in events] == ["agent.prompt", "agent.cut", "agent.cut", "agent.cut", "step.error"]
+    assert [e["kind"] for e in events] == [
+        "agent.call",
+        "agent.prompt",
+        "agent.cut",
+        "agent.cut",
+        "agent.cut",
+        "step.error",
+    ]
     cuts = [e["payload"] for e in events if e["kind"] == "agent.cut"]
     assert [(c["attempt"], c["attempts"], c["received"]) for c in cuts] == [
         (1, 3, "Reply 2 part one, "),
@@ -170,9 +177,9 @@ def test_a_reply_cut_off_once_is_streamed_anew_and_only_the_whole_reply_is_a_tur
 
     (listed,) = chat.json("lens", "list")["runs"]
     events = step_events(chat.json("lens", "trace", listed["run_id"]), "chat/2/reply")
-    assert [e["kind"] for e in events] == ["agent.prompt", "agent.cut", "agent.reply"]
-    assert events[1]["payload"]["received"] == "Reply 2 part one, "
-    assert events[2]["payload"]["output"] == WHOLE and events[2]["payload"]["attempts"] == 2
+    assert [e["kind"] for e in events] == ["agent.call", "agent.prompt", "agent.cut", "agent.reply"]
+    assert events[2]["payload"]["received"] == "Reply 2 part one, "
+    assert events[3]["payload"]["output"] == WHOLE and events[3]["payload"]["attempts"] == 2
     plain = words(chat.flujo("lens", "trace", listed["run_id"], "--step", "chat/2/reply").stdout)
     assert "1 attempt cut off · 2 attempts" in plain
     assert "✂ cut off Reply 2 part one, (attempt 1 of 3, 18 characters received:" in plain

@@ -125,7 +125,7 @@ def test_a_broken_step_reports_its_structure_only(tmp_path: Path) -> None:
 
 
 def test_steps_and_agents_with_errors_keep_their_names(tmp_path: Path) -> None:
-    # A hitl step without message, a step of an unknown kind and an agent that is not a mapping are still
+    # A hitl step without message (a note: it asks a default question), a step of an unknown kind and an agent that is not a mapping are still
     # known by name: the steps that read them get no false "not defined".
     path = _write(
         tmp_path,
@@ -146,7 +146,7 @@ def test_steps_and_agents_with_errors_keep_their_names(tmp_path: Path) -> None:
     )
     assert _rows(path) == [
         (3, 11, "bad-value", "writer: expected a mapping, got 'scripted'"),
-        (5, 5, "missing-field", "missing 'message' in step 'ask'"),
+        (5, 5, "default-question", "step 'ask' has no message: it asks \"Your answer for 'ask'?\""),
         (7, 11, "unknown-kind", "unknown step kind 'lop' — did you mean 'loop'?"),
         (12, 65, "unknown-reference", "template refers to steps.nope, but no step is named 'nope'"),
     ]
