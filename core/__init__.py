@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         SourcePosition,
         StepFailed,
         StoreError,
+        StoreUnavailable,
         TemplateError,
     )
     from core.ports import (
@@ -119,6 +120,7 @@ _WHERE = {
     "StepFailed": "core.errors",
     "StepRecord": "core.records",
     "StoreError": "core.errors",
+    "StoreUnavailable": "core.errors",
     "Template": "core.templates",
     "TemplateError": "core.errors",
     "TemplateSyntax": "core.templates",
@@ -181,6 +183,7 @@ __all__ = [
     "StepFailed",
     "StepRecord",
     "StoreError",
+    "StoreUnavailable",
     "Template",
     "TemplateError",
     "TemplateSyntax",
