@@ -22,6 +22,12 @@ Scripting (responses are consumed in order, whatever the route)::
 
 With the queue empty the server echoes the last user message (``"echo: <text>"``) with usage (10, 5).
 
+Holding answers back (to act while calls are in flight)::
+
+    fake.hold()                   # requests are received (and recorded) but not answered ...
+    fake.wait_for_requests(2)     # ... until two have arrived ...
+    fake.release()                # ... and then answered, in any order
+
 Inspection::
 
     fake.requests                 # every request: FakeRequest(path, headers, body), headers lower-cased
@@ -82,6 +88,9 @@ class FakeLLM:
         self._queue: deque[_Scripted] = deque()
         self._lock = threading.Lock()
         self._closing = threading.Event()
+        self._open = threading.Event()  # cleared by hold(): answers wait for release()
+        self._open.set()
+        self._arrived = threading.Condition(self._lock)
         self._server = _Server(("127.0.0.1", 0), _handler_for(self))
         # A short poll interval makes close() (shutdown) quick: it waits for the serve loop's next poll.
         self._thread = threading.Thread(
@@ -174,6 +183,22 @@ class FakeLLM:
             self._push(_Scripted(status=status, message=message, retry_after=retry_after, delay=delay))
         return self
 
+    def hold(self) -> FakeLLM:
+        """Answer no request until ``release()``: each is received and recorded, then waits."""
+        self._open.clear()
+        return self
+
+    def release(self) -> FakeLLM:
+        """Answer the requests held back, and those that come next, again."""
+        self._open.set()
+        return self
+
+    def wait_for_requests(self, count: int, *, timeout: float = 120) -> None:
+        """Return once ``count`` requests have been received in all; AssertionError after ``timeout``."""
+        with self._arrived:
+            if not self._arrived.wait_for(lambda: len(self.requests) >= count, timeout=timeout):
+                raise AssertionError(f"{len(self.requests)} request(s) arrived, not {count}")
+
     def _push(self, item: _Scripted) -> None:
         with self._lock:
             self._queue.append(item)
@@ -198,8 +223,16 @@ class FakeLLM:
             return len(self._queue)
 
     def _record(self, request: FakeRequest) -> None:
-        with self._lock:
+        with self._arrived:
             self.requests.append(request)
+            self._arrived.notify_all()
+
+    def _held(self) -> bool:
+        """Wait while answers are held back; True when the server is closing meanwhile (answer nothing)."""
+        while not self._open.wait(0.05):
+            if self._closing.is_set():
+                return True
+        return False
 
 
 class _Server(ThreadingHTTPServer):
@@ -237,6 +270,8 @@ def _handler_for(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 self._error(
                     _Scripted(status=400, message='messages: first message must use the "user" role'), anthropic=True
                 )
+                return
+            if fake._held():
                 return
             scripted = fake._next() or _Scripted(text=f"echo: {_last_user_text(body)}")
             if scripted.delay and fake._closing.wait(scripted.delay):
