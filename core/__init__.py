@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         SourcePosition,
         StepFailed,
         StoreError,
+        StoreUnavailable,
         TemplateError,
     )
     from core.ports import (
@@ -121,6 +122,7 @@ _WHERE = {
     "StepFailed": "core.errors",
     "StepRecord": "core.records",
     "StoreError": "core.errors",
+    "StoreUnavailable": "core.errors",
     "Template": "core.templates",
     "TemplateError": "core.errors",
     "TemplateSyntax": "core.templates",
@@ -184,6 +186,7 @@ __all__ = [
     "StepFailed",
     "StepRecord",
     "StoreError",
+    "StoreUnavailable",
     "Template",
     "TemplateError",
     "TemplateSyntax",

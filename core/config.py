@@ -158,6 +158,16 @@ class PostgresSettings(BaseModel):
     keepalive_idle_s: int = Field(default=30, ge=1)
 
 
+class SqliteSettings(BaseModel):
+    """How the run store uses a SQLite file (docs/durability.md). ``busy_timeout_s``: how long a write waits
+    for another process's write lock before the store gives up as unavailable (``StoreUnavailable``: the
+    run in hand stops, resumable, and is never failed for it)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    busy_timeout_s: float = Field(default=300.0, gt=0)
+
+
 class ProfileSettings(BaseModel):
     """``[profiles.NAME]``: a model an ensemble participant names with ``model_profile: NAME``."""
 
@@ -195,6 +205,7 @@ class Settings(BaseModel):
 
     state_uri: str = ".flujo/flujo.db"
     postgres: PostgresSettings = Field(default_factory=PostgresSettings)
+    sqlite: SqliteSettings = Field(default_factory=SqliteSettings)
     openai: ProviderSettings = Field(default_factory=lambda: ProviderSettings(base_url="https://api.openai.com/v1"))
     anthropic: ProviderSettings = Field(default_factory=lambda: ProviderSettings(base_url="https://api.anthropic.com"))
     ollama: ProviderSettings = Field(default_factory=lambda: ProviderSettings(base_url="http://localhost:11434/v1"))

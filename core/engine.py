@@ -5,7 +5,9 @@ Invariants:
 - Leaf steps commit as they finish, so a crash loses at most the step in flight; ``resume`` replays the
   committed steps from the journal (same outputs, same context effects) and executes only the rest.
 - Control-flow signals become outcomes here and only here: Pause → ``paused`` (with the question),
-  LimitReached → ``limit_reached``, Abort → ``aborted``. FlujoErrors become ``failed``.
+  LimitReached → ``limit_reached``, Abort → ``aborted``. FlujoErrors become ``failed``, except
+  ``StoreUnavailable``: the store is gone (or stayed locked), so nothing more is written and it propagates
+  to the caller; the run stays as its last commit left it, resumable.
 - A run in a thread (``core.conversation``) stores the turns it added to it whenever it stops, before its
   status, so a run recorded as ended always has its turns.
 """
@@ -21,7 +23,7 @@ from typing import Any
 from core.answering import Answering
 from core.context import RunContext
 from core.conversation import bind_thread, check_thread
-from core.errors import Abort, FlujoError, LimitReached, Pause, ResumeRefused, RunError
+from core.errors import Abort, FlujoError, LimitReached, Pause, ResumeRefused, RunError, StoreUnavailable
 from core.policies.dispatch import run_steps
 from core.policies.frame import Frame
 from core.ports import HumanInput, HumanQuestion, NullReporter, Reporter, RunStore
@@ -231,6 +233,8 @@ class Engine:
             return RunOutcome(run_id=run_id, status="limit_reached", detail=limit.detail, usage=frame.usage)
         except Abort as abort:
             return RunOutcome(run_id=run_id, status="aborted", detail=abort.reason, usage=frame.usage)
+        except StoreUnavailable:
+            raise  # not the run's failure, and it could not be recorded: the run stays resumable
         except FlujoError as error:
             return RunOutcome(
                 run_id=run_id, status="failed", error=error, failed_step=frame.failed_step(error), usage=frame.usage

@@ -14,6 +14,7 @@ The tree::
         ├── PromptTooLarge          a prompt cannot fit the agent's context window; it was not sent
         ├── TemplateError           a template or expression failed while rendering
         ├── StoreError              the run store could not be read or written
+        │   └── StoreUnavailable    it cannot be reached now, or stayed locked: never a step's failure
         └── ResumeRefused           a run cannot be resumed: completed, executing elsewhere, blueprint changed
 
     ControlSignal (not a FlujoError: ``except FlujoError`` can never swallow one)
@@ -23,6 +24,10 @@ The tree::
 
 Signals propagate through every policy untouched; only the engine's top level turns them into an
 outcome, after the safe part of the state is saved.
+
+``StoreUnavailable`` is an error for whoever uses the store (one line, exit code 7), but for a run it is
+neither a step's failure nor an outcome: the store that would record either is gone. The engine lets it
+through without writing, and the run stays as its last commit left it, to be resumed.
 """
 
 from __future__ import annotations
@@ -145,6 +150,14 @@ class TemplateError(RunError):
 
 class StoreError(RunError):
     """The run store could not be opened, read or written (locked, corrupt, newer schema)."""
+
+
+class StoreUnavailable(StoreError):
+    """The run store cannot be used now: its server is down or the connection to it was lost, or another
+    process kept its file locked past the wait allowed (``sqlite.busy_timeout_s``). The operation that raised
+    it wrote nothing, and a store that raised it refuses the writes of runs until ``reconnect`` (so a run in
+    hand can never record a failure, or anything else, for the outage); the run stays resumable from its last
+    committed step (docs/durability.md)."""
 
 
 class ResumeRefused(RunError):

@@ -275,13 +275,30 @@ def worker(
             help="On SIGTERM, how long runs in hand may finish before they are interrupted (resumable).",
         ),
     ] = 30.0,
+    reconnect_for: Annotated[
+        float,
+        typer.Option(
+            "--reconnect-for",
+            metavar="SECONDS",
+            min=0.0,
+            help="When the run store becomes unavailable (server down, file locked), how long to keep trying"
+            " to reach it before exiting (7); the runs in hand stay resumable.",
+        ),
+    ] = 60.0,
     store: StateOption = None,
 ) -> None:
     """Take queued runs (flujo submit) and execute them, on any machine that reaches the run store."""
     from flujo_cli.commands.worker import work
 
     raise SystemExit(
-        work(concurrency=concurrency, until_idle=until_idle, grace_s=grace, state=store, debug=state.debug)
+        work(
+            concurrency=concurrency,
+            until_idle=until_idle,
+            grace_s=grace,
+            reconnect_for_s=reconnect_for,
+            state=store,
+            debug=state.debug,
+        )
     )
 
 

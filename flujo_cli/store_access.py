@@ -43,7 +43,7 @@ async def open_for(settings: Settings, mode: OpenMode | Literal["create"] = "cre
     # The PostgreSQL driver's pool logs reconnection attempts; with no handler Python would print them raw on
     # stderr. The errors that matter reach the user as one line each (core.store.pg_errors).
     logging.getLogger("psycopg").addHandler(logging.NullHandler())
-    return await open_store(settings.state_uri, mode=mode, postgres=settings.postgres)
+    return await open_store(settings.state_uri, mode=mode, postgres=settings.postgres, sqlite=settings.sqlite)
 
 
 def elsewhere(what: str) -> str:

@@ -39,15 +39,28 @@ class Server:
     folder: Path | None = None  # None: a server this session did not start
     bin_dir: Path | None = None
     owner: str | None = None  # the user the server runs as when we are root
+    options: str = ""  # the server's -c settings (its port among them), to start it again as it was
 
     def stop(self) -> None:
         if self.folder is None or self.bin_dir is None:
             return
         try:
-            _as_owner([str(self.bin_dir / "pg_ctl"), "-D", str(self.folder / "data"), "-m", "immediate", "-w", "stop"],
-                      self.owner)  # fmt: skip
+            self.halt()
         finally:
             shutil.rmtree(self.folder, ignore_errors=True)
+
+    def halt(self) -> None:
+        """Stop the server as a crash would (``pg_ctl -m immediate``: every session ends at once), keeping its
+        data for ``restart``; returns once it is down."""
+        assert self.folder is not None and self.bin_dir is not None, "not a server this session started"
+        _as_owner([str(self.bin_dir / "pg_ctl"), "-D", str(self.folder / "data"), "-m", "immediate", "-w", "stop"],
+                  self.owner)  # fmt: skip
+
+    def restart(self) -> None:
+        """Start a halted server again on its port, with its data; returns once it accepts connections."""
+        assert self.folder is not None and self.bin_dir is not None, "not a server this session started"
+        _as_owner([str(self.bin_dir / "pg_ctl"), "-D", str(self.folder / "data"), "-l", str(self.folder / "log"),
+                   "-w", "-t", "60", "-o", self.options, "start"], self.owner)  # fmt: skip
 
 
 def empty_store_uri(server_uri: str) -> str:
@@ -72,9 +85,11 @@ def bin_dir() -> Path:
     raise NoServer("no PostgreSQL server binaries (initdb) here: apt-get install -y postgresql")
 
 
-def start() -> Server:
-    """A running server: the one ``FLUJO_TEST_POSTGRES_URI`` names, or a new throwaway one."""
-    if os.environ.get(ENV_URI):
+def start(*, own: bool = False) -> Server:
+    """A running server: the one ``FLUJO_TEST_POSTGRES_URI`` names, or a new throwaway one (always a new one
+    with ``own``, which commits synchronously: a test that stops and restarts its server must not take the
+    session's down with it, nor lose what was committed before the stop)."""
+    if os.environ.get(ENV_URI) and not own:
         return Server(uri=os.environ[ENV_URI])
     binaries = bin_dir()
     _stop_orphans(binaries)
@@ -102,17 +117,19 @@ def start() -> Server:
         )  # fmt: skip
         port = _free_port()
         settings = f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories={folder} -c fsync=off"
-        settings += " -c synchronous_commit=off -c full_page_writes=off"
-        _as_owner([str(binaries / "pg_ctl"), "-D", str(folder / "data"), "-l", str(folder / "log"), "-w", "-t", "60",
-                   "-o", settings, "start"], owner)  # fmt: skip
+        # A server a test stops as a crash would must keep what it committed (fsync=off loses data only when the
+        # machine crashes): asynchronous commit would lose the last commits before the stop.
+        settings += f" -c synchronous_commit={'on' if own else 'off'} -c full_page_writes=off"
+        server = Server(uri="", folder=folder, bin_dir=binaries, owner=owner, options=settings)
+        server.restart()
     except (OSError, subprocess.CalledProcessError) as exc:
         log = folder / "log"
         detail = log.read_text(errors="replace")[-500:] if log.exists() else ""
         shutil.rmtree(folder, ignore_errors=True)
         output = getattr(exc, "stderr", "") or ""
         raise NoServer(f"could not start PostgreSQL: {exc} {output} {detail}".strip()) from None
-    uri = f"postgresql://postgres:{SUPERUSER_PASSWORD}@127.0.0.1:{port}/postgres"
-    return Server(uri=uri, folder=folder, bin_dir=binaries, owner=owner)
+    server.uri = f"postgresql://postgres:{SUPERUSER_PASSWORD}@127.0.0.1:{port}/postgres"
+    return server
 
 
 def _stop_orphans(binaries: Path) -> None:

@@ -16,8 +16,8 @@ def test_core_exports() -> None:
         "OutputMapping", "OutputRepair", "ParallelStep", "Pause", "Pipeline", "ProviderError", "ProviderUnreachable",
         "PruneResult", "Dependency", "EnsembleStep", "Participant", "ReplyCutOff",
         "Reporter", "ResumeRefused", "RunContext", "RunError", "RunOutcome", "RunRecord", "RunStore", "SourcePosition",
-        "Step", "StepFailed", "StepRecord", "StoreError", "Template", "TemplateError", "TemplateSyntax",
-        "ThreadSummary", "ThreadTurn", "TraceEvent", "Usage", "WorkflowStep", "new_run_id",
+        "Step", "StepFailed", "StepRecord", "StoreError", "StoreUnavailable", "Template", "TemplateError",
+        "TemplateSyntax", "ThreadSummary", "ThreadTurn", "TraceEvent", "Usage", "WorkflowStep", "new_run_id",
     }  # fmt: skip
     for name in core.__all__:
         assert hasattr(core, name), name

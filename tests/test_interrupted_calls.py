@@ -128,7 +128,7 @@ async def _cancelled_mid_reply(engine: Engine, pipeline: Pipeline, fake: FakeLLM
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    fake.release()
+    fake.let_go()
     return "0123456789abcdef"
 
 
@@ -242,7 +242,7 @@ def _killed_mid_reply(tmp_path: Path, fake: FakeLLM, blueprint: str) -> tuple[st
         if run.poll() is None:
             run.kill()
             run.communicate()
-        fake.release()
+        fake.let_go()
     listed = flujo_process(["lens", "list", "--json"], env=env)
     [row] = json.loads(listed.stdout)["runs"]
     assert row["usage"]["requests"] == 0  # as the killed process left it: nothing counted yet

@@ -22,7 +22,7 @@ import pytest
 import core.store
 import core.store.sqlite as sqlite_module
 from core.context import ConversationTurn
-from core.errors import StoreError
+from core.errors import StoreError, StoreUnavailable
 from core.ports import RunStore
 from core.records import RunRecord, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
 from core.store import SCHEMA_VERSION, MemoryStore, SqliteStore, open_store, sqlite_batch, text_cache
@@ -713,10 +713,15 @@ async def test_sqlite_explains_a_lock_held_by_another_process(tmp_path: Path, mo
         await store.create_run(run("r1"))
         with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as other:
             other.execute("BEGIN IMMEDIATE")
-            with pytest.raises(StoreError, match=r"cannot record step '0' of run r1: .* is locked") as caught:
+            with pytest.raises(StoreUnavailable, match=r"cannot record step '0' of run r1: .* is locked") as caught:
                 await store.record_step(step("r1", "0"), [])
+            with pytest.raises(StoreUnavailable):
+                await store.reconnect()  # still held
             other.execute("ROLLBACK")
         assert caught.value.hint and "write lock" in caught.value.hint
+        with pytest.raises(StoreUnavailable, match="unavailable since an earlier write"):
+            await store.record_step(step("r1", "0"), [])  # refused at once until the store reconnects
+        await store.reconnect()
         await store.record_step(step("r1", "0"), [])  # usable again once the lock is gone
         assert len(await store.steps("r1")) == 1
 

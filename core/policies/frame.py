@@ -20,7 +20,7 @@ from typing import Any
 from core.answering import Answering
 from core.context import RunContext
 from core.conversation import ThreadBinding
-from core.errors import FlujoError, LimitReached, RunError
+from core.errors import FlujoError, LimitReached, RunError, StoreUnavailable
 from core.events import AgentStarted, CallSent, KnownEvent, ProcessStarted
 from core.ports import Agent, ChatMessage, HumanInput, Reporter, RunStore
 from core.records import StepRecord, StepStatus, TraceEvent, interrupted_calls
@@ -159,8 +159,12 @@ class Frame:
         """Store one step result with its events (one transaction) and tell the reporter.
 
         ``failure`` is the error a failed step raises; it remembers where it failed (``failed_step``). A
-        composite step that an earlier attempt already committed as completed (it is re-entered on resume
-        to replay its leaves) is not stored again: its events would be duplicated in the trace."""
+        store that became unavailable is no step's failure (``StoreUnavailable``): it is raised again, and
+        nothing is recorded. A composite step that an earlier attempt already committed as completed (it
+        is re-entered on resume to replay its leaves) is not stored again: its events would be duplicated
+        in the trace."""
+        if isinstance(failure, StoreUnavailable):
+            raise failure
         record = StepRecord(
             run_id=self.run_id,
             path=path,

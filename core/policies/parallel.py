@@ -16,7 +16,7 @@ from typing import Any, assert_never
 
 from core.context import RunContext
 from core.conversation import branch_records
-from core.errors import ControlSignal, FlujoError, LimitReached, RunError, StepFailed
+from core.errors import ControlSignal, FlujoError, LimitReached, RunError, StepFailed, StoreUnavailable
 from core.events import ParallelDone
 from core.policies.body import BodyRunner
 from core.policies.context_writes import record_output
@@ -139,7 +139,7 @@ async def run_parallel(
         ctx.keep_said([branch_ctx for _, branch_ctx in contexts])
         raise
     for result in results:
-        if isinstance(result, ControlSignal) or (
+        if isinstance(result, ControlSignal | StoreUnavailable) or (
             isinstance(result, BaseException) and not isinstance(result, Exception)
         ):
             ctx.keep_said([branch_ctx for _, branch_ctx in contexts])

@@ -30,7 +30,7 @@ from typing import Any
 
 from core.context import RunContext
 from core.conversation import capture, message_for
-from core.errors import Abort, FlujoError, LimitReached, Pause, RunError
+from core.errors import Abort, FlujoError, LimitReached, Pause, RunError, StoreUnavailable
 from core.events import ChildRunStarted, StepErrored
 from core.policies.body import BodyRunner
 from core.policies.child_context import child_start, give_back
@@ -118,6 +118,8 @@ async def run_workflow(
         await store.update_run(
             child_id, status="aborted", error=abort.reason, usage=child.usage, finished_at=time.time()
         )
+        raise
+    except StoreUnavailable:  # no step's failure, and nothing can be written: the child stays resumable
         raise
     except FlujoError as error:
         await store.update_run(

@@ -12,7 +12,7 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
-from core.errors import StoreError
+from core.errors import StoreError, StoreUnavailable
 from core.store.lookup import NO_RUN_HINT
 
 MOVE_HINT = "point FLUJO_STATE_URI (or state_uri in flujo.toml) at another file"
@@ -85,13 +85,16 @@ def primary_code(exc: sqlite3.Error) -> int | None:
 
 
 def store_error(label: str, action: str, exc: sqlite3.Error) -> StoreError:
-    """The one translation of a sqlite3 error into a one-line ``StoreError`` with a hint."""
+    """The one translation of a sqlite3 error into a one-line ``StoreError`` with a hint. A lock still held
+    when the store stopped waiting for it is ``StoreUnavailable``: the store is busy, nothing is wrong with
+    what was being written."""
     code = getattr(exc, "sqlite_errorcode", None)
     primary = primary_code(exc)
     if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-        return StoreError(
+        return StoreUnavailable(
             f"cannot {action}: {label} is locked",
-            hint="another process (a running flujo?) is holding a write lock on it; wait for it to finish",
+            hint="another process (a running flujo?) is holding a write lock on it; wait for it to finish"
+            " (sqlite.busy_timeout_s says how long flujo waits)",
         )
     if primary == sqlite3.SQLITE_NOTADB:
         return StoreError(f"{label} is not a flujo database", hint=MOVE_HINT)

@@ -15,17 +15,22 @@ from core.store.location import is_postgres
 from core.store.sqlite import OpenMode, SqliteStore
 
 if TYPE_CHECKING:
-    from core.config import PostgresSettings
+    from core.config import PostgresSettings, SqliteSettings
     from core.store.postgres import PostgresStore
 
 
 async def open_store(
-    uri: str, *, mode: OpenMode = "create", postgres: PostgresSettings | None = None
+    uri: str,
+    *,
+    mode: OpenMode = "create",
+    postgres: PostgresSettings | None = None,
+    sqlite: SqliteSettings | None = None,
 ) -> SqliteStore | PostgresStore:
     """Open (creating and migrating as needed) the store at ``uri`` and return it; close it when done.
     ``mode="existing"`` or ``"read"`` never creates it (see ``SqliteStore``; on PostgreSQL both refuse a
     database without flujo's tables). ``postgres`` holds the pool and connection settings of a PostgreSQL
-    store (``Settings.postgres``).
+    store (``Settings.postgres``), ``sqlite`` how long a SQLite store waits for another process's write lock
+    (``Settings.sqlite``).
 
     ``uri`` is a file path (``.flujo/flujo.db``, ``~`` expanded), ``sqlite:///relative/path.db``,
     ``sqlite:////absolute/path.db``, ``:memory:``, or ``postgresql://user:password@host:port/database``.
@@ -40,7 +45,7 @@ async def open_store(
     Cancelled while opening (Ctrl-C as a command starts), it lets the opening finish, closes the store, then
     raises: no connection (nor its thread, which would call into a closed event loop) outlives the loop.
     """
-    opening = asyncio.ensure_future(_open(uri, mode=mode, postgres=postgres))
+    opening = asyncio.ensure_future(_open(uri, mode=mode, postgres=postgres, sqlite=sqlite))
     try:
         return await asyncio.shield(opening)
     except asyncio.CancelledError:
@@ -49,7 +54,9 @@ async def open_store(
         raise
 
 
-async def _open(uri: str, *, mode: OpenMode, postgres: PostgresSettings | None) -> SqliteStore | PostgresStore:
+async def _open(
+    uri: str, *, mode: OpenMode, postgres: PostgresSettings | None, sqlite: SqliteSettings | None
+) -> SqliteStore | PostgresStore:
     if is_postgres(uri):
         try:
             from core.store.postgres import PostgresStore
@@ -59,4 +66,5 @@ async def _open(uri: str, *, mode: OpenMode, postgres: PostgresSettings | None) 
                 hint="install it with: pip install 'flujo-runner[postgres]'",
             ) from exc
         return await PostgresStore(uri, create=mode == "create", settings=postgres).open()
-    return await SqliteStore(files.path_from_uri(uri), mode=mode).open()
+    busy_timeout_s = sqlite.busy_timeout_s if sqlite is not None else None
+    return await SqliteStore(files.path_from_uri(uri), mode=mode, busy_timeout_s=busy_timeout_s).open()

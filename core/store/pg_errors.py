@@ -1,5 +1,8 @@
 """The one translation of psycopg errors into ``StoreError`` (one line and a hint) for
-``core.store.postgres``, like ``core.store.files.store_error`` for SQLite.
+``core.store.postgres``, like ``core.store.files.store_error`` for SQLite. The server out of reach, a
+connection lost, a server shutting down or starting up, no connection slot or none free in time are
+``StoreUnavailable``: nothing is wrong with what was being done, and it can be done again once the server
+is back.
 
 Invariants: a message names the store by ``core.store.location.describe`` (never with its password), and
 any text taken from the driver is cut to its first line and has the URI's password masked, so no
@@ -10,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from core.errors import StoreError
+from core.errors import StoreError, StoreUnavailable
 from core.store.location import MASK
 from core.store.lookup import NO_RUN_HINT
 
@@ -25,6 +28,9 @@ _UNREACHABLE_TEXTS = (
     "timeout expired",
     "no route to host",
 )
+_LOST_TEXTS = ("server closed the connection", "the connection is closed", "connection is lost")
+_SHUTTING_DOWN = ("57P01", "57P02", "57P03")  # admin_shutdown, crash_shutdown, cannot_connect_now
+_RETRY_HINT = "run the command again once the server is back; a run that was executing resumes with flujo resume"
 
 
 def store_error(label: str, action: str, exc: psycopg.Error, *, secret: str | None) -> StoreError:
@@ -35,7 +41,7 @@ def store_error(label: str, action: str, exc: psycopg.Error, *, secret: str | No
     lowered = detail.lower()
     state = exc.sqlstate
     if isinstance(exc, PoolTimeout):
-        return StoreError(
+        return StoreUnavailable(
             f"cannot {action}: no connection to {label} became free in time",
             hint="the server may be down, or out of connections (max_connections); see docs/scale.md",
         )
@@ -61,20 +67,20 @@ def store_error(label: str, action: str, exc: psycopg.Error, *, secret: str | No
             hint="grant the user CREATE and USAGE on the schema and rights on flujo's tables (docs/scale.md)",
         )
     if state == "53300" or "too many clients" in lowered or "remaining connection slots" in lowered:
-        return StoreError(
+        return StoreUnavailable(
             f"cannot {action}: {label} has no connection slot left",
             hint="lower postgres.pool_max_size, or raise the server's max_connections (docs/scale.md)",
         )
     if state is None and any(text in lowered for text in _UNREACHABLE_TEXTS):
-        return StoreError(
+        return StoreUnavailable(
             f"cannot reach the PostgreSQL server of {label} ({detail})",
             hint="is the server running? check the host and port in the URI",
         )
-    if (state or "").startswith("08") or (state is None and "server closed the connection" in lowered):
-        return StoreError(
-            f"cannot {action}: the connection to {label} was lost ({detail})",
-            hint="run the command again; a run that was executing can be resumed with flujo resume",
-        )
+    if state in _SHUTTING_DOWN:
+        return StoreUnavailable(f"cannot {action}: the server of {label} is shutting down or starting ({detail})",
+                                hint=_RETRY_HINT)  # fmt: skip
+    if (state or "").startswith("08") or (state is None and any(text in lowered for text in _LOST_TEXTS)):
+        return StoreUnavailable(f"cannot {action}: the connection to {label} was lost ({detail})", hint=_RETRY_HINT)
     return StoreError(f"cannot {action}: {detail} ({label})")
 
 

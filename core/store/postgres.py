@@ -21,6 +21,13 @@ Invariants:
   crashed process's runs can be resumed anywhere at once; TCP keepalives end the session of a client that
   vanished. The key is a 64-bit digest of the schema and the run id. ``prune_runs`` takes the same locks
   for its transaction only (``pg_try_advisory_xact_lock``): a run someone executes is never deleted.
+* A lost connection, a server down or restarting is ``StoreUnavailable`` (``core.store.pg_errors``), and
+  so is finding the claims connection broken while it held claims: the server dropped them with its
+  session, and another process may take those runs. From then on the store refuses every write and claim
+  at once, until ``reconnect``, which gives up whatever claims are left: a run in hand records nothing
+  more (never a failure for the outage) and is resumed from its journal, by whoever claims it next. While
+  runs are in hand, ``cancel_requests`` (a worker asks it several times a second) is read on the claims
+  connection, so a lost claims session is noticed at once.
 * psycopg errors become ``StoreError`` in one place, ``core.store.pg_errors``; the URI's password never
   appears in a message (``core.store.location``).
 
@@ -45,7 +52,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from core.config import PostgresSettings
 from core.context import ConversationTurn
-from core.errors import StoreError
+from core.errors import StoreError, StoreUnavailable
 from core.records import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
 from core.store import codec, pg_encoding, pruning, queue_rows, row_reads, thread_rows
 from core.store.claims import process_label, thread_key
@@ -125,6 +132,7 @@ class PostgresStore:
         self._run_threads: dict[str, str] = {}  # taken run → the thread claimed with it (take_queued)
         self._cache = TextCache()  # the ids of texts and lists this store committed
         self._pending = Pending()  # what the write transaction in progress stored
+        self._unavailable: StoreUnavailable | None = None  # set when the server was lost: writes refused
 
     def _connect_options(self) -> dict[str, Any]:
         options: dict[str, Any] = {
@@ -176,6 +184,24 @@ class PostgresStore:
         if pool is not None:
             async with self._write_lock:
                 await pool.close()
+
+    async def reconnect(self) -> None:
+        """Use the store again after ``StoreUnavailable``: give up every claim this store held (closing their
+        connection; the server may have dropped them already), reach the server (``StoreUnavailable`` while it
+        cannot be reached), and let the pool replace the connections that broke."""
+        if self._unavailable is None:
+            return
+        async with self._claim_lock:
+            claims, self._claims = self._claims, None
+            self._claimed.clear()
+            self._run_threads.clear()
+            if claims is not None:
+                await claims.close()
+        with self._translated("reach the run store"):
+            probe = await self._connect()
+            await probe.close()
+            await self._pool_or_error().check()
+        self._unavailable = None
 
     async def __aenter__(self) -> PostgresStore:
         return await self.open()
@@ -263,9 +289,12 @@ class PostgresStore:
     async def _lock_run(self, run_id: str) -> bool:
         """Take the session advisory lock of ``run_id`` on the claims connection (the claim itself)."""
         async with self._claim_lock:
+            self._usable(f"claim run {run_id}")
             if run_id in self._claimed:
                 return False
             with self._translated(f"claim run {run_id}"):
+                if self._claims is not None and self._claims.closed and self._claimed:
+                    raise self._claims_lost(f"claim run {run_id}")
                 if self._claims is None or self._claims.closed:
                     self._claims = await self._connect()
                 lock = await self._claims.execute("SELECT pg_try_advisory_lock(%s)", (self._key(run_id),))
@@ -352,9 +381,22 @@ class PostgresStore:
         return "cancelled"
 
     async def cancel_requests(self, run_ids: Sequence[str]) -> set[str]:
+        """Those of ``run_ids`` that ``flujo cancel`` asked to stop; read on the claims connection while this
+        store holds claims, so that its loss is noticed (``StoreUnavailable``) as soon as it happens."""
         if not run_ids:
             return set()
         sql = "SELECT run_id FROM queue WHERE cancel = 1 AND run_id = ANY(%s)"
+        async with self._claim_lock:
+            claims = self._claims
+            if claims is not None and self._claimed:
+                self._usable("read cancel requests")
+                if claims.closed:
+                    raise self._claims_lost("read cancel requests")
+                try:
+                    rows = await (await claims.execute(sql, (list(run_ids),))).fetchall()
+                except psycopg.Error:
+                    raise self._claims_lost("read cancel requests") from None
+                return {str(row[0]) for row in rows}
         return {str(row[0]) for row in await self._read("read cancel requests", sql, (list(run_ids),))}
 
     async def queue_waiting(self) -> int:
@@ -369,11 +411,15 @@ class PostgresStore:
                 return
             self._claimed.discard(run_id)
             claims = self._claims
-            if claims is not None and not claims.closed:
+            # Unavailable: the claims may be gone already, and any left go when their connection closes (now,
+            # if this was the last, or at ``reconnect``); nothing is sent to a server that may not answer.
+            if claims is not None and not claims.closed and self._unavailable is None:
                 try:
                     await claims.execute("SELECT pg_advisory_unlock(%s)", (self._key(run_id),))
                 except psycopg.Error:
                     await claims.close()  # the session is gone, and with it the server dropped the lock
+                    if self._claimed:  # and every other claim it held: those runs are no longer this store's
+                        self._claims_lost(f"release run {run_id}")
             await self._close_claims_if_unused()
 
     async def claimed_runs(self, run_ids: Sequence[str]) -> set[str]:
@@ -561,12 +607,32 @@ class PostgresStore:
         try:
             yield
         except psycopg.Error as exc:
-            raise store_error(self.label, action, exc, secret=self._secret) from None
+            error = store_error(self.label, action, exc, secret=self._secret)
+            if isinstance(error, StoreUnavailable):
+                self._unavailable = error
+            raise error from None
+
+    def _claims_lost(self, action: str) -> StoreUnavailable:
+        """The claims connection broke while it held claims: the server ended its session and dropped them."""
+        self._unavailable = StoreUnavailable(
+            f"cannot {action}: the connection holding this process's claims to {self.label} was lost",
+            hint="its runs are resumed from their last finished step by whoever claims them next",
+        )
+        return self._unavailable
+
+    def _usable(self, action: str) -> None:
+        """StoreUnavailable at once while the store is unavailable (until ``reconnect``)."""
+        if self._unavailable is not None:
+            raise StoreUnavailable(
+                f"cannot {action}: the run store is unavailable since an earlier call ({self._unavailable.message})",
+                hint=self._unavailable.hint,
+            )
 
     @asynccontextmanager
     async def _write(self, action: str) -> AsyncIterator[Connection]:
         pool = self._pool_or_error()
         async with self._write_lock:
+            self._usable(action)
             self._pending = Pending()
             with self._translated(action):
                 async with pool.connection() as db, db.pipeline(), db.transaction():

@@ -2,8 +2,8 @@
 
 Invariants:
 
-* An aiosqlite connection per store, opened with WAL, ``synchronous=NORMAL``, a 10 s busy timeout and
-  foreign keys on, for reads and the writes that store no values (claims, queue, pruning); and for a file,
+* An aiosqlite connection per store, opened with WAL, ``synchronous=NORMAL``, a busy timeout of at most 10 s
+  and foreign keys on, for reads and the writes that store no values (claims, queue, pruning); and for a file,
   a second connection on the event loop's thread for the writes that store values (steps, events, runs,
   thread turns: ``core.store.sqlite_writer``), which waits for another process's lock with the loop free.
   Calls on a store are serialised by an ``asyncio.Lock``, so concurrent tasks never interleave inside a
@@ -22,6 +22,11 @@ Invariants:
   texts are the run's texts, so a turn said by a step refers to the text the step's record holds.
 * Runs are deleted only by ``prune_runs``, each under its claim, with everything that refers to them
   (``ON DELETE CASCADE``) and their child runs (``core.store.pruning`` chooses them).
+* A write waits for another process's write lock for up to ``busy_timeout_s`` (``Settings.sqlite``, 5
+  minutes by default): the writer connection tries again from the loop, the aiosqlite connection tries
+  ``BEGIN IMMEDIATE`` again after each busy timeout. A lock still held then is ``StoreUnavailable``, and
+  from then on the store refuses every write at once (``reconnect`` ends that): a run in hand stops as its
+  last commit left it, nothing of it recorded as failed.
 * sqlite3 errors become ``StoreError`` in one place, ``core.store.files.store_error``, with one line and a
   hint.
 
@@ -45,7 +50,7 @@ from typing import Any, Literal
 import aiosqlite
 
 from core.context import ConversationTurn
-from core.errors import StoreError
+from core.errors import StoreError, StoreUnavailable
 from core.records import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
 from core.store import claims, codec, files, location, pruning, queue_rows, row_reads, thread_rows
 from core.store.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
@@ -62,8 +67,13 @@ _CHUNK = 500  # ids per "IN (...)" query, well under SQLite's limit on parameter
 CLAIMS_SUFFIX = ".claims"
 """The file beside the database whose byte-range locks say which process executes which run."""
 
-BUSY_TIMEOUT_S = 10.0
-"""How long a write waits for another process's write lock before failing with "locked"."""
+BUSY_TIMEOUT_S = 300.0
+"""How long a write waits for another process's write lock, by default (``Settings.sqlite.busy_timeout_s``),
+before the store is ``StoreUnavailable``."""
+
+ATTEMPT_S = 10.0
+"""The aiosqlite connection's busy timeout: how long one statement waits inside SQLite (on aiosqlite's
+thread) before the store tries again from the loop; it bounds how late a cancelled wait lets go."""
 
 
 OpenMode = Literal["create", "existing", "read"]
@@ -88,9 +98,11 @@ class SqliteStore:
     the reads need the current schema. Nothing else it does writes.
     """
 
-    def __init__(self, path: str | Path, *, mode: OpenMode = "create") -> None:
+    def __init__(self, path: str | Path, *, mode: OpenMode = "create", busy_timeout_s: float | None = None) -> None:
         self.path = str(path)
         self.mode: OpenMode = mode
+        self.busy_timeout_s = BUSY_TIMEOUT_S if busy_timeout_s is None else busy_timeout_s
+        self._unavailable: StoreUnavailable | None = None  # set when a wait ran out: writes refused
         self._db: aiosqlite.Connection | None = None
         self._writer: Writer | None = None  # writes of values, on the loop's thread (core.store.sqlite_writer)
         self._lock = asyncio.Lock()
@@ -114,9 +126,10 @@ class SqliteStore:
             target, uri = (
                 (self.path, False) if in_memory or self.mode == "create" else (files.no_create_uri(self.path), True)
             )
-            db = await aiosqlite.connect(target, timeout=BUSY_TIMEOUT_S, isolation_level=None, uri=uri)
+            attempt_s = min(ATTEMPT_S, self.busy_timeout_s)
+            db = await aiosqlite.connect(target, timeout=attempt_s, isolation_level=None, uri=uri)
             try:
-                await db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+                await db.execute(f"PRAGMA busy_timeout = {int(attempt_s * 1000)}")
                 await db.execute("PRAGMA foreign_keys = ON")
                 if not in_memory and self.mode != "create" and not await has_tables(db):
                     # An empty file (or a database with no table): nothing has been stored there yet. A reader
@@ -151,6 +164,23 @@ class SqliteStore:
                     if writer is not None:
                         writer.close()
                     await db.close()
+
+    @property
+    def lock_waits(self) -> int:
+        """How many writes of values found another process holding the write lock, and waited for it."""
+        return self._writer.waited if self._writer is not None else 0
+
+    async def reconnect(self) -> None:
+        """Use the store again after ``StoreUnavailable``: once no other process holds the write lock (one try,
+        no wait; ``StoreUnavailable`` again while one does). Its claims stay as they are (``release_run``)."""
+        if self._unavailable is None:
+            return
+        if self._writer is not None:
+            try:
+                await self._writer.run(lambda conn: None, timeout_s=0)
+            except sqlite3.Error as exc:
+                raise self._failed("take the run store's write lock", exc) from exc
+        self._unavailable = None
 
     async def __aenter__(self) -> SqliteStore:
         return await self.open()
@@ -536,15 +566,33 @@ class SqliteStore:
         try:
             yield
         except sqlite3.Error as exc:
-            raise files.store_error(self.path, action, exc) from exc
+            raise self._failed(action, exc) from exc
+
+    def _failed(self, action: str, exc: sqlite3.Error) -> StoreError:
+        """``exc`` translated (``files.store_error``); a lock that outlasted the wait makes the store refuse
+        writes from now on (``_usable``), until ``reconnect``."""
+        error = files.store_error(self.path, action, exc)
+        if isinstance(error, StoreUnavailable):
+            self._unavailable = error
+        return error
+
+    def _usable(self, action: str) -> None:
+        """StoreUnavailable at once while the store is unavailable: no write waits for the lock again (the
+        engine's and the worker's writes after the first gave up would each wait the whole timeout)."""
+        if self._unavailable is not None:
+            raise StoreUnavailable(
+                f"cannot {action}: the run store is unavailable since an earlier write ({self._unavailable.message})",
+                hint=self._unavailable.hint,
+            )
 
     @asynccontextmanager
     async def _write(self, action: str) -> AsyncIterator[aiosqlite.Connection]:
         """A transaction of statements sent one by one (for writes that store no values: see ``Batch``)."""
         db = self._connection()
         async with self._lock:
+            self._usable(action)
             with self._translated(action):
-                async with immediate(db):
+                async with immediate(db, wait_s=self.busy_timeout_s):
                     yield db
 
     async def _in_one_call(self, action: str, write: Callable[[Batch], None]) -> None:
@@ -557,13 +605,14 @@ class SqliteStore:
             return pending
 
         async with self._lock:
+            self._usable(action)
             try:  # what _translated does, without a generator per step
                 if self._writer is None:  # an in-memory store: its database is the one connection's own
                     pending = await in_one_call(db, attempt)
                 else:
-                    pending = await self._writer.run(attempt, timeout_s=BUSY_TIMEOUT_S)
+                    pending = await self._writer.run(attempt, timeout_s=self.busy_timeout_s)
             except sqlite3.Error as exc:
-                raise files.store_error(self.path, action, exc) from exc
+                raise self._failed(action, exc) from exc
             # Committed: the texts and lists it stored can now be referred to without a look-up.
             self._cache.commit(pending)
 

@@ -14,7 +14,8 @@ Invariants:
   ``BEGIN IMMEDIATE`` fails at once with "locked"; the transaction is rolled back (nothing was written) and
   tried again after an ``asyncio.sleep`` growing from 1 to 50 ms, until ``timeout_s`` has passed — then the
   last "locked" error is raised, as aiosqlite's connection raises it after its busy timeout. The loop runs
-  other tasks meanwhile; cancelling the wait leaves nothing half done.
+  other tasks meanwhile; cancelling the wait leaves nothing half done. ``waited`` counts the transactions
+  that had to wait (what ``flujo worker`` reports as the file's contention).
 * Each attempt is the whole transaction: ``work`` must be safe to run again after a rollback (a ``Batch``
   with a new ``Pending`` each time is).
 """
@@ -27,7 +28,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from core.store.transaction import run_transaction
+from core.store.transaction import locked, run_transaction
 
 T = TypeVar("T")
 
@@ -40,6 +41,7 @@ class Writer:
 
     def __init__(self, target: str, *, uri: bool) -> None:
         self._conn = sqlite3.connect(target, isolation_level=None, timeout=0, uri=uri)
+        self.waited = 0  # transactions that found another process holding the lock and waited for it
         try:
             self._conn.execute("PRAGMA busy_timeout = 0")
             self._conn.execute("PRAGMA foreign_keys = ON")
@@ -57,19 +59,16 @@ class Writer:
             try:
                 return run_transaction(self._conn, work)
             except sqlite3.OperationalError as exc:
-                if not _locked(exc):
+                if not locked(exc):
                     raise
                 now = time.monotonic()
                 deadline = now + timeout_s if deadline is None else deadline
                 if now >= deadline:
                     raise
+                if wait == _FIRST_WAIT_S:
+                    self.waited += 1
                 await asyncio.sleep(min(wait, deadline - now))
                 wait = min(wait * 2, _LONGEST_WAIT_S)
 
     def close(self) -> None:
         self._conn.close()
-
-
-def _locked(exc: sqlite3.OperationalError) -> bool:
-    """SQLITE_BUSY or SQLITE_LOCKED, extended codes included."""
-    return exc.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)

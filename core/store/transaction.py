@@ -3,7 +3,9 @@
 ``BEGIN IMMEDIATE`` takes the write lock up front, so a transaction that reads and then writes waits
 for another process (up to the busy timeout) instead of failing at once with "database is locked" when
 it upgrades from reading to writing, as a deferred ``BEGIN`` does in WAL mode. The connection must be
-in autocommit mode (``isolation_level=None``) so that sqlite3 opens no transaction of its own.
+in autocommit mode (``isolation_level=None``) so that sqlite3 opens no transaction of its own. Once it
+holds the lock, nothing else in the transaction waits for one (WAL), so waiting longer than the
+connection's busy timeout is trying ``BEGIN IMMEDIATE`` again (``immediate``'s ``wait_s``).
 
 ``in_one_call`` runs a whole transaction as one call on the connection's thread (one round trip from the
 event loop instead of one per statement). It uses aiosqlite's ``Connection._execute``, the one private
@@ -13,7 +15,9 @@ name we rely on: aiosqlite has no public way to run a function on its thread, an
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TypeVar
@@ -22,18 +26,37 @@ import aiosqlite
 
 T = TypeVar("T")
 
+_RETRY_S = 0.05  # between two tries of BEGIN IMMEDIATE, each of which waited the busy timeout already
+
+
+def locked(exc: sqlite3.OperationalError) -> bool:
+    """SQLITE_BUSY or SQLITE_LOCKED, extended codes included: another connection holds the lock."""
+    return exc.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
 
 @asynccontextmanager
-async def immediate(db: aiosqlite.Connection) -> AsyncIterator[aiosqlite.Connection]:
-    """Run the block in one transaction: committed when it ends, rolled back on any exception.
+async def immediate(db: aiosqlite.Connection, *, wait_s: float = 0.0) -> AsyncIterator[aiosqlite.Connection]:
+    """Run the block in one transaction: committed when it ends, rolled back on any exception. While another
+    connection holds the write lock, ``BEGIN IMMEDIATE`` is tried again until ``wait_s`` seconds have passed
+    (each try waits the connection's busy timeout on its thread, the loop stays free); then the last
+    "locked" error is raised.
 
     Cancellation included: aiosqlite runs statements in order on one thread, so a ``ROLLBACK`` sent
     after a cancelled statement still runs after it.
     """
+    deadline = time.monotonic() + wait_s
     try:
         # BEGIN inside the try: when a cancellation interrupts the wait for it, it still runs later on
         # the connection's thread, and the ROLLBACK queued behind it must close that transaction.
-        await db.execute("BEGIN IMMEDIATE")
+        while True:
+            try:
+                await db.execute("BEGIN IMMEDIATE")
+                break
+            except sqlite3.OperationalError as exc:
+                left = deadline - time.monotonic()
+                if not locked(exc) or left <= 0:
+                    raise
+                await asyncio.sleep(min(_RETRY_S, left))
         yield db
         await db.execute("COMMIT")
     except BaseException:

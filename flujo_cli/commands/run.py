@@ -115,9 +115,20 @@ class _Invocation:
 
 
 def _drive(coroutine: Coroutine[Any, Any, int], invocation: _Invocation, *, debug: bool) -> int:
-    """Run the async command; turn Ctrl-C and errors into one clear line and an exit code."""
+    """Run the async command; turn Ctrl-C and errors into one clear line and an exit code. A store that became
+    unavailable during the run (its server lost, its file locked too long) left the run resumable: the hint
+    says how to continue it."""
+    from core.errors import StoreUnavailable
+
     try:
         return asyncio.run(coroutine)
+    except StoreUnavailable as exc:
+        if invocation.run_id is not None:
+            exc.hint = (
+                f"run {invocation.run_id} is saved up to its last finished step; once the store is back, continue"
+                f" it with: {flujo_command()} resume {invocation.run_id}{invocation.state_option()}"
+            )
+        fail(exc, debug=debug)
     except KeyboardInterrupt:
         if invocation.run_id is None:
             error_line("interrupted before the run started")

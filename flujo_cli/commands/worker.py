@@ -11,12 +11,23 @@ Invariants:
   that); an interrupted one (SIGTERM after the grace period, Ctrl-C) goes back to it, to be resumed.
 * SIGTERM: stop taking runs, let those in hand finish for ``grace_s`` seconds, then interrupt them as
   Ctrl-C does; exit 0. Ctrl-C (SIGINT) interrupts them at once.
+* The store unavailable (``StoreUnavailable``: its server lost, or its file locked past
+  ``sqlite.busy_timeout_s``), from a run or from the worker's own polling: stop taking runs, give up the
+  runs in hand without writing anything (the store refuses writes until it reconnects; their claims are
+  released, or go with their connection), and try to reach the store again with a growing pause for
+  ``reconnect_for_s`` seconds. Back: take runs again, the given-up ones among them, resumed from their
+  journals by whichever worker claims them first. Not back in time: one line, exit code 7 (the runs stay
+  resumable). A run is never recorded as failed for the store, and no task ends with an exception nobody
+  retrieves.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import signal
+import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -25,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
+from core.errors import StoreUnavailable
 from flujo_cli import exit_codes
 from flujo_cli.messages import fail, stderr
 
@@ -40,6 +52,10 @@ if TYPE_CHECKING:
 POLL_S = 0.2
 """How often a worker with nothing to take looks at the queue again (and at cancel requests)."""
 
+FIRST_RETRY_S = 0.5
+LONGEST_RETRY_S = 5.0
+"""The pauses between two tries to reach an unavailable store: doubling from the first to the longest."""
+
 
 @dataclass
 class _Worker:
@@ -48,30 +64,92 @@ class _Worker:
     console: Console
     concurrency: int
     grace_s: float
+    reconnect_for_s: float
     tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict)
     cancelled: set[str] = field(default_factory=set)
     ended: Counter[str] = field(default_factory=Counter)
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
     interrupt_now: bool = False
+    lost: StoreUnavailable | None = None  # the store became unavailable: the runs in hand are given up
 
     def stop(self, *, now: bool) -> None:
+        """SIGTERM (``now`` False) or Ctrl-C. A second Ctrl-C exits at once, as a crash would (the claims go
+        with the process; the runs in hand resume from their last commit): the first one's interrupted runs
+        may be waiting for the store, up to ``sqlite.busy_timeout_s`` for a file another process keeps locked."""
+        if now and self.interrupt_now:
+            self.console.print("interrupted again: exiting now; the runs in hand resume from their last finished step")
+            sys.stderr.flush()
+            os._exit(exit_codes.INTERRUPTED)
+        if now and self.tasks:
+            self.console.print(f"interrupting {len(self.tasks)} run(s) in hand (Ctrl-C again exits at once)")
         self.interrupt_now = self.interrupt_now or now
         self.stopping.set()
 
     async def loop(self, *, until_idle: bool) -> None:
         while not self.stopping.is_set():
-            took = False
-            while len(self.tasks) < self.concurrency and not self.stopping.is_set():
-                run_id = await self.store.take_queued()
-                if run_id is None:
-                    break
-                took = True
-                self.tasks[run_id] = asyncio.create_task(self._execute(run_id))
-            if until_idle and not took and not self.tasks and await self.store.queue_waiting() == 0:
-                return
-            await self._wait(POLL_S)
-            await self._cancel_requested()
+            try:
+                if await self._round(until_idle=until_idle):
+                    return
+            except StoreUnavailable as exc:
+                self._lose(exc)
+            if self.lost is not None:
+                await self._ride_out(self.lost)
         await self._wind_down()
+
+    async def _round(self, *, until_idle: bool) -> bool:
+        """Take runs up to the concurrency, wait a little, pass on cancel requests; True when idle and done."""
+        took = False
+        while len(self.tasks) < self.concurrency and not self.stopping.is_set() and self.lost is None:
+            run_id = await self.store.take_queued()
+            if run_id is None:
+                break
+            took = True
+            self.tasks[run_id] = asyncio.create_task(self._execute(run_id))
+        if until_idle and not took and not self.tasks and await self.store.queue_waiting() == 0:
+            return True
+        await self._wait(POLL_S)
+        if self.lost is None:
+            await self._cancel_requested()
+        return False
+
+    def _lose(self, exc: StoreUnavailable) -> None:
+        """The store became unavailable: say so, once (the runs in hand will each find it out too)."""
+        if self.lost is None:
+            self.lost = exc
+            self.console.print(
+                f"the run store is unavailable: {escape(exc.message)}; the runs in hand stop, resumable from their"
+                f" last finished step; trying to reach it again for up to {self.reconnect_for_s:g}s"
+            )
+
+    async def _ride_out(self, lost: StoreUnavailable) -> None:
+        """Give up the runs in hand, then try to reach the store again until it is back (and return) or
+        ``reconnect_for_s`` has passed (StoreUnavailable: exit code 7). SIGTERM or Ctrl-C end the wait."""
+        for task in list(self.tasks.values()):
+            task.cancel()  # their writes are refused at once: nothing of them is recorded
+        if self.tasks:
+            await asyncio.wait(list(self.tasks.values()))
+        since = time.monotonic()
+        pause = FIRST_RETRY_S
+        while True:
+            try:
+                await self.store.reconnect()
+                break
+            except StoreUnavailable as exc:
+                lost = exc
+            left = since + self.reconnect_for_s - time.monotonic()
+            if left <= 0 or self.stopping.is_set():
+                how = "stopped while trying again" if self.stopping.is_set() else "gave up after trying"
+                raise StoreUnavailable(
+                    f"{lost.message}; {how} for {time.monotonic() - since:.0f}s",
+                    hint="the runs this worker held are saved up to their last finished step: another worker"
+                    " takes them, or flujo resume RUN_ID",
+                )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stopping.wait(), timeout=min(pause, left))
+            pause = min(pause * 2, LONGEST_RETRY_S)
+        self.lost = None
+        self.cancelled.clear()
+        self.console.print(f"the run store is back after {time.monotonic() - since:.1f}s; taking runs again")
 
     async def _wait(self, timeout: float) -> None:
         stop = asyncio.create_task(self.stopping.wait())
@@ -101,9 +179,26 @@ class _Worker:
             await asyncio.wait(list(self.tasks.values()))
 
     async def _execute(self, run_id: str) -> None:
+        """Execute ``run_id`` and record how it ended; never raises (but CancelledError of its own task), so no
+        task ends with an exception nobody retrieves."""
         from core.errors import FlujoError
 
         started = time.perf_counter()
+        try:
+            await self._settle(run_id, started)
+        except StoreUnavailable as exc:  # from the run, or from recording how it ended
+            self._lose(exc)
+            self._report(run_id, "interrupted", "the run store is unavailable; resumable from its last finished step",
+                         started)  # fmt: skip
+        except FlujoError as exc:  # how it ended could not be recorded (a full disk): one line, resumable
+            self._report(run_id, "unrecorded", exc.message, started)
+        finally:
+            self.tasks.pop(run_id, None)
+            await self.store.release_run(run_id)
+
+    async def _settle(self, run_id: str, started: float) -> None:
+        from core.errors import FlujoError
+
         try:
             self.console.print(f"started {run_id}")
             outcome = await self._resume(run_id)
@@ -112,6 +207,8 @@ class _Worker:
                 self._report(run_id, "skipped", "it is no longer queued", started)
                 return
         except asyncio.CancelledError:
+            if self.lost is not None:  # given up: the store refuses writes, the run stays as it was
+                raise self.lost from None
             if run_id in self.cancelled:
                 await self.store.update_run(run_id, status="cancelled", finished_at=time.time())
                 await self.store.leave_queued(run_id)
@@ -119,16 +216,16 @@ class _Worker:
             else:  # resumable: back to the queue, for this worker or another
                 await self.store.leave_queued(run_id, requeue=True)
                 self._report(run_id, "interrupted", "saved up to its last finished step; back in the queue", started)
-        except FlujoError as exc:  # the blueprint is gone or changed, an agent cannot be built: failed
-            await self.store.update_run(run_id, status="failed", error=exc.message, finished_at=time.time())
+        except StoreUnavailable:
+            raise
+        except Exception as exc:  # the blueprint is gone or changed, an agent cannot be built (or a bug): failed
+            message = exc.message if isinstance(exc, FlujoError) else f"unexpected {type(exc).__name__}: {exc}"
+            await self.store.update_run(run_id, status="failed", error=message, finished_at=time.time())
             await self.store.leave_queued(run_id)
-            self._report(run_id, "failed", exc.message, started)
+            self._report(run_id, "failed", message, started)
         else:
             await self.store.leave_queued(run_id)
             self._report(run_id, outcome.status, _detail(outcome), started)
-        finally:
-            self.tasks.pop(run_id, None)
-            await self.store.release_run(run_id)
 
     def _report(self, run_id: str, status: str, detail: str, started: float) -> None:
         self.ended[status] += 1
@@ -195,21 +292,41 @@ def _detail(outcome: RunOutcome) -> str:
     return outcome.detail or ""
 
 
-def work(*, concurrency: int, until_idle: bool, grace_s: float, state: str | None, debug: bool) -> int:
+def work(
+    *, concurrency: int, until_idle: bool, grace_s: float, reconnect_for_s: float, state: str | None, debug: bool
+) -> int:
     try:
-        return asyncio.run(_work(concurrency=concurrency, until_idle=until_idle, grace_s=grace_s, state=state))
+        return asyncio.run(
+            _work(
+                concurrency=concurrency,
+                until_idle=until_idle,
+                grace_s=grace_s,
+                reconnect_for_s=reconnect_for_s,
+                state=state,
+            )
+        )
     except Exception as exc:  # the CLI's top level: one clear line
         fail(exc, debug=debug)
 
 
-async def _work(*, concurrency: int, until_idle: bool, grace_s: float, state: str | None) -> int:
+async def _work(
+    *, concurrency: int, until_idle: bool, grace_s: float, reconnect_for_s: float, state: str | None
+) -> int:
     from core.store.claims import process_label
+    from core.store.sqlite import SqliteStore
     from flujo_cli.store_access import open_for, settings_with_state, where
 
     console = stderr()
     settings = settings_with_state(state)
     store = await open_for(settings)
-    worker = _Worker(store=store, state=state, console=console, concurrency=concurrency, grace_s=grace_s)
+    worker = _Worker(
+        store=store,
+        state=state,
+        console=console,
+        concurrency=concurrency,
+        grace_s=grace_s,
+        reconnect_for_s=reconnect_for_s,
+    )
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, lambda: worker.stop(now=False))
     loop.add_signal_handler(signal.SIGINT, lambda: worker.stop(now=True))
@@ -219,8 +336,11 @@ async def _work(*, concurrency: int, until_idle: bool, grace_s: float, state: st
     finally:
         loop.remove_signal_handler(signal.SIGTERM)
         loop.remove_signal_handler(signal.SIGINT)
+        waits = store.lock_waits if isinstance(store, SqliteStore) else 0
         await store.close()
-    total = sum(worker.ended.values())
-    parts = ", ".join(f"{count} {status.replace('_', ' ')}" for status, count in sorted(worker.ended.items()))
-    console.print(f"worker {process_label()}: {total} run(s)" + (f": {parts}" if parts else ""))
+        if waits:
+            console.print(f"the store's file was busy: {waits} write(s) of this worker waited for another's lock")
+        total = sum(worker.ended.values())
+        parts = ", ".join(f"{count} {status.replace('_', ' ')}" for status, count in sorted(worker.ended.items()))
+        console.print(f"worker {process_label()}: {total} run(s)" + (f": {parts}" if parts else ""))
     return exit_codes.OK

@@ -22,12 +22,18 @@ Scripting (responses are consumed in order, whatever the route)::
                                               # or Anthropic's message_stop), then the connection closes
     fake.reply("a b", finish_reason="length", done=False)   # how an OpenAI stream ends
     fake.reply("done", hold=True)             # a stream sent whole but for its end, then held open:
-    fake.held.wait(); ...; fake.release()     # the client has the whole answer and still waits
+    fake.held.wait(); ...; fake.let_go()      # the client has the whole answer and still waits
     fake.fail(429, retry_after=0.01)          # an error status (OpenAI or Anthropic error body)
     fake.fail(500, times=2)                   # ... twice
     fake.fail(401, message="bad key")
 
 With the queue empty the server echoes the last user message (``"echo: <text>"``) with usage (10, 5).
+
+Holding answers back (to act while calls are in flight)::
+
+    fake.hold()                   # requests are received (and recorded) but not answered ...
+    fake.wait_for_requests(2)     # ... until two have arrived ...
+    fake.release()                # ... and then answered, in any order
 
 Inspection::
 
@@ -103,6 +109,9 @@ class FakeLLM:
         self._closing = threading.Event()
         self.held = threading.Event()  # a reply queued with hold=True was sent, all but its end
         self._let_go = threading.Event()
+        self._open = threading.Event()  # cleared by hold(): answers wait for release()
+        self._open.set()
+        self._arrived = threading.Condition(self._lock)
         self._server = _Server(("127.0.0.1", 0), _handler_for(self))
         # A short poll interval makes close() (shutdown) quick: it waits for the serve loop's next poll.
         self._thread = threading.Thread(
@@ -186,7 +195,7 @@ class FakeLLM:
         choice says ``finish_reason`` (None: no such chunk); ``done=False`` leaves out its ``data: [DONE]``.
         ``hold`` (a streamed request): every SSE event but the last (``[DONE]``, Anthropic's ``message_stop``)
         is sent, usage included, then ``held`` is set and the connection is kept open, the stream unfinished,
-        until ``release()`` or ``close()``: the provider has served the call and the client is still waiting
+        until ``let_go()`` or ``close()``: the provider has served the call and the client is still waiting
         for its end."""
         text = content if isinstance(content, str) else json.dumps(content)
         pieces = tuple(chunks) if chunks else None
@@ -206,7 +215,7 @@ class FakeLLM:
         )
         return self
 
-    def release(self) -> None:
+    def let_go(self) -> None:
         """Let a held reply's connection go (closed without the stream's end)."""
         self._let_go.set()
 
@@ -223,6 +232,22 @@ class FakeLLM:
         for _ in range(times):
             self._push(_Scripted(status=status, message=message, retry_after=retry_after, delay=delay))
         return self
+
+    def hold(self) -> FakeLLM:
+        """Answer no request until ``release()``: each is received and recorded, then waits."""
+        self._open.clear()
+        return self
+
+    def release(self) -> FakeLLM:
+        """Answer the requests held back, and those that come next, again."""
+        self._open.set()
+        return self
+
+    def wait_for_requests(self, count: int, *, timeout: float = 120) -> None:
+        """Return once ``count`` requests have been received in all; AssertionError after ``timeout``."""
+        with self._arrived:
+            if not self._arrived.wait_for(lambda: len(self.requests) >= count, timeout=timeout):
+                raise AssertionError(f"{len(self.requests)} request(s) arrived, not {count}")
 
     def _push(self, item: _Scripted) -> None:
         with self._lock:
@@ -248,8 +273,16 @@ class FakeLLM:
             return len(self._queue)
 
     def _record(self, request: FakeRequest) -> None:
-        with self._lock:
+        with self._arrived:
             self.requests.append(request)
+            self._arrived.notify_all()
+
+    def _held(self) -> bool:
+        """Wait while answers are held back; True when the server is closing meanwhile (answer nothing)."""
+        while not self._open.wait(0.05):
+            if self._closing.is_set():
+                return True
+        return False
 
 
 class _Server(ThreadingHTTPServer):
@@ -287,6 +320,8 @@ def _handler_for(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 self._error(
                     _Scripted(status=400, message='messages: first message must use the "user" role'), anthropic=True
                 )
+                return
+            if fake._held():
                 return
             scripted = fake._next() or _Scripted(text=f"echo: {_last_user_text(body)}")
             if scripted.delay and fake._closing.wait(scripted.delay):
