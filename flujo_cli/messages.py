@@ -1,6 +1,8 @@
 """Every user-facing error message is composed here: one line, then a hint, then an exit code.
 
-Tracebacks are shown only with ``--debug`` (or FLUJO_DEBUG=1).
+Tracebacks are shown only with ``--debug`` (or FLUJO_DEBUG=1). Every console flujo prints through is made
+by ``plain_console``: Rich's emoji codes are off, so a user's or a model's ``:x:`` is printed as written, never as
+an emoji (flujo's own texts use none); its markup is escaped where text is put into it.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ import os
 import select
 import sys
 import traceback
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from rich.console import Console
 from rich.markup import escape
@@ -19,11 +21,16 @@ from flujo_cli import exit_codes
 _stderr: Console | None = None
 
 
+def plain_console(**options: Any) -> Console:
+    """A Rich console that prints text as it is: no emoji codes (``:x:``), no highlighting."""
+    return Console(emoji=False, highlight=False, **options)
+
+
 def stderr() -> Console:
     """The console for progress and messages (stdout is kept for results)."""
     global _stderr
     if _stderr is None:
-        _stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+        _stderr = plain_console(stderr=True, soft_wrap=True)
     return _stderr
 
 

@@ -11,10 +11,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from rich.console import Console
-
 from flujo_cli import exit_codes
-from flujo_cli.messages import fail, stderr, usage_error
+from flujo_cli.messages import fail, plain_console, stderr, usage_error
 
 
 def explain_file(file: Path, *, json_output: bool, debug: bool, settings: Sequence[str] = ()) -> int:
@@ -42,7 +40,7 @@ def explain_file(file: Path, *, json_output: bool, debug: bool, settings: Sequen
         if json_output:
             sys.stdout.write(json.dumps(explanation.to_json(), ensure_ascii=False) + "\n")
         else:
-            render_explanation(explanation, Console(highlight=False))
+            render_explanation(explanation, plain_console())
         return exit_codes.OK
     except Exception as exc:  # the CLI's top level
         fail(exc, debug=debug)
