@@ -17,10 +17,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-# A key in quotes (a backslash run before each quote: its escaping level), then the colon. A key is a
-# name-like word, not any text: one of the keys this module masks never holds a quote or a line break. The
-# run is taken whole (the look-behind): tried from each of its backslashes, a long run would cost its square.
-_KEY = re.compile(r"""(?<!\\)(\\*)(["'])([A-Za-z_][A-Za-z0-9_. -]{0,63}?)\1\2[ \t\r\n]*:[ \t\r\n]*""")
+# A key in quotes, then the colon; the backslashes before its closing quote are its escaping level (the
+# same run must stand before its opening quote: checked by ``_opened_at``). A key is a name-like word, not
+# any text: one of the keys this module masks never holds a quote or a line break. The expression starts at
+# a quote character, so the regular expression engine skips to the quotes of a text without trying every
+# position in between.
+_KEY = re.compile(r"""(["'])([A-Za-z_][A-Za-z0-9_. -]{0,63}?)(\\*)\1[ \t\r\n]*:[ \t\r\n]*""")
 _QUOTES_AND_BRACKETS = re.compile(r"""["'{}\[\]]""")
 _NUMBER = re.compile(r"-?[0-9][0-9.eE+-]*")
 _KEPT = ("null", "true", "false")
@@ -31,9 +33,10 @@ def mask_keyed_values(text: str, *, sensitive: Callable[[str], bool], mask: str)
     pieces: list[str] = []
     done = 0  # text[:done] is in pieces
     for found in _KEY.finditer(text):
-        if found.start() < done or not sensitive(found.group(3)):
+        level = len(found.group(3))
+        if found.start() - level < done or not sensitive(found.group(2)) or not _opened_at(text, found, level):
             continue
-        quote = found.group(1) + found.group(2)
+        quote = found.group(3) + found.group(1)
         start = found.end()
         span = _value_span(text, start, quote)
         if span is None:
@@ -46,6 +49,14 @@ def mask_keyed_values(text: str, *, sensitive: Callable[[str], bool], mask: str)
         return text
     pieces.append(text[done:])
     return "".join(pieces)
+
+
+def _opened_at(text: str, found: re.Match[str], level: int) -> bool:
+    """Whether the key ``found`` opens with as many backslashes before its quote as close it (exactly)."""
+    start = found.start()
+    if text[start - level : start] != "\\" * level:
+        return False
+    return start - level == 0 or text[start - level - 1] != "\\"
 
 
 def _value_span(text: str, start: int, quote: str) -> tuple[int, int, bool] | None:

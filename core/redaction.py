@@ -94,9 +94,10 @@ SENSITIVE_KEYS = frozenset(
 # substitutions (about 16 µs a text; reading a long run masks tens of thousands of distinct texts). Only
 # for ASCII texts: with IGNORECASE, a few other letters match too (the Kelvin sign matches k, ſ matches s).
 _LITERAL_STARTS = re.compile(r"-----BEGIN|eyJ|sk-|AKIA|AIza|gh[pousr]_|xox")
-# password|passwd|passphrase: "pass"; the last four for the keys of SENSITIVE_KEYS no other word starts
-_WORDS = ("bearer", "pass", "pwd", "secret", "token", "api", "basic", "aws", "authoriz", "cookie", "credential",
-          "private")  # fmt: skip
+_WORDS = ("bearer", "pass", "pwd", "secret", "token", "api", "basic", "aws")  # password|passwd|passphrase: "pass"
+# The keys of SENSITIVE_KEYS that no word above is part of: looked for only in a text with a quote (a key of
+# JSON or of a printed Python mapping is quoted), which spares most texts the four more searches.
+_KEY_WORDS = ("authoriz", "cookie", "credential", "private")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SEPARATORS = re.compile(r"[^a-z0-9]+")
 
@@ -128,9 +129,12 @@ def masked_under_key(value: Any) -> Any:
 def _may_match(value: str) -> bool:
     if not value.isascii() or _LITERAL_STARTS.search(value) is not None:
         return True
-    if "://" in value and "@" in value:  # a URL that may carry a password
+    lowered = value.lower()
+    if any(map(lowered.__contains__, _WORDS)):  # each word looked for in C
         return True
-    return any(map(value.lower().__contains__, _WORDS))  # each word looked for in C
+    if "@" in value and "://" in value:  # a URL that may carry a password
+        return True
+    return ('"' in value or "'" in value) and any(map(lowered.__contains__, _KEY_WORDS))
 
 
 class Redactor:
@@ -179,7 +183,8 @@ class Redactor:
         value = _PROSE_CREDENTIAL.sub(lambda m: m.group(1) + MASK, value)
         if "://" in value:
             value = _URL_PASSWORD.sub(lambda m: m.group(1) + MASK + "@", value)
-        value = mask_keyed_values(value, sensitive=_sensitive_name, mask=MASK)
+        if '"' in value or "'" in value:  # JSON, or a Python mapping printed: its keys are quoted
+            value = mask_keyed_values(value, sensitive=_sensitive_name, mask=MASK)
         return _ASSIGNMENT.sub(_mask_assignment, value)
 
     def messages(self, sent: Sequence[ChatMessageLike]) -> list[dict[str, str]]:
