@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from core.errors import ConfigError
+from core.errors import ConfigError, SourcePosition
 
 MAX_NESTING = 100
 """Where a file too deep for the parser is said to pass: the first bracket nested deeper than this."""
@@ -39,9 +39,9 @@ def read_settings_file(path: Path) -> dict[str, Any]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line, column = _place_of_byte(raw, exc.start)
+        at = SourcePosition.of_byte(str(path), raw, exc.start)
         raise ConfigError(
-            f"{path}:{line}:{column}: the settings file is not UTF-8 text (byte {exc.start})",
+            f"{at}: the settings file is not UTF-8 text (byte {exc.start})",
             hint="save it as UTF-8",
         ) from None
     try:
@@ -95,13 +95,6 @@ def _common_prefix(written: list[str], wanted: list[str]) -> int:
             break
         count += 1
     return count
-
-
-def _place_of_byte(raw: bytes, offset: int) -> tuple[int, int]:
-    """Line and column (in characters) of byte ``offset`` of ``raw``."""
-    start = raw.rfind(b"\n", 0, offset) + 1
-    column = len(raw[start:offset].decode("utf-8", errors="replace")) + 1
-    return raw.count(b"\n", 0, offset) + 1, column
 
 
 def _located(path: Path, message: str, text: str) -> str:

@@ -16,8 +16,9 @@ _STYLE = {"error": "bold red", "warning": "yellow", "note": "cyan"}
 def _source_line(path: str, line: int, cache: dict[str, list[str]]) -> str | None:
     if path not in cache:
         try:
-            cache[path] = Path(path).read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError):
+            # A byte that is not UTF-8 shows as U+FFFD: the line of a "not UTF-8 text" finding is shown too.
+            cache[path] = Path(path).read_bytes().decode("utf-8", errors="replace").splitlines()
+        except OSError:
             cache[path] = []
     lines = cache[path]
     return lines[line - 1] if 0 < line <= len(lines) else None

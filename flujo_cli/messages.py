@@ -11,6 +11,7 @@ import os
 import select
 import sys
 import traceback
+from pathlib import Path
 from typing import Any, NoReturn
 
 from rich.console import Console
@@ -91,6 +92,20 @@ def output_closed() -> NoReturn:
     except (OSError, ValueError, AttributeError):
         pass
     raise SystemExit(exit_codes.OUTPUT_CLOSED)
+
+
+def require_file(path: Path, what: str, hint: str | None = None) -> None:
+    """Stop with a usage error unless ``path`` is a regular file to read as a ``what`` ("blueprint file"):
+    ``no such blueprint file: PATH`` (with ``hint``), or what is there instead (``PATH is a folder, not a
+    blueprint file``: a folder, ``/dev/null`` and a FIFO are not missing files, and a FIFO is never opened)."""
+    from blueprints import not_a_file
+
+    found = not_a_file(path)
+    if found == "nothing":
+        usage_error(f"no such {what}: {path}", hint)
+    if found is not None:
+        a = "an" if what[:1] in "aeiou" else "a"
+        usage_error(f"{path} is {found}, not {a} {what}", f"give the path of {a} {what}")
 
 
 def usage_error(message: str, hint: str | None = None) -> NoReturn:

@@ -12,13 +12,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from flujo_cli import exit_codes
-from flujo_cli.messages import fail, plain_console, stderr, usage_error
+from flujo_cli.messages import fail, plain_console, require_file, stderr
 
 
 def explain_file(file: Path, *, json_output: bool, debug: bool, settings: Sequence[str] = ()) -> int:
     """Explain ``file`` with the settings ``flujo run`` would use (flujo.toml, FLUJO_*, ``--set``)."""
-    if not file.is_file():
-        usage_error(f"no such blueprint file: {file}", "check the path; examples live in blueprints/examples/")
+    require_file(file, "blueprint file", "check the path; examples live in blueprints/examples/")
     try:
         from blueprints import InvalidBlueprint, explain_blueprint, findings_to_json, load_blueprint
         from core.config import load_settings, overrides_from_assignments
