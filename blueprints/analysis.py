@@ -60,10 +60,19 @@ def analyse_file(
         return _unreadable(file, f"no such file: {file}", "check the path")
     if found is not None:
         return _unreadable(file, f"{file} is {found}, not a blueprint file", "give the path of a blueprint file")
+    limit = (bounds or BoundsSettings()).blueprint_max_bytes
     try:
-        raw = path.read_bytes()
+        size = path.stat().st_size
+        raw = b"" if size > limit else path.read_bytes()  # refused before it is read, let alone parsed
     except OSError as exc:
         return _unreadable(file, f"cannot read {file}: {exc.strerror or exc}")
+    if max(size, len(raw)) > limit:
+        return _unreadable(
+            file,
+            f"{file} is {max(size, len(raw)):,} bytes, more than the {limit:,} a blueprint may be",
+            "split it into blueprints that import each other (imports:), or raise the setting "
+            "bounds.blueprint_max_bytes",
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -93,5 +102,8 @@ def analyse_file(
     except ValidationError as exc:
         invalid = validation_findings(exc, parsed.data, index)
         return FileAnalysis(sort_findings([*parsed.findings, *(reword(invalid) if ensemble_file else invalid)]))
-    findings = [*parsed.findings, *run_checks(model, index, path.parent, history=history, profiles=profiles)]
+    findings = [
+        *parsed.findings,
+        *run_checks(model, index, path.parent, history=history, profiles=profiles, bounds=bounds),
+    ]
     return FileAnalysis(sort_findings(findings), model, index, source_hash)

@@ -39,6 +39,7 @@ FindingCode = Literal[
     "never-runs",
     "unreachable-limit",
     "over-limit",
+    "endless-loop",
 ]
 
 
