@@ -63,9 +63,10 @@ _PROSE_PASSWORD = re.compile(r"""(?i)(\b(?:password|passwd|passphrase)\s+(?:is\s
 # digit), so that "each token is counted" and "the secret is out" stay readable.
 _PROSE_CREDENTIAL = re.compile(r"""(?i)(\b(?:secret|token|api[ _-]?key)\s+is\s+)((?=[^\s"',;]*\d)[^\s"',;]{8,})""")
 # The password of a URL's user part (postgresql://admin:PW@db/x, https://user:pass@host/): the scheme, the
-# user and the host stay. A password holding an "@" unencoded runs to the last "@" before the host. The
-# scheme is bounded: unbounded, a long "a-a-a-..." would be scanned again from each of its words.
-_URL_PASSWORD = re.compile(r"""(?i)(\b[a-z][a-z0-9+.-]{0,31}://[^\s/?#@:"'<>\\]*:)[^\s/?#"'<>\\]+@""")
+# user and the host stay. A user or a password holding an "@" unencoded (an e-mail address as the user)
+# runs to the last "@" before the host. The scheme is bounded: unbounded, a long "a-a-a-..." would be
+# scanned again from each of its words.
+_URL_PASSWORD = re.compile(r"""(?i)(\b[a-z][a-z0-9+.-]{0,31}://[^\s/?#:"'<>\\]*:)[^\s/?#"'<>\\]+@""")
 _BEARER = re.compile(r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/=-]{8,})")
 # HTTP Basic credentials: base64 of "user:password" after the word Basic. Only a word that decodes to a text
 # holding a colon is masked, so "basic principles" stays as it is.

@@ -33,6 +33,7 @@ from tests.cli_helpers import flujo
         ('{"url": "amqp://guest:guest@rabbit//"}', f'{{"url": "amqp://guest:{MASK}@rabbit//"}}'),
         ('{\\"dsn\\": \\"mysql://root:toor@h/db\\"}', f'{{\\"dsn\\": \\"mysql://root:{MASK}@h/db\\"}}'),
         ("HTTPS://USER:PASS@HOST/", f"HTTPS://USER:{MASK}@HOST/"),
+        ("https://me@example.com:pw-1@host/", f"https://me@example.com:{MASK}@host/"),
     ],
 )
 def test_the_password_of_a_url_is_masked_and_the_rest_kept(text: str, masked: str) -> None:
