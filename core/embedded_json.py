@@ -25,7 +25,6 @@ from collections.abc import Callable
 _KEY = re.compile(r"""(["'])([A-Za-z_][A-Za-z0-9_. -]{0,63}?)(\\*)\1[ \t\r\n]*:[ \t\r\n]*""")
 _QUOTES_AND_BRACKETS = re.compile(r"""["'{}\[\]]""")
 _NUMBER = re.compile(r"-?[0-9][0-9.eE+-]*")
-_KEPT = ("null", "true", "false")
 
 
 def mask_keyed_values(text: str, *, sensitive: Callable[[str], bool], mask: str) -> str:
@@ -54,7 +53,7 @@ def mask_keyed_values(text: str, *, sensitive: Callable[[str], bool], mask: str)
 def _opened_at(text: str, found: re.Match[str], level: int) -> bool:
     """Whether the key ``found`` opens with as many backslashes before its quote as close it (exactly)."""
     start = found.start()
-    if text[start - level : start] != "\\" * level:
+    if level > start or text[start - level : start] != "\\" * level:
         return False
     return start - level == 0 or text[start - level - 1] != "\\"
 
