@@ -33,7 +33,9 @@ def render_findings(findings: Sequence[Finding], console: Console) -> None:
         if finding.position is not None:
             text = _source_line(finding.position.file, finding.position.line, cache)
             if text is not None:
-                console.print(f"  [dim]{finding.position.line:>4} |[/] {escape(text)}")
-                console.print("  [dim]     |[/] " + " " * (finding.position.column - 1) + f"[{style}]^[/]")
+                width = max(4, len(str(finding.position.line)))  # line 11113 of a long file: the caret stays
+                console.print(f"  [dim]{finding.position.line:>{width}} |[/] {escape(text)}")
+                gutter = " " * (width + 1)
+                console.print(f"  [dim]{gutter}|[/] " + " " * (finding.position.column - 1) + f"[{style}]^[/]")
         if finding.hint:
             console.print(f"  [dim]hint:[/] {escape(finding.hint)}")

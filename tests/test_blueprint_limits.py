@@ -73,6 +73,8 @@ def test_twenty_thousand_flow_style_steps_are_refused_for_their_values(tmp_path:
     assert code == exit_codes.FAILED
     assert "flow.yaml:11113:32: error: the YAML holds more than 100,000 values\n" in err
     assert "alias" not in err
+    line, caret = [text for text in err.splitlines() if "|" in text][:2]
+    assert line.index("agent: {id") == caret.index("^")  # the caret under its column, past a 5-digit gutter
 
 
 def loop(max_loops: str, *, body: str = PASS % "a", more: str = "") -> str:
