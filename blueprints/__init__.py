@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from blueprints.agent_builder import AgentFactory
 from blueprints.compiler import compile_pipeline
+from blueprints.file_kinds import not_a_file
 from blueprints.findings import Finding, findings_to_json
 from blueprints.loader import Blueprint, InvalidBlueprint, load_blueprint, validate_file
 from blueprints.persona import simulated_user
@@ -69,6 +70,7 @@ __all__ = [
     "findings_to_json",
     "load_blueprint",
     "load_pipeline",
+    "not_a_file",
     "parse_yaml",
     "render_blueprint",
     "resolve_answers",

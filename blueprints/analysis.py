@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from blueprints.checks import run_checks
 from blueprints.ensemble_file import is_ensemble_file, reword, translate, translate_index
+from blueprints.file_kinds import not_a_file
 from blueprints.findings import Finding, sort_findings
 from blueprints.positions import PositionIndex
 from blueprints.salvage import salvage
@@ -42,6 +43,11 @@ def _unreadable(file: str, reason: str, hint: str | None = None) -> FileAnalysis
     return FileAnalysis([Finding("error", reason, None, hint, "file-unreadable", None, file)])
 
 
+def _excerpt(raw: bytes, at: SourcePosition) -> str | None:
+    """The line of ``at`` as the findings show it (a bad byte as U+FFFD), with its caret."""
+    return PositionIndex(at.file, raw.decode("utf-8", errors="replace").split("\n")).excerpt(at)
+
+
 def analyse_file(
     path: Path,
     *,
@@ -53,18 +59,33 @@ def analyse_file(
     against the settings' ``history`` defaults and its YAML read within ``bounds`` (the built-in ones
     when None)."""
     file = str(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
+    found = not_a_file(path)  # before opening it: a FIFO would wait for a writer
+    if found == "nothing":
         return _unreadable(file, f"no such file: {file}", "check the path")
-    except IsADirectoryError:
-        return _unreadable(file, f"{file} is a folder, not a blueprint file")
+    if found is not None:
+        return _unreadable(file, f"{file} is {found}, not a blueprint file", "give the path of a blueprint file")
+    limit = (bounds or BoundsSettings()).blueprint_max_bytes
+    try:
+        size = path.stat().st_size
+        raw = b"" if size > limit else path.read_bytes()  # refused before it is read, let alone parsed
     except OSError as exc:
         return _unreadable(file, f"cannot read {file}: {exc.strerror or exc}")
+    if max(size, len(raw)) > limit:
+        return _unreadable(
+            file,
+            f"{file} is {max(size, len(raw)):,} bytes, more than the {limit:,} a blueprint may be",
+            "split it into blueprints that import each other (imports:), or raise the setting "
+            "bounds.blueprint_max_bytes",
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return _unreadable(file, f"{file} is not UTF-8 text (byte {exc.start})", "save the file as UTF-8")
+        at = SourcePosition.of_byte(file, raw, exc.start)
+        bad = Finding(
+            "error", f"{file} is not UTF-8 text (byte {exc.start})", at, "save the file as UTF-8", "file-unreadable",
+            _excerpt(raw, at), file,
+        )  # fmt: skip
+        return FileAnalysis([bad])
     source_hash = hashlib.sha256(raw).hexdigest()
     parsed = parse_yaml(text.removeprefix("\ufeff"), file, bounds=bounds)
     if not parsed.ok:
@@ -88,8 +109,11 @@ def analyse_file(
         rescued = salvage(parsed.data, exc, index)
         if rescued is None:
             return FileAnalysis(sort_findings(schema))
-        later = run_checks(rescued.model, index, path.parent, history=history, profiles=profiles)
+        later = run_checks(rescued.model, index, path.parent, history=history, profiles=profiles, bounds=bounds)
         findings = [*schema, *rescued.later_findings(later, index)]
         return FileAnalysis(sort_findings(findings), rescued.model, index, source_hash)
-    findings = [*parsed.findings, *run_checks(model, index, path.parent, history=history, profiles=profiles)]
+    findings = [
+        *parsed.findings,
+        *run_checks(model, index, path.parent, history=history, profiles=profiles, bounds=bounds),
+    ]
     return FileAnalysis(sort_findings(findings), model, index, source_hash)

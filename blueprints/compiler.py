@@ -66,13 +66,13 @@ class StepCompiler:
 
     def template(self, source: str, path: Path) -> Template:
         try:
-            return Template(source)
+            return Template(source, position=self.position(path))
         except TemplateSyntax as exc:  # validation reports these; kept for blueprints built in code
             raise BlueprintError(f"template syntax error: {exc.message}", position=self.position(path)) from None
 
     def expression(self, source: str, path: Path) -> Expression:
         try:
-            return Expression(source)
+            return Expression(source, position=self.position(path))
         except TemplateSyntax as exc:
             raise BlueprintError(f"expression syntax error: {exc.message}", position=self.position(path)) from None
 

@@ -42,6 +42,7 @@ FindingCode = Literal[
     "model-file",
     "default-question",
     "empty-output",
+    "endless-loop",
 ]
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from blueprints.analysis import FileAnalysis, analyse_file
 from blueprints.checks.sites import names_under, walk
+from blueprints.file_kinds import not_a_file
 from blueprints.findings import Finding, FindingCode, sort_findings
 from blueprints.positions import Path as DataPath
 from blueprints.schema import AgentStepModel
@@ -72,11 +73,18 @@ class ImportGraph:
         here = (*chain, key)
         for alias, target in analysis.model.imports.items():
             file = Path(os.path.normpath(path.parent / target))
-            if not file.is_file():
+            found = not_a_file(file)
+            if found == "nothing":
                 _error(
                     node, "unknown-reference", ("imports", alias),
                     f"imports.{alias}: file {target!r} not found (looked for {file})",
                     f"paths are relative to the folder of {path.name}",
+                )  # fmt: skip
+            elif found is not None:
+                _error(
+                    node, "unknown-reference", ("imports", alias),
+                    f"imports.{alias}: {target!r} is {found}, not a blueprint file (looked at {file})",
+                    "name the .yaml file of the blueprint to import",
                 )  # fmt: skip
             elif file.resolve() in here:
                 loop = [*here[here.index(file.resolve()) :], file.resolve()]

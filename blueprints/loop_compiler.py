@@ -155,7 +155,7 @@ def _init(
             value = CompiledValue(c.template(init.notes.set, (*path, "notes", "set")))
             ops.append(InitOp("set", "context.scratchpad.notes", value))
     elif init is not None:
-        for op in init:
+        for number, op in enumerate(init):
             verbs: tuple[tuple[InitVerb, InitTargetModel | None], ...] = (
                 ("set", op.set),
                 ("append", op.append),
@@ -163,7 +163,10 @@ def _init(
             )
             for verb, operand in verbs:
                 if operand is not None:
-                    ops.append(InitOp(verb, operand.target, CompiledValue.of(operand.value)))
+                    where = (*path, number, verb, "value")
+                    ops.append(
+                        InitOp(verb, operand.target, CompiledValue.of(operand.value, template=c.template, path=where))
+                    )
     return InitOps(tuple(ops)) if ops else None
 
 
@@ -193,7 +196,7 @@ def _field(c: StepCompiler, name: str, value: Any, path: Path) -> OutputField:
         return OutputField(name, shorthand="initial_prompt")
     if isinstance(value, str):
         return OutputField(name, value=CompiledValue(c.template(value, path)))
-    return OutputField(name, value=CompiledValue.of(value))
+    return OutputField(name, value=CompiledValue.of(value, template=c.template, path=path))
 
 
 def output_hook(

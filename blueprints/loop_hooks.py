@@ -16,10 +16,11 @@ holds (what ``init`` and ``append`` wrote).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from blueprints.positions import Path
 from core.context import RunContext
 from core.conversation import is_context, turn_text
 from core.errors import RunError
@@ -37,20 +38,22 @@ class CompiledValue:
     value: Any
 
     @classmethod
-    def of(cls, raw: Any) -> CompiledValue:
-        return cls(_compile(raw))
+    def of(cls, raw: Any, *, template: Callable[[str, Path], Template], path: Path) -> CompiledValue:
+        """``raw`` with each text compiled by ``template`` (the step compiler's: it knows where the text is
+        written, at data ``path`` and below, so that its run-time errors name the place)."""
+        return cls(_compile(raw, template, path))
 
     def render(self, variables: Mapping[str, Any]) -> Any:
         return _render(self.value, variables)
 
 
-def _compile(raw: Any) -> Any:
+def _compile(raw: Any, template: Callable[[str, Path], Template], path: Path) -> Any:
     if isinstance(raw, str):
-        return Template(raw)
+        return template(raw, path)
     if isinstance(raw, dict):
-        return {key: _compile(item) for key, item in raw.items()}
+        return {key: _compile(item, template, (*path, str(key))) for key, item in raw.items()}
     if isinstance(raw, list):
-        return [_compile(item) for item in raw]
+        return [_compile(item, template, (*path, number)) for number, item in enumerate(raw)]
     return raw
 
 

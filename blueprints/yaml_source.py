@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 from yaml.constructor import SafeConstructor
-from yaml.events import CollectionEndEvent, CollectionStartEvent, NodeEvent, StreamEndEvent
+from yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent, NodeEvent, StreamEndEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.reader import Reader
 
@@ -86,16 +86,42 @@ def _too_deep(limit: int, mark: Any) -> _OverLimit:
     )
 
 
-class _BoundedLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing to compose nesting deeper than ``max_depth``: its composer recurses
-    once per level, so the check comes before the recursion that would exhaust the stack."""
+def _too_many(limit: int, mark: Any, *, aliases: bool) -> _OverLimit:
+    if aliases:
+        return _OverLimit(
+            f"the YAML holds more than {limit:,} values once its aliases are expanded",
+            "use fewer aliases (*name) or smaller ones (the limit is the setting bounds.yaml_max_values)",
+            mark,
+        )
+    return _OverLimit(
+        f"the YAML holds more than {limit:,} values",
+        "split it into smaller files (a blueprint can import others), or raise the setting bounds.yaml_max_values",
+        mark,
+    )
 
-    def __init__(self, text: str, max_depth: int) -> None:
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing to compose nesting deeper than ``max_depth`` (its composer recurses
+    once per level, so the check comes before the recursion that would exhaust the stack) or more than
+    ``max_values`` values (refused where it passes the bound, not after composing the rest). ``aliases``:
+    whether the document has used one (a value bound passed after expansion is then worded for them)."""
+
+    def __init__(self, text: str, max_depth: int, max_values: int) -> None:
         super().__init__(text)
         self._max_depth = max_depth
+        self._max_values = max_values
         self._depth = 0
+        self._values = 0
+        self.aliases = False
 
     def compose_node(self, parent: Node | None, index: Any) -> Node | None:
+        if self.check_event(AliasEvent):
+            self.aliases = True
+        else:
+            self._values += 1
+            if self._values > self._max_values:  # with no alias expanded, there are at least as many
+                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+                raise _too_many(self._max_values, mark, aliases=False)
         self._depth += 1
         try:
             if self._depth > self._max_depth:
@@ -105,7 +131,7 @@ class _BoundedLoader(yaml.SafeLoader):
             self._depth -= 1
 
 
-def _check_expansion(root: Node, bounds: BoundsSettings) -> None:
+def _check_expansion(root: Node, bounds: BoundsSettings, *, aliases: bool = True) -> None:
     """Raise _OverLimit when ``root``, with every alias expanded, holds more than ``yaml_max_values``
     values or nests deeper than ``yaml_max_depth``. Counted per distinct node (shared references are
     counted once each and multiplied), without recursion, so an alias bomb costs what its text does."""
@@ -131,11 +157,7 @@ def _check_expansion(root: Node, bounds: BoundsSettings) -> None:
             values += child_values
             depth = max(depth, child_depth + 1)
         if values > bounds.yaml_max_values:
-            raise _OverLimit(
-                f"the YAML holds more than {bounds.yaml_max_values:,} values once its aliases are expanded",
-                "use fewer aliases (*name) or smaller ones (the limit is the setting bounds.yaml_max_values)",
-                node.start_mark,
-            )
+            raise _too_many(bounds.yaml_max_values, node.start_mark, aliases=aliases)
         if depth > bounds.yaml_max_depth:
             raise _too_deep(bounds.yaml_max_depth, node.start_mark)
         sizes[id(node)] = (values, depth)
@@ -291,7 +313,8 @@ def parse_yaml(text: str, file: str, *, bounds: BoundsSettings | None = None, fa
             return parsed
     loader: _BoundedLoader | None = None
     try:
-        loader = _BoundedLoader(text, bounds.yaml_max_depth)  # rejects NUL and other unprintable characters
+        # rejects NUL and other unprintable characters
+        loader = _BoundedLoader(text, bounds.yaml_max_depth, bounds.yaml_max_values)
         return _composed(loader, index, bounds)
     except yaml.YAMLError as exc:
         return ParsedYaml(None, index, [_syntax_finding(exc, index)], ok=False)
@@ -326,7 +349,8 @@ def _composed(loader: Any, index: PositionIndex, bounds: BoundsSettings) -> Pars
     if node is None:
         return ParsedYaml(None, index)
     index.add((), Place(None, None, node.start_mark.line + 1, node.start_mark.column + 1, _style(node)))
-    _check_expansion(node, bounds)
+    # libyaml's loader counts nothing while composing: what it refuses is read again by ours, which words it
+    _check_expansion(node, bounds, aliases=loader.aliases if isinstance(loader, _BoundedLoader) else True)
     walker = _Walker(loader, index)
     return ParsedYaml(walker.walk(node, ()), index, walker.findings)
 

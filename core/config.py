@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import UnionType
@@ -25,6 +24,7 @@ from pydantic_core import PydanticCustomError
 
 from core.errors import ConfigError
 from core.providers import PROVIDER_NAMES, PROVIDERS, provider_of
+from core.settings_file import key_position, read_settings_file
 
 
 class ProviderSettings(BaseModel):
@@ -181,14 +181,16 @@ class ProfileSettings(BaseModel):
 
 class BoundsSettings(BaseModel):
     """How much hostile or broken input may cost: nesting and size of YAML files (blueprints, imports,
-    answers files), the values templates and expressions make and the work they do, and the size of what
-    an agent replies. Past a bound, the input is refused with an error that names the bound; nothing
-    hangs or runs out of memory. See docs/blueprints.md#limits."""
+    answers files), how many iterations a loop may ask for, the values templates and expressions make and
+    the work they do, and the size of what an agent replies. Past a bound, the input is refused with an
+    error that names the bound; nothing hangs or runs out of memory. See docs/blueprints.md#limits."""
 
     model_config = ConfigDict(extra="forbid")
 
     yaml_max_depth: int = Field(default=100, gt=0, le=300)  # deeper recursion would exhaust Python's stack
     yaml_max_values: int = Field(default=100_000, gt=0)
+    blueprint_max_bytes: int = Field(default=5_000_000, gt=0)  # refused before it is parsed
+    loop_max_iterations: int = Field(default=1_000_000, gt=0)  # the largest max_loops a loop may set
     import_max_depth: int = Field(default=32, gt=0, le=200)
     template_max_size: int = Field(default=10_000_000, gt=0)
     template_max_total: int = Field(default=50_000_000, gt=0)
@@ -356,12 +358,12 @@ def load_settings(
     env = os.environ if env is None else env
     data: dict[str, Any] = {}
     toml_path = find_project_file(cwd)
+    toml: dict[str, Any] = {}
     if toml_path is not None:
-        try:
-            data = _deep_merge(data, tomllib.loads(toml_path.read_text(encoding="utf-8")))
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{toml_path}: {exc}", hint="fix the TOML syntax") from None
-    data = _deep_merge(data, _env_layer(env))
+        toml = read_settings_file(toml_path)
+        data = _deep_merge(data, toml)
+    environment = _env_layer(env)
+    data = _deep_merge(data, environment)
     data = _deep_merge(data, overrides or {})
     # Provider sections given partly (say only api_key) keep the default base URL.
     defaults = Settings()
@@ -375,6 +377,9 @@ def load_settings(
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
+        written = _written_at(toml_path, toml, first["loc"]) if not _sets(overrides or {}, first["loc"]) else None
+        if written is not None and not _sets(environment, first["loc"]):  # the file's value is the one refused
+            raise ConfigError(f"{written}: setting {where}: {first['msg']}", hint=f"check {toml_path}") from None
         source = f"{toml_path} or FLUJO_* environment" if toml_path else "FLUJO_* environment"
         if overrides:
             source = f"--set, {source}"
@@ -391,6 +396,24 @@ def load_settings(
         local = settings.local.model_copy(update={"model_path": str(toml_path.parent / model_path)})
         settings = settings.model_copy(update={"local": local})
     return settings
+
+
+def _sets(layer: Mapping[str, Any], loc: Sequence[str | int]) -> bool:
+    """Whether settings ``layer`` gives a value at (or above) the path ``loc`` of a validation error."""
+    node: Any = layer
+    for part in loc:
+        if not isinstance(node, Mapping) or part not in node:
+            return isinstance(node, list | str | int | float | bool) and node is not layer
+        node = node[part]
+    return True
+
+
+def _written_at(toml_path: Path | None, toml: Mapping[str, Any], loc: Sequence[str | int]) -> str | None:
+    """``file:line:col`` of the setting at ``loc`` in the settings file, when the file sets it."""
+    if toml_path is None or not _sets(toml, loc):
+        return None
+    found = key_position(toml_path, loc)
+    return f"{toml_path}:{found[0]}:{found[1]}" if found is not None else str(toml_path)
 
 
 # Environment variables whose names say they hold a secret.

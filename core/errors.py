@@ -61,6 +61,14 @@ class SourcePosition:
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.column}"
 
+    @classmethod
+    def of_byte(cls, file: str, raw: bytes, offset: int) -> SourcePosition:
+        """Where byte ``offset`` of the file's bytes ``raw`` is (its column counted in characters): the place
+        of the first byte that is not UTF-8, say."""
+        start = raw.rfind(b"\n", 0, offset) + 1
+        column = len(raw[start:offset].decode("utf-8", errors="replace")) + 1
+        return cls(file, raw.count(b"\n", 0, offset) + 1, column)
+
 
 class BlueprintError(FlujoError):
     """An author's mistake in a blueprint file, located to file:line:col."""

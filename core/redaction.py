@@ -3,7 +3,8 @@
 Masks API keys (OpenAI/Anthropic style ``sk-...``, AWS ``AKIA...`` key ids and secret access keys, Google
 ``AIza...``, GitHub ``ghp_...``), bearer tokens, HTTP Basic credentials, ``password=...``/``api_key: ...``
 style assignments, PEM private keys, JWTs, the values under sensitive mapping keys (``{"token": ...}``,
-``SENSITIVE_KEYS``), and the literal secret values it is given. Those come from
+``SENSITIVE_KEYS``) also in JSON written inside a text (``core.embedded_json``), the password of a URL
+(``scheme://user:password@host``), and the literal secret values it is given. Those come from
 ``core.config.secret_values`` (the values of secret environment variables, by name or listed in
 ``secret_env_vars``, and the providers' API keys): the config module is the one that reads the environment.
 Name-driven as well as pattern-driven, so an unknown vendor's key stored in a secret env var is still caught.
@@ -17,6 +18,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
+from core.embedded_json import mask_keyed_values
 from core.views import NOT_TEXT
 from core.window_map import WindowMap
 
@@ -60,6 +62,11 @@ _PROSE_PASSWORD = re.compile(r"""(?i)(\b(?:password|passwd|passphrase)\s+(?:is\s
 # "the api key is 3f9a...": for these words only a value that looks like a credential (8+ characters with a
 # digit), so that "each token is counted" and "the secret is out" stay readable.
 _PROSE_CREDENTIAL = re.compile(r"""(?i)(\b(?:secret|token|api[ _-]?key)\s+is\s+)((?=[^\s"',;]*\d)[^\s"',;]{8,})""")
+# The password of a URL's user part (postgresql://admin:PW@db/x, https://user:pass@host/): the scheme, the
+# user and the host stay. A user or a password holding an "@" unencoded (an e-mail address as the user)
+# runs to the last "@" before the host. The scheme is bounded: unbounded, a long "a-a-a-..." would be
+# scanned again from each of its words.
+_URL_PASSWORD = re.compile(r"""(?i)(\b[a-z][a-z0-9+.-]{0,31}://[^\s/?#:"'<>\\]*:)[^\s/?#"'<>\\]+@""")
 _BEARER = re.compile(r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/=-]{8,})")
 # HTTP Basic credentials: base64 of "user:password" after the word Basic. Only a word that decodes to a text
 # holding a colon is masked, so "basic principles" stays as it is.
@@ -89,6 +96,9 @@ SENSITIVE_KEYS = frozenset(
 # for ASCII texts: with IGNORECASE, a few other letters match too (the Kelvin sign matches k, ſ matches s).
 _LITERAL_STARTS = re.compile(r"-----BEGIN|eyJ|sk-|AKIA|AIza|gh[pousr]_|xox")
 _WORDS = ("bearer", "pass", "pwd", "secret", "token", "api", "basic", "aws")  # password|passwd|passphrase: "pass"
+# The keys of SENSITIVE_KEYS that no word above is part of: looked for only in a text with a quote (a key of
+# JSON or of a printed Python mapping is quoted), which spares most texts the four more searches.
+_KEY_WORDS = ("authoriz", "cookie", "credential", "private")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SEPARATORS = re.compile(r"[^a-z0-9]+")
 
@@ -120,7 +130,12 @@ def masked_under_key(value: Any) -> Any:
 def _may_match(value: str) -> bool:
     if not value.isascii() or _LITERAL_STARTS.search(value) is not None:
         return True
-    return any(map(value.lower().__contains__, _WORDS))  # each word looked for in C
+    lowered = value.lower()
+    if any(map(lowered.__contains__, _WORDS)):  # each word looked for in C
+        return True
+    if "@" in value and "://" in value:  # a URL that may carry a password
+        return True
+    return ('"' in value or "'" in value) and any(map(lowered.__contains__, _KEY_WORDS))
 
 
 class Redactor:
@@ -167,6 +182,10 @@ class Redactor:
         value = _BEARER.sub(lambda m: m.group(1) + MASK, value)
         value = _PROSE_PASSWORD.sub(lambda m: m.group(1) + MASK, value)
         value = _PROSE_CREDENTIAL.sub(lambda m: m.group(1) + MASK, value)
+        if "://" in value:
+            value = _URL_PASSWORD.sub(lambda m: m.group(1) + MASK + "@", value)
+        if '"' in value or "'" in value:  # JSON, or a Python mapping printed: its keys are quoted
+            value = mask_keyed_values(value, sensitive=_sensitive_name, mask=MASK)
         return _ASSIGNMENT.sub(_mask_assignment, value)
 
     def messages(self, sent: Sequence[ChatMessageLike]) -> list[dict[str, str]]:
@@ -263,4 +282,9 @@ def _mask_assignment(match: re.Match[str]) -> str:
         return f'{key}"{MASK}"'
     if single is not None:
         return f"{key}'{MASK}'"
+    if match.group(4) in _NOTHING_TO_HIDE:  # "secret": null in JSON, password=None: as under a mapping key
+        return match.group(0)
     return key + MASK
+
+
+_NOTHING_TO_HIDE = frozenset({"null", "true", "false", "None", "True", "False"})

@@ -20,8 +20,9 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sized
 from typing import Any
 
-from jinja2 import nodes
+from jinja2 import Undefined, nodes
 from jinja2.compiler import CodeGenerator, Frame
+from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedFormatter
 from jinja2.utils import generate_lorem_ipsum
 
@@ -256,6 +257,13 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
             except LookupError:
                 return self.undefined(obj=obj, name=attribute)
         return super().getattr(obj, attribute)
+
+    def unsafe_undefined(self, obj: Any, attribute: str) -> Undefined:
+        """Refuse an unsafe attribute (``x.__class__``, also inside ``str.format``) at once. Jinja's way is an
+        undefined value that raises only when it is used: printed by a template, but in an expression made
+        with ``undefined_to_none`` it read as None, so an escape attempt in an exit or branch condition was
+        silently false instead of the error the same text is in a template."""
+        raise SecurityError(f"access to attribute {attribute!r} of {type(obj).__name__!r} object is unsafe.")
 
     def add_filter(self, name: str, function: Callable[..., Any]) -> None:
         """Install a filter of our own, checked like Jinja's."""

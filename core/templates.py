@@ -27,7 +27,7 @@ from jinja2 import ChainableUndefined, StrictUndefined, TemplateSyntaxError, Und
 from jinja2.exceptions import SecurityError
 
 from core.bounds import LimitExceeded, current_bounds, rendering
-from core.errors import TemplateError
+from core.errors import SourcePosition, TemplateError
 from core.sandbox import UNREAD, BoundedSandbox, read_keys
 from core.views import ATOMIC, json_default, plain
 
@@ -174,9 +174,9 @@ def _check_expression_constants(source: str) -> None:
     _check_constants(tree)
 
 
-def _limit_error(kind: str, source: str, exc: LimitExceeded) -> TemplateError:
+def _limit_error(kind: str, source: str, exc: LimitExceeded, where: str = "") -> TemplateError:
     return TemplateError(
-        f"{kind} {source!r} was stopped: {exc.message}",
+        f"{where}{kind} {source!r} was stopped: {exc.message}",
         hint=f"make it smaller; the limit is the setting bounds.{exc.setting}",
     )
 
@@ -260,13 +260,21 @@ _NO_ATTRIBUTE = re.compile(r"'([\w .]+) object' has no attribute '([^']+)'")
 _SINGLE_EXPRESSION = re.compile(r"^\s*\{\{(.*)\}\}\s*$", re.DOTALL)
 
 
+def _where(position: SourcePosition | None) -> str:
+    """The prefix of a run-time error of a template written at ``position``: ``"file:line:col: "``."""
+    return "" if position is None else f"{position}: "
+
+
 class Template:
-    """A compiled template. ``render`` returns a str, or a value for a lone ``{{ expression }}``."""
+    """A compiled template. ``render`` returns a str, or a value for a lone ``{{ expression }}``.
 
-    __slots__ = ("_expression", "_path", "_template", "source")
+    ``position``: where the blueprint writes it; its run-time errors (TemplateError) start with it."""
 
-    def __init__(self, source: str) -> None:
+    __slots__ = ("_expression", "_path", "_template", "_where", "source")
+
+    def __init__(self, source: str, *, position: SourcePosition | None = None) -> None:
         self.source = source
+        self._where = _where(position)
         self._expression: Any = None
         self._path: tuple[str, tuple[str, ...]] | None = None
         self._template: Any = None
@@ -303,19 +311,19 @@ class Template:
                     return plain(value)  # a lone {{ context }} yields data, not a view of the run
                 return self._template.render(**variables)
         except LimitExceeded as exc:
-            raise _limit_error("template", self.source, exc) from None
+            raise _limit_error("template", self.source, exc, self._where) from None
         except UndefinedError as exc:
             message = _NO_ATTRIBUTE.sub(r"'\2' is undefined (no such key)", exc.message or str(exc))
             raise TemplateError(
-                f"template {self.source!r}: {message}",
+                f"{self._where}template {self.source!r}: {message}",
                 hint="check the variable name; available: context, previous_step, steps, initial_prompt",
             ) from None
         except SecurityError as exc:
-            raise TemplateError(f"template {self.source!r} tried something unsafe: {exc}") from None
+            raise TemplateError(f"{self._where}template {self.source!r} tried something unsafe: {exc}") from None
         except TemplateError:
             raise
         except Exception as exc:  # a filter or a value misbehaved: report it as the template's failure
-            raise TemplateError(f"template {self.source!r} failed: {exc}") from None
+            raise TemplateError(f"{self._where}template {self.source!r} failed: {exc}") from None
 
     def render_text(self, variables: Mapping[str, Any]) -> str:
         """Render and always return text (values are JSON-encoded when they are not strings)."""
@@ -351,12 +359,13 @@ def _name_path(expression: str) -> tuple[str, tuple[str, ...]] | None:
 
 
 class Expression:
-    """A compiled safe expression, evaluated against a mapping of variables."""
+    """A compiled safe expression, evaluated against a mapping of variables; ``position`` as a Template's."""
 
-    __slots__ = ("_compiled", "source")
+    __slots__ = ("_compiled", "_where", "source")
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, *, position: SourcePosition | None = None) -> None:
         self.source = source
+        self._where = _where(position)
         _check_nesting(source, expression=True)
         try:
             self._compiled = _EXPRESSION_ENV.compile_expression(source, undefined_to_none=True)
@@ -371,11 +380,11 @@ class Expression:
             with rendering() as budget:
                 value = budget.check(self._compiled(**variables))
         except LimitExceeded as exc:
-            raise _limit_error("expression", self.source, exc) from None
+            raise _limit_error("expression", self.source, exc, self._where) from None
         except SecurityError as exc:
-            raise TemplateError(f"expression {self.source!r} tried something unsafe: {exc}") from None
+            raise TemplateError(f"{self._where}expression {self.source!r} tried something unsafe: {exc}") from None
         except Exception as exc:  # e.g. comparing a str with an int: report it as the expression's failure
-            raise TemplateError(f"expression {self.source!r} failed: {exc}") from None
+            raise TemplateError(f"{self._where}expression {self.source!r} failed: {exc}") from None
         # Missing is None, also inside a list or mapping the expression built.
         return value if _undefined_inside(value) is None else _undefined_to_none(value)
 

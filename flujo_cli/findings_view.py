@@ -16,8 +16,9 @@ _STYLE = {"error": "bold red", "warning": "yellow", "note": "cyan"}
 def _source_line(path: str, line: int, cache: dict[str, list[str]]) -> str | None:
     if path not in cache:
         try:
-            cache[path] = Path(path).read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError):
+            # A byte that is not UTF-8 shows as U+FFFD: the line of a "not UTF-8 text" finding is shown too.
+            cache[path] = Path(path).read_bytes().decode("utf-8", errors="replace").splitlines()
+        except OSError:
             cache[path] = []
     lines = cache[path]
     return lines[line - 1] if 0 < line <= len(lines) else None
@@ -32,7 +33,9 @@ def render_findings(findings: Sequence[Finding], console: Console) -> None:
         if finding.position is not None:
             text = _source_line(finding.position.file, finding.position.line, cache)
             if text is not None:
-                console.print(f"  [dim]{finding.position.line:>4} |[/] {escape(text)}")
-                console.print("  [dim]     |[/] " + " " * (finding.position.column - 1) + f"[{style}]^[/]")
+                width = max(4, len(str(finding.position.line)))  # line 11113 of a long file: the caret stays
+                console.print(f"  [dim]{finding.position.line:>{width}} |[/] {escape(text)}")
+                gutter = " " * (width + 1)
+                console.print(f"  [dim]{gutter}|[/] " + " " * (finding.position.column - 1) + f"[{style}]^[/]")
         if finding.hint:
             console.print(f"  [dim]hint:[/] {escape(finding.hint)}")

@@ -27,7 +27,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from core.config import BoundsSettings
-from core.errors import ConfigError, RunError
+from core.errors import ConfigError, RunError, SourcePosition
 from core.ports import HumanQuestion
 from core.schema_check import parse_answer, schema_errors
 from core.step_paths import StepPaths
@@ -68,8 +68,9 @@ def load_answers_file(path: Path, *, bounds: BoundsSettings | None = None) -> tu
     try:
         source = raw.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
+        at = SourcePosition.of_byte(str(path), raw, exc.start)
         raise ConfigError(
-            f"answers file {path} is not UTF-8 text (byte {exc.start})", hint="save it as UTF-8 YAML or JSON"
+            f"answers file {at}: not UTF-8 text (byte {exc.start})", hint="save it as UTF-8 YAML or JSON"
         ) from None
     parsed = parse_yaml(source, str(path), bounds=bounds, fast=True)
     problem = next((finding for finding in parsed.findings if finding.is_error), None)
@@ -89,8 +90,9 @@ def load_answers_file(path: Path, *, bounds: BoundsSettings | None = None) -> tu
             for name, value in data.items()
         }
         return [], by_step
+    root = parsed.index.value(()) or SourcePosition(str(path), 1, 1)
     raise ConfigError(
-        f"answers file {path} must hold a list of answers or a mapping of step name to answer(s)",
+        f"answers file {root}: it must hold a list of answers or a mapping of step name to answer(s)",
         hint='e.g. ["first answer", "second"] or {get_goal: "plan a trip", answer: ["yes", "done"]}',
     )
 

@@ -1,6 +1,8 @@
 """Every user-facing error message is composed here: one line, then a hint, then an exit code.
 
-Tracebacks are shown only with ``--debug`` (or FLUJO_DEBUG=1).
+Tracebacks are shown only with ``--debug`` (or FLUJO_DEBUG=1). Every console flujo prints through is made
+by ``plain_console``: Rich's emoji codes are off, so a user's or a model's ``:x:`` is printed as written, never as
+an emoji (flujo's own texts use none); its markup is escaped where text is put into it.
 """
 
 from __future__ import annotations
@@ -9,7 +11,8 @@ import os
 import select
 import sys
 import traceback
-from typing import NoReturn
+from pathlib import Path
+from typing import Any, NoReturn
 
 from rich.console import Console
 from rich.markup import escape
@@ -19,11 +22,16 @@ from flujo_cli import exit_codes
 _stderr: Console | None = None
 
 
+def plain_console(**options: Any) -> Console:
+    """A Rich console that prints text as it is: no emoji codes (``:x:``), no highlighting."""
+    return Console(emoji=False, highlight=False, **options)
+
+
 def stderr() -> Console:
     """The console for progress and messages (stdout is kept for results)."""
     global _stderr
     if _stderr is None:
-        _stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+        _stderr = plain_console(stderr=True, soft_wrap=True)
     return _stderr
 
 
@@ -84,6 +92,20 @@ def output_closed() -> NoReturn:
     except (OSError, ValueError, AttributeError):
         pass
     raise SystemExit(exit_codes.OUTPUT_CLOSED)
+
+
+def require_file(path: Path, what: str, hint: str | None = None) -> None:
+    """Stop with a usage error unless ``path`` is a regular file to read as a ``what`` ("blueprint file"):
+    ``no such blueprint file: PATH`` (with ``hint``), or what is there instead (``PATH is a folder, not a
+    blueprint file``: a folder, ``/dev/null`` and a FIFO are not missing files, and a FIFO is never opened)."""
+    from blueprints import not_a_file
+
+    found = not_a_file(path)
+    if found == "nothing":
+        usage_error(f"no such {what}: {path}", hint)
+    if found is not None:
+        a = "an" if what[:1] in "aeiou" else "a"
+        usage_error(f"{path} is {found}, not {a} {what}", f"give the path of {a} {what}")
 
 
 def usage_error(message: str, hint: str | None = None) -> NoReturn:

@@ -19,6 +19,7 @@ def test_public_api_is_pinned() -> None:
         "simulated_user",
         "ParsedYaml",
         "parse_yaml",
+        "not_a_file",
     }  # fmt: skip
     for name in blueprints.__all__:
         assert hasattr(blueprints, name), name

@@ -111,7 +111,7 @@ DEEP_ALIASES = "a0: &a0 [x]\n" + "".join(f"a{n}: &a{n} [*a{n - 1}]\n" for n in r
     ("content", "message"),
     [
         (ALIAS_BOMB.replace('version: "0.1"\n', "").replace("steps:", "z:"), "answers.yaml:5:4: the YAML holds more"),
-        (bytes(range(256)), "answers.yaml is not UTF-8 text (byte 128)"),
+        (bytes(range(256)), "answers.yaml:2:118: not UTF-8 text (byte 128)"),
         ("a: &a [*a]\n", "answers.yaml:1:4: a YAML alias refers to itself"),
         ("[" * 3000 + "]" * 3000, "answers.yaml:1:101: the YAML nests more than 100 levels deep"),
         # libyaml (which reads answers files) crashes the process on this one unless the depth is checked first

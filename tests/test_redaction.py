@@ -219,6 +219,8 @@ def _every_substitution(redactor: Redactor, value: str) -> str:
     value = redaction._BEARER.sub(lambda m: m.group(1) + MASK, value)
     value = redaction._PROSE_PASSWORD.sub(lambda m: m.group(1) + MASK, value)
     value = redaction._PROSE_CREDENTIAL.sub(lambda m: m.group(1) + MASK, value)
+    value = redaction._URL_PASSWORD.sub(lambda m: m.group(1) + MASK + "@", value)  # also without "://" in it
+    value = redaction.mask_keyed_values(value, sensitive=redaction._sensitive_name, mask=MASK)
     return redaction._ASSIGNMENT.sub(redaction._mask_assignment, value)
 
 
@@ -234,6 +236,8 @@ def test_skipping_texts_no_pattern_can_match_changes_nothing(extra: tuple[str, .
         "ghp_" + "a" * 36, "xoxb-1234567890ab", "the paſſword is hunter2", "\u212aey: api_\u212aey=abc",
         "café password hunter2", "passphrase: 'a b c'", "ACCESS_TOKEN: abc", "client-secret=s3cr3t",
         "Authorization: Basic dXNlcjpwYXNzd29yZA==", f"aws {AWS_SECRET}", f"AKIAIOSFODNN7EXAMPLE {AWS_SECRET}",
+        "postgresql://admin:PWsecret@db/x", "see https://u:p@host/", '{"Cookie": "abc"}', '{\\"credentials\\": 1}',
+        "{'Private-Key': 'k'}", '{"proxy_authorization": ["a"]}',
     ]  # fmt: skip
     for text in samples:
         for variant in (text, text.upper(), text.lower(), text.swapcase()):

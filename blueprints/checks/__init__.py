@@ -39,7 +39,7 @@ from blueprints.schema import (
     MapStepModel,
     ParallelStepModel,
 )
-from core.config import HistorySettings
+from core.config import BoundsSettings, HistorySettings
 
 
 def run_checks(
@@ -49,10 +49,11 @@ def run_checks(
     *,
     history: HistorySettings | None = None,
     profiles: Collection[str] | None = None,
+    bounds: BoundsSettings | None = None,
 ) -> list[Finding]:
     """All semantic findings for a blueprint whose structure is valid, checked against the settings'
-    ``history`` defaults (the built-in ones when None)."""
-    checker = Checker(model, index, folder, history=history, profiles=profiles)
+    ``history`` defaults and ``bounds`` (the built-in ones when None)."""
+    checker = Checker(model, index, folder, history=history, profiles=profiles, bounds=bounds)
     sites = list(walk(model.steps, ("steps",)))
     step_names = [site.step.name for site in sites]
     checker.writes = blueprint_writes(checker, sites)

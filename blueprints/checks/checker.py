@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from blueprints.findings import Finding, FindingCode, Severity
 from blueprints.positions import Path, PositionIndex
 from blueprints.schema import BlueprintModel
-from core.config import HistorySettings
+from core.config import BoundsSettings, HistorySettings
 from core.errors import SourcePosition
 
 if TYPE_CHECKING:
@@ -28,11 +28,13 @@ class Checker:
         *,
         history: HistorySettings | None = None,
         profiles: Collection[str] | None = None,
+        bounds: BoundsSettings | None = None,
     ) -> None:
         self.model = model
         self.index = index
         self.folder = folder
         self.history = history or HistorySettings()  # the defaults a run would compile the loops with
+        self.bounds = bounds or BoundsSettings()  # what a run may ask for (a loop's max_loops)
         self.findings: list[Finding] = []
         self.writes: Writes | None = None  # what the blueprint can write to the context (set by run_checks)
         # The model profiles the settings define ([profiles.NAME]); None when not known (never reported).

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from blueprints.checks.agents import check_agent_ref, import_check
 from blueprints.checks.checker import Checker
+from blueprints.checks.loop_bounds import check_loop_iterations
 from blueprints.checks.sites import StepSite, names_under
 from blueprints.checks.summarizer import check_summarizer
 from blueprints.checks.texts import check_text
@@ -146,6 +147,7 @@ def check_loop(checker: Checker, site: StepSite, step_names: list[str]) -> None:
             extra_names=("history",), step_names=step_names,
         )  # fmt: skip
     _check_conversation(checker, loop, path, step_names)
+    check_loop_iterations(checker, loop, path)
     if isinstance(loop.init, list):
         check_init_ops(checker, loop.init, (*path, "init"), step_names)
     elif isinstance(loop.init, InitPresetsModel):

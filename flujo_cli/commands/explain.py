@@ -11,16 +11,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from rich.console import Console
-
 from flujo_cli import exit_codes
-from flujo_cli.messages import fail, stderr, usage_error
+from flujo_cli.messages import fail, plain_console, require_file, stderr
 
 
 def explain_file(file: Path, *, json_output: bool, debug: bool, settings: Sequence[str] = ()) -> int:
     """Explain ``file`` with the settings ``flujo run`` would use (flujo.toml, FLUJO_*, ``--set``)."""
-    if not file.is_file():
-        usage_error(f"no such blueprint file: {file}", "check the path; examples live in blueprints/examples/")
+    require_file(file, "blueprint file", "check the path; examples live in blueprints/examples/")
     try:
         from blueprints import InvalidBlueprint, explain_blueprint, findings_to_json, load_blueprint
         from core.config import load_settings, overrides_from_assignments
@@ -42,7 +39,7 @@ def explain_file(file: Path, *, json_output: bool, debug: bool, settings: Sequen
         if json_output:
             sys.stdout.write(json.dumps(explanation.to_json(), ensure_ascii=False) + "\n")
         else:
-            render_explanation(explanation, Console(highlight=False))
+            render_explanation(explanation, plain_console())
         return exit_codes.OK
     except Exception as exc:  # the CLI's top level
         fail(exc, debug=debug)

@@ -25,10 +25,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from rich.console import Console, RenderableType
+from rich.console import RenderableType
 
 from flujo_cli import exit_codes
-from flujo_cli.messages import error_line, fail, stderr, usage_error
+from flujo_cli.messages import error_line, fail, plain_console, stderr, usage_error
 
 if TYPE_CHECKING:
     from core.ports import RunStore
@@ -129,7 +129,7 @@ def trace_run(run_id: str, options: TraceOptions, *, json_output: bool, state: s
             return exit_codes.FAILED
         record = await as_shown(store, record)
         piped = not interactive and not json_output and not sys.stdout.isatty()
-        console = Console(file=sys.stdout, highlight=False, color_system=None, width=_width())
+        console = plain_console(file=sys.stdout, color_system=None, width=_width())
         # Into a pipe, the run's own line needs its record only: written now, before its steps and events
         # are read (a second for 10,000 events), unless --step or --expand NAME may yet turn it into an error.
         early = piped and options.step is None and not expansion.paths
@@ -311,9 +311,9 @@ def _with_store(
 def _print(renderable: RenderableType) -> None:
     """Print to stdout: in colour on a terminal; plain, without trailing spaces, into a pipe or a file."""
     if sys.stdout.isatty():
-        Console(highlight=False).print(renderable)
+        plain_console().print(renderable)
         return
-    console = Console(file=sys.stdout, highlight=False, color_system=None, width=_width())
+    console = plain_console(file=sys.stdout, color_system=None, width=_width())
     with console.capture() as captured:
         console.print(renderable)
     _write_lines(line.rstrip() for line in captured.get().splitlines())

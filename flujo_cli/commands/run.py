@@ -18,7 +18,7 @@ from rich.markup import escape
 
 from flujo_cli import exit_codes
 from flujo_cli.answering import NO_ANSWER_FLAGS, AnswerFlags
-from flujo_cli.messages import error_line, fail, flujo_command, stderr, usage_error
+from flujo_cli.messages import error_line, fail, flujo_command, require_file, stderr, usage_error
 
 if TYPE_CHECKING:
     from core.config import BoundsSettings, Settings
@@ -156,12 +156,11 @@ def run_blueprint(
     state: str | None = None,
     debug: bool,
 ) -> int:
-    if not file.is_file():
-        usage_error(f"no such blueprint file: {file}", "check the path; examples live in blueprints/examples/")
+    require_file(file, "blueprint file", "check the path; examples live in blueprints/examples/")
     if thread is not None:
         _check_thread_name(thread)
-    if answers_file is not None and not answers_file.is_file():
-        usage_error(f"no such answers file: {answers_file}")
+    if answers_file is not None:
+        require_file(answers_file, "answers file")
     invocation = _Invocation()
     return _drive(
         _run(
@@ -206,8 +205,8 @@ def resume_run(
     state: str | None = None,
     debug: bool,
 ) -> int:
-    if answers_file is not None and not answers_file.is_file():
-        usage_error(f"no such answers file: {answers_file}")
+    if answers_file is not None:
+        require_file(answers_file, "answers file")
     invocation = _Invocation()
     return _drive(
         _run(

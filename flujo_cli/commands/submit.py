@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from flujo_cli import exit_codes
-from flujo_cli.messages import error_line, fail, stderr, usage_error
+from flujo_cli.messages import error_line, fail, require_file, stderr, usage_error
 
 
 @dataclass(frozen=True)
@@ -84,14 +84,13 @@ def submit(
 ) -> int:
     from flujo_cli.human import load_answers_file
 
-    if not file.is_file():
-        usage_error(f"no such blueprint file: {file}", "check the path; examples live in blueprints/examples/")
+    require_file(file, "blueprint file", "check the path; examples live in blueprints/examples/")
     if input_text is not None and inputs_file is not None:
         usage_error("give --input or --inputs, not both")
-    if inputs_file is not None and not inputs_file.is_file():
-        usage_error(f"no such inputs file: {inputs_file}")
-    if answers_file is not None and not answers_file.is_file():
-        usage_error(f"no such answers file: {answers_file}")
+    if inputs_file is not None:
+        require_file(inputs_file, "inputs file")
+    if answers_file is not None:
+        require_file(answers_file, "answers file")
     try:
         positional, by_step = load_answers_file(answers_file) if answers_file else ([], {})
     except Exception as exc:  # ConfigError: one line

@@ -8,14 +8,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from flujo_cli import exit_codes
-from flujo_cli.messages import fail, stderr, usage_error
+from flujo_cli.messages import fail, require_file, stderr
 
 
 def validate_blueprint(file: Path, *, json_output: bool, debug: bool, settings: Sequence[str] = ()) -> int:
     """Check ``file`` against the settings ``flujo run`` would use (flujo.toml, FLUJO_*, ``--set``
     ``settings``), so the two agree on what is valid."""
-    if not file.is_file():
-        usage_error(f"no such blueprint file: {file}", "check the path; examples live in blueprints/examples/")
+    require_file(file, "blueprint file", "check the path; examples live in blueprints/examples/")
     try:
         from blueprints import findings_to_json, validate_file
         from core.bounds import use_bounds
