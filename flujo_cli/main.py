@@ -637,6 +637,10 @@ def main() -> None:
         app()
     except KeyboardInterrupt:  # Ctrl-C while Typer builds the command line, before any command starts
         _interrupted_before_start()
+    except Exception as exc:
+        if not _ctrl_c_inside(exc):
+            raise
+        _interrupted_before_start()  # Ctrl-C while a command still imported what it needs
     except BrokenPipeError:  # output that no command caught, written after its reader went away
         from flujo_cli.messages import output_closed, stdout_reader_gone
 
@@ -656,6 +660,20 @@ def main() -> None:
         raise
     _ignore_ctrl_c_while_exiting()
     _end_now_if_a_local_model_runs(0)
+
+
+def _ctrl_c_inside(exc: BaseException) -> bool:
+    """Whether ``exc`` is a Ctrl-C in another form: an error raised from a ``KeyboardInterrupt``, or one that
+    pydantic-core made of it (a Ctrl-C while a model's validator is built, at import, becomes a
+    ``SchemaError`` whose text ends with the interrupt; it keeps no link to it)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return type(exc).__name__ == "SchemaError" and "KeyboardInterrupt" in str(exc)
 
 
 def _ignore_ctrl_c_while_exiting() -> None:

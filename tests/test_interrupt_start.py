@@ -172,3 +172,22 @@ def test_a_process_that_runs_a_local_model_ends_with_its_exit_code_at_once(tmp_p
     stdout, stderr = process.communicate()
     assert process.returncode == 4 and "paused at get_goal" in stderr, stderr
     assert ("exited normally" in stdout) is (server == "none")
+
+
+def test_a_ctrl_c_wrapped_by_a_library_is_still_a_ctrl_c() -> None:
+    """A Ctrl-C while pydantic builds a model's validator (at import, as a command starts) comes out as a
+    SchemaError that only names the interrupt; one raised from a KeyboardInterrupt keeps it as its cause.
+    Both are exit 130 and one line, never a traceback (flujo_cli.main)."""
+    import pydantic_core
+
+    from flujo_cli.main import _ctrl_c_inside
+
+    built = pydantic_core.SchemaError('Error building "model" validator:\n  KeyboardInterrupt: ')
+    assert _ctrl_c_inside(built) and not _ctrl_c_inside(ValueError("KeyboardInterrupt"))
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as interrupt:
+            raise RuntimeError("wrapped") from interrupt
+    except RuntimeError as wrapped:
+        assert _ctrl_c_inside(wrapped)

@@ -195,7 +195,7 @@ def test_no_display_path_shows_a_url_password_or_a_secret_key_in_text(leaky_runs
                  "redis://:[REDACTED]@cache", "sftp://me:[REDACTED]@files"):  # fmt: skip
         assert kept in seen or json.dumps(kept)[1:-1] in seen, kept
     code, out, _ = flujo(["threads", "show", "t1"])
-    assert 'Assistant: {"action": "ask", "question": "And?", "token": "[REDACTED]", "cookie": "[REDACTED]"}' in out
+    assert "Assistant: And?" in out  # a structured reply reads as its question (its keys are masked in --json)
     assert 'User: again {"password": "[REDACTED]"}' in out
 
 
