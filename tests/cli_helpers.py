@@ -70,6 +70,15 @@ def read_terminal_until(fd: int, marker: str, timeout: float | None = None, *, s
     return seen
 
 
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a running process (a zombie, dead but not yet reaped, is not); Linux's ``/proc``."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
 def wait_until(condition: Callable[[], bool], *, process: subprocess.Popen[Any] | None = None) -> None:
     """Wait for an event: until ``condition()`` holds (a file appears, a row is in the store). No deadline:
     the test's time limit (pytest-timeout) ends a wait that never ends, whatever the machine's load. With

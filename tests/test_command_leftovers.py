@@ -10,14 +10,12 @@ import os
 import sqlite3
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from core.agents.child_process import end_leftovers, group_mark
-from tests.cli_helpers import ROOT, flujo_process
+from tests.cli_helpers import ROOT, alive, flujo_process, wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process groups are read from /proc")
 
@@ -44,23 +42,6 @@ steps:
 """
 
 
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` is a running process (a zombie, dead but not yet reaped, is not)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
-
-
-def _wait_for(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never happened: {what}")
-        time.sleep(0.05)
-
-
 @pytest.mark.slow
 def test_resume_ends_what_a_killed_runs_command_started_before_running_the_step_again(tmp_path: Path) -> None:
     (tmp_path / "wrapper.py").write_text(WRAPPER, encoding="utf-8")
@@ -78,12 +59,12 @@ def test_resume_ends_what_a_killed_runs_command_started_before_running_the_step_
     )
     grandchild = 0
     try:
-        _wait_for(lambda: (tmp_path / "pids").exists(), "the command started its own process")
+        wait_until(lambda: (tmp_path / "pids").exists(), process=run)  # the command started its own process
         command, grandchild = (int(pid) for pid in (tmp_path / "pids").read_text().split())
         run.kill()  # SIGKILL: flujo can clean nothing up
         run.communicate(timeout=60)
-        _wait_for(lambda: not _alive(command), "the command died with flujo (parent-death signal)")
-        assert _alive(grandchild)  # what the command started outlives it: the defect this fixes
+        wait_until(lambda: not alive(command))  # the command died with flujo (parent-death signal)
+        assert alive(grandchild)  # what the command started outlives it: the defect this fixes
         with contextlib.closing(sqlite3.connect(tmp_path / "flujo.db")) as db:
             [(run_id,)] = db.execute("SELECT run_id FROM runs").fetchall()
             [(payload,)] = db.execute("SELECT payload FROM events WHERE kind = 'agent.process'").fetchall()
@@ -91,12 +72,12 @@ def test_resume_ends_what_a_killed_runs_command_started_before_running_the_step_
         resumed = flujo_process(["resume", run_id, "--json"], env={"FLUJO_STATE_URI": str(tmp_path / "flujo.db")})
         assert resumed.returncode == 0, resumed.stderr
         assert json.loads(resumed.stdout)["output"] == "attempt 2"
-        assert not _alive(grandchild)  # ended before the step ran again, by the resume itself
+        assert not alive(grandchild)  # ended before the step ran again, by the resume itself
     finally:
         if run.poll() is None:
             run.kill()
             run.communicate()
-        if grandchild and _alive(grandchild):
+        if grandchild and alive(grandchild):
             os.kill(grandchild, 9)
 
 

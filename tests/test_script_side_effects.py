@@ -21,7 +21,7 @@ import pytest
 from core.agents import AgentSpec, build_agent
 from core.config import Settings
 from core.ports import AgentCall
-from tests.cli_helpers import ROOT, flujo_process, wait_until
+from tests.cli_helpers import ROOT, alive, flujo_process, wait_until
 
 # Attempt 1 writes its pid, then waits before its side effect (long enough to be killed first); any later
 # attempt reports what it was told.
@@ -50,15 +50,6 @@ steps:
 """
 
 
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` is a running process (a zombie, dead but not yet reaped, is not)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
 def test_a_command_dies_with_a_killed_run_and_resume_runs_it_again_as_attempt_2(tmp_path: Path) -> None:
@@ -77,10 +68,10 @@ def test_a_command_dies_with_a_killed_run_and_resume_runs_it_again_as_attempt_2(
     try:
         wait_until(lambda: (tmp_path / "pid").exists() and (tmp_path / "pid").read_text() != "", process=run)
         command_pid = int((tmp_path / "pid").read_text())
-        assert _alive(command_pid)
+        assert alive(command_pid)
         run.kill()  # SIGKILL: flujo can clean nothing up
         run.communicate()
-        wait_until(lambda: not _alive(command_pid))  # the kernel kills it with its parent
+        wait_until(lambda: not alive(command_pid))  # the kernel kills it with its parent
     finally:
         if run.poll() is None:
             run.kill()
@@ -115,7 +106,7 @@ def test_a_cancelled_command_step_kills_the_command_and_what_it_started(tmp_path
 
     asyncio.run(cancel_it())
     pids = [int(pid) for pid in (tmp_path / "pids").read_text().split()]
-    wait_until(lambda: not any(_alive(pid) for pid in pids))
+    wait_until(lambda: not any(alive(pid) for pid in pids))
 
 
 def test_script_agents_are_told_the_run_id_step_path_and_attempt(tmp_path: Path) -> None:
