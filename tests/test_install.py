@@ -66,6 +66,11 @@ def test_running_installs_flujo_with_the_local_extra_and_the_model_and_no_dev_to
     assert "dev-requirements" not in planned and "[dev" not in planned
 
 
+def test_make_run_starts_the_chat_example() -> None:
+    # README: `make run` starts blueprints/examples/chat.yaml (a Makefile without EXAMPLE ran `flujo run` alone).
+    assert ".venv/bin/flujo run blueprints/examples/chat.yaml\n" in _planned("run")
+
+
 def test_the_tests_add_only_the_dev_tools_after_what_running_installs() -> None:
     planned = _planned("test")
     installs = [line for line in planned.splitlines() if "pip install" in line]
