@@ -10,9 +10,8 @@ render_blueprint(resolve_answers({"purpose": "plan a trip"}), file="trip.yaml") 
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from blueprints.agent_builder import AgentFactory
 from blueprints.compiler import compile_pipeline
@@ -22,6 +21,7 @@ from blueprints.loader import Blueprint, InvalidBlueprint, load_blueprint, valid
 from blueprints.persona import simulated_user
 from blueprints.yaml_source import ParsedYaml, parse_yaml
 from core.config import Settings
+from core.front_door import lazy_exports
 from core.steps import Pipeline
 
 if TYPE_CHECKING:
@@ -32,22 +32,16 @@ if TYPE_CHECKING:
 # Imported when first used: ``flujo run`` needs neither the explainer nor the wizard (their modules are a
 # few hundredths of a second of every run's start-up).
 _LAZY = {
-    "Explanation": ("blueprints.explain", "Explanation"),
-    "explain_blueprint": ("blueprints.explain", "explain_blueprint"),
-    "ScaffoldError": ("blueprints.scaffold", "ScaffoldError"),
-    "WizardAnswers": ("blueprints.scaffold", "WizardAnswers"),
-    "render_blueprint": ("blueprints.scaffold", "render_blueprint"),
-    "resolve_answers": ("blueprints.scaffold", "resolve"),
+    "Explanation": "blueprints.explain",
+    "explain_blueprint": "blueprints.explain",
+    "ScaffoldError": "blueprints.scaffold",
+    "WizardAnswers": "blueprints.scaffold",
+    "render_blueprint": "blueprints.scaffold",
+    "resolve_answers": "blueprints.scaffold:resolve",
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        module, attribute = _LAZY[name]
-        value = getattr(importlib.import_module(module), attribute)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'blueprints' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 
 def load_pipeline(path: str | Path, settings: Settings, *, agent_factory: AgentFactory | None = None) -> Pipeline:

@@ -12,8 +12,9 @@ engine, its policies and agents (about 0.1 s), which the commands that only read
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from core.front_door import lazy_exports
 
 if TYPE_CHECKING:
     from core.context import ConversationTurn, HitlEntry, RunContext
@@ -198,15 +199,4 @@ __all__ = [
     "new_run_id",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'core' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # once: the next use does not come back here
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE, globals())

@@ -10,13 +10,13 @@ first access, so ``import core.agents`` does not import httpx.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from core.agents.factory import build_agent
 from core.agents.offline import EchoAgent, ScriptedAgent
 from core.agents.script import CommandAgent, PassthroughAgent, PythonAgent, StringifyAgent
 from core.agents.spec import AgentSpec
+from core.front_door import lazy_exports
 
 if TYPE_CHECKING:
     from core.agents.anthropic_chat import AnthropicChatAgent
@@ -43,9 +43,4 @@ _LAZY = {
     "OpenAIChatAgent": "core.agents.openai_chat",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

@@ -22,8 +22,9 @@ here import ``core.steps``.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from core.front_door import lazy_exports
 
 if TYPE_CHECKING:
     from core.conversation.branches import BranchRecords, branch_records
@@ -51,42 +52,41 @@ if TYPE_CHECKING:
     from core.conversation.threads import bind as bind_thread
     from core.conversation.turns import ActiveConversation, capture, makes_turn, turn_text
 
-# name → (module, attribute)
 _WHERE = {
-    "ActiveConversation": ("turns", "ActiveConversation"),
-    "BranchRecords": ("branches", "BranchRecords"),
-    "COMPLETION_REASONS": ("ensemble", "COMPLETION_REASONS"),
-    "CompletionReason": ("ensemble", "CompletionReason"),
-    "Dependency": ("ensemble", "Dependency"),
-    "EnsembleState": ("ensemble", "EnsembleState"),
-    "EnsembleStep": ("ensemble", "EnsembleStep"),
-    "Injection": ("injection", "Injection"),
-    "LoopConversation": ("loop_scope", "LoopConversation"),
-    "Participant": ("ensemble", "Participant"),
-    "RunFrame": ("run_frame", "RunFrame"),
-    "Speaker": ("ensemble", "Speaker"),
-    "ThreadBinding": ("threads", "ThreadBinding"),
-    "Turn": ("ensemble", "Turn"),
-    "bind_thread": ("threads", "bind"),
-    "bound": ("history", "bound"),
-    "branch_records": ("branches", "branch_records"),
-    "capture": ("turns", "capture"),
-    "chat": ("ensemble", "chat"),
-    "check_thread": ("threads", "check_thread"),
-    "check_thread_name": ("threads", "check_thread_name"),
-    "cue": ("ensemble", "cue"),
-    "default_question": ("current_message", "default_question"),
-    "enter_loop": ("loop_scope", "enter_loop"),
-    "envelope": ("ensemble", "envelope"),
-    "is_context": ("current_message", "is_context"),
-    "message_for": ("current_message", "message_for"),
-    "makes_turn": ("turns", "makes_turn"),
-    "newest_message": ("current_message", "newest_message"),
-    "parse_reply": ("replies", "parse_reply"),
-    "prepare": ("injection", "prepare"),
-    "replay_summary": ("summary", "replay_summary"),
-    "shown_text": ("replies", "shown_text"),
-    "turn_text": ("turns", "turn_text"),
+    "ActiveConversation": "core.conversation.turns",
+    "BranchRecords": "core.conversation.branches",
+    "COMPLETION_REASONS": "core.conversation.ensemble",
+    "CompletionReason": "core.conversation.ensemble",
+    "Dependency": "core.conversation.ensemble",
+    "EnsembleState": "core.conversation.ensemble",
+    "EnsembleStep": "core.conversation.ensemble",
+    "Injection": "core.conversation.injection",
+    "LoopConversation": "core.conversation.loop_scope",
+    "Participant": "core.conversation.ensemble",
+    "RunFrame": "core.conversation.run_frame",
+    "Speaker": "core.conversation.ensemble",
+    "ThreadBinding": "core.conversation.threads",
+    "Turn": "core.conversation.ensemble",
+    "bind_thread": "core.conversation.threads:bind",
+    "bound": "core.conversation.history",
+    "branch_records": "core.conversation.branches",
+    "capture": "core.conversation.turns",
+    "chat": "core.conversation.ensemble",
+    "check_thread": "core.conversation.threads",
+    "check_thread_name": "core.conversation.threads",
+    "cue": "core.conversation.ensemble",
+    "default_question": "core.conversation.current_message",
+    "enter_loop": "core.conversation.loop_scope",
+    "envelope": "core.conversation.ensemble",
+    "is_context": "core.conversation.current_message",
+    "message_for": "core.conversation.current_message",
+    "makes_turn": "core.conversation.turns",
+    "newest_message": "core.conversation.current_message",
+    "parse_reply": "core.conversation.replies",
+    "prepare": "core.conversation.injection",
+    "replay_summary": "core.conversation.summary",
+    "shown_text": "core.conversation.replies",
+    "turn_text": "core.conversation.turns",
 }
 
 __all__ = [
@@ -126,16 +126,4 @@ __all__ = [
     "turn_text",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    where = _WHERE.get(name)
-    if where is None:
-        raise AttributeError(f"module 'core.conversation' has no attribute {name!r}")
-    module, attribute = where
-    value = getattr(importlib.import_module(f"core.conversation.{module}"), attribute)
-    globals()[name] = value  # the next lookup is a plain module attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE, globals())
