@@ -33,12 +33,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import conversation_run, ensemble_run
 from blueprints import load_pipeline
-from core.config import load_settings
 from core.engine import Engine
+from core.model.records import StepRecord, TraceEvent
 from core.ports import NullReporter
-from core.records import StepRecord, TraceEvent
-from core.redaction import Redactor
+from core.settings.config import load_settings
 from core.store import MemoryStore, open_store
+from core.text.redaction import Redactor
 
 
 class NullStore(MemoryStore):

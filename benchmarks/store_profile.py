@@ -33,12 +33,12 @@ sys.path.append(str(Path(__file__).resolve().parent.parent))  # after PYTHONPATH
 
 from benchmarks.conversation_run import write
 from blueprints import load_pipeline
-from core.config import load_settings
 from core.engine import Engine
 from core.ports import NullReporter
-from core.redaction import Redactor
+from core.settings.config import load_settings
 from core.store import open_store, sqlite_batch, transaction
 from core.store import sqlite as sqlite_store
+from core.text.redaction import Redactor
 
 
 class Timings:

@@ -20,15 +20,15 @@ from core.agents.offline import EchoAgent
 from core.agents.script import PythonAgent
 from core.context import RunContext
 from core.conversation import Dependency, EnsembleStep, Participant, Turn
+from core.model.records import RunRecord
 from core.policies.dispatch import run_steps
 from core.policies.ensemble import Conversation
 from core.policies.frame import Frame
 from core.ports import NullReporter
-from core.records import RunRecord
-from core.redaction import Redactor
-from core.steps import HistoryPolicy
+from core.steps.kinds import HistoryPolicy
 from core.store.memory import MemoryStore
-from core.templates import Expression
+from core.text.redaction import Redactor
+from core.text.templates import Expression
 
 ROUNDS_PER_MEASURE = 10
 SAID = "The budget matters most; I need it by the end of next month, before the team offsite."

@@ -71,10 +71,10 @@ class RoundClock(NullReporter):
 @pytest.mark.parametrize("wanted", [10, 100, 1000])
 def test_engine_rounds(benchmark: BenchmarkFixture, tmp_path: Path, wanted: int) -> None:
     from blueprints import load_pipeline, validate_file
-    from core.config import load_settings
     from core.engine import Engine
-    from core.redaction import Redactor
+    from core.settings.config import load_settings
     from core.store import open_store
+    from core.text.redaction import Redactor
 
     rounds = _rounds(wanted)
     blueprint, answers_file = write(rounds, tmp_path)

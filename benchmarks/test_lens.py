@@ -28,9 +28,9 @@ from pytest_benchmark.fixture import BenchmarkFixture
 from rich.console import Console
 
 from benchmarks.sizes import size
-from core.records import RunRecord, StepRecord, TraceEvent
-from core.redaction import Redactor
+from core.model.records import RunRecord, StepRecord, TraceEvent
 from core.store import open_store
+from core.text.redaction import Redactor
 from lens import Expansion, RunNode, build_tree, load_run, load_tree, trace_view, walk
 from lens.snapshot import RunSnapshot
 from lens.viewer import TraceViewer

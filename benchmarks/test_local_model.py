@@ -23,7 +23,7 @@ import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
 from core.agents.local_server import LocalModel
-from core.config import LocalSettings
+from core.settings.config import LocalSettings
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("xllamacpp") is None, reason="xllamacpp is not installed")
 

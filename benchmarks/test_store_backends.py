@@ -16,7 +16,7 @@ from pytest_benchmark.fixture import BenchmarkFixture
 
 from benchmarks.test_conversation import ANSWER, _loop
 from core.engine import Engine
-from core.steps import Pipeline
+from core.steps.kinds import Pipeline
 from core.store import open_store
 from core.testing import ScriptedHuman
 

@@ -1,4 +1,4 @@
-"""Token counting (core.tokens): what loading an encoding costs, and what counting a conversation costs.
+"""Token counting (core.text.tokens): what loading an encoding costs, and what counting a conversation costs.
 
 Run with ``make bench`` (``-k tokens`` for these only); the figures are recorded in docs/performance.md.
 """
@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
-from core import ChatMessage, ascii_tokens
-from core.tokens import EncodingName, _load_encoding, count_messages, count_tokens
+from core import ChatMessage
+from core.text import ascii_tokens
+from core.text.tokens import EncodingName, _load_encoding, count_messages, count_tokens
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -60,17 +61,17 @@ def test_count_messages_1000_turns(benchmark: BenchmarkFixture) -> None:
 
 
 def test_first_count_in_a_fresh_process(benchmark: BenchmarkFixture) -> None:
-    """What a run that counts text beyond ASCII pays once: interpreter, ``import core.tokens`` (core's
+    """What a run that counts text beyond ASCII pays once: interpreter, ``import core.text.tokens`` (core's
     package import), import tiktoken, load o200k_base, count. Compare with the last benchmark, which stops
-    before tiktoken, and the next, which counts ASCII text (core.ascii_tokens)."""
-    argv = [sys.executable, "-c", "from core.tokens import count_tokens; assert count_tokens('¿hola?') == 3"]
+    before tiktoken, and the next, which counts ASCII text (core.text.ascii_tokens)."""
+    argv = [sys.executable, "-c", "from core.text.tokens import count_tokens; assert count_tokens('¿hola?') == 3"]
     result = benchmark.pedantic(subprocess.run, args=(argv,), kwargs=_subprocess_kwargs(), rounds=7)
     assert result.returncode == 0, result.stderr
 
 
 def test_first_ascii_count_in_a_fresh_process(benchmark: BenchmarkFixture) -> None:
-    """The same for ASCII text: core.ascii_tokens loads its table and counts; tiktoken is never imported."""
-    code = "import sys; from core.tokens import count_tokens; assert count_tokens('hello world') == 2"
+    """The same for ASCII text: core.text.ascii_tokens loads its table and counts; tiktoken is never imported."""
+    code = "import sys; from core.text.tokens import count_tokens; assert count_tokens('hello world') == 2"
     argv = [sys.executable, "-c", f"{code}; assert 'tiktoken' not in sys.modules"]
     result = benchmark.pedantic(subprocess.run, args=(argv,), kwargs=_subprocess_kwargs(), rounds=7)
     assert result.returncode == 0, result.stderr
@@ -87,7 +88,7 @@ ASCII_TURNS = [turn for turn in TURNS if turn.isascii()]
 
 def test_count_1000_ascii_turns(benchmark: BenchmarkFixture) -> None:
     """The ASCII turns of the 1,000 (prose, code, JSON), one count_tokens call each: counted by
-    core.ascii_tokens, its table loaded and its pieces' counts remembered, as in a run that counts them."""
+    core.text.ascii_tokens, its table loaded and its pieces' counts remembered, as in a run that counts them."""
     assert len(ASCII_TURNS) > 500
     count_tokens("warm up")
     total = benchmark(lambda: sum(count_tokens(turn) for turn in ASCII_TURNS))
@@ -95,7 +96,7 @@ def test_count_1000_ascii_turns(benchmark: BenchmarkFixture) -> None:
 
 
 def test_import_without_counting_in_a_fresh_process(benchmark: BenchmarkFixture) -> None:
-    argv = [sys.executable, "-c", "import sys, core.tokens; assert 'tiktoken' not in sys.modules"]
+    argv = [sys.executable, "-c", "import sys, core.text.tokens; assert 'tiktoken' not in sys.modules"]
     result = benchmark.pedantic(subprocess.run, args=(argv,), kwargs=_subprocess_kwargs(), rounds=7)
     assert result.returncode == 0, result.stderr
 

@@ -20,9 +20,9 @@ from blueprints.findings import Finding, findings_to_json
 from blueprints.loader import Blueprint, InvalidBlueprint, load_blueprint, validate_file
 from blueprints.persona import simulated_user
 from blueprints.yaml_source import ParsedYaml, parse_yaml
-from core.config import Settings
 from core.front_door import lazy_exports
-from core.steps import Pipeline
+from core.settings.config import Settings
+from core.steps.kinds import Pipeline
 
 if TYPE_CHECKING:
     from blueprints.explain import Explanation, explain_blueprint

@@ -18,11 +18,11 @@ from blueprints.loader import Blueprint
 from blueprints.positions import Path
 from blueprints.schema import AgentModel, AgentRefModel, AgentStepModel
 from core.agents.spec import AgentSpec
-from core.config import Settings
-from core.errors import ConfigError, SourcePosition
+from core.answering.simulated_person import SimulatedPerson
+from core.model.errors import ConfigError, SourcePosition
+from core.model.providers import find_provider
 from core.ports import Agent
-from core.providers import find_provider
-from core.simulated_person import SimulatedPerson
+from core.settings.config import Settings
 
 AgentFactory = Callable[[AgentSpec, Settings], Agent]
 

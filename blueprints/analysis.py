@@ -24,8 +24,8 @@ from blueprints.salvage import salvage
 from blueprints.schema import BlueprintModel
 from blueprints.validation import validation_findings
 from blueprints.yaml_source import parse_yaml
-from core.config import BoundsSettings, HistorySettings
-from core.errors import SourcePosition
+from core.model.errors import SourcePosition
+from core.settings.config import BoundsSettings, HistorySettings
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Compiling a validated blueprint into ``core.steps`` objects (a Pipeline the engine runs).
+"""Compiling a validated blueprint into ``core.steps.kinds`` objects (a Pipeline the engine runs).
 
 Every template, expression and ``module:function`` is compiled or imported here, once; the resulting
 steps hold only ready-to-call objects. The loop's own blocks are compiled by ``loop_compiler``, an ensemble by
@@ -36,9 +36,9 @@ from blueprints.schema import (
     MapStepModel,
     ParallelStepModel,
 )
-from core.config import Settings
-from core.errors import BlueprintError, SourcePosition
-from core.steps import (
+from core.model.errors import BlueprintError, SourcePosition
+from core.settings.config import Settings
+from core.steps.kinds import (
     AgentStep,
     ConditionalStep,
     HitlStep,
@@ -50,7 +50,7 @@ from core.steps import (
     Step,
     WorkflowStep,
 )
-from core.templates import Expression, Template, TemplateSyntax
+from core.text.templates import Expression, Template, TemplateSyntax
 
 
 class StepCompiler:

@@ -21,9 +21,9 @@ from blueprints.positions import Path
 from blueprints.schema import EnsembleStepModel, ParticipantModel
 from core.agents.spec import AgentSpec
 from core.conversation import Dependency, EnsembleStep, Participant
-from core.errors import BlueprintError
+from core.model.errors import BlueprintError
 from core.ports import Agent
-from core.steps import HistoryPolicy, WorkflowStep
+from core.steps.kinds import HistoryPolicy, WorkflowStep
 
 if TYPE_CHECKING:
     from blueprints.compiler import StepCompiler

@@ -23,7 +23,7 @@ from blueprints.findings import Finding, FindingCode, sort_findings
 from blueprints.positions import Path as DataPath
 from blueprints.schema import AgentStepModel
 from blueprints.suggestions import did_you_mean
-from core.config import BoundsSettings, HistorySettings
+from core.settings.config import BoundsSettings, HistorySettings
 
 
 @dataclass

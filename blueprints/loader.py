@@ -22,8 +22,8 @@ from blueprints.import_graph import ImportedFile, ImportGraph
 from blueprints.positions import Path as DataPath
 from blueprints.positions import PositionIndex
 from blueprints.schema import BlueprintModel
-from core.config import Settings
-from core.errors import BlueprintError, SourcePosition
+from core.model.errors import BlueprintError, SourcePosition
+from core.settings.config import Settings
 
 
 class InvalidBlueprint(BlueprintError):

@@ -37,9 +37,9 @@ from blueprints.schema import (
     TextOutputModel,
 )
 from blueprints.speakers import speaker_summarizer
-from core.errors import BlueprintError
+from core.model.errors import BlueprintError
 from core.ports import Agent
-from core.steps import Conversation, HistoryPolicy, LoopStep, MapStep, ScopeFunction
+from core.steps.kinds import Conversation, HistoryPolicy, LoopStep, MapStep, ScopeFunction
 
 if TYPE_CHECKING:
     from blueprints.compiler import StepCompiler

@@ -23,10 +23,10 @@ from typing import Any, Literal
 from blueprints.positions import Path
 from core.context import RunContext
 from core.conversation import is_context, turn_text
-from core.errors import RunError
+from core.model.errors import RunError
 from core.policies.context_writes import scratchpad_slot
 from core.policies.frame import scope  # the engine's own template variables, so hooks see the same names
-from core.templates import Template
+from core.text.templates import Template
 
 InitVerb = Literal["set", "append", "merge"]
 

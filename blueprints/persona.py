@@ -1,14 +1,14 @@
 """The simulated person a run is told to use (``flujo run FILE --simulate-user agents.NAME``): an agent of
-the blueprint that answers every question a person is asked (``core.simulated_person``)."""
+the blueprint that answers every question a person is asked (``core.answering.simulated_person``)."""
 
 from __future__ import annotations
 
 from blueprints.agent_builder import AgentBuilder, AgentFactory
 from blueprints.loader import Blueprint
 from blueprints.suggestions import did_you_mean
-from core.config import Settings
-from core.errors import RunError
-from core.simulated_person import SimulatedPerson
+from core.answering.simulated_person import SimulatedPerson
+from core.model.errors import RunError
+from core.settings.config import Settings
 
 
 def simulated_user(

@@ -1,7 +1,7 @@
 """Exit and branch functions compiled from a blueprint: ScopeFunctions over the run's scope mapping.
 
 The scope mapping is what the engine passes (``previous_step``, ``context``, ``steps``, ``iteration``,
-``initial_prompt``). Expressions are evaluated by ``core.templates.Expression`` (sandboxed, never
+``initial_prompt``). Expressions are evaluated by ``core.text.templates.Expression`` (sandboxed, never
 ``eval``); ``module:function`` callables are called as ``fn(previous_step, context)``.
 """
 
@@ -11,8 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core.templates import Expression
-from core.views import LazyView
+from core.model.views import LazyView
+from core.text.templates import Expression
 
 AGENT_FINISHED = (
     "context.scratchpad.last_agent_command.action == 'finish'"

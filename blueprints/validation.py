@@ -32,7 +32,7 @@ from blueprints.schema import (
 from blueprints.schema.base import StrictModel
 from blueprints.suggestions import did_you_mean, one_of
 from blueprints.value_words import expectation, show
-from core.errors import SourcePosition
+from core.model.errors import SourcePosition
 
 # Keys that only make sense on another kind of step: a plain step holding one probably lacks ``kind``.
 _KIND_OF_KEY = {

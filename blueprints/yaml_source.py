@@ -31,8 +31,8 @@ from yaml.reader import Reader
 
 from blueprints.findings import Finding
 from blueprints.positions import Path, Place, PositionIndex
-from core.config import BoundsSettings
-from core.errors import SourcePosition
+from core.model.errors import SourcePosition
+from core.settings.config import BoundsSettings
 
 # Plain-language hints for the YAML mistakes people make most.
 _SYNTAX_HINTS = (

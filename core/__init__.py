@@ -6,7 +6,7 @@
 
 Nothing in ``core`` imports ``blueprints``, ``lens`` or ``flujo_cli``.
 
-The names are imported on first use (PEP 562): ``import core.config`` or ``core.store`` does not load the
+The names are imported on first use (PEP 562): ``import core.settings.config`` or ``core.store`` does not load the
 engine, its policies and agents (about 0.1 s), which the commands that only read the store never need.
 """
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from core.context import ConversationTurn, HitlEntry, RunContext
     from core.conversation import Dependency, EnsembleStep, Participant
     from core.engine import Engine, NoHuman, RunOutcome, new_run_id
-    from core.errors import (
+    from core.model.errors import (
         Abort,
         AgentOutputError,
         BlueprintError,
@@ -40,6 +40,8 @@ if TYPE_CHECKING:
         StoreUnavailable,
         TemplateError,
     )
+    from core.model.records import PruneResult, RunRecord, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
+    from core.model.usage import Usage
     from core.ports import (
         Agent,
         AgentCall,
@@ -52,8 +54,7 @@ if TYPE_CHECKING:
         Reporter,
         RunStore,
     )
-    from core.records import PruneResult, RunRecord, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
-    from core.steps import (
+    from core.steps.kinds import (
         AgentStep,
         ConditionalStep,
         Conversation,
@@ -68,70 +69,69 @@ if TYPE_CHECKING:
         Step,
         WorkflowStep,
     )
-    from core.templates import Expression, Template, TemplateSyntax
-    from core.usage import Usage
+    from core.text.templates import Expression, Template, TemplateSyntax
 
 _WHERE = {
-    "Abort": "core.errors",
+    "Abort": "core.model.errors",
     "Agent": "core.ports",
     "AgentCall": "core.ports",
-    "AgentOutputError": "core.errors",
+    "AgentOutputError": "core.model.errors",
     "AgentReply": "core.ports",
-    "AgentStep": "core.steps",
-    "BlueprintError": "core.errors",
+    "AgentStep": "core.steps.kinds",
+    "BlueprintError": "core.model.errors",
     "ChatMessage": "core.ports",
-    "ConditionalStep": "core.steps",
-    "ConfigError": "core.errors",
-    "ControlSignal": "core.errors",
-    "Conversation": "core.steps",
+    "ConditionalStep": "core.steps.kinds",
+    "ConfigError": "core.model.errors",
+    "ControlSignal": "core.model.errors",
+    "Conversation": "core.steps.kinds",
     "ConversationTurn": "core.context",
     "Dependency": "core.conversation",
     "Engine": "core.engine",
     "EnsembleStep": "core.conversation",
-    "Expression": "core.templates",
-    "FlujoError": "core.errors",
-    "HistoryPolicy": "core.steps",
+    "Expression": "core.text.templates",
+    "FlujoError": "core.model.errors",
+    "HistoryPolicy": "core.steps.kinds",
     "HitlEntry": "core.context",
-    "HitlStep": "core.steps",
+    "HitlStep": "core.steps.kinds",
     "HumanInput": "core.ports",
     "HumanQuestion": "core.ports",
-    "LimitReached": "core.errors",
-    "Limits": "core.steps",
-    "LoopStep": "core.steps",
-    "MapStep": "core.steps",
+    "LimitReached": "core.model.errors",
+    "Limits": "core.steps.kinds",
+    "LoopStep": "core.steps.kinds",
+    "MapStep": "core.steps.kinds",
     "NoHuman": "core.engine",
     "NullReporter": "core.ports",
-    "OutputMapping": "core.steps",
+    "OutputMapping": "core.steps.kinds",
     "OutputRepair": "core.ports",
-    "ParallelStep": "core.steps",
+    "ParallelStep": "core.steps.kinds",
     "Participant": "core.conversation",
-    "Pause": "core.errors",
-    "Pipeline": "core.steps",
-    "ProviderError": "core.errors",
-    "ProviderUnreachable": "core.errors",
-    "PruneResult": "core.records",
-    "ReplyCutOff": "core.errors",
+    "Pause": "core.model.errors",
+    "Pipeline": "core.steps.kinds",
+    "ProviderError": "core.model.errors",
+    "ProviderUnreachable": "core.model.errors",
+    "PruneResult": "core.model.records",
+    "ReplyCutOff": "core.model.errors",
     "Reporter": "core.ports",
-    "ResumeRefused": "core.errors",
+    "ResumeRefused": "core.model.errors",
     "RunContext": "core.context",
-    "RunError": "core.errors",
+    "RunError": "core.model.errors",
     "RunOutcome": "core.engine",
-    "RunRecord": "core.records",
+    "RunRecord": "core.model.records",
     "RunStore": "core.ports",
-    "SourcePosition": "core.errors",
-    "Step": "core.steps",
-    "StepFailed": "core.errors",
-    "StepRecord": "core.records",
-    "StoreError": "core.errors",
-    "StoreUnavailable": "core.errors",
-    "Template": "core.templates",
-    "TemplateError": "core.errors",
-    "TemplateSyntax": "core.templates",
-    "ThreadSummary": "core.records",
-    "ThreadTurn": "core.records",
-    "TraceEvent": "core.records",
-    "Usage": "core.usage",
-    "WorkflowStep": "core.steps",
+    "SourcePosition": "core.model.errors",
+    "Step": "core.steps.kinds",
+    "StepFailed": "core.model.errors",
+    "StepRecord": "core.model.records",
+    "StoreError": "core.model.errors",
+    "StoreUnavailable": "core.model.errors",
+    "Template": "core.text.templates",
+    "TemplateError": "core.model.errors",
+    "TemplateSyntax": "core.text.templates",
+    "ThreadSummary": "core.model.records",
+    "ThreadTurn": "core.model.records",
+    "TraceEvent": "core.model.records",
+    "Usage": "core.model.usage",
+    "WorkflowStep": "core.steps.kinds",
     "new_run_id": "core.engine",
 }
 

@@ -34,8 +34,8 @@ from functools import cached_property
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
-from core.views import LazyView, copied, snapshot_of
-from core.window_map import WindowMap
+from core.model.views import LazyView, copied, snapshot_of
+from core.model.window_map import WindowMap
 
 if TYPE_CHECKING:
     from core.conversation import ActiveConversation
@@ -100,7 +100,7 @@ class ConversationTurn:
     @cached_property
     def heard(self) -> ChatMessage:
         """The turn as the other side of the conversation hears it, the roles swapped (a simulated person's
-        prompts: ``core.simulated_person``); made once per turn, as ``message``."""
+        prompts: ``core.answering.simulated_person``); made once per turn, as ``message``."""
         return _chat_message()("user" if self.role == "assistant" else "assistant", self.content)
 
     def to_dict(self) -> dict[str, Any]:
@@ -127,9 +127,9 @@ class Turns(list[ConversationTurn]):
 
 @functools.cache
 def _tokens() -> ModuleType:
-    """``core.tokens``, imported once, as ``_chat_message`` (core.tokens imports core.ports, which imports
+    """``core.text.tokens``, imported once, as ``_chat_message`` (core.text.tokens imports core.ports, which imports
     this module). The module, not its function: what counts is looked up on it at each count."""
-    from core import tokens
+    from core.text import tokens
 
     return tokens
 

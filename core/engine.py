@@ -20,18 +20,18 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from core.answering import Answering
+from core.answering.order import Answering
 from core.context import RunContext
 from core.conversation import bind_thread, check_thread
-from core.errors import Abort, FlujoError, LimitReached, Pause, ResumeRefused, RunError, StoreUnavailable
+from core.model.codec import normalize
+from core.model.errors import Abort, FlujoError, LimitReached, Pause, ResumeRefused, RunError, StoreUnavailable
+from core.model.records import RunRecord, RunStatus
+from core.model.usage import ZERO_USAGE, Usage
 from core.policies.dispatch import run_steps
 from core.policies.frame import Frame
 from core.ports import HumanInput, HumanQuestion, NullReporter, Reporter, RunStore
-from core.records import RunRecord, RunStatus
-from core.redaction import Redactor
-from core.steps import Pipeline
-from core.store.codec import normalize
-from core.usage import ZERO_USAGE, Usage
+from core.steps.kinds import Pipeline
+from core.text.redaction import Redactor
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ class NoHuman:
 
 def _environment_redactor() -> Redactor:
     """The redactor of an engine built without one: the secret values of the process environment."""
-    from core.config import Settings, secret_values  # lazy: pydantic only when needed
+    from core.settings.config import Settings, secret_values  # lazy: pydantic only when needed
 
     return Redactor(secret_values=secret_values(Settings()))
 
@@ -109,7 +109,7 @@ class Engine:
         answering: Answering | None = None,
     ) -> None:
         self.store = store
-        self.answering = answering or Answering()  # who answers before the human (core.answering)
+        self.answering = answering or Answering()  # who answers before the human (core.answering.order)
         self.human: HumanInput = human or NoHuman()
         self.reporter: Reporter = reporter or NullReporter()
         self.redactor = redactor or _environment_redactor()

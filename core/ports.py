@@ -1,6 +1,6 @@
 """The interfaces core owns for its I/O: agents, the human, the run store, progress reporting.
 
-The records the run store keeps (runs, steps, trace events, thread turns) are in ``core.records``.
+The records the run store keeps (runs, steps, trace events, thread turns) are in ``core.model.records``.
 
 Implementations live elsewhere: model providers and script agents in ``core.agents``, the SQLite store
 in ``core.store``, the terminal prompt and live display in ``flujo_cli``, offline doubles in
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from core.context import ConversationTurn
-from core.records import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
-from core.usage import ZERO_USAGE, Usage
+from core.model.records import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
+from core.model.usage import ZERO_USAGE, Usage
 
 ChatRole = Literal["system", "user", "assistant"]
 

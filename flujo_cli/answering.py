@@ -1,6 +1,6 @@
 """Who answers a run's questions, from the command line: ``--answer``/``--answers`` (given answers),
 ``--replay-answers RUN_ID``, ``--simulate-user agents.NAME``, then the terminal or piped stdin, else the run
-pauses (the order is ``core.answering``'s, documented in docs/cli.md). After the run: what was replayed,
+pauses (the order is ``core.answering.order``'s, documented in docs/cli.md). After the run: what was replayed,
 which questions were new, and who answered each question in ``--json``."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from rich.markup import escape
 if TYPE_CHECKING:  # the engine's modules load only for a run (flujo_cli.commands.run imports this module)
     from rich.console import Console
 
-    from core.answering import Answering
+    from core.answering.order import Answering
+    from core.answering.simulated_person import SimulatedPerson
     from core.ports import RunStore
-    from core.simulated_person import SimulatedPerson
     from flujo_cli.human import TerminalHuman
 
 
@@ -58,8 +58,8 @@ async def answering_for(
     flags: AnswerFlags, store: RunStore, given: TerminalHuman, person: SimulatedPerson | None
 ) -> Answering:
     """The answer sources of this run (RunError when the replayed run does not exist)."""
-    from core.answer_replay import recorded_answers
-    from core.answering import Answering
+    from core.answering.order import Answering
+    from core.answering.replay import recorded_answers
 
     replay = await recorded_answers(store, flags.replay_answers) if flags.replay_answers else None
     return Answering(given=given, replay=replay, simulated_user=person)
@@ -71,7 +71,7 @@ async def given_answers_taken(store: RunStore, run_id: str, prefix: str = "") ->
     whose ``hitl.answer`` event has no ``simulated`` or ``replayed`` mark. A run executed with no terminal (a
     worker) has no other source for them, so they took the first of the answers it was given;
     ``TerminalHuman.pass_over`` drops those. ``prefix`` is a child run's place in the top run (``review/``)."""
-    from core.events import ChildRunStarted, QuestionAnswered
+    from core.model.events import ChildRunStarted, QuestionAnswered
 
     events = await store.events(run_id)
     marked = {

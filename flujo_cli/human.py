@@ -1,7 +1,7 @@
 """The human at the terminal: HITL answers from flags, an answers file, a TTY prompt or piped stdin.
 
 Order of answers for each question: ``--answers`` entries for that step's path (``chat/answer``: the names of
-the steps enclosing it and its own, ``core.step_paths``), then for its name, then the positional
+the steps enclosing it and its own, ``core.steps.paths``), then for its name, then the positional
 ``--answer``/``--answers`` list, then the terminal (a line-editing prompt on a TTY, see
 ``flujo_cli.line_input``; one line per question when stdin is piped). When none is left and no terminal may
 be used, ``ask`` returns None: the run pauses.
@@ -26,11 +26,11 @@ from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 
-from core.config import BoundsSettings
-from core.errors import ConfigError, RunError, SourcePosition
+from core.model.errors import ConfigError, RunError, SourcePosition
 from core.ports import HumanQuestion
-from core.schema_check import parse_answer, schema_errors
-from core.step_paths import StepPaths
+from core.settings.config import BoundsSettings
+from core.steps.paths import StepPaths
+from core.text.schema_check import parse_answer, schema_errors
 from flujo_cli.line_input import LineInput
 from flujo_cli.line_writer import LineWriter
 

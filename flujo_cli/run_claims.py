@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from core.records import RunRecord
+    from core.model.records import RunRecord
     from core.store.postgres import PostgresStore
     from core.store.sqlite import SqliteStore
 
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 async def hold_thread(store: Store, name: str) -> None:
     """Claim thread ``name`` for the run about to execute; RunError naming its holder when it is held."""
-    from core.errors import RunError
+    from core.model.errors import RunError
 
     if await store.claim_thread(name):
         return

@@ -12,7 +12,7 @@ from typing import Any, assert_never
 
 from rich.text import Text
 
-from core.events import (
+from core.model.events import (
     AgentStarted,
     AnswerRejected,
     BranchTaken,
@@ -34,8 +34,8 @@ from core.events import (
     SummaryFailed,
     UnknownEvent,
 )
-from core.records import RunRecord
-from core.usage import Usage
+from core.model.records import RunRecord
+from core.model.usage import Usage
 from lens import figures
 from lens.preview import compact, one_line
 from lens.tree import CallNode, EventNode, GroupNode, MessageNode, Node, RunNode, StepNode

@@ -13,9 +13,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from core.model.records import RunRecord, RunStatus
 from core.ports import RunStore
-from core.records import RunRecord, RunStatus
-from core.redaction import Redactor
+from core.text.redaction import Redactor
 from lens.masking import Masker
 
 

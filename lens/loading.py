@@ -13,9 +13,9 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from core.model.records import RunRecord
 from core.ports import RunStore
-from core.records import RunRecord
-from core.redaction import Redactor
+from core.text.redaction import Redactor
 from lens.snapshot import load_run
 from lens.tree import RunNode, build_tree
 

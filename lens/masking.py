@@ -4,8 +4,8 @@ The engine masks trace events before it stores them, but lens never relies on it
 elsewhere or an older flujo, and step inputs and outputs are stored as they were. So every text lens reads
 from a record goes through the ``Redactor`` here, once, when the run is loaded (``lens.snapshot``), and
 the views only ever see masked records. The value under a sensitive key (``{"password": ...}``,
-``core.redaction.SENSITIVE_KEYS``) is masked whole. Mapping keys are masked too (user data may put a token in a key),
-and a path is masked segment by segment, so that the same step always has the same masked path.
+``core.text.redaction.SENSITIVE_KEYS``) is masked whole. Mapping keys are masked too (user data may put a token in
+a key), and a path is masked segment by segment, so that the same step always has the same masked path.
 
 A conversation's turns come back in every prompt that injected them, so a ``Masker`` remembers each text
 it masked for as long as it lives (one load): the regular expressions run once per distinct text.
@@ -17,8 +17,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from core.records import RunRecord, StepRecord, TraceEvent
-from core.redaction import Redactor, masked_under_key, sensitive_key
+from core.model.records import RunRecord, StepRecord, TraceEvent
+from core.text.redaction import Redactor, masked_under_key, sensitive_key
 
 
 class Masker:

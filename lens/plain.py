@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from core.records import RunRecord
+from core.model.records import RunRecord
 from lens import figures, labels
 from lens.listing import RunRow
 from lens.preview import Collapsed, collapse, compact, full_text, one_line

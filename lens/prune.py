@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from core.records import PruneResult
+from core.model.records import PruneResult
 from lens import figures
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}

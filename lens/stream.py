@@ -28,8 +28,8 @@ from rich.cells import cell_len, set_cell_size
 from rich.console import Console, RenderableType
 from rich.text import Text
 
-from core.records import RunRecord
-from core.redaction import Redactor
+from core.model.records import RunRecord
+from core.text.redaction import Redactor
 from lens import labels
 from lens.masking import Masker
 from lens.plain import CallBlock, Expansion, call_block

@@ -10,11 +10,11 @@
   ``ReplyReceived`` after it, and the messages sent (``MessageNode``);
 * ``EventNode``: any other event (``QuestionAnswered``, ``LoopExited``, ``StepErrored`` ...). A call a
   provider serves is journaled before it is sent (``CallSent``); it is shown only when no result of its
-  step's attempt was recorded: interrupted (``core.records.call_interrupted``: its step counts it as a request of
+  step's attempt was recorded: interrupted (``core.model.records.call_interrupted``: its step counts it as a request of
   unknown usage), or still waiting for its reply while its run is running.
 
-Events are matched on their ``core.events`` classes (``TraceEvent.data``), never on kind strings. Paths: a
-step path alternates names and keys below the steps that run steps (``core.records.KEYED_STEP_KINDS``;
+Events are matched on their ``core.model.events`` classes (``TraceEvent.data``), never on kind strings. Paths: a
+step path alternates names and keys below the steps that run steps (``core.model.records.KEYED_STEP_KINDS``;
 ``chat/3/clarify``: step ``chat``, iteration ``3``, step ``clarify``); a history summary is a step of its
 own below the agent step it served, and its events (``HistorySummarized``, ``SummaryFailed``) say what it
 is. Siblings are in execution order (start time; the store's order breaks ties). Building is linear in the
@@ -28,7 +28,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from core.events import (
+from core.model.events import (
     CallSent,
     ChildRunStarted,
     HistorySummarized,
@@ -38,8 +38,15 @@ from core.events import (
     ReplyReceived,
     SummaryFailed,
 )
-from core.records import CONTAINER_STEP_KINDS, KEYED_STEP_KINDS, RunRecord, StepRecord, TraceEvent, call_interrupted
-from core.usage import INTERRUPTED_CALL, ZERO_USAGE, Usage
+from core.model.records import (
+    CONTAINER_STEP_KINDS,
+    KEYED_STEP_KINDS,
+    RunRecord,
+    StepRecord,
+    TraceEvent,
+    call_interrupted,
+)
+from core.model.usage import INTERRUPTED_CALL, ZERO_USAGE, Usage
 from lens.preview import full_text
 from lens.snapshot import RunSnapshot
 

@@ -35,7 +35,7 @@ SLOW_TIMEOUT_S = 600  # the limit of a test marked slow; the others have pyproje
 # What no test inherits from the shell (see the module docstring).
 _INHERITED_PREFIXES = ("FLUJO_", "OPENAI_", "ANTHROPIC_", "OLLAMA_")
 _KEPT_PREFIXES = ("FLUJO_TEST_",)  # the test suite's own settings (tests/postgres_server.py)
-_SECRET_NAME = re.compile(r"(?i)(_API_KEY|_TOKEN|_SECRET|_KEY|PASSWORD)$")  # as core.config.secret_values
+_SECRET_NAME = re.compile(r"(?i)(_API_KEY|_TOKEN|_SECRET|_KEY|PASSWORD)$")  # as core.settings.config.secret_values
 _TERMINAL = frozenset({"COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR"})
 
 

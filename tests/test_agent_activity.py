@@ -14,8 +14,8 @@ from core import AgentStep, Engine, Pipeline
 from core.agents import AgentSpec, build_agent
 from core.agents.gguf import GGUFInfo
 from core.agents.local_server import LocalModel
-from core.config import LocalSettings
 from core.ports import Activity, AgentCall
+from core.settings.config import LocalSettings
 from core.store import MemoryStore
 from core.testing import RecordingReporter
 from flujo_cli.progress import LiveReporter, Waiting

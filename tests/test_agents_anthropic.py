@@ -11,10 +11,10 @@ import pytest
 from blueprints import load_pipeline
 from core.agents import AgentSpec, AnthropicChatAgent, Backoff, build_agent
 from core.agents.anthropic_chat import LEADING_USER_TURN
-from core.config import ProviderSettings, Settings
 from core.engine import Engine
-from core.errors import AgentOutputError, ConfigError, ProviderError, ReplyCutOff
+from core.model.errors import AgentOutputError, ConfigError, ProviderError, ReplyCutOff
 from core.ports import AgentCall, ChatMessage, Retry
+from core.settings.config import ProviderSettings, Settings
 from core.store import MemoryStore
 from core.testing import ScriptedHuman
 from tests.fakes.openai_server import FAKE_API_KEY, Cut, FakeLLM

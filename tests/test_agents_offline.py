@@ -20,11 +20,11 @@ from core.agents import (
     build_agent,
 )
 from core.agents.offline import KEPT_CALLS
-from core.config import Settings
-from core.errors import AgentOutputError, ConfigError
+from core.model.errors import AgentOutputError, ConfigError
+from core.model.usage import Usage
 from core.ports import Agent, AgentCall, ChatMessage
+from core.settings.config import Settings
 from core.store import open_store
-from core.usage import Usage
 from tests.cli_helpers import flujo
 
 ROOT = Path(__file__).resolve().parents[1]

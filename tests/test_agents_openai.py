@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from core.agents import AgentSpec, Backoff, OpenAIChatAgent, build_agent
-from core.config import ProviderSettings, Settings, load_settings
-from core.errors import AgentOutputError, ConfigError, ProviderError, ProviderUnreachable, ReplyCutOff
+from core.model.errors import AgentOutputError, ConfigError, ProviderError, ProviderUnreachable, ReplyCutOff
 from core.ports import AgentCall, ChatMessage, Retry
+from core.settings.config import ProviderSettings, Settings, load_settings
 from tests.fakes.openai_server import FAKE_API_KEY, Cut, FakeLLM
 
 FAST = Backoff(base_delay=0.001, max_delay=0.05)

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from core.agents import AgentSpec, CommandAgent, PythonAgent, build_agent
-from core.config import Settings
-from core.errors import Abort, ConfigError, RunError, TemplateError
+from core.model.errors import Abort, ConfigError, RunError, TemplateError
 from core.ports import AgentCall, ChatMessage
+from core.settings.config import Settings
 
 HERE = "tests.test_agents_script"
 

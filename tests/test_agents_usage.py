@@ -8,13 +8,13 @@ import pytest
 
 from core import AgentStep, Engine, Pipeline
 from core.agents import AgentSpec, Backoff, build_agent
-from core.config import Settings
-from core.errors import AgentOutputError
+from core.model.errors import AgentOutputError
+from core.model.usage import ZERO_USAGE, Usage
 from core.ports import Agent
-from core.redaction import MASK, Redactor
-from core.steps import Limits, ParallelStep
+from core.settings.config import Settings
+from core.steps.kinds import Limits, ParallelStep
 from core.store import MemoryStore
-from core.usage import ZERO_USAGE, Usage
+from core.text.redaction import MASK, Redactor
 from tests.fakes.openai_server import FakeLLM
 
 FAST = Backoff(base_delay=0.001, max_delay=0.05)

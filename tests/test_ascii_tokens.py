@@ -1,4 +1,4 @@
-"""core.ascii_tokens: the same o200k_base counts as tiktoken for ASCII text, from a table that loads in
+"""core.text.ascii_tokens: the same o200k_base counts as tiktoken for ASCII text, from a table that loads in
 milliseconds; None (tiktoken counts) for anything it does not cover; the shipped table is the one its
 builder makes from the shipped rank file."""
 
@@ -20,8 +20,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core import ConfigError, ascii_tokens, tokens
-from core.tokens import count_tokens
+from core import ConfigError
+from core.text import ascii_tokens, tokens
+from core.text.tokens import count_tokens
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "core" / "tokenizer_data"
@@ -215,7 +216,7 @@ def test_a_big_endian_machine_reads_the_little_endian_table(monkeypatch: pytest.
 ASCII_ONLY = textwrap.dedent(
     """
     import resource, sys
-    from core.tokens import count_tokens, count_messages
+    from core.text.tokens import count_tokens, count_messages
     from core.ports import ChatMessage
     print(count_tokens("The budget matters most; I need it by the end of next month."))
     print(count_messages([ChatMessage("user", "hello world")]))

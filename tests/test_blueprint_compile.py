@@ -1,4 +1,4 @@
-"""A valid blueprint compiles into the expected core.steps objects, and those run on the engine."""
+"""A valid blueprint compiles into the expected core.steps.kinds objects, and those run on the engine."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from blueprints import compile_pipeline, load_blueprint, load_pipeline
 from blueprints.loop_hooks import InitOps, NextInput, ShapeOutput
 from blueprints.predicates import CallableTest, CallableValue, ExpressionTest, ExpressionValue
 from core.agents import AgentSpec, build_agent
-from core.config import Settings
 from core.engine import Engine, RunOutcome
-from core.errors import ConfigError
+from core.model.errors import ConfigError
 from core.ports import Agent
-from core.steps import (
+from core.settings.config import Settings
+from core.steps.kinds import (
     AgentStep,
     ConditionalStep,
     Conversation,

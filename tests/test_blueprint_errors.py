@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from blueprints import InvalidBlueprint, load_blueprint, validate_file
-from core.errors import SourcePosition
+from core.model.errors import SourcePosition
 from tests.blueprint_findings import DATA, rows
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from blueprints import InvalidBlueprint, load_blueprint, load_pipeline, validate_file
-from core.config import Settings
-from core.errors import SourcePosition
-from core.records import RunRecord
+from core.model.errors import SourcePosition
+from core.model.records import RunRecord
+from core.settings.config import Settings
 from core.store import open_store
 from flujo_cli import exit_codes
 from tests.cli_helpers import flujo

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from core.agents import AgentSpec, build_agent
-from core.bounds import use_bounds
-from core.config import BoundsSettings
-from core.errors import ProviderError
+from core.model.errors import ProviderError
 from core.ports import AgentCall
+from core.settings.config import BoundsSettings
+from core.text.bounds import use_bounds
 from tests.capped import capped, capped_flujo
 from tests.fakes.openai_server import FakeLLM
 
@@ -175,8 +175,8 @@ SAFE_TEMPLATES = {
 
 _RENDER_ALL = """
 import json, sys
-from core.templates import Expression, Template, TemplateSyntax
-from core.errors import TemplateError
+from core.text.templates import Expression, Template, TemplateSyntax
+from core.model.errors import TemplateError
 cases = json.loads(sys.stdin.read())
 results = {}
 for name, (kind, source) in cases.items():

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from core.records import RunRecord
+from core.model.records import RunRecord
 from core.store import MemoryStore, claims, open_store
 from core.store.sqlite import CLAIMS_SUFFIX
 from tests.cli_helpers import ROOT

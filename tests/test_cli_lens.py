@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import core.engine
-from core.records import StepRecord
+from core.model.records import StepRecord
 from core.store import SqliteStore
 from flujo_cli import exit_codes
 from tests.cli_helpers import EXAMPLES, ROOT, flujo, read_terminal_until

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from blueprints import load_pipeline, validate_file
-from core.config import Settings
 from core.engine import Engine
+from core.model.codec import dump
+from core.settings.config import Settings
 from core.store import MemoryStore
-from core.store.codec import dump
 from core.testing import ScriptedHuman
 from tests.cli_helpers import flujo
 

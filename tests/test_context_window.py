@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from core.agents import AgentSpec, build_agent
-from core.config import load_settings
 from core.ports import ChatMessage
-from core.steps import AgentStep, LoopStep
-from core.tokens import count_messages
+from core.settings.config import load_settings
+from core.steps.kinds import AgentStep, LoopStep
+from core.text.tokens import count_messages
 from tests.fakes.openai_server import FakeLLM
 from tests.test_conversation_runs import compile_text, run
 

@@ -19,14 +19,14 @@ import yaml
 
 from blueprints import load_pipeline, validate_file
 from blueprints.loop_hooks import NextInput
-from core.config import Settings, load_settings
 from core.engine import Engine, RunOutcome
+from core.model.records import StepRecord, TraceEvent
 from core.ports import ChatMessage
-from core.records import StepRecord, TraceEvent
-from core.steps import HistoryPolicy, LoopStep, Pipeline
+from core.settings.config import Settings, load_settings
+from core.steps.kinds import HistoryPolicy, LoopStep, Pipeline
 from core.store import MemoryStore, open_store
 from core.testing import ScriptedHuman
-from core.tokens import count_messages
+from core.text.tokens import count_messages
 from flujo_cli import exit_codes
 from tests.cli_helpers import EXAMPLES, flujo
 

@@ -10,10 +10,8 @@ from typing import Any
 import pytest
 
 from blueprints import load_pipeline
-from core import tokens
 from core.agents.offline import ScriptedAgent
 from core.agents.script import PassthroughAgent, PythonAgent
-from core.config import Settings, load_settings
 from core.context import ConversationTurn, Role, RunContext
 from core.conversation.history import (
     HISTORY_CLOSE,
@@ -27,7 +25,9 @@ from core.conversation.history import (
 from core.conversation.loop_scope import seed
 from core.conversation.turns import capture, start, turn_text
 from core.engine import Engine
-from core.steps import (
+from core.model.views import LazyView
+from core.settings.config import Settings, load_settings
+from core.steps.kinds import (
     AgentStep,
     ConditionalStep,
     Conversation,
@@ -38,10 +38,10 @@ from core.steps import (
     Step,
 )
 from core.store import MemoryStore
-from core.templates import Expression, Template
 from core.testing import ScriptedHuman
-from core.tokens import MESSAGE_OVERHEAD, count_tokens
-from core.views import LazyView
+from core.text import tokens
+from core.text.templates import Expression, Template
+from core.text.tokens import MESSAGE_OVERHEAD, count_tokens
 
 
 def turns(spec: str, *, tokens: int | None = None) -> list[ConversationTurn]:

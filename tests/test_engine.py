@@ -19,7 +19,7 @@ from core import (
     Pipeline,
     Template,
 )
-from core.errors import RunError
+from core.model.errors import RunError
 from core.store import MemoryStore
 from core.testing import RecordingReporter, ScriptedHuman
 from tests.engine_helpers import FuncAgent

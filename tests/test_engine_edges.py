@@ -23,7 +23,7 @@ from core import (
     Step,
     Template,
 )
-from core.errors import Abort, LimitReached, Pause, RunError
+from core.model.errors import Abort, LimitReached, Pause, RunError
 from core.store import MemoryStore
 from core.testing import ScriptedHuman
 from tests.engine_helpers import FuncAgent

@@ -31,7 +31,7 @@ from core import (
     Template,
     TraceEvent,
 )
-from core.errors import RunError
+from core.model.errors import RunError
 from core.store import MemoryStore
 from core.testing import ScriptedHuman
 from tests.engine_helpers import FuncAgent

@@ -16,8 +16,8 @@ from core.agents.script import PythonAgent
 from core.conversation import Dependency, EnsembleStep, Participant, parse_reply
 from core.ports import ChatMessage
 from core.store import MemoryStore
-from core.templates import Expression, Template
 from core.testing import RecordingReporter, ScriptedHuman
+from core.text.templates import Expression, Template
 from tests.engine_helpers import FuncAgent
 from tests.fakes.openai_server import FakeLLM
 

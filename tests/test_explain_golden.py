@@ -16,7 +16,7 @@ import pytest
 
 from blueprints import load_blueprint
 from blueprints.explain import explain_blueprint
-from core.config import Settings
+from core.settings.config import Settings
 from flujo_cli import exit_codes
 from tests.cli_helpers import ROOT, flujo
 from tests.golden import GOLDEN, UPDATE, check_golden

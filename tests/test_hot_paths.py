@@ -25,33 +25,34 @@ import pytest
 
 from benchmarks import ensemble_run
 from blueprints import load_pipeline
-from core import bounds, events, redaction, templates, tokens, views
 from core.agents.chat import input_text
 from core.agents.script import PythonAgent
-from core.config import load_settings
 from core.context import ConversationTurn, HitlEntry, RunContext
 from core.conversation import EnsembleStep
 from core.conversation.current_message import is_context
 from core.conversation.history import as_messages, bound
 from core.conversation.turns import ActiveConversation, add_turn, start, turn_text
 from core.engine import Engine
-from core.errors import TemplateError
-from core.events import PromptSent
+from core.model import codec, events, views
+from core.model.errors import TemplateError
+from core.model.events import PromptSent
+from core.model.records import RunRecord, StepRecord, TraceEvent
+from core.model.usage import ZERO_USAGE, Usage
+from core.model.views import LazyView, copied, json_default
 from core.policies import person
 from core.policies.context_writes import agent_finished, note_agent_command
 from core.policies.frame import Frame
 from core.policies.frame import scope as frame_scope
 from core.policies.person import person_question
 from core.ports import AgentCall, ChatMessage, NullReporter
-from core.records import RunRecord, StepRecord, TraceEvent
-from core.redaction import MASK, Redactor
-from core.sandbox import BoundedSandbox
-from core.steps import Conversation, HitlStep, LoopStep
-from core.store import MemoryStore, codec, open_store, shared_lists, texts
-from core.templates import Expression, Template
+from core.settings.config import load_settings
+from core.steps.kinds import Conversation, HitlStep, LoopStep
+from core.store import MemoryStore, open_store, shared_lists, texts
 from core.testing import ScriptedHuman
-from core.usage import ZERO_USAGE, Usage
-from core.views import LazyView, copied, json_default
+from core.text import bounds, redaction, templates, tokens
+from core.text.redaction import MASK, Redactor
+from core.text.sandbox import BoundedSandbox
+from core.text.templates import Expression, Template
 
 
 def _noted_calls(monkeypatch: pytest.MonkeyPatch, owner: type, method: str) -> list[Any]:

@@ -20,16 +20,16 @@ import pytest
 from blueprints import load_pipeline
 from core import AgentStep, Engine, HitlStep, Pipeline, Template
 from core.agents import AgentSpec, Backoff, build_agent
-from core.config import Settings
-from core.events import CallSent
+from core.model.codec import dump_usage, load_usage
+from core.model.events import CallSent
+from core.model.records import RunRecord, RunStatus, StepRecord, TraceEvent, call_interrupted, interrupted_calls
+from core.model.usage import INTERRUPTED_CALL, Usage
 from core.ports import Agent
-from core.records import RunRecord, RunStatus, StepRecord, TraceEvent, call_interrupted, interrupted_calls
-from core.redaction import Redactor
-from core.steps import Limits
+from core.settings.config import Settings
+from core.steps.kinds import Limits
 from core.store import MemoryStore, open_store
-from core.store.codec import dump_usage, load_usage
 from core.testing import ScriptedHuman
-from core.usage import INTERRUPTED_CALL, Usage
+from core.text.redaction import Redactor
 from flujo_cli import exit_codes
 from lens import labels
 from lens.snapshot import RunSnapshot

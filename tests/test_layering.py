@@ -49,7 +49,14 @@ def test_textual_is_never_imported_at_module_level_outside_lens() -> None:
     assert offenders == []
 
 
-LENS_MAY_IMPORT = {"core.errors", "core.events", "core.ports", "core.records", "core.redaction", "core.usage"}
+LENS_MAY_IMPORT = {
+    "core.model.errors",
+    "core.model.events",
+    "core.ports",
+    "core.model.records",
+    "core.text.redaction",
+    "core.model.usage",
+}
 
 
 def imported_core_modules(path: Path) -> set[str]:
@@ -71,11 +78,11 @@ def test_lens_reads_core_records_only() -> None:
 
 
 def test_lens_knows_events_by_their_classes_not_by_strings() -> None:
-    """Lens matches trace events on their ``core.events`` classes and reads the step kinds that run steps
-    from ``core.records``: no string in lens spells an event kind or such a step kind, and none is a path
+    """Lens matches trace events on their ``core.model.events`` classes and reads the step kinds that run steps
+    from ``core.model.records``: no string in lens spells an event kind or such a step kind, and none is a path
     convention (a history summary says what it is in its events, not by a ``/summarize`` path)."""
-    from core.events import EVENT_TYPES
-    from core.records import CONTAINER_STEP_KINDS
+    from core.model.events import EVENT_TYPES
+    from core.model.records import CONTAINER_STEP_KINDS
 
     spelled = {*EVENT_TYPES, *CONTAINER_STEP_KINDS, "summarize"}
     offenders = [
@@ -123,8 +130,8 @@ def test_reading_the_store_does_not_import_the_engine() -> None:
     """``core`` imports its names on first use: the lens commands (settings, redactor, store, lens) never
     load the engine, its policies or agents; ``core.Engine`` still works, imported when first asked for."""
     code = (
-        "import sys, core.config, core.redaction, core.store, core.store.sqlite, lens; "
-        "heavy = [m for m in ('core.engine', 'core.policies', 'core.agents', 'core.steps') if m in sys.modules]; "
+        "import sys, core.settings.config, core.text.redaction, core.store, core.store.sqlite, lens; "
+        "heavy = [m for m in ('core.engine', 'core.policies', 'core.agents', 'core.steps.kinds') if m in sys.modules]; "
         "import core; print(heavy, core.Engine.__module__, 'Engine' in dir(core))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)

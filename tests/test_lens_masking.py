@@ -6,9 +6,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from core.records import RunRecord, StepRecord, TraceEvent
-from core.redaction import MASK, Redactor
-from core.usage import Usage
+from core.model.records import RunRecord, StepRecord, TraceEvent
+from core.model.usage import Usage
+from core.text.redaction import MASK, Redactor
 from lens.masking import Masker
 
 KEY = "sk-proj-Ab12Cd34Ef56Gh78Ij90Kl"

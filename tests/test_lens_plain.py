@@ -17,8 +17,8 @@ import pytest
 from rich.console import Console, RenderableType
 
 from core.ports import RunStore
-from core.redaction import Redactor
 from core.store import MemoryStore, open_store
+from core.text.redaction import Redactor
 from lens import (
     Expansion,
     RunNode,

@@ -11,9 +11,9 @@ from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
-from core.records import RunRecord, StepRecord, TraceEvent
-from core.redaction import Redactor
+from core.model.records import RunRecord, StepRecord, TraceEvent
 from core.store import MemoryStore
+from core.text.redaction import Redactor
 from lens import Expansion, build_tree, load_run, trace_view
 from lens.stream import _ONE_CELL, _wrapped, run_lines, trace_lines
 from tests.lens_runs import DEMO, PAUSED, THREADED, record_demo, record_others

@@ -25,8 +25,8 @@ import pytest
 from core.agents import AgentSpec, build_agent
 from core.agents.local_chat import LocalChatAgent
 from core.agents.local_server import default_model_path
-from core.config import Settings
 from core.ports import AgentCall, AgentReply
+from core.settings.config import Settings
 from core.store import open_store
 from flujo_cli import exit_codes
 from tests.cli_helpers import EXAMPLES, ROOT, flujo, read_terminal_until

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.engine import Engine
-from core.redaction import Redactor
 from core.store.memory import MemoryStore
+from core.text.redaction import Redactor
 from tests.test_conversation_runs import compile_text
 
 NESTED = """\
@@ -83,7 +83,7 @@ class Unprintable:
 
 
 def test_a_trace_event_that_cannot_be_prepared_does_not_fail(tmp_path: Path) -> None:
-    from core.events import PromptSent, UnknownEvent
+    from core.model.events import PromptSent, UnknownEvent
     from core.policies.frame import Frame
     from core.ports import NullReporter
     from core.testing import ScriptedHuman

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from blueprints import load_pipeline
-from core.config import Settings
 from core.engine import Engine, RunOutcome
 from core.policies.workflow import child_run_id
+from core.settings.config import Settings
 from core.store import MemoryStore
 from core.testing import ScriptedHuman
 from flujo_cli import exit_codes

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from blueprints import compile_pipeline, load_blueprint, validate_file
-from core.config import Settings
-from core.steps import ParallelStep
+from core.settings.config import Settings
+from core.steps.kinds import ParallelStep
 from flujo_cli import exit_codes
 from tests.cli_helpers import flujo
 

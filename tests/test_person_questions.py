@@ -6,18 +6,18 @@ from __future__ import annotations
 import asyncio
 
 from core.agents.offline import ScriptedAgent
-from core.answer_replay import RecordedAnswer, RecordedAnswers
-from core.answering import Answering, AnswerNote
+from core.answering.order import Answering, AnswerNote
+from core.answering.replay import RecordedAnswer, RecordedAnswers
+from core.answering.simulated_person import SimulatedPerson
 from core.context import ConversationTurn
 from core.engine import NoHuman
+from core.model.usage import Usage
 from core.policies.frame import Frame
 from core.policies.person import PersonQuestion, ask_person
 from core.ports import NullReporter
-from core.redaction import Redactor
-from core.simulated_person import SimulatedPerson
-from core.steps import HistoryPolicy
+from core.steps.kinds import HistoryPolicy
 from core.store import MemoryStore
-from core.usage import Usage
+from core.text.redaction import Redactor
 
 
 def frame(answering: Answering) -> Frame:

@@ -19,8 +19,8 @@ from typing import Any
 import psycopg
 import pytest
 
+from core.model.records import RunRecord
 from core.ports import RunStore
-from core.records import RunRecord
 from core.store import open_store
 from flujo_cli import exit_codes
 from tests.cli_helpers import ROOT, flujo, flujo_process, wait_until

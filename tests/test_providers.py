@@ -1,4 +1,4 @@
-"""One provider registry (core/providers.py) read by settings, the factory, tokens, validate, the wizard and
+"""One provider registry (core/model/providers.py) read by settings, the factory, tokens, validate, the wizard and
 explain; and the checks ``model: local`` makes before llama.cpp sees a file (no model is loaded here)."""
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ from blueprints.scaffold.questions import QUESTIONS
 from core.agents import AgentSpec, build_agent
 from core.agents.gguf import read_gguf
 from core.agents.local_server import available_memory, default_batch_threads, default_threads
-from core.config import (
+from core.model.errors import ConfigError
+from core.model.providers import PROVIDERS, provider_of
+from core.settings.config import (
     HistorySettings,
     LocalSettings,
     ProviderSettings,
@@ -24,9 +26,7 @@ from core.config import (
     load_settings,
     overrides_from_assignments,
 )
-from core.errors import ConfigError
-from core.providers import PROVIDERS, provider_of
-from core.tokens import encoding_name
+from core.text.tokens import encoding_name
 from flujo_cli import exit_codes
 from tests.cli_helpers import ROOT
 

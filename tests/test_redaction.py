@@ -10,10 +10,10 @@ import pytest
 from pydantic import SecretStr
 
 from core import AgentStep, Engine, HitlStep, Pipeline, Template
-from core.config import ProviderSettings, Settings, secret_values
-from core.redaction import MASK, Redactor, normalized_key, sensitive_key
+from core.settings.config import ProviderSettings, Settings, secret_values
 from core.store import MemoryStore, open_store
 from core.testing import ScriptedHuman
+from core.text.redaction import MASK, Redactor, normalized_key, sensitive_key
 from tests.cli_helpers import flujo
 from tests.engine_helpers import FuncAgent
 
@@ -208,7 +208,7 @@ async def test_trace_events_of_a_run_hold_no_secret_but_the_run_data_does() -> N
 
 def _every_substitution(redactor: Redactor, value: str) -> str:
     """``Redactor._mask`` without its check of whether any pattern can match: every substitution, always."""
-    from core import redaction
+    from core.text import redaction
 
     aws = redaction._AWS_CONTEXT.search(value) is not None
     for pattern in redactor._patterns:

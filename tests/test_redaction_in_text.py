@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from core import redaction
-from core.redaction import MASK, SENSITIVE_KEYS, Redactor
+from core.text import redaction
+from core.text.redaction import MASK, SENSITIVE_KEYS, Redactor
 from flujo_cli import exit_codes
 from tests.cli_helpers import flujo
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from core.config import load_settings
-from core.errors import ConfigError
-from core.settings_file import key_position
+from core.model.errors import ConfigError
+from core.settings.config import load_settings
+from core.settings.file import key_position
 from flujo_cli import exit_codes
 from tests.cli_helpers import flujo
 

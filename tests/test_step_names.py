@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from blueprints import compile_pipeline, load_blueprint, validate_file
-from core.config import Settings
-from core.step_paths import StepPaths
+from core.settings.config import Settings
+from core.steps.paths import StepPaths
 from flujo_cli import exit_codes
 from tests.cli_helpers import flujo
 

@@ -22,13 +22,13 @@ import pytest
 import core.store
 import core.store.sqlite as sqlite_module
 from core.context import ConversationTurn
-from core.errors import StoreError, StoreUnavailable
+from core.model.errors import StoreError, StoreUnavailable
+from core.model.records import RunRecord, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
+from core.model.usage import Usage
 from core.ports import RunStore
-from core.records import RunRecord, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
 from core.store import SCHEMA_VERSION, MemoryStore, SqliteStore, open_store, sqlite_batch, text_cache
 from core.store.migrations import MIGRATIONS
-from core.tokens import count_tokens
-from core.usage import Usage
+from core.text.tokens import count_tokens
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -767,7 +767,7 @@ async def test_open_store_rejects_other_uris(tmp_path: Path) -> None:
 
 _WRITER = """
 import asyncio, sys, time
-from core.records import RunRecord, StepRecord, TraceEvent
+from core.model.records import RunRecord, StepRecord, TraceEvent
 from core.store import open_store
 
 async def main(path: str, worker: int, start_at: float) -> None:

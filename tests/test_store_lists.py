@@ -20,16 +20,17 @@ from hypothesis import strategies as st
 
 from benchmarks import ensemble_run
 from blueprints import load_pipeline
-from core.config import load_settings
 from core.engine import Engine
-from core.errors import StoreError
+from core.model import codec
+from core.model.errors import StoreError
+from core.model.records import RunRecord, StepRecord, TraceEvent
 from core.ports import NullReporter
-from core.records import RunRecord, StepRecord, TraceEvent
-from core.redaction import Redactor
-from core.store import codec, open_store, shared_lists, texts
+from core.settings.config import load_settings
+from core.store import open_store, shared_lists, texts
 from core.store.shared_lists import ListMemory, Pending
 from core.store.transfer import copy_runs
 from core.testing import ScriptedHuman
+from core.text.redaction import Redactor
 
 DATA = Path(__file__).parent / "data" / "store"
 SYSTEM = {"role": "system", "content": "You help a person plan. Ask one question at a time, and keep it short."}

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 import core.store.sqlite as sqlite_module
-from core.errors import StoreError
-from core.records import RunRecord, StepRecord, TraceEvent
+from core.model.errors import StoreError
+from core.model.records import RunRecord, StepRecord, TraceEvent
 from core.store import open_store
 
 REPO = Path(__file__).resolve().parent.parent

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 import core.store.texts as texts_module
-from core.records import RunRecord, StepRecord, TraceEvent
-from core.store import codec, open_store
+from core.model import codec
+from core.model.records import RunRecord, StepRecord, TraceEvent
+from core.store import open_store
 from core.store.texts import MIN_SHARED, join, references, split
 
 LONG = "x" * MIN_SHARED

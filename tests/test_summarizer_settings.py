@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from blueprints import compile_pipeline, load_blueprint, validate_file
-from core.config import HistorySettings, Settings, load_settings, overrides_from_assignments
 from core.conversation.summary import SUMMARY_REQUEST
-from core.errors import BlueprintError, ConfigError
-from core.steps import LoopStep, Pipeline
+from core.model.errors import BlueprintError, ConfigError
+from core.settings.config import HistorySettings, Settings, load_settings, overrides_from_assignments
+from core.steps.kinds import LoopStep, Pipeline
 from flujo_cli import exit_codes
 from tests.cli_helpers import flujo
 from tests.fakes.openai_server import FakeLLM

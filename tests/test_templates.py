@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from core import Expression, Template, TemplateSyntax
-from core.errors import TemplateError
+from core.model.errors import TemplateError
 
 
 def render(source: str, **variables: Any) -> Any:

@@ -14,15 +14,15 @@ from typing import Any
 import pytest
 
 from blueprints import load_pipeline
-from core.config import Settings
 from core.engine import Engine, RunOutcome
-from core.errors import RunError
+from core.model.errors import RunError
+from core.model.records import ThreadTurn
 from core.ports import ChatMessage
-from core.records import ThreadTurn
-from core.steps import Pipeline
+from core.settings.config import Settings
+from core.steps.kinds import Pipeline
 from core.store import MemoryStore
 from core.testing import RecordingReporter, ScriptedHuman
-from core.tokens import count_messages
+from core.text.tokens import count_messages
 
 HERE = "tests.test_thread_runs"
 

@@ -1,4 +1,4 @@
-"""core.tokens: exact counts for OpenAI's encodings, the o200k approximation for other models, the per-message
+"""core.text.tokens: exact counts for OpenAI's encodings, the o200k approximation for other models, the per-message
 overhead, and loading the shipped rank files with no network at all.
 
 The expected ids and counts were checked against tiktoken's own ``get_encoding`` (fed the same files through
@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from core import ChatMessage, ConfigError, tokens
-from core.tokens import (
+from core import ChatMessage, ConfigError
+from core.text import tokens
+from core.text.tokens import (
     MESSAGE_OVERHEAD,
     REPLY_PRIMING,
     count_messages,
@@ -171,7 +172,7 @@ def test_each_encoding_is_built_once_across_threads(monkeypatch: pytest.MonkeyPa
 
     def count() -> None:
         start.wait()
-        results.append(count_tokens(RUSSIAN, "gpt-4o"))  # not ASCII: tiktoken counts it (core.ascii_tokens)
+        results.append(count_tokens(RUSSIAN, "gpt-4o"))  # not ASCII: tiktoken counts it (core.text.ascii_tokens)
 
     threads = [threading.Thread(target=count) for _ in range(6)]
     for thread in threads:
@@ -226,7 +227,7 @@ def test_a_damaged_or_missing_file_is_a_config_error(monkeypatch: pytest.MonkeyP
 
 def test_package_data_covers_the_rank_files() -> None:
     """pyproject's package-data globs (used by wheels and sdists) must match every shipped rank file and
-    the ASCII table (core.ascii_tokens)."""
+    the ASCII table (core.text.ascii_tokens)."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     patterns = config["tool"]["setuptools"]["package-data"]["core"]
     shipped = sorted(path.name for path in (ROOT / "core" / "tokenizer_data").iterdir())
@@ -248,8 +249,8 @@ NO_NETWORK = textwrap.dedent(
     environ = dict(os.environ)
 
     import sys
-    from core.tokens import count_tokens
-    assert "tiktoken" not in sys.modules, "importing core.tokens must not import tiktoken"
+    from core.text.tokens import count_tokens
+    assert "tiktoken" not in sys.modules, "importing core.text.tokens must not import tiktoken"
     print(count_tokens("hello world"), count_tokens("hello world", "openai:gpt-4"))
     print(count_tokens("こんにちは世界", "gpt-3.5"), count_tokens("こんにちは世界", "ollama:llama3"))
     assert dict(os.environ) == environ, "counting must not change the environment"
@@ -282,7 +283,7 @@ def test_counting_needs_no_network(tmp_path: Path) -> None:
 def test_a_loaded_tokenizer_keeps_no_python_copy_of_its_ranks() -> None:
     """The ranks live in tiktoken's Rust tables; the Python dict (~26 MB for o200k) is let go once they are
     built (docs/performance.md), and counting still works from them."""
-    from core import tokens
+    from core.text import tokens
 
     encoding = tokens._encoding("o200k_base")
     assert encoding._mergeable_ranks == {}

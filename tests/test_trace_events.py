@@ -1,4 +1,4 @@
-"""Trace events as dataclasses (core/events.py): every kind survives to_payload → from_payload; what this
+"""Trace events as dataclasses (core/model/events.py): every kind survives to_payload → from_payload; what this
 version cannot read keeps its payload; a stored event decodes through ``TraceEvent.data``; docs/lens.md's
 table of event kinds is the module's; the step kinds lens groups by are the steps that run steps."""
 
@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import core.events
+import core.model.events
 from core.conversation import EnsembleStep
-from core.events import (
+from core.model.events import (
     EVENT_TYPES,
     SUMMARY,
     AgentStarted,
@@ -29,8 +29,8 @@ from core.events import (
     UnknownEvent,
     from_payload,
 )
-from core.records import CONTAINER_STEP_KINDS, KEYED_STEP_KINDS, TraceEvent
-from core.steps import ConditionalStep, LoopStep, MapStep, ParallelStep, WorkflowStep
+from core.model.records import CONTAINER_STEP_KINDS, KEYED_STEP_KINDS, TraceEvent
+from core.steps.kinds import ConditionalStep, LoopStep, MapStep, ParallelStep, WorkflowStep
 from tests.cli_helpers import ROOT
 
 JSON_SCALARS = st.none() | st.booleans() | st.integers() | st.text(max_size=8)
@@ -146,8 +146,8 @@ def _kind_of_field(hint: Any) -> str:
 
 
 def event_table() -> str:
-    """docs/lens.md's table of trace events, made from core/events.py."""
-    rows = ["| kind | class (`core.events`) | payload fields |", "|---|---|---|"]
+    """docs/lens.md's table of trace events, made from core/model/events.py."""
+    rows = ["| kind | class (`core.model.events`) | payload fields |", "|---|---|---|"]
     for kind, cls in EVENT_TYPES.items():
         hints = typing.get_type_hints(cls)
         fields = []
@@ -164,5 +164,5 @@ def event_table() -> str:
 def test_docs_list_every_event_kind_with_its_fields() -> None:
     page = (ROOT / "docs" / "lens.md").read_text(encoding="utf-8")
     table = event_table()
-    assert table in page, f"docs/lens.md's table of trace events differs from core/events.py; it is:\n{table}"
-    assert core.events.__doc__ is not None and "docs/lens.md" in core.events.__doc__
+    assert table in page, f"docs/lens.md's table of trace events differs from core/model/events.py; it is:\n{table}"
+    assert core.model.events.__doc__ is not None and "docs/lens.md" in core.model.events.__doc__

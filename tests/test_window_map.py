@@ -1,4 +1,4 @@
-"""A function mapped over the sliding windows of a conversation (core.window_map): always the plain map, and
+"""A function mapped over the sliding windows of a conversation (core.model.window_map): always the plain map, and
 paid for the items that are new since a remembered window, not for the window (the prompts of a long
 conversation, their chat messages and their masked dicts)."""
 
@@ -10,12 +10,12 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.answering.simulated_person import flipped
 from core.context import ConversationTurn, Turns
 from core.conversation.history import as_messages
+from core.model.window_map import WindowMap, overlap
 from core.ports import ChatMessage
-from core.redaction import MASK, Redactor
-from core.simulated_person import flipped
-from core.window_map import WindowMap, overlap
+from core.text.redaction import MASK, Redactor
 
 
 @dataclass(frozen=True, eq=False)

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import StoreUnavailable
-from core.records import RunRecord, StepRecord
+from core.model.errors import StoreUnavailable
+from core.model.records import RunRecord, StepRecord
 from core.store import open_store
 from flujo_cli import exit_codes
 from tests import postgres_server

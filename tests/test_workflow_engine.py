@@ -26,7 +26,7 @@ from core import (
     TraceEvent,
     WorkflowStep,
 )
-from core.errors import RunError
+from core.model.errors import RunError
 from core.policies.workflow import child_run_id
 from core.store import MemoryStore
 from core.testing import RecordingReporter, ScriptedHuman

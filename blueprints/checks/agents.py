@@ -13,8 +13,8 @@ from blueprints.checks.sites import StepSite
 from blueprints.checks.texts import check_text
 from blueprints.schema import AgentModel, AgentRefModel, AgentStepModel
 from blueprints.suggestions import did_you_mean, one_of
-from core.errors import BlueprintError
-from core.providers import OFFLINE_MODELS, PROVIDER_NAMES, provider_of
+from core.model.errors import BlueprintError
+from core.model.providers import OFFLINE_MODELS, PROVIDER_NAMES, provider_of
 
 PROVIDERS = PROVIDER_NAMES
 # Parameters each builtin understands; anything else would be silently ignored, so it is an error.
@@ -115,7 +115,7 @@ def _check_model_file(checker: Checker, name: str, file: str, path: tuple[str, .
     from pathlib import Path
 
     from core.agents.gguf import read_gguf
-    from core.errors import ConfigError
+    from core.model.errors import ConfigError
 
     model_path = Path(file).expanduser()
     model_path = model_path if model_path.is_absolute() else checker.folder / model_path

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 from blueprints.findings import Finding, FindingCode, Severity
 from blueprints.positions import Path, PositionIndex
 from blueprints.schema import BlueprintModel
-from core.config import BoundsSettings, HistorySettings
-from core.errors import SourcePosition
+from core.model.errors import SourcePosition
+from core.settings.config import BoundsSettings, HistorySettings
 
 if TYPE_CHECKING:
     from blueprints.checks.context_keys import Writes

@@ -36,7 +36,7 @@ from blueprints.schema import (
 )
 from blueprints.suggestions import closest
 from core.context import VIEW_KEYS
-from core.templates import TemplateSyntax, translate_handlebars
+from core.text.templates import TemplateSyntax, translate_handlebars
 
 _PARSER = Environment()
 _MAPPING_METHODS = frozenset({"get", "keys", "items", "values"})

@@ -28,7 +28,7 @@ from blueprints.schema import (
     PropagationModel,
 )
 from blueprints.speakers import silent_reason
-from core.templates import builds_structure, whole_references
+from core.text.templates import builds_structure, whole_references
 
 _LONE = re.compile(r"\s*\{\{\s*(previous_step|context)\s*\}\}\s*")
 

@@ -16,7 +16,7 @@ from blueprints.positions import Path
 from blueprints.schema import LoopSettingsModel
 from blueprints.speakers import speaker_summarizer
 from blueprints.suggestions import did_you_mean
-from core.config import HistorySettings
+from core.settings.config import HistorySettings
 
 MISSING_HINT = (
     "name one in history_management.summarizer_agent: <an agent under agents>, or configure a default: "

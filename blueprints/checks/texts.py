@@ -1,6 +1,6 @@
 """Checks of templates and expressions: syntax, variable names, and ``steps.<name>`` references.
 
-Every template and expression is compiled here with ``core.templates`` (the same compiler the run
+Every template and expression is compiled here with ``core.text.templates`` (the same compiler the run
 uses), so a syntax error is reported at the value's line in the file, offset by the error's line within
 a block scalar. A variable that is not one of the known names is an error: in a template it would fail
 at run time, and in an expression it would silently be false.
@@ -17,12 +17,12 @@ from blueprints.checks.checker import Checker
 from blueprints.checks.context_keys import check_context_reads
 from blueprints.positions import Path
 from blueprints.suggestions import did_you_mean, one_of
-from core.templates import Expression, Template, TemplateSyntax, referenced_names, step_references
+from core.text.templates import Expression, Template, TemplateSyntax, referenced_names, step_references
 
 # The variables every template and expression sees (see core.policies.frame.scope); ``iteration`` is
 # there only for a loop's exit_expression and propagation template, which pass it as ``extra_names`` ...
 SCOPE_NAMES = ("context", "previous_step", "steps", "initial_prompt")
-# ... the callables core.templates offers (its _SAFE_GLOBALS), and Jinja's own globals.
+# ... the callables core.text.templates offers (its _SAFE_GLOBALS), and Jinja's own globals.
 _FUNCTION_NAMES = (
     "str",
     "int",

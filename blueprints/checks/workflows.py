@@ -13,7 +13,7 @@ from blueprints.checks.sites import StepSite
 from blueprints.positions import Path
 from blueprints.schema import AgentStepModel, ImportConfigModel
 from blueprints.suggestions import one_of
-from core.steps import CHILD_PATH_ROOTS
+from core.steps.kinds import CHILD_PATH_ROOTS
 
 # Parts of the parent's context that the run maintains; outputs write only to the scratchpad.
 _READ_ONLY = ("steps", "initial_prompt", "hitl_history", "conversation_history")

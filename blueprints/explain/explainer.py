@@ -41,8 +41,8 @@ from blueprints.schema import (
     ParallelStepModel,
 )
 from blueprints.speakers import asks_user, speaker_summarizer
-from core.config import Settings
-from core.providers import OFFLINE_MODELS
+from core.model.providers import OFFLINE_MODELS
+from core.settings.config import Settings
 
 _MERGE = {
     "merge_scratchpad": "each branch's scratchpad changes are applied in branch order (for a key several set,"

@@ -29,7 +29,7 @@ from blueprints.schema import (
     TextOutputModel,
 )
 from blueprints.speakers import asks_user, last_step, own_steps, speaker_summarizer, speaks, user_sources
-from core.config import HistorySettings
+from core.settings.config import HistorySettings
 
 FINISH = '{"action": "finish"}'
 

@@ -21,7 +21,7 @@ from blueprints.schema import (
     ParallelStepModel,
 )
 from blueprints.speakers import asks_user
-from core.providers import provider_of
+from core.model.providers import provider_of
 
 
 def model_words(model: str) -> str:

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 
 from blueprints.explain.scope import Call, Tally
 from blueprints.schema import LimitsModel
-from core.config import LimitSettings, ModelInfo
-from core.providers import provider_of
+from core.model.providers import provider_of
+from core.settings.config import LimitSettings, ModelInfo
 
 
 def _times(call: Call) -> str:

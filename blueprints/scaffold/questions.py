@@ -30,9 +30,9 @@ from blueprints.scaffold.answers import (
     WizardAnswers,
 )
 from blueprints.suggestions import did_you_mean
-from core.providers import PROVIDERS as PROVIDER_ROWS
-from core.providers import provider_of
-from core.templates import Expression, TemplateSyntax
+from core.model.providers import PROVIDERS as PROVIDER_ROWS
+from core.model.providers import provider_of
+from core.text.templates import Expression, TemplateSyntax
 
 Values = Mapping[str, Any]
 Kind = Literal["text", "choice", "yes_no", "number", "names", "amount"]

@@ -54,7 +54,7 @@ class ParticipantModel(StrictModel):
     script: Name | None = None
     model_profile: Name | None = None
     ask: str | None = None
-    answered_by: AgentRef | None = None  # a simulated person speaks for it (core.simulated_person)
+    answered_by: AgentRef | None = None  # a simulated person speaks for it (core.answering.simulated_person)
     input_schema: JsonSchema | None = None
     prompt: str | None = None
     config: dict[str, Any] = Field(default_factory=dict)

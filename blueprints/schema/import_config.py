@@ -21,7 +21,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import Discriminator, Field, Tag
 
 from blueprints.schema.base import ContextPath, Name, StrictModel
-from core.steps import InputTarget
+from core.steps.kinds import InputTarget
 
 
 class OutputMapModel(StrictModel):
@@ -52,7 +52,7 @@ OutputsSpec = Annotated[
 
 
 class ImportConfigModel(StrictModel):
-    """How a sub-workflow receives its input and what it gives back (see ``core.steps.WorkflowStep``)."""
+    """How a sub-workflow receives its input and what it gives back (see ``core.steps.kinds.WorkflowStep``)."""
 
     label: ClassVar[str] = "import config"
 

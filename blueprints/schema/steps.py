@@ -30,7 +30,7 @@ from blueprints.schema.loop_blocks import (
     OutputSpec,
     PropagationSpec,
 )
-from core.steps import AiTurnSource, BranchFailure, MergeStrategy, ReduceMode
+from core.steps.kinds import AiTurnSource, BranchFailure, MergeStrategy, ReduceMode
 
 BUILTIN_AGENTS = ("flujo.builtins.passthrough", "flujo.builtins.stringify", "flujo.builtins.ask_user")
 BuiltinId = Literal["flujo.builtins.passthrough", "flujo.builtins.stringify", "flujo.builtins.ask_user"]
@@ -92,7 +92,7 @@ class HitlStepModel(StepModelBase):
     message: str | None = None  # None: the conversation's newest assistant turn, or "Your answer for '<name>'?"
     input_schema: JsonSchema | None = None
     sink_to: ContextPath | None = None
-    answered_by: AgentRef | None = None  # a simulated person answers (core.simulated_person)
+    answered_by: AgentRef | None = None  # a simulated person answers (core.answering.simulated_person)
 
 
 class LoopSettingsModel(StrictModel):

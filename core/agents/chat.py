@@ -25,10 +25,10 @@ from typing import Any
 
 from core.agents.spec import AgentSpec
 from core.agents.structured import OutputSchema
-from core.config import ModelInfo
-from core.errors import AgentOutputError
+from core.model.errors import AgentOutputError
+from core.model.usage import Usage
 from core.ports import Activity, AgentCall, AgentReply, ChatMessage, ChatRole, OutputRepair
-from core.usage import Usage
+from core.settings.config import ModelInfo
 
 # ``json.dumps(value, ensure_ascii=False, default=str)``'s encoder, made once (json.dumps with arguments makes
 # one per call: every agent call with a structured input).

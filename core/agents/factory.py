@@ -1,7 +1,7 @@
 """build_agent: an AgentSpec plus the settings become a ready-to-call Agent.
 
 The spec sets exactly one of ``model``, ``python``, ``command`` or ``builtin``. Models are a row of
-``core.providers`` (``openai:<m>``, ``anthropic:<m>``, ``ollama:<m>``, ``local`` / ``local:FILE.gguf``),
+``core.model.providers`` (``openai:<m>``, ``anthropic:<m>``, ``ollama:<m>``, ``local`` / ``local:FILE.gguf``),
 whose ``api`` picks the agent class, or the offline ``scripted`` and ``echo``. Every problem that can be
 known before a run starts (an unknown provider, a missing API key, a python path that does not import,
 an invalid output_schema) is a ConfigError here, never a silent fallback. Provider modules are imported
@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, assert_never
 from urllib.parse import urlsplit
 
 from core.agents.spec import AgentSpec
-from core.config import ProviderSettings, Settings
-from core.errors import ConfigError
+from core.model.errors import ConfigError
+from core.model.providers import OFFLINE_MODELS, PROVIDER_NAMES, Provider, find_provider, valid_models
 from core.ports import Agent
-from core.providers import OFFLINE_MODELS, PROVIDER_NAMES, Provider, find_provider, valid_models
+from core.settings.config import ProviderSettings, Settings
 
 if TYPE_CHECKING:
     from core.agents.http import Backoff, Endpoint

@@ -22,7 +22,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.errors import ConfigError
+from core.model.errors import ConfigError
 
 MAGIC = b"GGUF"
 VERSIONS = range(1, 4)

@@ -35,9 +35,9 @@ from typing import Any, Protocol, TypeVar
 
 import httpx
 
-from core.bounds import current_bounds
-from core.errors import ProviderError, ProviderUnreachable, ReplyCutOff
+from core.model.errors import ProviderError, ProviderUnreachable, ReplyCutOff
 from core.ports import Retry
+from core.text.bounds import current_bounds
 
 T = TypeVar("T")
 

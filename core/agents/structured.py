@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from core.errors import ConfigError
+from core.model.errors import ConfigError
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator

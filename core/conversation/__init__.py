@@ -16,8 +16,8 @@ Threads (``bind_thread``, ``check_thread``, ``ThreadBinding``) continue a conver
 ensemble (``EnsembleStep`` and its round rules) is a conversation among participants, played by the step
 policy ``core.policies.ensemble``.
 
-The names are imported on first use (PEP 562): ``core.steps`` imports the ensemble's model, and the modules
-here import ``core.steps``.
+The names are imported on first use (PEP 562): ``core.steps.kinds`` imports the ensemble's model, and the modules
+here import ``core.steps.kinds``.
 """
 
 from __future__ import annotations

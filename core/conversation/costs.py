@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core.context import ConversationTurn, Turns
-from core.tokens import MESSAGE_OVERHEAD
+from core.text.tokens import MESSAGE_OVERHEAD
 
 TURN_OVERHEAD = MESSAGE_OVERHEAD + 1  # the role is one token (OpenAI's accounting, as count_messages)
 _WINDOWS_SIZE = 64  # conversations remembered at once (a run has one per loop, parallel branches a few)

@@ -25,7 +25,7 @@ from typing import Any
 
 from core.context import VIEW_KEYS, ConversationTurn, RunContext
 from core.conversation.turns import turn_text
-from core.views import ATOMIC
+from core.model.views import ATOMIC
 
 _CONTEXT_KEYS = frozenset(VIEW_KEYS)
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from core.context import ConversationTurn, Summary, Turns
 from core.conversation.costs import fits_uncounted, oldest_fitting, remembered, turn_cost
 from core.ports import ChatMessage
-from core.templates import Template
+from core.text.templates import Template
 
 SUMMARY_PREFIX = "Summary of the earlier conversation: "
 HISTORY_OPEN = "<conversation_history>"

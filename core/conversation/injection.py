@@ -25,12 +25,12 @@ from core.conversation.history import as_messages, bound, drop_oldest, history_b
 from core.conversation.run_frame import RunFrame
 from core.conversation.summary import summarize
 from core.conversation.turns import ActiveConversation, turn_text
-from core.events import HistoryNotInjected
+from core.model.events import HistoryNotInjected
+from core.model.records import TraceEvent
 from core.ports import Agent, AgentCall, ChatMessage
-from core.records import TraceEvent
-from core.steps import AgentStep
-from core.templates import Template
-from core.tokens import DEFAULT_ENCODING, count_messages, encoding_name
+from core.steps.kinds import AgentStep
+from core.text.templates import Template
+from core.text.tokens import DEFAULT_ENCODING, count_messages, encoding_name
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from core.context import ConversationTurn, RunContext, Summary, Turns
 from core.conversation.current_message import current_message
 from core.conversation.threads import ThreadBinding
 from core.conversation.turns import ActiveConversation, add_turn, start, turn_text
-from core.steps import LoopStep
+from core.steps.kinds import LoopStep
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
-from core.errors import FlujoError
-from core.events import KnownEvent
+from core.model.errors import FlujoError
+from core.model.events import KnownEvent
+from core.model.records import StepRecord, StepStatus, TraceEvent
+from core.model.usage import ZERO_USAGE, Usage
 from core.ports import Agent, ChatMessage
-from core.records import StepRecord, StepStatus, TraceEvent
-from core.usage import ZERO_USAGE, Usage
 
 Held = TypeVar("Held")
 

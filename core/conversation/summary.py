@@ -26,12 +26,12 @@ from core.context import ConversationTurn, RunContext, Summary
 from core.conversation.history import SUMMARY_PREFIX, history_block, needs_summary, prompt_turns, summary_cut
 from core.conversation.run_frame import RunFrame
 from core.conversation.turns import ActiveConversation, turn_text
-from core.errors import AgentOutputError, ControlSignal, FlujoError
-from core.events import SUMMARY, HistorySummarized, PromptSent, ReplyReceived, SummaryFailed
+from core.model.codec import normalize
+from core.model.errors import AgentOutputError, ControlSignal, FlujoError
+from core.model.events import SUMMARY, HistorySummarized, PromptSent, ReplyReceived, SummaryFailed
+from core.model.usage import ZERO_USAGE
 from core.ports import Agent, AgentCall
-from core.store.codec import normalize
-from core.tokens import count_messages, count_tokens
-from core.usage import ZERO_USAGE
+from core.text.tokens import count_messages, count_tokens
 
 MAX_SUMMARIZER_FAILURES = 3
 SUMMARY_REQUEST = (

@@ -35,11 +35,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from core.context import ConversationTurn, RunContext
-from core.conversation.ensemble.model import EnsembleStep
-from core.errors import RunError
+from core.model.errors import RunError
+from core.model.records import RunRecord
 from core.ports import RunStore
-from core.records import RunRecord
-from core.steps import ConditionalStep, LoopStep, MapStep, ParallelStep, Pipeline, Step
+from core.steps.ensemble import EnsembleStep
+from core.steps.kinds import ConditionalStep, LoopStep, MapStep, ParallelStep, Pipeline, Step
 
 MAX_NAME_LENGTH = 100
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/-]*")

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from core.context import ConversationTurn, Role, RunContext
 from core.conversation.replies import shown_text
-from core.steps import (
+from core.model.views import json_default
+from core.steps.kinds import (
     AgentStep,
     ConditionalStep,
     Conversation,
@@ -34,7 +35,6 @@ from core.steps import (
     Step,
     WorkflowStep,
 )
-from core.views import json_default
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -7,6 +7,6 @@ from typing import Any
 
 from core.context import RunContext
 from core.policies.frame import Frame
-from core.steps import Step
+from core.steps.kinds import Step
 
 BodyRunner = Callable[[Sequence[Step], Any, RunContext, str, Frame], Awaitable[Any]]

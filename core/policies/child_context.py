@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.context import RunContext
-from core.errors import RunError
+from core.model.errors import RunError
 from core.policies.context_writes import sink
-from core.steps import CHILD_PATH_ROOTS, WorkflowStep
+from core.steps.kinds import CHILD_PATH_ROOTS, WorkflowStep
 
 # The child's stop_when bookkeeping; it belongs to the loops of the run that wrote it.
 _PRIVATE_KEYS = ("last_agent_command",)

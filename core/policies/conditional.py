@@ -6,13 +6,13 @@ import time
 from typing import Any
 
 from core.context import RunContext
-from core.errors import ControlSignal, StepFailed
-from core.events import BranchTaken
+from core.model.errors import ControlSignal, StepFailed
+from core.model.events import BranchTaken
 from core.policies.body import BodyRunner
 from core.policies.context_writes import record_output
 from core.policies.failure import record_failure
 from core.policies.frame import Frame, child_path, scope
-from core.steps import ConditionalStep
+from core.steps.kinds import ConditionalStep
 
 
 def branch_key(value: Any) -> str:

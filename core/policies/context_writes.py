@@ -12,8 +12,8 @@ from typing import Any
 
 from core.context import RunContext
 from core.conversation import is_context
-from core.errors import RunError
-from core.views import copied
+from core.model.errors import RunError
+from core.model.views import copied
 
 
 def record_output(ctx: RunContext, name: str, output: Any) -> None:

@@ -15,7 +15,7 @@ from core.policies.loop import run_loop
 from core.policies.map import run_map
 from core.policies.parallel import run_parallel
 from core.policies.workflow import run_workflow
-from core.steps import (
+from core.steps.kinds import (
     AgentStep,
     ConditionalStep,
     HitlStep,

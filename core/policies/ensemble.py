@@ -40,15 +40,15 @@ from core.conversation import (
     shown_text,
     turn_text,
 )
-from core.errors import ControlSignal, FlujoError, LimitReached
-from core.events import EnsembleDone
+from core.model.errors import ControlSignal, FlujoError, LimitReached
+from core.model.events import EnsembleDone
 from core.policies.body import BodyRunner
 from core.policies.context_writes import record_output
 from core.policies.failure import record_failure
 from core.policies.frame import Frame, child_path
 from core.policies.leaf import run_agent_step
 from core.policies.person import PersonQuestion, ask_person
-from core.steps import AgentStep
+from core.steps.kinds import AgentStep
 
 _POLL_WHILE_ASKING_S = 0.25
 

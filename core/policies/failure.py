@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from core.errors import FlujoError
-from core.events import KnownEvent
+from core.model.errors import FlujoError
+from core.model.events import KnownEvent
 from core.policies.frame import Frame, step_error
 
 

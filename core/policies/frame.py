@@ -17,19 +17,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.answering import Answering
+from core.answering.order import Answering
 from core.context import RunContext
 from core.conversation import ThreadBinding
-from core.errors import FlujoError, LimitReached, RunError, StoreUnavailable
-from core.events import AgentStarted, CallSent, KnownEvent, ProcessStarted
+from core.model.errors import FlujoError, LimitReached, RunError, StoreUnavailable
+from core.model.events import AgentStarted, CallSent, KnownEvent, ProcessStarted
+from core.model.records import StepRecord, StepStatus, TraceEvent, interrupted_calls
+from core.model.usage import INTERRUPTED_CALL, ZERO_USAGE, Usage
+from core.model.views import ATOMIC, LazyView, copied
 from core.ports import Agent, ChatMessage, HumanInput, Reporter, RunStore
-from core.records import StepRecord, StepStatus, TraceEvent, interrupted_calls
-from core.redaction import Redactor
-from core.step_paths import path_segment
-from core.steps import Limits
-from core.tokens import count_messages
-from core.usage import INTERRUPTED_CALL, ZERO_USAGE, Usage
-from core.views import ATOMIC, LazyView, copied
+from core.steps.kinds import Limits
+from core.steps.paths import path_segment
+from core.text.redaction import Redactor
+from core.text.tokens import count_messages
 
 
 @dataclass
@@ -66,7 +66,7 @@ class Frame:
     # Step path → the process group its command agent last started in an earlier process of this run (read
     # with ``started``): what is left of it is ended before the step runs again (``begin_attempt``).
     groups: dict[str, ProcessStarted] = field(default_factory=dict)
-    answering: Answering = field(default_factory=Answering)  # who answers besides the human (core.answering)
+    answering: Answering = field(default_factory=Answering)  # who answers besides the human (core.answering.order)
 
     def event(self, path: str, event: KnownEvent, sent: Sequence[ChatMessage] | None = None) -> TraceEvent:
         """``event`` of the step at ``path`` with secrets masked, ready to store. Tracing never fails a run:
@@ -228,7 +228,7 @@ class Frame:
 
     async def count_interrupted(self) -> None:
         """When an earlier process ran this run: count the calls it sent whose reply it never recorded
-        (``core.records.interrupted_calls``), each ``charge_interrupted``. Read once, when the run (or a
+        (``core.model.records.interrupted_calls``), each ``charge_interrupted``. Read once, when the run (or a
         child run) is entered again; the run's usage is counted afresh at each resume, so each once."""
         events = await self.store.events(self.run_id, kind=CallSent.kind)
         for call in interrupted_calls(events, self.journal):

@@ -12,19 +12,19 @@ from typing import Any
 
 from core.context import HitlEntry, RunContext
 from core.conversation import capture, default_question, message_for, prepare, replay_summary
-from core.errors import AgentOutputError, ControlSignal, FlujoError, PromptTooLarge, ReplyCutOff, RunError
-from core.events import OutputRepaired, PromptSent, ReplyCut, ReplyReceived, StepErrored
+from core.model.codec import normalize
+from core.model.errors import AgentOutputError, ControlSignal, FlujoError, PromptTooLarge, ReplyCutOff, RunError
+from core.model.events import OutputRepaired, PromptSent, ReplyCut, ReplyReceived, StepErrored
+from core.model.records import TraceEvent
+from core.model.usage import ZERO_USAGE, Usage
+from core.model.views import copied
 from core.policies.context_writes import note_agent_command, record_output, sink, update_context
 from core.policies.frame import Frame, Reservation, scope
 from core.policies.person import ask_person, person_question
 from core.policies.turn_text import shown_turn
 from core.ports import Agent, AgentCall, OutputRepair, Retry
-from core.records import TraceEvent
-from core.steps import AgentStep, HitlStep
-from core.store.codec import normalize
-from core.tokens import count_messages
-from core.usage import ZERO_USAGE, Usage
-from core.views import copied
+from core.steps.kinds import AgentStep, HitlStep
+from core.text.tokens import count_messages
 
 
 def retry_line(step: str, retry: Retry) -> str:

@@ -25,13 +25,13 @@ from typing import Any
 
 from core.context import RunContext
 from core.conversation import enter_loop
-from core.errors import ControlSignal, FlujoError, RunError
-from core.events import LoopExited
+from core.model.errors import ControlSignal, FlujoError, RunError
+from core.model.events import LoopExited
 from core.policies.body import BodyRunner
 from core.policies.context_writes import agent_finished, record_output
 from core.policies.failure import record_failure
 from core.policies.frame import Frame, child_path, scope
-from core.steps import LoopStep
+from core.steps.kinds import LoopStep
 
 
 async def run_loop(step: LoopStep, data: Any, ctx: RunContext, path: str, frame: Frame, body: BodyRunner) -> Any:

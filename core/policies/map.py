@@ -7,12 +7,12 @@ import time
 from typing import Any
 
 from core.context import RunContext
-from core.errors import ControlSignal, StepFailed
+from core.model.errors import ControlSignal, StepFailed
 from core.policies.body import BodyRunner
 from core.policies.context_writes import record_output
 from core.policies.failure import record_failure
 from core.policies.frame import Frame, child_path, scope
-from core.steps import MapStep
+from core.steps.kinds import MapStep
 
 
 async def run_map(step: MapStep, data: Any, ctx: RunContext, path: str, frame: Frame, body: BodyRunner) -> Any:

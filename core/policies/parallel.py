@@ -16,12 +16,12 @@ from typing import Any, assert_never
 
 from core.context import RunContext
 from core.conversation import branch_records
-from core.errors import ControlSignal, FlujoError, LimitReached, RunError, StepFailed, StoreUnavailable
-from core.events import ParallelDone
+from core.model.errors import ControlSignal, FlujoError, LimitReached, RunError, StepFailed, StoreUnavailable
+from core.model.events import ParallelDone
 from core.policies.body import BodyRunner
 from core.policies.context_writes import record_output
 from core.policies.frame import Frame, child_path
-from core.steps import MergeStrategy, ParallelStep, ReduceMode
+from core.steps.kinds import MergeStrategy, ParallelStep, ReduceMode
 
 _MISSING = object()
 

@@ -1,7 +1,7 @@
 """Asking the person a question: the one function every place that asks a person calls (a ``hitl`` step;
 an ensemble's person participant).
 
-``ask_person`` tries the answer sources in the order ``core.answering`` documents (given answers, a
+``ask_person`` tries the answer sources in the order ``core.answering.order`` documents (given answers, a
 replayed answer, the simulated person, the person) and checks each answer against the question's
 ``input_schema``: an invalid answer is asked again with the validation error — from the same source when
 it can answer again (a person, a simulated person up to ``MAX_SIMULATED_ATTEMPTS`` times, then the run
@@ -19,20 +19,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
-from core.answering import AnswerNote, AnswerSource
+from core.answering.order import AnswerNote, AnswerSource
+from core.answering.simulated_person import Rejection, SimulatedPerson, questions_and_answers
 from core.context import ConversationTurn, HitlEntry, RunContext
 from core.conversation import bound, turn_text
-from core.errors import AgentOutputError, FlujoError, Pause, StepFailed
-from core.events import AnswerRejected, PromptSent, QuestionAnswered, ReplyReceived
+from core.model.codec import normalize
+from core.model.errors import AgentOutputError, FlujoError, Pause, StepFailed
+from core.model.events import AnswerRejected, PromptSent, QuestionAnswered, ReplyReceived
+from core.model.records import TraceEvent
+from core.model.usage import ZERO_USAGE, Usage
 from core.policies.frame import Frame
 from core.ports import AgentCall, HumanQuestion
-from core.records import TraceEvent
-from core.schema_check import parse_answer, schema_errors
-from core.simulated_person import Rejection, SimulatedPerson, questions_and_answers
-from core.steps import HistoryPolicy, HitlStep
-from core.store.codec import normalize
-from core.tokens import count_messages
-from core.usage import ZERO_USAGE, Usage
+from core.steps.kinds import HistoryPolicy, HitlStep
+from core.text.schema_check import parse_answer, schema_errors
+from core.text.tokens import count_messages
 
 MAX_ANSWER_ATTEMPTS = 10
 MAX_SIMULATED_ATTEMPTS = 3

@@ -13,7 +13,7 @@ from typing import Any
 from core.context import RunContext
 from core.conversation import makes_turn, parse_reply
 from core.policies.frame import scope
-from core.steps import AgentStep, WorkflowStep
+from core.steps.kinds import AgentStep, WorkflowStep
 
 
 def shown_turn(step: AgentStep | WorkflowStep, ctx: RunContext, data: Any, output: Any) -> str | None:

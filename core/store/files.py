@@ -12,7 +12,7 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
-from core.errors import StoreError, StoreUnavailable
+from core.model.errors import StoreError, StoreUnavailable
 from core.store.lookup import NO_RUN_HINT
 
 MOVE_HINT = "point FLUJO_STATE_URI (or state_uri in flujo.toml) at another file"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.errors import StoreError
+from core.model.errors import StoreError
 
 MAX_CANDIDATES = 5
 """How many matching ids an ambiguity error names; stores fetch one more to know there are others."""

@@ -18,11 +18,12 @@ from types import TracebackType
 from typing import Any
 
 from core.context import ConversationTurn
-from core.errors import StoreError
-from core.records import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
-from core.store import claims, codec, pruning
+from core.model import codec
+from core.model.errors import StoreError
+from core.model.records import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
+from core.model.usage import Usage
+from core.store import claims, pruning
 from core.store.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
-from core.usage import Usage
 
 
 class MemoryStore:

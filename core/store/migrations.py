@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 
 import aiosqlite
 
-from core.errors import StoreError
+from core.model.errors import StoreError
 from core.store.transaction import immediate
 
 Migration = Callable[[aiosqlite.Connection], Awaitable[None]]

@@ -9,13 +9,13 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING
 
-from core.errors import StoreError
+from core.model.errors import StoreError
+from core.settings.location import is_postgres
 from core.store import files
-from core.store.location import is_postgres
 from core.store.sqlite import OpenMode, SqliteStore
 
 if TYPE_CHECKING:
-    from core.config import PostgresSettings, SqliteSettings
+    from core.settings.config import PostgresSettings, SqliteSettings
     from core.store.postgres import PostgresStore
 
 

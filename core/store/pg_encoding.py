@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from core.store import codec, shared_lists, texts
+from core.model import codec
+from core.store import shared_lists, texts
 from core.store.shared_lists import Pending
 from core.store.text_cache import TextCache
 

@@ -4,7 +4,7 @@ connection lost, a server shutting down or starting up, no connection slot or no
 ``StoreUnavailable``: nothing is wrong with what was being done, and it can be done again once the server
 is back.
 
-Invariants: a message names the store by ``core.store.location.describe`` (never with its password), and
+Invariants: a message names the store by ``core.settings.location.describe`` (never with its password), and
 any text taken from the driver is cut to its first line and has the URI's password masked, so no
 message, log or listing can show it.
 """
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from core.errors import StoreError, StoreUnavailable
-from core.store.location import MASK
+from core.model.errors import StoreError, StoreUnavailable
+from core.settings.location import MASK
 from core.store.lookup import NO_RUN_HINT
 
 if TYPE_CHECKING:

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, LiteralString
 
 import psycopg
 
-from core.errors import StoreError
-from core.store.location import ELSEWHERE_HINT
+from core.model.errors import StoreError
+from core.settings.location import ELSEWHERE_HINT
 from core.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:

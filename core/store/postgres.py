@@ -29,7 +29,7 @@ Invariants:
   runs are in hand, ``cancel_requests`` (a worker asks it several times a second) is read on the claims
   connection, so a lost claims session is noticed at once.
 * psycopg errors become ``StoreError`` in one place, ``core.store.pg_errors``; the URI's password never
-  appears in a message (``core.store.location``).
+  appears in a message (``core.settings.location``).
 
 The module is longer than most (about 560 lines) for the reason ``core.store.sqlite`` is: the store owns
 its pool, its claims connection, its locks and the text cache, and every method is a transaction over
@@ -50,19 +50,20 @@ from typing import Any, LiteralString
 import psycopg
 from psycopg_pool import AsyncConnectionPool
 
-from core.config import PostgresSettings
 from core.context import ConversationTurn
-from core.errors import StoreError, StoreUnavailable
-from core.records import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
-from core.store import codec, pg_encoding, pruning, queue_rows, row_reads, thread_rows
+from core.model import codec
+from core.model.errors import StoreError, StoreUnavailable
+from core.model.records import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
+from core.model.usage import Usage
+from core.settings.config import PostgresSettings
+from core.settings.location import describe, password
+from core.store import pg_encoding, pruning, queue_rows, row_reads, thread_rows
 from core.store.claims import process_label, thread_key
-from core.store.location import describe, password
 from core.store.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
 from core.store.pg_errors import store_error
 from core.store.pg_schema import migrate
 from core.store.shared_lists import Pending
 from core.store.text_cache import TextCache
-from core.usage import Usage
 
 Connection = psycopg.AsyncConnection[tuple[Any, ...]]
 

@@ -19,8 +19,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.errors import StoreError
-from core.store import codec
+from core.model import codec
+from core.model.errors import StoreError
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,9 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from core.records import RunRecord, StepRecord, ThreadTurn, TraceEvent
-from core.store import codec, shared_lists, thread_rows
+from core.model import codec
+from core.model.records import RunRecord, StepRecord, ThreadTurn, TraceEvent
+from core.store import shared_lists, thread_rows
 from core.store.shared_lists import Fetch
 
 RUN = f"SELECT {codec.RUN_COLUMNS} FROM runs WHERE run_id = ?"

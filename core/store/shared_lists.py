@@ -26,9 +26,10 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.errors import StoreError
-from core.store import codec, texts
-from core.views import ATOMIC, NOT_TEXT
+from core.model import codec
+from core.model.errors import StoreError
+from core.model.views import ATOMIC, NOT_TEXT
+from core.store import texts
 
 MIN_ITEMS = 8
 """Lists of event payloads with at least this many items are stored once and referenced."""

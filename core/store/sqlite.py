@@ -50,9 +50,12 @@ from typing import Any, Literal
 import aiosqlite
 
 from core.context import ConversationTurn
-from core.errors import StoreError, StoreUnavailable
-from core.records import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
-from core.store import claims, codec, files, location, pruning, queue_rows, row_reads, thread_rows
+from core.model import codec
+from core.model.errors import StoreError, StoreUnavailable
+from core.model.records import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
+from core.model.usage import Usage
+from core.settings import location
+from core.store import claims, files, pruning, queue_rows, row_reads, thread_rows
 from core.store.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
 from core.store.migrations import has_tables, migrate, refuse_foreign
 from core.store.shared_lists import Pending
@@ -60,7 +63,6 @@ from core.store.sqlite_batch import Batch
 from core.store.sqlite_writer import Writer
 from core.store.text_cache import TextCache
 from core.store.transaction import immediate, in_one_call
-from core.usage import Usage
 
 _CHUNK = 500  # ids per "IN (...)" query, well under SQLite's limit on parameters
 

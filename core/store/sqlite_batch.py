@@ -21,13 +21,14 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from core.errors import StoreError
-from core.records import RunRecord, StepRecord, TraceEvent
-from core.store import codec, queue_rows, shared_lists, texts, thread_rows
+from core.model import codec
+from core.model.errors import StoreError
+from core.model.records import RunRecord, StepRecord, TraceEvent
+from core.model.usage import Usage
+from core.store import queue_rows, shared_lists, texts, thread_rows
 from core.store.lookup import NO_RUN_HINT
 from core.store.shared_lists import Pending
 from core.store.text_cache import TextCache
-from core.usage import Usage
 
 _INSERT_RUN = f"INSERT INTO runs ({codec.RUN_COLUMNS}) VALUES ({', '.join('?' * len(codec.RUN_COLUMNS.split(',')))})"
 _REPLACE_STEP = (

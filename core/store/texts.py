@@ -22,7 +22,7 @@ import hashlib
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from core.views import NOT_TEXT
+from core.model.views import NOT_TEXT
 
 MIN_SHARED = 48
 """Texts at least this long are stored once and referenced; shorter ones stay inline."""

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from core.errors import StoreError
-from core.records import ThreadSummary, ThreadTurn
+from core.model.errors import StoreError
+from core.model.records import ThreadSummary, ThreadTurn
 
 _SUMMARY = """
     SELECT r.thread, COUNT(*), COALESCE(SUM(t.turns), 0), COALESCE(SUM(t.tokens), 0),

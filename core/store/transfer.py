@@ -18,9 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from core.context import ConversationTurn
-from core.errors import StoreError
+from core.model.errors import StoreError
+from core.model.records import RunRecord
 from core.ports import RunStore
-from core.records import RunRecord
 
 ALL = 1_000_000_000  # list_runs' limit that means every run
 

@@ -31,9 +31,9 @@ from flujo_cli import exit_codes
 from flujo_cli.messages import error_line, fail, plain_console, stderr, usage_error
 
 if TYPE_CHECKING:
+    from core.model.records import RunRecord, RunStatus
     from core.ports import RunStore
-    from core.records import RunRecord, RunStatus
-    from core.redaction import Redactor
+    from core.text.redaction import Redactor
     from lens import Expansion, RunNode
 
 
@@ -262,7 +262,7 @@ def _focused(tree: RunNode, step: str | None) -> RunNode | None:
 
 
 def _status(status: str | None) -> RunStatus | None:
-    from core.records import RunStatus
+    from core.model.records import RunStatus
 
     known: tuple[str, ...] = get_args(RunStatus)
     if status is not None and status not in known:
@@ -281,8 +281,8 @@ def _with_store(
     ``body`` with them and the store's name (``flujo_cli.store_access.where``)."""
 
     async def main() -> int:
-        from core.config import secret_values
-        from core.redaction import Redactor
+        from core.settings.config import secret_values
+        from core.text.redaction import Redactor
         from flujo_cli.store_access import open_for, settings_with_state, where
 
         settings = settings_with_state(state)

@@ -21,8 +21,8 @@ from flujo_cli.answering import NO_ANSWER_FLAGS, AnswerFlags
 from flujo_cli.messages import error_line, fail, flujo_command, require_file, stderr, usage_error
 
 if TYPE_CHECKING:
-    from core.config import BoundsSettings, Settings
-    from core.records import RunRecord
+    from core.model.records import RunRecord
+    from core.settings.config import BoundsSettings, Settings
 
 # The last part of a setting's key that names a secret: ``openai.api_key``, ``x.token``, ``y.db_password``
 # (never ``history.max_tokens``).
@@ -118,7 +118,7 @@ def _drive(coroutine: Coroutine[Any, Any, int], invocation: _Invocation, *, debu
     """Run the async command; turn Ctrl-C and errors into one clear line and an exit code. A store that became
     unavailable during the run (its server lost, its file locked too long) left the run resumable: the hint
     says how to continue it."""
-    from core.errors import StoreUnavailable
+    from core.model.errors import StoreUnavailable
 
     try:
         return asyncio.run(coroutine)
@@ -184,7 +184,7 @@ def run_blueprint(
 
 def _check_thread_name(thread: str) -> None:
     from core.conversation import check_thread_name
-    from core.errors import RunError
+    from core.model.errors import RunError
 
     try:
         check_thread_name(thread)
@@ -245,13 +245,13 @@ async def _run(
     state: str | None = None,
 ) -> int:
     from blueprints import compile_pipeline, load_blueprint, simulated_user
-    from core.bounds import use_bounds
-    from core.config import overrides_from_assignments, secret_values
     from core.conversation import check_thread
     from core.engine import Engine, new_run_id
-    from core.errors import BlueprintError, ResumeRefused, RunError
-    from core.redaction import Redactor
-    from core.step_paths import StepPaths
+    from core.model.errors import BlueprintError, ResumeRefused, RunError
+    from core.settings.config import overrides_from_assignments, secret_values
+    from core.steps.paths import StepPaths
+    from core.text.bounds import use_bounds
+    from core.text.redaction import Redactor
     from flujo_cli.answering import answering_for, answers_json, given_answers_taken, report_answers
     from flujo_cli.human import TerminalHuman
     from flujo_cli.progress import LiveReporter

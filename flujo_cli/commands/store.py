@@ -18,7 +18,7 @@ from flujo_cli.messages import fail, stderr, usage_error
 
 
 def copy_store(from_uri: str, to_uri: str, *, json_output: bool, debug: bool) -> int:
-    from core.store.location import describe
+    from core.settings.location import describe
 
     source_name, target_name = describe(from_uri), describe(to_uri)
     if source_name == target_name:

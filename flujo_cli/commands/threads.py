@@ -12,7 +12,7 @@ JSON shapes (stable): a thread is ``{"name", "runs", "turns", "tokens", "first_r
 what was said, as agents are sent it; ``text`` what a person reads of it: a structured reply's question or
 message, or the step's ``turn_text``), ``delete`` ``{"deleted": thread}``. The transcript shows ``text``.
 
-``show`` masks secrets in the turns as lens does (``core.redaction``): the store keeps them as typed.
+``show`` masks secrets in the turns as lens does (``core.text.redaction``): the store keeps them as typed.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from flujo_cli import exit_codes
 from flujo_cli.messages import error_line, fail, stderr, usage_error
 
 if TYPE_CHECKING:
+    from core.model.records import ThreadSummary, ThreadTurn
     from core.ports import RunStore
-    from core.records import ThreadSummary, ThreadTurn
 
 
 def list_threads(*, json_output: bool, state: str | None = None, debug: bool) -> int:
@@ -119,8 +119,8 @@ def _with_store(
 
 def _masked(turns: Sequence[ThreadTurn]) -> list[ThreadTurn]:
     """``turns`` with secrets masked as lens masks them: the store keeps what was typed, as typed."""
-    from core.config import load_settings, secret_values
-    from core.redaction import Redactor
+    from core.settings.config import load_settings, secret_values
+    from core.text.redaction import Redactor
 
     settings = load_settings()
     redactor = Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings))
@@ -136,7 +136,7 @@ def _masked(turns: Sequence[ThreadTurn]) -> list[ThreadTurn]:
 
 def _check_name(name: str) -> None:
     from core.conversation import check_thread_name
-    from core.errors import RunError
+    from core.model.errors import RunError
 
     try:
         check_thread_name(name)

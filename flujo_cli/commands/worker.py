@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
-from core.errors import StoreUnavailable
+from core.model.errors import StoreUnavailable
 from flujo_cli import exit_codes
 from flujo_cli.messages import fail, stderr
 
@@ -181,7 +181,7 @@ class _Worker:
     async def _execute(self, run_id: str) -> None:
         """Execute ``run_id`` and record how it ended; never raises (but CancelledError of its own task), so no
         task ends with an exception nobody retrieves."""
-        from core.errors import FlujoError
+        from core.model.errors import FlujoError
 
         started = time.perf_counter()
         try:
@@ -197,7 +197,7 @@ class _Worker:
             await self.store.release_run(run_id)
 
     async def _settle(self, run_id: str, started: float) -> None:
-        from core.errors import FlujoError
+        from core.model.errors import FlujoError
 
         try:
             self.console.print(f"started {run_id}")
@@ -235,13 +235,13 @@ class _Worker:
     async def _resume(self, run_id: str) -> RunOutcome | None:
         """Execute the run taken from the queue as ``flujo run`` would have, with what was submitted."""
         from blueprints import compile_pipeline, load_blueprint, simulated_user
-        from core.answering import Answering
-        from core.config import overrides_from_assignments, secret_values
+        from core.answering.order import Answering
         from core.engine import Engine
-        from core.errors import RunError
-        from core.redaction import Redactor
-        from core.step_paths import StepPaths
+        from core.model.errors import RunError
+        from core.settings.config import overrides_from_assignments, secret_values
+        from core.steps.paths import StepPaths
         from core.store.queue_rows import RUNNABLE
+        from core.text.redaction import Redactor
         from flujo_cli.answering import given_answers_taken
         from flujo_cli.commands.run import RunOverrides, _with_limits
         from flujo_cli.human import TerminalHuman

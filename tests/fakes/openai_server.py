@@ -45,7 +45,7 @@ Wiring an agent to it::
 
     fake.openai_url               # "http://127.0.0.1:PORT/v1"   (OPENAI_BASE_URL, ollama base_url)
     fake.anthropic_url            # "http://127.0.0.1:PORT"      (ANTHROPIC_BASE_URL)
-    fake.settings()               # core.config.Settings with openai/anthropic/ollama pointing here
+    fake.settings()               # core.settings.config.Settings with openai/anthropic/ollama pointing here
     fake.env()                    # the environment variables that do the same, for CLI tests
 """
 
@@ -63,7 +63,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from core.config import Settings
+    from core.settings.config import Settings
 
 FAKE_API_KEY = "sk-test-fake"
 
@@ -153,7 +153,7 @@ class FakeLLM:
         """Settings whose three providers point at this server, with a fake API key."""
         from pydantic import SecretStr
 
-        from core.config import ProviderSettings, Settings
+        from core.settings.config import ProviderSettings, Settings
 
         key = SecretStr(FAKE_API_KEY)
         providers = {

@@ -5,22 +5,22 @@ ready, what a round adds) and what each participant is sent (``chat``, ``envelop
 policy that plays the rounds, as leaf steps of the run, is ``core.policies.ensemble``; it reaches these
 through ``core.conversation``.
 
-The round rules and views are imported on first use: ``core.steps`` imports the model (``EnsembleStep`` is
-one of its step kinds) and must not pull in the rest, which imports ``core.steps``.
+The round rules and views are imported on first use: ``core.steps.kinds`` imports the model (``EnsembleStep`` is
+one of its step kinds) and must not pull in the rest, which imports ``core.steps.kinds``.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from core.conversation.ensemble.model import (
+from core.conversation.replies import parse_reply  # a reply read as data (the accumulated context's keys)
+from core.steps.ensemble import (
     COMPLETION_REASONS,
     CompletionReason,
     Dependency,
     EnsembleStep,
     Participant,
 )
-from core.conversation.replies import parse_reply  # a reply read as data (the accumulated context's keys)
 
 if TYPE_CHECKING:
     from core.conversation.ensemble.state import EnsembleState, Turn

@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.context import ConversationTurn, Turns
-from core.conversation.ensemble.model import Dependency, EnsembleStep, Participant
 from core.conversation.replies import parse_reply
 from core.conversation.turns import turn_text
 from core.ports import ChatMessage
+from core.steps.ensemble import Dependency, EnsembleStep, Participant
 
 
 @dataclass(frozen=True)

@@ -15,14 +15,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from core.context import ConversationTurn
-from core.conversation.ensemble.model import Participant
 from core.conversation.ensemble.state import EnsembleState
 from core.conversation.history import bound
 from core.conversation.turns import turn_text
+from core.model.codec import normalize
 from core.ports import Agent, AgentCall, AgentReply, ChatMessage
-from core.steps import HistoryPolicy
-from core.store.codec import normalize
-from core.tokens import count_messages
+from core.steps.ensemble import Participant
+from core.steps.kinds import HistoryPolicy
+from core.text.tokens import count_messages
 
 
 def cue(participant: Participant, round_number: int) -> str:

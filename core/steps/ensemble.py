@@ -13,14 +13,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from core.errors import SourcePosition
+from core.model.errors import SourcePosition
 from core.ports import Agent
-from core.templates import Expression, Template
+from core.text.templates import Expression, Template
 
 if TYPE_CHECKING:
+    from core.answering.simulated_person import SimulatedPerson
     from core.context import RunContext
-    from core.simulated_person import SimulatedPerson
-    from core.steps import HistoryPolicy, WorkflowStep
+    from core.steps.kinds import HistoryPolicy, WorkflowStep
 
 CompletionReason = Literal["completed", "turn_limit", "timeout"]
 COMPLETION_REASONS: tuple[CompletionReason, ...] = ("completed", "turn_limit", "timeout")

@@ -5,7 +5,7 @@ processors receive a ``Settings`` object. It also picks the secret values redact
 (``secret_values``), because finding them means reading the environment. (pydantic-settings would do the
 layering too, but costs ~0.2 s of import on every CLI call; this is ~80 lines on top of pydantic.) The
 provider variables (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``,
-``OLLAMA_HOST``: the ``key_env`` / ``url_env`` of each row of ``core.providers``) are honoured too,
+``OLLAMA_HOST``: the ``key_env`` / ``url_env`` of each row of ``core.model.providers``) are honoured too,
 because every tool of this field reads them.
 """
 
@@ -22,9 +22,9 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
-from core.errors import ConfigError
-from core.providers import PROVIDER_NAMES, PROVIDERS, provider_of
-from core.settings_file import key_position, read_settings_file
+from core.model.errors import ConfigError
+from core.model.providers import PROVIDER_NAMES, PROVIDERS, provider_of
+from core.settings.file import key_position, read_settings_file
 
 
 class ProviderSettings(BaseModel):
@@ -226,7 +226,7 @@ class Settings(BaseModel):
         return self.models.get(model, ModelInfo())
 
     def provider(self, name: str) -> ProviderSettings:
-        """The ``[name]`` section of an HTTP provider (a row of core.providers with a base URL)."""
+        """The ``[name]`` section of an HTTP provider (a row of core.model.providers with a base URL)."""
         section = self.provider_sections().get(name)
         if section is None:
             raise ConfigError(
@@ -432,7 +432,7 @@ def secret_values(settings: Settings, *, env: Mapping[str, str] | None = None) -
     for provider in settings.provider_sections().values():
         if provider.api_key is not None:
             values.append(provider.api_key.get_secret_value())
-    from core.store.location import secrets  # here: the store package is not needed to read settings
+    from core.settings.location import secrets  # here: the store package is not needed to read settings
 
     values.extend(secrets(settings.state_uri))  # a postgresql:// state URI may carry a password
     return values

@@ -12,8 +12,8 @@
   before any command exists; in a template it is an error that names the variable.
 - Syntax errors surface at compile time as ``TemplateSyntax`` (the loader adds file:line:col); so does
   nesting deeper than ``bounds.template_max_nesting``.
-- Both run in ``core.sandbox.BoundedSandbox``: what a render or evaluation may make and do is bounded
-  (``core.bounds``); a passed bound is a TemplateError naming the setting.
+- Both run in ``core.text.sandbox.BoundedSandbox``: what a render or evaluation may make and do is bounded
+  (``core.text.bounds``); a passed bound is a TemplateError naming the setting.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from typing import Any
 from jinja2 import ChainableUndefined, StrictUndefined, TemplateSyntaxError, Undefined, UndefinedError, nodes
 from jinja2.exceptions import SecurityError
 
-from core.bounds import LimitExceeded, current_bounds, rendering
-from core.errors import SourcePosition, TemplateError
-from core.sandbox import UNREAD, BoundedSandbox, read_keys
-from core.views import ATOMIC, json_default, plain
+from core.model.errors import SourcePosition, TemplateError
+from core.model.views import ATOMIC, json_default, plain
+from core.text.bounds import LimitExceeded, current_bounds, rendering
+from core.text.sandbox import UNREAD, BoundedSandbox, read_keys
 
 
 class TemplateSyntax(ValueError):

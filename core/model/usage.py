@@ -11,7 +11,7 @@ class Usage:
     guessed, and never counted as zero (offline and script agents do cost exactly 0.0).
 
     ``interrupted`` counts the requests among ``requests`` whose usage is unknown: a provider's call sent
-    by a process that was stopped before it recorded the reply (``core.records.call_interrupted``). Their tokens
+    by a process that was stopped before it recorded the reply (``core.model.records.call_interrupted``). Their tokens
     are not in the counts, and their cost makes ``cost_usd`` unknown."""
 
     input_tokens: int = 0

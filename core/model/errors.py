@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from core.usage import ZERO_USAGE, Usage
+from core.model.usage import ZERO_USAGE, Usage
 
 if TYPE_CHECKING:
     from core.ports import OutputRepair

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from core.errors import ConfigError, SourcePosition
+from core.model.errors import ConfigError, SourcePosition
 
 MAX_NESTING = 100
 """Where a file too deep for the parser is said to pass: the first bracket nested deeper than this."""

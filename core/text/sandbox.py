@@ -1,7 +1,7 @@
 """The bounded Jinja sandbox that templates and expressions run in.
 
 Jinja's ``ImmutableSandboxedEnvironment`` keeps templates away from Python's internals; this subclass
-also keeps them from exhausting memory or time (the budgets are ``core.bounds``):
+also keeps them from exhausting memory or time (the budgets are ``core.text.bounds``):
 
 - the operators that can amplify (``*``, ``**``, ``%``, ``+``) are intercepted (``intercepted_binops`` +
   ``call_binop``) and their operands checked before the operation. Intercepting them also stops Jinja
@@ -26,8 +26,8 @@ from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedFormatter
 from jinja2.utils import generate_lorem_ipsum
 
-from core.bounds import Budget, LimitExceeded, budget, digits_of, size_of
-from core.views import LazyView
+from core.model.views import LazyView
+from core.text.bounds import Budget, LimitExceeded, budget, digits_of, size_of
 
 _SEQUENCES = (str, bytes, list, tuple)
 _PRINTF_SPEC = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?[hlL]?[a-zA-Z%]")
@@ -229,7 +229,7 @@ class _CountingCodeGenerator(CodeGenerator):
 
 
 class BoundedSandbox(ImmutableSandboxedEnvironment):
-    """The sandbox of templates and expressions, within the current ``core.bounds`` bounds."""
+    """The sandbox of templates and expressions, within the current ``core.text.bounds`` bounds."""
 
     intercepted_binops = frozenset({"*", "**", "%", "+"})
     code_generator_class = _CountingCodeGenerator

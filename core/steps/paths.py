@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from typing import assert_never
 
 from core.conversation import EnsembleStep
-from core.steps import (
+from core.steps.kinds import (
     AgentStep,
     ConditionalStep,
     HitlStep,

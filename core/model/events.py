@@ -1,7 +1,7 @@
 """Trace events: what happened in a run, one frozen dataclass per kind, with its payload fields.
 
 The engine emits these (``Frame.event``). The run store keeps each as its ``kind`` and the JSON of
-``to_payload()`` in a ``core.records.TraceEvent``, and its readers get the dataclass back from
+``to_payload()`` in a ``core.model.records.TraceEvent``, and its readers get the dataclass back from
 ``TraceEvent.data`` (``from_payload``): the store stays generic, and lens matches on the classes, never on
 kind strings or on the shape of a step path.
 
@@ -80,7 +80,7 @@ class ProcessStarted(_Event):
 class CallSent(_Event):
     """A call to a model that a provider serves is about to be sent, committed before it is: if the process
     stops before the step's result is committed, the call's reply is lost but the provider served it, so a
-    resumed run counts it (one request of unknown usage, ``core.records.call_interrupted``) and keeps what it may
+    resumed run counts it (one request of unknown usage, ``core.model.records.call_interrupted``) and keeps what it may
     have used charged against the limits. ``started`` is when the step's attempt started, the
     ``started_at`` of the step's record once that attempt commits it; ``prompt_tokens`` the prompt as
     counted before sending, ``reply_cap`` the most its reply may hold (None: not capped) and ``cost_usd``

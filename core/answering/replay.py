@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core.errors import RunError
-from core.events import ChildRunStarted, QuestionAnswered
+from core.model.errors import RunError
+from core.model.events import ChildRunStarted, QuestionAnswered
 from core.ports import RunStore
 
 

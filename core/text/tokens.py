@@ -17,14 +17,14 @@ o200k_base undercounts SentencePiece-style vocabularies (Mistral v3 by ~15-20 %)
 tokenizer (~6 % on English, ~25-30 % on CJK), so budgets for those models should keep a margin. The
 approximation also costs nothing extra: history is counted with o200k_base anyway, so it is loaded once.
 
-Offline data. The rank files ship in ``core/tokenizer_data/`` (``o200k_base.tiktoken.gz``,
+Offline data. The rank files ship in ``core/text/tokenizer_data/`` (``o200k_base.tiktoken.gz``,
 ``cl100k_base.tiktoken.gz``; origin and licence in NOTICE). They are read with importlib.resources,
 checked against the sha256 tiktoken itself expects, and turned into a ``tiktoken.Encoding`` directly:
 ``tiktoken.get_encoding`` is never called, because it downloads on first use. No environment variable is
 read or set. Each encoding is built lazily, once per process, under a lock; tiktoken itself is imported
 only then, so ``flujo --help`` and runs that never count do not pay for it (~0.3 s, docs/performance.md).
 
-ASCII text in o200k_base (history turns, English prompts) is counted by ``core.ascii_tokens`` instead: the
+ASCII text in o200k_base (history turns, English prompts) is counted by ``core.text.ascii_tokens`` instead: the
 same count, from a table of o200k's ASCII tokens that loads in ~6 ms and ~3.4 MB, so a run that counts only
 ASCII never loads tiktoken. Text with any other character, and every cl100k_base count, goes to tiktoken.
 
@@ -45,10 +45,10 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Final, Literal
 
-from core import ascii_tokens
-from core.errors import ConfigError
+from core.model.errors import ConfigError
+from core.model.providers import PROVIDER_NAMES
 from core.ports import ChatMessage
-from core.providers import PROVIDER_NAMES
+from core.text import ascii_tokens
 
 if TYPE_CHECKING:
     import tiktoken
@@ -79,7 +79,7 @@ _FAMILIES: Final[tuple[tuple[str, EncodingName], ...]] = (
     ("gpt-35", "cl100k_base"),  # Azure's deployment names (gpt-35-turbo)
 )
 _FAMILY_BOUNDARY: Final = "-.:_@"
-# Provider prefixes of flujo model strings (the rows of core.providers); agents may also pass the bare
+# Provider prefixes of flujo model strings (the rows of core.model.providers); agents may also pass the bare
 # model name. Only these are stripped: "gpt-oss:20b" is an Ollama tag, not a provider.
 _PROVIDER_PREFIXES: Final = tuple(f"{name}:" for name in PROVIDER_NAMES)
 
@@ -108,7 +108,7 @@ def count_tokens(text: str, model: str | None = None) -> int:
     """Tokens of ``text`` as ``model`` counts it (``encoding_name`` picks the encoding; None = o200k_base).
 
     Special-token markers in the text (``<|endoftext|>``) count as ordinary text, as a provider counts a
-    user's message. ASCII text in o200k_base is counted by ``core.ascii_tokens`` (its first call loads its
+    user's message. ASCII text in o200k_base is counted by ``core.text.ascii_tokens`` (its first call loads its
     table, ~6 ms; ~7 µs per 180 characters); else the first call per encoding loads tiktoken's (~0.3 s);
     after that 200 characters cost ~12 µs (o200k_base) to ~18 µs (cl100k_base).
     """
@@ -116,7 +116,7 @@ def count_tokens(text: str, model: str | None = None) -> int:
         return 0
     name = encoding_name(model)
     if name == DEFAULT_ENCODING and text.isascii():
-        count = _ascii_counter().count(text)  # exact, without tiktoken's ~0.3 s load (core.ascii_tokens)
+        count = _ascii_counter().count(text)  # exact, without tiktoken's ~0.3 s load (core.text.ascii_tokens)
         if count is not None:
             return count
     return len(_encoding(name).encode_ordinary(text))

@@ -3,9 +3,9 @@
 Masks API keys (OpenAI/Anthropic style ``sk-...``, AWS ``AKIA...`` key ids and secret access keys, Google
 ``AIza...``, GitHub ``ghp_...``), bearer tokens, HTTP Basic credentials, ``password=...``/``api_key: ...``
 style assignments, PEM private keys, JWTs, the values under sensitive mapping keys (``{"token": ...}``,
-``SENSITIVE_KEYS``) also in JSON written inside a text (``core.embedded_json``), the password of a URL
+``SENSITIVE_KEYS``) also in JSON written inside a text (``core.text.embedded_json``), the password of a URL
 (``scheme://user:password@host``), and the literal secret values it is given. Those come from
-``core.config.secret_values`` (the values of secret environment variables, by name or listed in
+``core.settings.config.secret_values`` (the values of secret environment variables, by name or listed in
 ``secret_env_vars``, and the providers' API keys): the config module is the one that reads the environment.
 Name-driven as well as pattern-driven, so an unknown vendor's key stored in a secret env var is still caught.
 """
@@ -18,9 +18,9 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from core.embedded_json import mask_keyed_values
-from core.views import NOT_TEXT
-from core.window_map import WindowMap
+from core.model.views import NOT_TEXT
+from core.model.window_map import WindowMap
+from core.text.embedded_json import mask_keyed_values
 
 MASK = "[REDACTED]"
 _MEMO_SIZE = 4096  # distinct texts (and message objects) remembered per redactor

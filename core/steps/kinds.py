@@ -11,14 +11,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from core.errors import SourcePosition
+from core.model.errors import SourcePosition
+from core.model.records import RunRecord
 from core.ports import Agent
-from core.records import RunRecord
-from core.templates import Expression, Template
+from core.text.templates import Expression, Template
 
 if TYPE_CHECKING:
+    from core.answering.simulated_person import SimulatedPerson
     from core.context import RunContext
-    from core.simulated_person import SimulatedPerson
 
 # A condition/exit hook compiled from an expression or a ``module:function``; it receives the scope
 # mapping {previous_step, context, steps, iteration, initial_prompt} and returns a value.

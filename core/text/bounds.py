@@ -4,7 +4,7 @@ cost and make.
 The bounds are set for the current context with ``use_bounds`` (the CLI does it once it has read the
 settings; otherwise the documented defaults apply) and read with ``current_bounds``: agents read the
 size of output they accept there too. Each render or
-evaluation gets a fresh ``Budget`` (``rendering()``); the sandbox (``core.sandbox``) charges it:
+evaluation gets a fresh ``Budget`` (``rendering()``); the sandbox (``core.text.sandbox``) charges it:
 
 - ``step()`` for every loop iteration and every call (a filter, a function, a macro): at most
   ``template_max_steps``;
@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import Any
 
-from core.config import BoundsSettings
+from core.settings.config import BoundsSettings
 
 _DEFAULT_BOUNDS = BoundsSettings()
 _BOUNDS: ContextVar[BoundsSettings | None] = ContextVar("flujo_bounds", default=None)

@@ -43,7 +43,7 @@ class Provider:
     plain words, ``needs`` says what a run needs, ``example`` is a model id for hints.
     ``key_required`` means a run without a key is refused before it starts (for the cloud endpoint only).
     ``exact_tokenizer``: the provider's own token counts are published (OpenAI's families); else tokens
-    are counted approximately (core.tokens). ``priced``: cost comes from the ``[models]`` price table;
+    are counted approximately (core.text.tokens). ``priced``: cost comes from the ``[models]`` price table;
     else a call costs nothing. ``bare``: the id may be the provider's name alone (``model: local``), which
     runs ``default_model``.
     """

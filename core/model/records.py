@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from core.context import Role
-from core.events import CallSent, Event, from_payload
-from core.usage import ZERO_USAGE, Usage
+from core.model.events import CallSent, Event, from_payload
+from core.model.usage import ZERO_USAGE, Usage
 
 StepStatus = Literal["completed", "failed", "skipped", "paused"]
 
@@ -46,7 +46,7 @@ RunStatus = Literal[
 class TraceEvent:
     """A trace event of the step at ``path``, as the store keeps it: its ``kind`` (``agent.prompt``,
     ``hitl.answer``, ``loop.exit`` ...) and its ``payload``, JSON data. ``data`` is the event as its
-    dataclass (``core.events``): what readers match on.
+    dataclass (``core.model.events``): what readers match on.
 
     A payload is read, never changed (nothing in it either): events the engine makes share parts, such as
     the masked dict of a message that a conversation's prompts send again (``Redactor.messages``)."""
@@ -58,7 +58,7 @@ class TraceEvent:
 
     @functools.cached_property
     def data(self) -> Event:
-        """The event as its ``core.events`` dataclass (an ``UnknownEvent`` for a kind or payload this version
+        """The event as its ``core.model.events`` dataclass (an ``UnknownEvent`` for a kind or payload this version
         cannot read), decoded when first asked for."""
         return from_payload(self.kind, self.payload)
 

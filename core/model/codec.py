@@ -16,10 +16,10 @@ from collections.abc import Callable
 from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, get_args
 
-from core.errors import StoreError
-from core.records import RunRecord, RunStatus, StepRecord, StepStatus
-from core.usage import ZERO_USAGE, Usage
-from core.views import ATOMIC, json_default
+from core.model.errors import StoreError
+from core.model.records import RunRecord, RunStatus, StepRecord, StepStatus
+from core.model.usage import ZERO_USAGE, Usage
+from core.model.views import ATOMIC, json_default
 
 _RUN_STATUSES: frozenset[str] = frozenset(get_args(RunStatus))
 _STEP_STATUSES: frozenset[str] = frozenset(get_args(StepStatus))

@@ -9,7 +9,7 @@ we measured instead; none was exact, light and quick to load at once.
 What. ``count(text)`` is ``len(tiktoken o200k_base .encode_ordinary(text))`` for an ASCII ``text``, from
 tiktoken's own two steps done here for ASCII only:
 
-1. Split. ``_PIECES`` is o200k's pattern (``core.tokens._O200K_PAT_STR``) with its Unicode classes narrowed
+1. Split. ``_PIECES`` is o200k's pattern (``core.text.tokens._O200K_PAT_STR``) with its Unicode classes narrowed
    to their ASCII members: ``\\p{L}`` is ``A-Za-z``, ``\\p{Lu}`` ``A-Z``, ``\\p{Ll}`` ``a-z``, ``\\p{N}``
    ``0-9``; ``\\p{Lt}``, ``\\p{Lm}``, ``\\p{Lo}`` and ``\\p{M}`` have no ASCII members; ``\\s`` (Unicode
    White_Space) is ``\\t \\n \\x0b \\x0c \\r`` and space. Python's ``re`` backtracks leftmost-first as
@@ -51,7 +51,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Final
 
-from core.errors import ConfigError
+from core.model.errors import ConfigError
 
 RESOURCE: Final = "tokenizer_data/o200k_base.ascii"
 # sha256 of the decompressed table; tests/test_ascii_tokens.py rebuilds the table and checks both.

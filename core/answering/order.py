@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from core.answer_replay import RecordedAnswers
+from core.answering.replay import RecordedAnswers
+from core.answering.simulated_person import SimulatedPerson
 from core.ports import HumanInput
-from core.simulated_person import SimulatedPerson
 
 AnswerSource = Literal["person", "given", "replayed", "simulated"]
 
