@@ -25,7 +25,7 @@ from core.text import ascii_tokens, tokens
 from core.text.tokens import count_tokens
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT / "core" / "tokenizer_data"
+DATA = ROOT / "core" / "text" / "tokenizer_data"
 
 
 @pytest.fixture(scope="module")

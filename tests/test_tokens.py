@@ -204,7 +204,7 @@ def test_our_definitions_match_tiktokens_own(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_shipped_files_have_the_sha256_tiktoken_expects() -> None:
     for name, definition in tokens._DEFINITIONS.items():
-        data = gzip.decompress((ROOT / "core" / "tokenizer_data" / f"{name}.tiktoken.gz").read_bytes())
+        data = gzip.decompress((ROOT / "core" / "text" / "tokenizer_data" / f"{name}.tiktoken.gz").read_bytes())
         assert hashlib.sha256(data).hexdigest() == definition.sha256
     assert tokens._encoding("o200k_base").n_vocab == 200019
     assert tokens._encoding("cl100k_base").n_vocab == 100277
@@ -229,8 +229,8 @@ def test_package_data_covers_the_rank_files() -> None:
     """pyproject's package-data globs (used by wheels and sdists) must match every shipped rank file and
     the ASCII table (core.text.ascii_tokens)."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    patterns = config["tool"]["setuptools"]["package-data"]["core"]
-    shipped = sorted(path.name for path in (ROOT / "core" / "tokenizer_data").iterdir())
+    patterns = config["tool"]["setuptools"]["package-data"]["core.text"]
+    shipped = sorted(path.name for path in (ROOT / "core" / "text" / "tokenizer_data").iterdir())
     assert shipped == ["cl100k_base.tiktoken.gz", "o200k_base.ascii", "o200k_base.tiktoken.gz"]
     for name in shipped:
         assert any(fnmatch.fnmatch(f"tokenizer_data/{name}", pattern) for pattern in patterns), name

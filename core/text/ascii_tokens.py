@@ -225,7 +225,7 @@ def load() -> Counter:
     """The counter built from the shipped table. Raises ConfigError if the table is missing or damaged."""
     hint = "the flujo installation is incomplete; reinstall it (pip install --force-reinstall flujo-runner)"
     try:
-        data, digest = _read(resources.files("core").joinpath(RESOURCE))
+        data, digest = _read(resources.files("core.text").joinpath(RESOURCE))
     except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot read the tokenizer file core/{RESOURCE}: {exc}", hint=hint) from exc
     if digest != SHA256:

@@ -211,7 +211,7 @@ def _load_encoding(name: EncodingName) -> tiktoken.Encoding:
     resource = f"tokenizer_data/{name}.tiktoken.gz"
     hint = "the flujo installation is incomplete; reinstall it (pip install --force-reinstall flujo-runner)"
     try:
-        data = gzip.decompress(resources.files("core").joinpath(resource).read_bytes())
+        data = gzip.decompress(resources.files("core.text").joinpath(resource).read_bytes())
     except (OSError, EOFError, zlib.error) as exc:
         raise ConfigError(f"cannot read the tokenizer file core/{resource}: {exc}", hint=hint) from exc
     if hashlib.sha256(data).hexdigest() != definition.sha256:
