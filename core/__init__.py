@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING
 from core.front_door import lazy_exports
 
 if TYPE_CHECKING:
-    from core.context import ConversationTurn, HitlEntry, RunContext
+    from core.context import RunContext
     from core.conversation import Dependency, EnsembleStep, Participant
     from core.engine import Engine, NoHuman, RunOutcome, new_run_id
+    from core.model.calls import AgentCall, AgentReply, ChatMessage, HumanQuestion, OutputRepair
     from core.model.errors import (
         Abort,
         AgentOutputError,
@@ -42,18 +43,7 @@ if TYPE_CHECKING:
     )
     from core.model.records import PruneResult, RunRecord, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
     from core.model.usage import Usage
-    from core.ports import (
-        Agent,
-        AgentCall,
-        AgentReply,
-        ChatMessage,
-        HumanInput,
-        HumanQuestion,
-        NullReporter,
-        OutputRepair,
-        Reporter,
-        RunStore,
-    )
+    from core.ports import Agent, HumanInput, NullReporter, Reporter, RunStore
     from core.steps.kinds import (
         AgentStep,
         ConditionalStep,
@@ -70,31 +60,32 @@ if TYPE_CHECKING:
         WorkflowStep,
     )
     from core.text.templates import Expression, Template, TemplateSyntax
+    from core.text.turns import ConversationTurn, HitlEntry
 
 _WHERE = {
     "Abort": "core.model.errors",
     "Agent": "core.ports",
-    "AgentCall": "core.ports",
+    "AgentCall": "core.model.calls",
     "AgentOutputError": "core.model.errors",
-    "AgentReply": "core.ports",
+    "AgentReply": "core.model.calls",
     "AgentStep": "core.steps.kinds",
     "BlueprintError": "core.model.errors",
-    "ChatMessage": "core.ports",
+    "ChatMessage": "core.model.calls",
     "ConditionalStep": "core.steps.kinds",
     "ConfigError": "core.model.errors",
     "ControlSignal": "core.model.errors",
     "Conversation": "core.steps.kinds",
-    "ConversationTurn": "core.context",
+    "ConversationTurn": "core.text.turns",
     "Dependency": "core.conversation",
     "Engine": "core.engine",
     "EnsembleStep": "core.conversation",
     "Expression": "core.text.templates",
     "FlujoError": "core.model.errors",
     "HistoryPolicy": "core.steps.kinds",
-    "HitlEntry": "core.context",
+    "HitlEntry": "core.text.turns",
     "HitlStep": "core.steps.kinds",
     "HumanInput": "core.ports",
-    "HumanQuestion": "core.ports",
+    "HumanQuestion": "core.model.calls",
     "LimitReached": "core.model.errors",
     "Limits": "core.steps.kinds",
     "LoopStep": "core.steps.kinds",
@@ -102,7 +93,7 @@ _WHERE = {
     "NoHuman": "core.engine",
     "NullReporter": "core.ports",
     "OutputMapping": "core.steps.kinds",
-    "OutputRepair": "core.ports",
+    "OutputRepair": "core.model.calls",
     "ParallelStep": "core.steps.kinds",
     "Participant": "core.conversation",
     "Pause": "core.model.errors",

@@ -23,13 +23,14 @@ from typing import Any
 from core.answering.order import Answering
 from core.context import RunContext
 from core.conversation import bind_thread, check_thread
+from core.model.calls import HumanQuestion
 from core.model.codec import normalize
 from core.model.errors import Abort, FlujoError, LimitReached, Pause, ResumeRefused, RunError, StoreUnavailable
 from core.model.records import RunRecord, RunStatus
 from core.model.usage import ZERO_USAGE, Usage
 from core.policies.dispatch import run_steps
 from core.policies.frame import Frame
-from core.ports import HumanInput, HumanQuestion, NullReporter, Reporter, RunStore
+from core.ports import HumanInput, NullReporter, Reporter, RunStore
 from core.steps.kinds import Pipeline
 from core.text.redaction import Redactor
 

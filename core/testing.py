@@ -10,9 +10,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.model.calls import Activity, HumanQuestion
 from core.model.errors import RunError
 from core.model.records import StepRecord
-from core.ports import Activity, HumanQuestion
 
 
 class ScriptedHuman:

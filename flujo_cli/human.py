@@ -26,8 +26,8 @@ from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 
+from core.model.calls import HumanQuestion
 from core.model.errors import ConfigError, RunError, SourcePosition
-from core.ports import HumanQuestion
 from core.settings.config import BoundsSettings
 from core.steps.paths import StepPaths
 from core.text.schema_check import parse_answer, schema_errors

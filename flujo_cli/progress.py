@@ -15,8 +15,8 @@ from rich.markup import escape
 from rich.status import Status
 from rich.text import Text
 
+from core.model.calls import Activity
 from core.model.records import StepRecord
-from core.ports import Activity
 from flujo_cli.line_writer import LineWriter
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from core.model.calls import AgentCall, AgentReply, ChatMessage
 from core.model.usage import Usage
-from core.ports import AgentCall, AgentReply, ChatMessage
 
 
 class FuncAgent:

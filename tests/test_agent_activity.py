@@ -1,6 +1,6 @@
 """What a person sees while a model agent works, before its reply streams: a model on this machine says it is
 loading (its name and size), then every chat agent says it is thinking, with the seconds counted. The agents
-tell the step's ``on_activity`` (core.ports.Activity); the terminal's status line words it
+tell the step's ``on_activity`` (core.model.calls.Activity); the terminal's status line words it
 (flujo_cli.progress). The local model's own calls are in tests/test_local_model.py."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from core import AgentStep, Engine, Pipeline
 from core.agents import AgentSpec, build_agent
 from core.agents.gguf import GGUFInfo
 from core.agents.local_server import LocalModel
-from core.ports import Activity, AgentCall
+from core.model.calls import Activity, AgentCall
 from core.settings.config import LocalSettings
 from core.store import MemoryStore
 from core.testing import RecordingReporter

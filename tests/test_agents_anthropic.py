@@ -12,8 +12,8 @@ from blueprints import load_pipeline
 from core.agents import AgentSpec, AnthropicChatAgent, Backoff, build_agent
 from core.agents.anthropic_chat import LEADING_USER_TURN
 from core.engine import Engine
+from core.model.calls import AgentCall, ChatMessage, Retry
 from core.model.errors import AgentOutputError, ConfigError, ProviderError, ReplyCutOff
-from core.ports import AgentCall, ChatMessage, Retry
 from core.settings.config import ProviderSettings, Settings
 from core.store import MemoryStore
 from core.testing import ScriptedHuman

@@ -20,9 +20,10 @@ from core.agents import (
     build_agent,
 )
 from core.agents.offline import KEPT_CALLS
+from core.model.calls import AgentCall, ChatMessage
 from core.model.errors import AgentOutputError, ConfigError
 from core.model.usage import Usage
-from core.ports import Agent, AgentCall, ChatMessage
+from core.ports import Agent
 from core.settings.config import Settings
 from core.store import open_store
 from tests.cli_helpers import flujo

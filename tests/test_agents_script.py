@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from core.agents import AgentSpec, CommandAgent, PythonAgent, build_agent
+from core.model.calls import AgentCall, ChatMessage
 from core.model.errors import Abort, ConfigError, RunError, TemplateError
-from core.ports import AgentCall, ChatMessage
 from core.settings.config import Settings
 
 HERE = "tests.test_agents_script"

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from core.agents import AgentSpec, build_agent
+from core.model.calls import AgentCall
 from core.model.errors import ProviderError
-from core.ports import AgentCall
 from core.settings.config import BoundsSettings
 from core.text.bounds import use_bounds
 from tests.capped import capped, capped_flujo

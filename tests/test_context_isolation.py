@@ -6,7 +6,8 @@ views it made keep showing what they showed. A parallel's branches (``branch``) 
 
 from __future__ import annotations
 
-from core.context import ConversationTurn, HitlEntry, RunContext
+from core.context import RunContext
+from core.text.turns import ConversationTurn, HitlEntry
 
 
 def _turn(text: str) -> ConversationTurn:

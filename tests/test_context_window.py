@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from core.agents import AgentSpec, build_agent
-from core.ports import ChatMessage
+from core.model.calls import ChatMessage
 from core.settings.config import load_settings
 from core.steps.kinds import AgentStep, LoopStep
 from core.text.tokens import count_messages

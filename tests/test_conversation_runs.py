@@ -20,8 +20,8 @@ import yaml
 from blueprints import load_pipeline, validate_file
 from blueprints.loop_hooks import NextInput
 from core.engine import Engine, RunOutcome
+from core.model.calls import ChatMessage
 from core.model.records import StepRecord, TraceEvent
-from core.ports import ChatMessage
 from core.settings.config import Settings, load_settings
 from core.steps.kinds import HistoryPolicy, LoopStep, Pipeline
 from core.store import MemoryStore, open_store

@@ -12,7 +12,7 @@ import pytest
 from blueprints import load_pipeline
 from core.agents.offline import ScriptedAgent
 from core.agents.script import PassthroughAgent, PythonAgent
-from core.context import ConversationTurn, Role, RunContext
+from core.context import RunContext
 from core.conversation.history import (
     HISTORY_CLOSE,
     HISTORY_OPEN,
@@ -23,8 +23,9 @@ from core.conversation.history import (
     turn_cost,
 )
 from core.conversation.loop_scope import seed
-from core.conversation.turns import capture, start, turn_text
+from core.conversation.turns import capture, start
 from core.engine import Engine
+from core.model.calls import Role
 from core.model.views import LazyView
 from core.settings.config import Settings, load_settings
 from core.steps.kinds import (
@@ -42,6 +43,7 @@ from core.testing import ScriptedHuman
 from core.text import tokens
 from core.text.templates import Expression, Template
 from core.text.tokens import MESSAGE_OVERHEAD, count_tokens
+from core.text.turns import ConversationTurn, turn_text
 
 
 def turns(spec: str, *, tokens: int | None = None) -> list[ConversationTurn]:

@@ -14,7 +14,7 @@ from core.agents import AgentSpec, build_agent
 from core.agents.offline import ScriptedAgent
 from core.agents.script import PythonAgent
 from core.conversation import Dependency, EnsembleStep, Participant, parse_reply
-from core.ports import ChatMessage
+from core.model.calls import ChatMessage
 from core.store import MemoryStore
 from core.testing import RecordingReporter, ScriptedHuman
 from core.text.templates import Expression, Template

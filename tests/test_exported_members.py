@@ -29,7 +29,7 @@ def test_conversation_exports() -> None:
         "ActiveConversation", "BranchRecords", "Injection", "LoopConversation", "RunFrame", "ThreadBinding",
         "bind_thread", "bound", "branch_records", "capture", "check_thread", "check_thread_name", "default_question",
         "enter_loop", "is_context", "makes_turn", "message_for", "newest_message", "prepare", "replay_summary",
-        "shown_text", "turn_text",
+        "shown_text", "turn_text", "active_in",
         "COMPLETION_REASONS", "CompletionReason", "Dependency", "EnsembleState", "EnsembleStep", "Participant",
         "Speaker", "Turn", "chat", "cue", "envelope", "parse_reply",
     }  # fmt: skip

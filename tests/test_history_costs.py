@@ -13,9 +13,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.context import ConversationTurn, Role, RunContext, Summary, Turns
+from core.context import RunContext
 from core.conversation.costs import TURN_OVERHEAD, turn_cost
 from core.conversation.history import as_messages, bound, prompt_turns
+from core.model.calls import Role
+from core.text.turns import ConversationTurn, Summary, Turns
 
 
 def _reference_fits(turns: Sequence[ConversationTurn], max_tokens: int | None, end: int) -> bool:

@@ -25,7 +25,7 @@ import pytest
 from core.agents import AgentSpec, build_agent
 from core.agents.local_chat import LocalChatAgent
 from core.agents.local_server import default_model_path
-from core.ports import AgentCall, AgentReply
+from core.model.calls import AgentCall, AgentReply
 from core.settings.config import Settings
 from core.store import open_store
 from flujo_cli import exit_codes

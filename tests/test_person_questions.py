@@ -9,7 +9,6 @@ from core.agents.offline import ScriptedAgent
 from core.answering.order import Answering, AnswerNote
 from core.answering.replay import RecordedAnswer, RecordedAnswers
 from core.answering.simulated_person import SimulatedPerson
-from core.context import ConversationTurn
 from core.engine import NoHuman
 from core.model.usage import Usage
 from core.policies.frame import Frame
@@ -18,6 +17,7 @@ from core.ports import NullReporter
 from core.steps.kinds import HistoryPolicy
 from core.store import MemoryStore
 from core.text.redaction import Redactor
+from core.text.turns import ConversationTurn
 
 
 def frame(answering: Answering) -> Frame:

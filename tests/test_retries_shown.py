@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from core.agents import AgentSpec, Backoff, build_agent
+from core.model.calls import AgentCall, Retry
 from core.model.errors import ProviderError
-from core.ports import AgentCall, Retry
 from flujo_cli import exit_codes
 from tests.cli_helpers import flujo_process
 from tests.fakes.openai_server import FakeLLM

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from core.agents import AgentSpec, build_agent
-from core.ports import AgentCall
+from core.model.calls import AgentCall
 from core.settings.config import Settings
 from tests.cli_helpers import ROOT, alive, flujo_process, wait_until
 

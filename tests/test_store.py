@@ -21,7 +21,6 @@ import pytest
 
 import core.store
 import core.store.sqlite as sqlite_module
-from core.context import ConversationTurn
 from core.model.errors import StoreError, StoreUnavailable
 from core.model.records import RunRecord, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
 from core.model.usage import Usage
@@ -29,6 +28,7 @@ from core.ports import RunStore
 from core.store import SCHEMA_VERSION, MemoryStore, SqliteStore, open_store, sqlite_batch, text_cache
 from core.store.migrations import MIGRATIONS
 from core.text.tokens import count_tokens
+from core.text.turns import ConversationTurn
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -239,7 +239,7 @@ TWO_AGENTS = "        - {name: ask, uses: agents.first}\n        - {name: plan, 
 
 
 def test_the_last_speaking_agent_summarizes_with_the_built_in_prompt(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    from core.ports import AgentCall
+    from core.model.calls import AgentCall
 
     for source, expected in (
         ("all_agents", "openai:second-model"),

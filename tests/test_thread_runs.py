@@ -15,9 +15,9 @@ import pytest
 
 from blueprints import load_pipeline
 from core.engine import Engine, RunOutcome
+from core.model.calls import ChatMessage
 from core.model.errors import RunError
 from core.model.records import ThreadTurn
-from core.ports import ChatMessage
 from core.settings.config import Settings
 from core.steps.kinds import Pipeline
 from core.store import MemoryStore

@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.answering.simulated_person import flipped
-from core.context import ConversationTurn, Turns
 from core.conversation.history import as_messages
+from core.model.calls import ChatMessage
 from core.model.window_map import WindowMap, overlap
-from core.ports import ChatMessage
 from core.text.redaction import MASK, Redactor
+from core.text.turns import ConversationTurn, Turns
 
 
 @dataclass(frozen=True, eq=False)

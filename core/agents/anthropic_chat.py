@@ -24,8 +24,8 @@ from typing import Any
 from core.agents.chat import ChatModelAgent, Completion, token_count
 from core.agents.http import Endpoint, SSEEvent, post_json, stream_events
 from core.agents.spec import AgentSpec
+from core.model.calls import AgentCall, ChatMessage
 from core.model.errors import ProviderError
-from core.ports import AgentCall, ChatMessage
 from core.settings.config import ModelInfo
 
 ANTHROPIC_VERSION = "2023-06-01"

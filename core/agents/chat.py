@@ -25,9 +25,9 @@ from typing import Any
 
 from core.agents.spec import AgentSpec
 from core.agents.structured import OutputSchema
+from core.model.calls import Activity, AgentCall, AgentReply, ChatMessage, ChatRole, OutputRepair
 from core.model.errors import AgentOutputError
 from core.model.usage import Usage
-from core.ports import Activity, AgentCall, AgentReply, ChatMessage, ChatRole, OutputRepair
 from core.settings.config import ModelInfo
 
 # ``json.dumps(value, ensure_ascii=False, default=str)``'s encoder, made once (json.dumps with arguments makes

@@ -35,8 +35,8 @@ from typing import Any, Protocol, TypeVar
 
 import httpx
 
+from core.model.calls import Retry
 from core.model.errors import ProviderError, ProviderUnreachable, ReplyCutOff
-from core.ports import Retry
 from core.text.bounds import current_bounds
 
 T = TypeVar("T")

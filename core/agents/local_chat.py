@@ -24,7 +24,7 @@ from core.agents.http import Endpoint
 from core.agents.local_server import LocalModel
 from core.agents.openai_chat import OpenAIChatAgent
 from core.agents.spec import AgentSpec
-from core.ports import Activity, AgentCall, AgentReply, ChatMessage
+from core.model.calls import Activity, AgentCall, AgentReply, ChatMessage
 from core.settings.config import ModelInfo
 
 FREE = ModelInfo(input_per_mtok=0.0, output_per_mtok=0.0)

@@ -15,9 +15,9 @@ from typing import Any
 
 from core.agents.chat import chat_prompt, input_text
 from core.agents.structured import Checked, OutputSchema
+from core.model.calls import AgentCall, AgentReply, ChatMessage, OutputRepair
 from core.model.errors import AgentOutputError, ConfigError
 from core.model.usage import Usage
-from core.ports import AgentCall, AgentReply, ChatMessage, OutputRepair
 
 OFFLINE_USAGE = Usage(requests=1, cost_usd=0.0)
 KEPT_CALLS = 100  # ScriptedAgent.calls

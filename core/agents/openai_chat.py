@@ -17,8 +17,8 @@ from typing import Any, Literal
 from core.agents.chat import ChatModelAgent, Completion, token_count
 from core.agents.http import Endpoint, SSEEvent, post_json, stream_events
 from core.agents.spec import AgentSpec
+from core.model.calls import ChatMessage
 from core.model.errors import ProviderError
-from core.ports import ChatMessage
 from core.settings.config import ModelInfo
 
 StructuredMode = Literal["json_schema", "json_object"]

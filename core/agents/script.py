@@ -20,9 +20,10 @@ from typing import Any
 from core.agents.chat import input_text
 from core.agents.child_process import kill_group, start_command
 from core.agents.detached import call_detached
+from core.model.calls import AgentCall, AgentReply, ChatMessage
 from core.model.errors import ConfigError, ControlSignal, FlujoError, RunError
 from core.model.views import LazyView, plain
-from core.ports import Agent, AgentCall, AgentReply, ChatMessage
+from core.ports import Agent
 from core.settings.config import child_environment
 from core.text.bounds import current_bounds
 

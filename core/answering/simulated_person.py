@@ -13,9 +13,10 @@ import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.context import ConversationTurn, HitlEntry
 from core.conversation import turn_text
-from core.ports import Agent, AgentCall, ChatMessage
+from core.model.calls import AgentCall, ChatMessage
+from core.ports import Agent
+from core.text.turns import ConversationTurn, HitlEntry
 
 SIMULATED = "simulated"
 

@@ -50,10 +50,12 @@ if TYPE_CHECKING:
     from core.conversation.summary import replay_summary
     from core.conversation.threads import ThreadBinding, check_thread, check_thread_name
     from core.conversation.threads import bind as bind_thread
-    from core.conversation.turns import ActiveConversation, capture, makes_turn, turn_text
+    from core.conversation.turns import ActiveConversation, active_in, capture, makes_turn
+    from core.text.turns import turn_text
 
 _WHERE = {
     "ActiveConversation": "core.conversation.turns",
+    "active_in": "core.conversation.turns",
     "BranchRecords": "core.conversation.branches",
     "COMPLETION_REASONS": "core.conversation.ensemble",
     "CompletionReason": "core.conversation.ensemble",
@@ -86,7 +88,7 @@ _WHERE = {
     "prepare": "core.conversation.injection",
     "replay_summary": "core.conversation.summary",
     "shown_text": "core.conversation.replies",
-    "turn_text": "core.conversation.turns",
+    "turn_text": "core.text.turns",
 }
 
 __all__ = [
@@ -104,6 +106,7 @@ __all__ = [
     "Speaker",
     "ThreadBinding",
     "Turn",
+    "active_in",
     "bind_thread",
     "bound",
     "branch_records",

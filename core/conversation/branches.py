@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.context import ConversationTurn, HitlEntry, RunContext, Summary
+from core.context import RunContext
+from core.text.turns import ConversationTurn, HitlEntry, Summary
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,8 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.context import ConversationTurn, Turns
 from core.text.tokens import MESSAGE_OVERHEAD
+from core.text.turns import ConversationTurn, Turns
 
 TURN_OVERHEAD = MESSAGE_OVERHEAD + 1  # the role is one token (OpenAI's accounting, as count_messages)
 _WINDOWS_SIZE = 64  # conversations remembered at once (a run has one per loop, parallel branches a few)

@@ -23,9 +23,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.context import VIEW_KEYS, ConversationTurn, RunContext
-from core.conversation.turns import turn_text
+from core.context import VIEW_KEYS, RunContext
 from core.model.views import ATOMIC
+from core.text.turns import ConversationTurn, turn_text
 
 _CONTEXT_KEYS = frozenset(VIEW_KEYS)
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import operator
 from collections.abc import Sequence
 
-from core.context import ConversationTurn, Summary, Turns
 from core.conversation.costs import fits_uncounted, oldest_fitting, remembered, turn_cost
-from core.ports import ChatMessage
+from core.model.calls import ChatMessage
 from core.text.templates import Template
+from core.text.turns import ConversationTurn, Summary, Turns
 
 SUMMARY_PREFIX = "Summary of the earlier conversation: "
 HISTORY_OPEN = "<conversation_history>"

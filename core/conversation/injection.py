@@ -19,18 +19,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.context import ConversationTurn, RunContext
+from core.context import RunContext
 from core.conversation.current_message import current_message
 from core.conversation.history import as_messages, bound, drop_oldest, history_block, prompt_turns, question_of
 from core.conversation.run_frame import RunFrame
 from core.conversation.summary import summarize
-from core.conversation.turns import ActiveConversation, turn_text
+from core.conversation.turns import ActiveConversation, active_in
+from core.model.calls import AgentCall, ChatMessage
 from core.model.events import HistoryNotInjected
 from core.model.records import TraceEvent
-from core.ports import Agent, AgentCall, ChatMessage
+from core.ports import Agent
 from core.steps.kinds import AgentStep
 from core.text.templates import Template
 from core.text.tokens import DEFAULT_ENCODING, count_messages, encoding_name
+from core.text.turns import ConversationTurn, turn_text
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,7 @@ async def prepare(
     events: list[TraceEvent],
 ) -> Injection:
     """The history to inject into this call and the message to send with it."""
-    active = ctx.conversation
+    active = active_in(ctx)
     if active is None:
         return Injection(message)
     if step.use_history is not False and agent.takes_history:  # only a call that sends history summarizes it

@@ -20,11 +20,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.context import ConversationTurn, RunContext, Summary, Turns
+from core.context import RunContext
 from core.conversation.current_message import current_message
 from core.conversation.threads import ThreadBinding
-from core.conversation.turns import ActiveConversation, add_turn, start, turn_text
+from core.conversation.turns import ActiveConversation, active_in, add_turn, start
 from core.steps.kinds import LoopStep
+from core.text.turns import ConversationTurn, Summary, Turns, turn_text
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ def enter_loop(loop: LoopStep, ctx: RunContext, thread: ThreadBinding | None) ->
         return None
     claimed = thread if thread is not None and thread.claim(loop) else None
     active = start(loop, threaded=claimed is not None)
-    held = LoopConversation(active, ctx.conversation, ctx.conversation_history, ctx.summary)
+    held = LoopConversation(active, active_in(ctx), ctx.conversation_history, ctx.summary)
     ctx.conversation, ctx.conversation_history = active, Turns(claimed.opening(ctx) if claimed is not None else ())
     ctx.summary = None
     return held

@@ -15,11 +15,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
+from core.model.calls import ChatMessage
 from core.model.errors import FlujoError
 from core.model.events import KnownEvent
 from core.model.records import StepRecord, StepStatus, TraceEvent
 from core.model.usage import ZERO_USAGE, Usage
-from core.ports import Agent, ChatMessage
+from core.ports import Agent
 
 Held = TypeVar("Held")
 

@@ -22,16 +22,18 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from core.context import ConversationTurn, RunContext, Summary
+from core.context import RunContext
 from core.conversation.history import SUMMARY_PREFIX, history_block, needs_summary, prompt_turns, summary_cut
 from core.conversation.run_frame import RunFrame
-from core.conversation.turns import ActiveConversation, turn_text
+from core.conversation.turns import ActiveConversation, active_in
+from core.model.calls import AgentCall
 from core.model.codec import normalize
 from core.model.errors import AgentOutputError, ControlSignal, FlujoError
 from core.model.events import SUMMARY, HistorySummarized, PromptSent, ReplyReceived, SummaryFailed
 from core.model.usage import ZERO_USAGE
-from core.ports import Agent, AgentCall
+from core.ports import Agent
 from core.text.tokens import count_messages, count_tokens
+from core.text.turns import ConversationTurn, Summary, turn_text
 
 MAX_SUMMARIZER_FAILURES = 3
 SUMMARY_REQUEST = (
@@ -62,7 +64,7 @@ def replay_summary(ctx: RunContext, path: str, frame: RunFrame[Any]) -> bool:
         return False
     frame.replays += 1
     frame.summarizer_failures = 0
-    active = ctx.conversation
+    active = active_in(ctx)
     if active is not None and active.settings.history.summarizer is not None:
         active.settings.history.summarizer.replayed()
     _apply_summary(ctx, cut, record.output)

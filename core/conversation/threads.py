@@ -34,12 +34,13 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from core.context import ConversationTurn, RunContext
+from core.context import RunContext
 from core.model.errors import RunError
 from core.model.records import RunRecord
 from core.ports import RunStore
 from core.steps.ensemble import EnsembleStep
 from core.steps.kinds import ConditionalStep, LoopStep, MapStep, ParallelStep, Pipeline, Step
+from core.text.turns import ConversationTurn
 
 MAX_NAME_LENGTH = 100
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/-]*")

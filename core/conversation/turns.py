@@ -16,14 +16,13 @@ Invariants:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from core.context import ConversationTurn, Role, RunContext
+from core.context import RunContext
 from core.conversation.replies import shown_text
-from core.model.views import json_default
+from core.model.calls import Role
 from core.steps.kinds import (
     AgentStep,
     ConditionalStep,
@@ -35,6 +34,7 @@ from core.steps.kinds import (
     Step,
     WorkflowStep,
 )
+from core.text.turns import ConversationTurn, turn_text
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -62,6 +62,16 @@ class ActiveConversation:
             self.loop, self.settings, self.assistant_steps, self.user_steps, self.hitl_is_user, iteration_input,
             self.threaded,
         )  # fmt: skip
+
+
+def active_in(ctx: RunContext) -> ActiveConversation | None:
+    """The conversation ``ctx`` runs in. The context holds it as a ``core.ports.ConversationScope`` (the context
+    is below the conversation), and it is always an ``ActiveConversation``: only ``core.conversation.loop_scope``
+    sets it."""
+    active = ctx.conversation
+    if active is None or isinstance(active, ActiveConversation):
+        return active
+    raise TypeError(f"a run context's conversation must be an ActiveConversation, not {type(active).__name__}")
 
 
 def start(loop: LoopStep, *, threaded: bool = False) -> ActiveConversation:
@@ -117,18 +127,6 @@ def _leaf_steps(steps: Sequence[Step]) -> Iterator[Step]:
                 yield from _leaf_steps(step.default_branch)
 
 
-# ``json.dumps(value, ensure_ascii=False, default=json_default)``'s encoder, built once (json.dumps with any
-# argument builds one per call).
-_TURN_JSON = json.JSONEncoder(ensure_ascii=False, default=json_default).encode
-
-
-def turn_text(value: Any) -> str:
-    """A step result as turn content: text as it is, anything else as compact JSON."""
-    if isinstance(value, str):
-        return value
-    return _TURN_JSON(value)
-
-
 def add_turn(ctx: RunContext, role: Role, content: str, *, shown: str | None = None) -> None:
     """Add a turn said now to the history (and, in the thread's conversation, to the run's thread turns);
     ``shown`` is what a person reads of it when that is not ``content``."""
@@ -142,7 +140,7 @@ def add_turn(ctx: RunContext, role: Role, content: str, *, shown: str | None = N
 
 def makes_turn(ctx: RunContext, step: str, *, hitl: bool) -> bool:
     """Whether ``step``'s result makes a turn in the active conversation."""
-    active = ctx.conversation
+    active = active_in(ctx)
     if active is None:
         return False
     if step in active.user_steps or (hitl and active.hitl_is_user):
@@ -154,7 +152,7 @@ def capture(ctx: RunContext, step: str, value: Any, *, hitl: bool, shown: str | 
     """Add the turn that ``step``'s result makes in the active conversation, if it makes one. A person reads
     ``shown`` of it (a step's ``turn_text``) when given, else the text of a structured reply
     (``core.conversation.replies.shown_text``), else the result itself."""
-    active = ctx.conversation
+    active = active_in(ctx)
     if active is None:
         return
     role: Role

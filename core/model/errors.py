@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 from core.model.usage import ZERO_USAGE, Usage
 
 if TYPE_CHECKING:
-    from core.ports import OutputRepair
+    from core.model.calls import OutputRepair
 
 
 class FlujoError(Exception):

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from core.context import Role
+from core.model.calls import Role
 from core.model.events import CallSent, Event, from_payload
 from core.model.usage import ZERO_USAGE, Usage
 

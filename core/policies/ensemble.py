@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from core.context import ConversationTurn, HitlEntry, Role, RunContext
+from core.context import RunContext
 from core.conversation import (
     CompletionReason,
     Dependency,
@@ -40,6 +40,7 @@ from core.conversation import (
     shown_text,
     turn_text,
 )
+from core.model.calls import Role
 from core.model.errors import ControlSignal, FlujoError, LimitReached
 from core.model.events import EnsembleDone
 from core.policies.body import BodyRunner
@@ -49,6 +50,7 @@ from core.policies.frame import Frame, child_path
 from core.policies.leaf import run_agent_step
 from core.policies.person import PersonQuestion, ask_person
 from core.steps.kinds import AgentStep
+from core.text.turns import ConversationTurn, HitlEntry
 
 _POLL_WHILE_ASKING_S = 0.25
 

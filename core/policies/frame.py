@@ -20,12 +20,13 @@ from typing import Any
 from core.answering.order import Answering
 from core.context import RunContext
 from core.conversation import ThreadBinding
+from core.model.calls import ChatMessage
 from core.model.errors import FlujoError, LimitReached, RunError, StoreUnavailable
 from core.model.events import AgentStarted, CallSent, KnownEvent, ProcessStarted
 from core.model.records import StepRecord, StepStatus, TraceEvent, interrupted_calls
 from core.model.usage import INTERRUPTED_CALL, ZERO_USAGE, Usage
 from core.model.views import ATOMIC, LazyView, copied
-from core.ports import Agent, ChatMessage, HumanInput, Reporter, RunStore
+from core.ports import Agent, HumanInput, Reporter, RunStore
 from core.steps.kinds import Limits
 from core.steps.paths import path_segment
 from core.text.redaction import Redactor

@@ -10,8 +10,9 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from core.context import HitlEntry, RunContext
+from core.context import RunContext
 from core.conversation import capture, default_question, message_for, prepare, replay_summary
+from core.model.calls import AgentCall, OutputRepair, Retry
 from core.model.codec import normalize
 from core.model.errors import AgentOutputError, ControlSignal, FlujoError, PromptTooLarge, ReplyCutOff, RunError
 from core.model.events import OutputRepaired, PromptSent, ReplyCut, ReplyReceived, StepErrored
@@ -22,9 +23,10 @@ from core.policies.context_writes import note_agent_command, record_output, sink
 from core.policies.frame import Frame, Reservation, scope
 from core.policies.person import ask_person, person_question
 from core.policies.turn_text import shown_turn
-from core.ports import Agent, AgentCall, OutputRepair, Retry
+from core.ports import Agent
 from core.steps.kinds import AgentStep, HitlStep
 from core.text.tokens import count_messages
+from core.text.turns import HitlEntry
 
 
 def retry_line(step: str, retry: Retry) -> str:

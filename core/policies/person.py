@@ -21,18 +21,19 @@ from typing import Any, overload
 
 from core.answering.order import AnswerNote, AnswerSource
 from core.answering.simulated_person import Rejection, SimulatedPerson, questions_and_answers
-from core.context import ConversationTurn, HitlEntry, RunContext
-from core.conversation import bound, turn_text
+from core.context import RunContext
+from core.conversation import active_in, bound, turn_text
+from core.model.calls import AgentCall, HumanQuestion
 from core.model.codec import normalize
 from core.model.errors import AgentOutputError, FlujoError, Pause, StepFailed
 from core.model.events import AnswerRejected, PromptSent, QuestionAnswered, ReplyReceived
 from core.model.records import TraceEvent
 from core.model.usage import ZERO_USAGE, Usage
 from core.policies.frame import Frame
-from core.ports import AgentCall, HumanQuestion
 from core.steps.kinds import HistoryPolicy, HitlStep
 from core.text.schema_check import parse_answer, schema_errors
 from core.text.tokens import count_messages
+from core.text.turns import ConversationTurn, HitlEntry
 
 MAX_ANSWER_ATTEMPTS = 10
 MAX_SIMULATED_ATTEMPTS = 3
@@ -86,7 +87,7 @@ def person_question(
 ) -> PersonQuestion:
     """The question a ``hitl`` step asks: in a ``conversation: true`` loop the person has heard that
     conversation (bounded by the loop's strategy); elsewhere, the questions asked so far and their answers."""
-    active = ctx.conversation
+    active = active_in(ctx)
     heard: Sequence[ConversationTurn]
     if active is not None:
         # Not a copy (a copy costs the whole conversation, every question): the question is read while it is

@@ -30,6 +30,7 @@ from typing import Any
 
 from core.context import RunContext
 from core.conversation import capture, message_for
+from core.model.calls import Activity
 from core.model.errors import Abort, FlujoError, LimitReached, Pause, RunError, StoreUnavailable
 from core.model.events import ChildRunStarted, StepErrored
 from core.model.records import StepRecord, TraceEvent
@@ -38,7 +39,7 @@ from core.policies.child_context import child_start, give_back
 from core.policies.context_writes import note_agent_command, record_output, sink
 from core.policies.frame import Frame, joined_path, scope
 from core.policies.turn_text import shown_turn
-from core.ports import Activity, Reporter
+from core.ports import Reporter
 from core.steps.kinds import WorkflowStep
 
 

@@ -17,13 +17,13 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
-from core.context import ConversationTurn
 from core.model import codec
 from core.model.errors import StoreError
 from core.model.records import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
 from core.model.usage import Usage
 from core.store import claims, pruning
 from core.store.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
+from core.text.turns import ConversationTurn
 
 
 class MemoryStore:

@@ -50,7 +50,6 @@ from typing import Any, LiteralString
 import psycopg
 from psycopg_pool import AsyncConnectionPool
 
-from core.context import ConversationTurn
 from core.model import codec
 from core.model.errors import StoreError, StoreUnavailable
 from core.model.records import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
@@ -64,6 +63,7 @@ from core.store.pg_errors import store_error
 from core.store.pg_schema import migrate
 from core.store.shared_lists import Pending
 from core.store.text_cache import TextCache
+from core.text.turns import ConversationTurn
 
 Connection = psycopg.AsyncConnection[tuple[Any, ...]]
 

@@ -49,7 +49,6 @@ from typing import Any, Literal
 
 import aiosqlite
 
-from core.context import ConversationTurn
 from core.model import codec
 from core.model.errors import StoreError, StoreUnavailable
 from core.model.records import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
@@ -63,6 +62,7 @@ from core.store.sqlite_batch import Batch
 from core.store.sqlite_writer import Writer
 from core.store.text_cache import TextCache
 from core.store.transaction import immediate, in_one_call
+from core.text.turns import ConversationTurn
 
 _CHUNK = 500  # ids per "IN (...)" query, well under SQLite's limit on parameters
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from core.context import ConversationTurn
 from core.model.errors import StoreError
 from core.model.records import RunRecord
 from core.ports import RunStore
+from core.text.turns import ConversationTurn
 
 ALL = 1_000_000_000  # list_runs' limit that means every run
 

@@ -27,7 +27,7 @@ _MEMO_SIZE = 4096  # distinct texts (and message objects) remembered per redacto
 
 
 class ChatMessageLike(Protocol):
-    """A chat message (``core.ports.ChatMessage``, not imported here: core.ports imports much of core)."""
+    """A chat message: ``core.model.calls.ChatMessage``, or anything with its role and content."""
 
     @property
     def role(self) -> str: ...

@@ -45,9 +45,9 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Final, Literal
 
+from core.model.calls import ChatMessage
 from core.model.errors import ConfigError
 from core.model.providers import PROVIDER_NAMES
-from core.ports import ChatMessage
 from core.text import ascii_tokens
 
 if TYPE_CHECKING:

@@ -21,11 +21,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.context import ConversationTurn, Turns
 from core.conversation.replies import parse_reply
-from core.conversation.turns import turn_text
-from core.ports import ChatMessage
+from core.model.calls import ChatMessage
 from core.steps.ensemble import Dependency, EnsembleStep, Participant
+from core.text.turns import ConversationTurn, Turns, turn_text
 
 
 @dataclass(frozen=True)

@@ -14,15 +14,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from core.context import ConversationTurn
 from core.conversation.ensemble.state import EnsembleState
 from core.conversation.history import bound
-from core.conversation.turns import turn_text
+from core.model.calls import AgentCall, AgentReply, ChatMessage
 from core.model.codec import normalize
-from core.ports import Agent, AgentCall, AgentReply, ChatMessage
+from core.ports import Agent
 from core.steps.ensemble import Participant
 from core.steps.kinds import HistoryPolicy
 from core.text.tokens import count_messages
+from core.text.turns import ConversationTurn, turn_text
 
 
 def cue(participant: Participant, round_number: int) -> str:
