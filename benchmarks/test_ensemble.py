@@ -19,13 +19,13 @@ from pytest_benchmark.fixture import BenchmarkFixture
 from core.agents.offline import EchoAgent
 from core.agents.script import PythonAgent
 from core.context import RunContext
-from core.conversation import Dependency, EnsembleStep, Participant, Turn
+from core.conversation import Turn
 from core.model.records import RunRecord
 from core.policies.dispatch import run_steps
 from core.policies.ensemble import Conversation
 from core.policies.frame import Frame
 from core.ports import NullReporter
-from core.steps.kinds import HistoryPolicy
+from core.steps.kinds import Dependency, EnsembleStep, HistoryPolicy, Participant
 from core.store.memory import MemoryStore
 from core.text.redaction import Redactor
 from core.text.templates import Expression

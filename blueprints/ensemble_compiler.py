@@ -1,4 +1,4 @@
-"""Compiling a ``kind: ensemble`` step into a ``core.conversation.EnsembleStep``.
+"""Compiling a ``kind: ensemble`` step into a ``core.EnsembleStep``.
 
 A participant becomes an agent (``uses: agents.X``, ``script: PATH``, ``model_profile: NAME``), a
 sub-workflow (``uses: imports.X``) or the person (``ask``). ``answered_by: agents.X`` makes it the person,
@@ -19,8 +19,8 @@ from blueprints.agent_builder import agent_spec
 from blueprints.loop_compiler import output_hook
 from blueprints.positions import Path
 from blueprints.schema import EnsembleStepModel, ParticipantModel
+from core import Dependency, EnsembleStep, Participant
 from core.agents.spec import AgentSpec
-from core.conversation import Dependency, EnsembleStep, Participant
 from core.model.errors import BlueprintError
 from core.ports import Agent
 from core.steps.kinds import HistoryPolicy, WorkflowStep

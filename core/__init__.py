@@ -18,7 +18,6 @@ from core.front_door import lazy_exports
 
 if TYPE_CHECKING:
     from core.context import RunContext
-    from core.conversation import Dependency, EnsembleStep, Participant
     from core.engine import Engine, NoHuman, RunOutcome, new_run_id
     from core.model.calls import AgentCall, AgentReply, ChatMessage, HumanQuestion, OutputRepair
     from core.model.errors import (
@@ -45,9 +44,13 @@ if TYPE_CHECKING:
     from core.model.usage import Usage
     from core.ports import Agent, HumanInput, NullReporter, Reporter, RunStore
     from core.steps.kinds import (
+        CONTAINER_STEP_KINDS,
+        KEYED_STEP_KINDS,
         AgentStep,
         ConditionalStep,
         Conversation,
+        Dependency,
+        EnsembleStep,
         HistoryPolicy,
         HitlStep,
         Limits,
@@ -55,6 +58,7 @@ if TYPE_CHECKING:
         MapStep,
         OutputMapping,
         ParallelStep,
+        Participant,
         Pipeline,
         Step,
         WorkflowStep,
@@ -63,6 +67,8 @@ if TYPE_CHECKING:
     from core.text.turns import ConversationTurn, HitlEntry
 
 _WHERE = {
+    "CONTAINER_STEP_KINDS": "core.steps.kinds",
+    "KEYED_STEP_KINDS": "core.steps.kinds",
     "Abort": "core.model.errors",
     "Agent": "core.ports",
     "AgentCall": "core.model.calls",
@@ -76,9 +82,9 @@ _WHERE = {
     "ControlSignal": "core.model.errors",
     "Conversation": "core.steps.kinds",
     "ConversationTurn": "core.text.turns",
-    "Dependency": "core.conversation",
+    "Dependency": "core.steps.kinds",
     "Engine": "core.engine",
-    "EnsembleStep": "core.conversation",
+    "EnsembleStep": "core.steps.kinds",
     "Expression": "core.text.templates",
     "FlujoError": "core.model.errors",
     "HistoryPolicy": "core.steps.kinds",
@@ -95,7 +101,7 @@ _WHERE = {
     "OutputMapping": "core.steps.kinds",
     "OutputRepair": "core.model.calls",
     "ParallelStep": "core.steps.kinds",
-    "Participant": "core.conversation",
+    "Participant": "core.steps.kinds",
     "Pause": "core.model.errors",
     "Pipeline": "core.steps.kinds",
     "ProviderError": "core.model.errors",
@@ -127,6 +133,8 @@ _WHERE = {
 }
 
 __all__ = [
+    "CONTAINER_STEP_KINDS",
+    "KEYED_STEP_KINDS",
     "Abort",
     "Agent",
     "AgentCall",

@@ -14,7 +14,7 @@
   unknown usage), or still waiting for its reply while its run is running.
 
 Events are matched on their ``core.model.events`` classes (``TraceEvent.data``), never on kind strings. Paths: a
-step path alternates names and keys below the steps that run steps (``core.model.records.KEYED_STEP_KINDS``;
+step path alternates names and keys below the steps that run steps (``core.KEYED_STEP_KINDS``;
 ``chat/3/clarify``: step ``chat``, iteration ``3``, step ``clarify``); a history summary is a step of its
 own below the agent step it served, and its events (``HistorySummarized``, ``SummaryFailed``) say what it
 is. Siblings are in execution order (start time; the store's order breaks ties). Building is linear in the
@@ -28,6 +28,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import core
 from core.model.events import (
     CallSent,
     ChildRunStarted,
@@ -38,14 +39,7 @@ from core.model.events import (
     ReplyReceived,
     SummaryFailed,
 )
-from core.model.records import (
-    CONTAINER_STEP_KINDS,
-    KEYED_STEP_KINDS,
-    RunRecord,
-    StepRecord,
-    TraceEvent,
-    call_interrupted,
-)
+from core.model.records import RunRecord, StepRecord, TraceEvent, call_interrupted
 from core.model.usage import INTERRUPTED_CALL, ZERO_USAGE, Usage
 from lens.preview import full_text
 from lens.snapshot import RunSnapshot
@@ -159,7 +153,7 @@ class StepNode:
     def usage(self) -> Usage:
         """What the step cost: a leaf step's own (``own_usage``); a composite step's (loop, map, parallel,
         conditional, sub-workflow), whose own record holds none, is the sum of everything that ran in it."""
-        if self.record is not None and self.record.kind not in CONTAINER_STEP_KINDS:
+        if self.record is not None and self.record.kind not in core.CONTAINER_STEP_KINDS:
             return self.own_usage
         return self.own_usage + _usage_within(self.children)
 
@@ -350,7 +344,7 @@ class _Builder:
             group_path = f"{here}/{key}"
             group = self.groups.get(group_path)
             if group is None:
-                word = KEYED_STEP_KINDS.get(node.record.kind if node.record else "", "iteration or branch")
+                word = core.KEYED_STEP_KINDS.get(node.record.kind if node.record else "", "iteration or branch")
                 group = self.groups[group_path] = GroupNode(self.run_id, group_path, key, word)
                 node.children.append(group)
             parent, prefix, i = group, group_path, i + 2
@@ -362,7 +356,7 @@ class _Builder:
         step's kind says; for a step with no recorded result, a key is what has no record of its own (a
         step's history summary, below it, has one)."""
         if node.record is not None:
-            return node.record.kind in KEYED_STEP_KINDS
+            return node.record.kind in core.KEYED_STEP_KINDS
         return f"{node.path}/{following}" not in self.records
 
     def _add_event(self, event: TraceEvent) -> None:

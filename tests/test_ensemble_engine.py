@@ -13,8 +13,9 @@ from core import Engine, Limits, Pipeline
 from core.agents import AgentSpec, build_agent
 from core.agents.offline import ScriptedAgent
 from core.agents.script import PythonAgent
-from core.conversation import Dependency, EnsembleStep, Participant, parse_reply
+from core.conversation import parse_reply
 from core.model.calls import ChatMessage
+from core.steps.kinds import Dependency, EnsembleStep, Participant
 from core.store import MemoryStore
 from core.testing import RecordingReporter, ScriptedHuman
 from core.text.templates import Expression, Template

@@ -15,6 +15,7 @@ def test_core_exports() -> None:
         "HumanQuestion", "LimitReached", "Limits", "LoopStep", "MapStep", "NoHuman", "NullReporter",
         "OutputMapping", "OutputRepair", "ParallelStep", "Pause", "Pipeline", "ProviderError", "ProviderUnreachable",
         "PruneResult", "Dependency", "EnsembleStep", "Participant", "ReplyCutOff",
+        "CONTAINER_STEP_KINDS", "KEYED_STEP_KINDS",
         "Reporter", "ResumeRefused", "RunContext", "RunError", "RunOutcome", "RunRecord", "RunStore", "SourcePosition",
         "Step", "StepFailed", "StepRecord", "StoreError", "StoreUnavailable", "Template", "TemplateError",
         "TemplateSyntax", "ThreadSummary", "ThreadTurn", "TraceEvent", "Usage", "WorkflowStep", "new_run_id",
@@ -30,8 +31,7 @@ def test_conversation_exports() -> None:
         "bind_thread", "bound", "branch_records", "capture", "check_thread", "check_thread_name", "default_question",
         "enter_loop", "is_context", "makes_turn", "message_for", "newest_message", "prepare", "replay_summary",
         "shown_text", "turn_text", "active_in",
-        "COMPLETION_REASONS", "CompletionReason", "Dependency", "EnsembleState", "EnsembleStep", "Participant",
-        "Speaker", "Turn", "chat", "cue", "envelope", "parse_reply",
+        "EnsembleState", "Speaker", "Turn", "chat", "cue", "envelope", "parse_reply",
     }  # fmt: skip
     for name in core.conversation.__all__:
         assert hasattr(core.conversation, name), name

@@ -28,7 +28,6 @@ from blueprints import load_pipeline
 from core.agents.chat import input_text
 from core.agents.script import PythonAgent
 from core.context import RunContext
-from core.conversation import EnsembleStep
 from core.conversation.current_message import is_context
 from core.conversation.history import as_messages, bound
 from core.conversation.turns import ActiveConversation, add_turn, start
@@ -47,7 +46,7 @@ from core.policies.frame import scope as frame_scope
 from core.policies.person import person_question
 from core.ports import NullReporter
 from core.settings.config import load_settings
-from core.steps.kinds import Conversation, HitlStep, LoopStep
+from core.steps.kinds import Conversation, EnsembleStep, HitlStep, LoopStep
 from core.store import MemoryStore, open_store, shared_lists, texts
 from core.testing import ScriptedHuman
 from core.text import bounds, redaction, templates, tokens

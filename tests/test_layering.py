@@ -50,6 +50,7 @@ def test_textual_is_never_imported_at_module_level_outside_lens() -> None:
 
 
 LENS_MAY_IMPORT = {
+    "core",
     "core.model.errors",
     "core.model.events",
     "core.ports",
@@ -79,10 +80,10 @@ def test_lens_reads_core_records_only() -> None:
 
 def test_lens_knows_events_by_their_classes_not_by_strings() -> None:
     """Lens matches trace events on their ``core.model.events`` classes and reads the step kinds that run steps
-    from ``core.model.records``: no string in lens spells an event kind or such a step kind, and none is a path
+    from ``core``: no string in lens spells an event kind or such a step kind, and none is a path
     convention (a history summary says what it is in its events, not by a ``/summarize`` path)."""
     from core.model.events import EVENT_TYPES
-    from core.model.records import CONTAINER_STEP_KINDS
+    from core.steps.kinds import CONTAINER_STEP_KINDS
 
     spelled = {*EVENT_TYPES, *CONTAINER_STEP_KINDS, "summarize"}
     offenders = [

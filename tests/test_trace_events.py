@@ -15,7 +15,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import core.model.events
-from core.conversation import EnsembleStep
 from core.model.events import (
     EVENT_TYPES,
     SUMMARY,
@@ -29,8 +28,17 @@ from core.model.events import (
     UnknownEvent,
     from_payload,
 )
-from core.model.records import CONTAINER_STEP_KINDS, KEYED_STEP_KINDS, TraceEvent
-from core.steps.kinds import ConditionalStep, LoopStep, MapStep, ParallelStep, WorkflowStep
+from core.model.records import TraceEvent
+from core.steps.kinds import (
+    CONTAINER_STEP_KINDS,
+    KEYED_STEP_KINDS,
+    ConditionalStep,
+    EnsembleStep,
+    LoopStep,
+    MapStep,
+    ParallelStep,
+    WorkflowStep,
+)
 from tests.cli_helpers import ROOT
 
 JSON_SCALARS = st.none() | st.booleans() | st.integers() | st.text(max_size=8)

@@ -13,10 +13,9 @@ import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.conversation import turn_text
 from core.model.calls import AgentCall, ChatMessage
 from core.ports import Agent
-from core.text.turns import ConversationTurn, HitlEntry
+from core.text.turns import ConversationTurn, HitlEntry, turn_text
 
 SIMULATED = "simulated"
 

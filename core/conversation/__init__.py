@@ -13,11 +13,11 @@ A conversational step goes through it in this order:
 - a parallel's branches: ``branch_records`` before merging their state, ``BranchRecords.restore`` after.
 
 Threads (``bind_thread``, ``check_thread``, ``ThreadBinding``) continue a conversation across runs; an
-ensemble (``EnsembleStep`` and its round rules) is a conversation among participants, played by the step
-policy ``core.policies.ensemble``.
+ensemble (a ``core.steps.kinds.EnsembleStep``; its round rules ``EnsembleState`` and what each participant is
+sent, ``chat`` and ``envelope``) is a conversation among participants, played by the step policy
+``core.policies.ensemble``.
 
-The names are imported on first use (PEP 562): ``core.steps.kinds`` imports the ensemble's model, and the modules
-here import ``core.steps.kinds``.
+The names are imported on first use (PEP 562), so a run loads only the parts of the conversation its steps use.
 """
 
 from __future__ import annotations
@@ -29,19 +29,8 @@ from core.front_door import lazy_exports
 if TYPE_CHECKING:
     from core.conversation.branches import BranchRecords, branch_records
     from core.conversation.current_message import default_question, is_context, message_for, newest_message
-    from core.conversation.ensemble import (
-        COMPLETION_REASONS,
-        CompletionReason,
-        Dependency,
-        EnsembleState,
-        EnsembleStep,
-        Participant,
-        Speaker,
-        Turn,
-        chat,
-        cue,
-        envelope,
-    )
+    from core.conversation.ensemble.state import EnsembleState, Turn
+    from core.conversation.ensemble.view import Speaker, chat, cue, envelope
     from core.conversation.history import bound
     from core.conversation.injection import Injection, prepare
     from core.conversation.loop_scope import LoopConversation, enter_loop
@@ -57,29 +46,24 @@ _WHERE = {
     "ActiveConversation": "core.conversation.turns",
     "active_in": "core.conversation.turns",
     "BranchRecords": "core.conversation.branches",
-    "COMPLETION_REASONS": "core.conversation.ensemble",
-    "CompletionReason": "core.conversation.ensemble",
-    "Dependency": "core.conversation.ensemble",
-    "EnsembleState": "core.conversation.ensemble",
-    "EnsembleStep": "core.conversation.ensemble",
+    "EnsembleState": "core.conversation.ensemble.state",
     "Injection": "core.conversation.injection",
     "LoopConversation": "core.conversation.loop_scope",
-    "Participant": "core.conversation.ensemble",
     "RunFrame": "core.conversation.run_frame",
-    "Speaker": "core.conversation.ensemble",
+    "Speaker": "core.conversation.ensemble.view",
     "ThreadBinding": "core.conversation.threads",
-    "Turn": "core.conversation.ensemble",
+    "Turn": "core.conversation.ensemble.state",
     "bind_thread": "core.conversation.threads:bind",
     "bound": "core.conversation.history",
     "branch_records": "core.conversation.branches",
     "capture": "core.conversation.turns",
-    "chat": "core.conversation.ensemble",
+    "chat": "core.conversation.ensemble.view",
     "check_thread": "core.conversation.threads",
     "check_thread_name": "core.conversation.threads",
-    "cue": "core.conversation.ensemble",
+    "cue": "core.conversation.ensemble.view",
     "default_question": "core.conversation.current_message",
     "enter_loop": "core.conversation.loop_scope",
-    "envelope": "core.conversation.ensemble",
+    "envelope": "core.conversation.ensemble.view",
     "is_context": "core.conversation.current_message",
     "message_for": "core.conversation.current_message",
     "makes_turn": "core.conversation.turns",
@@ -92,16 +76,11 @@ _WHERE = {
 }
 
 __all__ = [
-    "COMPLETION_REASONS",
     "ActiveConversation",
     "BranchRecords",
-    "CompletionReason",
-    "Dependency",
     "EnsembleState",
-    "EnsembleStep",
     "Injection",
     "LoopConversation",
-    "Participant",
     "RunFrame",
     "Speaker",
     "ThreadBinding",

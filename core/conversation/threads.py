@@ -38,8 +38,7 @@ from core.context import RunContext
 from core.model.errors import RunError
 from core.model.records import RunRecord
 from core.ports import RunStore
-from core.steps.ensemble import EnsembleStep
-from core.steps.kinds import ConditionalStep, LoopStep, MapStep, ParallelStep, Pipeline, Step
+from core.steps.kinds import ConditionalStep, EnsembleStep, LoopStep, MapStep, ParallelStep, Pipeline, Step
 from core.text.turns import ConversationTurn
 
 MAX_NAME_LENGTH = 100

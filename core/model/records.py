@@ -26,17 +26,6 @@ from core.model.usage import ZERO_USAGE, Usage
 
 StepStatus = Literal["completed", "failed", "skipped", "paused"]
 
-KEYED_STEP_KINDS: Mapping[str, str] = {
-    "loop": "iteration",
-    "map": "item",
-    "parallel": "branch",
-    "conditional": "branch",
-    "ensemble": "round",
-}
-"""The step kinds that run their steps below a key, and what a key is called: a step path alternates step
-names and these keys (``chat/3/clarify``: step ``clarify`` of iteration ``3`` of loop ``chat``)."""
-CONTAINER_STEP_KINDS = frozenset({*KEYED_STEP_KINDS, "workflow"})
-"""The step kinds whose own record holds no usage: what ran in them (their steps, a child run) does."""
 RunStatus = Literal[
     "running", "completed", "failed", "paused", "limit_reached", "aborted", "interrupted", "queued", "cancelled"
 ]

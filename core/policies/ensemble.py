@@ -25,21 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from core.context import RunContext
-from core.conversation import (
-    CompletionReason,
-    Dependency,
-    EnsembleState,
-    EnsembleStep,
-    Participant,
-    Speaker,
-    Turn,
-    chat,
-    cue,
-    envelope,
-    message_for,
-    shown_text,
-    turn_text,
-)
+from core.conversation import EnsembleState, Speaker, Turn, chat, cue, envelope, message_for, shown_text, turn_text
 from core.model.calls import Role
 from core.model.errors import ControlSignal, FlujoError, LimitReached
 from core.model.events import EnsembleDone
@@ -49,7 +35,7 @@ from core.policies.failure import record_failure
 from core.policies.frame import Frame, child_path
 from core.policies.leaf import run_agent_step
 from core.policies.person import PersonQuestion, ask_person
-from core.steps.kinds import AgentStep
+from core.steps.kinds import AgentStep, CompletionReason, Dependency, EnsembleStep, Participant
 from core.text.turns import ConversationTurn, HitlEntry
 
 _POLL_WHILE_ASKING_S = 0.25

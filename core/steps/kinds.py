@@ -1,7 +1,10 @@
-"""The pipeline model core executes: plain, immutable step objects (a tagged union on ``kind``).
+"""The pipeline model core executes: plain, immutable step objects (a tagged union on ``kind``), every kind
+of step in one place, the ensemble's with them; and the lists of kinds derived from them.
 
 The blueprint compiler builds these from YAML; a Python user can build them directly. Every callable a
 step holds is already compiled (templates, expressions, hooks), so executing a step never parses text.
+A step that runs steps says what a key of its steps' paths names (``key_name``, ``KEYED_STEP_KINDS``) and
+that its own record holds no usage (``holds_steps``, ``CONTAINER_STEP_KINDS``).
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args
 
 from core.model.errors import SourcePosition
 from core.model.records import RunRecord
@@ -49,6 +52,8 @@ class AgentStep:
     turn_text: Template | None = None
     position: SourcePosition | None = None
     kind: Literal["step"] = "step"
+    key_name: ClassVar[str | None] = None
+    holds_steps: ClassVar[bool] = False
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,8 @@ class HitlStep:
     position: SourcePosition | None = None
     answered_by: SimulatedPerson | None = None  # ``answered_by: agents.NAME``: a simulated person answers
     kind: Literal["hitl"] = "hitl"
+    key_name: ClassVar[str | None] = None
+    holds_steps: ClassVar[bool] = False
 
 
 @dataclass(frozen=True)
@@ -119,6 +126,8 @@ class LoopStep:
     finish_early: bool = False
     position: SourcePosition | None = None
     kind: Literal["loop"] = "loop"
+    key_name: ClassVar[str | None] = "iteration"
+    holds_steps: ClassVar[bool] = True
 
 
 @dataclass(frozen=True)
@@ -132,6 +141,8 @@ class ParallelStep:
     reduce: ReduceMode | None = None
     position: SourcePosition | None = None
     kind: Literal["parallel"] = "parallel"
+    key_name: ClassVar[str | None] = "branch"
+    holds_steps: ClassVar[bool] = True
 
 
 @dataclass(frozen=True)
@@ -145,6 +156,8 @@ class ConditionalStep:
     condition_description: str | None = None
     position: SourcePosition | None = None
     kind: Literal["conditional"] = "conditional"
+    key_name: ClassVar[str | None] = "branch"
+    holds_steps: ClassVar[bool] = True
 
 
 @dataclass(frozen=True)
@@ -158,6 +171,8 @@ class MapStep:
     finalize: OutputHook | None = None
     position: SourcePosition | None = None
     kind: Literal["map"] = "map"
+    key_name: ClassVar[str | None] = "item"
+    holds_steps: ClassVar[bool] = True
 
 
 @dataclass(frozen=True)
@@ -194,12 +209,96 @@ class WorkflowStep:
     turn_text: Template | None = None  # as an agent step's: what a person reads of its turn
     position: SourcePosition | None = None
     kind: Literal["workflow"] = "workflow"
+    key_name: ClassVar[str | None] = None
+    holds_steps: ClassVar[bool] = True
 
 
-# Imported here, not at the top: the ensemble model refers back to this module's HistoryPolicy.
-from core.conversation import EnsembleStep  # noqa: E402
+# The ensemble step: a conversation among participants, run in rounds. A participant is exactly one of: an agent
+# (a model, or a script agent: ``python:``/``command:``/``script:``), a sub-workflow (``uses: imports.X``, run as
+# a step of its own) or the person (``ask``; or ``answered_by`` alone: a participant a simulated person plays,
+# asked the conversation's newest turn). ``core.conversation.ensemble.state`` has the rules that decide who
+# speaks in a round.
+
+CompletionReason = Literal["completed", "turn_limit", "timeout"]
+COMPLETION_REASONS: tuple[CompletionReason, ...] = ("completed", "turn_limit", "timeout")
+
+
+@dataclass(frozen=True)
+class Dependency:
+    """``on`` must have spoken (and ``condition``, when set, hold) for the participant to be ready.
+
+    ``max_executions``: the participant may be triggered at most that many times while this dependency is
+    among its satisfied ones (None: no bound of its own)."""
+
+    on: str
+    condition: Expression | None = None
+    max_executions: int | None = None
+
+
+@dataclass(frozen=True)
+class Participant:
+    """One voice of the conversation: exactly one of ``agent``, ``workflow`` or the person (``ask``,
+    ``answered_by`` or both) is set. ``answered_by`` is the simulated person who answers for the person."""
+
+    name: str
+    agent: Agent | None = None
+    workflow: WorkflowStep | None = None
+    ask: Template | None = None
+    answered_by: SimulatedPerson | None = None
+    input_schema: Mapping[str, Any] | None = None
+    config: Mapping[str, Any] = field(default_factory=dict)
+    max_turns: int = 1
+    depends_on: tuple[Dependency, ...] = ()
+    requires_all: bool = True
+    state_key: str | None = None
+    # ``triggers_conversation``: it opens the conversation, speaking in round 1 before its dependencies
+    # have spoken; from round 2 on its dependencies decide, as for everyone.
+    opens: bool = False
+    position: SourcePosition | None = None
+
+    @property
+    def is_person(self) -> bool:
+        """Whether the person speaks for this participant (asked through ``core.policies.person``)."""
+        return self.ask is not None or self.answered_by is not None
+
+
+# The ``output:`` hook of an ensemble (as for loops): the conversation result, the run context and the
+# ensemble's input in, the step's output out.
+EnsembleOutputHook = Callable[[Any, "RunContext", Any], Any]
+
+
+@dataclass(frozen=True)
+class EnsembleStep:
+    """A conversation among ``participants`` in rounds; its output is {final_state, history, turn_count,
+    completion_reason} unless ``output`` maps it to something else."""
+
+    name: str
+    participants: tuple[Participant, ...]
+    max_total_turns: int = 20
+    max_agent_executions: Mapping[str, int] = field(default_factory=dict)
+    timeout_seconds: float | None = 300.0
+    history: HistoryPolicy | None = None
+    output: EnsembleOutputHook | None = None
+    position: SourcePosition | None = None
+    kind: Literal["ensemble"] = "ensemble"
+    key_name: ClassVar[str | None] = "round"
+    holds_steps: ClassVar[bool] = True
+
+    def participant(self, name: str) -> Participant:
+        for participant in self.participants:
+            if participant.name == name:
+                return participant
+        raise KeyError(name)
+
 
 Step = AgentStep | HitlStep | LoopStep | ParallelStep | ConditionalStep | MapStep | WorkflowStep | EnsembleStep
+
+
+# What a key below a step of each kind that has them is called: a step path alternates step names and these
+# keys (``chat/3/clarify``: step ``clarify`` of iteration ``3`` of loop ``chat``).
+KEYED_STEP_KINDS: Mapping[str, str] = {kind.kind: kind.key_name for kind in get_args(Step) if kind.key_name is not None}
+# The step kinds whose own record holds no usage: what ran in them (their steps, a child run) does.
+CONTAINER_STEP_KINDS = frozenset(kind.kind for kind in get_args(Step) if kind.holds_steps)
 
 
 @dataclass(frozen=True)

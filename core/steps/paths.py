@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import assert_never
 
-from core.conversation import EnsembleStep
 from core.steps.kinds import (
     AgentStep,
     ConditionalStep,
+    EnsembleStep,
     HitlStep,
     LoopStep,
     MapStep,

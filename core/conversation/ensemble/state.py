@@ -23,7 +23,7 @@ from typing import Any
 
 from core.conversation.replies import parse_reply
 from core.model.calls import ChatMessage
-from core.steps.ensemble import Dependency, EnsembleStep, Participant
+from core.steps.kinds import Dependency, EnsembleStep, Participant
 from core.text.turns import ConversationTurn, Turns, turn_text
 
 

@@ -19,8 +19,7 @@ from core.conversation.history import bound
 from core.model.calls import AgentCall, AgentReply, ChatMessage
 from core.model.codec import normalize
 from core.ports import Agent
-from core.steps.ensemble import Participant
-from core.steps.kinds import HistoryPolicy
+from core.steps.kinds import HistoryPolicy, Participant
 from core.text.tokens import count_messages
 from core.text.turns import ConversationTurn, turn_text
 
