@@ -25,7 +25,8 @@ from blueprints.schema import BlueprintModel
 from blueprints.validation import validation_findings
 from blueprints.yaml_source import parse_yaml
 from core.model.errors import SourcePosition
-from core.settings.config import BoundsSettings, HistorySettings
+from core.settings.config import HistorySettings
+from core.text.bounds import BoundsSettings
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,8 @@ from blueprints.findings import Finding, FindingCode, sort_findings
 from blueprints.positions import Path as DataPath
 from blueprints.schema import AgentStepModel
 from blueprints.suggestions import did_you_mean
-from core.settings.config import BoundsSettings, HistorySettings
+from core.settings.config import HistorySettings
+from core.text.bounds import BoundsSettings
 
 
 @dataclass

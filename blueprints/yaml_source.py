@@ -32,7 +32,7 @@ from yaml.reader import Reader
 from blueprints.findings import Finding
 from blueprints.positions import Path, Place, PositionIndex
 from core.model.errors import SourcePosition
-from core.settings.config import BoundsSettings
+from core.text.bounds import BoundsSettings
 
 # Plain-language hints for the YAML mistakes people make most.
 _SYNTAX_HINTS = (

@@ -14,8 +14,7 @@ import pytest
 from core.agents import AgentSpec, build_agent
 from core.model.calls import AgentCall
 from core.model.errors import ProviderError
-from core.settings.config import BoundsSettings
-from core.text.bounds import use_bounds
+from core.text.bounds import BoundsSettings, use_bounds
 from tests.capped import capped, capped_flujo
 from tests.fakes.openai_server import FakeLLM
 

@@ -9,7 +9,7 @@ import pytest
 
 from blueprints.positions import PositionIndex
 from blueprints.yaml_source import _parse_with_libyaml, parse_yaml
-from core.settings.config import BoundsSettings
+from core.text.bounds import BoundsSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = [

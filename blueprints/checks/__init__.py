@@ -39,7 +39,8 @@ from blueprints.schema import (
     MapStepModel,
     ParallelStepModel,
 )
-from core.settings.config import BoundsSettings, HistorySettings
+from core.settings.config import HistorySettings
+from core.text.bounds import BoundsSettings
 
 
 def run_checks(

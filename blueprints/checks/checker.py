@@ -11,7 +11,8 @@ from blueprints.findings import Finding, FindingCode, Severity
 from blueprints.positions import Path, PositionIndex
 from blueprints.schema import BlueprintModel
 from core.model.errors import SourcePosition
-from core.settings.config import BoundsSettings, HistorySettings
+from core.settings.config import HistorySettings
+from core.text.bounds import BoundsSettings
 
 if TYPE_CHECKING:
     from blueprints.checks.context_keys import Writes

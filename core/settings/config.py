@@ -23,8 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from pydantic_core import PydanticCustomError
 
 from core.model.errors import ConfigError
-from core.model.providers import PROVIDER_NAMES, PROVIDERS, provider_of
+from core.model.providers import PROVIDER_NAMES, PROVIDERS, find_provider, provider_of
 from core.settings.file import key_position, read_settings_file
+from core.text.bounds import BoundsSettings
 
 
 class ProviderSettings(BaseModel):
@@ -179,25 +180,12 @@ class ProfileSettings(BaseModel):
     timeout: float | None = Field(default=None, gt=0)
 
 
-class BoundsSettings(BaseModel):
-    """How much hostile or broken input may cost: nesting and size of YAML files (blueprints, imports,
-    answers files), how many iterations a loop may ask for, the values templates and expressions make and
-    the work they do, and the size of what an agent replies. Past a bound, the input is refused with an
-    error that names the bound; nothing hangs or runs out of memory. See docs/blueprints.md#limits."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    yaml_max_depth: int = Field(default=100, gt=0, le=300)  # deeper recursion would exhaust Python's stack
-    yaml_max_values: int = Field(default=100_000, gt=0)
-    blueprint_max_bytes: int = Field(default=5_000_000, gt=0)  # refused before it is parsed
-    loop_max_iterations: int = Field(default=1_000_000, gt=0)  # the largest max_loops a loop may set
-    import_max_depth: int = Field(default=32, gt=0, le=200)
-    template_max_size: int = Field(default=10_000_000, gt=0)
-    template_max_total: int = Field(default=50_000_000, gt=0)
-    template_max_steps: int = Field(default=100_000, gt=0)
-    template_max_digits: int = Field(default=4300, gt=0, le=4300)  # Python prints no longer integer
-    template_max_nesting: int = Field(default=100, gt=0, le=500)
-    agent_output_max_bytes: int = Field(default=10_000_000, gt=0)
+def _endpoint(name: str) -> ProviderSettings:
+    """The ``[name]`` section as it is by default: the provider's base URL, from the provider table."""
+    provider = find_provider(name)
+    if provider is None or provider.base_url is None:
+        raise ValueError(f"core.model.providers has no provider {name!r} with a base URL")
+    return ProviderSettings(base_url=provider.base_url)
 
 
 class Settings(BaseModel):
@@ -208,9 +196,9 @@ class Settings(BaseModel):
     state_uri: str = ".flujo/flujo.db"
     postgres: PostgresSettings = Field(default_factory=PostgresSettings)
     sqlite: SqliteSettings = Field(default_factory=SqliteSettings)
-    openai: ProviderSettings = Field(default_factory=lambda: ProviderSettings(base_url="https://api.openai.com/v1"))
-    anthropic: ProviderSettings = Field(default_factory=lambda: ProviderSettings(base_url="https://api.anthropic.com"))
-    ollama: ProviderSettings = Field(default_factory=lambda: ProviderSettings(base_url="http://localhost:11434/v1"))
+    openai: ProviderSettings = Field(default_factory=lambda: _endpoint("openai"))
+    anthropic: ProviderSettings = Field(default_factory=lambda: _endpoint("anthropic"))
+    ollama: ProviderSettings = Field(default_factory=lambda: _endpoint("ollama"))
     local: LocalSettings = Field(default_factory=LocalSettings)
     models: dict[str, ModelInfo] = Field(default_factory=_default_models)
     history: HistorySettings = Field(default_factory=HistorySettings)

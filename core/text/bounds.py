@@ -1,5 +1,5 @@
-"""The bounds in force (``BoundsSettings``), and what one template render or expression evaluation may
-cost and make.
+"""The bounds in force (``BoundsSettings``, the ``[bounds]`` section of the settings), and what one template
+render or expression evaluation may cost and make.
 
 The bounds are set for the current context with ``use_bounds`` (the CLI does it once it has read the
 settings; otherwise the documented defaults apply) and read with ``current_bounds``: agents read the
@@ -25,7 +25,29 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import Any
 
-from core.settings.config import BoundsSettings
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class BoundsSettings(BaseModel):
+    """How much hostile or broken input may cost: nesting and size of YAML files (blueprints, imports,
+    answers files), how many iterations a loop may ask for, the values templates and expressions make and
+    the work they do, and the size of what an agent replies. Past a bound, the input is refused with an
+    error that names the bound; nothing hangs or runs out of memory. See docs/blueprints.md#limits."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    yaml_max_depth: int = Field(default=100, gt=0, le=300)  # deeper recursion would exhaust Python's stack
+    yaml_max_values: int = Field(default=100_000, gt=0)
+    blueprint_max_bytes: int = Field(default=5_000_000, gt=0)  # refused before it is parsed
+    loop_max_iterations: int = Field(default=1_000_000, gt=0)  # the largest max_loops a loop may set
+    import_max_depth: int = Field(default=32, gt=0, le=200)
+    template_max_size: int = Field(default=10_000_000, gt=0)
+    template_max_total: int = Field(default=50_000_000, gt=0)
+    template_max_steps: int = Field(default=100_000, gt=0)
+    template_max_digits: int = Field(default=4300, gt=0, le=4300)  # Python prints no longer integer
+    template_max_nesting: int = Field(default=100, gt=0, le=500)
+    agent_output_max_bytes: int = Field(default=10_000_000, gt=0)
+
 
 _DEFAULT_BOUNDS = BoundsSettings()
 _BOUNDS: ContextVar[BoundsSettings | None] = ContextVar("flujo_bounds", default=None)

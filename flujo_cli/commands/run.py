@@ -22,7 +22,8 @@ from flujo_cli.messages import error_line, fail, flujo_command, require_file, st
 
 if TYPE_CHECKING:
     from core.model.records import RunRecord
-    from core.settings.config import BoundsSettings, Settings
+    from core.settings.config import Settings
+    from core.text.bounds import BoundsSettings
 
 # The last part of a setting's key that names a secret: ``openai.api_key``, ``x.token``, ``y.db_password``
 # (never ``history.max_tokens``).
