@@ -25,6 +25,7 @@ from pydantic_core import PydanticCustomError
 from core.model.errors import ConfigError
 from core.model.providers import PROVIDER_NAMES, PROVIDERS, find_provider, provider_of
 from core.settings.file import key_position, read_settings_file
+from core.settings.location import secrets
 from core.text.bounds import BoundsSettings
 
 
@@ -420,8 +421,6 @@ def secret_values(settings: Settings, *, env: Mapping[str, str] | None = None) -
     for provider in settings.provider_sections().values():
         if provider.api_key is not None:
             values.append(provider.api_key.get_secret_value())
-    from core.settings.location import secrets  # here: the store package is not needed to read settings
-
     values.extend(secrets(settings.state_uri))  # a postgresql:// state URI may carry a password
     return values
 
