@@ -2,7 +2,7 @@
 
 ``python benchmarks/store_profile.py N [--rounds R] [--profile]``: the blueprint of
 ``benchmarks/conversation_run.py`` (N iterations) compiled with ``load_pipeline``, a ``Redactor``, no terminal,
-on a SQLite store in a temporary directory. Each write transaction (``core.store.transaction.run_transaction``,
+on a SQLite store in a temporary directory. Each write transaction (``core.store.sqlite_backend.transaction.run_transaction``,
 the whole of a step's write; on aiosqlite's thread in code before the writer connection) is timed: per
 iteration, the encoding of the values (``Batch.encode``), the rest of the statements, the ``COMMIT`` (and the
 share of the slowest 1 % of commits: SQLite's automatic checkpoints), the CPU of the transactions, and the
@@ -37,8 +37,10 @@ from core.config import load_settings
 from core.engine import Engine
 from core.ports import NullReporter
 from core.redaction import Redactor
-from core.store import open_store, sqlite_batch, transaction
-from core.store import sqlite as sqlite_store
+from core.store import open_store
+from core.store.sqlite_backend import batch as sqlite_batch
+from core.store.sqlite_backend import store as sqlite_store
+from core.store.sqlite_backend import transaction
 
 
 class Timings:
@@ -83,7 +85,7 @@ def instrument(timings: Timings, profile: cProfile.Profile | None) -> None:
         return result
 
     transaction.run_transaction = run_transaction  # type: ignore[assignment]
-    writer_module = sys.modules.get("core.store.sqlite_writer")
+    writer_module = sys.modules.get("core.store.sqlite_backend.writer")
     if writer_module is not None:  # the code since the writer connection
         writer_module.run_transaction = run_transaction  # type: ignore[attr-defined]
     else:  # older code: every such write was one call on aiosqlite's thread

@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 
 from core.records import RunRecord
-from core.store import MemoryStore, claims, open_store
-from core.store.sqlite import CLAIMS_SUFFIX
+from core.store import MemoryStore, open_store
+from core.store.rows import claims
+from core.store.sqlite_backend.store import CLAIMS_SUFFIX
 from tests.cli_helpers import ROOT
 
 # A process that claims the runs named on its command line, says so, and waits (until killed).

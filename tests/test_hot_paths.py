@@ -47,7 +47,8 @@ from core.records import RunRecord, StepRecord, TraceEvent
 from core.redaction import MASK, Redactor
 from core.sandbox import BoundedSandbox
 from core.steps import Conversation, HitlStep, LoopStep
-from core.store import MemoryStore, codec, open_store, shared_lists, texts
+from core.store import MemoryStore, codec, open_store
+from core.store.rows import shared_lists, texts
 from core.templates import Expression, Template
 from core.testing import ScriptedHuman
 from core.usage import ZERO_USAGE, Usage

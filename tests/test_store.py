@@ -20,13 +20,15 @@ import aiosqlite
 import pytest
 
 import core.store
-import core.store.sqlite as sqlite_module
+import core.store.sqlite_backend.store as sqlite_module
 from core.context import ConversationTurn
 from core.errors import StoreError, StoreUnavailable
 from core.ports import RunStore
 from core.records import RunRecord, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
-from core.store import SCHEMA_VERSION, MemoryStore, SqliteStore, open_store, sqlite_batch, text_cache
-from core.store.migrations import MIGRATIONS
+from core.store import SCHEMA_VERSION, MemoryStore, SqliteStore, open_store
+from core.store.rows import text_cache
+from core.store.sqlite_backend import batch as sqlite_batch
+from core.store.sqlite_backend.migrations import MIGRATIONS
 from core.tokens import count_tokens
 from core.usage import Usage
 
@@ -603,7 +605,7 @@ async def test_sqlite_stores_a_long_turn_once_with_the_step_that_said_it(tmp_pat
 async def test_sqlite_inserts_a_new_text_of_a_run_it_created_without_looking_it_up(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A run this store created holds no text the store does not know (core/store/text_cache.py): a new
+    """A run this store created holds no text the store does not know (core/store/rows/text_cache.py): a new
     one is inserted at once; a known one is referred to; nothing is stored twice."""
     path = tmp_path / "flujo.db"
     looked_up: list[str] = []
@@ -824,7 +826,7 @@ async def test_a_store_another_process_created_while_this_one_looked_is_not_fore
     """Opening a new file races with another process creating the store in it: seen first without
     ``schema_migrations`` and then with the other process's tables, it is a flujo database, not another
     program's (eight processes starting on one new file hit this)."""
-    from core.store import migrations
+    from core.store.sqlite_backend import migrations
 
     path = tmp_path / "flujo.db"
     async with await open_store(str(path)):
@@ -840,7 +842,7 @@ async def test_sqlite_writes_a_step_on_the_loop_thread_without_a_hop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A step's write goes through the store's own connection on the event loop's thread
-    (core/store/sqlite_writer.py), not to aiosqlite's thread and back (docs/performance.md)."""
+    (core/store/sqlite_backend/writer.py), not to aiosqlite's thread and back (docs/performance.md)."""
     async with await open_store(str(tmp_path / "flujo.db")) as store:
         await store.create_run(run("r1"))
         hops = 0

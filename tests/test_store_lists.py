@@ -1,4 +1,4 @@
-"""Long lists of event payloads stored once per run (core/store/shared_lists.py and the stores using it):
+"""Long lists of event payloads stored once per run (core/store/rows/shared_lists.py and the stores using it):
 the prompt events of an unbounded history grow with the conversation, not with its square, and read back
 exactly as written, across pruning, copying between stores and stores written before lists were shared."""
 
@@ -26,9 +26,10 @@ from core.errors import StoreError
 from core.ports import NullReporter
 from core.records import RunRecord, StepRecord, TraceEvent
 from core.redaction import Redactor
-from core.store import codec, open_store, shared_lists, texts
-from core.store.shared_lists import ListMemory, Pending
-from core.store.transfer import copy_runs
+from core.store import codec, open_store
+from core.store.rows import shared_lists, texts
+from core.store.rows.shared_lists import ListMemory, Pending
+from core.store.rows.transfer import copy_runs
 from core.testing import ScriptedHuman
 
 DATA = Path(__file__).parent / "data" / "store"

@@ -20,8 +20,9 @@ from typing import Any
 from core.context import ConversationTurn
 from core.errors import StoreError
 from core.records import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
-from core.store import claims, codec, pruning
-from core.store.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
+from core.store import codec
+from core.store.rows import claims, pruning
+from core.store.rows.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
 from core.usage import Usage
 
 
@@ -129,7 +130,7 @@ class MemoryStore:
     async def prune_runs(
         self, *, created_before: float | None = None, keep: int | None = None, dry_run: bool = False
     ) -> PruneResult:
-        """Delete the runs ``core.store.pruning`` chooses, with their child runs; a claimed run is kept."""
+        """Delete the runs ``core.store.rows.pruning`` chooses, with their child runs; a claimed run is kept."""
         stored = [pruning.StoredRun(r.run_id, r.parent_run_id, r.created_at) for r in self._newest_first()]
         doomed = pruning.choose(stored, created_before=created_before, keep=keep)
         gone = [d for d in doomed if d.run_id not in self._claimed]

@@ -44,8 +44,8 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from core.engine import RunOutcome
-    from core.store.postgres import PostgresStore
-    from core.store.sqlite import SqliteStore
+    from core.store.postgres_backend.store import PostgresStore
+    from core.store.sqlite_backend.store import SqliteStore
 
     Store = SqliteStore | PostgresStore
 
@@ -241,7 +241,7 @@ class _Worker:
         from core.errors import RunError
         from core.redaction import Redactor
         from core.step_paths import StepPaths
-        from core.store.queue_rows import RUNNABLE
+        from core.store.rows.queue_rows import RUNNABLE
         from flujo_cli.answering import given_answers_taken
         from flujo_cli.commands.run import RunOverrides, _with_limits
         from flujo_cli.human import TerminalHuman
@@ -312,8 +312,8 @@ def work(
 async def _work(
     *, concurrency: int, until_idle: bool, grace_s: float, reconnect_for_s: float, state: str | None
 ) -> int:
-    from core.store.claims import process_label
-    from core.store.sqlite import SqliteStore
+    from core.store.rows.claims import process_label
+    from core.store.sqlite_backend.store import SqliteStore
     from flujo_cli.store_access import open_for, settings_with_state, where
 
     console = stderr()

@@ -11,8 +11,8 @@ Invariants:
 * A ``Batch`` lives for one transaction; the text and list ids it stores go to its ``Pending`` and become
   known to the store (``TextCache.commit``) only after COMMIT.
 * Values are stored as ``codec`` says (JSON, compressed when long); the long texts of every value are
-  stored once per run (``core.store.texts``); the long lists of event payloads too
-  (``core.store.shared_lists``).
+  stored once per run (``core.store.rows.texts``); the long lists of event payloads too
+  (``core.store.rows.shared_lists``).
 """
 
 from __future__ import annotations
@@ -23,10 +23,11 @@ from typing import Any
 
 from core.errors import StoreError
 from core.records import RunRecord, StepRecord, TraceEvent
-from core.store import codec, queue_rows, shared_lists, texts, thread_rows
-from core.store.lookup import NO_RUN_HINT
-from core.store.shared_lists import Pending
-from core.store.text_cache import TextCache
+from core.store import codec
+from core.store.rows import queue_rows, shared_lists, texts, thread_rows
+from core.store.rows.lookup import NO_RUN_HINT
+from core.store.rows.shared_lists import Pending
+from core.store.rows.text_cache import TextCache
 from core.usage import Usage
 
 _INSERT_RUN = f"INSERT INTO runs ({codec.RUN_COLUMNS}) VALUES ({', '.join('?' * len(codec.RUN_COLUMNS.split(',')))})"
