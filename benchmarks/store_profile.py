@@ -1,13 +1,13 @@
 """Time or profile the SQLite store's share of ``test_engine_iterations``: what runs on its connection's thread.
 
 ``python benchmarks/store_profile.py N [--rounds R] [--profile]``: the blueprint of
-``benchmarks/conversation_run.py`` (N iterations) compiled with ``load_pipeline``, a ``Redactor``, no terminal,
-on a SQLite store in a temporary directory. Each write transaction (``core.store.sqlite_backend.transaction.run_transaction``,
-the whole of a step's write; on aiosqlite's thread in code before the writer connection) is timed: per
-iteration, the encoding of the values (``Batch.encode``), the rest of the statements, the ``COMMIT`` (and the
-share of the slowest 1 % of commits: SQLite's automatic checkpoints), the CPU of the transactions, and the
-event loop thread's CPU. With
-``--profile``, a cProfile of the transactions of one run instead. After one warm-up run; docs/performance.md.
+``benchmarks/conversation_run.py`` (N iterations) compiled with ``load_pipeline``, a ``Redactor``, no
+terminal, on a SQLite store in a temporary directory. Each write transaction
+(``core.store.sqlite_backend.transaction.run_transaction``, the whole of a step's write; on aiosqlite's thread
+in code before the writer connection) is timed: per iteration, the encoding of the values (``Batch.encode``),
+the rest of the statements, the ``COMMIT`` (and the share of the slowest 1 % of commits: SQLite's automatic
+checkpoints), the CPU of the transactions, and the event loop thread's CPU. With ``--profile``, a cProfile of
+the transactions of one run instead. After one warm-up run; docs/performance.md.
 To compare two source trees, run the same file with ``PYTHONPATH`` pointing at each (it imports flujo from
 ``sys.path``).
 """

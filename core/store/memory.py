@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
+import core.store.codec as codec
 from core.context import ConversationTurn
 from core.errors import StoreError
 from core.records import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
-from core.store import codec
 from core.store.rows import claims, pruning
 from core.store.rows.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
 from core.usage import Usage

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from core.store import codec
+import core.store.codec as codec
 from core.store.rows import shared_lists, texts
 from core.store.rows.shared_lists import Pending
 from core.store.rows.text_cache import TextCache

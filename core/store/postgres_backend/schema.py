@@ -137,7 +137,8 @@ PG_MIGRATIONS: tuple[tuple[str, Sequence[LiteralString]], ...] = (
             "CREATE INDEX queue_by_thread ON queue(thread, seq)",
         ),
     ),
-    # No table changes: event payloads may refer to lists stored once (see m008 in core.store.sqlite_backend.migrations).
+    # No table changes: event payloads may refer to lists stored once (see m008 in
+    # core.store.sqlite_backend.migrations).
     ("m008_shared_lists", ()),
     ("m009_thread_turn_text", ("ALTER TABLE thread_turns ADD COLUMN shown TEXT",)),
 )

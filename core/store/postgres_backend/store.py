@@ -50,11 +50,11 @@ from typing import Any, LiteralString
 import psycopg
 from psycopg_pool import AsyncConnectionPool
 
+import core.store.codec as codec
 from core.config import PostgresSettings
 from core.context import ConversationTurn
 from core.errors import StoreError, StoreUnavailable
 from core.records import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
-from core.store import codec
 from core.store.location import describe, password
 from core.store.postgres_backend import encoding as pg_encoding
 from core.store.postgres_backend.errors import store_error

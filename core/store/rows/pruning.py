@@ -19,8 +19,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import core.store.codec as codec
 from core.errors import StoreError
-from core.store import codec
 
 
 @dataclass(frozen=True)

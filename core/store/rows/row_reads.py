@@ -13,8 +13,8 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+import core.store.codec as codec
 from core.records import RunRecord, StepRecord, ThreadTurn, TraceEvent
-from core.store import codec
 from core.store.rows import shared_lists, thread_rows
 from core.store.rows.shared_lists import Fetch
 

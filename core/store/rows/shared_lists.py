@@ -26,8 +26,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import core.store.codec as codec
 from core.errors import StoreError
-from core.store import codec
 from core.store.rows import texts
 from core.views import ATOMIC, NOT_TEXT
 

@@ -21,9 +21,9 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import core.store.codec as codec
 from core.errors import StoreError
 from core.records import RunRecord, StepRecord, TraceEvent
-from core.store import codec
 from core.store.rows import queue_rows, shared_lists, texts, thread_rows
 from core.store.rows.lookup import NO_RUN_HINT
 from core.store.rows.shared_lists import Pending

@@ -27,8 +27,8 @@ Invariants:
   ``BEGIN IMMEDIATE`` again after each busy timeout. A lock still held then is ``StoreUnavailable``, and
   from then on the store refuses every write at once (``reconnect`` ends that): a run in hand stops as its
   last commit left it, nothing of it recorded as failed.
-* sqlite3 errors become ``StoreError`` in one place, ``core.store.sqlite_backend.files.store_error``, with one line and a
-  hint.
+* sqlite3 errors become ``StoreError`` in one place, ``core.store.sqlite_backend.files.store_error``, with one
+  line and a hint.
 
 The module is longer than most (about 520 lines) because ``SqliteStore`` owns the connection, its lock and
 the text cache, and every method is a transaction over them; the writes of values, the reading of records,
@@ -49,10 +49,11 @@ from typing import Any, Literal
 
 import aiosqlite
 
+import core.store.codec as codec
 from core.context import ConversationTurn
 from core.errors import StoreError, StoreUnavailable
 from core.records import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
-from core.store import codec, location
+from core.store.location import ELSEWHERE_HINT, describe
 from core.store.rows import claims, pruning, queue_rows, row_reads, thread_rows
 from core.store.rows.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
 from core.store.rows.shared_lists import Pending
@@ -121,8 +122,8 @@ class SqliteStore:
             files.make_parent(Path(self.path))
         elif not in_memory and not Path(self.path).is_file():
             raise StoreError(
-                f"there is no run store at {location.describe(self.path)}",
-                hint=f"flujo run creates it; or {location.ELSEWHERE_HINT}",
+                f"there is no run store at {describe(self.path)}",
+                hint=f"flujo run creates it; or {ELSEWHERE_HINT}",
             )
         with self._translated("open the run store"):
             target, uri = (
@@ -138,8 +139,8 @@ class SqliteStore:
                     # says so rather than showing an empty store, and never writes a schema into it; the first
                     # writer (mode "create") makes it a store.
                     raise StoreError(
-                        f"{location.describe(self.path)} is not a flujo store yet ({files.emptiness(self.path)})",
-                        hint=f"flujo run makes it one; or {location.ELSEWHERE_HINT}",
+                        f"{describe(self.path)} is not a flujo store yet ({files.emptiness(self.path)})",
+                        hint=f"flujo run makes it one; or {ELSEWHERE_HINT}",
                     )
                 if self.mode != "read":
                     await refuse_foreign(db, label=self.path)  # before WAL mode, which would change its files
