@@ -111,7 +111,7 @@ def test_asking_never_drops_a_claim_of_the_asking_process(tmp_path: Path) -> Non
     assert claims.claim(lock, "mine")
     try:
         assert claims.held(lock, ["mine", "free"]) == {"mine"}
-        claim = "import sys; from core.store import claims; print(claims.claim(*sys.argv[1:]))"
+        claim = "import sys; from core.store.rows import claims; print(claims.claim(*sys.argv[1:]))"
         other = subprocess.run(
             [sys.executable, "-c", claim, lock, "mine"],
             capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True,
