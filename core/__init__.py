@@ -52,7 +52,7 @@ if TYPE_CHECKING:
         Reporter,
         RunStore,
     )
-    from core.records import PruneResult, RunRecord, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
+    from core.records import PruneResult, RunRecord, RunUpdate, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
     from core.steps import (
         AgentStep,
         ConditionalStep,
@@ -117,6 +117,7 @@ _WHERE = {
     "RunError": "core.errors",
     "RunOutcome": "core.engine",
     "RunRecord": "core.records",
+    "RunUpdate": "core.records",
     "RunStore": "core.ports",
     "SourcePosition": "core.errors",
     "Step": "core.steps",
@@ -182,6 +183,7 @@ __all__ = [
     "RunOutcome",
     "RunRecord",
     "RunStore",
+    "RunUpdate",
     "SourcePosition",
     "Step",
     "StepFailed",

@@ -27,7 +27,7 @@ from core.errors import Abort, FlujoError, LimitReached, Pause, ResumeRefused, R
 from core.policies.dispatch import run_steps
 from core.policies.frame import Frame
 from core.ports import HumanInput, HumanQuestion, NullReporter, Reporter, RunStore
-from core.records import RunRecord, RunStatus
+from core.records import RunRecord, RunStatus, RunUpdate
 from core.redaction import Redactor
 from core.steps import Pipeline
 from core.store.codec import normalize
@@ -173,7 +173,7 @@ class Engine:
             record = await self.store.get_run(full_id)
             assert record is not None
             _check_resumable(record, pipeline, force=force)
-            await self.store.update_run(full_id, status="running", options=options)
+            await self.store.update_run(full_id, RunUpdate(status="running", options=options))
             return await self._execute(pipeline, record, journal_from_store=True)
         finally:
             if not claimed:
@@ -207,19 +207,21 @@ class Engine:
         except asyncio.CancelledError:  # Ctrl-C (or a caller's cancel) outside a prompt: keep what was said
             if thread is not None:
                 await self.store.record_thread_turns(run_id, ctx.thread_turns)
-            await self.store.update_run(run_id, status="interrupted", usage=frame.usage)
+            await self.store.update_run(run_id, RunUpdate(status="interrupted", usage=frame.usage))
             raise
         if thread is not None:  # before the status: a run that ends "completed" has its turns stored
             await self.store.record_thread_turns(run_id, ctx.thread_turns)
         await self.store.update_run(
             run_id,
-            status=outcome.status,
-            output=outcome.output,
-            error=outcome.error.message if outcome.error is not None else outcome.detail,
-            usage=frame.usage,
-            pause_path=outcome.pause.path if outcome.pause is not None else None,
-            pause_message=outcome.pause.message if outcome.pause is not None else None,
-            finished_at=None if outcome.status == "paused" else time.time(),
+            RunUpdate(
+                status=outcome.status,
+                output=outcome.output,
+                error=outcome.error.message if outcome.error is not None else outcome.detail,
+                usage=frame.usage,
+                pause_path=outcome.pause.path if outcome.pause is not None else None,
+                pause_message=outcome.pause.message if outcome.pause is not None else None,
+                finished_at=None if outcome.status == "paused" else time.time(),
+            ),
         )  # if the store itself is what broke, this raises and the caller sees the store's error
         return replace(outcome, replayed=frame.replays)
 

@@ -15,7 +15,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from core.context import ConversationTurn
-from core.records import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
+from core.records import (
+    PruneResult,
+    RunRecord,
+    RunStatus,
+    RunUpdate,
+    StepRecord,
+    ThreadSummary,
+    ThreadTurn,
+    TraceEvent,
+)
 from core.usage import ZERO_USAGE, Usage
 
 ChatRole = Literal["system", "user", "assistant"]
@@ -216,19 +225,9 @@ class RunStore(Protocol):
 
     async def record_events(self, run_id: str, events: Sequence[TraceEvent]) -> None: ...
 
-    async def update_run(
-        self,
-        run_id: str,
-        *,
-        status: RunStatus,
-        output: Any = None,
-        error: str | None = None,
-        usage: Usage | None = None,
-        pause_path: str | None = None,
-        pause_message: str | None = None,
-        finished_at: float | None = None,
-        options: dict[str, Any] | None = None,
-    ) -> None: ...
+    async def update_run(self, run_id: str, update: RunUpdate) -> None:
+        """Change run ``run_id`` as ``update`` says; StoreError when there is no such run."""
+        ...
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         """The run whose id is ``run_id`` or starts with it; StoreError when a prefix is ambiguous."""

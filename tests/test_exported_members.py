@@ -15,7 +15,8 @@ def test_core_exports() -> None:
         "HumanQuestion", "LimitReached", "Limits", "LoopStep", "MapStep", "NoHuman", "NullReporter",
         "OutputMapping", "OutputRepair", "ParallelStep", "Pause", "Pipeline", "ProviderError", "ProviderUnreachable",
         "PruneResult", "Dependency", "EnsembleStep", "Participant", "ReplyCutOff",
-        "Reporter", "ResumeRefused", "RunContext", "RunError", "RunOutcome", "RunRecord", "RunStore", "SourcePosition",
+        "Reporter", "ResumeRefused", "RunContext", "RunError", "RunOutcome", "RunRecord", "RunStore", "RunUpdate",
+        "SourcePosition",
         "Step", "StepFailed", "StepRecord", "StoreError", "StoreUnavailable", "Template", "TemplateError",
         "TemplateSyntax", "ThreadSummary", "ThreadTurn", "TraceEvent", "Usage", "WorkflowStep", "new_run_id",
     }  # fmt: skip

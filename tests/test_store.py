@@ -24,7 +24,7 @@ import core.store.sqlite_backend.store as sqlite_module
 from core.context import ConversationTurn
 from core.errors import StoreError, StoreUnavailable
 from core.ports import RunStore
-from core.records import RunRecord, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
+from core.records import RunRecord, RunUpdate, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
 from core.store import SCHEMA_VERSION, MemoryStore, SqliteStore, open_store
 from core.store.rows import text_cache
 from core.store.sqlite_backend import batch as sqlite_batch
@@ -92,10 +92,10 @@ async def test_a_run_round_trips_every_field(store: RunStore) -> None:
     )
     await store.create_run(record)
     assert await store.get_run("r1") == record
-    await store.update_run("r1", status="running", options={"max_tokens": 900})
+    await store.update_run("r1", RunUpdate(status="running", options={"max_tokens": 900}))
     updated = await store.get_run("r1")
     assert updated is not None and updated.options == {"max_tokens": 900}
-    await store.update_run("r1", status="paused")  # options given as None leave them as they are
+    await store.update_run("r1", RunUpdate(status="paused"))  # options given as None leave them as they are
     again = await store.get_run("r1")
     assert again is not None and again.options == {"max_tokens": 900}
 
@@ -116,7 +116,7 @@ async def test_creating_a_run_twice_is_an_error(store: RunStore) -> None:
 
 async def test_update_run_sets_given_fields_and_keeps_the_others(store: RunStore) -> None:
     await store.create_run(run("r1", input="hi"))
-    await store.update_run("r1", status="paused", output={"draft": 1}, pause_path="2", pause_message="ok?")
+    await store.update_run("r1", RunUpdate(status="paused", output={"draft": 1}, pause_path="2", pause_message="ok?"))
     paused = await store.get_run("r1")
     assert paused is not None
     assert (paused.status, paused.output, paused.pause_path, paused.pause_message) == (
@@ -127,7 +127,7 @@ async def test_update_run_sets_given_fields_and_keeps_the_others(store: RunStore
     )
 
     usage = Usage(input_tokens=3, output_tokens=4, requests=1, cost_usd=0.25)
-    await store.update_run("r1", status="completed", usage=usage, finished_at=1500.0)
+    await store.update_run("r1", RunUpdate(status="completed", usage=usage, finished_at=1500.0))
     done = await store.get_run("r1")
     assert done is not None
     assert done.status == "completed"
@@ -141,7 +141,7 @@ async def test_update_run_sets_given_fields_and_keeps_the_others(store: RunStore
 
 async def test_updating_an_unknown_run_is_an_error(store: RunStore) -> None:
     with pytest.raises(StoreError, match="no run nope"):
-        await store.update_run("nope", status="failed")
+        await store.update_run("nope", RunUpdate(status="failed"))
 
 
 async def test_list_runs_newest_first_with_limit_and_status(store: RunStore) -> None:
@@ -149,7 +149,7 @@ async def test_list_runs_newest_first_with_limit_and_status(store: RunStore) -> 
     await store.create_run(run("new", created_at=3.0))
     await store.create_run(run("mid", created_at=2.0))
     await store.create_run(run("mid-too", created_at=2.0))  # same time: the later insert is newer
-    await store.update_run("mid", status="failed", error="boom")
+    await store.update_run("mid", RunUpdate(status="failed", error="boom"))
 
     assert [r.run_id for r in await store.list_runs()] == ["new", "mid-too", "mid", "old"]
     assert [r.run_id for r in await store.list_runs(limit=2)] == ["new", "mid-too"]
@@ -417,7 +417,7 @@ async def test_list_runs_of_a_thread(store: RunStore) -> None:
     await store.create_run(run("t1", created_at=1.0, thread="trip"))
     await store.create_run(run("w1", created_at=2.0, thread="work"))
     await store.create_run(run("t2", created_at=3.0, thread="trip"))
-    await store.update_run("t2", status="completed")
+    await store.update_run("t2", RunUpdate(status="completed"))
     assert [r.run_id for r in await store.list_runs(thread="trip")] == ["t2", "t1"]
     assert [r.run_id for r in await store.list_runs(thread="trip", status="running")] == ["t1"]
     assert await store.list_runs(thread="nobody") == []
@@ -524,7 +524,7 @@ async def test_sqlite_data_survives_close_and_reopen(tmp_path: Path) -> None:
     store = await open_store(uri)
     await store.create_run(run("r1", input="ñ"))
     await store.record_step(step("r1", "0", output=[1]), [event("0", text="ok")])
-    await store.update_run("r1", status="completed", output=[1])
+    await store.update_run("r1", RunUpdate(status="completed", output=[1]))
     await store.close()
     await store.close()  # closing twice is harmless
 
@@ -769,7 +769,7 @@ async def test_open_store_rejects_other_uris(tmp_path: Path) -> None:
 
 _WRITER = """
 import asyncio, sys, time
-from core.records import RunRecord, StepRecord, TraceEvent
+from core.records import RunRecord, RunUpdate, StepRecord, TraceEvent
 from core.store import open_store
 
 async def main(path: str, worker: int, start_at: float) -> None:
@@ -784,7 +784,7 @@ async def main(path: str, worker: int, start_at: float) -> None:
                       TraceEvent("agent.reply", str(i), {"text": f"reply {i}"}, time.time())]
             await store.record_step(StepRecord(run_id=run_id, path=str(i), name=f"s{i}", kind="agent",
                                                status="completed", output={"i": i}), events)
-        await store.update_run(run_id, status="completed", finished_at=time.time())
+        await store.update_run(run_id, RunUpdate(status="completed", finished_at=time.time()))
     finally:
         await store.close()
 

@@ -24,7 +24,7 @@ from core.config import load_settings
 from core.engine import Engine
 from core.errors import StoreError
 from core.ports import NullReporter
-from core.records import RunRecord, StepRecord, TraceEvent
+from core.records import RunRecord, RunUpdate, StepRecord, TraceEvent
 from core.redaction import Redactor
 from core.store import codec, open_store
 from core.store.rows import shared_lists, texts
@@ -212,7 +212,7 @@ async def test_pruning_a_run_leaves_the_lists_of_the_others_whole(tmp_path: Path
     async with await open_store(str(path)) as store:
         await _conversation(store, "old", 12)
         kept = await _conversation(store, "new", 12)
-        await store.update_run("old", status="completed", finished_at=1.0)
+        await store.update_run("old", RunUpdate(status="completed", finished_at=1.0))
         result = await store.prune_runs(keep=1)
         assert result.deleted == ("old",)
         await store.record_step(_step("new", 12), [TraceEvent("agent.prompt", "z", prompt(12), 3.0)])

@@ -15,15 +15,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Any
 
 import core.store.codec as codec
 from core.context import ConversationTurn
 from core.errors import StoreError
-from core.records import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
+from core.records import PruneResult, RunRecord, RunStatus, RunUpdate, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
 from core.store.rows import claims, pruning
 from core.store.rows.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
-from core.usage import Usage
 
 
 class MemoryStore:
@@ -71,32 +69,20 @@ class MemoryStore:
         self._require(run_id, f"record events of run {run_id}")
         self._events[run_id].extend(_fresh_event(e) for e in events)
 
-    async def update_run(
-        self,
-        run_id: str,
-        *,
-        status: RunStatus,
-        output: Any = None,
-        error: str | None = None,
-        usage: Usage | None = None,
-        pause_path: str | None = None,
-        pause_message: str | None = None,
-        finished_at: float | None = None,
-        options: dict[str, Any] | None = None,
-    ) -> None:
+    async def update_run(self, run_id: str, update: RunUpdate) -> None:
         run = self._runs.get(run_id)
         if run is None:
             raise StoreError(f"no run {run_id} to update", hint="create the run first")
         self._runs[run_id] = dataclasses.replace(
             run,
-            status=status,
-            output=run.output if output is None else codec.normalize(output),
-            error=run.error if error is None else error,
-            usage=run.usage if usage is None else usage,
-            finished_at=run.finished_at if finished_at is None else finished_at,
-            pause_path=pause_path,
-            pause_message=pause_message,
-            options=run.options if options is None else codec.normalize(options),
+            status=update.status,
+            output=run.output if update.output is None else codec.normalize(update.output),
+            error=run.error if update.error is None else update.error,
+            usage=run.usage if update.usage is None else update.usage,
+            finished_at=run.finished_at if update.finished_at is None else update.finished_at,
+            pause_path=update.pause_path,
+            pause_message=update.pause_message,
+            options=run.options if update.options is None else codec.normalize(update.options),
         )
 
     async def get_run(self, run_id: str) -> RunRecord | None:

@@ -197,6 +197,7 @@ class _Worker:
             await self.store.release_run(run_id)
 
     async def _settle(self, run_id: str, started: float) -> None:
+        from core import RunUpdate
         from core.errors import FlujoError
 
         try:
@@ -210,7 +211,7 @@ class _Worker:
             if self.lost is not None:  # given up: the store refuses writes, the run stays as it was
                 raise self.lost from None
             if run_id in self.cancelled:
-                await self.store.update_run(run_id, status="cancelled", finished_at=time.time())
+                await self.store.update_run(run_id, RunUpdate(status="cancelled", finished_at=time.time()))
                 await self.store.leave_queued(run_id)
                 self._report(run_id, "cancelled", "", started)
             else:  # resumable: back to the queue, for this worker or another
@@ -220,7 +221,7 @@ class _Worker:
             raise
         except Exception as exc:  # the blueprint is gone or changed, an agent cannot be built (or a bug): failed
             message = exc.message if isinstance(exc, FlujoError) else f"unexpected {type(exc).__name__}: {exc}"
-            await self.store.update_run(run_id, status="failed", error=message, finished_at=time.time())
+            await self.store.update_run(run_id, RunUpdate(status="failed", error=message, finished_at=time.time()))
             await self.store.leave_queued(run_id)
             self._report(run_id, "failed", message, started)
         else:

@@ -54,7 +54,7 @@ import core.store.codec as codec
 from core.config import PostgresSettings
 from core.context import ConversationTurn
 from core.errors import StoreError, StoreUnavailable
-from core.records import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
+from core.records import PruneResult, RunRecord, RunStatus, RunUpdate, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
 from core.store.location import describe, password
 from core.store.postgres_backend import encoding as pg_encoding
 from core.store.postgres_backend.errors import store_error
@@ -64,7 +64,6 @@ from core.store.rows.claims import process_label, thread_key
 from core.store.rows.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
 from core.store.rows.shared_lists import Pending
 from core.store.rows.text_cache import TextCache
-from core.usage import Usage
 
 Connection = psycopg.AsyncConnection[tuple[Any, ...]]
 
@@ -241,31 +240,10 @@ class PostgresStore:
             payloads = await self._encode(db, run_id, _payloads(events), payloads_from=0)
             await _insert_events(db, run_id, events, payloads)
 
-    async def update_run(
-        self,
-        run_id: str,
-        *,
-        status: RunStatus,
-        output: Any = None,
-        error: str | None = None,
-        usage: Usage | None = None,
-        pause_path: str | None = None,
-        pause_message: str | None = None,
-        finished_at: float | None = None,
-        options: dict[str, Any] | None = None,
-    ) -> None:
+    async def update_run(self, run_id: str, update: RunUpdate) -> None:
         async with self._write(f"update run {run_id}") as db:
-            [encoded_output] = await self._encode(db, run_id, [output])
-            values = codec.update_row(
-                status=status,
-                output=encoded_output,
-                error=error,
-                usage=usage,
-                finished_at=finished_at,
-                pause_path=pause_path,
-                pause_message=pause_message,
-                options=options,
-            )
+            [encoded_output] = await self._encode(db, run_id, [update.output])
+            values = codec.update_row(update, encoded_output)
             cursor = await db.execute(_UPDATE_RUN, (*values, run_id))
             if await cursor.fetchone() is None:
                 raise StoreError(f"no run {run_id} to update", hint="create the run first")

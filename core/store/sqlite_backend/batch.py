@@ -23,12 +23,11 @@ from typing import Any
 
 import core.store.codec as codec
 from core.errors import StoreError
-from core.records import RunRecord, StepRecord, TraceEvent
+from core.records import RunRecord, RunUpdate, StepRecord, TraceEvent
 from core.store.rows import queue_rows, shared_lists, texts, thread_rows
 from core.store.rows.lookup import NO_RUN_HINT
 from core.store.rows.shared_lists import Pending
 from core.store.rows.text_cache import TextCache
-from core.usage import Usage
 
 _INSERT_RUN = f"INSERT INTO runs ({codec.RUN_COLUMNS}) VALUES ({', '.join('?' * len(codec.RUN_COLUMNS.split(',')))})"
 _REPLACE_STEP = (
@@ -71,30 +70,9 @@ class Batch:
     def record_events(self, run_id: str, events: Sequence[TraceEvent]) -> None:
         self._insert_events(run_id, events, self.encode(run_id, _payloads(events), payloads_from=0))
 
-    def update_run(
-        self,
-        run_id: str,
-        *,
-        status: str,
-        output: Any,
-        error: str | None,
-        usage: Usage | None,
-        pause_path: str | None,
-        pause_message: str | None,
-        finished_at: float | None,
-        options: dict[str, Any] | None,
-    ) -> None:
-        [encoded_output] = self.encode(run_id, [output])
-        values = codec.update_row(
-            status=status,
-            output=encoded_output,
-            error=error,
-            usage=usage,
-            finished_at=finished_at,
-            pause_path=pause_path,
-            pause_message=pause_message,
-            options=options,
-        )
+    def update_run(self, run_id: str, update: RunUpdate) -> None:
+        [encoded_output] = self.encode(run_id, [update.output])
+        values = codec.update_row(update, encoded_output)
         cursor = self._conn.execute(_UPDATE_RUN, (*values, run_id))
         if cursor.rowcount == 0:
             raise StoreError(f"no run {run_id} to update", hint="create the run first")

@@ -52,7 +52,7 @@ import aiosqlite
 import core.store.codec as codec
 from core.context import ConversationTurn
 from core.errors import StoreError, StoreUnavailable
-from core.records import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
+from core.records import PruneResult, RunRecord, RunStatus, RunUpdate, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
 from core.store.location import ELSEWHERE_HINT, describe
 from core.store.rows import claims, pruning, queue_rows, row_reads, thread_rows
 from core.store.rows.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
@@ -63,7 +63,6 @@ from core.store.sqlite_backend.batch import Batch
 from core.store.sqlite_backend.migrations import has_tables, migrate, refuse_foreign
 from core.store.sqlite_backend.transaction import immediate, in_one_call
 from core.store.sqlite_backend.writer import Writer
-from core.usage import Usage
 
 _CHUNK = 500  # ids per "IN (...)" query, well under SQLite's limit on parameters
 
@@ -88,10 +87,9 @@ class SqliteStore:
     """A ``RunStore`` in the SQLite file ``path`` (``":memory:"`` for a private in-memory database).
 
     Open it with ``await store.open()`` or ``async with SqliteStore(path) as store:``; ``open_store``
-    does the former from a state URI. ``update_run`` always sets ``status``, ``pause_path`` and
-    ``pause_message`` (a run that is not paused has no pause point) and leaves ``output``, ``error``,
-    ``usage`` and ``finished_at`` unchanged when they are None. ``get_run`` takes a full id or a unique
-    prefix; the other reads take a full id.
+    does the former from a state URI. ``update_run`` changes what its ``RunUpdate`` says (None leaves a
+    value as it is, but for the pause point). ``get_run`` takes a full id or a unique prefix; the other reads
+    take a full id.
 
     ``mode`` (``OpenMode``): ``create`` (the default) creates the file, its directory and the schema as
     needed; ``existing`` and ``read`` never create the file (a missing one is a ``StoreError``), nor make a
@@ -205,33 +203,8 @@ class SqliteStore:
     async def record_events(self, run_id: str, events: Sequence[TraceEvent]) -> None:
         await self._in_one_call(f"record events of run {run_id}", lambda batch: batch.record_events(run_id, events))
 
-    async def update_run(
-        self,
-        run_id: str,
-        *,
-        status: RunStatus,
-        output: Any = None,
-        error: str | None = None,
-        usage: Usage | None = None,
-        pause_path: str | None = None,
-        pause_message: str | None = None,
-        finished_at: float | None = None,
-        options: dict[str, Any] | None = None,
-    ) -> None:
-        await self._in_one_call(
-            f"update run {run_id}",
-            lambda batch: batch.update_run(
-                run_id,
-                status=status,
-                output=output,
-                error=error,
-                usage=usage,
-                pause_path=pause_path,
-                pause_message=pause_message,
-                finished_at=finished_at,
-                options=options,
-            ),
-        )
+    async def update_run(self, run_id: str, update: RunUpdate) -> None:
+        await self._in_one_call(f"update run {run_id}", lambda batch: batch.update_run(run_id, update))
 
     async def claim_run(self, run_id: str) -> bool:
         """Claim ``run_id`` for this process (``core.store.rows.claims``) and record it as the run's owner."""
