@@ -1,13 +1,13 @@
 """Time or profile the SQLite store's share of ``test_engine_iterations``: what runs on its connection's thread.
 
 ``python benchmarks/store_profile.py N [--rounds R] [--profile]``: the blueprint of
-``benchmarks/conversation_run.py`` (N iterations) compiled with ``load_pipeline``, a ``Redactor``, no terminal,
-on a SQLite store in a temporary directory. Each write transaction (``core.store.transaction.run_transaction``,
-the whole of a step's write; on aiosqlite's thread in code before the writer connection) is timed: per
-iteration, the encoding of the values (``Batch.encode``), the rest of the statements, the ``COMMIT`` (and the
-share of the slowest 1 % of commits: SQLite's automatic checkpoints), the CPU of the transactions, and the
-event loop thread's CPU. With
-``--profile``, a cProfile of the transactions of one run instead. After one warm-up run; docs/performance.md.
+``benchmarks/conversation_run.py`` (N iterations) compiled with ``load_pipeline``, a ``Redactor``, no
+terminal, on a SQLite store in a temporary directory. Each write transaction
+(``core.store.sqlite_backend.transaction.run_transaction``, the whole of a step's write; on aiosqlite's thread
+in code before the writer connection) is timed: per iteration, the encoding of the values (``Batch.encode``),
+the rest of the statements, the ``COMMIT`` (and the share of the slowest 1 % of commits: SQLite's automatic
+checkpoints), the CPU of the transactions, and the event loop thread's CPU. With ``--profile``, a cProfile of
+the transactions of one run instead. After one warm-up run; docs/performance.md.
 To compare two source trees, run the same file with ``PYTHONPATH`` pointing at each (it imports flujo from
 ``sys.path``).
 """
@@ -36,8 +36,10 @@ from blueprints import load_pipeline
 from core.engine import Engine
 from core.ports import NullReporter
 from core.settings.config import load_settings
-from core.store import open_store, sqlite_batch, transaction
-from core.store import sqlite as sqlite_store
+from core.store import open_store
+from core.store.sqlite_backend import batch as sqlite_batch
+from core.store.sqlite_backend import store as sqlite_store
+from core.store.sqlite_backend import transaction
 from core.text.redaction import Redactor
 
 
@@ -83,7 +85,7 @@ def instrument(timings: Timings, profile: cProfile.Profile | None) -> None:
         return result
 
     transaction.run_transaction = run_transaction  # type: ignore[assignment]
-    writer_module = sys.modules.get("core.store.sqlite_writer")
+    writer_module = sys.modules.get("core.store.sqlite_backend.writer")
     if writer_module is not None:  # the code since the writer connection
         writer_module.run_transaction = run_transaction  # type: ignore[attr-defined]
     else:  # older code: every such write was one call on aiosqlite's thread

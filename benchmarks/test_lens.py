@@ -28,7 +28,7 @@ from pytest_benchmark.fixture import BenchmarkFixture
 from rich.console import Console
 
 from benchmarks.sizes import size
-from core.model.records import RunRecord, StepRecord, TraceEvent
+from core.model.records import RunRecord, RunUpdate, StepRecord, TraceEvent
 from core.store import open_store
 from core.text.redaction import Redactor
 from lens import Expansion, RunNode, build_tree, load_run, load_tree, trace_view, walk
@@ -78,7 +78,7 @@ async def _write(path: Path) -> None:
                        duration_s=ts - 1000.0),
             [TraceEvent("loop.exit", "chat", {"reason": "max_loops", "iterations": ITERATIONS}, ts + 0.005)],
         )  # fmt: skip
-        await store.update_run(RUN, status="completed", output="done", finished_at=ts + 0.01)
+        await store.update_run(RUN, RunUpdate(status="completed", output="done", finished_at=ts + 0.01))
 
 
 @pytest.fixture(scope="session")

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
         StoreUnavailable,
         TemplateError,
     )
-    from core.model.records import PruneResult, RunRecord, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
+    from core.model.records import PruneResult, RunRecord, RunUpdate, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
     from core.model.usage import Usage
     from core.ports import Agent, HumanInput, NullReporter, Reporter, RunStore
     from core.steps.kinds import (
@@ -114,6 +114,7 @@ _WHERE = {
     "RunError": "core.model.errors",
     "RunOutcome": "core.engine",
     "RunRecord": "core.model.records",
+    "RunUpdate": "core.model.records",
     "RunStore": "core.ports",
     "SourcePosition": "core.model.errors",
     "Step": "core.steps.kinds",
@@ -181,6 +182,7 @@ __all__ = [
     "RunOutcome",
     "RunRecord",
     "RunStore",
+    "RunUpdate",
     "SourcePosition",
     "Step",
     "StepFailed",

@@ -26,7 +26,7 @@ from core.conversation import bind_thread, check_thread
 from core.model.calls import HumanQuestion
 from core.model.codec import normalize
 from core.model.errors import Abort, FlujoError, LimitReached, Pause, ResumeRefused, RunError, StoreUnavailable
-from core.model.records import RunRecord, RunStatus
+from core.model.records import RunRecord, RunStatus, RunUpdate
 from core.model.usage import ZERO_USAGE, Usage
 from core.policies.dispatch import run_steps
 from core.policies.frame import Frame
@@ -174,7 +174,7 @@ class Engine:
             record = await self.store.get_run(full_id)
             assert record is not None
             _check_resumable(record, pipeline, force=force)
-            await self.store.update_run(full_id, status="running", options=options)
+            await self.store.update_run(full_id, RunUpdate(status="running", options=options))
             return await self._execute(pipeline, record, journal_from_store=True)
         finally:
             if not claimed:
@@ -208,19 +208,21 @@ class Engine:
         except asyncio.CancelledError:  # Ctrl-C (or a caller's cancel) outside a prompt: keep what was said
             if thread is not None:
                 await self.store.record_thread_turns(run_id, ctx.thread_turns)
-            await self.store.update_run(run_id, status="interrupted", usage=frame.usage)
+            await self.store.update_run(run_id, RunUpdate(status="interrupted", usage=frame.usage))
             raise
         if thread is not None:  # before the status: a run that ends "completed" has its turns stored
             await self.store.record_thread_turns(run_id, ctx.thread_turns)
         await self.store.update_run(
             run_id,
-            status=outcome.status,
-            output=outcome.output,
-            error=outcome.error.message if outcome.error is not None else outcome.detail,
-            usage=frame.usage,
-            pause_path=outcome.pause.path if outcome.pause is not None else None,
-            pause_message=outcome.pause.message if outcome.pause is not None else None,
-            finished_at=None if outcome.status == "paused" else time.time(),
+            RunUpdate(
+                status=outcome.status,
+                output=outcome.output,
+                error=outcome.error.message if outcome.error is not None else outcome.detail,
+                usage=frame.usage,
+                pause_path=outcome.pause.path if outcome.pause is not None else None,
+                pause_message=outcome.pause.message if outcome.pause is not None else None,
+                finished_at=None if outcome.status == "paused" else time.time(),
+            ),
         )  # if the store itself is what broke, this raises and the caller sees the store's error
         return replace(outcome, replayed=frame.replays)
 

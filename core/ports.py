@@ -17,8 +17,16 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from core.model.calls import Activity, AgentCall, AgentReply, ChatMessage, HumanQuestion
-from core.model.records import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
-from core.model.usage import Usage
+from core.model.records import (
+    PruneResult,
+    RunRecord,
+    RunStatus,
+    RunUpdate,
+    StepRecord,
+    ThreadSummary,
+    ThreadTurn,
+    TraceEvent,
+)
 from core.text.turns import ConversationTurn
 
 
@@ -122,19 +130,9 @@ class RunStore(Protocol):
 
     async def record_events(self, run_id: str, events: Sequence[TraceEvent]) -> None: ...
 
-    async def update_run(
-        self,
-        run_id: str,
-        *,
-        status: RunStatus,
-        output: Any = None,
-        error: str | None = None,
-        usage: Usage | None = None,
-        pause_path: str | None = None,
-        pause_message: str | None = None,
-        finished_at: float | None = None,
-        options: dict[str, Any] | None = None,
-    ) -> None: ...
+    async def update_run(self, run_id: str, update: RunUpdate) -> None:
+        """Change run ``run_id`` as ``update`` says; StoreError when there is no such run."""
+        ...
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         """The run whose id is ``run_id`` or starts with it; StoreError when a prefix is ambiguous."""

@@ -4,7 +4,7 @@ thread's claim, and for a resume, the run's own claim taken before the engine st
 Invariants:
 
 * Runs of one thread never execute at once, whoever executes them (this command or ``flujo worker``): a
-  run of a thread executes only under the thread's claim (``core.store.claims.thread_key``). When another
+  run of a thread executes only under the thread's claim (``core.store.rows.claims.thread_key``). When another
   live process holds it, the run is refused before anything is stored or executed — one line naming the
   run that holds the thread, exit code 1 — rather than left waiting for a run that may be waiting for a
   person itself. A worker passes over a queued run whose thread is held, and takes it later.
@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from core.model.records import RunRecord
-    from core.store.postgres import PostgresStore
-    from core.store.sqlite import SqliteStore
+    from core.store.postgres_backend.store import PostgresStore
+    from core.store.sqlite_backend.store import SqliteStore
 
     Store = SqliteStore | PostgresStore
 

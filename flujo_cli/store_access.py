@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from core.settings.config import Settings
-    from core.store.postgres import PostgresStore
-    from core.store.sqlite import OpenMode, SqliteStore
+    from core.store.postgres_backend.store import PostgresStore
+    from core.store.sqlite_backend.store import OpenMode, SqliteStore
 
 
 def settings_with_state(state: str | None, overrides: dict[str, Any] | None = None) -> Settings:
@@ -41,7 +41,7 @@ async def open_for(settings: Settings, mode: OpenMode | Literal["create"] = "cre
     from core.store import open_store
 
     # The PostgreSQL driver's pool logs reconnection attempts; with no handler Python would print them raw on
-    # stderr. The errors that matter reach the user as one line each (core.store.pg_errors).
+    # stderr. The errors that matter reach the user as one line each (core.store.postgres_backend.errors).
     logging.getLogger("psycopg").addHandler(logging.NullHandler())
     return await open_store(settings.state_uri, mode=mode, postgres=settings.postgres, sqlite=settings.sqlite)
 

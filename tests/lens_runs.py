@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.model.records import RunRecord, StepRecord, TraceEvent
+from core.model.records import RunRecord, RunUpdate, StepRecord, TraceEvent
 from core.model.usage import Usage
 from core.ports import RunStore
 
@@ -171,7 +171,7 @@ async def record_demo(store: RunStore, *, secret: str = "", clock: Clock | None 
     await store.record_step(
         child_steps[1], [TraceEvent("hitl.answer", "approve", {"message": "Publish?", "answer": True}, tick())]
     )
-    await store.update_run(CHILD, status="completed", output=f"approved{s}", finished_at=tick())
+    await store.update_run(CHILD, RunUpdate(status="completed", output=f"approved{s}", finished_at=tick()))
     await store.record_step(
         StepRecord(DEMO, "publish", "publish", "workflow", "completed", input="Lisbon, June.", output="approved",
                    started_at=publish_started, duration_s=round(tick() - publish_started, 3)),
@@ -193,10 +193,12 @@ async def record_demo(store: RunStore, *, secret: str = "", clock: Clock | None 
     )  # fmt: skip
     await store.update_run(
         DEMO,
-        status="failed",
-        error=f"template failed: 'steps.final' is undefined{s}",
-        usage=GPT + GPT + GPT + Usage(input_tokens=60, output_tokens=8, requests=1, cost_usd=0.00001),
-        finished_at=tick(),
+        RunUpdate(
+            status="failed",
+            error=f"template failed: 'steps.final' is undefined{s}",
+            usage=GPT + GPT + GPT + Usage(input_tokens=60, output_tokens=8, requests=1, cost_usd=0.00001),
+            finished_at=tick(),
+        ),
     )
 
 
@@ -204,7 +206,9 @@ async def record_others(store: RunStore) -> None:
     """A run paused at its first question, a run paused inside its child run, and a completed run in
     thread ``trip``."""
     await store.create_run(RunRecord(PAUSED, "booking", "running", created_at=T0 + 60))
-    await store.update_run(PAUSED, status="paused", pause_path="guests", pause_message="How many guests (1-8)?")
+    await store.update_run(
+        PAUSED, RunUpdate(status="paused", pause_path="guests", pause_message="How many guests (1-8)?")
+    )
     await store.create_run(RunRecord(PAUSED_PARENT, "write_and_review", "running", input="tea", created_at=T0 + 120))
     await store.record_step(
         StepRecord(PAUSED_PARENT, "draft", "draft", "step", "completed", input="tea", output="Tea is old.",
@@ -215,9 +219,11 @@ async def record_others(store: RunStore) -> None:
         RunRecord(PAUSED_CHILD, "review", "running", input="Tea is old.", created_at=T0 + 120.02,
                   parent_run_id=PAUSED_PARENT)
     )  # fmt: skip
-    await store.update_run(PAUSED_CHILD, status="paused", pause_path="approve", pause_message="Publish anyway?")
     await store.update_run(
-        PAUSED_PARENT, status="paused", pause_path="publish/approve", pause_message="Publish anyway?"
+        PAUSED_CHILD, RunUpdate(status="paused", pause_path="approve", pause_message="Publish anyway?")
+    )
+    await store.update_run(
+        PAUSED_PARENT, RunUpdate(status="paused", pause_path="publish/approve", pause_message="Publish anyway?")
     )
     await store.create_run(
         RunRecord(THREADED, "travel_notes", "running", input="June", created_at=T0 + 180, thread="trip")
@@ -231,4 +237,4 @@ async def record_others(store: RunStore) -> None:
             "messages": [{"role": "user", "content": "Lisbon"}, {"role": "assistant", "content": "Noted."},
                          {"role": "user", "content": "June"}]}, T0 + 180.012)],
     )  # fmt: skip
-    await store.update_run(THREADED, status="completed", output="Noted.", finished_at=T0 + 180.5)
+    await store.update_run(THREADED, RunUpdate(status="completed", output="Noted.", finished_at=T0 + 180.5))

@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 
 from core.model.records import RunRecord
-from core.store import MemoryStore, claims, open_store
-from core.store.sqlite import CLAIMS_SUFFIX
+from core.store import MemoryStore, open_store
+from core.store.rows import claims
+from core.store.sqlite_backend.store import CLAIMS_SUFFIX
 from tests.cli_helpers import ROOT
 
 # A process that claims the runs named on its command line, says so, and waits (until killed).
@@ -110,7 +111,7 @@ def test_asking_never_drops_a_claim_of_the_asking_process(tmp_path: Path) -> Non
     assert claims.claim(lock, "mine")
     try:
         assert claims.held(lock, ["mine", "free"]) == {"mine"}
-        claim = "import sys; from core.store import claims; print(claims.claim(*sys.argv[1:]))"
+        claim = "import sys; from core.store.rows import claims; print(claims.claim(*sys.argv[1:]))"
         other = subprocess.run(
             [sys.executable, "-c", claim, lock, "mine"],
             capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True,

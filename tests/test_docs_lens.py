@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 import core.engine
-import core.store.claims
+import core.store.rows.claims
 from flujo_cli import exit_codes
 from tests.cli_helpers import ROOT, flujo
 
@@ -51,7 +51,7 @@ def fixed_world(state_db: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Non
     monkeypatch.setattr(time, "time", FakeClock())
     ids = iter(RUN_IDS)
     monkeypatch.setattr(core.engine, "new_run_id", lambda: next(ids))
-    monkeypatch.setattr(core.store.claims, "process_label", lambda: "pid 4242 on laptop")
+    monkeypatch.setattr(core.store.rows.claims, "process_label", lambda: "pid 4242 on laptop")
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
     yield

@@ -16,7 +16,8 @@ def test_core_exports() -> None:
         "OutputMapping", "OutputRepair", "ParallelStep", "Pause", "Pipeline", "ProviderError", "ProviderUnreachable",
         "PruneResult", "Dependency", "EnsembleStep", "Participant", "ReplyCutOff",
         "CONTAINER_STEP_KINDS", "KEYED_STEP_KINDS",
-        "Reporter", "ResumeRefused", "RunContext", "RunError", "RunOutcome", "RunRecord", "RunStore", "SourcePosition",
+        "Reporter", "ResumeRefused", "RunContext", "RunError", "RunOutcome", "RunRecord", "RunStore", "RunUpdate",
+        "SourcePosition",
         "Step", "StepFailed", "StepRecord", "StoreError", "StoreUnavailable", "Template", "TemplateError",
         "TemplateSyntax", "ThreadSummary", "ThreadTurn", "TraceEvent", "Usage", "WorkflowStep", "new_run_id",
     }  # fmt: skip

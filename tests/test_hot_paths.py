@@ -47,7 +47,8 @@ from core.policies.person import person_question
 from core.ports import NullReporter
 from core.settings.config import load_settings
 from core.steps.kinds import Conversation, EnsembleStep, HitlStep, LoopStep
-from core.store import MemoryStore, open_store, shared_lists, texts
+from core.store import MemoryStore, open_store
+from core.store.rows import shared_lists, texts
 from core.testing import ScriptedHuman
 from core.text import bounds, redaction, templates, tokens
 from core.text.redaction import MASK, Redactor

@@ -131,7 +131,7 @@ def test_reading_the_store_does_not_import_the_engine() -> None:
     """``core`` imports its names on first use: the lens commands (settings, redactor, store, lens) never
     load the engine, its policies or agents; ``core.Engine`` still works, imported when first asked for."""
     code = (
-        "import sys, core.settings.config, core.text.redaction, core.store, core.store.sqlite, lens; "
+        "import sys, core.settings.config, core.text.redaction, core.store, core.store.sqlite_backend.store, lens; "
         "heavy = [m for m in ('core.engine', 'core.policies', 'core.agents', 'core.steps.kinds') if m in sys.modules]; "
         "import core; print(heavy, core.Engine.__module__, 'Engine' in dir(core))"
     )

@@ -11,7 +11,7 @@ from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
-from core.model.records import RunRecord, StepRecord, TraceEvent
+from core.model.records import RunRecord, RunUpdate, StepRecord, TraceEvent
 from core.store import MemoryStore
 from core.text.redaction import Redactor
 from lens import Expansion, build_tree, load_run, trace_view
@@ -94,7 +94,7 @@ async def test_awkward_messages_stream_as_they_print(width: int, expand: list[st
             TraceEvent("agent.reply", "ask", {"output": {"text": AWKWARD[0]}, "model": "scripted"}, 1000.2),
         ],
     )
-    await store.update_run("awkward", status="completed", output="x", finished_at=1001.0)
+    await store.update_run("awkward", RunUpdate(status="completed", output="x", finished_at=1001.0))
     root = build_tree(await load_run(store, "awkward", redactor=Redactor()))
     printed = _console(width)
     printed.print(trace_view(root, expand=Expansion.parse(expand)))

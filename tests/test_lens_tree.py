@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from core.model.events import ReplyReceived
-from core.model.records import RunRecord, StepRecord, TraceEvent
+from core.model.records import RunRecord, RunUpdate, StepRecord, TraceEvent
 from core.store import MemoryStore, open_store
 from core.text.redaction import Redactor
 from lens import CallNode, EventNode, GroupNode, Node, RunNode, StepNode, build_tree, load_run, walk
@@ -76,9 +76,9 @@ async def test_steps_without_a_result_take_their_runs_state() -> None:
         "    iteration or branch 2",
         "      step chat/2/ask [completed]",
     ]
-    await store.update_run("r", status="interrupted")
+    await store.update_run("r", RunUpdate(status="interrupted"))
     assert "step chat [interrupted]" in shape(await tree_of(store, "r"))[1]
-    await store.update_run("r", status="failed")
+    await store.update_run("r", RunUpdate(status="failed"))
     assert "step chat [not recorded]" in shape(await tree_of(store, "r"))[1]
 
 

@@ -20,13 +20,15 @@ import aiosqlite
 import pytest
 
 import core.store
-import core.store.sqlite as sqlite_module
+import core.store.sqlite_backend.store as sqlite_module
 from core.model.errors import StoreError, StoreUnavailable
-from core.model.records import RunRecord, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
+from core.model.records import RunRecord, RunUpdate, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
 from core.model.usage import Usage
 from core.ports import RunStore
-from core.store import SCHEMA_VERSION, MemoryStore, SqliteStore, open_store, sqlite_batch, text_cache
-from core.store.migrations import MIGRATIONS
+from core.store import SCHEMA_VERSION, MemoryStore, SqliteStore, open_store
+from core.store.rows import text_cache
+from core.store.sqlite_backend import batch as sqlite_batch
+from core.store.sqlite_backend.migrations import MIGRATIONS
 from core.text.tokens import count_tokens
 from core.text.turns import ConversationTurn
 
@@ -90,10 +92,10 @@ async def test_a_run_round_trips_every_field(store: RunStore) -> None:
     )
     await store.create_run(record)
     assert await store.get_run("r1") == record
-    await store.update_run("r1", status="running", options={"max_tokens": 900})
+    await store.update_run("r1", RunUpdate(status="running", options={"max_tokens": 900}))
     updated = await store.get_run("r1")
     assert updated is not None and updated.options == {"max_tokens": 900}
-    await store.update_run("r1", status="paused")  # options given as None leave them as they are
+    await store.update_run("r1", RunUpdate(status="paused"))  # options given as None leave them as they are
     again = await store.get_run("r1")
     assert again is not None and again.options == {"max_tokens": 900}
 
@@ -114,7 +116,7 @@ async def test_creating_a_run_twice_is_an_error(store: RunStore) -> None:
 
 async def test_update_run_sets_given_fields_and_keeps_the_others(store: RunStore) -> None:
     await store.create_run(run("r1", input="hi"))
-    await store.update_run("r1", status="paused", output={"draft": 1}, pause_path="2", pause_message="ok?")
+    await store.update_run("r1", RunUpdate(status="paused", output={"draft": 1}, pause_path="2", pause_message="ok?"))
     paused = await store.get_run("r1")
     assert paused is not None
     assert (paused.status, paused.output, paused.pause_path, paused.pause_message) == (
@@ -125,7 +127,7 @@ async def test_update_run_sets_given_fields_and_keeps_the_others(store: RunStore
     )
 
     usage = Usage(input_tokens=3, output_tokens=4, requests=1, cost_usd=0.25)
-    await store.update_run("r1", status="completed", usage=usage, finished_at=1500.0)
+    await store.update_run("r1", RunUpdate(status="completed", usage=usage, finished_at=1500.0))
     done = await store.get_run("r1")
     assert done is not None
     assert done.status == "completed"
@@ -139,7 +141,7 @@ async def test_update_run_sets_given_fields_and_keeps_the_others(store: RunStore
 
 async def test_updating_an_unknown_run_is_an_error(store: RunStore) -> None:
     with pytest.raises(StoreError, match="no run nope"):
-        await store.update_run("nope", status="failed")
+        await store.update_run("nope", RunUpdate(status="failed"))
 
 
 async def test_list_runs_newest_first_with_limit_and_status(store: RunStore) -> None:
@@ -147,7 +149,7 @@ async def test_list_runs_newest_first_with_limit_and_status(store: RunStore) -> 
     await store.create_run(run("new", created_at=3.0))
     await store.create_run(run("mid", created_at=2.0))
     await store.create_run(run("mid-too", created_at=2.0))  # same time: the later insert is newer
-    await store.update_run("mid", status="failed", error="boom")
+    await store.update_run("mid", RunUpdate(status="failed", error="boom"))
 
     assert [r.run_id for r in await store.list_runs()] == ["new", "mid-too", "mid", "old"]
     assert [r.run_id for r in await store.list_runs(limit=2)] == ["new", "mid-too"]
@@ -415,7 +417,7 @@ async def test_list_runs_of_a_thread(store: RunStore) -> None:
     await store.create_run(run("t1", created_at=1.0, thread="trip"))
     await store.create_run(run("w1", created_at=2.0, thread="work"))
     await store.create_run(run("t2", created_at=3.0, thread="trip"))
-    await store.update_run("t2", status="completed")
+    await store.update_run("t2", RunUpdate(status="completed"))
     assert [r.run_id for r in await store.list_runs(thread="trip")] == ["t2", "t1"]
     assert [r.run_id for r in await store.list_runs(thread="trip", status="running")] == ["t1"]
     assert await store.list_runs(thread="nobody") == []
@@ -522,7 +524,7 @@ async def test_sqlite_data_survives_close_and_reopen(tmp_path: Path) -> None:
     store = await open_store(uri)
     await store.create_run(run("r1", input="ñ"))
     await store.record_step(step("r1", "0", output=[1]), [event("0", text="ok")])
-    await store.update_run("r1", status="completed", output=[1])
+    await store.update_run("r1", RunUpdate(status="completed", output=[1]))
     await store.close()
     await store.close()  # closing twice is harmless
 
@@ -603,7 +605,7 @@ async def test_sqlite_stores_a_long_turn_once_with_the_step_that_said_it(tmp_pat
 async def test_sqlite_inserts_a_new_text_of_a_run_it_created_without_looking_it_up(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A run this store created holds no text the store does not know (core/store/text_cache.py): a new
+    """A run this store created holds no text the store does not know (core/store/rows/text_cache.py): a new
     one is inserted at once; a known one is referred to; nothing is stored twice."""
     path = tmp_path / "flujo.db"
     looked_up: list[str] = []
@@ -768,6 +770,7 @@ async def test_open_store_rejects_other_uris(tmp_path: Path) -> None:
 _WRITER = """
 import asyncio, sys, time
 from core.model.records import RunRecord, StepRecord, TraceEvent
+from core.model.records import RunRecord, RunUpdate, StepRecord, TraceEvent
 from core.store import open_store
 
 async def main(path: str, worker: int, start_at: float) -> None:
@@ -782,7 +785,7 @@ async def main(path: str, worker: int, start_at: float) -> None:
                       TraceEvent("agent.reply", str(i), {"text": f"reply {i}"}, time.time())]
             await store.record_step(StepRecord(run_id=run_id, path=str(i), name=f"s{i}", kind="agent",
                                                status="completed", output={"i": i}), events)
-        await store.update_run(run_id, status="completed", finished_at=time.time())
+        await store.update_run(run_id, RunUpdate(status="completed", finished_at=time.time()))
     finally:
         await store.close()
 
@@ -824,7 +827,7 @@ async def test_a_store_another_process_created_while_this_one_looked_is_not_fore
     """Opening a new file races with another process creating the store in it: seen first without
     ``schema_migrations`` and then with the other process's tables, it is a flujo database, not another
     program's (eight processes starting on one new file hit this)."""
-    from core.store import migrations
+    from core.store.sqlite_backend import migrations
 
     path = tmp_path / "flujo.db"
     async with await open_store(str(path)):
@@ -840,7 +843,7 @@ async def test_sqlite_writes_a_step_on_the_loop_thread_without_a_hop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A step's write goes through the store's own connection on the event loop's thread
-    (core/store/sqlite_writer.py), not to aiosqlite's thread and back (docs/performance.md)."""
+    (core/store/sqlite_backend/writer.py), not to aiosqlite's thread and back (docs/performance.md)."""
     async with await open_store(str(tmp_path / "flujo.db")) as store:
         await store.create_run(run("r1"))
         hops = 0

@@ -1,4 +1,4 @@
-"""Long lists of event payloads stored once per run (core/store/shared_lists.py and the stores using it):
+"""Long lists of event payloads stored once per run (core/store/rows/shared_lists.py and the stores using it):
 the prompt events of an unbounded history grow with the conversation, not with its square, and read back
 exactly as written, across pruning, copying between stores and stores written before lists were shared."""
 
@@ -23,12 +23,13 @@ from blueprints import load_pipeline
 from core.engine import Engine
 from core.model import codec
 from core.model.errors import StoreError
-from core.model.records import RunRecord, StepRecord, TraceEvent
+from core.model.records import RunRecord, RunUpdate, StepRecord, TraceEvent
 from core.ports import NullReporter
 from core.settings.config import load_settings
-from core.store import open_store, shared_lists, texts
-from core.store.shared_lists import ListMemory, Pending
-from core.store.transfer import copy_runs
+from core.store import open_store
+from core.store.rows import shared_lists, texts
+from core.store.rows.shared_lists import ListMemory, Pending
+from core.store.rows.transfer import copy_runs
 from core.testing import ScriptedHuman
 from core.text.redaction import Redactor
 
@@ -212,7 +213,7 @@ async def test_pruning_a_run_leaves_the_lists_of_the_others_whole(tmp_path: Path
     async with await open_store(str(path)) as store:
         await _conversation(store, "old", 12)
         kept = await _conversation(store, "new", 12)
-        await store.update_run("old", status="completed", finished_at=1.0)
+        await store.update_run("old", RunUpdate(status="completed", finished_at=1.0))
         result = await store.prune_runs(keep=1)
         assert result.deleted == ("old",)
         await store.record_step(_step("new", 12), [TraceEvent("agent.prompt", "z", prompt(12), 3.0)])

@@ -21,8 +21,8 @@ from core.model.errors import StoreError
 from core.model.records import RunRecord
 from core.settings.location import describe, password, secrets
 from core.store import SCHEMA_VERSION, open_store
-from core.store.migrations import MIGRATIONS
-from core.store.pg_schema import PG_MIGRATIONS
+from core.store.postgres_backend.schema import PG_MIGRATIONS
+from core.store.sqlite_backend.migrations import MIGRATIONS
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-import core.store.sqlite as sqlite_module
+import core.store.sqlite_backend.store as sqlite_module
 from core.model.errors import StoreError
 from core.model.records import RunRecord, StepRecord, TraceEvent
 from core.store import open_store

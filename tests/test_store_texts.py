@@ -1,4 +1,4 @@
-"""Long texts stored once per run (core/store/texts.py and the SQLite store that uses it)."""
+"""Long texts stored once per run (core/store/rows/texts.py and the SQLite store that uses it)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-import core.store.texts as texts_module
+import core.store.rows.texts as texts_module
 from core.model import codec
 from core.model.records import RunRecord, StepRecord, TraceEvent
 from core.store import open_store
-from core.store.texts import MIN_SHARED, join, references, split
+from core.store.rows.texts import MIN_SHARED, join, references, split
 
 LONG = "x" * MIN_SHARED
 OTHER = "y" * (MIN_SHARED + 10)

@@ -17,7 +17,7 @@ from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, get_args
 
 from core.model.errors import StoreError
-from core.model.records import RunRecord, RunStatus, StepRecord, StepStatus
+from core.model.records import RunRecord, RunStatus, RunUpdate, StepRecord, StepStatus
 from core.model.usage import ZERO_USAGE, Usage
 from core.model.views import ATOMIC, json_default
 
@@ -239,21 +239,11 @@ UPDATE_RUN_SET = (
 gives its values; a value that is None leaves the stored one (except the pause point, always set)."""
 
 
-def update_row(
-    *,
-    status: str,
-    output: str | bytes | None,
-    error: str | None,
-    usage: Usage | None,
-    finished_at: float | None,
-    pause_path: str | None,
-    pause_message: str | None,
-    options: dict[str, Any] | None,
-) -> tuple[Any, ...]:
-    """The values of ``UPDATE_RUN_SET``, ``output`` already encoded."""
+def update_row(update: RunUpdate, output: str | bytes | None) -> tuple[Any, ...]:
+    """The values of ``UPDATE_RUN_SET`` for ``update``, its output already encoded as ``output``."""
     return (
-        status, output, error, None if usage is None else dump_usage(usage),
-        finished_at, pause_path, pause_message, dump(options),
+        update.status, output, update.error, None if update.usage is None else dump_usage(update.usage),
+        update.finished_at, update.pause_path, update.pause_message, dump(update.options),
     )  # fmt: skip
 
 

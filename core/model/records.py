@@ -1,5 +1,5 @@
-"""The records the run store keeps and gives back: runs, steps, trace events, thread turns, and what a
-prune removed.
+"""The records the run store keeps and gives back: runs (and what an update of one changes), steps, trace
+events, thread turns, and what a prune removed.
 
 They are plain frozen values: the engine writes them through ``core.ports.RunStore``, the stores in
 ``core.store`` persist them, and lens reads them back; none of them does I/O.
@@ -89,6 +89,23 @@ class RunRecord:
     owner: str | None = None  # the process that claimed the run last, e.g. "pid 4242 on build-01"
     # How the run was started beyond its blueprint and input (the command line's settings and limits, as
     # plain JSON data), so a resume continues under the same ones. Core stores it and never reads it.
+    options: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class RunUpdate:
+    """What ``RunStore.update_run`` changes of a stored run. ``status``, ``pause_path`` and
+    ``pause_message`` are always written (a run that is not paused has no pause point); ``output``,
+    ``error``, ``usage``, ``finished_at`` and ``options`` are written when given, and None leaves the stored
+    value as it is."""
+
+    status: RunStatus
+    output: Any = None
+    error: str | None = None
+    usage: Usage | None = None
+    pause_path: str | None = None
+    pause_message: str | None = None
+    finished_at: float | None = None
     options: dict[str, Any] | None = None
 
 

@@ -33,7 +33,7 @@ from core.conversation import capture, message_for
 from core.model.calls import Activity
 from core.model.errors import Abort, FlujoError, LimitReached, Pause, RunError, StoreUnavailable
 from core.model.events import ChildRunStarted, StepErrored
-from core.model.records import StepRecord, TraceEvent
+from core.model.records import RunUpdate, StepRecord, TraceEvent
 from core.policies.body import BodyRunner
 from core.policies.child_context import child_start, give_back
 from core.policies.context_writes import note_agent_command, record_output, sink
@@ -103,28 +103,28 @@ async def run_workflow(
         output = await body(step.pipeline.steps, start.prompt, child_ctx, "", child)
         if not completed:
             await store.update_run(
-                child_id, status="completed", output=output, usage=child.usage, finished_at=time.time()
+                child_id, RunUpdate(status="completed", output=output, usage=child.usage, finished_at=time.time())
             )
     except Pause as pause:
         await store.update_run(
-            child_id, status="paused", usage=child.usage, pause_path=pause.path, pause_message=pause.message
+            child_id, RunUpdate(status="paused", usage=child.usage, pause_path=pause.path, pause_message=pause.message)
         )
         raise Pause(step=pause.step, path=joined_path(path, pause.path), message=pause.message) from None
     except LimitReached as limit:
         await store.update_run(
-            child_id, status="limit_reached", error=limit.detail, usage=child.usage, finished_at=time.time()
+            child_id, RunUpdate(status="limit_reached", error=limit.detail, usage=child.usage, finished_at=time.time())
         )
         raise
     except Abort as abort:
         await store.update_run(
-            child_id, status="aborted", error=abort.reason, usage=child.usage, finished_at=time.time()
+            child_id, RunUpdate(status="aborted", error=abort.reason, usage=child.usage, finished_at=time.time())
         )
         raise
     except StoreUnavailable:  # no step's failure, and nothing can be written: the child stays resumable
         raise
     except FlujoError as error:
         await store.update_run(
-            child_id, status="failed", error=error.message, usage=child.usage, finished_at=time.time()
+            child_id, RunUpdate(status="failed", error=error.message, usage=child.usage, finished_at=time.time())
         )
         inner = child.failed_step(error)  # where the run failed, seen from the parent: review/critic
         frame.failures.setdefault(error, joined_path(path, inner) if inner else path)
@@ -132,7 +132,10 @@ async def run_workflow(
         raise
     except Exception as exc:  # a port broke inside the child: never leave the child "running"
         await store.update_run(
-            child_id, status="failed", error=f"{type(exc).__name__}: {exc}", usage=child.usage, finished_at=time.time()
+            child_id,
+            RunUpdate(
+                status="failed", error=f"{type(exc).__name__}: {exc}", usage=child.usage, finished_at=time.time()
+            ),
         )
         raise
     finally:
@@ -165,7 +168,7 @@ async def _enter(step: WorkflowStep, value: Any, child_id: str, path: str, frame
         journal = {entry.path: entry for entry in await store.steps(child_id)}
         completed = record.status == "completed"
         if not completed:
-            await store.update_run(child_id, status="running")
+            await store.update_run(child_id, RunUpdate(status="running"))
     child = Frame(
         run_id=child_id,
         store=store,

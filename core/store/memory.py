@@ -15,14 +15,21 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Any
 
 from core.model import codec
 from core.model.errors import StoreError
-from core.model.records import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
-from core.model.usage import Usage
-from core.store import claims, pruning
-from core.store.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
+from core.model.records import (
+    PruneResult,
+    RunRecord,
+    RunStatus,
+    RunUpdate,
+    StepRecord,
+    ThreadSummary,
+    ThreadTurn,
+    TraceEvent,
+)
+from core.store.rows import claims, pruning
+from core.store.rows.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
 from core.text.turns import ConversationTurn
 
 
@@ -71,32 +78,20 @@ class MemoryStore:
         self._require(run_id, f"record events of run {run_id}")
         self._events[run_id].extend(_fresh_event(e) for e in events)
 
-    async def update_run(
-        self,
-        run_id: str,
-        *,
-        status: RunStatus,
-        output: Any = None,
-        error: str | None = None,
-        usage: Usage | None = None,
-        pause_path: str | None = None,
-        pause_message: str | None = None,
-        finished_at: float | None = None,
-        options: dict[str, Any] | None = None,
-    ) -> None:
+    async def update_run(self, run_id: str, update: RunUpdate) -> None:
         run = self._runs.get(run_id)
         if run is None:
             raise StoreError(f"no run {run_id} to update", hint="create the run first")
         self._runs[run_id] = dataclasses.replace(
             run,
-            status=status,
-            output=run.output if output is None else codec.normalize(output),
-            error=run.error if error is None else error,
-            usage=run.usage if usage is None else usage,
-            finished_at=run.finished_at if finished_at is None else finished_at,
-            pause_path=pause_path,
-            pause_message=pause_message,
-            options=run.options if options is None else codec.normalize(options),
+            status=update.status,
+            output=run.output if update.output is None else codec.normalize(update.output),
+            error=run.error if update.error is None else update.error,
+            usage=run.usage if update.usage is None else update.usage,
+            finished_at=run.finished_at if update.finished_at is None else update.finished_at,
+            pause_path=update.pause_path,
+            pause_message=update.pause_message,
+            options=run.options if update.options is None else codec.normalize(update.options),
         )
 
     async def get_run(self, run_id: str) -> RunRecord | None:
@@ -130,7 +125,7 @@ class MemoryStore:
     async def prune_runs(
         self, *, created_before: float | None = None, keep: int | None = None, dry_run: bool = False
     ) -> PruneResult:
-        """Delete the runs ``core.store.pruning`` chooses, with their child runs; a claimed run is kept."""
+        """Delete the runs ``core.store.rows.pruning`` chooses, with their child runs; a claimed run is kept."""
         stored = [pruning.StoredRun(r.run_id, r.parent_run_id, r.created_at) for r in self._newest_first()]
         doomed = pruning.choose(stored, created_before=created_before, keep=keep)
         gone = [d for d in doomed if d.run_id not in self._claimed]

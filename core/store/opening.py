@@ -11,12 +11,16 @@ from typing import TYPE_CHECKING
 
 from core.model.errors import StoreError
 from core.settings.location import is_postgres
-from core.store import files
-from core.store.sqlite import OpenMode, SqliteStore
+from core.store.sqlite_backend import files
+from core.store.sqlite_backend.store import OpenMode, SqliteStore
 
 if TYPE_CHECKING:
     from core.settings.config import PostgresSettings, SqliteSettings
-    from core.store.postgres import PostgresStore
+    from core.store.postgres_backend.store import PostgresStore
+
+if TYPE_CHECKING:
+    from core.settings.config import PostgresSettings, SqliteSettings
+    from core.store.postgres_backend.store import PostgresStore
 
 
 async def open_store(
@@ -59,7 +63,7 @@ async def _open(
 ) -> SqliteStore | PostgresStore:
     if is_postgres(uri):
         try:
-            from core.store.postgres import PostgresStore
+            from core.store.postgres_backend.store import PostgresStore
         except ImportError as exc:
             raise StoreError(
                 "the run store is on PostgreSQL, but PostgreSQL support is not installed",

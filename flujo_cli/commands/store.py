@@ -1,4 +1,4 @@
-"""``flujo store copy FROM TO``: move a run store between SQLite and PostgreSQL (``core.store.transfer``).
+"""``flujo store copy FROM TO``: move a run store between SQLite and PostgreSQL (``core.store.rows.transfer``).
 
 FROM is opened for reading only (never created; a missing store is exit code 7, naming it); TO is created
 as needed and must hold no run. The result line says what was copied and that the counts read back from
@@ -25,7 +25,7 @@ def copy_store(from_uri: str, to_uri: str, *, json_output: bool, debug: bool) ->
         usage_error(f"FROM and TO are the same store ({source_name})", "copy into another file or database")
 
     async def main() -> int:
-        from core.store.transfer import copy_runs
+        from core.store.rows.transfer import copy_runs
         from flujo_cli.store_access import open_for, settings_with_state
 
         settings = settings_with_state(None)

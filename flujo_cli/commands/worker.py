@@ -44,8 +44,8 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from core.engine import RunOutcome
-    from core.store.postgres import PostgresStore
-    from core.store.sqlite import SqliteStore
+    from core.store.postgres_backend.store import PostgresStore
+    from core.store.sqlite_backend.store import SqliteStore
 
     Store = SqliteStore | PostgresStore
 
@@ -197,6 +197,7 @@ class _Worker:
             await self.store.release_run(run_id)
 
     async def _settle(self, run_id: str, started: float) -> None:
+        from core import RunUpdate
         from core.model.errors import FlujoError
 
         try:
@@ -210,7 +211,7 @@ class _Worker:
             if self.lost is not None:  # given up: the store refuses writes, the run stays as it was
                 raise self.lost from None
             if run_id in self.cancelled:
-                await self.store.update_run(run_id, status="cancelled", finished_at=time.time())
+                await self.store.update_run(run_id, RunUpdate(status="cancelled", finished_at=time.time()))
                 await self.store.leave_queued(run_id)
                 self._report(run_id, "cancelled", "", started)
             else:  # resumable: back to the queue, for this worker or another
@@ -220,7 +221,7 @@ class _Worker:
             raise
         except Exception as exc:  # the blueprint is gone or changed, an agent cannot be built (or a bug): failed
             message = exc.message if isinstance(exc, FlujoError) else f"unexpected {type(exc).__name__}: {exc}"
-            await self.store.update_run(run_id, status="failed", error=message, finished_at=time.time())
+            await self.store.update_run(run_id, RunUpdate(status="failed", error=message, finished_at=time.time()))
             await self.store.leave_queued(run_id)
             self._report(run_id, "failed", message, started)
         else:
@@ -240,7 +241,7 @@ class _Worker:
         from core.model.errors import RunError
         from core.settings.config import overrides_from_assignments, secret_values
         from core.steps.paths import StepPaths
-        from core.store.queue_rows import RUNNABLE
+        from core.store.rows.queue_rows import RUNNABLE
         from core.text.redaction import Redactor
         from flujo_cli.answering import given_answers_taken
         from flujo_cli.commands.run import RunOverrides, _with_limits
@@ -312,8 +313,8 @@ def work(
 async def _work(
     *, concurrency: int, until_idle: bool, grace_s: float, reconnect_for_s: float, state: str | None
 ) -> int:
-    from core.store.claims import process_label
-    from core.store.sqlite import SqliteStore
+    from core.store.rows.claims import process_label
+    from core.store.sqlite_backend.store import SqliteStore
     from flujo_cli.store_access import open_for, settings_with_state, where
 
     console = stderr()

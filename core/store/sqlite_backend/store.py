@@ -5,30 +5,30 @@ Invariants:
 * An aiosqlite connection per store, opened with WAL, ``synchronous=NORMAL``, a busy timeout of at most 10 s
   and foreign keys on, for reads and the writes that store no values (claims, queue, pruning); and for a file,
   a second connection on the event loop's thread for the writes that store values (steps, events, runs,
-  thread turns: ``core.store.sqlite_writer``), which waits for another process's lock with the loop free.
+  thread turns: ``core.store.sqlite_backend.writer``), which waits for another process's lock with the loop free.
   Calls on a store are serialised by an ``asyncio.Lock``, so concurrent tasks never interleave inside a
   transaction, and the two connections of a store never write at once.
 * Every write is one ``BEGIN IMMEDIATE`` transaction committed before the method returns;
   ``record_step`` stores a step and its events together, so ``kill -9`` loses at most the step in flight.
-  A write that stores values runs as one function (``core.store.sqlite_batch``): on the writer connection,
+  A write that stores values runs as one function (``core.store.sqlite_backend.batch``): on the writer connection,
   without an ``await`` inside, so nothing cancels it halfway (an in-memory store runs it as one call on
   aiosqlite's thread instead: a second connection to ``:memory:`` would be another database).
 * A step recorded again at the same path replaces the earlier row and sorts after the others (a journal
   entry is overwritten); events are append-only, so the trace keeps every attempt.
-* Each long text is stored once (``core.store.texts``), and each long list of an event payload
-  (``core.store.shared_lists``): writes replace them by references inside the same transaction, reads
-  substitute them back (``core.store.row_reads``), so no caller ever sees a reference.
-* A run's thread turns are replaced as a whole in one transaction (``core.store.thread_rows``); their
+* Each long text is stored once (``core.store.rows.texts``), and each long list of an event payload
+  (``core.store.rows.shared_lists``): writes replace them by references inside the same transaction, reads
+  substitute them back (``core.store.rows.row_reads``), so no caller ever sees a reference.
+* A run's thread turns are replaced as a whole in one transaction (``core.store.rows.thread_rows``); their
   texts are the run's texts, so a turn said by a step refers to the text the step's record holds.
 * Runs are deleted only by ``prune_runs``, each under its claim, with everything that refers to them
-  (``ON DELETE CASCADE``) and their child runs (``core.store.pruning`` chooses them).
+  (``ON DELETE CASCADE``) and their child runs (``core.store.rows.pruning`` chooses them).
 * A write waits for another process's write lock for up to ``busy_timeout_s`` (``Settings.sqlite``, 5
   minutes by default): the writer connection tries again from the loop, the aiosqlite connection tries
   ``BEGIN IMMEDIATE`` again after each busy timeout. A lock still held then is ``StoreUnavailable``, and
   from then on the store refuses every write at once (``reconnect`` ends that): a run in hand stops as its
   last commit left it, nothing of it recorded as failed.
-* sqlite3 errors become ``StoreError`` in one place, ``core.store.files.store_error``, with one line and a
-  hint.
+* sqlite3 errors become ``StoreError`` in one place, ``core.store.sqlite_backend.files.store_error``, with one
+  line and a hint.
 
 The module is longer than most (about 520 lines) because ``SqliteStore`` owns the connection, its lock and
 the text cache, and every method is a transaction over them; the writes of values, the reading of records,
@@ -51,17 +51,26 @@ import aiosqlite
 
 from core.model import codec
 from core.model.errors import StoreError, StoreUnavailable
-from core.model.records import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
-from core.model.usage import Usage
-from core.settings import location
-from core.store import claims, files, pruning, queue_rows, row_reads, thread_rows
-from core.store.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
-from core.store.migrations import has_tables, migrate, refuse_foreign
-from core.store.shared_lists import Pending
-from core.store.sqlite_batch import Batch
-from core.store.sqlite_writer import Writer
-from core.store.text_cache import TextCache
-from core.store.transaction import immediate, in_one_call
+from core.model.records import (
+    PruneResult,
+    RunRecord,
+    RunStatus,
+    RunUpdate,
+    StepRecord,
+    ThreadSummary,
+    ThreadTurn,
+    TraceEvent,
+)
+from core.settings.location import ELSEWHERE_HINT, describe
+from core.store.rows import claims, pruning, queue_rows, row_reads, thread_rows
+from core.store.rows.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
+from core.store.rows.shared_lists import Pending
+from core.store.rows.text_cache import TextCache
+from core.store.sqlite_backend import files
+from core.store.sqlite_backend.batch import Batch
+from core.store.sqlite_backend.migrations import has_tables, migrate, refuse_foreign
+from core.store.sqlite_backend.transaction import immediate, in_one_call
+from core.store.sqlite_backend.writer import Writer
 from core.text.turns import ConversationTurn
 
 _CHUNK = 500  # ids per "IN (...)" query, well under SQLite's limit on parameters
@@ -87,10 +96,9 @@ class SqliteStore:
     """A ``RunStore`` in the SQLite file ``path`` (``":memory:"`` for a private in-memory database).
 
     Open it with ``await store.open()`` or ``async with SqliteStore(path) as store:``; ``open_store``
-    does the former from a state URI. ``update_run`` always sets ``status``, ``pause_path`` and
-    ``pause_message`` (a run that is not paused has no pause point) and leaves ``output``, ``error``,
-    ``usage`` and ``finished_at`` unchanged when they are None. ``get_run`` takes a full id or a unique
-    prefix; the other reads take a full id.
+    does the former from a state URI. ``update_run`` changes what its ``RunUpdate`` says (None leaves a
+    value as it is, but for the pause point). ``get_run`` takes a full id or a unique prefix; the other reads
+    take a full id.
 
     ``mode`` (``OpenMode``): ``create`` (the default) creates the file, its directory and the schema as
     needed; ``existing`` and ``read`` never create the file (a missing one is a ``StoreError``), nor make a
@@ -106,10 +114,10 @@ class SqliteStore:
         self.busy_timeout_s = BUSY_TIMEOUT_S if busy_timeout_s is None else busy_timeout_s
         self._unavailable: StoreUnavailable | None = None  # set when a wait ran out: writes refused
         self._db: aiosqlite.Connection | None = None
-        self._writer: Writer | None = None  # writes of values, on the loop's thread (core.store.sqlite_writer)
+        self._writer: Writer | None = None  # writes of values, on the loop's thread (core.store.sqlite_backend.writer)
         self._lock = asyncio.Lock()
         self._cache = TextCache()  # the ids of texts and lists this store committed
-        self._claimed: set[str] = set()  # runs this store claimed (core.store.claims)
+        self._claimed: set[str] = set()  # runs this store claimed (core.store.rows.claims)
         self._run_threads: dict[str, str] = {}  # taken run → the thread claimed with it (take_queued)
 
     async def open(self) -> SqliteStore:
@@ -121,8 +129,8 @@ class SqliteStore:
             files.make_parent(Path(self.path))
         elif not in_memory and not Path(self.path).is_file():
             raise StoreError(
-                f"there is no run store at {location.describe(self.path)}",
-                hint=f"flujo run creates it; or {location.ELSEWHERE_HINT}",
+                f"there is no run store at {describe(self.path)}",
+                hint=f"flujo run creates it; or {ELSEWHERE_HINT}",
             )
         with self._translated("open the run store"):
             target, uri = (
@@ -138,8 +146,8 @@ class SqliteStore:
                     # says so rather than showing an empty store, and never writes a schema into it; the first
                     # writer (mode "create") makes it a store.
                     raise StoreError(
-                        f"{location.describe(self.path)} is not a flujo store yet ({files.emptiness(self.path)})",
-                        hint=f"flujo run makes it one; or {location.ELSEWHERE_HINT}",
+                        f"{describe(self.path)} is not a flujo store yet ({files.emptiness(self.path)})",
+                        hint=f"flujo run makes it one; or {ELSEWHERE_HINT}",
                     )
                 if self.mode != "read":
                     await refuse_foreign(db, label=self.path)  # before WAL mode, which would change its files
@@ -204,36 +212,11 @@ class SqliteStore:
     async def record_events(self, run_id: str, events: Sequence[TraceEvent]) -> None:
         await self._in_one_call(f"record events of run {run_id}", lambda batch: batch.record_events(run_id, events))
 
-    async def update_run(
-        self,
-        run_id: str,
-        *,
-        status: RunStatus,
-        output: Any = None,
-        error: str | None = None,
-        usage: Usage | None = None,
-        pause_path: str | None = None,
-        pause_message: str | None = None,
-        finished_at: float | None = None,
-        options: dict[str, Any] | None = None,
-    ) -> None:
-        await self._in_one_call(
-            f"update run {run_id}",
-            lambda batch: batch.update_run(
-                run_id,
-                status=status,
-                output=output,
-                error=error,
-                usage=usage,
-                pause_path=pause_path,
-                pause_message=pause_message,
-                finished_at=finished_at,
-                options=options,
-            ),
-        )
+    async def update_run(self, run_id: str, update: RunUpdate) -> None:
+        await self._in_one_call(f"update run {run_id}", lambda batch: batch.update_run(run_id, update))
 
     async def claim_run(self, run_id: str) -> bool:
-        """Claim ``run_id`` for this process (``core.store.claims``) and record it as the run's owner."""
+        """Claim ``run_id`` for this process (``core.store.rows.claims``) and record it as the run's owner."""
         self._connection()
         if run_id in self._claimed:
             return False
@@ -284,7 +267,7 @@ class SqliteStore:
             ) from exc
 
     async def claim_thread(self, name: str) -> bool:
-        """Claim thread ``name`` while a run of it executes in this process (``core.store.claims``); False when
+        """Claim thread ``name`` while a run of it executes in this process (``core.store.rows.claims``); False when
         a live process (this store included) holds it. ``release_thread`` or ``close`` gives it up."""
         self._connection()
         return self._take_claim(claims.thread_key(name))
@@ -294,7 +277,7 @@ class SqliteStore:
 
     async def queue_runs(self, runs: Sequence[RunRecord]) -> None:
         """Store ``runs`` (status ``queued``) and put them in the queue, in this order, in one transaction
-        (``core.store.queue_rows``)."""
+        (``core.store.rows.queue_rows``)."""
         await self._in_one_call(f"queue {len(runs)} run(s)", lambda batch: batch.queue_runs(runs))
 
     async def take_queued(self) -> str | None:
@@ -422,10 +405,10 @@ class SqliteStore:
     async def prune_runs(
         self, *, created_before: float | None = None, keep: int | None = None, dry_run: bool = False
     ) -> PruneResult:
-        """Delete the runs ``core.store.pruning`` chooses (with everything that belongs to them, by the
+        """Delete the runs ``core.store.rows.pruning`` chooses (with everything that belongs to them, by the
         schema's ``ON DELETE CASCADE``, and their child runs), then ``VACUUM`` to give the space back.
 
-        Each chosen run is claimed first (``core.store.claims``): a run whose claim a live process holds is
+        Each chosen run is claimed first (``core.store.rows.claims``): a run whose claim a live process holds is
         kept, and the claims held here keep any other process from resuming a run while it is deleted."""
         sql = "SELECT run_id, parent_run_id, created_at FROM runs ORDER BY created_at DESC, rowid DESC"
         rows = await self._read("list runs", sql, ())

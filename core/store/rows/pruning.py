@@ -10,7 +10,7 @@ Invariants:
   newest ``keep`` *and* older; neither given, nothing is chosen.
 * A run whose stored start time is not a time (a damaged row) has no age: ``created_before`` keeps it.
 * Whether a chosen run is being executed (claimed by a live process) is the store's to check: claims are
-  how a store knows it (``core.store.claims``), not part of this choice.
+  how a store knows it (``core.store.rows.claims``), not part of this choice.
 """
 
 from __future__ import annotations

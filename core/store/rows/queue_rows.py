@@ -1,10 +1,10 @@
 """The SQL of the run queue (``flujo submit`` / ``flujo worker``), written once for both stores: SQLite's
-``?`` parameters (``core.store.postgres`` turns them into ``%s``).
+``?`` parameters (``core.store.postgres_backend.store`` turns them into ``%s``).
 
 Invariants:
 
 * A run is in ``queue`` from its submission until it ends, pauses or is cancelled; ``taken`` is 1 once a
-  worker started it. Which worker executes it now is its claim's business (``core.store.claims`` on SQLite,
+  worker started it. Which worker executes it now is its claim's business (``core.store.rows.claims`` on SQLite,
   an advisory lock on PostgreSQL), never this table's: a taken run whose claim is gone was left by a dead
   worker and is taken again, to be resumed from its journal.
 * Runs of one thread never run at the same time: a run is offered only when no earlier run of its thread is

@@ -7,7 +7,7 @@ Invariants:
   (``thread_turns(run_id, idx, role, content, tokens, shown)``; ``shown`` since ``m009_thread_turn_text``).
   Order: run creation (``created_at``, then ``rowid``, the order ``list_runs`` uses), then ``idx``.
 * ``content`` is stored as the run's other values are: JSON text whose long strings are references to the
-  run's ``texts`` rows (``core.store.texts``), so a turn's text, already stored for the step that said it,
+  run's ``texts`` rows (``core.store.rows.texts``), so a turn's text, already stored for the step that said it,
   is not stored again. Reading substitutes the texts back. ``shown`` (NULL: as ``content``) is stored the
   same way.
 """

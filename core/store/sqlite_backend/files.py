@@ -1,6 +1,6 @@
 """The SQLite store's files: where a state URI points, creating or refusing to create the file, its size,
 and the one translation of sqlite3 errors into ``StoreError`` (one line and a hint) used by
-``core.store.sqlite``.
+``core.store.sqlite_backend.store``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from core.model.errors import StoreError, StoreUnavailable
-from core.store.lookup import NO_RUN_HINT
+from core.store.rows.lookup import NO_RUN_HINT
 
 MOVE_HINT = "point FLUJO_STATE_URI (or state_uri in flujo.toml) at another file"
 _UNWRITABLE = (sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM, sqlite3.SQLITE_IOERR)

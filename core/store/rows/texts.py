@@ -11,7 +11,7 @@ Invariants:
   including user data that happens to look like a reference (a mapping whose only key is ``$text`` or
   ``$literal`` is wrapped as ``{"$literal": ...}``).
 * A list of many items (a prompt event's messages) may be stored once too, as ``{"$text": [id]}``
-  (``core.store.shared_lists``): only event payloads are written so; ``join`` reads it given the lists.
+  (``core.store.rows.shared_lists``): only event payloads are written so; ``join`` reads it given the lists.
 * A text's id is found by its BLAKE2b digest; the body is compared too, so a digest collision can never
   make one text stand for another (``SqliteStore`` stores the second text under a new row).
 """
@@ -93,7 +93,7 @@ def references(value: Any) -> Iterator[int]:
 
 
 def referenced(value: Any) -> tuple[list[int], list[int]]:
-    """The text ids and the list ids (``core.store.shared_lists``) a stored value refers to."""
+    """The text ids and the list ids (``core.store.rows.shared_lists``) a stored value refers to."""
     found: list[int] = []
     lists: list[int] = []
     _collect(value, found, lists)
@@ -128,14 +128,14 @@ def _collect(value: Any, found: list[int], lists: list[int]) -> None:
 
 
 def _is_list_ref(target: Any) -> bool:
-    # ``{"$text": [id]}``: a list stored once (core.store.shared_lists). ``split`` always wraps user data
+    # ``{"$text": [id]}``: a list stored once (core.store.rows.shared_lists). ``split`` always wraps user data
     # whose only key is ``$text``, so no store, old or new, holds this form for anything else.
     return type(target) is list and len(target) == 1 and type(target[0]) is int
 
 
 def join(value: Any, texts: Mapping[int, str], lists: Mapping[int, list[Any]] | None = None) -> Any:
     """A stored value with its references replaced by the texts they name, and its list references by
-    those lists (``lists``: id → stored items, ``core.store.shared_lists.expand``); ``KeyError`` for a
+    those lists (``lists``: id → stored items, ``core.store.rows.shared_lists.expand``); ``KeyError`` for a
     missing one. Each list comes back as a new list of new values, never shared between two results."""
     kind = type(value)
     if kind is str:

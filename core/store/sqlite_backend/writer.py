@@ -1,7 +1,7 @@
 """The connection ``SqliteStore`` writes values through: on the event loop's own thread, waiting for another
 process's write lock without blocking the loop.
 
-A step's write (``core.store.sqlite_batch``) is a few statements and a ``COMMIT``, a fraction of a
+A step's write (``core.store.sqlite_backend.batch``) is a few statements and a ``COMMIT``, a fraction of a
 millisecond; sent to aiosqlite's thread and back it cost two thread hand-overs and their wake-ups besides
 (docs/performance.md). So the writes that store values run here, synchronously, on a second connection of
 the store to its file; the store's other statements (reads, claims, queue, pruning) stay on aiosqlite's.
@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from core.store.transaction import locked, run_transaction
+from core.store.sqlite_backend.transaction import locked, run_transaction
 
 T = TypeVar("T")
 

@@ -2,7 +2,7 @@
 one round trip to the server.
 
 The texts a write needs are looked up by digest, and ids for the new rows (texts not stored yet, and the
-lists of event payloads: ``core.store.shared_lists``) are taken from the ``texts`` id sequence, both in
+lists of event payloads: ``core.store.rows.shared_lists``) are taken from the ``texts`` id sequence, both in
 the same pipelined round trip; the rows are then inserted with those ids without waiting for a reply, and
 the values encoded (each text once) with the ids they refer to. Ids taken and not used leave gaps in the
 sequence, which is harmless.
@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from core.model import codec
-from core.store import shared_lists, texts
-from core.store.shared_lists import Pending
-from core.store.text_cache import TextCache
+from core.store.rows import shared_lists, texts
+from core.store.rows.shared_lists import Pending
+from core.store.rows.text_cache import TextCache
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection

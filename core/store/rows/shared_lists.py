@@ -2,7 +2,7 @@
 
 Every ``agent.prompt`` event records the messages exactly as sent. With an unbounded history the list of
 call N is the list of call N-1 plus the turns said since, so storing each list whole (even as references
-to shared texts, ``core.store.texts``) grows with the square of the conversation. A store keeps instead a
+to shared texts, ``core.store.rows.texts``) grows with the square of the conversation. A store keeps instead a
 long list of an event payload (``MIN_ITEMS`` items or more) as a row of its ``texts`` table whose body is
 the JSON ``[base, items]``: ``base`` is the id of an earlier stored list of the same run that this one
 extends (or null), ``items`` the stored items that follow it. A bounded history slides instead (the
@@ -29,7 +29,7 @@ from typing import Any
 from core.model import codec
 from core.model.errors import StoreError
 from core.model.views import ATOMIC, NOT_TEXT
-from core.store import texts
+from core.store.rows import texts
 
 MIN_ITEMS = 8
 """Lists of event payloads with at least this many items are stored once and referenced."""
@@ -135,7 +135,7 @@ def cut(value: Any, run_id: str, memory: ListMemory, pending: Pending) -> Any:
     equal item is not walked, nor made plain), and only the items after the remembered part are made plain.
 
     Dicts are walked when their keys are all texts and they are not a single reserved key of
-    ``core.store.texts`` (those are plain values whole, as ``texts.split`` wraps them); lists shorter than
+    ``core.store.rows.texts`` (those are plain values whole, as ``texts.split`` wraps them); lists shorter than
     ``MIN_ITEMS`` are walked; anything else is made plain whole."""
     kind = type(value)
     if kind is dict:

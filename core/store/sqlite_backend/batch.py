@@ -11,8 +11,8 @@ Invariants:
 * A ``Batch`` lives for one transaction; the text and list ids it stores go to its ``Pending`` and become
   known to the store (``TextCache.commit``) only after COMMIT.
 * Values are stored as ``codec`` says (JSON, compressed when long); the long texts of every value are
-  stored once per run (``core.store.texts``); the long lists of event payloads too
-  (``core.store.shared_lists``).
+  stored once per run (``core.store.rows.texts``); the long lists of event payloads too
+  (``core.store.rows.shared_lists``).
 """
 
 from __future__ import annotations
@@ -23,12 +23,11 @@ from typing import Any
 
 from core.model import codec
 from core.model.errors import StoreError
-from core.model.records import RunRecord, StepRecord, TraceEvent
-from core.model.usage import Usage
-from core.store import queue_rows, shared_lists, texts, thread_rows
-from core.store.lookup import NO_RUN_HINT
-from core.store.shared_lists import Pending
-from core.store.text_cache import TextCache
+from core.model.records import RunRecord, RunUpdate, StepRecord, TraceEvent
+from core.store.rows import queue_rows, shared_lists, texts, thread_rows
+from core.store.rows.lookup import NO_RUN_HINT
+from core.store.rows.shared_lists import Pending
+from core.store.rows.text_cache import TextCache
 
 _INSERT_RUN = f"INSERT INTO runs ({codec.RUN_COLUMNS}) VALUES ({', '.join('?' * len(codec.RUN_COLUMNS.split(',')))})"
 _REPLACE_STEP = (
@@ -71,30 +70,9 @@ class Batch:
     def record_events(self, run_id: str, events: Sequence[TraceEvent]) -> None:
         self._insert_events(run_id, events, self.encode(run_id, _payloads(events), payloads_from=0))
 
-    def update_run(
-        self,
-        run_id: str,
-        *,
-        status: str,
-        output: Any,
-        error: str | None,
-        usage: Usage | None,
-        pause_path: str | None,
-        pause_message: str | None,
-        finished_at: float | None,
-        options: dict[str, Any] | None,
-    ) -> None:
-        [encoded_output] = self.encode(run_id, [output])
-        values = codec.update_row(
-            status=status,
-            output=encoded_output,
-            error=error,
-            usage=usage,
-            finished_at=finished_at,
-            pause_path=pause_path,
-            pause_message=pause_message,
-            options=options,
-        )
+    def update_run(self, run_id: str, update: RunUpdate) -> None:
+        [encoded_output] = self.encode(run_id, [update.output])
+        values = codec.update_row(update, encoded_output)
         cursor = self._conn.execute(_UPDATE_RUN, (*values, run_id))
         if cursor.rowcount == 0:
             raise StoreError(f"no run {run_id} to update", hint="create the run first")

@@ -6,32 +6,32 @@ Invariants:
 * The same behaviour as ``SqliteStore`` (one conformance suite runs against both): every write is one
   transaction committed before the method returns; ``record_step`` stores a step and its events together;
   a step recorded again at its path replaces the earlier row and sorts after the others; each long text is
-  stored once per run (``core.store.texts``), and each long list of an event payload
-  (``core.store.shared_lists``); runs are deleted only by ``prune_runs``, with everything
+  stored once per run (``core.store.rows.texts``), and each long list of an event payload
+  (``core.store.rows.shared_lists``); runs are deleted only by ``prune_runs``, with everything
   that refers to them (``ON DELETE CASCADE``) and their child runs.
 * Writes are serialised inside a store by an ``asyncio.Lock`` (the ids a transaction stores, its
   ``Pending``, join the text cache when it commits); reads take a pooled connection each and run side by
   side. A write transaction is sent in pipeline mode: its statements go out without waiting for each
   reply, so a step costs a few round trips, not one per statement; a statement whose result is needed
   (``RETURNING``) waits for it. The texts and lists a write stores take one round trip together
-  (``core.store.pg_encoding``).
+  (``core.store.postgres_backend.encoding``).
 * Claims are session advisory locks (``pg_try_advisory_lock``) on one connection outside the pool, opened
   at the first claim and closed when the store holds none: a pooled connection goes back to the pool and
   would carry the lock to whoever takes it next. The server drops the locks when that session ends, so a
   crashed process's runs can be resumed anywhere at once; TCP keepalives end the session of a client that
   vanished. The key is a 64-bit digest of the schema and the run id. ``prune_runs`` takes the same locks
   for its transaction only (``pg_try_advisory_xact_lock``): a run someone executes is never deleted.
-* A lost connection, a server down or restarting is ``StoreUnavailable`` (``core.store.pg_errors``), and
+* A lost connection, a server down or restarting is ``StoreUnavailable`` (``core.store.postgres_backend.errors``), and
   so is finding the claims connection broken while it held claims: the server dropped them with its
   session, and another process may take those runs. From then on the store refuses every write and claim
   at once, until ``reconnect``, which gives up whatever claims are left: a run in hand records nothing
   more (never a failure for the outage) and is resumed from its journal, by whoever claims it next. While
   runs are in hand, ``cancel_requests`` (a worker asks it several times a second) is read on the claims
   connection, so a lost claims session is noticed at once.
-* psycopg errors become ``StoreError`` in one place, ``core.store.pg_errors``; the URI's password never
+* psycopg errors become ``StoreError`` in one place, ``core.store.postgres_backend.errors``; the URI's password never
   appears in a message (``core.settings.location``).
 
-The module is longer than most (about 560 lines) for the reason ``core.store.sqlite`` is: the store owns
+The module is longer than most (about 560 lines) for the reason ``core.store.sqlite_backend.store`` is: the store owns
 its pool, its claims connection, its locks and the text cache, and every method is a transaction over
 them; the schema, the error translation, the encoding of values, the reading of records, the queries of
 threads and the choice of runs to prune live in their own modules.
@@ -52,24 +52,33 @@ from psycopg_pool import AsyncConnectionPool
 
 from core.model import codec
 from core.model.errors import StoreError, StoreUnavailable
-from core.model.records import PruneResult, RunRecord, RunStatus, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
-from core.model.usage import Usage
+from core.model.records import (
+    PruneResult,
+    RunRecord,
+    RunStatus,
+    RunUpdate,
+    StepRecord,
+    ThreadSummary,
+    ThreadTurn,
+    TraceEvent,
+)
 from core.settings.config import PostgresSettings
 from core.settings.location import describe, password
-from core.store import pg_encoding, pruning, queue_rows, row_reads, thread_rows
-from core.store.claims import process_label, thread_key
-from core.store.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
-from core.store.pg_errors import store_error
-from core.store.pg_schema import migrate
-from core.store.shared_lists import Pending
-from core.store.text_cache import TextCache
+from core.store.postgres_backend import encoding as pg_encoding
+from core.store.postgres_backend.errors import store_error
+from core.store.postgres_backend.schema import migrate
+from core.store.rows import pruning, queue_rows, row_reads, thread_rows
+from core.store.rows.claims import process_label, thread_key
+from core.store.rows.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
+from core.store.rows.shared_lists import Pending
+from core.store.rows.text_cache import TextCache
 from core.text.turns import ConversationTurn
 
 Connection = psycopg.AsyncConnection[tuple[Any, ...]]
 
 
 def _pg(sql: str) -> LiteralString:
-    """A query of ``core.store.thread_rows``, ``queue_rows`` or ``row_reads`` (SQLite's) for PostgreSQL:
+    """A query of ``core.store.rows.thread_rows``, ``queue_rows`` or ``row_reads`` (SQLite's) for PostgreSQL:
     ``%s`` parameters, and ``seq`` for SQLite's ``rowid`` (the order of creation among runs created in the
     same instant). Those queries hold no ``?`` or ``rowid`` other than these."""
     return sql.replace("?", "%s").replace("rowid", "seq").replace(", r.thread\n", ', r.thread COLLATE "C"\n')
@@ -240,31 +249,10 @@ class PostgresStore:
             payloads = await self._encode(db, run_id, _payloads(events), payloads_from=0)
             await _insert_events(db, run_id, events, payloads)
 
-    async def update_run(
-        self,
-        run_id: str,
-        *,
-        status: RunStatus,
-        output: Any = None,
-        error: str | None = None,
-        usage: Usage | None = None,
-        pause_path: str | None = None,
-        pause_message: str | None = None,
-        finished_at: float | None = None,
-        options: dict[str, Any] | None = None,
-    ) -> None:
+    async def update_run(self, run_id: str, update: RunUpdate) -> None:
         async with self._write(f"update run {run_id}") as db:
-            [encoded_output] = await self._encode(db, run_id, [output])
-            values = codec.update_row(
-                status=status,
-                output=encoded_output,
-                error=error,
-                usage=usage,
-                finished_at=finished_at,
-                pause_path=pause_path,
-                pause_message=pause_message,
-                options=options,
-            )
+            [encoded_output] = await self._encode(db, run_id, [update.output])
+            values = codec.update_row(update, encoded_output)
             cursor = await db.execute(_UPDATE_RUN, (*values, run_id))
             if await cursor.fetchone() is None:
                 raise StoreError(f"no run {run_id} to update", hint="create the run first")
@@ -493,7 +481,7 @@ class PostgresStore:
     async def prune_runs(
         self, *, created_before: float | None = None, keep: int | None = None, dry_run: bool = False
     ) -> PruneResult:
-        """Delete the runs ``core.store.pruning`` chooses, each under its claim for this transaction only:
+        """Delete the runs ``core.store.rows.pruning`` chooses, each under its claim for this transaction only:
         a run a live session executes is kept (``live``). No sizes: the server manages its files."""
         sql = "SELECT run_id, parent_run_id, created_at FROM runs ORDER BY created_at DESC, seq DESC"
         stored = [pruning.StoredRun(str(r[0]), r[1], float(r[2])) for r in await self._read("list runs", sql, ())]
@@ -595,7 +583,7 @@ class PostgresStore:
     async def _encode(
         self, db: Connection, run_id: str, values: Sequence[Any], *, payloads_from: int | None = None
     ) -> list[str | None]:
-        """``values`` as stored (``core.store.pg_encoding``), inside the write transaction in progress."""
+        """``values`` as stored (``core.store.postgres_backend.encoding``), inside the write transaction in progress."""
         return await pg_encoding.encode(db, self._cache, self._pending, run_id, values, payloads_from=payloads_from)
 
     def _pool_or_error(self) -> AsyncConnectionPool[Connection]:

@@ -11,7 +11,7 @@ Invariants:
 * Migrations run under ``BEGIN IMMEDIATE``, so processes that open a new database at the same moment
   apply them once; an up-to-date database is checked without taking the write lock.
 
-sqlite3 exceptions raised here are translated by the caller (``core.store.sqlite``), the one boundary.
+sqlite3 exceptions raised here are translated by the caller (``core.store.sqlite_backend.store``), the one boundary.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 import aiosqlite
 
 from core.model.errors import StoreError
-from core.store.transaction import immediate
+from core.store.sqlite_backend.transaction import immediate
 
 Migration = Callable[[aiosqlite.Connection], Awaitable[None]]
 MIGRATIONS: list[Migration] = []
@@ -102,7 +102,7 @@ async def m002_run_and_event_indexes(db: aiosqlite.Connection) -> None:
 
 @migration
 async def m003_shared_texts(db: aiosqlite.Connection) -> None:
-    # Long texts stored once per run (core.store.texts); the run's records refer to them as {"$text": id},
+    # Long texts stored once per run (core.store.rows.texts); the run's records refer to them as {"$text": id},
     # and they go when the run goes. The hash is not unique: texts are matched by body too.
     await db.execute(
         """
@@ -120,7 +120,7 @@ async def m003_shared_texts(db: aiosqlite.Connection) -> None:
 @migration
 async def m004_run_owner(db: aiosqlite.Connection) -> None:
     # Who claimed the run last ("pid 1234 on host"), for the message that refuses a second executor
-    # (core.store.claims holds the claim itself).
+    # (core.store.rows.claims holds the claim itself).
     await db.execute("ALTER TABLE runs ADD COLUMN owner TEXT")
 
 
@@ -154,7 +154,7 @@ async def m006_run_options(db: aiosqlite.Connection) -> None:
 
 @migration
 async def m007_run_queue(db: aiosqlite.Connection) -> None:
-    # Runs queued by ``flujo submit`` for ``flujo worker`` processes (core.store.queue_rows): a row per run
+    # Runs queued by ``flujo submit`` for ``flujo worker`` processes (core.store.rows.queue_rows): a row per run
     # a worker should drive, in submission order (seq), until the run ends, pauses or is cancelled. ``taken``
     # says a worker started it (whether that worker still lives is its claim's business); ``cancel`` that
     # ``flujo cancel`` asked the worker executing it to stop.
@@ -175,7 +175,7 @@ async def m007_run_queue(db: aiosqlite.Connection) -> None:
 @migration
 async def m008_shared_lists(db: aiosqlite.Connection) -> None:
     # No table changes: from here on an event payload may refer to a list stored once in ``texts``, as
-    # ``{"$text": [id]}`` (core.store.shared_lists). Recorded so that an older flujo, which would read
+    # ``{"$text": [id]}`` (core.store.rows.shared_lists). Recorded so that an older flujo, which would read
     # such a payload as it is, refuses this database ("written by a newer flujo") instead.
     del db
 

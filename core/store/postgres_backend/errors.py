@@ -1,7 +1,7 @@
 """The one translation of psycopg errors into ``StoreError`` (one line and a hint) for
-``core.store.postgres``, like ``core.store.files.store_error`` for SQLite. The server out of reach, a
-connection lost, a server shutting down or starting up, no connection slot or none free in time are
-``StoreUnavailable``: nothing is wrong with what was being done, and it can be done again once the server
+``core.store.postgres_backend.store``, like ``core.store.sqlite_backend.files.store_error`` for SQLite. The
+server out of reach, a connection lost, a server shutting down or starting up, no connection slot or none free in
+time are ``StoreUnavailable``: nothing is wrong with what was being done, and it can be done again once the server
 is back.
 
 Invariants: a message names the store by ``core.settings.location.describe`` (never with its password), and
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from core.model.errors import StoreError, StoreUnavailable
 from core.settings.location import MASK
-from core.store.lookup import NO_RUN_HINT
+from core.store.rows.lookup import NO_RUN_HINT
 
 if TYPE_CHECKING:
     import psycopg

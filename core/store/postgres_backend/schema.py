@@ -1,5 +1,5 @@
 """The schema of the run store on PostgreSQL: the same named, append-only migrations as SQLite's
-(``core.store.migrations``), one for one, written in PostgreSQL's SQL.
+(``core.store.sqlite_backend.migrations``), one for one, written in PostgreSQL's SQL.
 
 Invariants:
 
@@ -17,7 +17,7 @@ Invariants:
   NUL, which PostgreSQL's ``TEXT`` refuses), and values are not zlib-packed: PostgreSQL compresses long
   values itself (TOAST).
 
-psycopg exceptions raised here are translated by the caller (``core.store.postgres``), the one boundary.
+psycopg exceptions raised here are translated by the caller (``core.store.postgres_backend.store``), the one boundary.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import psycopg
 
 from core.model.errors import StoreError
 from core.settings.location import ELSEWHERE_HINT
-from core.store.migrations import MIGRATIONS, SCHEMA_VERSION
+from core.store.sqlite_backend.migrations import MIGRATIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -137,7 +137,8 @@ PG_MIGRATIONS: tuple[tuple[str, Sequence[LiteralString]], ...] = (
             "CREATE INDEX queue_by_thread ON queue(thread, seq)",
         ),
     ),
-    # No table changes: event payloads may refer to lists stored once (see m008 in core.store.migrations).
+    # No table changes: event payloads may refer to lists stored once (see m008 in
+    # core.store.sqlite_backend.migrations).
     ("m008_shared_lists", ()),
     ("m009_thread_turn_text", ("ALTER TABLE thread_turns ADD COLUMN shown TEXT",)),
 )

@@ -12,7 +12,7 @@ its id: a few bytes more, never a wrong text.
 
 from __future__ import annotations
 
-from core.store.shared_lists import ListMemory, Pending
+from core.store.rows.shared_lists import ListMemory, Pending
 
 TEXT_CACHE_SIZE = 4096
 """How many texts' ids a store remembers (text → id), so a conversation's turns are looked up once."""

@@ -1,5 +1,5 @@
 """Records read back from rows, the same for ``SqliteStore`` and ``PostgresStore``: each decodes the JSON of
-its values, then fetches the shared texts and lists they refer to (``core.store.shared_lists.gather``, with
+its values, then fetches the shared texts and lists they refer to (``core.store.rows.shared_lists.gather``, with
 the store's own ``fetch``) in as few queries as it can, and puts them back.
 
 Invariants: a record read is equal to the record written (``codec`` and ``shared_lists`` say how values are
@@ -15,8 +15,8 @@ from typing import Any
 
 from core.model import codec
 from core.model.records import RunRecord, StepRecord, ThreadTurn, TraceEvent
-from core.store import shared_lists, thread_rows
-from core.store.shared_lists import Fetch
+from core.store.rows import shared_lists, thread_rows
+from core.store.rows.shared_lists import Fetch
 
 RUN = f"SELECT {codec.RUN_COLUMNS} FROM runs WHERE run_id = ?"
 STEPS = f"SELECT {codec.STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY seq"
