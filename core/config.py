@@ -131,8 +131,8 @@ class HistorySettings(BaseModel):
 
 
 class LimitSettings(BaseModel):
-    """Run-wide usage limits for blueprints that set none; a blueprint's ``limits`` overrides each key, and
-    ``flujo run --max-tokens/--max-cost-usd`` override both for one run."""
+    """Run-wide usage limits (``core.steps.Limits``) for blueprints that set none; a blueprint's ``limits``
+    overrides each key, and ``flujo run --max-tokens/--max-cost-usd`` override both for one run."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -183,7 +183,8 @@ class BoundsSettings(BaseModel):
     """How much hostile or broken input may cost: nesting and size of YAML files (blueprints, imports,
     answers files), how many iterations a loop may ask for, the values templates and expressions make and
     the work they do, and the size of what an agent replies. Past a bound, the input is refused with an
-    error that names the bound; nothing hangs or runs out of memory. See docs/blueprints.md#limits."""
+    error that names the bound; nothing hangs or runs out of memory. See docs/blueprints.md#limits. Not the
+    run's usage limits (``LimitSettings``): the words are in ``core.bounds``."""
 
     model_config = ConfigDict(extra="forbid")
 

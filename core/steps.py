@@ -204,7 +204,8 @@ Step = AgentStep | HitlStep | LoopStep | ParallelStep | ConditionalStep | MapSte
 
 @dataclass(frozen=True)
 class Limits:
-    """Run-wide usage budget; None means unbounded."""
+    """Run-wide usage limits (the blueprint's ``limits:``); None means no limit. Not the bounds of hostile
+    input (``BoundsSettings``) nor the history's bound: the words are in ``core.bounds``."""
 
     max_cost_usd: float | None = None
     max_tokens: int | None = None
