@@ -139,6 +139,32 @@ class RunContext:
     def to_dict(self) -> dict[str, Any]:
         return self.view()
 
+    @property
+    def agent_command(self) -> Any:
+        """The last agent reply carrying an ``action`` in this unit of work (``stop_when: agent_finished``
+        reads it), None when there is none; setting None removes it.
+
+        It is kept in the scratchpad as ``last_agent_command`` (``AGENT_COMMAND_KEY``), not in a field of its
+        own: users read it there (``context.scratchpad.last_agent_command.action == 'finish'`` is the
+        documented form of ``stop_when``) and may write it (``sink_to``, ``updates_context``), and it is
+        copied, adopted and merged with the scratchpad. So it lives as the scratchpad does: an iteration
+        starts without one and a loop gives its enclosing iteration's back when it ends
+        (``core.policies.loop``); a parallel branch works on its own copy, merged as any scratchpad key; a
+        sub-workflow neither inherits nor gives back its own (``core.policies.child_context``); on resume,
+        replaying the journal's outputs sets it again. Any value a user wrote is returned as written."""
+        return self.scratchpad.get(AGENT_COMMAND_KEY)
+
+    @agent_command.setter
+    def agent_command(self, command: Any) -> None:
+        if command is None:
+            self.scratchpad.pop(AGENT_COMMAND_KEY, None)
+        else:
+            self.scratchpad[AGENT_COMMAND_KEY] = command
+
+
+# The scratchpad key of ``RunContext.agent_command``, as users read and write it.
+AGENT_COMMAND_KEY = "last_agent_command"
+
 
 @dataclass(frozen=True, slots=True)
 class _Shared:

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from core.agents.base import BaseAgent
 from core.model.calls import AgentCall, AgentReply, ChatMessage
 from core.model.usage import Usage
 
 
-class FuncAgent:
+class FuncAgent(BaseAgent):
     """An agent whose output is ``fn(input)``; counts its calls and may charge tokens."""
 
     def __init__(self, fn: Callable[[Any], Any], *, tokens: int = 0, label: str = "func") -> None:
@@ -22,33 +23,6 @@ class FuncAgent:
     @property
     def label(self) -> str:
         return self._label
-
-    @property
-    def is_model(self) -> bool:
-        return False
-
-    @property
-    def provider_served(self) -> bool:
-        return False
-
-    @property
-    def takes_history(self) -> bool:
-        return True
-
-    @property
-    def prompt_budget(self) -> int | None:
-        return None
-
-    @property
-    def model_name(self) -> str | None:
-        return None
-
-    @property
-    def reply_cap(self) -> int | None:
-        return None
-
-    def estimate_cost_usd(self, prompt_tokens: int) -> float | None:
-        return 0.0
 
     def prompt(self, call: AgentCall) -> list[ChatMessage]:
         return [ChatMessage("user", str(call.input))]

@@ -4,7 +4,8 @@
     agent = build_agent(AgentSpec(name="clarifier", model="openai:gpt-4o-mini"), settings)
     reply = await agent.run(AgentCall(input="hello", step="clarify"))
 
-Every agent implements ``core.ports.Agent``. The HTTP provider classes (and ``Backoff``) are loaded on
+Every agent implements ``core.ports.Agent``; ``core.agents.base.BaseAgent`` holds the protocol's defaults, so each
+class states only what differs. The HTTP provider classes (and ``Backoff``) are loaded on
 first access, so ``import core.agents`` does not import httpx.
 """
 

@@ -17,12 +17,12 @@ method, ``_complete``: a single exchange with their API. Everything else is deci
 from __future__ import annotations
 
 import functools
-import json
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from core.agents.base import BaseAgent, input_text
 from core.agents.spec import AgentSpec
 from core.agents.structured import OutputSchema
 from core.model.calls import Activity, AgentCall, AgentReply, ChatMessage, ChatRole, OutputRepair
@@ -30,17 +30,7 @@ from core.model.errors import AgentOutputError
 from core.model.usage import Usage
 from core.settings.config import ModelInfo
 
-# ``json.dumps(value, ensure_ascii=False, default=str)``'s encoder, made once (json.dumps with arguments makes
-# one per call: every agent call with a structured input).
-_INPUT_JSON = json.JSONEncoder(ensure_ascii=False, default=str).encode
 THINKING = Activity("thinking")
-
-
-def input_text(value: Any) -> str:
-    """An input as message text: a string as is, anything else as JSON."""
-    if isinstance(value, str):
-        return value
-    return _INPUT_JSON(value)
 
 
 def chat_prompt(
@@ -97,15 +87,19 @@ def priced_usage(completion: Completion, price: ModelInfo) -> Usage:
     )
 
 
-class ChatModelAgent(ABC):
+class ChatModelAgent(BaseAgent):
     """Base of the LLM provider agents. ``schema_in_prompt`` adds the schema to the system prompt, for
     providers (or modes) that cannot be handed the schema itself."""
+
+    is_model = True
+    provider_served = True
+    prompt_budget: int | None = None
 
     def __init__(
         self, spec: AgentSpec, *, price: ModelInfo, schema_in_prompt: bool, prompt_budget: int | None = None
     ) -> None:
         self.spec = spec
-        self._prompt_budget = prompt_budget
+        self.prompt_budget = prompt_budget
         self._price = price
         self._schema_in_prompt = schema_in_prompt
         self._schema = (
@@ -117,27 +111,8 @@ class ChatModelAgent(ABC):
         return self.spec.model or self.spec.name
 
     @property
-    def is_model(self) -> bool:
-        return True
-
-    @property
-    def provider_served(self) -> bool:
-        return True
-
-    @property
-    def takes_history(self) -> bool:
-        return True
-
-    @property
-    def prompt_budget(self) -> int | None:
-        return self._prompt_budget
-
-    @property
     def model_name(self) -> str | None:
         return self.spec.model
-
-    def replayed(self) -> None:
-        return None
 
     @property
     def reply_cap(self) -> int | None:

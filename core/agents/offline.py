@@ -13,7 +13,8 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from core.agents.chat import chat_prompt, input_text
+from core.agents.base import BaseAgent, input_text
+from core.agents.chat import chat_prompt
 from core.agents.structured import Checked, OutputSchema
 from core.model.calls import AgentCall, AgentReply, ChatMessage, OutputRepair
 from core.model.errors import AgentOutputError, ConfigError
@@ -23,7 +24,25 @@ OFFLINE_USAGE = Usage(requests=1, cost_usd=0.0)
 KEPT_CALLS = 100  # ScriptedAgent.calls
 
 
-class ScriptedAgent:
+class _OfflineModel(BaseAgent):
+    """What the two doubles share: they are models that no provider serves, and their prompt is what a chat
+    model would be sent (the system prompt, the worked examples, the history, the input)."""
+
+    is_model = True
+    prompt_budget: int | None = None
+
+    def __init__(
+        self, *, system_prompt: str | None, examples: Sequence[tuple[str, str]], prompt_budget: int | None
+    ) -> None:
+        self.system_prompt = system_prompt
+        self.examples = tuple(examples)
+        self.prompt_budget = prompt_budget
+
+    def prompt(self, call: AgentCall) -> list[ChatMessage]:
+        return chat_prompt(self.system_prompt, call.history, call.input, examples=self.examples)
+
+
+class ScriptedAgent(_OfflineModel):
     """Returns ``replies`` in order, the last one repeating; a reply may be text or any JSON-like value.
 
     ``calls`` keeps the last ``KEPT_CALLS`` calls received, for assertions: what each was sent (input, step,
@@ -31,6 +50,8 @@ class ScriptedAgent:
     state of every iteration of a long run alive (and every garbage collection would go through it again).
     Only the last ones: a 1,000-iteration run's calls, each with its history, took ~0.8 MB.
     """
+
+    label = "scripted"
 
     def __init__(
         self,
@@ -42,7 +63,7 @@ class ScriptedAgent:
         output_schema: Mapping[str, Any] | None = None,
         prompt_budget: int | None = None,
     ) -> None:
-        self._prompt_budget = prompt_budget
+        super().__init__(system_prompt=system_prompt, examples=examples, prompt_budget=prompt_budget)
         if not replies:
             raise ConfigError(
                 f"agents.{name} uses model: scripted but has no replies",
@@ -50,45 +71,9 @@ class ScriptedAgent:
             )
         self.name = name
         self.replies = list(replies)
-        self.system_prompt = system_prompt
-        self.examples = tuple(examples)
         self.calls: deque[AgentCall] = deque(maxlen=KEPT_CALLS)
         self._next = 0
         self._schema = OutputSchema(output_schema, owner=f"agents.{name}") if output_schema is not None else None
-
-    @property
-    def label(self) -> str:
-        return "scripted"
-
-    @property
-    def is_model(self) -> bool:
-        return True
-
-    @property
-    def provider_served(self) -> bool:
-        return False
-
-    @property
-    def takes_history(self) -> bool:
-        return True
-
-    @property
-    def prompt_budget(self) -> int | None:
-        return self._prompt_budget
-
-    @property
-    def model_name(self) -> str | None:
-        return None
-
-    @property
-    def reply_cap(self) -> int | None:
-        return None
-
-    def estimate_cost_usd(self, prompt_tokens: int) -> float | None:
-        return 0.0
-
-    def prompt(self, call: AgentCall) -> list[ChatMessage]:
-        return chat_prompt(self.system_prompt, call.history, call.input, examples=self.examples)
 
     async def run(self, call: AgentCall) -> AgentReply:
         self.calls.append(AgentCall(call.input, call.step, call.history, run_id=call.run_id, path=call.path))
@@ -136,8 +121,10 @@ class ScriptedAgent:
         return as_text if as_text.ok else parsed
 
 
-class EchoAgent:
+class EchoAgent(_OfflineModel):
     """Returns its input unchanged."""
+
+    label = "echo"
 
     def __init__(
         self,
@@ -146,46 +133,7 @@ class EchoAgent:
         examples: Sequence[tuple[str, str]] = (),
         prompt_budget: int | None = None,
     ) -> None:
-        self.system_prompt = system_prompt
-        self.examples = tuple(examples)
-        self._prompt_budget = prompt_budget
-
-    @property
-    def label(self) -> str:
-        return "echo"
-
-    @property
-    def is_model(self) -> bool:
-        return True
-
-    @property
-    def provider_served(self) -> bool:
-        return False
-
-    @property
-    def takes_history(self) -> bool:
-        return True
-
-    @property
-    def prompt_budget(self) -> int | None:
-        return self._prompt_budget
-
-    @property
-    def model_name(self) -> str | None:
-        return None
-
-    @property
-    def reply_cap(self) -> int | None:
-        return None
-
-    def estimate_cost_usd(self, prompt_tokens: int) -> float | None:
-        return 0.0
-
-    def prompt(self, call: AgentCall) -> list[ChatMessage]:
-        return chat_prompt(self.system_prompt, call.history, call.input, examples=self.examples)
-
-    def replayed(self) -> None:
-        return None
+        super().__init__(system_prompt=system_prompt, examples=examples, prompt_budget=prompt_budget)
 
     async def run(self, call: AgentCall) -> AgentReply:
         if call.on_text is not None:

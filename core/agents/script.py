@@ -17,10 +17,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from core.agents.chat import input_text
+from core.agents.base import BaseAgent, input_text
 from core.agents.child_process import kill_group, start_command
 from core.agents.detached import call_detached
-from core.model.calls import AgentCall, AgentReply, ChatMessage
+from core.model.calls import AgentCall, AgentReply
 from core.model.errors import ConfigError, ControlSignal, FlujoError, RunError
 from core.model.views import LazyView, plain
 from core.ports import Agent
@@ -31,51 +31,17 @@ DEFAULT_COMMAND_TIMEOUT_S = 300.0
 STDERR_TAIL_CHARS = 2000
 
 
-class _LocalAgent:
-    """What the non-model agents share: a label, no chat messages, the input as one user message. In a
-    conversation they get the history as a text block before a text input, unless ``takes_history`` is
-    False (the builtins, which only move their input along)."""
+class _LocalAgent(BaseAgent):
+    """What the non-model agents share: a label given when made; otherwise ``BaseAgent``'s defaults (the
+    input as one user message, no cost). In a conversation they get the history as a text block before a
+    text input, unless ``takes_history`` is False (the builtins, which only move their input along)."""
 
-    def __init__(self, label: str, *, takes_history: bool = True) -> None:
+    def __init__(self, label: str) -> None:
         self._label = label
-        self._takes_history = takes_history
 
     @property
     def label(self) -> str:
         return self._label
-
-    @property
-    def is_model(self) -> bool:
-        return False
-
-    @property
-    def provider_served(self) -> bool:
-        return False
-
-    @property
-    def takes_history(self) -> bool:
-        return self._takes_history
-
-    @property
-    def prompt_budget(self) -> int | None:
-        return None
-
-    @property
-    def model_name(self) -> str | None:
-        return None
-
-    @property
-    def reply_cap(self) -> int | None:
-        return None
-
-    def estimate_cost_usd(self, prompt_tokens: int) -> float | None:
-        return 0.0
-
-    def replayed(self) -> None:
-        return None
-
-    def prompt(self, call: AgentCall) -> list[ChatMessage]:
-        return [ChatMessage("user", input_text(call.input))]
 
 
 class PythonAgent(_LocalAgent):
@@ -324,8 +290,10 @@ def _parse_stdout(text: str) -> Any:
 class PassthroughAgent(_LocalAgent):
     """``flujo.builtins.passthrough``: returns its input unchanged."""
 
+    takes_history = False
+
     def __init__(self) -> None:
-        super().__init__("flujo.builtins.passthrough", takes_history=False)
+        super().__init__("flujo.builtins.passthrough")
 
     async def run(self, call: AgentCall) -> AgentReply:
         return AgentReply(call.input)
@@ -334,8 +302,10 @@ class PassthroughAgent(_LocalAgent):
 class StringifyAgent(_LocalAgent):
     """``flujo.builtins.stringify``: returns its input as text (JSON for anything but a string)."""
 
+    takes_history = False
+
     def __init__(self) -> None:
-        super().__init__("flujo.builtins.stringify", takes_history=False)
+        super().__init__("flujo.builtins.stringify")
 
     async def run(self, call: AgentCall) -> AgentReply:
         return AgentReply(input_text(call.input))

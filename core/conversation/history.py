@@ -47,8 +47,9 @@ def bound(
     keep_last: int = 0,
 ) -> list[ConversationTurn]:
     """The most recent turns of ``turns[:end]`` within ``max_tokens`` (with message overhead) and
-    ``max_turns``, dropping the oldest whole units first. Costs the turns added since the last call for the
-    same conversation (``core.conversation.costs``), not the turns kept nor the turns stored.
+    ``max_turns``, dropping the oldest whole units first: the history's bound (not the ``[bounds]`` of
+    hostile input nor the run's limits; the words are in ``core.text.bounds``). Costs the turns added since the
+    last call for the same conversation (``core.conversation.costs``), not the turns kept nor the turns stored.
     The newest ``keep_last`` turns (the question the current message answers) are kept whatever the
     bounds; they count towards them."""
     stop = len(turns) if end is None else end

@@ -17,13 +17,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.context import RunContext
+from core.context import AGENT_COMMAND_KEY, RunContext
 from core.model.errors import RunError
 from core.policies.context_writes import sink
 from core.steps.kinds import CHILD_PATH_ROOTS, WorkflowStep
 
 # The child's stop_when bookkeeping; it belongs to the loops of the run that wrote it.
-_PRIVATE_KEYS = ("last_agent_command",)
+_PRIVATE_KEYS = (AGENT_COMMAND_KEY,)
 
 
 @dataclass(frozen=True)

@@ -85,15 +85,16 @@ def update_context(ctx: RunContext, step: str, output: Any) -> None:
 
 
 def note_agent_command(ctx: RunContext, output: Any) -> None:
-    """Keep the last agent output that carries an ``action`` as ``scratchpad.last_agent_command``.
+    """Keep the last agent output that carries an ``action`` as ``ctx.agent_command``
+    (``scratchpad.last_agent_command``).
 
     This is what ``stop_when: agent_finished`` reads (``...last_agent_command.action == 'finish'``).
     """
     if (type(output) is dict or isinstance(output, Mapping)) and "action" in output:  # a dict without the ABC check
-        ctx.scratchpad["last_agent_command"] = copied(dict(output))
+        ctx.agent_command = copied(dict(output))
 
 
 def agent_finished(ctx: RunContext) -> bool:
     """True when the last agent command (see ``note_agent_command``) is ``{"action": "finish", ...}``."""
-    command = ctx.scratchpad.get("last_agent_command")
+    command = ctx.agent_command
     return (type(command) is dict or isinstance(command, Mapping)) and command.get("action") == "finish"

@@ -243,24 +243,24 @@ class Frame:
         call's reported usage replaces it (``charge`` / ``add_usage`` with ``releasing=``, or ``release``),
         so calls running at the same time (parallel branches) cannot together overrun a limit that each
         alone would respect."""
-        if self.parent is not None:  # the budget is the top-level run's, spent by the whole tree
+        if self.parent is not None:  # the limits are the top-level run's, spent by the whole tree
             return self.parent.reserve(step, tokens, cost_usd, reply_tokens=reply_tokens)
         self.check_limits()
-        limit, budget = self.limits.max_tokens, self.limits.max_cost_usd
+        token_limit, cost_limit = self.limits.max_tokens, self.limits.max_cost_usd
         most = tokens + reply_tokens if tokens else 0
         held_tokens = self.reserved_tokens + self.interrupted_tokens
-        if limit is not None and most and self.usage.total_tokens + held_tokens + most > limit:
+        if token_limit is not None and most and self.usage.total_tokens + held_tokens + most > token_limit:
             reply = f" and its reply up to {reply_tokens}" if reply_tokens else ""
             held = f", and {self.reserved_tokens} more are held by calls in flight" if self.reserved_tokens else ""
             if self.interrupted_tokens:
                 held += f", and {self.interrupted_tokens} more by interrupted calls of unknown usage"
             raise LimitReached(
                 f"token limit reached before calling {step!r}: its prompt needs about {tokens} tokens{reply} and "
-                f"{self.usage.total_tokens} of the {limit} allowed are used{held}",
+                f"{self.usage.total_tokens} of the {token_limit} allowed are used{held}",
                 usage=self.usage,
             )
         held_cost = self.reserved_cost_usd + self.interrupted_cost_usd
-        if budget is not None and cost_usd and self.known_cost_usd + held_cost + cost_usd > budget:
+        if cost_limit is not None and cost_usd and self.known_cost_usd + held_cost + cost_usd > cost_limit:
             held = (
                 f", and ${self.reserved_cost_usd:.4f} more is held by calls in flight" if self.reserved_cost_usd else ""
             )
@@ -268,10 +268,12 @@ class Frame:
                 held += f", and ${self.interrupted_cost_usd:.4f} more by interrupted calls of unknown usage"
             raise LimitReached(
                 f"cost limit reached before calling {step!r}: the call may cost up to ${cost_usd:.4f} and "
-                f"${self.known_cost_usd:.4f} of the ${budget:.4f} allowed are spent{held}",
+                f"${self.known_cost_usd:.4f} of the ${cost_limit:.4f} allowed are spent{held}",
                 usage=self.usage,
             )
-        reservation = Reservation(most if limit is not None else 0, (cost_usd or 0.0) if budget is not None else 0.0)
+        reservation = Reservation(
+            most if token_limit is not None else 0, (cost_usd or 0.0) if cost_limit is not None else 0.0
+        )
         self.reserved_tokens += reservation.tokens
         self.reserved_cost_usd += reservation.cost_usd
         return reservation
@@ -306,7 +308,7 @@ class Frame:
 
     def check_limits(self) -> None:
         """LimitReached when the run has already spent more than a limit allows. Called before each agent
-        call too: a parallel branch must not start a call after a sibling has spent the budget."""
+        call too: a parallel branch must not start a call after a sibling has spent a limit."""
         if self.parent is not None:
             self.parent.check_limits()
             return
@@ -354,7 +356,7 @@ class Frame:
 
 @dataclass
 class Reservation:
-    """What one call in flight holds against the run's limits (``Frame.reserve``)."""
+    """What one call in flight holds against the run's limits (``Frame.reserve``) until its usage is known."""
 
     tokens: int = 0
     cost_usd: float = 0.0

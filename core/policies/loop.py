@@ -43,14 +43,14 @@ async def run_loop(step: LoopStep, data: Any, ctx: RunContext, path: str, frame:
     iterations = 0
     held = enter_loop(step, ctx, frame.thread)  # a conversational loop's own history, from here to the end
     # An enclosing loop's stop_when reads its own iteration's command: this loop's must not replace it.
-    enclosing_command = ctx.scratchpad.get("last_agent_command")
+    enclosing_command = ctx.agent_command
     iteration_ctx = ctx
     try:
         for iteration in range(1, step.max_loops + 1):
             iterations = iteration
             iteration_ctx = ctx.isolate()
             # stop_when: agent_finished reads *this* iteration's last agent command, never a stale one.
-            iteration_ctx.scratchpad.pop("last_agent_command", None)
+            iteration_ctx.agent_command = None
             if iteration == 1 and step.init is not None:
                 reason = "init"  # an init op failing is the loop's failure, with exit reason "init"
                 try:
@@ -93,10 +93,7 @@ async def run_loop(step: LoopStep, data: Any, ctx: RunContext, path: str, frame:
     finally:
         if held is not None:
             held.leave(ctx)
-    if enclosing_command is None:
-        ctx.scratchpad.pop("last_agent_command", None)
-    else:
-        ctx.scratchpad["last_agent_command"] = enclosing_command
+    ctx.agent_command = enclosing_command
     record_output(ctx, step.name, final)
     event = frame.event(path, LoopExited(reason, iterations, step.exit_description, step.max_loops))
     await frame.commit(

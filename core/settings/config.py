@@ -133,8 +133,8 @@ class HistorySettings(BaseModel):
 
 
 class LimitSettings(BaseModel):
-    """Run-wide usage limits for blueprints that set none; a blueprint's ``limits`` overrides each key, and
-    ``flujo run --max-tokens/--max-cost-usd`` override both for one run."""
+    """Run-wide usage limits (``core.steps.kinds.Limits``) for blueprints that set none; a blueprint's ``limits``
+    overrides each key, and ``flujo run --max-tokens/--max-cost-usd`` override both for one run."""
 
     model_config = ConfigDict(extra="forbid")
 

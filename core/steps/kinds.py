@@ -303,7 +303,8 @@ CONTAINER_STEP_KINDS = frozenset(kind.kind for kind in get_args(Step) if kind.ho
 
 @dataclass(frozen=True)
 class Limits:
-    """Run-wide usage budget; None means unbounded."""
+    """Run-wide usage limits (the blueprint's ``limits:``); None means no limit. Not the bounds of hostile
+    input (``BoundsSettings``) nor the history's bound: the words are in ``core.text.bounds``."""
 
     max_cost_usd: float | None = None
     max_tokens: int | None = None

@@ -4,7 +4,7 @@ render or expression evaluation may cost and make.
 The bounds are set for the current context with ``use_bounds`` (the CLI does it once it has read the
 settings; otherwise the documented defaults apply) and read with ``current_bounds``: agents read the
 size of output they accept there too. Each render or
-evaluation gets a fresh ``Budget`` (``rendering()``); the sandbox (``core.text.sandbox``) charges it:
+evaluation gets a fresh ``RenderMeter`` (``rendering()``); the sandbox (``core.text.sandbox``) charges it:
 
 - ``step()`` for every loop iteration and every call (a filter, a function, a macro): at most
   ``template_max_steps``;
@@ -13,9 +13,23 @@ evaluation gets a fresh ``Budget`` (``rendering()``); the sandbox (``core.text.s
   items of a list or mapping counted with their contents), no integer over ``template_max_digits`` digits,
   and at most ``template_max_total`` made in all.
 
-Limits are checked by counting, never by signals or timers, so a refusal is exact and repeatable. A
-passed limit raises ``LimitExceeded`` (not a FlujoError: the template layer turns it into a
+Bounds are checked by counting, never by signals or timers, so a refusal is exact and repeatable. A
+passed bound raises ``BoundExceeded`` (not a FlujoError: the template layer turns it into a
 TemplateError naming the template and the setting).
+
+Words, as the code uses them (each names one thing):
+
+- *bounds*: what hostile or broken input may cost (this module; ``BoundsSettings``, the ``[bounds]``
+  settings). A render's ``RenderMeter`` counts against them; ``BoundExceeded`` refuses what passes one.
+- *limits*: what a run may spend, in tokens and dollars (``core.steps.kinds.Limits``, the blueprint's ``limits:``
+  and ``flujo run --max-tokens/--max-cost-usd``, defaulted by ``core.settings.config.LimitSettings``, the
+  ``[limits]`` settings). Passing one stops the run with ``LimitReached``.
+- *reservation*: the share of the limits a call in flight holds until its usage is known
+  (``core.policies.frame.Reservation``).
+- the history's *bound*: the newest turns of a conversation that fit its ``history`` settings and the
+  agent's ``prompt_budget`` (``core.conversation.history.bound``), what a prompt sends of the history.
+- *prompt budget*: the most tokens a prompt to an agent may hold, its context window minus the reply
+  reserve (``Agent.prompt_budget``).
 """
 
 from __future__ import annotations
@@ -32,7 +46,8 @@ class BoundsSettings(BaseModel):
     """How much hostile or broken input may cost: nesting and size of YAML files (blueprints, imports,
     answers files), how many iterations a loop may ask for, the values templates and expressions make and
     the work they do, and the size of what an agent replies. Past a bound, the input is refused with an
-    error that names the bound; nothing hangs or runs out of memory. See docs/blueprints.md#limits."""
+    error that names the bound; nothing hangs or runs out of memory. See docs/blueprints.md#limits. Not the
+    run's usage limits (``LimitSettings``): the words are in this module's docstring."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -51,13 +66,13 @@ class BoundsSettings(BaseModel):
 
 _DEFAULT_BOUNDS = BoundsSettings()
 _BOUNDS: ContextVar[BoundsSettings | None] = ContextVar("flujo_bounds", default=None)
-_CURRENT: ContextVar[Budget | None] = ContextVar("flujo_render_budget", default=None)
+_CURRENT: ContextVar[RenderMeter | None] = ContextVar("flujo_render_meter", default=None)
 
 _DIGITS_PER_BIT = 0.30103  # log10(2)
 
 
-class LimitExceeded(Exception):
-    """A template or expression passed one of its limits; ``setting`` names it (``template_max_size``)."""
+class BoundExceeded(Exception):
+    """A template or expression passed one of its bounds; ``setting`` names it (``template_max_size``)."""
 
     def __init__(self, message: str, setting: str) -> None:
         super().__init__(message)
@@ -75,8 +90,8 @@ def current_bounds() -> BoundsSettings:
     return _BOUNDS.get() or _DEFAULT_BOUNDS
 
 
-class Budget:
-    """The counters of one render or evaluation."""
+class RenderMeter:
+    """The counters of one render or evaluation, charged against the bounds."""
 
     __slots__ = ("bounds", "steps", "total")
 
@@ -88,7 +103,7 @@ class Budget:
     def step(self) -> None:
         self.steps += 1
         if self.steps > self.bounds.template_max_steps:
-            raise LimitExceeded(
+            raise BoundExceeded(
                 f"it took more than {self.bounds.template_max_steps:,} steps (loop iterations and calls)",
                 "template_max_steps",
             )
@@ -96,13 +111,13 @@ class Budget:
     def made(self, size: int) -> None:
         """Charge a value of ``size`` (characters or items); refuse it when it is too big."""
         if size > self.bounds.template_max_size:
-            raise LimitExceeded(
+            raise BoundExceeded(
                 f"it would make a value of more than {self.bounds.template_max_size:,} characters or items",
                 "template_max_size",
             )
         self.total += size
         if self.total > self.bounds.template_max_total:
-            raise LimitExceeded(
+            raise BoundExceeded(
                 f"it made more than {self.bounds.template_max_total:,} characters or items in all",
                 "template_max_total",
             )
@@ -110,7 +125,7 @@ class Budget:
     def digits(self, digits: int) -> None:
         """Refuse an integer of more than ``template_max_digits`` digits (checked before it is computed)."""
         if digits > self.bounds.template_max_digits:
-            raise LimitExceeded(
+            raise BoundExceeded(
                 f"it would make a number of about {digits:,} digits (at most {self.bounds.template_max_digits:,})",
                 "template_max_digits",
             )
@@ -131,25 +146,25 @@ class Budget:
         return value
 
 
-def budget() -> Budget:
-    """The budget of the render in progress; a fresh one outside a render (constant folding at compile)."""
+def meter() -> RenderMeter:
+    """The meter of the render in progress; a fresh one outside a render (constant folding at compile)."""
     current = _CURRENT.get()
-    return current if current is not None else Budget(current_bounds())
+    return current if current is not None else RenderMeter(current_bounds())
 
 
 def rendering() -> Rendering:
-    """A fresh budget for one render or evaluation: ``with rendering() as budget:``."""
+    """A fresh meter for one render or evaluation: ``with rendering() as meter:``."""
     return Rendering()
 
 
 class Rendering:
-    """The context of one render: its budget is current inside it. A class, not a ``contextmanager``
+    """The context of one render: its meter is current inside it. A class, not a ``contextmanager``
     generator: it is entered on every render, several times an iteration."""
 
     __slots__ = ("_token",)
 
-    def __enter__(self) -> Budget:
-        fresh = Budget(current_bounds())
+    def __enter__(self) -> RenderMeter:
+        fresh = RenderMeter(current_bounds())
         self._token = _CURRENT.set(fresh)
         return fresh
 

@@ -1,7 +1,7 @@
 """The bounded Jinja sandbox that templates and expressions run in.
 
 Jinja's ``ImmutableSandboxedEnvironment`` keeps templates away from Python's internals; this subclass
-also keeps them from exhausting memory or time (the budgets are ``core.text.bounds``):
+also keeps them from exhausting memory or time (the bounds and each render's meter are ``core.text.bounds``):
 
 - the operators that can amplify (``*``, ``**``, ``%``, ``+``) are intercepted (``intercepted_binops`` +
   ``call_binop``) and their operands checked before the operation. Intercepting them also stops Jinja
@@ -27,7 +27,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedFormatter
 from jinja2.utils import generate_lorem_ipsum
 
 from core.model.views import LazyView
-from core.text.bounds import Budget, LimitExceeded, budget, digits_of, size_of
+from core.text.bounds import BoundExceeded, RenderMeter, digits_of, meter, size_of
 
 _SEQUENCES = (str, bytes, list, tuple)
 _PRINTF_SPEC = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?[hlL]?[a-zA-Z%]")
@@ -39,32 +39,32 @@ def _size(value: Any, bounds_cap: int) -> int:
     return len(value) if isinstance(value, str | bytes) else size_of(value, bounds_cap)
 
 
-def _number(text: str, charge: Budget) -> int:
+def _number(text: str, charge: RenderMeter) -> int:
     if len(text) > _MAX_NUMBER_TEXT:
         charge.made(10**_MAX_NUMBER_TEXT)  # raises: no limit is that large
     return int(text)
 
 
-def _check_printf(charge: Budget, template: str, arguments: Any) -> None:
+def _check_printf(charge: RenderMeter, template: str, arguments: Any) -> None:
     """Before ``template % arguments``: the widths and precisions it asks for, and what it prints."""
     cap = charge.bounds.template_max_size
     wanted = len(template) + _size(arguments, cap)
     for match in _PRINTF_SPEC.finditer(template):
         for part in match.groups():
             if part == "*":
-                raise LimitExceeded("a '*' width or precision in % formatting is not supported", "template_max_size")
+                raise BoundExceeded("a '*' width or precision in % formatting is not supported", "template_max_size")
             if part is not None:
                 wanted += _number(part, charge)
     charge.made(wanted)
 
 
-def _check_width(charge: Budget, value: Any, width: Any) -> None:
+def _check_width(charge: RenderMeter, value: Any, width: Any) -> None:
     """Before padding ``value`` to ``width`` (center, ljust, rjust, zfill)."""
     if isinstance(width, int):
         charge.made(max(width, len(value) if isinstance(value, str | bytes) else 0))
 
 
-def _check_replace(charge: Budget, text: Any, old: Any, new: Any, count: Any) -> None:
+def _check_replace(charge: RenderMeter, text: Any, old: Any, new: Any, count: Any) -> None:
     if isinstance(text, bytes) and isinstance(old, bytes) and isinstance(new, bytes):
         text, old, new = text.decode("latin-1"), old.decode("latin-1"), new.decode("latin-1")
     if not (isinstance(text, str) and isinstance(old, str) and isinstance(new, str)):
@@ -75,13 +75,15 @@ def _check_replace(charge: Budget, text: Any, old: Any, new: Any, count: Any) ->
     charge.made(len(text) + times * max(0, len(new) - len(old)))
 
 
-def _check_join(charge: Budget, separator: Any, items: list[Any]) -> None:
+def _check_join(charge: RenderMeter, separator: Any, items: list[Any]) -> None:
     cap = charge.bounds.template_max_size
     gap = len(separator) if isinstance(separator, str | bytes) else 0
     charge.made(sum(_size(item, cap) for item in items) + gap * max(len(items) - 1, 0))
 
 
-def _check_method(charge: Budget, method: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[Any, ...]:
+def _check_method(
+    charge: RenderMeter, method: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+) -> tuple[Any, ...]:
     """Check a ``str``/``bytes`` method that can amplify before it runs; the (possibly materialised) args."""
     owner = getattr(method, "__self__", None)
     if not isinstance(owner, str | bytes):
@@ -103,7 +105,7 @@ def _check_method(charge: Budget, method: Any, args: tuple[Any, ...], kwargs: Ma
     return args
 
 
-def _check_binop(charge: Budget, operator: str, left: Any, right: Any) -> None:
+def _check_binop(charge: RenderMeter, operator: str, left: Any, right: Any) -> None:
     cap = charge.bounds.template_max_size
     if operator == "*":
         if isinstance(left, int) and isinstance(right, _SEQUENCES):
@@ -126,7 +128,7 @@ class _BoundedFormatter(SandboxedFormatter):
     """``str.format`` in the sandbox, checking each field's width and precision before formatting it."""
 
     def format_field(self, value: Any, format_spec: str) -> Any:
-        charge = budget()
+        charge = meter()
         wanted = _size(value, charge.bounds.template_max_size) if isinstance(value, str | bytes) else 0
         for digits in _DIGITS.findall(format_spec):
             wanted = max(wanted, _number(digits, charge))
@@ -135,7 +137,7 @@ class _BoundedFormatter(SandboxedFormatter):
 
 
 def _lipsum(n: int = 5, html: bool = True, min: int = 20, max: int = 100) -> str:
-    budget().made(max_words_size(n, max))
+    meter().made(max_words_size(n, max))
     return generate_lorem_ipsum(n, html, min, max)
 
 
@@ -150,7 +152,7 @@ def _checked_filter(name: str, function: Callable[..., Any]) -> Callable[..., An
 
     @functools.wraps(function)
     def checked(*args: Any, **kwargs: Any) -> Any:
-        charge = budget()
+        charge = meter()
         charge.step()
         if name == "join":  # an iterator (``xs | map(...)``) is read once, here, so its size is known first
             at = 1 if passes_argument else 0
@@ -167,7 +169,7 @@ def _checked_filter(name: str, function: Callable[..., Any]) -> Callable[..., An
     return checked
 
 
-def _check_filter(charge: Budget, name: str, given: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
+def _check_filter(charge: RenderMeter, name: str, given: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
     def argument(position: int, key: str, default: Any) -> Any:
         return given[position] if len(given) > position else kwargs.get(key, default)
 
@@ -200,15 +202,15 @@ def _linear_sum(function: Callable[..., Any], args: tuple[Any, ...], kwargs: Map
     """The ``sum`` filter, in linear time when it concatenates lists (Python's ``sum`` copies each time)."""
     start = kwargs.get("start", args[3] if len(args) > 3 else 0)
     if not isinstance(start, list | tuple):
-        return budget().check(function(*args, **kwargs))
+        return meter().check(function(*args, **kwargs))
     attribute = kwargs.get("attribute", args[2] if len(args) > 2 else None)
     if attribute is not None:
-        return budget().check(function(*args, **kwargs))
+        return meter().check(function(*args, **kwargs))
     items = list(start)
     for item in args[1]:
         items.extend(item)
-        budget().made(0 if len(items) <= budget().bounds.template_max_size else len(items))
-    return budget().check(type(start)(items))
+        meter().made(0 if len(items) <= meter().bounds.template_max_size else len(items))
+    return meter().check(type(start)(items))
 
 
 class _CountingCodeGenerator(CodeGenerator):
@@ -270,13 +272,13 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         self.filters[name] = _checked_filter(name, function)
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-        _check_binop(budget(), operator, left, right)
+        _check_binop(meter(), operator, left, right)
         return super().call_binop(context, operator, left, right)
 
     def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
         if __obj == __self.counted:  # a loop's iterable: iterating it makes nothing, each item is a step
             return __self.counted(*args)
-        charge = budget()
+        charge = meter()
         charge.step()
         for value in (*args, *kwargs.values()):
             charge.check(value)
@@ -303,12 +305,12 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
     def counted(self, iterable: Any) -> Iterator[Any]:
         """A loop's items, one step each."""
         for item in iterable:
-            budget().step()
+            meter().step()
             yield item
 
     def joined(self, parts: tuple[Any, ...]) -> str:
         """``a ~ b``: the parts as text, checked before they are joined."""
-        charge = budget()
+        charge = meter()
         for part in parts:
             _check_output(part)
         texts = [str(part) for part in parts]
@@ -317,15 +319,15 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
 
     def concat(self, parts: Iterable[str]) -> str:  # Jinja's is "".join
         """The output of a template (or block, or macro), checked as it grows."""
-        limit = budget().bounds.template_max_size
+        limit = meter().bounds.template_max_size
         kept: list[str] = []
         length = 0
         for part in parts:
             length += len(part)
             if length > limit:
-                budget().made(length)  # raises
+                meter().made(length)  # raises
             kept.append(part)
-        budget().made(length)
+        meter().made(length)
         return "".join(kept)
 
 
@@ -352,7 +354,7 @@ def read_keys(value: Any, names: tuple[str, ...]) -> Any:
 
 def _check_output(value: Any) -> Any:
     """What ``{{ ... }}`` prints, checked before it is turned into text."""
-    return budget().check(value)
+    return meter().check(value)
 
 
-__all__ = ["BoundedSandbox", "LimitExceeded"]
+__all__ = ["BoundExceeded", "BoundedSandbox"]

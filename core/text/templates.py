@@ -28,7 +28,7 @@ from jinja2.exceptions import SecurityError
 
 from core.model.errors import SourcePosition, TemplateError
 from core.model.views import ATOMIC, json_default, plain
-from core.text.bounds import LimitExceeded, current_bounds, rendering
+from core.text.bounds import BoundExceeded, current_bounds, rendering
 from core.text.sandbox import UNREAD, BoundedSandbox, read_keys
 
 
@@ -155,7 +155,7 @@ def _check_constants(tree: nodes.Template) -> None:
         try:
             with rendering():
                 _TEMPLATE_ENV.from_string(nodes.Template([nodes.Output([node], lineno=node.lineno)], lineno=1)).render()
-        except LimitExceeded as exc:
+        except BoundExceeded as exc:
             raise TemplateSyntax(
                 f"this would be stopped when it runs: {exc.message}",
                 line=node.lineno,
@@ -174,7 +174,7 @@ def _check_expression_constants(source: str) -> None:
     _check_constants(tree)
 
 
-def _limit_error(kind: str, source: str, exc: LimitExceeded, where: str = "") -> TemplateError:
+def _bound_error(kind: str, source: str, exc: BoundExceeded, where: str = "") -> TemplateError:
     return TemplateError(
         f"{where}{kind} {source!r} was stopped: {exc.message}",
         hint=f"make it smaller; the limit is the setting bounds.{exc.setting}",
@@ -297,21 +297,21 @@ class Template:
 
     def render(self, variables: Mapping[str, Any]) -> Any:
         try:
-            with rendering() as budget:
+            with rendering() as meter:
                 if self._expression is not None:
                     value = UNREAD
                     if self._path is not None and self._path[0] in variables:  # {{ steps.ask.output }}
                         value = read_keys(variables[self._path[0]], self._path[1])
                     if value is UNREAD:  # anything else, a missing key included, is Jinja's to read
                         value = self._expression(**variables)
-                    value = budget.check(value)
+                    value = meter.check(value)
                     missing = _undefined_inside(value)
                     if missing is not None:
                         str(missing)  # raises UndefinedError naming the missing variable
                     return plain(value)  # a lone {{ context }} yields data, not a view of the run
                 return self._template.render(**variables)
-        except LimitExceeded as exc:
-            raise _limit_error("template", self.source, exc, self._where) from None
+        except BoundExceeded as exc:
+            raise _bound_error("template", self.source, exc, self._where) from None
         except UndefinedError as exc:
             message = _NO_ATTRIBUTE.sub(r"'\2' is undefined (no such key)", exc.message or str(exc))
             raise TemplateError(
@@ -377,10 +377,10 @@ class Expression:
 
     def evaluate(self, variables: Mapping[str, Any]) -> Any:
         try:
-            with rendering() as budget:
-                value = budget.check(self._compiled(**variables))
-        except LimitExceeded as exc:
-            raise _limit_error("expression", self.source, exc, self._where) from None
+            with rendering() as meter:
+                value = meter.check(self._compiled(**variables))
+        except BoundExceeded as exc:
+            raise _bound_error("expression", self.source, exc, self._where) from None
         except SecurityError as exc:
             raise TemplateError(f"{self._where}expression {self.source!r} tried something unsafe: {exc}") from None
         except Exception as exc:  # e.g. comparing a str with an int: report it as the expression's failure
