@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import assert_never
 
+from blueprints.checking.loader import Blueprint
+from blueprints.checking.speakers import asks_user, speaker_summarizer
 from blueprints.explain import loops
 from blueprints.explain.ensembles import explain_ensemble
 from blueprints.explain.model import AgentSummary, Explanation, Note, Part, StepExplanation, StepGroup
@@ -27,8 +29,7 @@ from blueprints.explain.words import (
     template_words,
     value_words,
 )
-from blueprints.loader import Blueprint
-from blueprints.positions import Path
+from blueprints.reading.positions import Path
 from blueprints.schema import (
     AgentStepModel,
     AnyStepModel,
@@ -40,7 +41,6 @@ from blueprints.schema import (
     MapStepModel,
     ParallelStepModel,
 )
-from blueprints.speakers import asks_user, speaker_summarizer
 from core.config import Settings
 from core.providers import OFFLINE_MODELS
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import assert_never
 
-from blueprints.checks.sites import walk
+from blueprints.checking.checks.sites import walk
+from blueprints.checking.loader import Blueprint
+from blueprints.checking.speakers import asks_user
 from blueprints.explain import loops
 from blueprints.explain.words import sentence
-from blueprints.loader import Blueprint
 from blueprints.schema import (
     AgentModel,
     AgentStepModel,
@@ -20,7 +21,6 @@ from blueprints.schema import (
     MapStepModel,
     ParallelStepModel,
 )
-from blueprints.speakers import asks_user
 from core.providers import provider_of
 
 
