@@ -1,8 +1,8 @@
 """Compiling a validated blueprint into ``core.steps`` objects (a Pipeline the engine runs).
 
 Every template, expression and ``module:function`` is compiled or imported here, once; the resulting
-steps hold only ready-to-call objects. The loop's own blocks are compiled by ``loop_compiler``, an ensemble by
-``ensemble_compiler``.
+steps hold only ready-to-call objects. The loop's and the map's own blocks are compiled by ``loops``, an
+ensemble by ``ensembles``; what every step's compiler uses is ``base``.
 
 A step ``uses: imports.<alias>`` becomes a ``WorkflowStep`` holding the imported blueprint compiled into a
 Pipeline of its own. Each imported file is compiled once per ``compile_pipeline`` call, so two steps using
@@ -13,13 +13,13 @@ is the top-level run's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path as FilePath
 from typing import Any, assert_never
 
-from blueprints.checking.callables import load_callable
 from blueprints.checking.loader import Blueprint
 from blueprints.compiling.agents import AgentBuilder, AgentFactory
+from blueprints.compiling.base import CompilerBase
 from blueprints.compiling.ensembles import compile_ensemble
 from blueprints.compiling.loops import compile_loop, compile_map
 from blueprints.compiling.predicates import CallableValue, ExpressionValue
@@ -37,7 +37,7 @@ from blueprints.schema import (
     ParallelStepModel,
 )
 from core.config import Settings
-from core.errors import BlueprintError, SourcePosition
+from core.errors import BlueprintError
 from core.steps import (
     AgentStep,
     ConditionalStep,
@@ -50,35 +50,12 @@ from core.steps import (
     Step,
     WorkflowStep,
 )
-from core.templates import Expression, Template, TemplateSyntax
+from core.templates import Template
 
 
-class StepCompiler:
-    """Compiles the steps of one blueprint; ``path`` arguments are data paths into the YAML."""
-
-    def __init__(self, blueprint: Blueprint, agents: AgentBuilder, imported: Callable[[str], Pipeline]) -> None:
-        self.blueprint = blueprint
-        self.agents = agents
-        self.imported = imported  # the Pipeline of imports.<alias>
-
-    def position(self, path: Path) -> SourcePosition:
-        return self.blueprint.position(path)
-
-    def template(self, source: str, path: Path) -> Template:
-        try:
-            return Template(source, position=self.position(path))
-        except TemplateSyntax as exc:  # validation reports these; kept for blueprints built in code
-            raise BlueprintError(f"template syntax error: {exc.message}", position=self.position(path)) from None
-
-    def expression(self, source: str, path: Path) -> Expression:
-        try:
-            return Expression(source, position=self.position(path))
-        except TemplateSyntax as exc:
-            raise BlueprintError(f"expression syntax error: {exc.message}", position=self.position(path)) from None
-
-    def function(self, spec: str, path: Path, *, role: str) -> Callable[..., Any]:
-        """Import ``module:function`` for ``role`` (exit_condition, condition); it must be a plain function."""
-        return load_callable(spec, position=self.position(path), search=self.blueprint.path.parent, role=role)
+class StepCompiler(CompilerBase):
+    """Compiles the steps of one blueprint, one step kind after another; ``path`` arguments are data paths
+    into the YAML."""
 
     def steps(self, models: Sequence[AnyStepModel], path: Path) -> tuple[Step, ...]:
         return tuple(self.step(model, (*path, number)) for number, model in enumerate(models))

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from blueprints.compiling.agents import agent_spec
+from blueprints.compiling.base import CompilerBase
 from blueprints.compiling.loops import output_hook
 from blueprints.reading.positions import Path
 from blueprints.schema import EnsembleStepModel, ParticipantModel
@@ -24,9 +25,6 @@ from core.conversation import Dependency, EnsembleStep, Participant
 from core.errors import BlueprintError
 from core.ports import Agent
 from core.steps import HistoryPolicy, WorkflowStep
-
-if TYPE_CHECKING:
-    from blueprints.compiling.compiler import StepCompiler
 
 MODEL_SETTING_KEYS = ("temperature", "max_tokens", "top_p", "seed", "stop", "presence_penalty", "frequency_penalty")
 """The ``config`` keys of a model participant that are its model settings."""
@@ -38,7 +36,7 @@ def script_argv(script: str, folder: Any) -> tuple[str, ...]:
     return (sys.executable, str(path)) if path.suffix == ".py" else (str(path),)
 
 
-def compile_ensemble(c: StepCompiler, model: EnsembleStepModel, path: Path) -> EnsembleStep:
+def compile_ensemble(c: CompilerBase, model: EnsembleStepModel, path: Path) -> EnsembleStep:
     block = model.ensemble
     here = (*path, "ensemble")
     participants = tuple(
@@ -57,7 +55,7 @@ def compile_ensemble(c: StepCompiler, model: EnsembleStepModel, path: Path) -> E
     )
 
 
-def _history(c: StepCompiler, model: EnsembleStepModel) -> HistoryPolicy:
+def _history(c: CompilerBase, model: EnsembleStepModel) -> HistoryPolicy:
     manage = model.ensemble.history_management
     defaults = c.agents.settings.history
     given = manage.model_fields_set if manage is not None else set()
@@ -68,7 +66,7 @@ def _history(c: StepCompiler, model: EnsembleStepModel) -> HistoryPolicy:
     )
 
 
-def _participant(c: StepCompiler, model: ParticipantModel, path: Path) -> Participant:
+def _participant(c: CompilerBase, model: ParticipantModel, path: Path) -> Participant:
     common: dict[str, Any] = {
         "name": model.name,
         "config": dict(model.config),
@@ -102,7 +100,7 @@ def _participant(c: StepCompiler, model: ParticipantModel, path: Path) -> Partic
     return Participant(agent=_agent(c, model, path), **common)
 
 
-def _agent(c: StepCompiler, model: ParticipantModel, path: Path) -> Agent:
+def _agent(c: CompilerBase, model: ParticipantModel, path: Path) -> Agent:
     settings = {k: v for k, v in model.config.items() if k in MODEL_SETTING_KEYS}
     spec: AgentSpec
     if model.uses is not None:

@@ -8,11 +8,12 @@ Exit precedence (docs/loops.md): an explicit ``exit_expression`` or ``exit_condi
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from blueprints.checking.checks.sites import walk
 from blueprints.checking.checks.summarizer import missing_hint, missing_summarizer
 from blueprints.checking.speakers import speaker_summarizer
+from blueprints.compiling.base import CompilerBase
 from blueprints.compiling.loop_hooks import (
     CompiledValue,
     HistoryLine,
@@ -41,14 +42,11 @@ from core.errors import BlueprintError
 from core.ports import Agent
 from core.steps import Conversation, HistoryPolicy, LoopStep, MapStep, ScopeFunction
 
-if TYPE_CHECKING:
-    from blueprints.compiling.compiler import StepCompiler
-
 DEFAULT_MAX_LOOPS = 10
 _AGENT_FINISHED = agent_finished()  # one instance: the loop also ends its iteration early on it
 
 
-def compile_loop(c: StepCompiler, model: LoopStepModel, path: Path) -> LoopStep:
+def compile_loop(c: CompilerBase, model: LoopStepModel, path: Path) -> LoopStep:
     loop, here = model.loop, (*path, "loop")
     exit_when, description = _exit(c, loop, here)
     return LoopStep(
@@ -66,7 +64,7 @@ def compile_loop(c: StepCompiler, model: LoopStepModel, path: Path) -> LoopStep:
     )
 
 
-def compile_map(c: StepCompiler, model: MapStepModel, path: Path) -> MapStep:
+def compile_map(c: CompilerBase, model: MapStepModel, path: Path) -> MapStep:
     settings, here = model.map, (*path, "map")
     finalize = settings.finalize
     return MapStep(
@@ -79,7 +77,7 @@ def compile_map(c: StepCompiler, model: MapStepModel, path: Path) -> MapStep:
     )
 
 
-def _exit(c: StepCompiler, loop: LoopSettingsModel, path: Path) -> tuple[ScopeFunction | None, str | None]:
+def _exit(c: CompilerBase, loop: LoopSettingsModel, path: Path) -> tuple[ScopeFunction | None, str | None]:
     if loop.exit_expression is not None:
         expression = c.expression(loop.exit_expression, (*path, "exit_expression"))
         return ExpressionTest(expression), loop.exit_expression
@@ -93,7 +91,7 @@ def _exit(c: StepCompiler, loop: LoopSettingsModel, path: Path) -> tuple[ScopeFu
     return None, None
 
 
-def _conversation(c: StepCompiler, loop: LoopSettingsModel, path: Path) -> Conversation:
+def _conversation(c: CompilerBase, loop: LoopSettingsModel, path: Path) -> Conversation:
     manage = loop.history_management
     defaults = c.agents.settings.history  # flujo.toml / FLUJO_HISTORY__* / --set; the loop's own keys win
     given = manage.model_fields_set if manage is not None else set()
@@ -140,7 +138,7 @@ def _conversation(c: StepCompiler, loop: LoopSettingsModel, path: Path) -> Conve
 
 
 def _init(
-    c: StepCompiler,
+    c: CompilerBase,
     init: Sequence[InitOpModel] | InitPresetsModel | None,
     path: Path,
     *,
@@ -170,7 +168,7 @@ def _init(
     return InitOps(tuple(ops)) if ops else None
 
 
-def _propagation(c: StepCompiler, loop: LoopSettingsModel, path: Path) -> NextInput | None:
+def _propagation(c: CompilerBase, loop: LoopSettingsModel, path: Path) -> NextInput | None:
     choice = loop.propagation
     if choice is None:
         # conversation: true implies propagation: context (the history carries the conversation; a step
@@ -189,7 +187,7 @@ def _propagation(c: StepCompiler, loop: LoopSettingsModel, path: Path) -> NextIn
     return NextInput("template", c.template(word, (*path, "propagation", "next_input")))
 
 
-def _field(c: StepCompiler, name: str, value: Any, path: Path) -> OutputField:
+def _field(c: CompilerBase, name: str, value: Any, path: Path) -> OutputField:
     if value == "conversation_history":
         return OutputField(name, shorthand="conversation_history")
     if value == "initial_prompt":
@@ -200,14 +198,14 @@ def _field(c: StepCompiler, name: str, value: Any, path: Path) -> OutputField:
 
 
 def output_hook(
-    c: StepCompiler, output: TextOutputModel | FieldsOutputModel | dict[str, Any] | None, path: Path
+    c: CompilerBase, output: TextOutputModel | FieldsOutputModel | dict[str, Any] | None, path: Path
 ) -> ShapeOutput | None:
     """The ``output:`` block at ``path`` (a loop's, or an ensemble's) as the hook that shapes the final value."""
     return _output(c, None, output, path)
 
 
 def _output(
-    c: StepCompiler,
+    c: CompilerBase,
     template: str | None,
     output: TextOutputModel | FieldsOutputModel | dict[str, Any] | None,
     path: Path,

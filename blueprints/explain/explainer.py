@@ -14,8 +14,16 @@ from typing import assert_never
 
 from blueprints.checking.loader import Blueprint
 from blueprints.checking.speakers import asks_user, speaker_summarizer
-from blueprints.explain import loops
 from blueprints.explain.ensembles import explain_ensemble
+from blueprints.explain.loops import (
+    finishes_early,
+    history_words,
+    init_words,
+    max_loops,
+    next_input_words,
+    output_words,
+    stop_words,
+)
 from blueprints.explain.model import AgentSummary, Explanation, Note, Part, StepExplanation, StepGroup
 from blueprints.explain.overview import agent_words, overview, used_by
 from blueprints.explain.scope import Call, Scope, Tally
@@ -191,7 +199,7 @@ class _Walk:
         self, model: LoopStepModel, path: Path, scope: Scope, number: str, receives: str
     ) -> tuple[str, tuple[Part, ...]]:
         settings = model.loop
-        limit = loops.max_loops(settings)
+        limit = max_loops(settings)
         inner = scope.in_loop(model, limit)
         first_call = len(self.tally.calls)
         body = self.steps(settings.body, (*path, "loop", "body"), inner, number, "the iteration's input")
@@ -202,15 +210,15 @@ class _Walk:
             f" Iteration 1 receives {receives}."
         )
         parts: list[Part] = []
-        init = loops.init_words(settings.init, conversation=settings.conversation)
+        init = init_words(settings.init, conversation=settings.conversation)
         if init is not None:
             parts.append(Note("Before iteration 1", init))
         parts.append(StepGroup("Each iteration", body))
-        parts.append(Note("Stops", loops.stop_words(settings)))
+        parts.append(Note("Stops", stop_words(settings)))
         agents = dict(scope.blueprint.model.agents)
         if settings.conversation:
             outer = scope.conversation.name if scope.conversation is not None else None
-            history = loops.history_words(
+            history = history_words(
                 model, received=receives, agents=agents, defaults=self.settings.history, outer=outer
             )
             parts.append(Note("History", history))
@@ -219,12 +227,12 @@ class _Walk:
         simple = isinstance(settings.body[-1], AgentStepModel | HitlStepModel)
         last_returns = clause(self.returns.get(last, f"{last}'s output")) if simple else f"{last}'s output"
         if limit > 1:
-            parts.append(Note("Next iteration receives", loops.next_input_words(settings, last=last_returns)))
+            parts.append(Note("Next iteration receives", next_input_words(settings, last=last_returns)))
         default = f"The last output of the last iteration: {last_returns}"
-        if loops.finishes_early(settings):
+        if finishes_early(settings):
             default += " (in the iteration where an agent finishes, that agent's reply)"
         default += "."
-        returns = loops.output_words(
+        returns = output_words(
             settings.output_template,
             settings.output,
             conversation=settings.conversation or scope.conversation is not None,
@@ -334,7 +342,7 @@ class _Walk:
             f" (map.over: {settings.over})."
         )
         parts: list[Part] = []
-        init = loops.init_words(settings.init)
+        init = init_words(settings.init)
         if init is not None:
             parts.append(Note("Before the first item", init))
         inner = scope.in_map(model.name)
@@ -344,7 +352,7 @@ class _Walk:
         finalize = settings.finalize
         default = "The list of each item's last output."
         returns = (
-            loops.output_words(
+            output_words(
                 finalize.output_template,
                 finalize.output,
                 conversation=scope.conversation is not None,

@@ -1,11 +1,11 @@
 """The state one validation pass shares: the model, where things are, the settings' history defaults
-it is checked against, and the findings so far."""
+it is checked against, what the blueprint can write to the context (``Writes``), and the findings so far."""
 
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import dataclass
 from pathlib import Path as FilePath
-from typing import TYPE_CHECKING
 
 from blueprints.reading.findings import Finding, FindingCode, Severity
 from blueprints.reading.positions import Path, PositionIndex
@@ -13,8 +13,14 @@ from blueprints.schema import BlueprintModel
 from core.config import BoundsSettings, HistorySettings
 from core.errors import SourcePosition
 
-if TYPE_CHECKING:
-    from blueprints.checking.checks.context_keys import Writes
+
+@dataclass(frozen=True)
+class Writes:
+    """The scratchpad keys a blueprint can write; ``any_key`` when some step can write keys not known
+    before the run (then scratchpad reads are not checked)."""
+
+    keys: frozenset[str]
+    any_key: bool
 
 
 class Checker:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from jinja2 import Environment, TemplateSyntaxError, nodes
 
-from blueprints.checking.checks.checker import Checker
+from blueprints.checking.checks.checker import Checker, Writes
 from blueprints.checking.checks.sites import StepSite
 from blueprints.reading.positions import Path
 from blueprints.reading.suggestions import closest
@@ -40,15 +40,6 @@ from core.templates import TemplateSyntax, translate_handlebars
 
 _PARSER = Environment()
 _MAPPING_METHODS = frozenset({"get", "keys", "items", "values"})
-
-
-@dataclass(frozen=True)
-class Writes:
-    """The scratchpad keys a blueprint can write; ``any_key`` when some step can write keys not known
-    before the run (then scratchpad reads are not checked)."""
-
-    keys: frozenset[str]
-    any_key: bool
 
 
 @dataclass(frozen=True)
