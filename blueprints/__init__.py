@@ -20,9 +20,8 @@ from blueprints.compiling.persona import simulated_user
 from blueprints.reading.file_kinds import not_a_file
 from blueprints.reading.findings import Finding, findings_to_json
 from blueprints.reading.yaml_source import ParsedYaml, parse_yaml
-from core.config import Settings
+from core import Pipeline, Settings
 from core.front_door import lazy_exports
-from core.steps import Pipeline
 
 if TYPE_CHECKING:
     from blueprints.explain import Explanation, explain_blueprint

@@ -71,6 +71,34 @@ if TYPE_CHECKING:
     from core.templates import Expression, Template, TemplateSyntax
     from core.usage import Usage
 
+if TYPE_CHECKING:  # what blueprints needs besides the names above (it imports core only through front doors)
+    from core.agents.gguf import read_gguf
+    from core.config import BoundsSettings, HistorySettings, LimitSettings, ModelInfo, Settings
+    from core.context import VIEW_KEYS
+    from core.conversation import is_context, turn_text
+    from core.policies.context_writes import scratchpad_slot
+    from core.policies.frame import scope as template_scope
+    from core.providers import OFFLINE_MODELS, PROVIDER_NAMES, PROVIDERS, find_provider, provider_of
+    from core.simulated_person import SimulatedPerson
+    from core.steps import (
+        CHILD_PATH_ROOTS,
+        AiTurnSource,
+        BranchFailure,
+        HistoryStrategy,
+        InputTarget,
+        MergeStrategy,
+        ReduceMode,
+        ScopeFunction,
+    )
+    from core.templates import (
+        builds_structure,
+        referenced_names,
+        step_references,
+        translate_handlebars,
+        whole_references,
+    )
+    from core.views import LazyView
+
 _WHERE = {
     "Abort": "core.errors",
     "Agent": "core.ports",
@@ -133,6 +161,43 @@ _WHERE = {
     "Usage": "core.usage",
     "WorkflowStep": "core.steps",
     "new_run_id": "core.engine",
+    # What blueprints needs besides the names above (blueprints imports core only through its front doors).
+    # The settings blueprints validates and compiles against:
+    "BoundsSettings": "core.config",
+    "HistorySettings": "core.config",
+    "LimitSettings": "core.config",
+    "ModelInfo": "core.config",
+    "Settings": "core.config",
+    # The providers a blueprint's models name, and a model file's header (``flujo validate`` reads it):
+    "OFFLINE_MODELS": "core.providers",
+    "PROVIDERS": "core.providers",
+    "PROVIDER_NAMES": "core.providers",
+    "find_provider": "core.providers",
+    "provider_of": "core.providers",
+    "read_gguf": "core.agents.gguf",
+    # The step kinds' settings and the values steps hold:
+    "AiTurnSource": "core.steps",
+    "BranchFailure": "core.steps",
+    "CHILD_PATH_ROOTS": "core.steps",
+    "HistoryStrategy": "core.steps",
+    "InputTarget": "core.steps",
+    "MergeStrategy": "core.steps",
+    "ReduceMode": "core.steps",
+    "ScopeFunction": "core.steps",
+    "SimulatedPerson": "core.simulated_person",
+    "LazyView": "core.views",
+    "VIEW_KEYS": "core.context",
+    # What the checks read in templates and expressions:
+    "builds_structure": "core.templates",
+    "referenced_names": "core.templates",
+    "step_references": "core.templates",
+    "translate_handlebars": "core.templates",
+    "whole_references": "core.templates",
+    # The loop hooks' run-time needs: the engine's template variables, its scratchpad paths, turn text:
+    "template_scope": "core.policies.frame:scope",
+    "scratchpad_slot": "core.policies.context_writes",
+    "is_context": "core.conversation",
+    "turn_text": "core.conversation",
 }
 
 __all__ = [
@@ -197,6 +262,40 @@ __all__ = [
     "Usage",
     "WorkflowStep",
     "new_run_id",
+]
+# What blueprints needs besides the names above (it imports core only through front doors; see _WHERE).
+__all__ += [
+    "CHILD_PATH_ROOTS",
+    "OFFLINE_MODELS",
+    "PROVIDERS",
+    "PROVIDER_NAMES",
+    "VIEW_KEYS",
+    "AiTurnSource",
+    "BoundsSettings",
+    "BranchFailure",
+    "HistorySettings",
+    "HistoryStrategy",
+    "InputTarget",
+    "LazyView",
+    "LimitSettings",
+    "MergeStrategy",
+    "ModelInfo",
+    "ReduceMode",
+    "ScopeFunction",
+    "Settings",
+    "SimulatedPerson",
+    "builds_structure",
+    "find_provider",
+    "is_context",
+    "provider_of",
+    "read_gguf",
+    "referenced_names",
+    "scratchpad_slot",
+    "step_references",
+    "template_scope",
+    "translate_handlebars",
+    "turn_text",
+    "whole_references",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE, globals())

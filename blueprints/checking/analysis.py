@@ -24,8 +24,7 @@ from blueprints.reading.findings import Finding, sort_findings
 from blueprints.reading.positions import PositionIndex
 from blueprints.reading.yaml_source import parse_yaml
 from blueprints.schema import BlueprintModel
-from core.config import BoundsSettings, HistorySettings
-from core.errors import SourcePosition
+from core import BoundsSettings, HistorySettings, SourcePosition
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from blueprints.reading.suggestions import did_you_mean
-from core.errors import BlueprintError, SourcePosition
+from core import BlueprintError, SourcePosition
 
 _HINT = "modules are found on PYTHONPATH, in the blueprint's folder and in the current directory"
 

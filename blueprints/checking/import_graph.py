@@ -23,7 +23,7 @@ from blueprints.reading.findings import Finding, FindingCode, sort_findings
 from blueprints.reading.positions import Path as DataPath
 from blueprints.reading.suggestions import did_you_mean
 from blueprints.schema import AgentStepModel
-from core.config import BoundsSettings, HistorySettings
+from core import BoundsSettings, HistorySettings
 
 
 @dataclass

@@ -22,8 +22,7 @@ from blueprints.reading.findings import Finding
 from blueprints.reading.positions import Path as DataPath
 from blueprints.reading.positions import PositionIndex
 from blueprints.schema import BlueprintModel
-from core.config import Settings
-from core.errors import BlueprintError, SourcePosition
+from core import BlueprintError, Settings, SourcePosition
 
 
 class InvalidBlueprint(BlueprintError):

@@ -32,7 +32,7 @@ from blueprints.schema import (
     StepModelBase,
 )
 from blueprints.schema.base import StrictModel
-from core.errors import SourcePosition
+from core import SourcePosition
 
 # Keys that only make sense on another kind of step: a plain step holding one probably lacks ``kind``.
 _KIND_OF_KEY = {

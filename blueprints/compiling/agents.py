@@ -17,12 +17,8 @@ from blueprints.checking.callables import load_callable
 from blueprints.checking.loader import Blueprint
 from blueprints.reading.positions import Path
 from blueprints.schema import AgentModel, AgentRefModel, AgentStepModel
-from core.agents.spec import AgentSpec
-from core.config import Settings
-from core.errors import ConfigError, SourcePosition
-from core.ports import Agent
-from core.providers import find_provider
-from core.simulated_person import SimulatedPerson
+from core import Agent, ConfigError, Settings, SimulatedPerson, SourcePosition, find_provider
+from core.agents import AgentSpec
 
 AgentFactory = Callable[[AgentSpec, Settings], Agent]
 

@@ -17,9 +17,7 @@ from blueprints.checking.loader import Blueprint
 from blueprints.compiling.agents import AgentBuilder
 from blueprints.reading.positions import Path
 from blueprints.schema import AnyStepModel
-from core.errors import BlueprintError, SourcePosition
-from core.steps import Pipeline, Step
-from core.templates import Expression, Template, TemplateSyntax
+from core import BlueprintError, Expression, Pipeline, SourcePosition, Step, Template, TemplateSyntax
 
 
 class CompilerBase(ABC):

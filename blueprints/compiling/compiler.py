@@ -36,10 +36,9 @@ from blueprints.schema import (
     MapStepModel,
     ParallelStepModel,
 )
-from core.config import Settings
-from core.errors import BlueprintError
-from core.steps import (
+from core import (
     AgentStep,
+    BlueprintError,
     ConditionalStep,
     HitlStep,
     Limits,
@@ -47,10 +46,11 @@ from core.steps import (
     ParallelStep,
     Pipeline,
     ScopeFunction,
+    Settings,
     Step,
+    Template,
     WorkflowStep,
 )
-from core.templates import Template
 
 
 class StepCompiler(CompilerBase):

@@ -20,11 +20,8 @@ from blueprints.compiling.base import CompilerBase
 from blueprints.compiling.loops import output_hook
 from blueprints.reading.positions import Path
 from blueprints.schema import EnsembleStepModel, ParticipantModel
-from core.agents.spec import AgentSpec
-from core.conversation import Dependency, EnsembleStep, Participant
-from core.errors import BlueprintError
-from core.ports import Agent
-from core.steps import HistoryPolicy, WorkflowStep
+from core import Agent, BlueprintError, Dependency, EnsembleStep, HistoryPolicy, Participant, WorkflowStep
+from core.agents import AgentSpec
 
 MODEL_SETTING_KEYS = ("temperature", "max_tokens", "top_p", "seed", "stop", "presence_penalty", "frequency_penalty")
 """The ``config`` keys of a model participant that are its model settings."""

@@ -21,12 +21,15 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from blueprints.reading.positions import Path
-from core.context import RunContext
-from core.conversation import is_context, turn_text
-from core.errors import RunError
-from core.policies.context_writes import scratchpad_slot
-from core.policies.frame import scope  # the engine's own template variables, so hooks see the same names
-from core.templates import Template
+from core import (
+    RunContext,
+    RunError,
+    Template,
+    is_context,
+    scratchpad_slot,
+    template_scope,  # the engine's own template variables, so hooks see the same names
+    turn_text,
+)
 
 InitVerb = Literal["set", "append", "merge"]
 
@@ -141,7 +144,7 @@ class InitOps:
     ops: tuple[InitOp | HistoryLine, ...]
 
     def __call__(self, ctx: RunContext, data: Any) -> None:
-        variables = scope(ctx, data)
+        variables = template_scope(ctx, data)
         for op in self.ops:
             op.apply(ctx, variables)
 
@@ -158,7 +161,7 @@ class NextInput:
             return ctx.lazy_view()  # the context carries the state; copied only where something reads it
         if self.mode == "previous_output" or self.template is None:
             return output
-        return _maybe_json(self.template.render(scope(ctx, output, iteration=iteration)))
+        return _maybe_json(self.template.render(template_scope(ctx, output, iteration=iteration)))
 
 
 def conversation_text(ctx: RunContext) -> str:
@@ -210,7 +213,7 @@ class ShapeOutput:
     fields: tuple[OutputField, ...] = ()
 
     def __call__(self, output: Any, ctx: RunContext, given: Any) -> Any:
-        variables = scope(ctx, output)
+        variables = template_scope(ctx, output)
         if self.template is not None:
             return self.template.render(variables)
         if self.text is not None:

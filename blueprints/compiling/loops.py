@@ -38,9 +38,7 @@ from blueprints.schema import (
     PropagationModel,
     TextOutputModel,
 )
-from core.errors import BlueprintError
-from core.ports import Agent
-from core.steps import Conversation, HistoryPolicy, LoopStep, MapStep, ScopeFunction
+from core import Agent, BlueprintError, Conversation, HistoryPolicy, LoopStep, MapStep, ScopeFunction
 
 DEFAULT_MAX_LOOPS = 10
 _AGENT_FINISHED = agent_finished()  # one instance: the loop also ends its iteration early on it

@@ -6,9 +6,7 @@ from __future__ import annotations
 from blueprints.checking.loader import Blueprint
 from blueprints.compiling.agents import AgentBuilder, AgentFactory
 from blueprints.reading.suggestions import did_you_mean
-from core.config import Settings
-from core.errors import RunError
-from core.simulated_person import SimulatedPerson
+from core import RunError, Settings, SimulatedPerson
 
 
 def simulated_user(

@@ -11,8 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core.templates import Expression
-from core.views import LazyView
+from core import Expression, LazyView
 
 AGENT_FINISHED = (
     "context.scratchpad.last_agent_command.action == 'finish'"

@@ -49,8 +49,7 @@ from blueprints.schema import (
     MapStepModel,
     ParallelStepModel,
 )
-from core.config import Settings
-from core.providers import OFFLINE_MODELS
+from core import OFFLINE_MODELS, Settings
 
 _MERGE = {
     "merge_scratchpad": "each branch's scratchpad changes are applied in branch order (for a key several set,"

@@ -29,7 +29,7 @@ from blueprints.schema import (
     PropagationModel,
     TextOutputModel,
 )
-from core.config import HistorySettings
+from core import HistorySettings
 
 FINISH = '{"action": "finish"}'
 

@@ -21,7 +21,7 @@ from blueprints.schema import (
     MapStepModel,
     ParallelStepModel,
 )
-from core.providers import provider_of
+from core import provider_of
 
 
 def model_words(model: str) -> str:

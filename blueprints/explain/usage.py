@@ -14,8 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from blueprints.explain.scope import Call, Tally
 from blueprints.schema import LimitsModel
-from core.config import LimitSettings, ModelInfo
-from core.providers import provider_of
+from core import LimitSettings, ModelInfo, provider_of
 
 
 def _times(call: Call) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from core.errors import SourcePosition
+from core import SourcePosition
 
 Severity = Literal["error", "warning", "note"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.errors import SourcePosition
+from core import SourcePosition
 
 Path = tuple[str | int, ...]
 

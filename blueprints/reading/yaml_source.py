@@ -31,8 +31,7 @@ from yaml.reader import Reader
 
 from blueprints.reading.findings import Finding
 from blueprints.reading.positions import Path, Place, PositionIndex
-from core.config import BoundsSettings
-from core.errors import SourcePosition
+from core import BoundsSettings, SourcePosition
 
 # Plain-language hints for the YAML mistakes people make most.
 _SYNTAX_HINTS = (

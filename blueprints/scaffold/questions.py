@@ -30,9 +30,8 @@ from blueprints.scaffold.answers import (
     ScaffoldError,
     WizardAnswers,
 )
-from core.providers import PROVIDERS as PROVIDER_ROWS
-from core.providers import provider_of
-from core.templates import Expression, TemplateSyntax
+from core import PROVIDERS as PROVIDER_ROWS
+from core import Expression, TemplateSyntax, provider_of
 
 Values = Mapping[str, Any]
 Kind = Literal["text", "choice", "yes_no", "number", "names", "amount"]

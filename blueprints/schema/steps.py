@@ -30,7 +30,7 @@ from blueprints.schema.loop_blocks import (
     OutputSpec,
     PropagationSpec,
 )
-from core.steps import AiTurnSource, BranchFailure, MergeStrategy, ReduceMode
+from core import AiTurnSource, BranchFailure, MergeStrategy, ReduceMode
 
 BUILTIN_AGENTS = ("flujo.builtins.passthrough", "flujo.builtins.stringify", "flujo.builtins.ask_user")
 BuiltinId = Literal["flujo.builtins.passthrough", "flujo.builtins.stringify", "flujo.builtins.ask_user"]

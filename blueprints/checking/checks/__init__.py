@@ -39,7 +39,7 @@ from blueprints.schema import (
     MapStepModel,
     ParallelStepModel,
 )
-from core.config import BoundsSettings, HistorySettings
+from core import BoundsSettings, HistorySettings
 
 
 def run_checks(

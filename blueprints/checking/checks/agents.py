@@ -13,8 +13,7 @@ from blueprints.checking.checks.sites import StepSite
 from blueprints.checking.checks.texts import check_text
 from blueprints.reading.suggestions import did_you_mean, one_of
 from blueprints.schema import AgentModel, AgentRefModel, AgentStepModel
-from core.errors import BlueprintError
-from core.providers import OFFLINE_MODELS, PROVIDER_NAMES, provider_of
+from core import OFFLINE_MODELS, PROVIDER_NAMES, BlueprintError, provider_of
 
 PROVIDERS = PROVIDER_NAMES
 # Parameters each builtin understands; anything else would be silently ignored, so it is an error.
@@ -114,8 +113,7 @@ def _check_model_file(checker: Checker, name: str, file: str, path: tuple[str, .
     as a file damaged after validation would."""
     from pathlib import Path
 
-    from core.agents.gguf import read_gguf
-    from core.errors import ConfigError
+    from core import ConfigError, read_gguf
 
     model_path = Path(file).expanduser()
     model_path = model_path if model_path.is_absolute() else checker.folder / model_path

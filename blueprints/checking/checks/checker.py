@@ -10,8 +10,7 @@ from pathlib import Path as FilePath
 from blueprints.reading.findings import Finding, FindingCode, Severity
 from blueprints.reading.positions import Path, PositionIndex
 from blueprints.schema import BlueprintModel
-from core.config import BoundsSettings, HistorySettings
-from core.errors import SourcePosition
+from core import BoundsSettings, HistorySettings, SourcePosition
 
 
 @dataclass(frozen=True)

@@ -35,8 +35,7 @@ from blueprints.schema import (
     LoopStepModel,
     MapStepModel,
 )
-from core.context import VIEW_KEYS
-from core.templates import TemplateSyntax, translate_handlebars
+from core import VIEW_KEYS, TemplateSyntax, translate_handlebars
 
 _PARSER = Environment()
 _MAPPING_METHODS = frozenset({"get", "keys", "items", "values"})

@@ -28,7 +28,7 @@ from blueprints.schema import (
     ParallelStepModel,
     PropagationModel,
 )
-from core.templates import builds_structure, whole_references
+from core import builds_structure, whole_references
 
 _LONE = re.compile(r"\s*\{\{\s*(previous_step|context)\s*\}\}\s*")
 

@@ -16,7 +16,7 @@ from blueprints.checking.speakers import speaker_summarizer
 from blueprints.reading.positions import Path
 from blueprints.reading.suggestions import did_you_mean
 from blueprints.schema import LoopSettingsModel
-from core.config import HistorySettings
+from core import HistorySettings
 
 MISSING_HINT = (
     "name one in history_management.summarizer_agent: <an agent under agents>, or configure a default: "

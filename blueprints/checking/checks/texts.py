@@ -17,7 +17,7 @@ from blueprints.checking.checks.checker import Checker
 from blueprints.checking.checks.context_keys import check_context_reads
 from blueprints.reading.positions import Path
 from blueprints.reading.suggestions import did_you_mean, one_of
-from core.templates import Expression, Template, TemplateSyntax, referenced_names, step_references
+from core import Expression, Template, TemplateSyntax, referenced_names, step_references
 
 # The variables every template and expression sees (see core.policies.frame.scope); ``iteration`` is
 # there only for a loop's exit_expression and propagation template, which pass it as ``extra_names`` ...

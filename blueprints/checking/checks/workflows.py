@@ -13,7 +13,7 @@ from blueprints.checking.checks.sites import StepSite
 from blueprints.reading.positions import Path
 from blueprints.reading.suggestions import one_of
 from blueprints.schema import AgentStepModel, ImportConfigModel
-from core.steps import CHILD_PATH_ROOTS
+from core import CHILD_PATH_ROOTS
 
 # Parts of the parent's context that the run maintains; outputs write only to the scratchpad.
 _READ_ONLY = ("steps", "initial_prompt", "hitl_history", "conversation_history")
