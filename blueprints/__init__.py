@@ -13,16 +13,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from blueprints.agent_builder import AgentFactory
-from blueprints.compiler import compile_pipeline
-from blueprints.file_kinds import not_a_file
-from blueprints.findings import Finding, findings_to_json
-from blueprints.loader import Blueprint, InvalidBlueprint, load_blueprint, validate_file
-from blueprints.persona import simulated_user
-from blueprints.yaml_source import ParsedYaml, parse_yaml
+from blueprints.checking.loader import Blueprint, InvalidBlueprint, load_blueprint, validate_file
+from blueprints.compiling.agents import AgentFactory
+from blueprints.compiling.compiler import compile_pipeline
+from blueprints.compiling.persona import simulated_user
+from blueprints.reading.file_kinds import not_a_file
+from blueprints.reading.findings import Finding, findings_to_json
+from blueprints.reading.yaml_source import ParsedYaml, parse_yaml
+from core import Pipeline, Settings
 from core.front_door import lazy_exports
-from core.settings.config import Settings
-from core.steps.kinds import Pipeline
 
 if TYPE_CHECKING:
     from blueprints.explain import Explanation, explain_blueprint

@@ -66,6 +66,35 @@ if TYPE_CHECKING:
     from core.text.templates import Expression, Template, TemplateSyntax
     from core.text.turns import ConversationTurn, HitlEntry
 
+if TYPE_CHECKING:  # what blueprints needs besides the names above (it imports core only through front doors)
+    from core.agents.gguf import read_gguf
+    from core.answering.simulated_person import SimulatedPerson
+    from core.context import VIEW_KEYS
+    from core.conversation import is_context, turn_text
+    from core.model.providers import OFFLINE_MODELS, PROVIDER_NAMES, PROVIDERS, find_provider, provider_of
+    from core.model.views import LazyView
+    from core.policies.context_writes import scratchpad_slot
+    from core.policies.frame import scope as template_scope
+    from core.settings.config import HistorySettings, LimitSettings, ModelInfo, Settings
+    from core.steps.kinds import (
+        CHILD_PATH_ROOTS,
+        AiTurnSource,
+        BranchFailure,
+        HistoryStrategy,
+        InputTarget,
+        MergeStrategy,
+        ReduceMode,
+        ScopeFunction,
+    )
+    from core.text.bounds import BoundsSettings
+    from core.text.templates import (
+        builds_structure,
+        referenced_names,
+        step_references,
+        translate_handlebars,
+        whole_references,
+    )
+
 _WHERE = {
     "CONTAINER_STEP_KINDS": "core.steps.kinds",
     "KEYED_STEP_KINDS": "core.steps.kinds",
@@ -131,6 +160,43 @@ _WHERE = {
     "Usage": "core.model.usage",
     "WorkflowStep": "core.steps.kinds",
     "new_run_id": "core.engine",
+    # What blueprints needs besides the names above (blueprints imports core only through its front doors).
+    # The settings blueprints validates and compiles against:
+    "BoundsSettings": "core.settings.config",
+    "HistorySettings": "core.settings.config",
+    "LimitSettings": "core.settings.config",
+    "ModelInfo": "core.settings.config",
+    "Settings": "core.settings.config",
+    # The providers a blueprint's models name, and a model file's header (``flujo validate`` reads it):
+    "OFFLINE_MODELS": "core.model.providers",
+    "PROVIDERS": "core.model.providers",
+    "PROVIDER_NAMES": "core.model.providers",
+    "find_provider": "core.model.providers",
+    "provider_of": "core.model.providers",
+    "read_gguf": "core.agents.gguf",
+    # The step kinds' settings and the values steps hold:
+    "AiTurnSource": "core.steps.kinds",
+    "BranchFailure": "core.steps.kinds",
+    "CHILD_PATH_ROOTS": "core.steps.kinds",
+    "HistoryStrategy": "core.steps.kinds",
+    "InputTarget": "core.steps.kinds",
+    "MergeStrategy": "core.steps.kinds",
+    "ReduceMode": "core.steps.kinds",
+    "ScopeFunction": "core.steps.kinds",
+    "SimulatedPerson": "core.answering.simulated_person",
+    "LazyView": "core.model.views",
+    "VIEW_KEYS": "core.context",
+    # What the checks read in templates and expressions:
+    "builds_structure": "core.text.templates",
+    "referenced_names": "core.text.templates",
+    "step_references": "core.text.templates",
+    "translate_handlebars": "core.text.templates",
+    "whole_references": "core.text.templates",
+    # The loop hooks' run-time needs: the engine's template variables, its scratchpad paths, turn text:
+    "template_scope": "core.policies.frame:scope",
+    "scratchpad_slot": "core.policies.context_writes",
+    "is_context": "core.conversation",
+    "turn_text": "core.conversation",
 }
 
 __all__ = [
@@ -198,6 +264,40 @@ __all__ = [
     "Usage",
     "WorkflowStep",
     "new_run_id",
+]
+# What blueprints needs besides the names above (it imports core only through front doors; see _WHERE).
+__all__ += [
+    "CHILD_PATH_ROOTS",
+    "OFFLINE_MODELS",
+    "PROVIDERS",
+    "PROVIDER_NAMES",
+    "VIEW_KEYS",
+    "AiTurnSource",
+    "BoundsSettings",
+    "BranchFailure",
+    "HistorySettings",
+    "HistoryStrategy",
+    "InputTarget",
+    "LazyView",
+    "LimitSettings",
+    "MergeStrategy",
+    "ModelInfo",
+    "ReduceMode",
+    "ScopeFunction",
+    "Settings",
+    "SimulatedPerson",
+    "builds_structure",
+    "find_provider",
+    "is_context",
+    "provider_of",
+    "read_gguf",
+    "referenced_names",
+    "scratchpad_slot",
+    "step_references",
+    "template_scope",
+    "translate_handlebars",
+    "turn_text",
+    "whole_references",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE, globals())

@@ -142,7 +142,7 @@ async def test_the_agents_own_max_retries_wins_over_the_provider_setting(fake_ll
 
 
 async def test_max_retries_from_the_environment_reaches_a_blueprint_agent(fake_llm: FakeLLM, tmp_path: Path) -> None:
-    from blueprints.agent_builder import agent_spec
+    from blueprints.compiling.agents import agent_spec
     from blueprints.schema import AgentModel
 
     env = {**fake_llm.env(), "FLUJO_OPENAI__MAX_RETRIES": "3"}

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from blueprints import compile_pipeline, load_blueprint, load_pipeline
-from blueprints.loop_hooks import InitOps, NextInput, ShapeOutput
-from blueprints.predicates import CallableTest, CallableValue, ExpressionTest, ExpressionValue
+from blueprints.compiling.loop_hooks import InitOps, NextInput, ShapeOutput
+from blueprints.compiling.predicates import CallableTest, CallableValue, ExpressionTest, ExpressionValue
 from core.agents import AgentSpec, build_agent
 from core.engine import Engine, RunOutcome
 from core.model.errors import ConfigError

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from blueprints import validate_file
-from blueprints.findings import Finding
+from blueprints.reading.findings import Finding
 from tests.cli_helpers import EXAMPLES, ROOT, flujo
 
 ROUTE = """\

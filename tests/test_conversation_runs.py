@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from blueprints import load_pipeline, validate_file
-from blueprints.loop_hooks import NextInput
+from blueprints.compiling.loop_hooks import NextInput
 from core.engine import Engine, RunOutcome
 from core.model.calls import ChatMessage
 from core.model.records import StepRecord, TraceEvent

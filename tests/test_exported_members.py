@@ -20,6 +20,13 @@ def test_core_exports() -> None:
         "SourcePosition",
         "Step", "StepFailed", "StepRecord", "StoreError", "StoreUnavailable", "Template", "TemplateError",
         "TemplateSyntax", "ThreadSummary", "ThreadTurn", "TraceEvent", "Usage", "WorkflowStep", "new_run_id",
+        # What blueprints needs besides (it imports core only through its front doors):
+        "BoundsSettings", "HistorySettings", "LimitSettings", "ModelInfo", "Settings",
+        "OFFLINE_MODELS", "PROVIDERS", "PROVIDER_NAMES", "find_provider", "provider_of", "read_gguf",
+        "AiTurnSource", "BranchFailure", "CHILD_PATH_ROOTS", "HistoryStrategy", "InputTarget", "MergeStrategy",
+        "ReduceMode", "ScopeFunction", "SimulatedPerson", "LazyView", "VIEW_KEYS",
+        "builds_structure", "referenced_names", "step_references", "translate_handlebars", "whole_references",
+        "template_scope", "scratchpad_slot", "is_context", "turn_text",
     }  # fmt: skip
     for name in core.__all__:
         assert hasattr(core, name), name

@@ -422,7 +422,7 @@ def _scopes() -> list[dict[str, Any]]:
 def test_stop_when_agent_finished_is_read_on_run_data_as_its_expression_reads_it() -> None:
     """``stop_when: agent_finished`` is checked after every iteration: on run data it is read directly, with
     the expression's value in every case; on anything else the expression is evaluated."""
-    from blueprints.predicates import AGENT_FINISHED, ExpressionTest, agent_finished
+    from blueprints.compiling.predicates import AGENT_FINISHED, ExpressionTest, agent_finished
 
     test, expression = agent_finished(), ExpressionTest(Expression(AGENT_FINISHED))
     assert type(test) is not ExpressionTest  # the direct reading

@@ -228,3 +228,99 @@ def test_only_the_config_module_reads_the_environment() -> None:
         if path != ROOT / "core" / "settings" / "config.py" and reads_environment(path)
     ]
     assert offenders == []
+
+
+BLUEPRINTS = ROOT / "blueprints"
+# blueprints' rooms, bottom to top: a module imports its own room and the rooms below, never one above.
+BLUEPRINT_ROOMS = {"schema": 0, "reading": 1, "checking": 2, "compiling": 3, "explain": 4, "scaffold": 4}
+CORE_FRONT_DOORS = {"core", "core.agents", "core.store", "core.front_door", "core.testing"}
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module ``path`` imports, at module level, in functions or under TYPE_CHECKING; ``from pkg
+    import name`` imports ``pkg``."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+    return found
+
+
+def test_blueprints_rooms_import_one_way() -> None:
+    """blueprints/ holds its front door and its rooms; each room imports only itself and the rooms below
+    (schema, reading, checking, compiling, then explain and scaffold), never the front door."""
+    loose = sorted(path.name for path in BLUEPRINTS.glob("*.py") if path.name != "__init__.py")
+    assert loose == []
+    rooms = {path.name for path in BLUEPRINTS.iterdir() if (path / "__init__.py").is_file()}
+    assert rooms == set(BLUEPRINT_ROOMS)
+    offenders = []
+    for path in sorted(BLUEPRINTS.rglob("*.py")):
+        if path == BLUEPRINTS / "__init__.py":
+            continue
+        room = path.relative_to(BLUEPRINTS).parts[0]
+        for name in sorted(imported_modules(path)):
+            parts = name.split(".")
+            if parts[0] != "blueprints":
+                continue
+            other = parts[1] if len(parts) > 1 else "the front door"
+            if other != room and BLUEPRINT_ROOMS.get(other, 99) >= BLUEPRINT_ROOMS[room]:
+                offenders.append(f"{path.relative_to(ROOT)} ({room}) imports {name}")
+    assert offenders == []
+
+
+def test_blueprints_imports_core_through_its_front_doors() -> None:
+    """What blueprints needs of core is exported by ``core`` (or ``core.agents``, ``core.store``): a module
+    moved inside core changes core's table, not blueprints."""
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(imported_core_modules(path) - CORE_FRONT_DOORS)
+        for path in BLUEPRINTS.rglob("*.py")
+        if imported_core_modules(path) - CORE_FRONT_DOORS
+    }
+    assert offenders == {}
+
+
+def blueprint_modules() -> dict[str, Path]:
+    return {
+        ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): path
+        for path in BLUEPRINTS.rglob("*.py")
+    }
+
+
+def blueprint_imports(path: Path, modules: dict[str, Path]) -> set[str]:
+    """The blueprints modules ``path`` imports (``from pkg import name`` imports ``pkg``, and ``pkg.name``
+    when that is a module), and for a package's ``__init__`` the modules its lazy table names."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found |= {node.module, *(f"{node.module}.{alias.name}" for alias in node.names)}
+        elif isinstance(node, ast.Constant) and path.name == "__init__.py" and isinstance(node.value, str):
+            found.add(node.value.partition(":")[0])
+    return found & set(modules)
+
+
+def test_blueprints_modules_import_no_cycle() -> None:
+    """No circle among blueprints' modules, counting imports in functions and under TYPE_CHECKING (the
+    three compilers once made one that way)."""
+    modules = blueprint_modules()
+    graph = {name: blueprint_imports(path, modules) - {name} for name, path in modules.items()}
+    state: dict[str, str] = {}
+    cycles: list[list[str]] = []
+
+    def visit(name: str, trail: list[str]) -> None:
+        state[name] = "open"
+        for other in sorted(graph[name]):
+            if state.get(other) == "open":
+                cycles.append([*trail[trail.index(other) :], other])
+            elif other not in state:
+                visit(other, [*trail, other])
+        state[name] = "done"
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
+    assert cycles == []

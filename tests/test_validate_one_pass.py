@@ -1,7 +1,7 @@
 """One ``flujo validate`` pass reports the structure's errors and the later checks' findings together.
 
 Where the structure (the schema) has errors, the later checks (names, references, templates) still run on
-the parts that validate (blueprints/salvage.py), so fixing the first batch never uncovers a second. A step
+the parts that validate (blueprints/checking/salvage.py), so fixing the first batch never uncovers a second. A step
 or agent with a structural error is reported for that error only.
 """
 

@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from blueprints.ensemble_file import is_ensemble_file
+from blueprints.checking.validation import resolve
+from blueprints.reading.ensemble_file import is_ensemble_file
 from blueprints.schema import BlueprintModel
-from blueprints.validation import resolve
 from tests.cli_helpers import flujo
 
 ROOT = Path(__file__).resolve().parents[1]

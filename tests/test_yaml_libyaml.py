@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from blueprints.positions import PositionIndex
-from blueprints.yaml_source import _parse_with_libyaml, parse_yaml
+from blueprints.reading.positions import PositionIndex
+from blueprints.reading.yaml_source import _parse_with_libyaml, parse_yaml
 from core.text.bounds import BoundsSettings
 
 ROOT = Path(__file__).resolve().parents[1]

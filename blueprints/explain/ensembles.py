@@ -14,8 +14,7 @@ from blueprints.explain.model import Note, Part
 from blueprints.explain.scope import Call, Scope
 from blueprints.explain.words import sentence
 from blueprints.schema import EnsembleStepModel, ParticipantModel
-from core.model.providers import OFFLINE_MODELS
-from core.settings.config import Settings
+from core import OFFLINE_MODELS, Settings
 
 
 @dataclass

@@ -12,8 +12,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import assert_never
 
-from blueprints.explain import loops
+from blueprints.checking.loader import Blueprint
+from blueprints.checking.speakers import asks_user, speaker_summarizer
 from blueprints.explain.ensembles import explain_ensemble
+from blueprints.explain.loops import (
+    finishes_early,
+    history_words,
+    init_words,
+    max_loops,
+    next_input_words,
+    output_words,
+    stop_words,
+)
 from blueprints.explain.model import AgentSummary, Explanation, Note, Part, StepExplanation, StepGroup
 from blueprints.explain.overview import agent_words, overview, used_by
 from blueprints.explain.scope import Call, Scope, Tally
@@ -27,8 +37,7 @@ from blueprints.explain.words import (
     template_words,
     value_words,
 )
-from blueprints.loader import Blueprint
-from blueprints.positions import Path
+from blueprints.reading.positions import Path
 from blueprints.schema import (
     AgentStepModel,
     AnyStepModel,
@@ -40,9 +49,7 @@ from blueprints.schema import (
     MapStepModel,
     ParallelStepModel,
 )
-from blueprints.speakers import asks_user, speaker_summarizer
-from core.model.providers import OFFLINE_MODELS
-from core.settings.config import Settings
+from core import OFFLINE_MODELS, Settings
 
 _MERGE = {
     "merge_scratchpad": "each branch's scratchpad changes are applied in branch order (for a key several set,"
@@ -191,7 +198,7 @@ class _Walk:
         self, model: LoopStepModel, path: Path, scope: Scope, number: str, receives: str
     ) -> tuple[str, tuple[Part, ...]]:
         settings = model.loop
-        limit = loops.max_loops(settings)
+        limit = max_loops(settings)
         inner = scope.in_loop(model, limit)
         first_call = len(self.tally.calls)
         body = self.steps(settings.body, (*path, "loop", "body"), inner, number, "the iteration's input")
@@ -202,15 +209,15 @@ class _Walk:
             f" Iteration 1 receives {receives}."
         )
         parts: list[Part] = []
-        init = loops.init_words(settings.init, conversation=settings.conversation)
+        init = init_words(settings.init, conversation=settings.conversation)
         if init is not None:
             parts.append(Note("Before iteration 1", init))
         parts.append(StepGroup("Each iteration", body))
-        parts.append(Note("Stops", loops.stop_words(settings)))
+        parts.append(Note("Stops", stop_words(settings)))
         agents = dict(scope.blueprint.model.agents)
         if settings.conversation:
             outer = scope.conversation.name if scope.conversation is not None else None
-            history = loops.history_words(
+            history = history_words(
                 model, received=receives, agents=agents, defaults=self.settings.history, outer=outer
             )
             parts.append(Note("History", history))
@@ -219,12 +226,12 @@ class _Walk:
         simple = isinstance(settings.body[-1], AgentStepModel | HitlStepModel)
         last_returns = clause(self.returns.get(last, f"{last}'s output")) if simple else f"{last}'s output"
         if limit > 1:
-            parts.append(Note("Next iteration receives", loops.next_input_words(settings, last=last_returns)))
+            parts.append(Note("Next iteration receives", next_input_words(settings, last=last_returns)))
         default = f"The last output of the last iteration: {last_returns}"
-        if loops.finishes_early(settings):
+        if finishes_early(settings):
             default += " (in the iteration where an agent finishes, that agent's reply)"
         default += "."
-        returns = loops.output_words(
+        returns = output_words(
             settings.output_template,
             settings.output,
             conversation=settings.conversation or scope.conversation is not None,
@@ -334,7 +341,7 @@ class _Walk:
             f" (map.over: {settings.over})."
         )
         parts: list[Part] = []
-        init = loops.init_words(settings.init)
+        init = init_words(settings.init)
         if init is not None:
             parts.append(Note("Before the first item", init))
         inner = scope.in_map(model.name)
@@ -344,7 +351,7 @@ class _Walk:
         finalize = settings.finalize
         default = "The list of each item's last output."
         returns = (
-            loops.output_words(
+            output_words(
                 finalize.output_template,
                 finalize.output,
                 conversation=scope.conversation is not None,

@@ -1,6 +1,6 @@
 """A loop in plain words: how it starts, how it stops, what its agents hear, what it hands on and returns.
 
-These follow the compiler's rules (``blueprints.loop_compiler``) and the engine's (``core.conversation``):
+These follow the compiler's rules (``blueprints.compiling.loops``) and the engine's (``core.conversation``):
 the exit precedence (an explicit ``exit_expression``/``exit_condition`` beats ``stop_when``, which
 ``conversation: true`` implies), ``max_loops`` 10 by default, ``propagation: auto``, which steps speak as
 the user and the assistant, and how the history is bounded (the loop's ``history_management`` keys beat
@@ -13,9 +13,10 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from blueprints.checks.sites import walk
+from blueprints.checking.checks.sites import walk
+from blueprints.checking.speakers import asks_user, last_step, own_steps, speaker_summarizer, speaks, user_sources
+from blueprints.compiling.loops import DEFAULT_MAX_LOOPS
 from blueprints.explain.words import condition_words, quote, sentence, template_words
-from blueprints.loop_compiler import DEFAULT_MAX_LOOPS
 from blueprints.schema import (
     AgentModel,
     AgentStepModel,
@@ -28,8 +29,7 @@ from blueprints.schema import (
     PropagationModel,
     TextOutputModel,
 )
-from blueprints.speakers import asks_user, last_step, own_steps, speaker_summarizer, speaks, user_sources
-from core.settings.config import HistorySettings
+from core import HistorySettings
 
 FINISH = '{"action": "finish"}'
 
@@ -135,7 +135,7 @@ def _speakers(loop: LoopSettingsModel, agents: dict[str, AgentModel]) -> tuple[s
 
 def summarizer_name(loop: LoopSettingsModel, defaults: HistorySettings, agents: Mapping[str, AgentModel]) -> str | None:
     """Who summarises a ``summarize`` loop: its ``summarizer_agent``, else the configured default summarizer,
-    else the loop's last speaking agent (``blueprints.speakers.speaker_summarizer``)."""
+    else the loop's last speaking agent (``blueprints.checking.speakers.speaker_summarizer``)."""
     manage = loop.history_management
     if manage is not None and manage.summarizer_agent is not None:
         return manage.summarizer_agent

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import assert_never
 
-from blueprints.checks.sites import walk
-from blueprints.explain import loops
+from blueprints.checking.checks.sites import walk
+from blueprints.checking.loader import Blueprint
+from blueprints.checking.speakers import asks_user
+from blueprints.explain.loops import max_loops
 from blueprints.explain.words import sentence
-from blueprints.loader import Blueprint
 from blueprints.schema import (
     AgentModel,
     AgentStepModel,
@@ -20,8 +21,7 @@ from blueprints.schema import (
     MapStepModel,
     ParallelStepModel,
 )
-from blueprints.speakers import asks_user
-from core.model.providers import provider_of
+from core import provider_of
 
 
 def model_words(model: str) -> str:
@@ -59,7 +59,7 @@ def _phrase(model: AnyStepModel) -> tuple[str, str, str]:
             return f"call {agent}", f"calls {agent}", f"calls {agent} {{n}} times"
         return "value", "prepares a value", "prepares {n} values"
     if isinstance(model, LoopStepModel):
-        limit = loops.max_loops(model.loop)
+        limit = max_loops(model.loop)
         what = "a conversation" if model.loop.conversation else "a loop"
         return f"loop {model.name}", f"runs {what} of up to {limit} iteration{'s' if limit > 1 else ''}", ""
     if isinstance(model, ParallelStepModel):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from blueprints.loader import Blueprint
+from blueprints.checking.loader import Blueprint
 from blueprints.schema import LoopStepModel
 
 

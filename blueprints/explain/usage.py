@@ -14,8 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from blueprints.explain.scope import Call, Tally
 from blueprints.schema import LimitsModel
-from core.model.providers import provider_of
-from core.settings.config import LimitSettings, ModelInfo
+from core import LimitSettings, ModelInfo, provider_of
 
 
 def _times(call: Call) -> str:

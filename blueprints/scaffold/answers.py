@@ -8,8 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from core.model.errors import FlujoError
-from core.steps.kinds import AiTurnSource, HistoryStrategy
+from core import AiTurnSource, FlujoError, HistoryStrategy
 
 Stop = Literal["finish", "rounds", "score", "expression"]
 Start = Literal["ask", "input"]

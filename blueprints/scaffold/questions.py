@@ -15,7 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from blueprints.checks.agents import PROVIDERS
+from blueprints.checking.checks.agents import PROVIDERS
+from blueprints.reading.suggestions import did_you_mean
 from blueprints.scaffold.answers import (
     ANSWER_STEP,
     GOAL_STEP,
@@ -29,10 +30,8 @@ from blueprints.scaffold.answers import (
     ScaffoldError,
     WizardAnswers,
 )
-from blueprints.suggestions import did_you_mean
-from core.model.providers import PROVIDERS as PROVIDER_ROWS
-from core.model.providers import provider_of
-from core.text.templates import Expression, TemplateSyntax
+from core import PROVIDERS as PROVIDER_ROWS
+from core import Expression, TemplateSyntax, provider_of
 
 Values = Mapping[str, Any]
 Kind = Literal["text", "choice", "yes_no", "number", "names", "amount"]

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from blueprints.scaffold.answers import ANSWER_STEP, GOAL_STEP, MAIN_AGENT, SUMMARIZER, WizardAnswers
-from core.model.providers import provider_of
+from core import provider_of
 
 _COMMENT_COLUMN = 40
 

@@ -1,7 +1,7 @@
 """The blueprint schema: pydantic models of the whole v0.1 language (structure only).
 
 Rules that span several values (references between steps, exactly-one-of, template syntax) are checked
-by ``blueprints.checks`` after the structure validates, where each finding can point at its own value.
+by ``blueprints.checking.checks`` after the structure validates, where each finding can point at its own value.
 """
 
 from blueprints.schema.agents import AgentModel, LimitsModel

@@ -1,8 +1,8 @@
 """Models of the ``kind: ensemble`` step: a conversation among participants, run in rounds.
 
 A participant is one of ``uses: agents.X | imports.X``, ``script: PATH``, ``model_profile: NAME`` or
-``ask: "question"`` (the person); which one is checked by ``blueprints.checks.ensemble``. The ensemble
-file format is translated into these models by ``blueprints.ensemble_file``.
+``ask: "question"`` (the person); which one is checked by ``blueprints.checking.checks.ensemble``. The ensemble
+file format is translated into these models by ``blueprints.reading.ensemble_file``.
 """
 
 from __future__ import annotations

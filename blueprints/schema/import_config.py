@@ -21,7 +21,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import Discriminator, Field, Tag
 
 from blueprints.schema.base import ContextPath, Name, StrictModel
-from core.steps.kinds import InputTarget
+from core import InputTarget
 
 
 class OutputMapModel(StrictModel):

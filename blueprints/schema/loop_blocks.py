@@ -13,7 +13,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Discriminator, Field, Tag
 
 from blueprints.schema.base import Name, PositiveInt, StrictModel
-from core.steps.kinds import HistoryStrategy
+from core import HistoryStrategy
 
 
 class HistoryManagementModel(StrictModel):

@@ -30,7 +30,7 @@ from blueprints.schema.loop_blocks import (
     OutputSpec,
     PropagationSpec,
 )
-from core.steps.kinds import AiTurnSource, BranchFailure, MergeStrategy, ReduceMode
+from core import AiTurnSource, BranchFailure, MergeStrategy, ReduceMode
 
 BUILTIN_AGENTS = ("flujo.builtins.passthrough", "flujo.builtins.stringify", "flujo.builtins.ask_user")
 BuiltinId = Literal["flujo.builtins.passthrough", "flujo.builtins.stringify", "flujo.builtins.ask_user"]
@@ -141,7 +141,7 @@ PARALLEL_KEYS = ("branches", "merge_strategy", "on_branch_failure", "reduce")
 class ParallelStepModel(StepModelBase):
     """``kind: parallel``: run named branches concurrently. Its settings are written in a ``parallel:`` block
     or, as before that block existed, beside ``kind`` (``branches:``, ``reduce:`` ...); one form per step, which
-    ``blueprints.checks`` enforces. Read them through ``settings`` and ``settings_path``."""
+    ``blueprints.checking.checks`` enforces. Read them through ``settings`` and ``settings_path``."""
 
     kind: Literal["parallel"]
     parallel: ParallelSettingsModel | None = None

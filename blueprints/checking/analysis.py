@@ -1,0 +1,118 @@
+"""Analysing one blueprint file: read it once, parse with positions, validate, check; never raise.
+
+The result holds every finding of that file and, when its structure is valid, the model and the
+position index. When the structure has errors, the later checks still run on the parts that validate
+(``blueprints.checking.salvage``), so one pass reports both; the model is then the salvaged one, and the findings
+say the file is invalid. Imports are not followed here (``blueprints.checking.import_graph`` does that).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Collection
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from blueprints.checking.checks import run_checks
+from blueprints.checking.salvage import salvage
+from blueprints.checking.validation import validation_findings
+from blueprints.reading.ensemble_file import is_ensemble_file, reword, translate, translate_index
+from blueprints.reading.file_kinds import not_a_file
+from blueprints.reading.findings import Finding, sort_findings
+from blueprints.reading.positions import PositionIndex
+from blueprints.reading.yaml_source import parse_yaml
+from blueprints.schema import BlueprintModel
+from core import BoundsSettings, HistorySettings, SourcePosition
+
+
+@dataclass(frozen=True)
+class FileAnalysis:
+    """The findings of one file, in reading order; the model and index when the structure is valid, or
+    when the parts that validate could be salvaged (then the findings hold errors)."""
+
+    findings: list[Finding]
+    model: BlueprintModel | None = None
+    index: PositionIndex | None = None
+    source_hash: str | None = None
+
+
+def _unreadable(file: str, reason: str, hint: str | None = None) -> FileAnalysis:
+    return FileAnalysis([Finding("error", reason, None, hint, "file-unreadable", None, file)])
+
+
+def _excerpt(raw: bytes, at: SourcePosition) -> str | None:
+    """The line of ``at`` as the findings show it (a bad byte as U+FFFD), with its caret."""
+    return PositionIndex(at.file, raw.decode("utf-8", errors="replace").split("\n")).excerpt(at)
+
+
+def analyse_file(
+    path: Path,
+    *,
+    history: HistorySettings | None = None,
+    profiles: Collection[str] | None = None,
+    bounds: BoundsSettings | None = None,
+) -> FileAnalysis:
+    """Every finding of the blueprint file at ``path`` (named as given in positions), its loops checked
+    against the settings' ``history`` defaults and its YAML read within ``bounds`` (the built-in ones
+    when None)."""
+    file = str(path)
+    found = not_a_file(path)  # before opening it: a FIFO would wait for a writer
+    if found == "nothing":
+        return _unreadable(file, f"no such file: {file}", "check the path")
+    if found is not None:
+        return _unreadable(file, f"{file} is {found}, not a blueprint file", "give the path of a blueprint file")
+    limit = (bounds or BoundsSettings()).blueprint_max_bytes
+    try:
+        size = path.stat().st_size
+        raw = b"" if size > limit else path.read_bytes()  # refused before it is read, let alone parsed
+    except OSError as exc:
+        return _unreadable(file, f"cannot read {file}: {exc.strerror or exc}")
+    if max(size, len(raw)) > limit:
+        return _unreadable(
+            file,
+            f"{file} is {max(size, len(raw)):,} bytes, more than the {limit:,} a blueprint may be",
+            "split it into blueprints that import each other (imports:), or raise the setting "
+            "bounds.blueprint_max_bytes",
+        )
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        at = SourcePosition.of_byte(file, raw, exc.start)
+        bad = Finding(
+            "error", f"{file} is not UTF-8 text (byte {exc.start})", at, "save the file as UTF-8", "file-unreadable",
+            _excerpt(raw, at), file,
+        )  # fmt: skip
+        return FileAnalysis([bad])
+    source_hash = hashlib.sha256(raw).hexdigest()
+    parsed = parse_yaml(text.removeprefix("\ufeff"), file, bounds=bounds)
+    if not parsed.ok:
+        return FileAnalysis(parsed.findings)
+    index = parsed.index
+    if parsed.data is None:
+        at = SourcePosition(file, 1, 1)
+        empty = Finding(
+            "error", "the blueprint is empty", at, 'start with version: "0.1" and a list of steps:', "missing-field",
+            index.excerpt(at), file,
+        )  # fmt: skip
+        return FileAnalysis([empty])
+    ensemble_file = is_ensemble_file(parsed.data)
+    if ensemble_file:  # the ensemble file format: one ensemble step
+        parsed.data, index = translate(parsed.data), translate_index(index)
+    try:
+        model = BlueprintModel.model_validate(parsed.data)
+    except ValidationError as exc:
+        invalid = validation_findings(exc, parsed.data, index)
+        schema = [*parsed.findings, *(reword(invalid) if ensemble_file else invalid)]
+        rescued = salvage(parsed.data, exc, index)
+        if rescued is None:
+            return FileAnalysis(sort_findings(schema))
+        later = run_checks(rescued.model, index, path.parent, history=history, profiles=profiles, bounds=bounds)
+        findings = [*schema, *rescued.later_findings(later, index)]
+        return FileAnalysis(sort_findings(findings), rescued.model, index, source_hash)
+    findings = [
+        *parsed.findings,
+        *run_checks(model, index, path.parent, history=history, profiles=profiles, bounds=bounds),
+    ]
+    return FileAnalysis(sort_findings(findings), model, index, source_hash)
