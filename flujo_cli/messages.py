@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 from rich.console import Console
 from rich.markup import escape
 
-from flujo_cli import exit_codes
+import flujo_cli.exit_codes as exit_codes
 
 _stderr: Console | None = None
 

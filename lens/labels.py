@@ -12,6 +12,7 @@ from typing import Any, assert_never
 
 from rich.text import Text
 
+import lens.figures as figures
 from core.events import (
     AgentStarted,
     AnswerRejected,
@@ -36,7 +37,6 @@ from core.events import (
 )
 from core.records import RunRecord
 from core.usage import Usage
-from lens import figures
 from lens.preview import compact, one_line
 from lens.tree import CallNode, EventNode, GroupNode, MessageNode, Node, RunNode, StepNode
 

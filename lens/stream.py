@@ -28,9 +28,9 @@ from rich.cells import cell_len, set_cell_size
 from rich.console import Console, RenderableType
 from rich.text import Text
 
+import lens.labels as labels
 from core.records import RunRecord
 from core.redaction import Redactor
-from lens import labels
 from lens.masking import Masker
 from lens.plain import CallBlock, Expansion, call_block
 from lens.tree import CallNode, Node, RunNode

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.markup import escape
 
-from flujo_cli import exit_codes
+import flujo_cli.exit_codes as exit_codes
 from flujo_cli.line_input import LineInput
 from flujo_cli.messages import error_line, fail, flujo_command, stderr, usage_error
 

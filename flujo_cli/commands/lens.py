@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from rich.console import RenderableType
 
-from flujo_cli import exit_codes
+import flujo_cli.exit_codes as exit_codes
 from flujo_cli.messages import error_line, fail, plain_console, stderr, usage_error
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ import asyncio
 import json
 import sys
 
-from flujo_cli import exit_codes
+import flujo_cli.exit_codes as exit_codes
 from flujo_cli.messages import fail, stderr, usage_error
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from flujo_cli import exit_codes
+import flujo_cli.exit_codes as exit_codes
 from flujo_cli.messages import error_line, fail, require_file, stderr, usage_error
 
 

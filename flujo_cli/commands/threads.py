@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from flujo_cli import exit_codes
+import flujo_cli.exit_codes as exit_codes
 from flujo_cli.messages import error_line, fail, stderr, usage_error
 
 if TYPE_CHECKING:

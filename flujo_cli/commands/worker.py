@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
+import flujo_cli.exit_codes as exit_codes
 from core.errors import StoreUnavailable
-from flujo_cli import exit_codes
 from flujo_cli.messages import fail, stderr
 
 if TYPE_CHECKING:
