@@ -71,6 +71,44 @@ if TYPE_CHECKING:
     from core.templates import Expression, Template, TemplateSyntax
     from core.usage import Usage
 
+if TYPE_CHECKING:  # what lens and flujo_cli take from core (the front door's block for them, below)
+    from core.answer_replay import recorded_answers
+    from core.answering import Answering
+    from core.bounds import use_bounds
+    from core.config import BoundsSettings, Settings, load_settings, overrides_from_assignments, secret_values
+    from core.conversation import check_thread, check_thread_name
+    from core.engine import busy_refusal
+    from core.errors import PromptTooLarge
+    from core.events import (
+        AgentStarted,
+        AnswerRejected,
+        BranchTaken,
+        CallSent,
+        ChildRunStarted,
+        EnsembleDone,
+        Event,
+        HistoryNotInjected,
+        HistorySummarized,
+        LoopExited,
+        OutputRepaired,
+        ParallelDone,
+        ProcessStarted,
+        PromptSent,
+        QuestionAnswered,
+        ReplyCut,
+        ReplyReceived,
+        StepErrored,
+        SummaryFailed,
+        UnknownEvent,
+    )
+    from core.ports import Activity
+    from core.records import CONTAINER_STEP_KINDS, KEYED_STEP_KINDS, RunStatus, call_interrupted
+    from core.redaction import Redactor, masked_under_key, sensitive_key
+    from core.schema_check import parse_answer, schema_errors
+    from core.simulated_person import SimulatedPerson
+    from core.step_paths import StepPaths
+    from core.usage import INTERRUPTED_CALL, ZERO_USAGE
+
 _WHERE = {
     "Abort": "core.errors",
     "Agent": "core.ports",
@@ -133,6 +171,55 @@ _WHERE = {
     "Usage": "core.usage",
     "WorkflowStep": "core.steps",
     "new_run_id": "core.engine",
+    # What lens and flujo_cli take from core (they import core only through its front doors): the trace
+    # events and the records' step kinds lens draws, the settings, the redactor, the answer sources and the
+    # checks the commands run before a run starts.
+    "recorded_answers": "core.answer_replay",
+    "Answering": "core.answering",
+    "use_bounds": "core.bounds",
+    "BoundsSettings": "core.config",
+    "Settings": "core.config",
+    "load_settings": "core.config",
+    "overrides_from_assignments": "core.config",
+    "secret_values": "core.config",
+    "check_thread": "core.conversation",
+    "check_thread_name": "core.conversation",
+    "busy_refusal": "core.engine",
+    "PromptTooLarge": "core.errors",
+    "AgentStarted": "core.events",
+    "AnswerRejected": "core.events",
+    "BranchTaken": "core.events",
+    "CallSent": "core.events",
+    "ChildRunStarted": "core.events",
+    "EnsembleDone": "core.events",
+    "Event": "core.events",
+    "HistoryNotInjected": "core.events",
+    "HistorySummarized": "core.events",
+    "LoopExited": "core.events",
+    "OutputRepaired": "core.events",
+    "ParallelDone": "core.events",
+    "ProcessStarted": "core.events",
+    "PromptSent": "core.events",
+    "QuestionAnswered": "core.events",
+    "ReplyCut": "core.events",
+    "ReplyReceived": "core.events",
+    "StepErrored": "core.events",
+    "SummaryFailed": "core.events",
+    "UnknownEvent": "core.events",
+    "Activity": "core.ports",
+    "CONTAINER_STEP_KINDS": "core.records",
+    "KEYED_STEP_KINDS": "core.records",
+    "RunStatus": "core.records",
+    "call_interrupted": "core.records",
+    "Redactor": "core.redaction",
+    "masked_under_key": "core.redaction",
+    "sensitive_key": "core.redaction",
+    "parse_answer": "core.schema_check",
+    "schema_errors": "core.schema_check",
+    "SimulatedPerson": "core.simulated_person",
+    "StepPaths": "core.step_paths",
+    "INTERRUPTED_CALL": "core.usage",
+    "ZERO_USAGE": "core.usage",
 }
 
 __all__ = [
@@ -197,6 +284,54 @@ __all__ = [
     "Usage",
     "WorkflowStep",
     "new_run_id",
+]
+__all__ += [  # lens and flujo_cli (the block at the end of _WHERE)
+    "CONTAINER_STEP_KINDS",
+    "INTERRUPTED_CALL",
+    "KEYED_STEP_KINDS",
+    "ZERO_USAGE",
+    "Activity",
+    "AgentStarted",
+    "AnswerRejected",
+    "Answering",
+    "BoundsSettings",
+    "BranchTaken",
+    "CallSent",
+    "ChildRunStarted",
+    "EnsembleDone",
+    "Event",
+    "HistoryNotInjected",
+    "HistorySummarized",
+    "LoopExited",
+    "OutputRepaired",
+    "ParallelDone",
+    "ProcessStarted",
+    "PromptSent",
+    "PromptTooLarge",
+    "QuestionAnswered",
+    "Redactor",
+    "ReplyCut",
+    "ReplyReceived",
+    "RunStatus",
+    "Settings",
+    "SimulatedPerson",
+    "StepErrored",
+    "StepPaths",
+    "SummaryFailed",
+    "UnknownEvent",
+    "busy_refusal",
+    "call_interrupted",
+    "check_thread",
+    "check_thread_name",
+    "load_settings",
+    "masked_under_key",
+    "overrides_from_assignments",
+    "parse_answer",
+    "recorded_answers",
+    "schema_errors",
+    "secret_values",
+    "sensitive_key",
+    "use_bounds",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE, globals())

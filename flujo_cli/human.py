@@ -26,11 +26,16 @@ from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 
-from core.config import BoundsSettings
-from core.errors import ConfigError, RunError, SourcePosition
-from core.ports import HumanQuestion
-from core.schema_check import parse_answer, schema_errors
-from core.step_paths import StepPaths
+from core import (
+    BoundsSettings,
+    ConfigError,
+    HumanQuestion,
+    RunError,
+    SourcePosition,
+    StepPaths,
+    parse_answer,
+    schema_errors,
+)
 from flujo_cli.line_input import LineInput
 from flujo_cli.line_writer import LineWriter
 

@@ -36,7 +36,7 @@ def stderr() -> Console:
 
 
 def exit_code_for(exc: BaseException) -> int:
-    from core.errors import BlueprintError, ConfigError, PromptTooLarge, ProviderError, StoreError
+    from core import BlueprintError, ConfigError, PromptTooLarge, ProviderError, StoreError
 
     if isinstance(exc, PromptTooLarge):
         return exit_codes.PROMPT_TOO_LARGE
@@ -58,7 +58,7 @@ def error_line(message: str, hint: str | None = None) -> None:
 
 def fail(exc: BaseException, *, debug: bool, code: int | None = None) -> NoReturn:
     """Report ``exc`` as one clear line (plus hint) and exit; with ``debug`` print the traceback first."""
-    from core.errors import FlujoError
+    from core import FlujoError
 
     if debug:
         traceback.print_exception(exc, file=sys.stderr)

@@ -20,8 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from core.records import RunRecord
-from core.redaction import Redactor
+from core import Redactor, RunRecord
 from lens.labels import run_duration
 from lens.listing import RunRow
 from lens.masking import Masker

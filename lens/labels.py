@@ -13,7 +13,7 @@ from typing import Any, assert_never
 from rich.text import Text
 
 import lens.figures as figures
-from core.events import (
+from core import (
     AgentStarted,
     AnswerRejected,
     BranchTaken,
@@ -31,12 +31,12 @@ from core.events import (
     QuestionAnswered,
     ReplyCut,
     ReplyReceived,
+    RunRecord,
     StepErrored,
     SummaryFailed,
     UnknownEvent,
+    Usage,
 )
-from core.records import RunRecord
-from core.usage import Usage
 from lens.preview import compact, one_line
 from lens.tree import CallNode, EventNode, GroupNode, MessageNode, Node, RunNode, StepNode
 

@@ -20,7 +20,7 @@ from rich.tree import Tree
 
 import lens.figures as figures
 import lens.labels as labels
-from core.records import RunRecord
+from core import RunRecord
 from lens.listing import RunRow
 from lens.preview import Collapsed, collapse, compact, full_text, one_line
 from lens.selection import steps_named

@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 import lens.figures as figures
-from core.records import PruneResult
+from core import PruneResult
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
 _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")

@@ -29,8 +29,7 @@ from rich.console import Console, RenderableType
 from rich.text import Text
 
 import lens.labels as labels
-from core.records import RunRecord
-from core.redaction import Redactor
+from core import Redactor, RunRecord
 from lens.masking import Masker
 from lens.plain import CallBlock, Expansion, call_block
 from lens.tree import CallNode, Node, RunNode

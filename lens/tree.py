@@ -28,7 +28,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from core.events import (
+from core import (
+    CONTAINER_STEP_KINDS,
+    INTERRUPTED_CALL,
+    KEYED_STEP_KINDS,
+    ZERO_USAGE,
     CallSent,
     ChildRunStarted,
     HistorySummarized,
@@ -36,10 +40,13 @@ from core.events import (
     PromptSent,
     ReplyCut,
     ReplyReceived,
+    RunRecord,
+    StepRecord,
     SummaryFailed,
+    TraceEvent,
+    Usage,
+    call_interrupted,
 )
-from core.records import CONTAINER_STEP_KINDS, KEYED_STEP_KINDS, RunRecord, StepRecord, TraceEvent, call_interrupted
-from core.usage import INTERRUPTED_CALL, ZERO_USAGE, Usage
 from lens.preview import full_text
 from lens.snapshot import RunSnapshot
 

@@ -20,7 +20,7 @@ def explain_file(file: Path, *, json_output: bool, debug: bool, settings: Sequen
     require_file(file, "blueprint file", "check the path; examples live in blueprints/examples/")
     try:
         from blueprints import InvalidBlueprint, explain_blueprint, findings_to_json, load_blueprint
-        from core.config import load_settings, overrides_from_assignments
+        from core import load_settings, overrides_from_assignments
         from flujo_cli.explain_view import render_explanation
         from flujo_cli.findings_view import render_findings
 
