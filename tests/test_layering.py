@@ -115,6 +115,22 @@ def test_lens_and_the_cli_import_the_other_packages_through_their_front_doors(pa
     assert offenders == []
 
 
+@pytest.mark.parametrize("package", ["lens", "flujo_cli"])
+def test_lens_and_the_cli_import_their_own_modules_directly(package: str) -> None:
+    """``from lens import figures`` in a module of lens goes through ``lens/__init__``, which imports that
+    module: an import cycle through the front door. Siblings are imported by their own names
+    (``import lens.figures as figures``, ``from lens.tree import RunNode``)."""
+    offenders = [
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if path.name != "__init__.py"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if (isinstance(node, ast.ImportFrom) and (node.level > 0 or node.module == package))
+        or (isinstance(node, ast.Import) and any(alias.name == package for alias in node.names))
+    ]
+    assert offenders == []
+
+
 def test_lens_knows_events_by_their_classes_not_by_strings() -> None:
     """Lens matches trace events on their ``core.events`` classes and reads the step kinds that run steps
     from ``core.records``: no string in lens spells an event kind or such a step kind, and none is a path
