@@ -28,6 +28,11 @@ if TYPE_CHECKING:
     from blueprints.scaffold import ScaffoldError, WizardAnswers, render_blueprint
     from blueprints.scaffold import resolve as resolve_answers
 
+if TYPE_CHECKING:  # what flujo_cli takes from blueprints (the block of _LAZY below)
+    from blueprints.explain import Note, StepExplanation, StepGroup
+    from blueprints.scaffold import Question as WizardQuestion
+    from blueprints.scaffold import parse_answer as parse_wizard_answer
+
 # Imported when first used: ``flujo run`` needs neither the explainer nor the wizard (their modules are a
 # few hundredths of a second of every run's start-up).
 _LAZY = {
@@ -37,6 +42,13 @@ _LAZY = {
     "WizardAnswers": "blueprints.scaffold",
     "render_blueprint": "blueprints.scaffold",
     "resolve_answers": "blueprints.scaffold:resolve",
+    # What flujo_cli takes besides (it imports blueprints only through this front door): the parts of an
+    # explanation it draws (``flujo explain``) and the wizard's questions it asks (``flujo create``).
+    "Note": "blueprints.explain",
+    "StepExplanation": "blueprints.explain",
+    "StepGroup": "blueprints.explain",
+    "WizardQuestion": "blueprints.scaffold:Question",
+    "parse_wizard_answer": "blueprints.scaffold:parse_answer",
 }
 
 
@@ -69,4 +81,11 @@ __all__ = [
     "resolve_answers",
     "simulated_user",
     "validate_file",
+]
+__all__ += [  # flujo_cli (the block at the end of _LAZY)
+    "Note",
+    "StepExplanation",
+    "StepGroup",
+    "WizardQuestion",
+    "parse_wizard_answer",
 ]

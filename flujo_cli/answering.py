@@ -14,9 +14,7 @@ from rich.markup import escape
 if TYPE_CHECKING:  # the engine's modules load only for a run (flujo_cli.commands.run imports this module)
     from rich.console import Console
 
-    from core.answering.order import Answering
-    from core.answering.simulated_person import SimulatedPerson
-    from core.ports import RunStore
+    from core import Answering, RunStore, SimulatedPerson
     from flujo_cli.human import TerminalHuman
 
 
@@ -58,8 +56,7 @@ async def answering_for(
     flags: AnswerFlags, store: RunStore, given: TerminalHuman, person: SimulatedPerson | None
 ) -> Answering:
     """The answer sources of this run (RunError when the replayed run does not exist)."""
-    from core.answering.order import Answering
-    from core.answering.replay import recorded_answers
+    from core import Answering, recorded_answers
 
     replay = await recorded_answers(store, flags.replay_answers) if flags.replay_answers else None
     return Answering(given=given, replay=replay, simulated_user=person)
@@ -71,7 +68,7 @@ async def given_answers_taken(store: RunStore, run_id: str, prefix: str = "") ->
     whose ``hitl.answer`` event has no ``simulated`` or ``replayed`` mark. A run executed with no terminal (a
     worker) has no other source for them, so they took the first of the answers it was given;
     ``TerminalHuman.pass_over`` drops those. ``prefix`` is a child run's place in the top run (``review/``)."""
-    from core.model.events import ChildRunStarted, QuestionAnswered
+    from core import ChildRunStarted, QuestionAnswered
 
     events = await store.events(run_id)
     marked = {

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.markup import escape
 
-from blueprints.explain import Explanation, Note, StepExplanation, StepGroup
+from blueprints import Explanation, Note, StepExplanation, StepGroup
 
 _INDENT = 2
 

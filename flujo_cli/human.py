@@ -26,11 +26,16 @@ from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 
-from core.model.calls import HumanQuestion
-from core.model.errors import ConfigError, RunError, SourcePosition
-from core.steps.paths import StepPaths
-from core.text.bounds import BoundsSettings
-from core.text.schema_check import parse_answer, schema_errors
+from core import (
+    BoundsSettings,
+    ConfigError,
+    HumanQuestion,
+    RunError,
+    SourcePosition,
+    StepPaths,
+    parse_answer,
+    schema_errors,
+)
 from flujo_cli.line_input import LineInput
 from flujo_cli.line_writer import LineWriter
 

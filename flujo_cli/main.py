@@ -9,7 +9,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from flujo_cli import exit_codes
+import flujo_cli.exit_codes as exit_codes
 from flujo_cli.help_style import Command, Group
 
 app = typer.Typer(
@@ -629,7 +629,7 @@ def store_copy(
 
 
 def main() -> None:
-    from flujo_cli import early_interrupt
+    import flujo_cli.early_interrupt as early_interrupt
 
     if early_interrupt.restore():  # Ctrl-C while Python loaded the command line
         _interrupted_before_start()

@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 from rich.console import Console
 from rich.markup import escape
 
-from flujo_cli import exit_codes
+import flujo_cli.exit_codes as exit_codes
 
 _stderr: Console | None = None
 
@@ -36,7 +36,7 @@ def stderr() -> Console:
 
 
 def exit_code_for(exc: BaseException) -> int:
-    from core.model.errors import BlueprintError, ConfigError, PromptTooLarge, ProviderError, StoreError
+    from core import BlueprintError, ConfigError, PromptTooLarge, ProviderError, StoreError
 
     if isinstance(exc, PromptTooLarge):
         return exit_codes.PROMPT_TOO_LARGE
@@ -58,7 +58,7 @@ def error_line(message: str, hint: str | None = None) -> None:
 
 def fail(exc: BaseException, *, debug: bool, code: int | None = None) -> NoReturn:
     """Report ``exc`` as one clear line (plus hint) and exit; with ``debug`` print the traceback first."""
-    from core.model.errors import FlujoError
+    from core import FlujoError
 
     if debug:
         traceback.print_exception(exc, file=sys.stderr)

@@ -15,8 +15,7 @@ from rich.markup import escape
 from rich.status import Status
 from rich.text import Text
 
-from core.model.calls import Activity
-from core.model.records import StepRecord
+from core import Activity, StepRecord
 from flujo_cli.line_writer import LineWriter
 
 

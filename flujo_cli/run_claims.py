@@ -18,16 +18,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from core.model.records import RunRecord
-    from core.store.postgres_backend.store import PostgresStore
-    from core.store.sqlite_backend.store import SqliteStore
+    from core import RunRecord
+    from core.store import PostgresStore, SqliteStore
 
     Store = SqliteStore | PostgresStore
 
 
 async def hold_thread(store: Store, name: str) -> None:
     """Claim thread ``name`` for the run about to execute; RunError naming its holder when it is held."""
-    from core.model.errors import RunError
+    from core import RunError
 
     if await store.claim_thread(name):
         return
@@ -42,7 +41,7 @@ async def hold_thread(store: Store, name: str) -> None:
 async def take_for_resume(store: Store, record: RunRecord) -> None:
     """Claim ``record``'s run and its thread for a resume, and take the run out of the queue (ResumeRefused
     when another process executes the run, RunError when another run of its thread executes)."""
-    from core.engine import busy_refusal
+    from core import busy_refusal
 
     if not await store.claim_run(record.run_id):
         raise busy_refusal(record)

@@ -3,7 +3,7 @@ beats ``state_uri`` in flujo.toml, which beats ``.flujo/flujo.db`` under the wor
 
 Every command that looks a run (or a thread) up says, when it finds nothing, which store it looked in
 (``where``: a file's absolute path, a database's URI without its password) and how to point at another
-(``core.settings.location.ELSEWHERE_HINT``). Commands that only look open the store with ``mode="read"`` or
+(``core.store.ELSEWHERE_HINT``). Commands that only look open the store with ``mode="read"`` or
 ``"existing"``: they never create one.
 """
 
@@ -12,14 +12,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from core.settings.config import Settings
-    from core.store.postgres_backend.store import PostgresStore
-    from core.store.sqlite_backend.store import OpenMode, SqliteStore
+    from core import Settings
+    from core.store import OpenMode, PostgresStore, SqliteStore
 
 
 def settings_with_state(state: str | None, overrides: dict[str, Any] | None = None) -> Settings:
     """The settings, with ``--state`` (when given) as the state URI."""
-    from core.settings.config import load_settings
+    from core import load_settings
 
     layer = dict(overrides or {})
     if state is not None:
@@ -29,7 +28,7 @@ def settings_with_state(state: str | None, overrides: dict[str, Any] | None = No
 
 def where(settings: Settings) -> str:
     """The store the settings name, as a person should see it (never with a password)."""
-    from core.settings.location import describe
+    from core.store import describe
 
     return describe(settings.state_uri)
 
@@ -48,7 +47,7 @@ async def open_for(settings: Settings, mode: OpenMode | Literal["create"] = "cre
 
 def elsewhere(what: str) -> str:
     """A hint for "not found here": how to list what this store holds, and how to look in another."""
-    from core.settings.location import ELSEWHERE_HINT
+    from core.store import ELSEWHERE_HINT
 
     return f"{what}; or look in another store: {ELSEWHERE_HINT}"
 
@@ -63,7 +62,7 @@ def state_option(settings: Settings) -> str:
     ``~/.pgpass``, as libpq does for any URI without one."""
     import shlex
 
-    from core.settings.location import describe
+    from core.store import describe
 
     if describe(settings.state_uri) == describe(settings_with_state(None).state_uri):
         return ""
@@ -73,7 +72,7 @@ def state_option(settings: Settings) -> str:
 def _without_password(uri: str) -> str:
     from urllib.parse import urlsplit, urlunsplit
 
-    from core.settings.location import describe, is_postgres
+    from core.store import describe, is_postgres
 
     if not is_postgres(uri):
         return describe(uri)

@@ -7,16 +7,20 @@
 ``load_tree`` (``load_run`` then ``build_tree``) and ``recent_runs`` read a ``RunStore`` and mask every
 text with the ``Redactor`` given (``lens.masking``); ``build_tree`` makes the span tree (``lens.tree``); the
 plain views are rich renderables (``lens.plain``), the ``--json`` documents plain data (``lens.documents``);
-``open_viewer`` opens the Textual viewer (imported only then); ``parse_age``, ``prune_summary`` and
-``prune_document`` word ``flujo lens prune`` (the store deletes: ``RunStore.prune_runs``).
+``open_viewer`` opens the Textual viewer (imported only then); ``run_lines`` and ``trace_lines`` write the
+plain trace line by line into a pipe (``lens.stream``, imported when first asked for); ``parse_age``,
+``prune_summary`` and ``prune_document`` word ``flujo lens prune`` (the store deletes: ``RunStore.prune_runs``).
 
-Imports ``core``'s store and records only; ``flujo_cli`` imports lens, never the other way round.
+Imports core's records, trace events and redactor, through ``core``'s front door only; ``flujo_cli``
+imports lens, never the other way round.
 """
 
 from __future__ import annotations
 
 from datetime import tzinfo
+from typing import TYPE_CHECKING
 
+from core.front_door import lazy_exports
 from lens.documents import final_output_document, list_document, masked_document, show_document, trace_document
 from lens.listing import RunRow, as_shown, nested, recent_runs
 from lens.loading import load_tree
@@ -27,6 +31,12 @@ from lens.prune import summary as prune_summary
 from lens.selection import focus, step_paths_named
 from lens.snapshot import RunSnapshot, load_run
 from lens.tree import CallNode, EventNode, GroupNode, MessageNode, Node, RunNode, StepNode, build_tree, walk
+
+if TYPE_CHECKING:
+    from lens.stream import run_lines, trace_lines
+
+# Imported when first asked for: only ``flujo lens trace`` into a pipe writes the trace line by line.
+_LAZY = {"run_lines": "lens.stream", "trace_lines": "lens.stream"}
 
 __all__ = [
     "CallNode",
@@ -53,14 +63,18 @@ __all__ = [
     "prune_document",
     "prune_summary",
     "recent_runs",
+    "run_lines",
     "runs_table",
     "show_document",
     "show_view",
     "step_paths_named",
     "trace_document",
+    "trace_lines",
     "trace_view",
     "walk",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 
 def open_viewer(root: RunNode, *, expand: Expansion | None = None, tz: tzinfo | None = None) -> None:

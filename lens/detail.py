@@ -11,7 +11,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from lens import figures, labels
+import lens.figures as figures
+import lens.labels as labels
 from lens.plain import call_block, run_facts
 from lens.preview import compact, full_text
 from lens.tree import CallNode, EventNode, GroupNode, MessageNode, Node, RunNode, StepNode

@@ -20,8 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from core.model.records import RunRecord
-from core.text.redaction import Redactor
+from core import Redactor, RunRecord
 from lens.labels import run_duration
 from lens.listing import RunRow
 from lens.masking import Masker

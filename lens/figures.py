@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime, tzinfo
 
-from core.model.usage import Usage
+from core import Usage
 
 
 def duration(seconds: float | None) -> str:

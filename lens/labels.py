@@ -12,7 +12,8 @@ from typing import Any, assert_never
 
 from rich.text import Text
 
-from core.model.events import (
+import lens.figures as figures
+from core import (
     AgentStarted,
     AnswerRejected,
     BranchTaken,
@@ -30,13 +31,12 @@ from core.model.events import (
     QuestionAnswered,
     ReplyCut,
     ReplyReceived,
+    RunRecord,
     StepErrored,
     SummaryFailed,
     UnknownEvent,
+    Usage,
 )
-from core.model.records import RunRecord
-from core.model.usage import Usage
-from lens import figures
 from lens.preview import compact, one_line
 from lens.tree import CallNode, EventNode, GroupNode, MessageNode, Node, RunNode, StepNode
 

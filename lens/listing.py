@@ -13,9 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.model.records import RunRecord, RunStatus
-from core.ports import RunStore
-from core.text.redaction import Redactor
+from core import Redactor, RunRecord, RunStatus, RunStore
 from lens.masking import Masker
 
 

@@ -13,9 +13,7 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from core.model.records import RunRecord
-from core.ports import RunStore
-from core.text.redaction import Redactor
+from core import Redactor, RunRecord, RunStore
 from lens.snapshot import load_run
 from lens.tree import RunNode, build_tree
 

@@ -17,8 +17,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from core.model.records import RunRecord, StepRecord, TraceEvent
-from core.text.redaction import Redactor, masked_under_key, sensitive_key
+from core import Redactor, RunRecord, StepRecord, TraceEvent, masked_under_key, sensitive_key
 
 
 class Masker:

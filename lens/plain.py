@@ -18,8 +18,9 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from core.model.records import RunRecord
-from lens import figures, labels
+import lens.figures as figures
+import lens.labels as labels
+from core import RunRecord
 from lens.listing import RunRow
 from lens.preview import Collapsed, collapse, compact, full_text, one_line
 from lens.selection import steps_named

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from core.model.records import PruneResult
-from lens import figures
+import lens.figures as figures
+from core import PruneResult
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
 _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")

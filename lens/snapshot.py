@@ -11,11 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from core.model.errors import RunError
-from core.model.events import ChildRunStarted
-from core.model.records import RunRecord, StepRecord, TraceEvent
-from core.ports import RunStore
-from core.text.redaction import Redactor
+from core import ChildRunStarted, Redactor, RunError, RunRecord, RunStore, StepRecord, TraceEvent
 from lens.masking import Masker
 
 MAX_DEPTH = 16

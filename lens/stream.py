@@ -28,9 +28,8 @@ from rich.cells import cell_len, set_cell_size
 from rich.console import Console, RenderableType
 from rich.text import Text
 
-from core.model.records import RunRecord
-from core.text.redaction import Redactor
-from lens import labels
+import lens.labels as labels
+from core import Redactor, RunRecord
 from lens.masking import Masker
 from lens.plain import CallBlock, Expansion, call_block
 from lens.tree import CallNode, Node, RunNode

@@ -29,7 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import core
-from core.model.events import (
+from core import (
+    INTERRUPTED_CALL,
+    ZERO_USAGE,
     CallSent,
     ChildRunStarted,
     HistorySummarized,
@@ -37,10 +39,13 @@ from core.model.events import (
     PromptSent,
     ReplyCut,
     ReplyReceived,
+    RunRecord,
+    StepRecord,
     SummaryFailed,
+    TraceEvent,
+    Usage,
+    call_interrupted,
 )
-from core.model.records import RunRecord, StepRecord, TraceEvent, call_interrupted
-from core.model.usage import INTERRUPTED_CALL, ZERO_USAGE, Usage
 from lens.preview import full_text
 from lens.snapshot import RunSnapshot
 

@@ -24,7 +24,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Input, Static, Tree
 from textual.widgets.tree import TreeNode
 
-from lens import labels
+import lens.labels as labels
 from lens.detail import detail, search_text
 from lens.plain import Expansion
 from lens.tree import CallNode, Node, RunNode, walk

@@ -23,7 +23,9 @@ from pathlib import Path
 
 import pytest
 
+import core
 import core.engine
+import core.store
 import core.store.rows.claims
 from flujo_cli import exit_codes
 from tests.cli_helpers import ROOT, flujo
@@ -50,8 +52,11 @@ def fixed_world(state_db: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Non
     monkeypatch.chdir(ROOT)  # the page shows paths relative to the repository root
     monkeypatch.setattr(time, "time", FakeClock())
     ids = iter(RUN_IDS)
+    # Where the engine reads it and where the command line does (core's front door keeps a name once read).
     monkeypatch.setattr(core.engine, "new_run_id", lambda: next(ids))
+    monkeypatch.setattr(core, "new_run_id", core.engine.new_run_id)
     monkeypatch.setattr(core.store.rows.claims, "process_label", lambda: "pid 4242 on laptop")
+    monkeypatch.setattr(core.store, "process_label", core.store.rows.claims.process_label)
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
     yield

@@ -50,9 +50,10 @@ def test_textual_is_never_imported_at_module_level_outside_lens() -> None:
 
 
 LENS_MAY_IMPORT = {
-    "core",
+    "core",  # the front door, whose names count as imports of the modules they come from (core_modules_of)
     "core.model.errors",
     "core.model.events",
+    "core.front_door",
     "core.ports",
     "core.model.records",
     "core.text.redaction",
@@ -60,10 +61,21 @@ LENS_MAY_IMPORT = {
 }
 
 
+def core_modules_of(names: list[str]) -> set[str]:
+    """The modules behind ``names`` imported from ``core``'s front door (its lazy table says where each lives)."""
+    import core
+
+    table: dict[str, str] = vars(core)["_WHERE"]
+    return {table[name].partition(":")[0] for name in names if name in table}
+
+
 def imported_core_modules(path: Path) -> set[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     names = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     names |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "core" and node.level == 0:
+            names |= core_modules_of([alias.name for alias in node.names])
     return {name for name in names if name == "core" or name.startswith("core.")}
 
 
@@ -233,7 +245,6 @@ def test_only_the_config_module_reads_the_environment() -> None:
 BLUEPRINTS = ROOT / "blueprints"
 # blueprints' rooms, bottom to top: a module imports its own room and the rooms below, never one above.
 BLUEPRINT_ROOMS = {"schema": 0, "reading": 1, "checking": 2, "compiling": 3, "explain": 4, "scaffold": 4}
-CORE_FRONT_DOORS = {"core", "core.agents", "core.store", "core.front_door", "core.testing"}
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -270,57 +281,215 @@ def test_blueprints_rooms_import_one_way() -> None:
     assert offenders == []
 
 
-def test_blueprints_imports_core_through_its_front_doors() -> None:
-    """What blueprints needs of core is exported by ``core`` (or ``core.agents``, ``core.store``): a module
-    moved inside core changes core's table, not blueprints."""
-    offenders = {
-        str(path.relative_to(ROOT)): sorted(imported_core_modules(path) - CORE_FRONT_DOORS)
-        for path in BLUEPRINTS.rglob("*.py")
-        if imported_core_modules(path) - CORE_FRONT_DOORS
+# --- The import graph: every import a module makes, wherever it is written -----------------------------------
+#
+# A module imports another when the other runs first: `import a.b` and `from a.b import c` depend on `a.b`
+# (and on `a.b.c` when that is a module); an import inside a function or under TYPE_CHECKING counts as one at
+# the top; a package's `__init__` that exports lazily (core.front_door.lazy_exports) depends on every module
+# its table names, since reading the name imports it.
+
+PACKAGES = ("core", "blueprints", "lens", "flujo_cli")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(path): path for package in PACKAGES for path in (ROOT / package).rglob("*.py")}
+
+
+def known(name: str) -> str | None:
+    """The module ``name`` or, for ``a.b.attr``, the nearest enclosing module that exists."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def lazy_table_modules(tree: ast.Module) -> set[str]:
+    """The modules named in the literal tables a front door hands to ``lazy_exports``."""
+    tables = {
+        node.args[1].id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "lazy_exports"
+        and len(node.args) > 1
+        and isinstance(node.args[1], ast.Name)
     }
-    assert offenders == {}
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id in tables for t in node.targets):
+            assert isinstance(node.value, ast.Dict), "a front door's table is a literal mapping"
+            for value in node.value.values:
+                assert isinstance(value, ast.Constant) and isinstance(value.value, str)
+                found.add(value.value.partition(":")[0])
+    return found
 
 
-def blueprint_modules() -> dict[str, Path]:
-    return {
-        ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): path
-        for path in BLUEPRINTS.rglob("*.py")
-    }
-
-
-def blueprint_imports(path: Path, modules: dict[str, Path]) -> set[str]:
-    """The blueprints modules ``path`` imports (``from pkg import name`` imports ``pkg``, and ``pkg.name``
-    when that is a module), and for a package's ``__init__`` the modules its lazy table names."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+def imports_in(tree: ast.Module, name: str, *, front_door: bool) -> set[str]:
+    """The modules of the four packages that the module ``name`` (parsed as ``tree``) imports."""
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found |= {node.module, *(f"{node.module}.{alias.name}" for alias in node.names)}
-        elif isinstance(node, ast.Constant) and path.name == "__init__.py" and isinstance(node.value, str):
-            found.add(node.value.partition(":")[0])
-    return found & set(modules)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            assert node.level == 0, f"{name}: a relative import"
+            found.add(node.module)
+            found |= {f"{node.module}.{alias.name}" for alias in node.names if f"{node.module}.{alias.name}" in MODULES}
+    found |= lazy_table_modules(tree) if front_door else set()
+    return {target for target in map(known, found) if target and target != name}
 
 
-def test_blueprints_modules_import_no_cycle() -> None:
-    """No circle among blueprints' modules, counting imports in functions and under TYPE_CHECKING (the
-    three compilers once made one that way)."""
-    modules = blueprint_modules()
-    graph = {name: blueprint_imports(path, modules) - {name} for name, path in modules.items()}
-    state: dict[str, str] = {}
-    cycles: list[list[str]] = []
+def imports_of(name: str) -> set[str]:
+    path = MODULES[name]
+    return imports_in(ast.parse(path.read_text(encoding="utf-8")), name, front_door=path.name == "__init__.py")
 
-    def visit(name: str, trail: list[str]) -> None:
-        state[name] = "open"
-        for other in sorted(graph[name]):
-            if state.get(other) == "open":
-                cycles.append([*trail[trail.index(other) :], other])
-            elif other not in state:
-                visit(other, [*trail, other])
-        state[name] = "done"
 
-    for name in sorted(graph):
-        if name not in state:
-            visit(name, [name])
-    assert cycles == []
+GRAPH = {name: imports_of(name) for name in MODULES}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, targets = work[-1]
+            target = next(targets, None)
+            if target is not None:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(sorted(graph[target]))))
+                elif target in on_stack:
+                    low[node] = min(low[node], index[target])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_module_imports_itself_round_a_circle() -> None:
+    assert cycles(GRAPH) == []
+
+
+def test_the_graph_counts_imports_in_functions_under_type_checking_and_in_lazy_tables() -> None:
+    """The three ways the old circle of 49 core modules hid are each an edge of the graph, and a circle
+    made of such edges is found."""
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "from core.front_door import lazy_exports\n"
+        "if TYPE_CHECKING:\n    from core.engine import Engine\n"
+        "def later():\n    from core.policies import frame\n"
+        "_WHERE = {'RunContext': 'core.context', 'bind': 'core.conversation.threads:bind'}\n"
+        "__getattr__, __dir__ = lazy_exports(__name__, _WHERE, globals())\n"
+    )
+    found = imports_in(ast.parse(source), "core.example", front_door=True)
+    expected = {"core.front_door", "core.engine", "core.policies", "core.policies.frame", "core.context"}
+    assert found == expected | {"core.conversation.threads"}
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+# --- The rooms of core, bottom to top ----------------------------------------------------------------------------
+#
+# A module may import its own room and the rooms below it, never one above. (docs/architecture.md draws them.)
+
+CORE_ROOMS = (
+    "core.front_door",
+    "core.model",
+    "core.text",
+    "core.settings",
+    "core.ports",
+    "core.context",
+    "core.answering",
+    "core.steps",
+    "core.conversation",
+    "core.agents",
+    "core.store",
+    "core.policies",
+    "core.engine",
+    "core.testing",
+    "core",
+)
+
+
+def room_of(name: str) -> int:
+    for level, room in sorted(enumerate(CORE_ROOMS), key=lambda pair: -len(pair[1])):
+        if name == room or name.startswith(room + "."):
+            return level
+    raise AssertionError(f"{name} is in no room of core: add it to one (docs/architecture.md)")
+
+
+def test_every_core_module_is_in_a_room() -> None:
+    loose = [name for name in MODULES if name.startswith("core.") and name.count(".") == 1]
+    rooms = {room for room in CORE_ROOMS if room.count(".") == 1}
+    assert sorted(set(loose) - rooms) == []
+
+
+def test_core_imports_point_down_its_rooms() -> None:
+    upward = [
+        f"{name} ({CORE_ROOMS[room_of(name)]}) imports {target} ({CORE_ROOMS[room_of(target)]})"
+        for name in sorted(MODULES)
+        if name == "core" or name.startswith("core.")
+        for target in sorted(GRAPH[name])
+        if target.startswith("core") and room_of(target) > room_of(name)
+    ]
+    assert upward == []
+
+
+def test_nothing_in_core_imports_core_by_name() -> None:
+    """``core/__init__.py`` is the front door for the other packages; inside core, modules import modules."""
+    assert [name for name in sorted(MODULES) if name.startswith("core.") and "core" in GRAPH[name]] == []
+
+
+# --- Front doors -----------------------------------------------------------------------------------------------------
+#
+# blueprints, lens and flujo_cli use another package only through the `__init__` it offers for that.
+
+FRONT_DOORS = {"core", "core.agents", "core.store", "core.testing", "core.front_door", "blueprints", "lens"}
+
+
+@pytest.mark.parametrize("package", ["blueprints", "lens", "flujo_cli"])
+def test_packages_use_each_other_through_front_doors(package: str) -> None:
+    side_doors = [
+        f"{name} imports {target}"
+        for name in sorted(MODULES)
+        if name == package or name.startswith(package + ".")
+        for target in sorted(GRAPH[name])
+        if target.split(".")[0] != package and target not in FRONT_DOORS
+    ]
+    assert side_doors == []
+
+
+def test_inside_a_package_no_module_imports_its_own_front_door() -> None:
+    """A module imports its siblings by their modules; a package's ``__init__`` that imports anything (a
+    front door) is imported only from outside the package, so no ``__init__`` stands in a circle."""
+    offenders = [
+        f"{name} imports {target}"
+        for name in sorted(MODULES)
+        for target in sorted(GRAPH[name])
+        if MODULES[target].name == "__init__.py" and name.startswith(target + ".") and GRAPH[target]
+    ]
+    assert offenders == []

@@ -10,6 +10,7 @@ closes (``await store.close()``, or ``async with await open_store(uri) as store`
 
 from typing import TYPE_CHECKING
 
+from core.front_door import lazy_exports
 from core.store.memory import MemoryStore
 from core.store.opening import open_store
 from core.store.sqlite_backend.migrations import SCHEMA_VERSION
@@ -24,3 +25,39 @@ if TYPE_CHECKING:  # mypy checks the stores against the protocol they implement
     _sqlite: RunStore = SqliteStore(":memory:")
     _memory: RunStore = MemoryStore()
     _postgres: RunStore = PostgresStore("postgresql://")
+
+if TYPE_CHECKING:  # what flujo_cli takes from the store (the block of _WHERE below)
+    from core.settings.location import ELSEWHERE_HINT, describe, is_postgres
+    from core.store.rows.claims import process_label
+    from core.store.rows.queue_rows import RUNNABLE
+    from core.store.rows.transfer import copy_runs
+    from core.store.sqlite_backend.store import OpenMode
+
+# Imported when first asked for, so that opening a store costs no more than before.
+_WHERE = {
+    # What flujo_cli takes from the store (it imports core only through its front doors): the PostgreSQL
+    # store (it needs the ``postgres`` extra), how a store is opened and named to a person, the copy between
+    # stores (``flujo store copy``), and two deliberate exports of the queue and the claims that ``flujo
+    # worker`` shows or checks: ``RUNNABLE``, the statuses of a run a worker executes when it takes it from
+    # the queue, and ``process_label()``, how this process is named as a run's owner.
+    "ELSEWHERE_HINT": "core.settings.location",
+    "OpenMode": "core.store.sqlite_backend.store",
+    "PostgresStore": "core.store.postgres_backend.store",
+    "RUNNABLE": "core.store.rows.queue_rows",
+    "copy_runs": "core.store.rows.transfer",
+    "describe": "core.settings.location",
+    "is_postgres": "core.settings.location",
+    "process_label": "core.store.rows.claims",
+}
+__all__ += [  # flujo_cli (the block of _WHERE)
+    "ELSEWHERE_HINT",
+    "RUNNABLE",
+    "OpenMode",
+    "PostgresStore",
+    "copy_runs",
+    "describe",
+    "is_postgres",
+    "process_label",
+]
+
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE, globals())

@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.markup import escape
 
-from flujo_cli import exit_codes
+import flujo_cli.exit_codes as exit_codes
 from flujo_cli.line_input import LineInput
 from flujo_cli.messages import error_line, fail, flujo_command, stderr, usage_error
 
 if TYPE_CHECKING:
-    from blueprints.scaffold import Question
+    from blueprints import WizardQuestion
 
 
 def _shown(value: Any) -> str:
@@ -57,8 +57,8 @@ class _Terminal:
         self.force = force
         self.line = LineInput(console)
 
-    def __call__(self, question: Question, default: Any, values: Mapping[str, Any]) -> Any:
-        from blueprints.scaffold import ScaffoldError, parse_answer
+    def __call__(self, question: WizardQuestion, default: Any, values: Mapping[str, Any]) -> Any:
+        from blueprints import ScaffoldError, parse_wizard_answer
 
         text = question.text(values)
         if question.choices is not None:
@@ -73,7 +73,7 @@ class _Terminal:
             if not sys.stdin.isatty():  # piped answers are not echoed by a terminal: show them
                 self.console.print(f"[dim]{escape(typed)}[/]")
             try:
-                value = parse_answer(question, typed, values)
+                value = parse_wizard_answer(question, typed, values)
             except ScaffoldError as exc:
                 self.console.print(f"  [red]✗ {escape(exc.message)}[/] — please answer again.")
                 continue
@@ -106,8 +106,7 @@ def create_blueprint(
     interactive = asks_questions(interactive=interactive, wizard=wizard)
     console = stderr()
     try:
-        from blueprints import validate_file
-        from blueprints.scaffold import ScaffoldError, render_blueprint, resolve
+        from blueprints import ScaffoldError, render_blueprint, resolve_answers, validate_file
         from flujo_cli.findings_view import render_findings
 
         early = output if output is not None else Path(f"{given['name']}.yaml") if given.get("name") else None
@@ -119,7 +118,7 @@ def create_blueprint(
                 "[bold]flujo create[/]: a few questions, then a blueprint you can run. Enter keeps the default."
             )
         try:
-            answers = resolve(given, _Terminal(console, output=output, force=force) if interactive else None)
+            answers = resolve_answers(given, _Terminal(console, output=output, force=force) if interactive else None)
         except ScaffoldError as exc:
             usage_error(exc.message, exc.hint or "see: flujo create --help")
         path = output if output is not None else Path(f"{answers.name}.yaml")

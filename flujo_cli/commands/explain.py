@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from flujo_cli import exit_codes
+import flujo_cli.exit_codes as exit_codes
 from flujo_cli.messages import fail, plain_console, require_file, stderr
 
 
@@ -20,7 +20,7 @@ def explain_file(file: Path, *, json_output: bool, debug: bool, settings: Sequen
     require_file(file, "blueprint file", "check the path; examples live in blueprints/examples/")
     try:
         from blueprints import InvalidBlueprint, explain_blueprint, findings_to_json, load_blueprint
-        from core.settings.config import load_settings, overrides_from_assignments
+        from core import load_settings, overrides_from_assignments
         from flujo_cli.explain_view import render_explanation
         from flujo_cli.findings_view import render_findings
 

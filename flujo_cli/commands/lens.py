@@ -27,13 +27,11 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from rich.console import RenderableType
 
-from flujo_cli import exit_codes
+import flujo_cli.exit_codes as exit_codes
 from flujo_cli.messages import error_line, fail, plain_console, stderr, usage_error
 
 if TYPE_CHECKING:
-    from core.model.records import RunRecord, RunStatus
-    from core.ports import RunStore
-    from core.text.redaction import Redactor
+    from core import Redactor, RunRecord, RunStatus, RunStore
     from lens import Expansion, RunNode
 
 
@@ -134,7 +132,7 @@ def trace_run(run_id: str, options: TraceOptions, *, json_output: bool, state: s
         # are read (a second for 10,000 events), unless --step or --expand NAME may yet turn it into an error.
         early = piped and options.step is None and not expansion.paths
         if early:
-            from lens.stream import run_lines
+            from lens import run_lines
 
             _write_lines(run_lines(record, console, redactor=redactor))
             sys.stdout.flush()
@@ -157,7 +155,7 @@ def trace_run(run_id: str, options: TraceOptions, *, json_output: bool, state: s
         elif not piped:
             _print(trace_view(tree, expand=expanded))
         else:  # into a pipe or a file: each node written as it is laid out (lens.stream)
-            from lens.stream import trace_lines
+            from lens import trace_lines
 
             for line in trace_lines(tree, console, expand=expanded, header=not early):
                 sys.stdout.write(line + "\n")
@@ -262,7 +260,7 @@ def _focused(tree: RunNode, step: str | None) -> RunNode | None:
 
 
 def _status(status: str | None) -> RunStatus | None:
-    from core.model.records import RunStatus
+    from core import RunStatus
 
     known: tuple[str, ...] = get_args(RunStatus)
     if status is not None and status not in known:
@@ -281,8 +279,7 @@ def _with_store(
     ``body`` with them and the store's name (``flujo_cli.store_access.where``)."""
 
     async def main() -> int:
-        from core.settings.config import secret_values
-        from core.text.redaction import Redactor
+        from core import Redactor, secret_values
         from flujo_cli.store_access import open_for, settings_with_state, where
 
         settings = settings_with_state(state)

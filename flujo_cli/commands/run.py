@@ -16,14 +16,12 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.markup import escape
 
-from flujo_cli import exit_codes
+import flujo_cli.exit_codes as exit_codes
 from flujo_cli.answering import NO_ANSWER_FLAGS, AnswerFlags
 from flujo_cli.messages import error_line, fail, flujo_command, require_file, stderr, usage_error
 
 if TYPE_CHECKING:
-    from core.model.records import RunRecord
-    from core.settings.config import Settings
-    from core.text.bounds import BoundsSettings
+    from core import BoundsSettings, RunRecord, Settings
 
 # The last part of a setting's key that names a secret: ``openai.api_key``, ``x.token``, ``y.db_password``
 # (never ``history.max_tokens``).
@@ -119,7 +117,7 @@ def _drive(coroutine: Coroutine[Any, Any, int], invocation: _Invocation, *, debu
     """Run the async command; turn Ctrl-C and errors into one clear line and an exit code. A store that became
     unavailable during the run (its server lost, its file locked too long) left the run resumable: the hint
     says how to continue it."""
-    from core.model.errors import StoreUnavailable
+    from core import StoreUnavailable
 
     try:
         return asyncio.run(coroutine)
@@ -184,8 +182,7 @@ def run_blueprint(
 
 
 def _check_thread_name(thread: str) -> None:
-    from core.conversation import check_thread_name
-    from core.model.errors import RunError
+    from core import RunError, check_thread_name
 
     try:
         check_thread_name(thread)
@@ -246,13 +243,19 @@ async def _run(
     state: str | None = None,
 ) -> int:
     from blueprints import compile_pipeline, load_blueprint, simulated_user
-    from core.conversation import check_thread
-    from core.engine import Engine, new_run_id
-    from core.model.errors import BlueprintError, ResumeRefused, RunError
-    from core.settings.config import overrides_from_assignments, secret_values
-    from core.steps.paths import StepPaths
-    from core.text.bounds import use_bounds
-    from core.text.redaction import Redactor
+    from core import (
+        BlueprintError,
+        Engine,
+        Redactor,
+        ResumeRefused,
+        RunError,
+        StepPaths,
+        check_thread,
+        new_run_id,
+        overrides_from_assignments,
+        secret_values,
+        use_bounds,
+    )
     from flujo_cli.answering import answering_for, answers_json, given_answers_taken, report_answers
     from flujo_cli.human import TerminalHuman
     from flujo_cli.progress import LiveReporter
@@ -450,7 +453,7 @@ def _finish(
 ) -> int:
     """Print how the run ended and return its exit code. Every command suggested to continue the run names
     its store with ``state_option`` (`` --state URI``) when that store is not the one found by default."""
-    from core.engine import RunOutcome
+    from core import RunOutcome
     from flujo_cli.messages import exit_code_for
 
     assert isinstance(outcome, RunOutcome)

@@ -13,19 +13,19 @@ import asyncio
 import json
 import sys
 
-from flujo_cli import exit_codes
+import flujo_cli.exit_codes as exit_codes
 from flujo_cli.messages import fail, stderr, usage_error
 
 
 def copy_store(from_uri: str, to_uri: str, *, json_output: bool, debug: bool) -> int:
-    from core.settings.location import describe
+    from core.store import describe
 
     source_name, target_name = describe(from_uri), describe(to_uri)
     if source_name == target_name:
         usage_error(f"FROM and TO are the same store ({source_name})", "copy into another file or database")
 
     async def main() -> int:
-        from core.store.rows.transfer import copy_runs
+        from core.store import copy_runs
         from flujo_cli.store_access import open_for, settings_with_state
 
         settings = settings_with_state(None)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from flujo_cli import exit_codes
+import flujo_cli.exit_codes as exit_codes
 from flujo_cli.messages import error_line, fail, require_file, stderr, usage_error
 
 
@@ -112,10 +112,7 @@ async def _submit(
     file: Path, runs: list[QueuedInput], *, simulate_user: str | None, json_output: bool, state: str | None
 ) -> int:
     from blueprints import compile_pipeline, load_blueprint, simulated_user
-    from core.conversation import check_thread
-    from core.engine import new_run_id
-    from core.model.errors import BlueprintError, RunError
-    from core.steps.paths import StepPaths
+    from core import BlueprintError, RunError, StepPaths, check_thread, new_run_id
     from flujo_cli.commands.run import _report_blueprint_error
     from flujo_cli.store_access import open_for, settings_with_state, where
 
@@ -176,7 +173,7 @@ def cancel(run_id: str, *, state: str | None, debug: bool) -> int:
 
 
 async def _cancel(run_id: str, *, state: str | None) -> int:
-    from core.model.errors import RunError
+    from core import RunError
     from flujo_cli.store_access import elsewhere, open_for, settings_with_state, where
 
     settings = settings_with_state(state)

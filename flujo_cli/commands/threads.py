@@ -25,12 +25,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from flujo_cli import exit_codes
+import flujo_cli.exit_codes as exit_codes
 from flujo_cli.messages import error_line, fail, stderr, usage_error
 
 if TYPE_CHECKING:
-    from core.model.records import ThreadSummary, ThreadTurn
-    from core.ports import RunStore
+    from core import RunStore, ThreadSummary, ThreadTurn
 
 
 def list_threads(*, json_output: bool, state: str | None = None, debug: bool) -> int:
@@ -119,8 +118,7 @@ def _with_store(
 
 def _masked(turns: Sequence[ThreadTurn]) -> list[ThreadTurn]:
     """``turns`` with secrets masked as lens masks them: the store keeps what was typed, as typed."""
-    from core.settings.config import load_settings, secret_values
-    from core.text.redaction import Redactor
+    from core import Redactor, load_settings, secret_values
 
     settings = load_settings()
     redactor = Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings))
@@ -135,8 +133,7 @@ def _masked(turns: Sequence[ThreadTurn]) -> list[ThreadTurn]:
 
 
 def _check_name(name: str) -> None:
-    from core.conversation import check_thread_name
-    from core.model.errors import RunError
+    from core import RunError, check_thread_name
 
     try:
         check_thread_name(name)

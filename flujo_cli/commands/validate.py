@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from flujo_cli import exit_codes
+import flujo_cli.exit_codes as exit_codes
 from flujo_cli.messages import fail, require_file, stderr
 
 
@@ -17,8 +17,7 @@ def validate_blueprint(file: Path, *, json_output: bool, debug: bool, settings: 
     require_file(file, "blueprint file", "check the path; examples live in blueprints/examples/")
     try:
         from blueprints import findings_to_json, validate_file
-        from core.settings.config import load_settings, overrides_from_assignments
-        from core.text.bounds import use_bounds
+        from core import load_settings, overrides_from_assignments, use_bounds
         from flujo_cli.findings_view import render_findings
 
         configured = load_settings(overrides=overrides_from_assignments(settings))

@@ -36,16 +36,15 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
-from core.model.errors import StoreUnavailable
-from flujo_cli import exit_codes
+import flujo_cli.exit_codes as exit_codes
+from core import StoreUnavailable
 from flujo_cli.messages import fail, stderr
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from core.engine import RunOutcome
-    from core.store.postgres_backend.store import PostgresStore
-    from core.store.sqlite_backend.store import SqliteStore
+    from core import RunOutcome
+    from core.store import PostgresStore, SqliteStore
 
     Store = SqliteStore | PostgresStore
 
@@ -181,7 +180,7 @@ class _Worker:
     async def _execute(self, run_id: str) -> None:
         """Execute ``run_id`` and record how it ended; never raises (but CancelledError of its own task), so no
         task ends with an exception nobody retrieves."""
-        from core.model.errors import FlujoError
+        from core import FlujoError
 
         started = time.perf_counter()
         try:
@@ -197,8 +196,7 @@ class _Worker:
             await self.store.release_run(run_id)
 
     async def _settle(self, run_id: str, started: float) -> None:
-        from core import RunUpdate
-        from core.model.errors import FlujoError
+        from core import FlujoError, RunUpdate
 
         try:
             self.console.print(f"started {run_id}")
@@ -236,13 +234,8 @@ class _Worker:
     async def _resume(self, run_id: str) -> RunOutcome | None:
         """Execute the run taken from the queue as ``flujo run`` would have, with what was submitted."""
         from blueprints import compile_pipeline, load_blueprint, simulated_user
-        from core.answering.order import Answering
-        from core.engine import Engine
-        from core.model.errors import RunError
-        from core.settings.config import overrides_from_assignments, secret_values
-        from core.steps.paths import StepPaths
-        from core.store.rows.queue_rows import RUNNABLE
-        from core.text.redaction import Redactor
+        from core import Answering, Engine, Redactor, RunError, StepPaths, overrides_from_assignments, secret_values
+        from core.store import RUNNABLE
         from flujo_cli.answering import given_answers_taken
         from flujo_cli.commands.run import RunOverrides, _with_limits
         from flujo_cli.human import TerminalHuman
@@ -313,8 +306,7 @@ def work(
 async def _work(
     *, concurrency: int, until_idle: bool, grace_s: float, reconnect_for_s: float, state: str | None
 ) -> int:
-    from core.store.rows.claims import process_label
-    from core.store.sqlite_backend.store import SqliteStore
+    from core.store import SqliteStore, process_label
     from flujo_cli.store_access import open_for, settings_with_state, where
 
     console = stderr()
