@@ -340,7 +340,7 @@ def test_pipeline_name_defaults_to_the_file_stem(tmp_path: Path) -> None:
 
 
 def test_examples_validate_without_errors() -> None:
-    examples = sorted((Path(__file__).parents[1] / "blueprints" / "examples").glob("*.yaml"))
+    examples = sorted((Path(__file__).parents[2] / "blueprints" / "examples").glob("*.yaml"))
     assert examples
     for example in examples:
         errors = [str(f) for f in load_blueprint(example).findings if f.is_error]

@@ -25,7 +25,7 @@ from blueprints.schema import BlueprintModel
 from blueprints.validation import resolve
 from tests.support.cli_helpers import flujo
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SEEDS = {
     path.relative_to(ROOT).as_posix(): yaml.safe_load(path.read_text(encoding="utf-8"))
     for path in sorted((ROOT / "blueprints" / "examples").glob("*.yaml"))

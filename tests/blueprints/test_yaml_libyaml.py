@@ -11,7 +11,7 @@ from blueprints.positions import PositionIndex
 from blueprints.yaml_source import _parse_with_libyaml, parse_yaml
 from core.config import BoundsSettings
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [
     *(path.read_text(encoding="utf-8") for path in sorted((ROOT / "blueprints" / "examples").glob("*.yaml"))),
     '["first answer", "second", {"city": "Zürich"}, 3, 2.5, null, true]',

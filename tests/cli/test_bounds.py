@@ -57,7 +57,7 @@ def test_bounds_have_documented_defaults() -> None:
     assert (bounds.template_max_size, bounds.template_max_total) == (10_000_000, 50_000_000)
     assert (bounds.template_max_steps, bounds.template_max_digits, bounds.template_max_nesting) == (100_000, 4300, 100)
     assert bounds.agent_output_max_bytes == 10_000_000
-    docs = (Path(__file__).resolve().parents[1] / "docs" / "blueprints.md").read_text(encoding="utf-8")
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "blueprints.md").read_text(encoding="utf-8")
     for name, value in bounds.model_dump().items():
         assert f"`bounds.{name}`" in docs and f"{value:,}".replace(",", "_") in docs.replace(",", "_"), name
 

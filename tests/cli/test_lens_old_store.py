@@ -20,7 +20,7 @@ from flujo_cli import exit_codes
 from tests.support.cli_helpers import flujo
 from tests.support.fakes.openai_server import FakeLLM
 
-OLD = Path(__file__).parent / "data" / "old_store"
+OLD = Path(__file__).parents[1] / "data" / "old_store"
 RUN = "7ef317c209b5f5a9"  # the run of legacy.yaml
 CHILD = "68b7f611c21445aa"  # its sub-workflow's child run
 

@@ -13,7 +13,7 @@ from core.config import load_settings
 from flujo_cli import exit_codes
 from tests.support.cli_helpers import flujo
 
-HELLO = Path(__file__).resolve().parents[1] / "docs" / "examples" / "hello.yaml"
+HELLO = Path(__file__).resolve().parents[2] / "docs" / "examples" / "hello.yaml"
 ELSEWHERE = "cd to the project's directory, set FLUJO_STATE_URI, or pass --state URI"
 
 

@@ -203,7 +203,7 @@ def test_a_bad_thread_name_is_a_usage_error(state_db: Path, tmp_path: Path) -> N
 
 
 def test_thread_on_a_blueprint_without_a_conversation_is_refused_before_it_runs(state_db: Path) -> None:
-    hello = Path(__file__).resolve().parents[1] / "docs" / "examples" / "hello.yaml"
+    hello = Path(__file__).resolve().parents[2] / "docs" / "examples" / "hello.yaml"
     code, out, err = flujo(["run", str(hello), "--thread", "t", "--answer", "Ada", "--json"])
     assert (code, out) == (exit_codes.USAGE, "")
     assert "error: --thread t needs a conversation: true loop, and 'hello' has none" in err
@@ -220,7 +220,7 @@ def test_thread_on_a_blueprint_without_a_conversation_is_refused_before_it_runs(
 def test_the_documented_threads_show_output_is_the_real_one(state_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """docs/conversation.md: after its two documented runs, ``flujo threads show trip`` prints the block it
     shows (run ids and times aside)."""
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     monkeypatch.chdir(root)
     page = (root / "docs" / "conversation.md").read_text(encoding="utf-8")
     runs = re.findall(r"^\$ flujo (run docs/examples/thread\.yaml .+) 2>/dev/null$", page, flags=re.MULTILINE)

@@ -168,7 +168,7 @@ def test_a_store_written_before_turn_text_reads_and_grows(state_db: Path) -> Non
     """tests/data/store/written_before_turn_text.db: a thread written (from written_before_turn_text.yaml,
     --input "A gift" --answer "My aunt" --thread gifts) by flujo before thread turns had their text. It is
     migrated on opening; its turns read as they were stored, and the thread goes on."""
-    data = Path(__file__).parent / "data" / "store"
+    data = Path(__file__).parents[1] / "data" / "store"
     state_db.parent.mkdir(parents=True)
     shutil.copy(data / "written_before_turn_text.db", state_db)
     code, out, err = flujo(["threads", "show", "gifts", "--json"])

@@ -27,7 +27,7 @@ from core.store import open_store
 from core.usage import Usage
 from tests.support.cli_helpers import flujo
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = {"type": "object", "properties": {"action": {"type": "string"}}, "required": ["action"]}
 
 

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from core import ConfigError, ascii_tokens, tokens
 from core.tokens import count_tokens
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "core" / "tokenizer_data"
 
 

@@ -30,7 +30,7 @@ from core.store.migrations import MIGRATIONS
 from core.tokens import count_tokens
 from core.usage import Usage
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_exports() -> None:

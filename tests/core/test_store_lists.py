@@ -31,7 +31,7 @@ from core.store.shared_lists import ListMemory, Pending
 from core.store.transfer import copy_runs
 from core.testing import ScriptedHuman
 
-DATA = Path(__file__).parent / "data" / "store"
+DATA = Path(__file__).parents[1] / "data" / "store"
 SYSTEM = {"role": "system", "content": "You help a person plan. Ask one question at a time, and keep it short."}
 
 

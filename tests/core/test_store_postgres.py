@@ -24,7 +24,7 @@ from core.store.location import describe, password, secrets
 from core.store.migrations import MIGRATIONS
 from core.store.pg_schema import PG_MIGRATIONS
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _sql(uri: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:

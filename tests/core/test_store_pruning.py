@@ -21,7 +21,7 @@ from core.errors import StoreError
 from core.records import RunRecord, StepRecord, TraceEvent
 from core.store import open_store
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _query(path: Path, sql: str) -> list[Any]:

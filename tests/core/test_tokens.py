@@ -29,7 +29,7 @@ from core.tokens import (
     encoding_name,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RUSSIAN = "Съешь же ещё этих мягких французских булок"  # 12 tokens in o200k_base, 28 in cl100k_base
 
 

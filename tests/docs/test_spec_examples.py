@@ -14,7 +14,7 @@ from flujo_cli import exit_codes
 from tests.support.cli_helpers import flujo
 from tests.support.fakes.openai_server import FakeLLM
 
-EXAMPLES = Path(__file__).parent / "data" / "spec_examples"
+EXAMPLES = Path(__file__).parents[1] / "data" / "spec_examples"
 AS_WRITTEN = ["guide_minimal", "guide_named_sources", "fsd033_dsl_additions", "fsd033_minimal", "fsd033_named_sources"]
 # Enough answers for every question the runs ask: a loop without an agent that finishes runs its 10 iterations.
 ANSWERS = [arg for number in range(1, 11) for arg in ("--answer", f"answer {number}")]

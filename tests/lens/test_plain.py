@@ -37,7 +37,7 @@ from lens import (
 from lens.preview import collapse
 from tests.support.lens_runs import DEMO, PAUSED, PAUSED_PARENT, THREADED, record_demo, record_others
 
-GOLDEN = Path(__file__).parent / "data" / "lens"
+GOLDEN = Path(__file__).parents[1] / "data" / "lens"
 WIDTH = 100
 
 

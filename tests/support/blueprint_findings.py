@@ -6,7 +6,7 @@ from pathlib import Path
 
 from blueprints import Finding, validate_file
 
-DATA = Path(__file__).parent / "data" / "blueprints"
+DATA = Path(__file__).parents[1] / "data" / "blueprints"
 
 Row = tuple[int, int, str, str]
 

@@ -31,7 +31,7 @@ from typer.testing import CliRunner
 
 from flujo_cli.main import app
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SEEDS = sorted((ROOT / "blueprints" / "examples").glob("*.yaml")) + sorted((ROOT / "docs" / "examples").glob("*.yaml"))
 EXAMPLES = 40  # per property; the whole run takes well under a minute
 RUN_CODES = {0, 1, 2, 3, 4, 5, 6}
