@@ -21,8 +21,7 @@ from core import (
 )
 from core.errors import RunError
 from core.store import MemoryStore
-from core.testing import RecordingReporter, ScriptedHuman
-from tests.support.engine_helpers import FuncAgent
+from core.testing import FuncAgent, RecordingReporter, ScriptedHuman
 
 
 def exit_when(source: str) -> Any:

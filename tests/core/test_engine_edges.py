@@ -25,8 +25,7 @@ from core import (
 )
 from core.errors import Abort, LimitReached, Pause, RunError
 from core.store import MemoryStore
-from core.testing import ScriptedHuman
-from tests.support.engine_helpers import FuncAgent
+from core.testing import FuncAgent, ScriptedHuman
 
 SHOW = AgentStep(name="show", input=Template("{{ context }}"))
 

@@ -33,8 +33,7 @@ from core import (
 )
 from core.errors import RunError
 from core.store import MemoryStore
-from core.testing import ScriptedHuman
-from tests.support.engine_helpers import FuncAgent
+from core.testing import FuncAgent, ScriptedHuman
 
 SNAPSHOT = AgentStep(name="snapshot", input=Template("{{ context }}"))
 

@@ -17,8 +17,7 @@ from core.conversation import Dependency, EnsembleStep, Participant, parse_reply
 from core.ports import ChatMessage
 from core.store import MemoryStore
 from core.templates import Expression, Template
-from core.testing import RecordingReporter, ScriptedHuman
-from tests.support.engine_helpers import FuncAgent
+from core.testing import FuncAgent, RecordingReporter, ScriptedHuman
 from tests.support.fakes.openai_server import FakeLLM
 
 

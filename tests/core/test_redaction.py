@@ -13,9 +13,8 @@ from core import AgentStep, Engine, HitlStep, Pipeline, Template
 from core.config import ProviderSettings, Settings, secret_values
 from core.redaction import MASK, Redactor, normalized_key, sensitive_key
 from core.store import MemoryStore, open_store
-from core.testing import ScriptedHuman
+from core.testing import FuncAgent, ScriptedHuman
 from tests.support.cli_helpers import flujo
-from tests.support.engine_helpers import FuncAgent
 
 OPENAI = "sk-" + "Ab1" * 16
 PROJECT = "sk-proj-" + "Xy9_" * 10

@@ -27,7 +27,7 @@ from core import (
     WorkflowStep,
 )
 from core.store import SqliteStore
-from tests.support.engine_helpers import FuncAgent
+from core.testing import FuncAgent
 
 
 class Locker:

@@ -29,9 +29,8 @@ from core import (
 from core.errors import RunError
 from core.policies.workflow import child_run_id
 from core.store import MemoryStore
-from core.testing import RecordingReporter, ScriptedHuman
+from core.testing import FuncAgent, RecordingReporter, ScriptedHuman
 from tests.core.test_engine_resume import Calls, Crash
-from tests.support.engine_helpers import FuncAgent
 
 
 def child_pipeline(calls: Calls) -> Pipeline:
