@@ -70,7 +70,7 @@ def test_imports_are_supported_and_an_imported_file_is_validated_too() -> None:
 def test_keys_that_would_do_nothing_warn() -> None:
     assert rows("ignored") == [
         (3, 22, "ignored-key", "replies has no effect on agent 'bot'; only model: scripted uses them"),
-        (4, 50, "ignored-key", "system_prompt has no effect on agent 'tool', which is not a model"),
+        (4, 58, "ignored-key", "system_prompt has no effect on agent 'tool', which is not a model"),
         (10, 7, "ignored-key", "stop_when is ignored because this loop has an explicit exit_expression/exit_condition"),
         (11, 7, "ignored-key", "history_management has no effect without conversation: true"),
         (15, 11, "passthrough-step", "step 'plain' has no agent; it passes its input through"),
