@@ -18,7 +18,7 @@ Usage (the model needs ``make install``)::
 
 ``--set KEY=VALUE`` overrides one of the first agent's ``model_settings`` (a copy of the blueprint is run);
 ``--seed`` sends a sampling seed, so two variants are compared on the same draws. Not a test: nothing here
-asserts, a 135M model's words are for a person to judge (tests/test_local_model.py checks the structure).
+asserts, a 135M model's words are for a person to judge (tests/cli/test_local_model.py checks the structure).
 """
 
 from __future__ import annotations

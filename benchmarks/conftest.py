@@ -1,5 +1,5 @@
 """Benchmarks run at full size only when they are measured (see ``benchmarks/sizes.py``), and share the
-tests' throwaway PostgreSQL server (tests/postgres_server.py).
+tests' throwaway PostgreSQL server (tests/support/postgres_server.py).
 
 Whole ``flujo`` processes are measured as users run them: with flujo's modules compiled to bytecode (pip and
 ``make`` compile them; where ``PYTHONDONTWRITEBYTECODE`` is set, as on CI machines, every process would

@@ -13,7 +13,7 @@ turns of ~180 characters, ``max_loops`` iterations. Targets (docs/performance.md
   1-iteration run ≤ 0.6 s). ``extra_info`` has the peak RSS of the process (target: 1,000 iterations ≤ 1.2× 10).
 
 - ``test_engine_iterations_postgres`` and ``test_flujo_run_process_postgres``: the same on the PostgreSQL
-  store (the tests' throwaway server, tests/postgres_server.py: 127.0.0.1, ``fsync=off``), each round on an
+  store (the tests' throwaway server, tests/support/postgres_server.py: 127.0.0.1, ``fsync=off``), each round on an
   empty store of its own (a new schema); figures as measured, no target yet.
 
 ``make test`` runs each once with the benchmark disabled, capped at 2 iterations (the PostgreSQL process
@@ -41,7 +41,7 @@ from pytest_benchmark.fixture import BenchmarkFixture
 from benchmarks import sizes
 from benchmarks.conversation_run import argv, write
 from benchmarks.sizes import size
-from tests.postgres_server import empty_store_uri
+from tests.support.postgres_server import empty_store_uri
 
 T = TypeVar("T")
 

@@ -15,7 +15,7 @@ import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
 from benchmarks.sizes import size
-from tests.cli_helpers import ROOT
+from tests.support.cli_helpers import ROOT
 
 RUNS = int(os.environ.get("FLUJO_BENCH_QUEUE_RUNS", str(size(100, 4))))
 BLUEPRINT = """\

@@ -2,7 +2,7 @@
 
 Target: the store holds at most 1.5 x the raw text of the conversation and grows linearly with it, from
 100 to 2,000 turns, whether each agent call is sent the whole history (``unbounded``: every
-``agent.prompt`` event holds it) or the default bounded one. ``tests/storage_growth.py`` runs a YAML
+``agent.prompt`` event holds it) or the default bounded one. ``tests/support/storage_growth.py`` runs a YAML
 blueprint compiled as ``flujo run`` compiles it through the engine, with redaction, on the SQLite store
 (and here on PostgreSQL too, sized by ``pg_total_relation_size``); ``extra_info`` has the sizes and the
 ratio. Sizes do not depend on the machine's load, times do: nothing timed is asserted. Figures and the
@@ -21,7 +21,7 @@ from pytest_benchmark.fixture import BenchmarkFixture
 from benchmarks import sizes
 from benchmarks.sizes import size
 from core.store import open_store
-from tests.storage_growth import Growth, History, measure
+from tests.support.storage_growth import Growth, History, measure
 
 TURNS = [100, 200, 500, 1000, 2000]
 TARGET = 1.5

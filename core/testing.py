@@ -1,4 +1,5 @@
-"""Offline doubles shipped with core: a scripted human and a recording reporter.
+"""Offline doubles shipped with core: a scripted human, a recording reporter and an agent that is a Python
+function.
 
 Together with ``model: scripted`` agents (core.agents) and ``core.store.MemoryStore`` they let a test or
 a Python user run any pipeline with no terminal, no network and no files.
@@ -6,13 +7,15 @@ a Python user run any pipeline with no terminal, no network and no files.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.model.calls import Activity, HumanQuestion
+from core.agents.base import BaseAgent
+from core.model.calls import Activity, AgentCall, AgentReply, ChatMessage, HumanQuestion
 from core.model.errors import RunError
 from core.model.records import StepRecord
+from core.model.usage import Usage
 
 
 class ScriptedHuman:
@@ -65,3 +68,29 @@ class RecordingReporter:
 
     def activity(self, path: str, activity: Activity) -> None:
         self.activities.append((path, activity))
+
+
+class FuncAgent(BaseAgent):
+    """An agent whose output is ``fn(input)``: it counts its calls (``calls``, the inputs it was given) and
+    the replays of its journaled replies (``replayed``), and charges ``tokens`` input tokens per call. The
+    rest of the Agent protocol is ``BaseAgent``'s defaults."""
+
+    def __init__(self, fn: Callable[[Any], Any], *, tokens: int = 0) -> None:
+        self.fn = fn
+        self.calls: list[Any] = []
+        self.tokens = tokens
+        self.replays = 0
+
+    @property
+    def label(self) -> str:
+        return "func"
+
+    def prompt(self, call: AgentCall) -> list[ChatMessage]:
+        return [ChatMessage("user", str(call.input))]
+
+    def replayed(self) -> None:
+        self.replays += 1
+
+    async def run(self, call: AgentCall) -> AgentReply:
+        self.calls.append(call.input)
+        return AgentReply(output=self.fn(call.input), usage=Usage(input_tokens=self.tokens, requests=1))

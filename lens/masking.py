@@ -83,7 +83,7 @@ class Masker:
 
     def step(self, record: StepRecord) -> StepRecord:
         # Built field by field rather than with dataclasses.replace, which costs three times as much (a run
-        # has thousands of steps); tests/test_lens_masking.py fails if StepRecord gains a field not copied.
+        # has thousands of steps); tests/lens/test_masking.py fails if StepRecord gains a field not copied.
         return StepRecord(
             run_id=record.run_id,
             path=self.path(record.path),

@@ -14,7 +14,7 @@ of a large trace, so the common parts are laid out here with Rich's own text wra
 gives, without a ``Text`` per line: ``_wrapped``): a label, and an agent call's grid (the roles in a column
 as wide as the widest, one space, then each message wrapped at the width left, as Rich's grid lays it out).
 Anything else, or a grid too narrow to hold its roles, goes through Rich's renderer.
-tests/test_lens_stream.py checks the lines are the same.
+tests/lens/test_stream.py checks the lines are the same.
 """
 
 from __future__ import annotations

@@ -28,13 +28,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.openai_server import FakeLLM
+from tests.support.fakes.openai_server import FakeLLM
 
 SLOW_TIMEOUT_S = 600  # the limit of a test marked slow; the others have pyproject.toml's ``timeout``
 
 # What no test inherits from the shell (see the module docstring).
 _INHERITED_PREFIXES = ("FLUJO_", "OPENAI_", "ANTHROPIC_", "OLLAMA_")
-_KEPT_PREFIXES = ("FLUJO_TEST_",)  # the test suite's own settings (tests/postgres_server.py)
+_KEPT_PREFIXES = ("FLUJO_TEST_",)  # the test suite's own settings (tests/support/postgres_server.py)
 _SECRET_NAME = re.compile(r"(?i)(_API_KEY|_TOKEN|_SECRET|_KEY|PASSWORD)$")  # as core.settings.config.secret_values
 _TERMINAL = frozenset({"COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR"})
 
@@ -78,7 +78,7 @@ def isolated_environment(
 
 @pytest.fixture
 def fake_llm() -> Iterator[FakeLLM]:
-    """A running fake OpenAI/Anthropic server on 127.0.0.1 (see tests/fakes/openai_server.py)."""
+    """A running fake OpenAI/Anthropic server on 127.0.0.1 (see tests/support/fakes/openai_server.py)."""
     with FakeLLM() as server:
         yield server
 
@@ -94,10 +94,10 @@ def state_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[str]:
-    """The superuser URI of a PostgreSQL server for this test session (tests/postgres_server.py): started on
+    """The superuser URI of a PostgreSQL server for this test session (tests/support/postgres_server.py): started on
     first use, stopped at the end, and exported as FLUJO_TEST_POSTGRES_URI for subprocesses. Skipped with
     the reason when none can be started, except under CI, where that fails."""
-    from tests import postgres_server
+    from tests.support import postgres_server
 
     try:
         server = postgres_server.start()
@@ -119,6 +119,6 @@ def postgres_server() -> Iterator[str]:
 def postgres_uri(postgres_server: str) -> str:
     """The URI of an empty run store on the session's PostgreSQL server: a new schema of its own (its
     search_path), so tests share the server and cost a CREATE SCHEMA each, not a CREATE DATABASE."""
-    from tests.postgres_server import empty_store_uri
+    from tests.support.postgres_server import empty_store_uri
 
     return empty_store_uri(postgres_server)

@@ -12,7 +12,7 @@ import tomllib
 
 import pytest
 
-from tests.cli_helpers import ROOT
+from tests.support.cli_helpers import ROOT
 
 STAGE = ROOT / ".ci" / "stage.py"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_helpers import ROOT
+from tests.support.cli_helpers import ROOT
 
 PROBE = """\
 import os, signal, subprocess, sys, time

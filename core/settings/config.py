@@ -225,7 +225,7 @@ class Settings(BaseModel):
 
     def provider_sections(self) -> dict[str, ProviderSettings]:
         """The HTTP providers' sections by name. The fields are typed one by one (so flujo.toml and
-        ``--set`` are checked); ``tests/test_providers.py`` checks each row of the registry has its field."""
+        ``--set`` are checked); ``tests/core/test_providers.py`` checks each row of the registry has its field."""
         return {
             name: section
             for name in _http_providers()

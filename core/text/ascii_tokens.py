@@ -20,7 +20,7 @@ tiktoken's own two steps done here for ASCII only:
    ASCII tokens of o200k (128,835 of its 199,998) give exactly the ranks the whole table would.
 
 The table. ``tokenizer_data/o200k_base.ascii`` holds those tokens, built from the shipped
-``o200k_base.tiktoken.gz`` by ``build_table`` (tests/test_ascii_tokens.py rebuilds it and compares): the
+``o200k_base.tiktoken.gz`` by ``build_table`` (tests/core/test_ascii_tokens.py rebuilds it and compares): the
 tokens' bytes end to end, their ranks, offsets and CRC-32s, and an open-addressed slot array indexed by
 CRC-32 (zlib's, the same in every process, unlike ``hash``). A look-up is a CRC, a probe or two and one
 comparison of bytes. Loading it is checking its sha256, as the rank files' are checked, and mapping the
@@ -54,7 +54,7 @@ from typing import Final
 from core.model.errors import ConfigError
 
 RESOURCE: Final = "tokenizer_data/o200k_base.ascii"
-# sha256 of the decompressed table; tests/test_ascii_tokens.py rebuilds the table and checks both.
+# sha256 of the decompressed table; tests/core/test_ascii_tokens.py rebuilds the table and checks both.
 SHA256: Final = "bfb2d6889f889df191890e818b29542d4662571f361d985059b9b489e783c752"
 _MAGIC: Final = b"flujo o200k_base ascii 1\n"
 _HEADER: Final = struct.Struct("<II")  # tokens, slots

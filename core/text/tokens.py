@@ -141,7 +141,7 @@ class _EncodingDefinition:
 
 # Copied from tiktoken 0.14's tiktoken_ext/openai_public.py, which builds these inside functions that
 # download the rank file, so they cannot be imported without the network. sha256 is of the decompressed
-# file. tests/test_tokens.py checks every field against tiktoken's own definitions.
+# file. tests/core/test_tokens.py checks every field against tiktoken's own definitions.
 _O200K_PAT_STR: Final = "|".join(
     [
         r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",

@@ -1,0 +1,2 @@
+"""Tests of blueprints: reading YAML, findings and checks (``flujo validate``), compiling, explaining in
+words, scaffolding."""

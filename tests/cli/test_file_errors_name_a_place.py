@@ -1,0 +1,87 @@
+"""The errors about the files a command reads name the file and, where there is one, the line and column,
+through the real CLI: a folder, ``/dev/null`` or a FIFO given as a blueprint, an answers file or an
+import is said to be what it is (never "no such file", and a FIFO is never opened: it would wait for a
+writer); a blueprint or an answers file that is not UTF-8 is refused at the first bad byte's line and
+column, with the line shown; an answers file of the wrong shape at its first value."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from blueprints import validate_file
+from flujo_cli import exit_codes
+from tests.support.cli_helpers import flujo
+
+ECHO = 'version: "0.1"\nsteps:\n  - {kind: step, name: say, agent: {id: flujo.builtins.passthrough}}\n'
+
+
+@pytest.fixture
+def odd_paths(tmp_path: Path) -> dict[str, tuple[str, str]]:
+    """Paths that exist but are not files, with what each is called."""
+    (tmp_path / "folder").mkdir()
+    os.mkfifo(tmp_path / "pipe")
+    return {
+        "folder": (str(tmp_path / "folder"), "a folder"),
+        "/dev/null": ("/dev/null", "a device"),
+        "fifo": (str(tmp_path / "pipe"), "a FIFO (named pipe)"),
+    }
+
+
+@pytest.mark.parametrize("kind", ["folder", "/dev/null", "fifo"])
+def test_a_path_that_is_not_a_file_is_said_to_be_what_it_is(
+    state_db: Path, tmp_path: Path, odd_paths: dict[str, tuple[str, str]], kind: str
+) -> None:
+    path, what = odd_paths[kind]
+    (tmp_path / "echo.yaml").write_text(ECHO, encoding="utf-8")
+    for args in (["validate", path], ["run", path], ["explain", path], ["submit", path, "--input", "x"]):
+        code, _, err = flujo(args)
+        assert code == exit_codes.USAGE, (args, err)
+        assert f"error: {path} is {what}, not a blueprint file" in err, (args, err)
+    code, _, err = flujo(["run", "echo.yaml", "--answers", path])
+    assert code == exit_codes.USAGE
+    assert f"error: {path} is {what}, not an answers file" in err
+    if kind != "fifo":  # validate_file on a FIFO used to wait for ever: not tried here, the CLI is checked above
+        [finding] = validate_file(path)
+        assert finding.message == f"{path} is {what}, not a blueprint file"
+
+
+def test_a_missing_blueprint_is_still_no_such_file(state_db: Path) -> None:
+    code, _, err = flujo(["validate", "nowhere.yaml"])
+    assert code == exit_codes.USAGE
+    assert "error: no such blueprint file: nowhere.yaml" in err
+
+
+def test_an_import_that_is_a_folder_is_said_to_be_one(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "main.yaml").write_text(
+        ECHO.replace("steps:", "imports: {helper: sub}\nsteps:"),
+        encoding="utf-8",
+    )
+    [finding] = [f for f in validate_file(tmp_path / "main.yaml") if f.is_error]
+    assert finding.message.startswith("imports.helper: 'sub' is a folder, not a blueprint file")
+    assert finding.position is not None and finding.position.line == 2
+
+
+def test_a_blueprint_that_is_not_utf8_is_refused_at_the_bad_byte(tmp_path: Path) -> None:
+    (tmp_path / "latin.yaml").write_bytes(b'version: "0.1"\nname: caf\xe9\nsteps: []\n')
+    code, _, err = flujo(["validate", str(tmp_path / "latin.yaml")])
+    assert code == exit_codes.FAILED
+    assert f"{tmp_path / 'latin.yaml'}:2:10: error: {tmp_path / 'latin.yaml'} is not UTF-8 text (byte 24)" in err
+    assert "   2 | name: caf\ufffd" in err  # the line, the bad byte shown as U+FFFD, then the caret under it
+    code, out, _ = flujo(["validate", str(tmp_path / "latin.yaml"), "--json"])
+    assert '"line": 2, "column": 10' in out
+
+
+def test_answers_file_errors_name_the_place(state_db: Path, tmp_path: Path) -> None:
+    (tmp_path / "echo.yaml").write_text(ECHO, encoding="utf-8")
+    (tmp_path / "latin.yaml").write_bytes(b"- first\n- caf\xe9\n")
+    code, _, err = flujo(["run", "echo.yaml", "--answers", "latin.yaml"])
+    assert code == exit_codes.CONFIG
+    assert "error: answers file latin.yaml:2:6: not UTF-8 text (byte 13)" in err
+    (tmp_path / "text.yaml").write_text('# answers\n"only one"\n', encoding="utf-8")
+    code, _, err = flujo(["run", "echo.yaml", "--answers", "text.yaml"])
+    assert code == exit_codes.CONFIG
+    assert "error: answers file text.yaml:2:1: it must hold a list of answers" in err

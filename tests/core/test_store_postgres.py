@@ -1,0 +1,209 @@
+"""What only the PostgreSQL store does, on a real server (tests/support/postgres_server.py): its migrations from
+an empty database, refusing a newer schema or another program's tables, looking without creating,
+claims that are session advisory locks (a SIGKILLed holder's claim is gone at once), and the password of
+its URI kept out of every message. The behaviour it shares with SQLite is in tests/core/test_store.py."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from core.model.errors import StoreError
+from core.model.records import RunRecord
+from core.settings.location import describe, password, secrets
+from core.store import SCHEMA_VERSION, open_store
+from core.store.postgres_backend.schema import PG_MIGRATIONS
+from core.store.sqlite_backend.migrations import MIGRATIONS
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _sql(uri: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    with psycopg.connect(uri, autocommit=True) as db:
+        cursor = db.execute(sql, params)  # type: ignore[arg-type]  # the tests' own queries
+        return cursor.fetchall() if cursor.description else []
+
+
+def test_the_postgresql_migrations_are_sqlites_one_for_one() -> None:
+    assert [name for name, _ in PG_MIGRATIONS] == [m.__name__ for m in MIGRATIONS]
+
+
+async def test_an_empty_database_is_set_up_on_first_use_and_once(postgres_uri: str) -> None:
+    assert _sql(postgres_uri, "SELECT to_regclass('runs')") == [(None,)]
+    async with await open_store(postgres_uri) as store:
+        await store.create_run(RunRecord("r1", "demo", "running", created_at=1.0))
+    names = [row[0] for row in _sql(postgres_uri, "SELECT name FROM schema_migrations ORDER BY name")]
+    assert names == [m.__name__ for m in MIGRATIONS] and len(names) == SCHEMA_VERSION
+    tables = {
+        row[0] for row in _sql(postgres_uri, "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
+    }
+    assert tables == {"schema_migrations", "runs", "steps", "events", "texts", "thread_turns", "queue"}
+    async with await open_store(postgres_uri) as store:  # opened again: nothing applied twice, nothing lost
+        assert [r.run_id for r in await store.list_runs()] == ["r1"]
+    assert len(_sql(postgres_uri, "SELECT name FROM schema_migrations")) == SCHEMA_VERSION
+
+
+async def test_stores_opened_at_once_on_an_empty_database_migrate_it_once(postgres_uri: str) -> None:
+    import asyncio
+
+    stores = await asyncio.gather(*(open_store(postgres_uri) for _ in range(8)))
+    try:
+        assert len(_sql(postgres_uri, "SELECT name FROM schema_migrations")) == SCHEMA_VERSION
+    finally:
+        for store in stores:
+            await store.close()
+
+
+async def test_looking_never_creates_a_store(postgres_uri: str) -> None:
+    for mode in ("read", "existing"):
+        with pytest.raises(StoreError, match="there is no run store in postgresql://postgres:\\*\\*\\*@"):
+            await open_store(postgres_uri, mode=mode)  # type: ignore[arg-type]
+    assert _sql(postgres_uri, "SELECT to_regclass('schema_migrations')") == [(None,)]
+
+
+async def test_a_newer_schema_is_refused_and_left_alone(postgres_uri: str) -> None:
+    async with await open_store(postgres_uri) as store:
+        await store.create_run(RunRecord("kept", "demo", "completed", created_at=1.0))
+    _sql(postgres_uri, "INSERT INTO schema_migrations (name, applied_at) VALUES ('m999_from_the_future', 0)")
+    with pytest.raises(StoreError, match=f"was written by a newer flujo \\(schema {SCHEMA_VERSION + 1} > "):
+        await open_store(postgres_uri)
+    assert _sql(postgres_uri, "SELECT run_id FROM runs") == [("kept",)]
+
+
+async def test_another_programs_runs_table_is_refused(postgres_uri: str) -> None:
+    _sql(postgres_uri, "CREATE TABLE runs (id INTEGER)")
+    with pytest.raises(StoreError, match="is not a flujo run store"):
+        await open_store(postgres_uri)
+    assert _sql(postgres_uri, "SELECT to_regclass('schema_migrations')") == [(None,)]
+
+
+def test_a_uri_is_named_without_its_password() -> None:
+    uri = "postgresql://flujo:pa%3Ass@db.example:5433/runs?sslmode=require&password=other"
+    assert describe(uri) == "postgresql://flujo:***@db.example:5433/runs?sslmode=require&password=***"
+    assert password(uri) == "pa:ss" and secrets(uri) == ["pa:ss", "pa%3Ass"]
+    assert password("postgresql://u@h/db?password=q") == "q"
+    assert password(".flujo/flujo.db") is None and describe("postgres://h/db") == "postgres://h/db"
+
+
+async def test_wrong_credentials_are_one_line_without_the_password(postgres_server: str) -> None:
+    wrong = postgres_server.replace("postgres:pg-test-s3cret@", "postgres:not-the-s3cret@")
+    with pytest.raises(StoreError) as raised:
+        await open_store(wrong)
+    message = f"{raised.value.message} {raised.value.hint}"
+    assert raised.value.message.startswith("PostgreSQL refused the credentials for postgresql://postgres:***@")
+    assert "not-the-s3cret" not in message and "\n" not in message
+
+
+# --- claims: session advisory locks -----------------------------------------------------------------
+
+_HOLDER = """
+import asyncio, sys
+from core.store import open_store
+
+async def main():
+    store = await open_store(sys.argv[1])
+    print("claimed" if await store.claim_run("r1") else "refused", flush=True)
+    await asyncio.sleep(600)
+
+asyncio.run(main())
+"""
+
+
+@pytest.fixture
+def holder(postgres_uri: str) -> Iterator[subprocess.Popen[str]]:
+    """Another process that claimed run ``r1`` and holds it until killed."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, postgres_uri],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        cwd=REPO,
+    )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate(timeout=30)
+
+
+async def test_a_claimed_run_is_refused_elsewhere_until_its_holder_is_killed(
+    postgres_uri: str, holder: subprocess.Popen[str]
+) -> None:
+    async with await open_store(postgres_uri) as store:
+        await store.create_run(RunRecord("r1", "demo", "running", created_at=1.0))
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "claimed"
+        assert not await store.claim_run("r1")  # a live process executes it
+        assert (await store.prune_runs(keep=0)).live == ("r1",)  # and prune keeps it
+        record = await store.get_run("r1")
+        assert record is not None and record.owner == f"pid {holder.pid} on {os.uname().nodename}"
+
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=30)
+        # The server ends the dead client's session, and its locks with it, as soon as the socket closes.
+        deadline = time.monotonic() + 10
+        while not (claimed := await store.claim_run("r1")) and time.monotonic() < deadline:
+            await _pause()
+        assert claimed
+        assert not await store.claim_run("r1")  # one claim per run, this store's included
+        await store.release_run("r1")
+        assert await store.claim_run("r1")
+
+
+async def test_claims_live_on_one_connection_outside_the_pool(postgres_uri: str) -> None:
+    async with await open_store(postgres_uri) as store:
+        for run_id in ("a", "b"):
+            await store.create_run(RunRecord(run_id, "demo", "running", created_at=1.0))
+        before = _connections()
+        assert await store.claim_run("a") and await store.claim_run("b")
+        assert _connections() == before + 1  # one more connection, holding both claims
+        locks = _sql(postgres_uri, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")
+        assert locks == [(2,)]
+        await store.release_run("a")
+        await store.release_run("b")
+        assert _connections() == before  # closed when the store holds no claim
+    assert _sql(postgres_uri, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'") == [(0,)]
+
+
+def _connections() -> int:
+    uri = os.environ["FLUJO_TEST_POSTGRES_URI"]
+    return int(_sql(uri, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'flujo'")[0][0])
+
+
+async def _pause() -> None:
+    import asyncio
+
+    await asyncio.sleep(0.05)
+
+
+def test_redaction_masks_the_password_of_a_postgresql_state_uri() -> None:
+    from core.settings.config import Settings, secret_values
+
+    settings = Settings(state_uri="postgresql://flujo:s%40fe-pw@db:5432/runs")
+    assert {"s@fe-pw", "s%40fe-pw"} <= set(secret_values(settings, env={}))
+    assert secret_values(Settings(), env={}) == []
+
+
+async def test_a_long_text_is_stored_once_per_run(postgres_uri: str) -> None:
+    from core.model.records import StepRecord, TraceEvent
+
+    said = "a long answer that the next prompt injects again, " * 4
+    async with await open_store(postgres_uri) as store:
+        await store.create_run(RunRecord("r1", "demo", "running", created_at=1.0, input=said))
+        for n in range(3):
+            event = TraceEvent("agent.prompt", f"s{n}", {"messages": [{"role": "user", "content": said}]}, 1.0)
+            await store.record_step(StepRecord("r1", f"s{n}", "s", "step", "completed", output=said), [event])
+        assert [s.output for s in await store.steps("r1")] == [said] * 3
+    assert _sql(postgres_uri, "SELECT count(*) FROM texts") == [(1,)]
+    assert all(said not in str(row) for row in _sql(postgres_uri, "SELECT output FROM steps"))
