@@ -17,9 +17,14 @@ from typing import TYPE_CHECKING
 from core.front_door import lazy_exports
 
 if TYPE_CHECKING:
-    from core.context import RunContext
-    from core.engine import Engine, NoHuman, RunOutcome, new_run_id
-    from core.model.calls import AgentCall, AgentReply, ChatMessage, HumanQuestion, OutputRepair
+    from core.agents.gguf import read_gguf
+    from core.answering.order import Answering
+    from core.answering.replay import recorded_answers
+    from core.answering.simulated_person import SimulatedPerson
+    from core.context import VIEW_KEYS, RunContext
+    from core.conversation import check_thread, check_thread_name, is_context, turn_text
+    from core.engine import Engine, NoHuman, RunOutcome, busy_refusal, new_run_id
+    from core.model.calls import Activity, AgentCall, AgentReply, ChatMessage, HumanQuestion, OutputRepair
     from core.model.errors import (
         Abort,
         AgentOutputError,
@@ -29,6 +34,7 @@ if TYPE_CHECKING:
         FlujoError,
         LimitReached,
         Pause,
+        PromptTooLarge,
         ProviderError,
         ProviderUnreachable,
         ReplyCutOff,
@@ -40,69 +46,6 @@ if TYPE_CHECKING:
         StoreUnavailable,
         TemplateError,
     )
-    from core.model.records import PruneResult, RunRecord, RunUpdate, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
-    from core.model.usage import Usage
-    from core.ports import Agent, HumanInput, NullReporter, Reporter, RunStore
-    from core.steps.kinds import (
-        CONTAINER_STEP_KINDS,
-        KEYED_STEP_KINDS,
-        AgentStep,
-        ConditionalStep,
-        Conversation,
-        Dependency,
-        EnsembleStep,
-        HistoryPolicy,
-        HitlStep,
-        Limits,
-        LoopStep,
-        MapStep,
-        OutputMapping,
-        ParallelStep,
-        Participant,
-        Pipeline,
-        Step,
-        WorkflowStep,
-    )
-    from core.text.templates import Expression, Template, TemplateSyntax
-    from core.text.turns import ConversationTurn, HitlEntry
-
-if TYPE_CHECKING:  # what blueprints needs besides the names above (it imports core only through front doors)
-    from core.agents.gguf import read_gguf
-    from core.answering.simulated_person import SimulatedPerson
-    from core.context import VIEW_KEYS
-    from core.conversation import is_context, turn_text
-    from core.model.providers import OFFLINE_MODELS, PROVIDER_NAMES, PROVIDERS, find_provider, provider_of
-    from core.model.views import LazyView
-    from core.policies.context_writes import scratchpad_slot
-    from core.policies.frame import scope as template_scope
-    from core.settings.config import HistorySettings, LimitSettings, ModelInfo, Settings
-    from core.steps.kinds import (
-        CHILD_PATH_ROOTS,
-        AiTurnSource,
-        BranchFailure,
-        HistoryStrategy,
-        InputTarget,
-        MergeStrategy,
-        ReduceMode,
-        ScopeFunction,
-    )
-    from core.text.bounds import BoundsSettings
-    from core.text.templates import (
-        builds_structure,
-        referenced_names,
-        step_references,
-        translate_handlebars,
-        whole_references,
-    )
-
-if TYPE_CHECKING:  # what lens and flujo_cli take from core (the front door's block for them, below)
-    from core.answering.order import Answering
-    from core.answering.replay import recorded_answers
-    from core.answering.simulated_person import SimulatedPerson
-    from core.conversation import check_thread, check_thread_name
-    from core.engine import busy_refusal
-    from core.model.calls import Activity
-    from core.model.errors import PromptTooLarge
     from core.model.events import (
         AgentStarted,
         AnswerRejected,
@@ -125,14 +68,76 @@ if TYPE_CHECKING:  # what lens and flujo_cli take from core (the front door's bl
         SummaryFailed,
         UnknownEvent,
     )
-    from core.model.records import RunStatus, call_interrupted
-    from core.model.usage import INTERRUPTED_CALL, ZERO_USAGE
-    from core.settings.config import Settings, load_settings, overrides_from_assignments, secret_values
-    from core.steps.kinds import CONTAINER_STEP_KINDS, KEYED_STEP_KINDS
+    from core.model.providers import OFFLINE_MODELS, PROVIDER_NAMES, PROVIDERS, find_provider, provider_of
+    from core.model.records import (
+        PruneResult,
+        RunRecord,
+        RunStatus,
+        RunUpdate,
+        StepRecord,
+        ThreadSummary,
+        ThreadTurn,
+        TraceEvent,
+        call_interrupted,
+    )
+    from core.model.usage import INTERRUPTED_CALL, ZERO_USAGE, Usage
+    from core.model.views import LazyView
+    from core.policies.context_writes import scratchpad_slot
+    from core.policies.frame import scope as template_scope
+    from core.ports import Agent, HumanInput, NullReporter, Reporter, RunStore
+    from core.settings.config import (
+        HistorySettings,
+        LimitSettings,
+        ModelInfo,
+        Settings,
+        load_settings,
+        overrides_from_assignments,
+        secret_values,
+    )
+    from core.steps.kinds import (
+        CHILD_PATH_ROOTS,
+        CONTAINER_STEP_KINDS,
+        KEYED_STEP_KINDS,
+        AgentStep,
+        AiTurnSource,
+        BranchFailure,
+        ConditionalStep,
+        Conversation,
+        Dependency,
+        EnsembleStep,
+        HistoryPolicy,
+        HistoryStrategy,
+        HitlStep,
+        InputTarget,
+        Limits,
+        LoopStep,
+        MapStep,
+        MergeStrategy,
+        OutputMapping,
+        ParallelStep,
+        Participant,
+        Pipeline,
+        ReduceMode,
+        ScopeFunction,
+        Step,
+        WorkflowStep,
+    )
     from core.steps.paths import StepPaths
     from core.text.bounds import BoundsSettings, use_bounds
     from core.text.redaction import Redactor, masked_under_key, sensitive_key
     from core.text.schema_check import parse_answer, schema_errors
+    from core.text.templates import (
+        Expression,
+        Template,
+        TemplateSyntax,
+        builds_structure,
+        referenced_names,
+        step_references,
+        translate_handlebars,
+        whole_references,
+    )
+    from core.text.turns import ConversationTurn, HitlEntry
+
 
 _WHERE = {
     "Abort": "core.model.errors",

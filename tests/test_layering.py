@@ -209,16 +209,23 @@ def test_the_conversation_does_not_import_the_policies_or_the_engine() -> None:
     assert len(offenders) >= 10  # the package's modules were found
 
 
-def test_the_architecture_page_draws_every_module_of_the_conversation_and_the_policies() -> None:
-    """docs/architecture.md shows the conversation as one room: a module added or moved there is drawn too."""
+def test_the_architecture_page_draws_every_module_of_core() -> None:
+    """docs/architecture.md draws core's rooms: a module added or moved is drawn too."""
     drawn = set(re.findall(r"\b\w+\.py\b", (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")))
-    modules = {
-        path.name
-        for room in (CONVERSATION, ROOT / "core" / "policies")
-        for path in room.rglob("*.py")
-        if path.name != "__init__.py"
-    }
+    modules = {path.name for path in (ROOT / "core").rglob("*.py") if path.name != "__init__.py"}
+    assert any(CONVERSATION in path.parents for path in (ROOT / "core").rglob("*.py"))
     assert sorted(modules - drawn) == []
+
+
+def test_the_architecture_page_draws_core_s_rooms_in_their_order() -> None:
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    places = []
+    for room in CORE_ROOMS[:-1]:
+        leaf = room.rpartition(".")[2]
+        drawn = f"── {leaf}/" if (ROOT / Path(*room.split("."))).is_dir() else f"── {leaf}.py"
+        assert drawn in page, f"docs/architecture.md does not draw {room}"
+        places.append(page.index(drawn))
+    assert places == sorted(places)
 
 
 def reads_environment(path: Path) -> bool:
@@ -423,8 +430,8 @@ CORE_ROOMS = (
     "core.settings",
     "core.ports",
     "core.context",
-    "core.answering.order",
-    "core.steps.kinds",
+    "core.answering",
+    "core.steps",
     "core.conversation",
     "core.agents",
     "core.store",

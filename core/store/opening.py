@@ -18,10 +18,6 @@ if TYPE_CHECKING:
     from core.settings.config import PostgresSettings, SqliteSettings
     from core.store.postgres_backend.store import PostgresStore
 
-if TYPE_CHECKING:
-    from core.settings.config import PostgresSettings, SqliteSettings
-    from core.store.postgres_backend.store import PostgresStore
-
 
 async def open_store(
     uri: str,
