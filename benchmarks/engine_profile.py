@@ -33,12 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import conversation_run, ensemble_run
 from blueprints import load_pipeline
-from core.engine import Engine
-from core.model.records import StepRecord, TraceEvent
-from core.ports import NullReporter
-from core.settings.config import load_settings
+from core import Engine, NullReporter, Redactor, StepRecord, TraceEvent, load_settings
 from core.store import MemoryStore, open_store
-from core.text.redaction import Redactor
 
 
 class NullStore(MemoryStore):

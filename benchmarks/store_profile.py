@@ -33,14 +33,11 @@ sys.path.append(str(Path(__file__).resolve().parent.parent))  # after PYTHONPATH
 
 from benchmarks.conversation_run import write
 from blueprints import load_pipeline
-from core.engine import Engine
-from core.ports import NullReporter
-from core.settings.config import load_settings
+from core import Engine, NullReporter, Redactor, load_settings
 from core.store import open_store
 from core.store.sqlite_backend import batch as sqlite_batch
 from core.store.sqlite_backend import store as sqlite_store
 from core.store.sqlite_backend import transaction
-from core.text.redaction import Redactor
 
 
 class Timings:

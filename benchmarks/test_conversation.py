@@ -19,19 +19,26 @@ from typing import Any
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
-from core.agents.offline import EchoAgent
-from core.context import RunContext
+from core import (
+    AgentStep,
+    Conversation,
+    Engine,
+    HistoryPolicy,
+    HitlStep,
+    LoopStep,
+    NullReporter,
+    Pipeline,
+    Redactor,
+    RunContext,
+    RunRecord,
+    Template,
+)
+from core.agents import EchoAgent
 from core.conversation import turns as turn_rules
-from core.engine import Engine
-from core.model.records import RunRecord
 from core.policies.frame import Frame
 from core.policies.leaf import run_agent_step, run_hitl_step
-from core.ports import NullReporter
-from core.steps.kinds import AgentStep, Conversation, HistoryPolicy, HitlStep, LoopStep, Pipeline
-from core.store.memory import MemoryStore
+from core.store import MemoryStore
 from core.testing import ScriptedHuman
-from core.text.redaction import Redactor
-from core.text.templates import Template
 
 SYSTEM = "You help a person sharpen a goal. Ask one short clarifying question at a time. " * 3
 QUESTION = "Which of the options we discussed matters most to you, and by when do you need it done? " * 2

@@ -16,19 +16,23 @@ from typing import Any
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
-from core.agents.offline import EchoAgent
-from core.agents.script import PythonAgent
-from core.context import RunContext
+from core import (
+    Dependency,
+    EnsembleStep,
+    Expression,
+    HistoryPolicy,
+    NullReporter,
+    Participant,
+    Redactor,
+    RunContext,
+    RunRecord,
+)
+from core.agents import EchoAgent, PythonAgent
 from core.conversation import Turn
-from core.model.records import RunRecord
 from core.policies.dispatch import run_steps
 from core.policies.ensemble import Conversation
 from core.policies.frame import Frame
-from core.ports import NullReporter
-from core.steps.kinds import Dependency, EnsembleStep, HistoryPolicy, Participant
-from core.store.memory import MemoryStore
-from core.text.redaction import Redactor
-from core.text.templates import Expression
+from core.store import MemoryStore
 
 ROUNDS_PER_MEASURE = 10
 SAID = "The budget matters most; I need it by the end of next month, before the team offsite."

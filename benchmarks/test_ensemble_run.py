@@ -32,7 +32,7 @@ from benchmarks import sizes
 from benchmarks.ensemble_run import argv, questions, write
 from benchmarks.sizes import size
 from benchmarks.test_flujo_run import TimedHuman, flujo_environment, frozen_rounds, measured, process_rounds
-from core.ports import NullReporter
+from core import NullReporter
 
 CYCLE = 3  # rounds: the writer, the critic, the editor
 
@@ -71,10 +71,8 @@ class RoundClock(NullReporter):
 @pytest.mark.parametrize("wanted", [10, 100, 1000])
 def test_engine_rounds(benchmark: BenchmarkFixture, tmp_path: Path, wanted: int) -> None:
     from blueprints import load_pipeline, validate_file
-    from core.engine import Engine
-    from core.settings.config import load_settings
+    from core import Engine, Redactor, load_settings
     from core.store import open_store
-    from core.text.redaction import Redactor
 
     rounds = _rounds(wanted)
     blueprint, answers_file = write(rounds, tmp_path)

@@ -108,11 +108,8 @@ def test_engine_iterations_postgres(
 def _engine_iterations(benchmark: BenchmarkFixture, tmp_path: Path, wanted: int, new_store: Callable[[], str]) -> None:
     """The engine alone on a run of ``wanted`` iterations; each round on the empty store ``new_store`` names."""
     from blueprints import load_pipeline
-    from core.engine import Engine
-    from core.ports import NullReporter
-    from core.settings.config import load_settings
+    from core import Engine, NullReporter, Redactor, load_settings
     from core.store import open_store
-    from core.text.redaction import Redactor
 
     iterations = _iterations(wanted)
     blueprint, answers_file = write(iterations, tmp_path)

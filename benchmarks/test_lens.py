@@ -28,11 +28,9 @@ from pytest_benchmark.fixture import BenchmarkFixture
 from rich.console import Console
 
 from benchmarks.sizes import size
-from core.model.records import RunRecord, RunUpdate, StepRecord, TraceEvent
+from core import Redactor, RunRecord, RunUpdate, StepRecord, TraceEvent
 from core.store import open_store
-from core.text.redaction import Redactor
-from lens import Expansion, RunNode, build_tree, load_run, load_tree, trace_view, walk
-from lens.snapshot import RunSnapshot
+from lens import Expansion, RunNode, RunSnapshot, build_tree, load_run, load_tree, trace_view, walk
 from lens.viewer import TraceViewer
 
 T = TypeVar("T")
@@ -193,7 +191,7 @@ def test_stream_the_plain_trace(benchmark: BenchmarkFixture, big_store: Path) ->
     """The laying out of what ``flujo lens trace RUN`` writes into a pipe (``--expand none``; ``lens.stream``),
     in this process: ``extra_info`` has the time to its first line (the command's own first line and end:
     ``test_trace_into_a_pipe``)."""
-    from lens.stream import trace_lines
+    from lens import trace_lines
 
     root: RunNode = build_tree(asyncio.run(_load(big_store)))
     firsts: list[float] = []

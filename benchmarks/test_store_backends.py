@@ -15,8 +15,7 @@ import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
 from benchmarks.test_conversation import ANSWER, _loop
-from core.engine import Engine
-from core.steps.kinds import Pipeline
+from core import Engine, Pipeline
 from core.store import open_store
 from core.testing import ScriptedHuman
 

@@ -94,8 +94,8 @@ def test_lens_knows_events_by_their_classes_not_by_strings() -> None:
     """Lens matches trace events on their ``core.model.events`` classes and reads the step kinds that run steps
     from ``core``: no string in lens spells an event kind or such a step kind, and none is a path
     convention (a history summary says what it is in its events, not by a ``/summarize`` path)."""
+    from core import CONTAINER_STEP_KINDS
     from core.model.events import EVENT_TYPES
-    from core.steps.kinds import CONTAINER_STEP_KINDS
 
     spelled = {*EVENT_TYPES, *CONTAINER_STEP_KINDS, "summarize"}
     offenders = [

@@ -11,15 +11,13 @@ import pytest
 from blueprints import compile_pipeline, load_blueprint, load_pipeline
 from blueprints.compiling.loop_hooks import InitOps, NextInput, ShapeOutput
 from blueprints.compiling.predicates import CallableTest, CallableValue, ExpressionTest, ExpressionValue
-from core.agents import AgentSpec, build_agent
-from core.engine import Engine, RunOutcome
-from core.model.errors import ConfigError
-from core.ports import Agent
-from core.settings.config import Settings
-from core.steps.kinds import (
+from core import (
+    Agent,
     AgentStep,
     ConditionalStep,
+    ConfigError,
     Conversation,
+    Engine,
     HistoryPolicy,
     HitlStep,
     Limits,
@@ -28,8 +26,11 @@ from core.steps.kinds import (
     OutputMapping,
     ParallelStep,
     Pipeline,
+    RunOutcome,
+    Settings,
     WorkflowStep,
 )
+from core.agents import AgentSpec, build_agent
 from core.store import MemoryStore
 from core.testing import ScriptedHuman
 from tests.support.blueprint_findings import DATA

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from blueprints import validate_file
-from blueprints.reading.findings import Finding
+from blueprints import Finding, validate_file
 from tests.support.cli_helpers import EXAMPLES, ROOT, flujo
 
 ROUTE = """\

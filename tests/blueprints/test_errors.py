@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from blueprints import InvalidBlueprint, load_blueprint, validate_file
-from core.model.errors import SourcePosition
+from core import SourcePosition
 from tests.support.blueprint_findings import DATA, rows
 
 

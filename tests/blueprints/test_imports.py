@@ -12,9 +12,7 @@ from pathlib import Path
 import pytest
 
 from blueprints import InvalidBlueprint, load_blueprint, load_pipeline, validate_file
-from core.model.errors import SourcePosition
-from core.model.records import RunRecord
-from core.settings.config import Settings
+from core import RunRecord, Settings, SourcePosition
 from core.store import open_store
 from flujo_cli import exit_codes
 from tests.support.cli_helpers import flujo

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from blueprints import compile_pipeline, load_blueprint, validate_file
-from core.settings.config import Settings
-from core.steps.kinds import ParallelStep
+from core import ParallelStep, Settings
 from flujo_cli import exit_codes
 from tests.support.cli_helpers import flujo
 

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from core import AgentCall, ProviderError
 from core.agents import AgentSpec, build_agent
-from core.model.calls import AgentCall
-from core.model.errors import ProviderError
 from core.text.bounds import BoundsSettings, use_bounds
 from tests.support.capped import capped, capped_flujo
 from tests.support.fakes.openai_server import FakeLLM

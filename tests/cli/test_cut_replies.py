@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
+from core import ReplyCutOff
 from core.agents import AgentSpec, Backoff
 from core.agents.gguf import GGUFInfo
 from core.agents.http import Endpoint
 from core.agents.local_chat import LocalChatAgent
 from core.agents.local_server import LocalModel
 from core.model.calls import AgentCall, Retry
-from core.model.errors import ReplyCutOff
 from core.settings.config import LocalSettings
 from flujo_cli import exit_codes
 from tests.support.cli_helpers import flujo_process

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from core.model.records import TraceEvent
+from core import TraceEvent
 from core.store import open_store
 from flujo_cli import exit_codes
 from tests.support.cli_helpers import ROOT, flujo

@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from blueprints import load_blueprint
-from blueprints.explain import explain_blueprint
-from core.settings.config import Settings
+from blueprints import explain_blueprint, load_blueprint
+from core import Settings
 from flujo_cli import exit_codes
 from tests.support.cli_helpers import ROOT, flujo
 from tests.support.golden import GOLDEN, UPDATE, check_golden

@@ -18,22 +18,27 @@ from typing import Any
 import pytest
 
 from blueprints import load_pipeline
-from core import AgentStep, Engine, HitlStep, Pipeline, Template
+from core import (
+    INTERRUPTED_CALL,
+    Agent,
+    AgentStep,
+    CallSent,
+    Engine,
+    HitlStep,
+    Limits,
+    Pipeline,
+    Redactor,
+    Settings,
+    Template,
+    Usage,
+)
 from core.agents import AgentSpec, Backoff, build_agent
 from core.model.codec import dump_usage, load_usage
-from core.model.events import CallSent
 from core.model.records import RunRecord, RunStatus, StepRecord, TraceEvent, call_interrupted, interrupted_calls
-from core.model.usage import INTERRUPTED_CALL, Usage
-from core.ports import Agent
-from core.settings.config import Settings
-from core.steps.kinds import Limits
 from core.store import MemoryStore, open_store
 from core.testing import ScriptedHuman
-from core.text.redaction import Redactor
 from flujo_cli import exit_codes
-from lens import labels
-from lens.snapshot import RunSnapshot
-from lens.tree import EventNode, StepNode, build_tree
+from lens import EventNode, RunSnapshot, StepNode, build_tree, labels
 from tests.support.cli_helpers import ROOT, flujo_process
 from tests.support.fakes.openai_server import FakeLLM
 

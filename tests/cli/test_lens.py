@@ -20,7 +20,7 @@ import pytest
 
 import core
 import core.engine
-from core.model.records import StepRecord
+from core import StepRecord
 from core.store import SqliteStore
 from flujo_cli import exit_codes
 from tests.support.cli_helpers import EXAMPLES, ROOT, flujo, read_terminal_until

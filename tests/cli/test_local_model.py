@@ -22,11 +22,10 @@ from typing import Any
 import jsonschema
 import pytest
 
+from core import AgentCall, AgentReply, Settings
 from core.agents import AgentSpec, build_agent
 from core.agents.local_chat import LocalChatAgent
 from core.agents.local_server import default_model_path
-from core.model.calls import AgentCall, AgentReply
-from core.settings.config import Settings
 from core.store import open_store
 from flujo_cli import exit_codes
 from tests.support.cli_helpers import EXAMPLES, ROOT, flujo, read_terminal_until

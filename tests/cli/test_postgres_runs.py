@@ -19,8 +19,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from core.model.records import RunRecord
-from core.ports import RunStore
+from core import RunRecord, RunStore
 from core.store import open_store
 from flujo_cli import exit_codes
 from tests.cli.test_durability import ANSWERS, BLUEPRINT, _answer_args

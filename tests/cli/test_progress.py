@@ -6,7 +6,7 @@ from io import StringIO
 
 from rich.console import Console
 
-from core.model.records import StepRecord
+from core import StepRecord
 from flujo_cli.progress import LiveReporter, preview
 
 

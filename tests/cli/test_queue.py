@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from core.model.records import RunRecord
+from core import RunRecord
 from core.store import open_store
 from flujo_cli import exit_codes
 from tests.support.cli_helpers import ROOT, flujo_process, wait_until

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from core import ProviderError
 from core.agents import AgentSpec, Backoff, build_agent
 from core.model.calls import AgentCall, Retry
-from core.model.errors import ProviderError
 from flujo_cli import exit_codes
 from tests.support.cli_helpers import flujo_process
 from tests.support.fakes.openai_server import FakeLLM

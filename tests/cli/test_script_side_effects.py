@@ -18,9 +18,8 @@ from typing import Any
 
 import pytest
 
+from core import AgentCall, Settings
 from core.agents import AgentSpec, build_agent
-from core.model.calls import AgentCall
-from core.settings.config import Settings
 from tests.support.cli_helpers import ROOT, alive, flujo_process, wait_until
 
 # Attempt 1 writes its pid, then waits before its side effect (long enough to be killed first); any later

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from core.model.errors import ConfigError
-from core.settings.config import load_settings
+from core import ConfigError, load_settings
 from core.settings.file import key_position
 from flujo_cli import exit_codes
 from tests.support.cli_helpers import flujo

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from core.model.records import TraceEvent
+from core import TraceEvent
 from core.store import open_store
 from flujo_cli import exit_codes
 from tests.support.cli_helpers import ROOT, flujo

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from core.settings.config import load_settings
+from core import load_settings
 from flujo_cli import exit_codes
 from tests.support.cli_helpers import flujo
 

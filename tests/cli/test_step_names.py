@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from blueprints import compile_pipeline, load_blueprint, validate_file
-from core.settings.config import Settings
-from core.steps.paths import StepPaths
+from core import Settings, StepPaths
 from flujo_cli import exit_codes
 from tests.support.cli_helpers import flujo
 

@@ -10,7 +10,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from core.model.records import RunRecord, StepRecord, TraceEvent
+from core import RunRecord, StepRecord, TraceEvent
 from core.policies.workflow import child_run_id
 from core.store import open_store
 from flujo_cli import exit_codes

@@ -29,8 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from core.model.errors import StoreUnavailable
-from core.model.records import RunRecord, StepRecord
+from core import RunRecord, StepRecord, StoreUnavailable
 from core.store import open_store
 from flujo_cli import exit_codes
 from tests.support import postgres_server

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.context import RunContext
-from core.engine import Engine
-from core.store.memory import MemoryStore
+from core import Engine, RunContext
+from core.store import MemoryStore
 from tests.core.test_conversation_runs import compile_text
 
 

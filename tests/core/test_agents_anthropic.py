@@ -9,11 +9,10 @@ from typing import Any
 import pytest
 
 from blueprints import load_pipeline
+from core import AgentOutputError, ConfigError, Engine, ProviderError, ReplyCutOff
 from core.agents import AgentSpec, AnthropicChatAgent, Backoff, build_agent
 from core.agents.anthropic_chat import LEADING_USER_TURN
-from core.engine import Engine
 from core.model.calls import AgentCall, ChatMessage, Retry
-from core.model.errors import AgentOutputError, ConfigError, ProviderError, ReplyCutOff
 from core.settings.config import ProviderSettings, Settings
 from core.store import MemoryStore
 from core.testing import ScriptedHuman

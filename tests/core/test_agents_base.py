@@ -6,8 +6,20 @@ from typing import Any
 
 import pytest
 
-from core import Agent, AgentCall, AgentReply, AgentStep, ChatMessage, Engine, LoopStep, Pipeline
+from core import (
+    Agent,
+    AgentCall,
+    AgentReply,
+    AgentStep,
+    ChatMessage,
+    Conversation,
+    Engine,
+    LoopStep,
+    ModelInfo,
+    Pipeline,
+)
 from core.agents import (
+    AgentSpec,
     AnthropicChatAgent,
     CommandAgent,
     EchoAgent,
@@ -19,9 +31,6 @@ from core.agents import (
 )
 from core.agents.base import BaseAgent
 from core.agents.http import Endpoint
-from core.agents.spec import AgentSpec
-from core.settings.config import ModelInfo
-from core.steps.kinds import Conversation
 from core.store import MemoryStore
 
 ENDPOINT = Endpoint(label="test", base_url="http://127.0.0.1:9", timeout=1.0, max_retries=0)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import core.agents
+from core import Agent, AgentCall, AgentOutputError, ChatMessage, ConfigError, Settings, Usage
 from core.agents import (
     AgentSpec,
     EchoAgent,
@@ -20,11 +21,6 @@ from core.agents import (
     build_agent,
 )
 from core.agents.offline import KEPT_CALLS
-from core.model.calls import AgentCall, ChatMessage
-from core.model.errors import AgentOutputError, ConfigError
-from core.model.usage import Usage
-from core.ports import Agent
-from core.settings.config import Settings
 from core.store import open_store
 from tests.support.cli_helpers import flujo
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from core import AgentOutputError, ConfigError, ProviderError, ProviderUnreachable, ReplyCutOff
 from core.agents import AgentSpec, Backoff, OpenAIChatAgent, build_agent
 from core.model.calls import AgentCall, ChatMessage, Retry
-from core.model.errors import AgentOutputError, ConfigError, ProviderError, ProviderUnreachable, ReplyCutOff
 from core.settings.config import ProviderSettings, Settings, load_settings
 from tests.support.fakes.openai_server import FAKE_API_KEY, Cut, FakeLLM
 

@@ -10,10 +10,8 @@ from typing import Any
 
 import pytest
 
+from core import Abort, AgentCall, ChatMessage, ConfigError, RunError, Settings, TemplateError
 from core.agents import AgentSpec, CommandAgent, PythonAgent, build_agent
-from core.model.calls import AgentCall, ChatMessage
-from core.model.errors import Abort, ConfigError, RunError, TemplateError
-from core.settings.config import Settings
 
 HERE = "tests.core.test_agents_script"
 

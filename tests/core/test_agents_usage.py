@@ -6,13 +6,8 @@ from typing import Any
 
 import pytest
 
-from core import AgentStep, Engine, Pipeline
+from core import ZERO_USAGE, Agent, AgentOutputError, AgentStep, Engine, Limits, ParallelStep, Pipeline, Settings, Usage
 from core.agents import AgentSpec, Backoff, build_agent
-from core.model.errors import AgentOutputError
-from core.model.usage import ZERO_USAGE, Usage
-from core.ports import Agent
-from core.settings.config import Settings
-from core.steps.kinds import Limits, ParallelStep
 from core.store import MemoryStore
 from core.text.redaction import MASK, Redactor
 from tests.support.fakes.openai_server import FakeLLM

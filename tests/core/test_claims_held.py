@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from core.model.records import RunRecord
+from core import RunRecord
 from core.store import MemoryStore, open_store
 from core.store.rows import claims
 from core.store.sqlite_backend.store import CLAIMS_SUFFIX

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from core.model.errors import ConfigError
-from core.settings.config import load_settings
+from core import ConfigError, load_settings
 
 
 @pytest.mark.parametrize(
@@ -53,7 +52,7 @@ def test_environment_lists_replace_the_toml_lists(tmp_path: Path) -> None:
 
 
 def test_set_assignments_are_the_top_layer(tmp_path: Path) -> None:
-    from core.settings.config import overrides_from_assignments
+    from core import overrides_from_assignments
 
     (tmp_path / "flujo.toml").write_text("[history]\nmax_tokens = 1000\nmax_turns = 7\n", encoding="utf-8")
     overrides = overrides_from_assignments(
@@ -76,7 +75,7 @@ def test_set_assignments_are_the_top_layer(tmp_path: Path) -> None:
     [("history.max_tokens", "is not KEY=VALUE"), ("=3", "is not KEY=VALUE"), ("nope=1", "no setting 'nope'")],
 )
 def test_a_malformed_set_assignment_is_a_config_error(assignment: str, message: str) -> None:
-    from core.settings.config import overrides_from_assignments
+    from core import overrides_from_assignments
 
     with pytest.raises(ConfigError, match=message):
         overrides_from_assignments([assignment])
@@ -93,7 +92,7 @@ def test_blueprint_limits_beat_the_configured_defaults_key_by_key(tmp_path: Path
 
 
 def test_the_default_summarizer_comes_from_every_layer(tmp_path: Path) -> None:
-    from core.settings.config import overrides_from_assignments
+    from core import overrides_from_assignments
 
     assert load_settings(cwd=tmp_path, env={}).history.summarizer_model is None
     (tmp_path / "flujo.toml").write_text(

@@ -17,9 +17,8 @@ from typing import Any
 import pytest
 
 from blueprints import load_pipeline, validate_file
-from core.engine import Engine
+from core import Engine, Settings
 from core.model.codec import dump
-from core.settings.config import Settings
 from core.store import MemoryStore
 from core.testing import ScriptedHuman
 from tests.support.cli_helpers import flujo

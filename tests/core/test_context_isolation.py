@@ -6,8 +6,7 @@ views it made keep showing what they showed. A parallel's branches (``branch``) 
 
 from __future__ import annotations
 
-from core.context import RunContext
-from core.text.turns import ConversationTurn, HitlEntry
+from core import ConversationTurn, HitlEntry, RunContext
 
 
 def _turn(text: str) -> ConversationTurn:

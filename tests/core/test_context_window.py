@@ -15,10 +15,8 @@ from typing import Any
 
 import pytest
 
+from core import AgentStep, ChatMessage, LoopStep, load_settings
 from core.agents import AgentSpec, build_agent
-from core.model.calls import ChatMessage
-from core.settings.config import load_settings
-from core.steps.kinds import AgentStep, LoopStep
 from core.text.tokens import count_messages
 from tests.core.test_conversation_runs import compile_text, run
 from tests.support.fakes.openai_server import FakeLLM

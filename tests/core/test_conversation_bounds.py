@@ -7,11 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from blueprints import load_pipeline
+from core import ChatMessage, ConversationTurn, load_settings
 from core.conversation.history import bound, drop_oldest, turn_cost
-from core.model.calls import ChatMessage
-from core.settings.config import load_settings
 from core.text.tokens import count_messages
-from core.text.turns import ConversationTurn
 from tests.core.test_conversation_runs import ANSWERS, EXAMPLE, Q1, Q2, SUMMARIZED, compile_text, prompts, run, sent
 from tests.support.fakes.openai_server import FakeLLM
 

@@ -19,11 +19,18 @@ import yaml
 
 from blueprints import load_pipeline, validate_file
 from blueprints.compiling.loop_hooks import NextInput
-from core.engine import Engine, RunOutcome
-from core.model.calls import ChatMessage
-from core.model.records import StepRecord, TraceEvent
-from core.settings.config import Settings, load_settings
-from core.steps.kinds import HistoryPolicy, LoopStep, Pipeline
+from core import (
+    ChatMessage,
+    Engine,
+    HistoryPolicy,
+    LoopStep,
+    Pipeline,
+    RunOutcome,
+    Settings,
+    StepRecord,
+    TraceEvent,
+    load_settings,
+)
 from core.store import MemoryStore, open_store
 from core.testing import ScriptedHuman
 from core.text.tokens import count_messages

@@ -10,9 +10,24 @@ from typing import Any
 import pytest
 
 from blueprints import load_pipeline
-from core.agents.offline import ScriptedAgent
-from core.agents.script import PassthroughAgent, PythonAgent
-from core.context import RunContext
+from core import (
+    AgentStep,
+    ConditionalStep,
+    Conversation,
+    Engine,
+    Expression,
+    HitlStep,
+    LazyView,
+    LoopStep,
+    MapStep,
+    ParallelStep,
+    RunContext,
+    Settings,
+    Step,
+    Template,
+    load_settings,
+)
+from core.agents import PassthroughAgent, PythonAgent, ScriptedAgent
 from core.conversation.history import (
     HISTORY_CLOSE,
     HISTORY_OPEN,
@@ -24,24 +39,10 @@ from core.conversation.history import (
 )
 from core.conversation.loop_scope import seed
 from core.conversation.turns import capture, start
-from core.engine import Engine
 from core.model.calls import Role
-from core.model.views import LazyView
-from core.settings.config import Settings, load_settings
-from core.steps.kinds import (
-    AgentStep,
-    ConditionalStep,
-    Conversation,
-    HitlStep,
-    LoopStep,
-    MapStep,
-    ParallelStep,
-    Step,
-)
 from core.store import MemoryStore
 from core.testing import ScriptedHuman
 from core.text import tokens
-from core.text.templates import Expression, Template
 from core.text.tokens import MESSAGE_OVERHEAD, count_tokens
 from core.text.turns import ConversationTurn, turn_text
 

@@ -17,9 +17,9 @@ from core import (
     MapStep,
     ParallelStep,
     Pipeline,
+    RunError,
     Template,
 )
-from core.model.errors import RunError
 from core.store import MemoryStore
 from core.testing import FuncAgent, RecordingReporter, ScriptedHuman
 

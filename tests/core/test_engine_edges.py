@@ -9,21 +9,24 @@ from typing import Any
 import pytest
 
 from core import (
+    Abort,
     AgentStep,
     ConditionalStep,
     Engine,
     Expression,
     HitlStep,
+    LimitReached,
     Limits,
     LoopStep,
     MapStep,
     ParallelStep,
+    Pause,
     Pipeline,
+    RunError,
     RunOutcome,
     Step,
     Template,
 )
-from core.model.errors import Abort, LimitReached, Pause, RunError
 from core.store import MemoryStore
 from core.testing import FuncAgent, ScriptedHuman
 

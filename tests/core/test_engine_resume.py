@@ -26,12 +26,12 @@ from core import (
     MapStep,
     ParallelStep,
     Pipeline,
+    RunError,
     RunOutcome,
     StepRecord,
     Template,
     TraceEvent,
 )
-from core.model.errors import RunError
 from core.store import MemoryStore
 from core.testing import FuncAgent, ScriptedHuman
 

@@ -9,16 +9,11 @@ import asyncio
 import itertools
 from typing import Any
 
-from core import Engine, Limits, Pipeline
-from core.agents import AgentSpec, build_agent
-from core.agents.offline import ScriptedAgent
-from core.agents.script import PythonAgent
+from core import ChatMessage, Dependency, Engine, EnsembleStep, Expression, Limits, Participant, Pipeline, Template
+from core.agents import AgentSpec, PythonAgent, ScriptedAgent, build_agent
 from core.conversation import parse_reply
-from core.model.calls import ChatMessage
-from core.steps.kinds import Dependency, EnsembleStep, Participant
 from core.store import MemoryStore
 from core.testing import FuncAgent, RecordingReporter, ScriptedHuman
-from core.text.templates import Expression, Template
 from tests.support.fakes.openai_server import FakeLLM
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.context import RunContext
+from core import RunContext
 from core.conversation.costs import TURN_OVERHEAD, turn_cost
 from core.conversation.history import as_messages, bound, prompt_turns
 from core.model.calls import Role

@@ -25,35 +25,45 @@ import pytest
 
 from benchmarks import ensemble_run
 from blueprints import load_pipeline
+from core import (
+    ZERO_USAGE,
+    AgentCall,
+    ChatMessage,
+    Conversation,
+    Engine,
+    EnsembleStep,
+    Expression,
+    HitlStep,
+    LoopStep,
+    NullReporter,
+    PromptSent,
+    RunContext,
+    RunRecord,
+    StepRecord,
+    Template,
+    TemplateError,
+    TraceEvent,
+    Usage,
+    load_settings,
+)
+from core.agents import PythonAgent
 from core.agents.chat import input_text
-from core.agents.script import PythonAgent
-from core.context import RunContext
 from core.conversation.current_message import is_context
 from core.conversation.history import as_messages, bound
 from core.conversation.turns import ActiveConversation, add_turn, start
-from core.engine import Engine
 from core.model import codec, events, views
-from core.model.calls import AgentCall, ChatMessage
-from core.model.errors import TemplateError
-from core.model.events import PromptSent
-from core.model.records import RunRecord, StepRecord, TraceEvent
-from core.model.usage import ZERO_USAGE, Usage
 from core.model.views import LazyView, copied, json_default
 from core.policies import person
 from core.policies.context_writes import agent_finished, note_agent_command
 from core.policies.frame import Frame
 from core.policies.frame import scope as frame_scope
 from core.policies.person import person_question
-from core.ports import NullReporter
-from core.settings.config import load_settings
-from core.steps.kinds import Conversation, EnsembleStep, HitlStep, LoopStep
 from core.store import MemoryStore, open_store
 from core.store.rows import shared_lists, texts
 from core.testing import ScriptedHuman
 from core.text import bounds, redaction, templates, tokens
 from core.text.redaction import MASK, Redactor
 from core.text.sandbox import BoundedSandbox
-from core.text.templates import Expression, Template
 from core.text.turns import ConversationTurn, HitlEntry, turn_text
 
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.engine import Engine
-from core.store.memory import MemoryStore
-from core.text.redaction import Redactor
+from core import Engine, Redactor
+from core.store import MemoryStore
 from tests.core.test_conversation_runs import compile_text
 
 NESTED = """\
@@ -83,9 +82,8 @@ class Unprintable:
 
 
 def test_a_trace_event_that_cannot_be_prepared_does_not_fail(tmp_path: Path) -> None:
-    from core.model.events import PromptSent, UnknownEvent
+    from core import NullReporter, PromptSent, UnknownEvent
     from core.policies.frame import Frame
-    from core.ports import NullReporter
     from core.testing import ScriptedHuman
 
     class Exploding(Redactor):

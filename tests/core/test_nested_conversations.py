@@ -18,9 +18,8 @@ from typing import Any
 import pytest
 
 from blueprints import load_pipeline
-from core.engine import Engine, RunOutcome
+from core import Engine, RunOutcome, Settings
 from core.policies.workflow import child_run_id
-from core.settings.config import Settings
 from core.store import MemoryStore
 from core.testing import ScriptedHuman
 from flujo_cli import exit_codes

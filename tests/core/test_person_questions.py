@@ -5,19 +5,13 @@ from __future__ import annotations
 
 import asyncio
 
-from core.agents.offline import ScriptedAgent
+from core import ConversationTurn, HistoryPolicy, NoHuman, NullReporter, Redactor, SimulatedPerson, Usage
+from core.agents import ScriptedAgent
 from core.answering.order import Answering, AnswerNote
 from core.answering.replay import RecordedAnswer, RecordedAnswers
-from core.answering.simulated_person import SimulatedPerson
-from core.engine import NoHuman
-from core.model.usage import Usage
 from core.policies.frame import Frame
 from core.policies.person import PersonQuestion, ask_person
-from core.ports import NullReporter
-from core.steps.kinds import HistoryPolicy
 from core.store import MemoryStore
-from core.text.redaction import Redactor
-from core.text.turns import ConversationTurn
 
 
 def frame(answering: Answering) -> Frame:

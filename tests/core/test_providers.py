@@ -13,11 +13,9 @@ import pytest
 
 from blueprints import validate_file
 from blueprints.scaffold.questions import QUESTIONS
+from core import PROVIDERS, ConfigError, provider_of, read_gguf
 from core.agents import AgentSpec, build_agent
-from core.agents.gguf import read_gguf
 from core.agents.local_server import available_memory, default_batch_threads, default_threads
-from core.model.errors import ConfigError
-from core.model.providers import PROVIDERS, provider_of
 from core.settings.config import (
     HistorySettings,
     LocalSettings,

@@ -18,10 +18,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from blueprints import load_pipeline
-from core import Engine, HumanQuestion
-from core.settings.config import Settings
+from core import Engine, HumanQuestion, Redactor, Settings
 from core.store import MemoryStore
-from core.text.redaction import Redactor
 
 # Names a generated step may take: plain ones, and ones holding the path separator (or the escape) that
 # spell the path of another step (``chat/1/ask`` is the ``ask`` step of the ``chat`` loop's first iteration).

@@ -21,16 +21,24 @@ import pytest
 
 import core.store
 import core.store.sqlite_backend.store as sqlite_module
-from core.model.errors import StoreError, StoreUnavailable
-from core.model.records import RunRecord, RunUpdate, StepRecord, ThreadSummary, ThreadTurn, TraceEvent
-from core.model.usage import Usage
-from core.ports import RunStore
+from core import (
+    ConversationTurn,
+    RunRecord,
+    RunStore,
+    RunUpdate,
+    StepRecord,
+    StoreError,
+    StoreUnavailable,
+    ThreadSummary,
+    ThreadTurn,
+    TraceEvent,
+    Usage,
+)
 from core.store import SCHEMA_VERSION, MemoryStore, SqliteStore, open_store
 from core.store.rows import text_cache
 from core.store.sqlite_backend import batch as sqlite_batch
 from core.store.sqlite_backend.migrations import MIGRATIONS
 from core.text.tokens import count_tokens
-from core.text.turns import ConversationTurn
 
 REPO = Path(__file__).resolve().parents[2]
 

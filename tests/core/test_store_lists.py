@@ -20,18 +20,12 @@ from hypothesis import strategies as st
 
 from benchmarks import ensemble_run
 from blueprints import load_pipeline
-from core.engine import Engine
+from core import Engine, NullReporter, Redactor, RunRecord, RunUpdate, StepRecord, StoreError, TraceEvent, load_settings
 from core.model import codec
-from core.model.errors import StoreError
-from core.model.records import RunRecord, RunUpdate, StepRecord, TraceEvent
-from core.ports import NullReporter
-from core.settings.config import load_settings
-from core.store import open_store
+from core.store import copy_runs, open_store
 from core.store.rows import shared_lists, texts
 from core.store.rows.shared_lists import ListMemory, Pending
-from core.store.rows.transfer import copy_runs
 from core.testing import ScriptedHuman
-from core.text.redaction import Redactor
 
 DATA = Path(__file__).parents[1] / "data" / "store"
 SYSTEM = {"role": "system", "content": "You help a person plan. Ask one question at a time, and keep it short."}

@@ -17,8 +17,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from core.model.errors import StoreError
-from core.model.records import RunRecord
+from core import RunRecord, StoreError
 from core.settings.location import describe, password, secrets
 from core.store import SCHEMA_VERSION, open_store
 from core.store.postgres_backend.schema import PG_MIGRATIONS
@@ -188,7 +187,7 @@ async def _pause() -> None:
 
 
 def test_redaction_masks_the_password_of_a_postgresql_state_uri() -> None:
-    from core.settings.config import Settings, secret_values
+    from core import Settings, secret_values
 
     settings = Settings(state_uri="postgresql://flujo:s%40fe-pw@db:5432/runs")
     assert {"s@fe-pw", "s%40fe-pw"} <= set(secret_values(settings, env={}))
@@ -196,7 +195,7 @@ def test_redaction_masks_the_password_of_a_postgresql_state_uri() -> None:
 
 
 async def test_a_long_text_is_stored_once_per_run(postgres_uri: str) -> None:
-    from core.model.records import StepRecord, TraceEvent
+    from core import StepRecord, TraceEvent
 
     said = "a long answer that the next prompt injects again, " * 4
     async with await open_store(postgres_uri) as store:

@@ -17,8 +17,7 @@ from typing import Any
 import pytest
 
 import core.store.sqlite_backend.store as sqlite_module
-from core.model.errors import StoreError
-from core.model.records import RunRecord, StepRecord, TraceEvent
+from core import RunRecord, StepRecord, StoreError, TraceEvent
 from core.store import open_store
 
 REPO = Path(__file__).resolve().parents[2]

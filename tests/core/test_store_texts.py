@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 import core.store.rows.texts as texts_module
+from core import RunRecord, StepRecord, TraceEvent
 from core.model import codec
-from core.model.records import RunRecord, StepRecord, TraceEvent
 from core.store import open_store
 from core.store.rows.texts import MIN_SHARED, join, references, split
 

@@ -10,10 +10,17 @@ from pathlib import Path
 import pytest
 
 from blueprints import compile_pipeline, load_blueprint, validate_file
+from core import (
+    BlueprintError,
+    ConfigError,
+    HistorySettings,
+    LoopStep,
+    Pipeline,
+    Settings,
+    load_settings,
+    overrides_from_assignments,
+)
 from core.conversation.summary import SUMMARY_REQUEST
-from core.model.errors import BlueprintError, ConfigError
-from core.settings.config import HistorySettings, Settings, load_settings, overrides_from_assignments
-from core.steps.kinds import LoopStep, Pipeline
 from flujo_cli import exit_codes
 from tests.core.test_conversation_runs import SUMMARY, compile_text, prompts, run, sent, step_records
 from tests.support.cli_helpers import flujo
@@ -239,7 +246,7 @@ TWO_AGENTS = "        - {name: ask, uses: agents.first}\n        - {name: plan, 
 
 
 def test_the_last_speaking_agent_summarizes_with_the_built_in_prompt(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    from core.model.calls import AgentCall
+    from core import AgentCall
 
     for source, expected in (
         ("all_agents", "openai:second-model"),

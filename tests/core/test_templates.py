@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from core import Expression, Template, TemplateSyntax
-from core.model.errors import TemplateError
+from core import Expression, Template, TemplateError, TemplateSyntax
 
 
 def render(source: str, **variables: Any) -> Any:

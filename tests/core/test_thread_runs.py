@@ -14,12 +14,7 @@ from typing import Any
 import pytest
 
 from blueprints import load_pipeline
-from core.engine import Engine, RunOutcome
-from core.model.calls import ChatMessage
-from core.model.errors import RunError
-from core.model.records import ThreadTurn
-from core.settings.config import Settings
-from core.steps.kinds import Pipeline
+from core import ChatMessage, Engine, Pipeline, RunError, RunOutcome, Settings, ThreadTurn
 from core.store import MemoryStore
 from core.testing import RecordingReporter, ScriptedHuman
 from core.text.tokens import count_messages

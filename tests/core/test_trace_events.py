@@ -15,6 +15,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import core.model.events
+from core import (
+    CONTAINER_STEP_KINDS,
+    KEYED_STEP_KINDS,
+    ConditionalStep,
+    EnsembleStep,
+    LoopStep,
+    MapStep,
+    ParallelStep,
+    TraceEvent,
+    WorkflowStep,
+)
 from core.model.events import (
     EVENT_TYPES,
     SUMMARY,
@@ -27,17 +38,6 @@ from core.model.events import (
     ReplyReceived,
     UnknownEvent,
     from_payload,
-)
-from core.model.records import TraceEvent
-from core.steps.kinds import (
-    CONTAINER_STEP_KINDS,
-    KEYED_STEP_KINDS,
-    ConditionalStep,
-    EnsembleStep,
-    LoopStep,
-    MapStep,
-    ParallelStep,
-    WorkflowStep,
 )
 from tests.support.cli_helpers import ROOT
 

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core import ChatMessage
 from core.answering.simulated_person import flipped
 from core.conversation.history import as_messages
-from core.model.calls import ChatMessage
 from core.model.window_map import WindowMap, overlap
 from core.text.redaction import MASK, Redactor
 from core.text.turns import ConversationTurn, Turns

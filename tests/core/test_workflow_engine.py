@@ -20,13 +20,13 @@ from core import (
     LoopStep,
     OutputMapping,
     Pipeline,
+    RunError,
     RunRecord,
     StepRecord,
     Template,
     TraceEvent,
     WorkflowStep,
 )
-from core.model.errors import RunError
 from core.policies.workflow import child_run_id
 from core.store import MemoryStore
 from core.testing import FuncAgent, RecordingReporter, ScriptedHuman

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
-from core.settings.config import load_settings
+from core import load_settings
 from flujo_cli import exit_codes
 from tests.support.cli_helpers import ROOT, flujo
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from core.model.records import RunRecord, StepRecord, TraceEvent
-from core.model.usage import Usage
+from core import RunRecord, StepRecord, TraceEvent, Usage
 from core.text.redaction import MASK, Redactor
 from lens.masking import Masker
 

@@ -16,9 +16,8 @@ from typing import Any
 import pytest
 from rich.console import Console, RenderableType
 
-from core.ports import RunStore
+from core import Redactor, RunStore
 from core.store import MemoryStore, open_store
-from core.text.redaction import Redactor
 from lens import (
     Expansion,
     RunNode,

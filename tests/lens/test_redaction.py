@@ -19,10 +19,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from core.model.records import RunRecord, StepRecord, TraceEvent
-from core.settings.config import load_settings, secret_values
+from core import Redactor, RunRecord, StepRecord, TraceEvent, load_settings, secret_values
 from core.store import open_store
-from core.text.redaction import Redactor
 from lens import build_tree, load_run, walk
 from lens.detail import detail
 from lens.viewer import TraceViewer

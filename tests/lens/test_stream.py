@@ -11,9 +11,8 @@ from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
-from core.model.records import RunRecord, RunUpdate, StepRecord, TraceEvent
+from core import Redactor, RunRecord, RunUpdate, StepRecord, TraceEvent
 from core.store import MemoryStore
-from core.text.redaction import Redactor
 from lens import Expansion, build_tree, load_run, trace_view
 from lens.stream import _ONE_CELL, _wrapped, run_lines, trace_lines
 from tests.support.lens_runs import DEMO, PAUSED, THREADED, record_demo, record_others

@@ -9,10 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from core.model.events import ReplyReceived
-from core.model.records import RunRecord, RunUpdate, StepRecord, TraceEvent
+from core import Redactor, ReplyReceived, RunRecord, RunUpdate, StepRecord, TraceEvent
 from core.store import MemoryStore, open_store
-from core.text.redaction import Redactor
 from lens import CallNode, EventNode, GroupNode, Node, RunNode, StepNode, build_tree, load_run, walk
 from lens.labels import history_badge
 from tests.support.cli_helpers import EXAMPLES, flujo
@@ -161,9 +159,8 @@ async def test_a_composite_step_sums_the_usage_of_what_ran_in_it() -> None:
 
     from rich.console import Console
 
-    from core.model.usage import ZERO_USAGE
+    from core import ZERO_USAGE, Redactor
     from core.store import MemoryStore
-    from core.text.redaction import Redactor
     from lens.detail import detail
     from tests.support.lens_runs import DEMO, record_demo
 

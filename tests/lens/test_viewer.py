@@ -13,8 +13,8 @@ from textual.pilot import Pilot
 from textual.widgets import Input, Static, Tree
 from textual.widgets.tree import TreeNode
 
+from core import Redactor
 from core.store import MemoryStore
-from core.text.redaction import Redactor
 from lens import CallNode, MessageNode, Node, RunNode, StepNode, build_tree, load_run, walk
 from lens.viewer import TraceViewer
 from tests.support.lens_runs import DEMO, SYSTEM_PROMPT, record_demo

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.model.records import RunRecord, RunUpdate, StepRecord, TraceEvent
-from core.model.usage import Usage
-from core.ports import RunStore
+from core import RunRecord, RunStore, RunUpdate, StepRecord, TraceEvent, Usage
 
 T0 = 1_790_000_000.0  # 2026-09-21 14:13:20 UTC
 DEMO = "a1b2c3d4e5f60718"

@@ -18,11 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from core.engine import Engine
-from core.ports import NullReporter
+from core import Engine, NullReporter, Redactor
 from core.store import open_store
 from core.testing import ScriptedHuman
-from core.text.redaction import Redactor
 
 TURN_CHARS = 800
 _VOCABULARY = (
@@ -92,7 +90,7 @@ def measure(turns: int, db_path: Path, *, history: History = "unbounded", state_
     database at ``db_path`` (or the store at ``state_uri``, whose size the caller measures) and return how
     big it is next to the raw text."""
     from blueprints import load_pipeline
-    from core.settings.config import load_settings
+    from core import load_settings
 
     rng = random.Random(turns)
     texts = [turn_text(rng, index) for index in range(turns)]

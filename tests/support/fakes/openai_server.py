@@ -63,7 +63,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from core.settings.config import Settings
+    from core import Settings
 
 FAKE_API_KEY = "sk-test-fake"
 
