@@ -210,6 +210,9 @@ class Engine:
                 await self.store.record_thread_turns(run_id, ctx.thread_turns)
             await self.store.update_run(run_id, RunUpdate(status="interrupted", usage=frame.usage))
             raise
+        finally:  # the run's MCP servers stop with it, however it ended
+            for problem in await frame.tool_sessions.aclose():
+                self.reporter.note(f"a tool's server did not stop cleanly: {problem}")
         if thread is not None:  # before the status: a run that ends "completed" has its turns stored
             await self.store.record_thread_turns(run_id, ctx.thread_turns)
         await self.store.update_run(

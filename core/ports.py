@@ -13,8 +13,8 @@ answer ``None`` to mean "no answer available now" (the run then pauses).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 from core.model.calls import Activity, AgentCall, AgentReply, ChatMessage, HumanQuestion
 from core.model.records import (
@@ -27,6 +27,7 @@ from core.model.records import (
     ThreadTurn,
     TraceEvent,
 )
+from core.model.tools import Approve, ModelTurn, ToolCallContext, ToolDef, ToolMode, ToolOutcome
 from core.text.turns import ConversationTurn
 
 
@@ -107,6 +108,71 @@ class ConversationScope(Protocol):
 
     @property
     def threaded(self) -> bool: ...
+
+
+@runtime_checkable
+class ToolTurns(Protocol):
+    """An agent whose model can use tools (``core.policies.tool_loop`` drives it): each turn sends the
+    messages so far and the tools, and gets back text and the calls the model asks for."""
+
+    @property
+    def tool_mode(self) -> ToolMode:
+        """How this agent tells its model of tools unless the blueprint says (``tool_mode``)."""
+        ...
+
+    def tool_messages(
+        self, messages: Sequence[ChatMessage], tools: Sequence[ToolDef], mode: ToolMode
+    ) -> list[ChatMessage]:
+        """The messages one turn sends, exactly as sent (before redaction): ``messages`` (the agent's prompt,
+        then the loop's assistant and tool messages) as this agent words them in ``mode`` (in ``json`` mode the
+        tools are described in the system prompt and the calls and results are text)."""
+        ...
+
+    async def tool_turn(
+        self, call: AgentCall, messages: Sequence[ChatMessage], tools: Sequence[ToolDef], mode: ToolMode
+    ) -> ModelTurn:
+        """One exchange: send ``messages`` (``tool_messages``' result) offering ``tools``; the reply's text
+        (streamed to ``call.on_text`` where the mode allows) and the tool calls it asks for. Retries, repairs
+        and errors as ``run``'s (``ProviderError`` on failure)."""
+        ...
+
+
+class ToolSessions(Protocol):
+    """What the tools of one run share (MCP server sessions), opened on first use and closed with the run."""
+
+    def get(self, key: str) -> Any: ...
+
+    def put(self, key: str, value: Any, close: Callable[[], Any]) -> None:
+        """Hold ``value`` under ``key``; ``close`` (sync, or returning an awaitable) ends it with the run."""
+        ...
+
+    async def aclose(self) -> list[str]:
+        """Close everything held (the engine, when the run ends); what failed to close, one line each."""
+        ...
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """A tool at run time. A call never raises for a failure of the tool's own (an exception in a Python
+    tool, a non-zero exit, a timeout, arguments that fail its schema): that is the outcome, ``error`` set, for
+    the model to read. It raises only when the run must stop: cancellation, or a ``FlujoError`` about the run
+    itself (an MCP server that will not start)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def approve(self) -> Approve:
+        """Whether the person is asked before each call (known once ``definition`` has been awaited)."""
+        ...
+
+    async def definition(self, sessions: ToolSessions) -> ToolDef:
+        """What the model is told of the tool (an MCP tool asks its server, started in ``sessions``)."""
+        ...
+
+    async def call(
+        self, arguments: Mapping[str, Any], where: ToolCallContext, sessions: ToolSessions
+    ) -> ToolOutcome: ...
 
 
 class HumanInput(Protocol):

@@ -26,7 +26,8 @@ from core.agents.base import BaseAgent, input_text
 from core.agents.spec import AgentSpec
 from core.agents.structured import OutputSchema
 from core.model.calls import Activity, AgentCall, AgentReply, ChatMessage, ChatRole, OutputRepair
-from core.model.errors import AgentOutputError
+from core.model.errors import AgentOutputError, ConfigError
+from core.model.tools import ModelTurn, ToolDef, ToolMode
 from core.model.usage import Usage
 from core.settings.config import ModelInfo
 
@@ -177,6 +178,19 @@ class ChatModelAgent(BaseAgent):
             usage=usage,
             repair=repair,
         )
+
+    # Tools (core.policies.tool_loop). Each provider words the loop's messages and the tools for its wire.
+    tool_mode: ToolMode = "native"
+
+    def tool_messages(
+        self, messages: Sequence[ChatMessage], tools: Sequence[ToolDef], mode: ToolMode
+    ) -> list[ChatMessage]:
+        return list(messages)
+
+    async def tool_turn(
+        self, call: AgentCall, messages: Sequence[ChatMessage], tools: Sequence[ToolDef], mode: ToolMode
+    ) -> ModelTurn:
+        raise ConfigError(f"agents.{self.spec.name} ({self.label}): this provider cannot use tools yet")
 
     @abstractmethod
     async def _complete(self, messages: list[ChatMessage], *, on_text: Callable[[str], None] | None) -> Completion:

@@ -18,6 +18,7 @@ from core.agents.chat import chat_prompt
 from core.agents.structured import Checked, OutputSchema
 from core.model.calls import AgentCall, AgentReply, ChatMessage, OutputRepair
 from core.model.errors import AgentOutputError, ConfigError
+from core.model.tools import ModelTurn, ToolCall, ToolDef, ToolMode
 from core.model.usage import Usage
 
 OFFLINE_USAGE = Usage(requests=1, cost_usd=0.0)
@@ -104,6 +105,29 @@ class ScriptedAgent(_OfflineModel):
     def replayed(self) -> None:
         self._next += 1
 
+    # A tool loop (core.policies.tool_loop): a reply may ask for tools, as ``{"tool": NAME, "arguments": {...}}``
+    # or ``{"tool_calls": [{"name": NAME, "arguments": {...}}, ...], "text": "..."}``; any other reply answers.
+    tool_mode: ToolMode = "native"
+
+    def tool_messages(
+        self, messages: Sequence[ChatMessage], tools: Sequence[ToolDef], mode: ToolMode
+    ) -> list[ChatMessage]:
+        return list(messages)
+
+    async def tool_turn(
+        self, call: AgentCall, messages: Sequence[ChatMessage], tools: Sequence[ToolDef], mode: ToolMode
+    ) -> ModelTurn:
+        self.calls.append(AgentCall(call.input, call.step, call.history, run_id=call.run_id, path=call.path))
+        reply = self._take()
+        asked = scripted_tool_calls(reply)
+        if asked:
+            text = reply.get("text", "") if isinstance(reply, Mapping) else ""
+            return ModelTurn(str(text or ""), asked, OFFLINE_USAGE, "scripted")
+        text = input_text(reply)
+        if call.on_text is not None:
+            stream_in_chunks(text, call.on_text)
+        return ModelTurn(text, (), OFFLINE_USAGE, "scripted", streamed=call.on_text is not None)
+
     def _take(self) -> Any:
         reply = self.replies[min(self._next, len(self.replies) - 1)]
         self._next += 1
@@ -139,6 +163,22 @@ class EchoAgent(_OfflineModel):
         if call.on_text is not None:
             stream_in_chunks(input_text(call.input), call.on_text)
         return AgentReply(call.input, OFFLINE_USAGE, "echo")
+
+
+def scripted_tool_calls(reply: Any) -> tuple[ToolCall, ...]:
+    """The tool calls a scripted reply asks for (none: it is an answer)."""
+    if not isinstance(reply, Mapping):
+        return ()
+    if isinstance(reply.get("tool"), str):
+        return (ToolCall("call_1", reply["tool"], reply.get("arguments", {})),)
+    listed = reply.get("tool_calls")
+    if not isinstance(listed, list):
+        return ()
+    return tuple(
+        ToolCall(f"call_{n}", str(each.get("name", each.get("tool", ""))), each.get("arguments", {}))
+        for n, each in enumerate(listed, 1)
+        if isinstance(each, Mapping)
+    )
 
 
 def stream_in_chunks(text: str, on_text: Callable[[str], None], *, chunks: int = 3) -> None:

@@ -10,17 +10,26 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from core.model.tools import ToolCall
 from core.model.usage import ZERO_USAGE, Usage
 
-# Who says a turn of a conversation; a chat message may also be the system prompt.
+# Who says a turn of a conversation; a chat message may also be the system prompt, or (in an agent step's
+# tool loop, never in a conversation) a tool's result.
 Role = Literal["user", "assistant"]
-ChatRole = Literal["system", "user", "assistant"]
+ChatRole = Literal["system", "user", "assistant", "tool"]
 
 
 @dataclass(frozen=True)
 class ChatMessage:
+    """One message of a prompt. In a tool loop an ``assistant`` message may carry the ``tool_calls`` the model
+    asked for, and a ``tool`` message is the result of the call whose id is ``tool_call_id`` (``name`` is the
+    tool's)."""
+
     role: ChatRole
     content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
 
     def to_dict(self) -> dict[str, str]:
         return {"role": self.role, "content": self.content}

@@ -286,6 +286,20 @@ class UnknownEvent(_Event):
         return dict(self.payload)
 
 
+@dataclass(frozen=True, slots=True)
+class ToolCalled(_Event):
+    """A tool call of an agent step's tool loop (at its ``P/tool/N`` path): the ``tool``, the ``arguments``
+    the model gave, the ``result`` the model was sent (cut to the agent's size), whether it was an ``error``
+    (the tool failed, the arguments did not fit, the tool is unknown) and whether the person ``declined`` it."""
+
+    kind: ClassVar[Literal["tool.call"]] = "tool.call"
+    tool: str
+    arguments: Any
+    result: str
+    error: bool = False
+    declined: bool | None = _when_set()
+
+
 KnownEvent = (
     AgentStarted
     | ProcessStarted
@@ -305,6 +319,7 @@ KnownEvent = (
     | BranchTaken
     | ParallelDone
     | EnsembleDone
+    | ToolCalled
 )
 Event = KnownEvent | UnknownEvent
 

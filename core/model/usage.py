@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,23 @@ class Usage:
         if self.interrupted:
             data["interrupted"] = self.interrupted
         return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Usage:
+        """The usage ``to_dict`` wrote (a missing or misfit count reads as 0, an unknown cost as None)."""
+
+        def count(key: str) -> int:
+            value = data.get(key)
+            return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+        cost = data.get("cost_usd")
+        return cls(
+            input_tokens=count("input_tokens"),
+            output_tokens=count("output_tokens"),
+            requests=count("requests"),
+            cost_usd=float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None,
+            interrupted=count("interrupted"),
+        )
 
 
 ZERO_USAGE = Usage()

@@ -26,11 +26,12 @@ from core.model.events import AgentStarted, CallSent, KnownEvent, ProcessStarted
 from core.model.records import StepRecord, StepStatus, TraceEvent, interrupted_calls
 from core.model.usage import INTERRUPTED_CALL, ZERO_USAGE, Usage
 from core.model.views import ATOMIC, LazyView, copied
-from core.ports import Agent, HumanInput, Reporter, RunStore
+from core.ports import Agent, HumanInput, Reporter, RunStore, ToolSessions
 from core.steps.kinds import Limits
 from core.steps.paths import path_segment
 from core.text.redaction import Redactor
 from core.text.tokens import count_messages
+from core.tools.sessions import OpenSessions
 
 
 @dataclass
@@ -68,6 +69,9 @@ class Frame:
     # with ``started``): what is left of it is ended before the step runs again (``begin_attempt``).
     groups: dict[str, ProcessStarted] = field(default_factory=dict)
     answering: Answering = field(default_factory=Answering)  # who answers besides the human (core.answering.order)
+    # What the run's tools share (MCP servers), opened on first use; the engine closes it when the run ends.
+    # A sub-workflow's child run shares its parent's.
+    tool_sessions: ToolSessions = field(default_factory=lambda: OpenSessions())
 
     def event(self, path: str, event: KnownEvent, sent: Sequence[ChatMessage] | None = None) -> TraceEvent:
         """``event`` of the step at ``path`` with secrets masked, ready to store. Tracing never fails a run:

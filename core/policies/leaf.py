@@ -22,6 +22,7 @@ from core.model.views import copied
 from core.policies.context_writes import note_agent_command, record_output, sink, update_context
 from core.policies.frame import Frame, Reservation, scope
 from core.policies.person import ask_person, person_question
+from core.policies.tool_loop import LoopSpend, run_tool_loop
 from core.policies.turn_text import shown_turn
 from core.ports import Agent
 from core.steps.kinds import AgentStep, HitlStep
@@ -129,18 +130,28 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
                 on_activity=lambda activity: frame.reporter.activity(path, activity),
             )
             refuse_oversized(step.name, agent, call)
-            sent = agent.prompt(call)
-            # The messages go as the message objects: a conversation's prompts resend the same ones, masked once.
             prompt = PromptSent(agent.label, (), injection.injected, history=injection.trace or None)
-            events.append(frame.event(path, prompt, sent))
-            held = await frame.begin_call(path, step.name, agent, sent, started=started)
-            reply = await agent.run(call)
-            usage = reply.usage
-            # The value the journal will hold (a JSON round trip), so a resumed run sees exactly what this one saw.
-            output = normalize(reply.output)
-            if reply.repair is not None:
-                events.append(frame.event(path, _repaired(reply.repair)))
-            events.append(frame.event(path, ReplyReceived(output, reply.model, reply.attempts, usage.to_dict())))
+            if step.tools is not None:  # each turn of the loop is journaled, reserved and traced on its own
+                spend = LoopSpend(prompt=prompt)
+                try:
+                    output = normalize(await run_tool_loop(step, agent, call, path, frame, spend))
+                finally:
+                    usage = spend.usage
+                events.append(frame.event(path, ReplyReceived(output, None, spend.turns, usage.to_dict())))
+            else:
+                sent = agent.prompt(call)
+                # The messages go as the message objects: a conversation's prompts resend the same ones, masked
+                # once.
+                events.append(frame.event(path, prompt, sent))
+                held = await frame.begin_call(path, step.name, agent, sent, started=started)
+                reply = await agent.run(call)
+                usage = reply.usage
+                # The value the journal will hold (a JSON round trip), so a resumed run sees exactly what this
+                # one saw.
+                output = normalize(reply.output)
+                if reply.repair is not None:
+                    events.append(frame.event(path, _repaired(reply.repair)))
+                events.append(frame.event(path, ReplyReceived(output, reply.model, reply.attempts, usage.to_dict())))
             if agent.is_model:
                 frame.reporter.agent_replied(path, step.name, output)
         _apply_agent_output(step, ctx, data, output)

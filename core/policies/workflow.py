@@ -180,6 +180,7 @@ async def _enter(step: WorkflowStep, value: Any, child_id: str, path: str, frame
         parent=frame,
         started=started,
         answering=frame.answering.within(path),
+        tool_sessions=frame.tool_sessions,
     )
     if record is not None and record.run_id == child_id:  # entered again: an earlier process ran it
         await child.count_interrupted()

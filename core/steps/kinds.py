@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args
 
 from core.model.errors import SourcePosition
 from core.model.records import RunRecord
-from core.ports import Agent
+from core.model.tools import ToolMode
+from core.ports import Agent, Tool
 from core.text.templates import Expression, Template
 
 if TYPE_CHECKING:
@@ -51,9 +52,29 @@ class AgentStep:
     # the history sent to agents keeps the result as it was said.
     turn_text: Template | None = None
     position: SourcePosition | None = None
+    # The tools the agent's model may call in this step (``core.policies.tool_loop``); None: it only talks.
+    tools: ToolUse | None = None
     kind: Literal["step"] = "step"
     key_name: ClassVar[str | None] = None
     holds_steps: ClassVar[bool] = False
+
+
+DEFAULT_MAX_TOOL_CALLS = 8
+# The most characters of a tool's result a model is sent (the rest is cut, with a note saying so).
+DEFAULT_RESULT_CHARS = 8_000
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    """The tools an agent step's model may call, at most ``max_tool_calls`` calls per step, each result cut
+    to ``result_chars`` characters before the model sees it; ``mode`` is how the model is told of them (None:
+    the agent's ``tool_mode``). ``agent`` is the agent's name in the blueprint, for messages."""
+
+    tools: tuple[Tool, ...]
+    max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS
+    mode: ToolMode | None = None
+    result_chars: int = DEFAULT_RESULT_CHARS
+    agent: str = ""
 
 
 @dataclass(frozen=True)

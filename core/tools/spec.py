@@ -1,0 +1,47 @@
+"""``ToolSpec``: the definition of a tool, independent of YAML (the blueprint compiler fills it)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.model.tools import Approve
+
+
+@dataclass(frozen=True)
+class McpServerSpec:
+    """An MCP server over stdio: the command that starts it, extra environment, the directory it runs in."""
+
+    command: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+
+    @property
+    def key(self) -> str:
+        """One server per distinct command line and environment in a run."""
+        return "\x00".join(self.command) + "\x01" + "\x00".join(f"{k}={v}" for k, v in sorted(self.env.items()))
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """What a tool is. Exactly one of ``python``, ``command``, ``workflow`` or ``mcp`` is set.
+
+    ``python`` is ``package.module:function`` (sync or async); its arguments' schema comes from the
+    signature's type hints and its description from the docstring unless given here. ``command`` is an argv
+    list: the arguments go to its stdin as JSON, its stdout is the result (JSON when it parses). ``workflow``
+    names an imported workflow (``imports.triage``): it runs as a sub-workflow with the arguments as its input.
+    ``mcp`` is a stdio MCP server: the tool is each of its tools (``include`` limits them), named as the server
+    names them. ``approve`` None is the default: ``never``, except an MCP tool the server marks destructive,
+    which asks. ``timeout`` (seconds) bounds one call of a ``python`` or ``command`` tool."""
+
+    name: str
+    description: str | None = None
+    input_schema: Mapping[str, Any] | None = None
+    approve: Approve | None = None
+    python: str | None = None
+    command: tuple[str, ...] = ()
+    workflow: str | None = None
+    mcp: McpServerSpec | None = None
+    include: tuple[str, ...] = ()
+    timeout: float | None = None
