@@ -66,6 +66,7 @@ if TYPE_CHECKING:
         ReplyReceived,
         StepErrored,
         SummaryFailed,
+        ToolCalled,
         UnknownEvent,
     )
     from core.model.providers import OFFLINE_MODELS, PROVIDER_NAMES, PROVIDERS, find_provider, provider_of
@@ -239,6 +240,7 @@ _WHERE = {
     "StoreError": "core.model.errors",
     "StoreUnavailable": "core.model.errors",
     "SummaryFailed": "core.model.events",
+    "ToolCalled": "core.model.events",
     "Template": "core.text.templates",
     "TemplateError": "core.model.errors",
     "TemplateSyntax": "core.text.templates",
@@ -385,6 +387,7 @@ __all__ = [
     "TemplateSyntax",
     "ThreadSummary",
     "ThreadTurn",
+    "ToolCalled",
     "TraceEvent",
     "UnknownEvent",
     "Usage",

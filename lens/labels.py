@@ -34,6 +34,7 @@ from core import (
     RunRecord,
     StepErrored,
     SummaryFailed,
+    ToolCalled,
     UnknownEvent,
     Usage,
 )
@@ -264,6 +265,11 @@ def _event_words(event: Event, payload: Mapping[str, Any], interrupted: bool) ->
             if event.cost_usd:
                 words += f" and {figures.dollars(event.cost_usd)}"
             return Text(words + " held against the limits", style="yellow")
+        case ToolCalled(tool=tool, arguments=arguments, result=result, error=error, declined=declined):
+            said = f"{tool}({one_line(arguments, 50)}) → {one_line(result, 60)}"
+            if declined:
+                return Text(f"{tool}({one_line(arguments, 50)}) declined by the person", style="yellow")
+            return Text(said, style="red" if error else "")
         case PromptSent() | OutputRepaired() | HistoryNotInjected() | UnknownEvent():
             return Text(one_line(dict(payload)))
         case _:

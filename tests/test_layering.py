@@ -434,6 +434,7 @@ CORE_ROOMS = (
     "core.steps",
     "core.conversation",
     "core.agents",
+    "core.tools",
     "core.store",
     "core.policies",
     "core.engine",
