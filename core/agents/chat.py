@@ -12,22 +12,35 @@ method, ``_complete``: a single exchange with their API. Everything else is deci
 - usage is summed over every exchange; cost comes from the price table, None when a price or the
   provider's token counts are unknown (never guessed);
 - ``call.on_activity`` hears ``thinking`` as the request goes (the person sees the wait, not a bare spinner).
+
+In a tool loop (``tool_turn``, driven by core.policies.tool_loop) each turn is one exchange, in one of two modes:
+
+- ``native``: the provider's own tool API (``_tool_exchange``: OpenAI ``tools``/``tool_calls``, Anthropic
+  ``tool_use``/``tool_result``); the text is streamed as in ``run``. With an ``output_schema`` the answer
+  (a reply without calls) is checked as ``run`` checks a reply, and an invalid one gets one repair request
+  that offers the tools but lets the model call none; the turn's ``output`` is the value;
+- ``json``: a response-format schema with one branch per tool and one for the answer (core.agents.json_tools;
+  ``_complete_json``), the tools described in the system prompt; with an ``output_schema`` the answer branch
+  is that schema. A reply that is neither a call nor an answer (cut by ``max_tokens``) gets one repair request,
+  then ``AgentOutputError``. The answer is not streamed: ``call.on_text`` gets it once, whole.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 from abc import abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from core.agents.base import BaseAgent, input_text
+from core.agents.json_tools import json_messages, read_reply, repair_request, turn_schema
 from core.agents.spec import AgentSpec
 from core.agents.structured import OutputSchema
 from core.model.calls import Activity, AgentCall, AgentReply, ChatMessage, ChatRole, OutputRepair
 from core.model.errors import AgentOutputError, ConfigError
-from core.model.tools import ModelTurn, ToolDef, ToolMode
+from core.model.tools import ModelTurn, ToolCall, ToolDef, ToolMode
 from core.model.usage import Usage
 from core.settings.config import ModelInfo
 
@@ -63,7 +76,8 @@ def token_count(usage: Any, key: str) -> int:
 
 @dataclass(frozen=True)
 class Completion:
-    """One exchange with a provider: the reply text and what the provider reported about it."""
+    """One exchange with a provider: the reply text (and in a tool loop the calls it asks for) and what the
+    provider reported about it."""
 
     text: str
     input_tokens: int = 0
@@ -71,6 +85,7 @@ class Completion:
     usage_reported: bool = True
     model: str | None = None
     attempts: int = 1
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 def priced_usage(completion: Completion, price: ModelInfo) -> Usage:
@@ -106,6 +121,7 @@ class ChatModelAgent(BaseAgent):
         self._schema = (
             OutputSchema(spec.output_schema, owner=f"agents.{spec.name}") if spec.output_schema is not None else None
         )
+        self._turn_schemas: dict[str, OutputSchema] = {}  # json mode: the reply's schema, by the tools offered
 
     @property
     def label(self) -> str:
@@ -171,26 +187,124 @@ class ChatModelAgent(BaseAgent):
         rechecked = self._schema.check_text(second.text)
         if rechecked.error is None:
             return AgentReply(rechecked.value, usage, second.model, attempts, repair=repair)
-        raise AgentOutputError(
+        raise self._unrepaired(rechecked.error, usage, repair)
+
+    def _unrepaired(self, error: str, usage: Usage, repair: OutputRepair) -> AgentOutputError:
+        return AgentOutputError(
             f"agents.{self.spec.name} ({self.label}) replied with output that does not match its "
-            f"output_schema, even after one repair request: {rechecked.error}",
+            f"output_schema, even after one repair request: {error}",
             hint="describe the expected JSON in the system prompt, or loosen the output_schema",
             usage=usage,
             repair=repair,
         )
 
-    # Tools (core.policies.tool_loop). Each provider words the loop's messages and the tools for its wire.
+    # Tools (core.policies.tool_loop). Each provider words the loop's messages and the tools for its wire
+    # (``_tool_exchange``) and sends a JSON-mode turn (``_complete_json``); the modes are decided here.
     tool_mode: ToolMode = "native"
 
     def tool_messages(
         self, messages: Sequence[ChatMessage], tools: Sequence[ToolDef], mode: ToolMode
     ) -> list[ChatMessage]:
+        if mode == "json":
+            drop = self._schema.instruction() if self._schema is not None and self._schema_in_prompt else ""
+            return json_messages(messages, tools, self._answer_schema, drop=drop)
         return list(messages)
+
+    @property
+    def _answer_schema(self) -> dict[str, Any] | None:
+        return self._schema.schema if self._schema is not None else None
 
     async def tool_turn(
         self, call: AgentCall, messages: Sequence[ChatMessage], tools: Sequence[ToolDef], mode: ToolMode
     ) -> ModelTurn:
-        raise ConfigError(f"agents.{self.spec.name} ({self.label}): this provider cannot use tools yet")
+        from core.agents.http import retry_listener
+
+        token = retry_listener.set(call.on_retry)
+        try:
+            if call.on_activity is not None:
+                call.on_activity(THINKING)
+            if mode == "json":
+                return await self._json_turn(call, list(messages), tools)
+            return await self._native_turn(call, list(messages), tools)
+        finally:
+            retry_listener.reset(token)
+
+    async def _native_turn(self, call: AgentCall, messages: list[ChatMessage], tools: Sequence[ToolDef]) -> ModelTurn:
+        on_text = call.on_text if self._schema is None else None
+        first = await self._tool_exchange(messages, tools, on_text=on_text, answer_only=False)
+        usage, attempts = priced_usage(first, self._price), first.attempts
+        if first.tool_calls or self._schema is None:
+            streamed = on_text is not None
+            return ModelTurn(first.text, first.tool_calls, usage, first.model, attempts, streamed=streamed)
+        checked = self._schema.check_text(first.text)
+        if checked.error is None:
+            return ModelTurn(first.text, (), usage, first.model, attempts, output=checked.value)
+        request = self._schema.repair_request(checked.error)
+        repairing = [*messages, ChatMessage("assistant", first.text), ChatMessage("user", request)]
+        second = await self._tool_exchange(repairing, tools, on_text=None, answer_only=True)
+        usage, attempts = usage + priced_usage(second, self._price), attempts + second.attempts
+        rechecked = self._schema.check_text(second.text)
+        if rechecked.error is None:
+            return ModelTurn(second.text, (), usage, second.model, attempts, output=rechecked.value)
+        raise self._unrepaired(rechecked.error, usage, OutputRepair(first.text, checked.error, request, second.text))
+
+    async def _json_turn(self, call: AgentCall, messages: list[ChatMessage], tools: Sequence[ToolDef]) -> ModelTurn:
+        schema = self._turn_schema(tools)
+        first = await self._complete_json(messages, schema.schema)
+        usage, attempts, done = priced_usage(first, self._price), first.attempts, first
+        read = read_reply(first.text, schema, messages)
+        if read.error is not None:
+            request = repair_request(read.error)
+            repairing = [*messages, ChatMessage("assistant", first.text), ChatMessage("user", request)]
+            done = await self._complete_json(repairing, schema.schema)
+            usage, attempts = usage + priced_usage(done, self._price), attempts + done.attempts
+            reread = read_reply(done.text, schema, messages)
+            if reread.error is not None:
+                raise AgentOutputError(
+                    f"agents.{self.spec.name} ({self.label}) replied with neither a tool call nor an answer in "
+                    f"JSON, even after one repair request: {reread.error}",
+                    hint="a reply cut short by max_tokens is not valid JSON: raise model_settings.max_tokens, or "
+                    "use the provider's own tool calls (tool_mode: native) if its server has them",
+                    usage=usage,
+                    repair=OutputRepair(first.text, read.error, request, done.text),
+                )
+            read = reread
+        if read.call is not None:
+            return ModelTurn("", (read.call,), usage, done.model, attempts)
+        text = read.value if isinstance(read.value, str) else json.dumps(read.value, ensure_ascii=False)
+        if call.on_text is not None:
+            call.on_text(text)  # shown when complete: a JSON reply cannot be streamed as it comes
+        output = read.value if self._schema is not None else None
+        return ModelTurn(text, (), usage, done.model, attempts, streamed=call.on_text is not None, output=output)
+
+    def _turn_schema(self, tools: Sequence[ToolDef]) -> OutputSchema:
+        key = json.dumps([tool.to_dict() for tool in tools], sort_keys=True, default=str)
+        schema = self._turn_schemas.get(key)
+        if schema is None:
+            owner = f"agents.{self.spec.name} (the reply of a tool turn)"
+            schema = self._turn_schemas[key] = OutputSchema(turn_schema(tools, self._answer_schema), owner=owner)
+        return schema
+
+    async def _tool_exchange(
+        self,
+        messages: list[ChatMessage],
+        tools: Sequence[ToolDef],
+        *,
+        on_text: Callable[[str], None] | None,
+        answer_only: bool,
+    ) -> Completion:
+        """Send ``messages`` once offering ``tools`` with the provider's own tool API (``answer_only``: the
+        model may call none) and return the reply, its calls in ``tool_calls``. Stream text deltas to
+        ``on_text`` when it is set. Raise ProviderError on failure."""
+        raise ConfigError(
+            f"agents.{self.spec.name} ({self.label}): this provider has no tool calls of its own",
+            hint="give the agent tool_mode: json",
+        )
+
+    async def _complete_json(self, messages: list[ChatMessage], schema: Mapping[str, Any]) -> Completion:
+        """Send ``messages`` once asking for a reply that matches ``schema`` (as the provider can: a response
+        format, else the system prompt that JSON mode words says it) and return the reply, not streamed."""
+        return await self._complete(messages, on_text=None)
 
     @abstractmethod
     async def _complete(self, messages: list[ChatMessage], *, on_text: Callable[[str], None] | None) -> Completion:

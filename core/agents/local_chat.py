@@ -9,13 +9,15 @@ Everything an ``openai:`` agent does holds (history as messages, streaming, ``ou
   set one), because llama.cpp otherwise generates until the context is full;
 - each request closes its connection: after a streamed reply the server closes the pooled connection,
   and the next request on it would fail;
-- cost is 0 and the context window is the model's.
+- cost is 0 and the context window is the model's;
+- its tool mode is ``json`` (core.agents.json_tools): the server answers a request with ``tools`` in plain
+  text, but enforces a response-format JSON schema.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -25,6 +27,7 @@ from core.agents.local_server import LocalModel
 from core.agents.openai_chat import OpenAIChatAgent
 from core.agents.spec import AgentSpec
 from core.model.calls import Activity, AgentCall, AgentReply, ChatMessage
+from core.model.tools import ModelTurn, ToolDef, ToolMode
 from core.settings.config import ModelInfo
 
 FREE = ModelInfo(input_per_mtok=0.0, output_per_mtok=0.0)
@@ -32,6 +35,8 @@ FREE = ModelInfo(input_per_mtok=0.0, output_per_mtok=0.0)
 
 class LocalChatAgent(OpenAIChatAgent):
     """A chat agent over the local model ``model`` (its endpoint's base URL is filled in on first use)."""
+
+    tool_mode: ToolMode = "json"
 
     def __init__(self, spec: AgentSpec, endpoint: Endpoint, local: LocalModel, *, prompt_budget: int | None) -> None:
         super().__init__(
@@ -51,6 +56,12 @@ class LocalChatAgent(OpenAIChatAgent):
         await self._start(call.on_activity)  # the load first: "thinking" is the time after it
         return await super()._run(call)
 
+    async def tool_turn(
+        self, call: AgentCall, messages: Sequence[ChatMessage], tools: Sequence[ToolDef], mode: ToolMode
+    ) -> ModelTurn:
+        await self._start(call.on_activity)
+        return await super().tool_turn(call, messages, tools, mode)
+
     async def _start(self, on_activity: Callable[[Activity], None] | None) -> None:
         """Start this model's server (or find it started) and point the endpoint at it. The person hears of a
         load (it takes seconds, more on a busy machine) before it begins: it holds the GIL while it lasts."""
@@ -62,9 +73,9 @@ class LocalChatAgent(OpenAIChatAgent):
         self.endpoint = replace(self.endpoint, base_url=base_url)
         self._started = True
 
-    async def _complete(self, messages: list[ChatMessage], *, on_text: Callable[[str], None] | None) -> Completion:
+    async def _send(self, body: dict[str, Any], on_text: Callable[[str], None] | None) -> Completion:
         await self._start(None)
-        done = await super()._complete(messages, on_text=on_text)
+        done = await super()._send(body, on_text)
         return replace(done, model=self.model)  # the server reports the file's full path
 
     def _body(self, messages: list[ChatMessage]) -> dict[str, Any]:

@@ -66,7 +66,8 @@ class ToolCall:
 class ModelTurn:
     """One reply of a model in a tool loop: its text (the answer when ``tool_calls`` is empty) and the calls
     it asks for, with what the exchange cost. ``streamed`` is True when ``text`` already went to the
-    person as it came."""
+    person as it came. ``output`` is the answer as data when the agent has an ``output_schema`` (the value
+    the text holds, checked against the schema); None when the answer is the text."""
 
     text: str
     tool_calls: tuple[ToolCall, ...] = ()
@@ -74,10 +75,19 @@ class ModelTurn:
     model: str | None = None
     attempts: int = 1
     streamed: bool = False
+    output: Any = None
+
+    @property
+    def answer(self) -> Any:
+        """The step's output when this turn answers: ``output`` when the answer is data, else ``text``."""
+        return self.text if self.output is None else self.output
 
     def to_dict(self) -> dict[str, Any]:
         """What the journal keeps of the turn (its usage is the step's, kept in the record)."""
-        return {"text": self.text, "tool_calls": [call.to_dict() for call in self.tool_calls], "model": self.model}
+        data = {"text": self.text, "tool_calls": [call.to_dict() for call in self.tool_calls], "model": self.model}
+        if self.output is not None:
+            data["output"] = self.output
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], usage: Usage = ZERO_USAGE) -> ModelTurn:
@@ -88,6 +98,7 @@ class ModelTurn:
             tool_calls=tuple(ToolCall.from_dict(call) for call in calls if isinstance(call, Mapping)),
             usage=usage,
             model=model if isinstance(model, str) else None,
+            output=data.get("output"),
         )
 
 

@@ -81,7 +81,7 @@ async def run_tool_loop(
         spend.turns += 1
         turn = await _model_turn(step, agent, turns, call, said, definitions, mode, path, frame, spend)
         if not turn.tool_calls:
-            return turn.text
+            return turn.answer
         said.append(ChatMessage("assistant", turn.text, tool_calls=turn.tool_calls))
         for asked in turn.tool_calls:
             spend.calls += 1

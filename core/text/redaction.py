@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
+from core.model.tools import ToolCall
 from core.model.views import NOT_TEXT
 from core.model.window_map import WindowMap
 from core.text.embedded_json import mask_keyed_values
@@ -27,13 +28,20 @@ _MEMO_SIZE = 4096  # distinct texts (and message objects) remembered per redacto
 
 
 class ChatMessageLike(Protocol):
-    """A chat message: ``core.model.calls.ChatMessage``, or anything with its role and content."""
+    """A chat message: ``core.model.calls.ChatMessage``, or anything with its role, content and, in a tool
+    loop, the calls an assistant message asks for or the id of the call a tool message answers."""
 
     @property
     def role(self) -> str: ...
 
     @property
     def content(self) -> str: ...
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]: ...
+
+    @property
+    def tool_call_id(self) -> str | None: ...
 
 
 _BUILTIN_PATTERNS: tuple[str, ...] = (
@@ -154,9 +162,9 @@ class Redactor:
         self._ordinary_keys: set[Any] = set()  # mapping keys seen not to be sensitive (``sensitive_key``)
         # Message objects masked (``messages``): their masked dicts by id, and the objects themselves by id,
         # held so that while a message is remembered no other object can have its id.
-        self._messages: dict[int, dict[str, str]] = {}
+        self._messages: dict[int, dict[str, Any]] = {}
         self._held: dict[int, ChatMessageLike] = {}
-        self._windows: WindowMap[ChatMessageLike, dict[str, str]] = WindowMap()
+        self._windows: WindowMap[ChatMessageLike, dict[str, Any]] = WindowMap()
 
     def text(self, value: str) -> str:
         done = self._memo.get(value)
@@ -188,8 +196,9 @@ class Redactor:
             value = mask_keyed_values(value, sensitive=_sensitive_name, mask=MASK)
         return _ASSIGNMENT.sub(_mask_assignment, value)
 
-    def messages(self, sent: Sequence[ChatMessageLike]) -> list[dict[str, str]]:
-        """``sent`` as ``{"role": ..., "content": ...}`` dicts, masked as ``value`` masks them, in a new list.
+    def messages(self, sent: Sequence[ChatMessageLike]) -> list[dict[str, Any]]:
+        """``sent`` as ``{"role": ..., "content": ...}`` dicts (with the ``tool_calls`` of an assistant message
+        of a tool loop, and a tool result's ``tool_call_id``), masked as ``value`` masks them, in a new list.
 
         A conversation's prompts send the same message objects from one prompt to the next
         (``ConversationTurn.message``), the window of them sliding on: what this redactor gave for the
@@ -200,7 +209,7 @@ class Redactor:
         compares with the previous prompt's at the cost of a pointer."""
         return self._windows.map(sent, self._message)
 
-    def _message(self, message: ChatMessageLike) -> dict[str, str]:
+    def _message(self, message: ChatMessageLike) -> dict[str, Any]:
         masked = self._messages.get(id(message))
         if masked is None:
             if len(self._messages) >= _MEMO_SIZE:
@@ -208,6 +217,10 @@ class Redactor:
                 self._held.clear()
             # "role" and "content" are not sensitive keys: their texts are masked
             masked = {"role": self.text(message.role), "content": self.text(message.content)}
+            if message.tool_calls:  # what the model asked for, its arguments masked like any value
+                masked["tool_calls"] = [self.value(call.to_dict()) for call in message.tool_calls]
+            if message.tool_call_id is not None:
+                masked["tool_call_id"] = self.text(message.tool_call_id)
             self._messages[id(message)] = masked
             self._held[id(message)] = message
         return masked

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from core import AgentStep, Engine, HitlStep, Pipeline, Template
+from core import AgentStep, ChatMessage, Engine, HitlStep, Pipeline, Template
+from core.model.tools import ToolCall
 from core.settings.config import ProviderSettings, Settings, secret_values
 from core.store import MemoryStore, open_store
 from core.testing import FuncAgent, ScriptedHuman
@@ -185,6 +186,28 @@ def test_values_under_sensitive_keys_are_masked_whatever_they_look_like() -> Non
     }
     assert normalized_key("clientSecret") == "client_secret" and normalized_key("X-Api-Key") == "x_api_key"
     assert sensitive_key("APIKey") and not sensitive_key("max_tokens") and not sensitive_key(3)
+
+
+def test_a_tool_loops_messages_keep_their_calls_and_call_ids_masked() -> None:
+    """What a turn of a tool loop sent shows in its agent.prompt event: the calls asked for, the call a result
+    answers (core.policies.tool_loop), masked like any value."""
+    asked = ToolCall("call_1", "login", {"password": "hunter2", "user": "ada", "note": f"key {OPENAI}"})
+    sent = [
+        ChatMessage("user", "Log in"),
+        ChatMessage("assistant", "Logging in.", tool_calls=(asked,)),
+        ChatMessage("tool", "ok", tool_call_id="call_1", name="login"),
+    ]
+    assert Redactor().messages(sent) == [
+        {"role": "user", "content": "Log in"},
+        {
+            "role": "assistant",
+            "content": "Logging in.",
+            "tool_calls": [
+                {"id": "call_1", "name": "login", "arguments": {"password": MASK, "user": "ada", "note": f"key {MASK}"}}
+            ],
+        },
+        {"role": "tool", "content": "ok", "tool_call_id": "call_1"},
+    ]
 
 
 async def test_trace_events_of_a_run_hold_no_secret_but_the_run_data_does() -> None:

@@ -26,6 +26,9 @@ Scripting (responses are consumed in order, whatever the route)::
     fake.fail(429, retry_after=0.01)          # an error status (OpenAI or Anthropic error body)
     fake.fail(500, times=2)                   # ... twice
     fake.fail(401, message="bad key")
+    fake.reply("", tool_calls=[("add", {"a": 2, "b": 3})])  # a reply that asks for a tool (OpenAI
+                                                             # tool_calls, Anthropic tool_use blocks)
+    fake.reply("Adding.", tool_calls=[("add", '{"a": 2')])   # arguments given as a text go as they are
 
 With the queue empty the server echoes the last user message (``"echo: <text>"``) with usage (10, 5).
 
@@ -97,6 +100,7 @@ class _Scripted:
     message: str | None = None
     retry_after: float | None = None
     hold: bool = False
+    tool_calls: tuple[tuple[str, str, str], ...] = ()  # (id, name, the arguments' JSON text)
 
 
 class FakeLLM:
@@ -112,6 +116,7 @@ class FakeLLM:
         self._open = threading.Event()  # cleared by hold(): answers wait for release()
         self._open.set()
         self._arrived = threading.Condition(self._lock)
+        self._calls_made = 0  # tool calls scripted so far: their ids are call_1, call_2, ...
         self._server = _Server(("127.0.0.1", 0), _handler_for(self))
         # A short poll interval makes close() (shutdown) quick: it waits for the serve loop's next poll.
         self._thread = threading.Thread(
@@ -187,6 +192,7 @@ class FakeLLM:
         finish_reason: str | None = "stop",
         done: bool = True,
         hold: bool = False,
+        tool_calls: list[tuple[str, Any]] | None = None,
     ) -> FakeLLM:
         """Queue a successful answer. ``usage`` is (input, output) tokens; ``chunks`` fixes the stream
         deltas (default: one per word); ``cut_after`` cuts the stream after that many SSE events, as
@@ -196,9 +202,16 @@ class FakeLLM:
         ``hold`` (a streamed request): every SSE event but the last (``[DONE]``, Anthropic's ``message_stop``)
         is sent, usage included, then ``held`` is set and the connection is kept open, the stream unfinished,
         until ``let_go()`` or ``close()``: the provider has served the call and the client is still waiting
-        for its end."""
+        for its end. ``tool_calls`` (name, arguments) are the calls the reply asks for, with ids ``call_1``,
+        ``call_2``, ... in the order scripted (Anthropic: ``toolu_1`` ...): arguments that are a text are sent
+        as they are (OpenAI ``arguments``, Anthropic ``partial_json`` when streamed), anything else as JSON;
+        a stream sends each call's arguments in three pieces."""
         text = content if isinstance(content, str) else json.dumps(content)
         pieces = tuple(chunks) if chunks else None
+        calls: list[tuple[str, str, str]] = []
+        for name, arguments in tool_calls or ():
+            self._calls_made += 1
+            calls.append((str(self._calls_made), name, arguments if isinstance(arguments, str) else json.dumps(arguments)))
         self._push(
             _Scripted(
                 text=text,
@@ -211,6 +224,7 @@ class FakeLLM:
                 finish_reason=finish_reason,
                 done=done,
                 hold=hold,
+                tool_calls=tuple(calls),
             )
         )
         return self
@@ -430,13 +444,24 @@ def _pieces(scripted: _Scripted) -> list[str]:
     return re.findall(r"\s*\S+\s*", scripted.text or "") or [scripted.text or ""]
 
 
+def _openai_calls(scripted: _Scripted) -> list[dict[str, Any]]:
+    return [
+        {"id": f"call_{number}", "type": "function", "function": {"name": name, "arguments": arguments}}
+        for number, name, arguments in scripted.tool_calls
+    ]
+
+
 def _openai_completion(scripted: _Scripted, model: str) -> dict[str, Any]:
     prompt, completion = scripted.usage
+    message: dict[str, Any] = {"role": "assistant", "content": scripted.text}
+    if scripted.tool_calls:
+        message = {"role": "assistant", "content": scripted.text or None, "tool_calls": _openai_calls(scripted)}
+    finish = "tool_calls" if scripted.tool_calls else "stop"
     return {
         "id": "chatcmpl-fake",
         "object": "chat.completion",
         "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": scripted.text}, "finish_reason": "stop"}],
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         "usage": {
             "prompt_tokens": prompt,
             "completion_tokens": completion,
@@ -453,8 +478,16 @@ def _openai_chunks(scripted: _Scripted, model: str, *, usage: bool) -> Iterator[
     yield chunk([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}])
     for piece in _pieces(scripted):
         yield chunk([{"index": 0, "delta": {"content": piece}, "finish_reason": None}])
+    for index, call in enumerate(_openai_calls(scripted)):
+        function = call["function"]
+        start = {**call, "index": index, "function": {"name": function["name"], "arguments": ""}}
+        yield chunk([{"index": 0, "delta": {"tool_calls": [start]}, "finish_reason": None}])
+        for piece in _thirds(function["arguments"]):
+            fragment = {"index": index, "function": {"arguments": piece}}
+            yield chunk([{"index": 0, "delta": {"tool_calls": [fragment]}, "finish_reason": None}])
     if scripted.finish_reason is not None:
-        yield chunk([{"index": 0, "delta": {}, "finish_reason": scripted.finish_reason}])
+        finish = "tool_calls" if scripted.tool_calls and scripted.finish_reason == "stop" else scripted.finish_reason
+        yield chunk([{"index": 0, "delta": {}, "finish_reason": finish}])
     if usage:
         prompt, completion = scripted.usage
         yield chunk(
@@ -469,21 +502,39 @@ def _openai_chunks(scripted: _Scripted, model: str, *, usage: bool) -> Iterator[
         yield None, "[DONE]"
 
 
+def _thirds(text: str) -> list[str]:
+    """``text`` in three pieces (fewer when it is shorter), as a stream sends a call's arguments."""
+    size = max(1, -(-len(text) // 3))
+    return [text[start : start + size] for start in range(0, len(text), size)]
+
+
 def _first_role(body: Any) -> Any:
     messages = body.get("messages") if isinstance(body, dict) else None
     first = messages[0] if isinstance(messages, list) and messages else None
     return first.get("role") if isinstance(first, dict) else None
 
 
+def _anthropic_uses(scripted: _Scripted) -> list[dict[str, Any]]:
+    uses = []
+    for number, name, arguments in scripted.tool_calls:
+        try:
+            given = json.loads(arguments)
+        except ValueError:
+            given = {}  # the API always sends an object; only a stream can carry a broken one
+        uses.append({"type": "tool_use", "id": f"toolu_{number}", "name": name, "input": given})
+    return uses
+
+
 def _anthropic_message(scripted: _Scripted, model: str) -> dict[str, Any]:
     prompt, completion = scripted.usage
+    text = [{"type": "text", "text": scripted.text}] if scripted.text or not scripted.tool_calls else []
     return {
         "id": "msg_fake",
         "type": "message",
         "role": "assistant",
         "model": model,
-        "content": [{"type": "text", "text": scripted.text}],
-        "stop_reason": "end_turn",
+        "content": [*text, *_anthropic_uses(scripted)],
+        "stop_reason": "tool_use" if scripted.tool_calls else "end_turn",
         "usage": {"input_tokens": prompt, "output_tokens": completion},
     }
 
@@ -496,21 +547,33 @@ def _anthropic_events(scripted: _Scripted, model: str) -> Iterator[tuple[str | N
         "usage": {"input_tokens": prompt, "output_tokens": 1},
     }
     yield "message_start", json.dumps({"type": "message_start", "message": message})
-    yield (
-        "content_block_start",
-        json.dumps({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-    )
-    yield "ping", json.dumps({"type": "ping"})
-    for piece in _pieces(scripted):
-        delta = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}}
-        yield "content_block_delta", json.dumps(delta)
-    yield "content_block_stop", json.dumps({"type": "content_block_stop", "index": 0})
+    index = 0
+    if scripted.text or not scripted.tool_calls:
+        yield (
+            "content_block_start",
+            json.dumps({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        )
+        yield "ping", json.dumps({"type": "ping"})
+        for piece in _pieces(scripted):
+            delta = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}}
+            yield "content_block_delta", json.dumps(delta)
+        yield "content_block_stop", json.dumps({"type": "content_block_stop", "index": 0})
+        index = 1
+    for use, (_, _, arguments) in zip(_anthropic_uses(scripted), scripted.tool_calls, strict=True):
+        block = {**use, "input": {}}
+        yield "content_block_start", json.dumps({"type": "content_block_start", "index": index, "content_block": block})
+        for piece in _thirds(arguments):
+            delta = {"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": piece}}
+            yield "content_block_delta", json.dumps(delta)
+        yield "content_block_stop", json.dumps({"type": "content_block_stop", "index": index})
+        index += 1
+    stop = "tool_use" if scripted.tool_calls else "end_turn"
     yield (
         "message_delta",
         json.dumps(
             {
                 "type": "message_delta",
-                "delta": {"stop_reason": "end_turn"},
+                "delta": {"stop_reason": stop},
                 "usage": {"output_tokens": completion},
             }
         ),
