@@ -90,12 +90,21 @@ def wire_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:
 
 def _blocks_of(message: ChatMessage) -> list[dict[str, Any]]:
     if message.role == "tool":
-        result: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id or "", "content": message.content}
+        result: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": message.tool_call_id or "",
+            "content": message.content,
+        }
         if message.content.startswith(ERROR_PREFIX):
             result["is_error"] = True
         return [result]
     uses = [
-        {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments if isinstance(call.arguments, dict) else {}}
+        {
+            "type": "tool_use",
+            "id": call.id,
+            "name": call.name,
+            "input": call.arguments if isinstance(call.arguments, dict) else {},
+        }
         for call in message.tool_calls
     ]
     return [*_as_blocks(message.content), *uses]

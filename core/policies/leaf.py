@@ -94,6 +94,9 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
     started = time.time()
     events: list[TraceEvent] = []
     usage: Usage = ZERO_USAGE
+    # What of ``usage`` the run's total still lacks, when not all of it: a tool loop's turns are charged as
+    # each ends (core.policies.tool_loop), so the step adds only what a failing turn spent.
+    unpaid: Usage | None = None
     call_input: Any = data
     held: Reservation | None = None  # what the call holds against the limits until its usage replaces it
     try:
@@ -136,7 +139,7 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
                 try:
                     output = normalize(await run_tool_loop(step, agent, call, path, frame, spend))
                 finally:
-                    usage = spend.usage
+                    usage, unpaid = spend.usage, ZERO_USAGE
                 events.append(frame.event(path, ReplyReceived(output, None, spend.turns, usage.to_dict())))
             else:
                 sent = agent.prompt(call)
@@ -160,13 +163,13 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
         raise
     except FlujoError as exc:
         if isinstance(exc, AgentOutputError):  # the call spent tokens, and its repair belongs in the trace
-            usage = exc.usage
+            usage, unpaid = (exc.usage, None) if unpaid is None else (usage + exc.usage, exc.usage)
             if exc.repair is not None:
                 events.append(frame.event(path, _repaired(exc.repair)))
         if isinstance(exc, ReplyCutOff) and step.agent is not None:  # the last attempt, cut off as well
             cut = ReplyCut(step.agent.label, exc.attempts, exc.attempts, exc.received, exc.reason)
             events.append(frame.event(path, cut))
-        await _fail(frame, step.name, step.kind, path, started, call_input, exc, events, usage, held)
+        await _fail(frame, step.name, step.kind, path, started, call_input, exc, events, usage, held, unpaid=unpaid)
         raise
     except BaseException as exc:
         if not isinstance(exc, Exception):
@@ -174,7 +177,7 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
             raise
         frame.release(held)
         error = RunError(f"step {step.name!r} failed: {type(exc).__name__}: {exc}")  # an agent's own bug
-        await _fail(frame, step.name, step.kind, path, started, call_input, error, events, usage)
+        await _fail(frame, step.name, step.kind, path, started, call_input, error, events, usage, unpaid=unpaid)
         raise error from exc
     await frame.commit(
         path=path,
@@ -187,7 +190,7 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
         usage=usage,
         events=events,
     )
-    frame.charge(usage, releasing=held)
+    frame.charge(usage if unpaid is None else unpaid, releasing=held)
     return output
 
 
@@ -206,9 +209,12 @@ async def _fail(
     events: list[Any],
     usage: Usage,
     held: Reservation | None = None,
+    *,
+    unpaid: Usage | None = None,
 ) -> None:
-    """Record the failed step and add what it spent to the run total. The limits are not checked here: a
-    LimitReached would hide ``exc``; the check before the next agent call (if the run goes on) sees it."""
+    """Record the failed step and add what it spent to the run total (``unpaid`` of it, when the rest is there
+    already). The limits are not checked here: a LimitReached would hide ``exc``; the check before the next
+    agent call (if the run goes on) sees it."""
     events.append(frame.event(path, StepErrored(exc.message, exc.hint)))
     await frame.commit(
         path=path,
@@ -222,7 +228,7 @@ async def _fail(
         events=events,
         failure=exc,
     )
-    frame.add_usage(usage, releasing=held)
+    frame.add_usage(usage if unpaid is None else unpaid, releasing=held)
 
 
 def _apply_answer(step: HitlStep, ctx: RunContext, message: str, answer: Any) -> None:

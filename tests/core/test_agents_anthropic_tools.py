@@ -4,6 +4,7 @@ as one user message of ``tool_result`` blocks."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from core import AgentCall, ChatMessage, Engine
@@ -26,7 +27,7 @@ def make(fake: FakeLLM, **spec: Any) -> Any:
 
 def roles_alternate_from_user(messages: list[dict[str, Any]]) -> bool:
     roles = [message["role"] for message in messages]
-    return bool(roles) and roles[0] == "user" and all(a != b for a, b in zip(roles, roles[1:], strict=False))
+    return bool(roles) and roles[0] == "user" and all(a != b for a, b in itertools.pairwise(roles))
 
 
 async def test_two_calls_in_one_streamed_reply_go_back_in_one_user_message(fake_llm: FakeLLM) -> None:

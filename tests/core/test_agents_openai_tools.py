@@ -57,14 +57,21 @@ async def test_a_tool_call_runs_and_its_result_goes_back_as_openai_words_it(fake
     ]
     assert "".join(reporter.text) == "It is 5."
     records = {record.path: record for record in await store.steps(outcome.run_id)}
-    assert records["answer/model/1"].output["tool_calls"] == [{"id": "call_1", "name": "add", "arguments": {"a": 2, "b": 3}}]
+    assert records["answer/model/1"].output["tool_calls"] == [
+        {"id": "call_1", "name": "add", "arguments": {"a": 2, "b": 3}}
+    ]
     assert records["answer/tool/1"].name == "add" and records["answer/tool/1"].output["content"] == "5"
     usage = records["answer"].usage
     assert (usage.input_tokens, usage.output_tokens, usage.requests) == (50, 11, 2)
+    assert outcome.usage == usage  # each turn counted once in the run's total too
     # The trace shows what each turn sent: the call and its result, masked like everything else.
     prompts = {e.path: e.payload["messages"] for e in await store.events(outcome.run_id) if e.kind == "agent.prompt"}
     assert prompts["answer/model/2"][2:] == [
-        {"role": "assistant", "content": "", "tool_calls": [{"id": "call_1", "name": "add", "arguments": {"a": 2, "b": 3}}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "call_1", "name": "add", "arguments": {"a": 2, "b": 3}}],
+        },
         {"role": "tool", "content": "5", "tool_call_id": "call_1"},
     ]
 
@@ -131,6 +138,7 @@ async def test_a_model_that_never_stops_calling_fails_the_step_past_max_tool_cal
     assert outcome.error is not None
     assert "'helper'" in outcome.error.message and "max_tool_calls (2)" in outcome.error.message
     assert len(tool.calls) == 2 and len(fake_llm.requests) == 3
+    assert outcome.usage.requests == 3 and outcome.usage.input_tokens == 30
 
 
 async def test_a_reply_not_streamed_carries_its_calls_and_bad_arguments_are_kept_as_text(fake_llm: FakeLLM) -> None:
@@ -138,7 +146,9 @@ async def test_a_reply_not_streamed_carries_its_calls_and_bad_arguments_are_kept
     agent = make(fake_llm)
     messages = [ChatMessage("user", "2 + 3?")]
 
-    turn = await agent.tool_turn(AgentCall(input="2 + 3?", step="s"), agent.tool_messages(messages, [ADD], "native"), [ADD], "native")
+    turn = await agent.tool_turn(
+        AgentCall(input="2 + 3?", step="s"), agent.tool_messages(messages, [ADD], "native"), [ADD], "native"
+    )
 
     body = fake_llm.last.body
     assert "stream" not in body and body["tools"] == WIRE_TOOLS

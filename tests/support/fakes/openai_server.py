@@ -211,7 +211,9 @@ class FakeLLM:
         calls: list[tuple[str, str, str]] = []
         for name, arguments in tool_calls or ():
             self._calls_made += 1
-            calls.append((str(self._calls_made), name, arguments if isinstance(arguments, str) else json.dumps(arguments)))
+            calls.append(
+                (str(self._calls_made), name, arguments if isinstance(arguments, str) else json.dumps(arguments))
+            )
         self._push(
             _Scripted(
                 text=text,
@@ -563,7 +565,11 @@ def _anthropic_events(scripted: _Scripted, model: str) -> Iterator[tuple[str | N
         block = {**use, "input": {}}
         yield "content_block_start", json.dumps({"type": "content_block_start", "index": index, "content_block": block})
         for piece in _thirds(arguments):
-            delta = {"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": piece}}
+            delta = {
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": piece},
+            }
             yield "content_block_delta", json.dumps(delta)
         yield "content_block_stop", json.dumps({"type": "content_block_stop", "index": index})
         index += 1
