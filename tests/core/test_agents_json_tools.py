@@ -14,7 +14,7 @@ from core import AgentCall, AgentOutputError, AgentStep, ChatMessage, Engine, Pi
 from core.agents import AgentSpec, Backoff, build_agent
 from core.agents.json_tools import turn_schema
 from core.agents.local_chat import LocalChatAgent
-from core.model.tools import ToolCall
+from core.model.tools import ModelTurn, ToolCall
 from core.steps.kinds import ToolUse
 from core.store import MemoryStore
 from core.testing import RecordingReporter
@@ -157,6 +157,14 @@ async def test_an_agent_asking_for_json_object_states_the_schema_only_as_the_too
     system = body["messages"][0]["content"]
     assert system.startswith("Add.\n\nYou can use tools.")
     assert "Reply with a single JSON value" not in system  # the agent's own request for JSON gave way
+
+
+def test_an_answer_that_is_data_survives_the_journal() -> None:
+    """A resumed run that replays the answering turn (``P/model/K``) returns the same value, not its text."""
+    turn = ModelTurn('{"total": 5}', (), model="m", output={"total": 5})
+    again = ModelTurn.from_dict(json.loads(json.dumps(turn.to_dict())))
+    assert again.answer == {"total": 5} and again.text == '{"total": 5}'
+    assert ModelTurn.from_dict(ModelTurn("It is 5.").to_dict()).answer == "It is 5."
 
 
 def test_the_local_model_takes_its_tool_turns_in_json() -> None:
