@@ -146,3 +146,21 @@ async def test_tool_messages_never_enter_the_conversation() -> None:
     assert all(not isinstance(m, ChatMessage) or not m.tool_calls for m in last.history)
     said = [*(m.content for m in last.history), last.input]
     assert said == ["2+2?", "four"]  # the question and the answer; no call, no result
+
+
+async def test_a_simulated_person_answers_the_approval_question_as_any_other() -> None:
+    from core import Answering, SimulatedPerson
+
+    ada = ScriptedAgent(["yes"], name="ada")
+    person = SimulatedPerson(ada, "agents.ada")
+    agent = ScriptedAgent([{"tool": "add", "arguments": {"a": 1, "b": 2}}, "3"])
+    tool = AddTool(approve="ask")
+    store = MemoryStore()
+    engine = Engine(store=store, answering=Answering(simulated_user=person))
+    outcome = await engine.run(pipeline(agent, tool), "go")
+    assert outcome.status == "completed", outcome.error
+    assert tool.calls == [{"a": 1, "b": 2}]
+    [note] = engine.answering.log.notes
+    assert (note.path, note.step, note.source) == ("answer/tool/1/approve", "approve:add", "simulated")
+    [asked] = ada.calls
+    assert asked.input == 'Allow helper to call add({"a": 1, "b": 2})? [y/N]'
