@@ -201,3 +201,14 @@ def test_a_blueprint_without_tools_loads_no_tool_code() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert result.stdout.strip() == "completed []"
+
+
+def test_a_tool_that_is_not_a_mapping_is_one_error_and_agents_listing_it_still_find_it(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        'version: "0.1"\n'
+        "tools: {add: 12}\n"
+        "agents: {helper: {model: scripted, replies: [ok], tools: [add]}}\n"
+        "steps: [{kind: step, name: answer, uses: agents.helper}]\n",
+    )
+    assert [row(f) for f in validate_file(path)] == [(2, 14, "bad-value", "add: expected a mapping, got 12")]
