@@ -85,7 +85,7 @@ if TYPE_CHECKING:
     from core.model.views import LazyView
     from core.policies.context_writes import scratchpad_slot
     from core.policies.frame import scope as template_scope
-    from core.ports import Agent, HumanInput, NullReporter, Reporter, RunStore
+    from core.ports import Agent, HumanInput, NullReporter, Reporter, RunStore, Tool
     from core.settings.config import (
         HistorySettings,
         LimitSettings,
@@ -121,6 +121,7 @@ if TYPE_CHECKING:
         ReduceMode,
         ScopeFunction,
         Step,
+        ToolUse,
         WorkflowStep,
     )
     from core.steps.paths import StepPaths
@@ -138,6 +139,9 @@ if TYPE_CHECKING:
         whole_references,
     )
     from core.text.turns import ConversationTurn, HitlEntry
+    from core.tools.factory import build_tools
+    from core.tools.python_tool import PythonTool
+    from core.tools.spec import McpServerSpec, ToolSpec
 
 
 _WHERE = {
@@ -192,6 +196,7 @@ _WHERE = {
     "LoopExited": "core.model.events",
     "LoopStep": "core.steps.kinds",
     "MapStep": "core.steps.kinds",
+    "McpServerSpec": "core.tools.spec",
     "MergeStrategy": "core.steps.kinds",
     "ModelInfo": "core.settings.config",
     "NoHuman": "core.engine",
@@ -212,6 +217,7 @@ _WHERE = {
     "PromptTooLarge": "core.model.errors",
     "ProviderError": "core.model.errors",
     "ProviderUnreachable": "core.model.errors",
+    "PythonTool": "core.tools.python_tool",
     "PruneResult": "core.model.records",
     "QuestionAnswered": "core.model.events",
     "Redactor": "core.text.redaction",
@@ -240,7 +246,10 @@ _WHERE = {
     "StoreError": "core.model.errors",
     "StoreUnavailable": "core.model.errors",
     "SummaryFailed": "core.model.events",
+    "Tool": "core.ports",
     "ToolCalled": "core.model.events",
+    "ToolSpec": "core.tools.spec",
+    "ToolUse": "core.steps.kinds",
     "Template": "core.text.templates",
     "TemplateError": "core.model.errors",
     "TemplateSyntax": "core.text.templates",
@@ -252,6 +261,7 @@ _WHERE = {
     "VIEW_KEYS": "core.context",
     "WorkflowStep": "core.steps.kinds",
     "ZERO_USAGE": "core.model.usage",
+    "build_tools": "core.tools.factory",
     "builds_structure": "core.text.templates",
     "busy_refusal": "core.engine",
     "call_interrupted": "core.model.records",
@@ -337,6 +347,7 @@ __all__ = [
     "LoopExited",
     "LoopStep",
     "MapStep",
+    "McpServerSpec",
     "MergeStrategy",
     "ModelInfo",
     "NoHuman",
@@ -355,6 +366,7 @@ __all__ = [
     "ProviderError",
     "ProviderUnreachable",
     "PruneResult",
+    "PythonTool",
     "QuestionAnswered",
     "Redactor",
     "ReduceMode",
@@ -387,11 +399,15 @@ __all__ = [
     "TemplateSyntax",
     "ThreadSummary",
     "ThreadTurn",
+    "Tool",
     "ToolCalled",
+    "ToolSpec",
+    "ToolUse",
     "TraceEvent",
     "UnknownEvent",
     "Usage",
     "WorkflowStep",
+    "build_tools",
     "builds_structure",
     "busy_refusal",
     "call_interrupted",

@@ -62,7 +62,11 @@ def render_explanation(explanation: Explanation, console: Console) -> None:
     _say(console, 0, explanation.overview)
     if explanation.agents:
         used = {agent.name: ", ".join(agent.used_by) or "no step" for agent in explanation.agents}
-        _section(console, "Agents", [f"{a.name}: {a.what}; used by {used[a.name]}" for a in explanation.agents])
+        lines = [
+            f"{a.name}: {a.what}; used by {used[a.name]}" + (f"; {a.tools.words}" if a.tools is not None else "")
+            for a in explanation.agents
+        ]
+        _section(console, "Agents", lines)
     console.print()
     console.print("[bold]Steps[/]")
     for step in explanation.steps:

@@ -40,6 +40,8 @@ def test_core_exports() -> None:
         "ReduceMode", "ScopeFunction", "SimulatedPerson", "LazyView", "VIEW_KEYS",
         "builds_structure", "referenced_names", "step_references", "translate_handlebars", "whole_references",
         "template_scope", "scratchpad_slot", "is_context", "turn_text",
+        # The blueprint's tools: their definitions, the Python tool (flujo validate reads its signature), the factory.
+        "McpServerSpec", "PythonTool", "Tool", "ToolSpec", "ToolUse", "build_tools",
     }  # fmt: skip
     for name in core.__all__:
         assert hasattr(core, name), name

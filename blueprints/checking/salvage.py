@@ -10,14 +10,14 @@ keeps everything else as written:
 - a required value that is missing or refused is filled with a neutral one where there is one (a step's
   ``name``, a hitl step's ``message``, the blueprint's ``version``);
 - otherwise the innermost step holding the error becomes a plain step of the same name, so the steps
-  that refer to it by name still find it, and an agent becomes an empty agent (same reason).
+  that refer to it by name still find it, and an agent or a tool becomes an empty one (same reason).
 
 The mended copy is validated again until it validates; each round mends at least one place. Errors in
-the sections that define what the rest refers to (``imports``, an ``agents`` that is not a mapping, the
-``steps`` list itself, a document that is not a mapping) are not mended: nothing is salvaged and only the
-schema findings are reported.
+the sections that define what the rest refers to (``imports``, an ``agents`` or ``tools`` that is not a
+mapping, the ``steps`` list itself, a document that is not a mapping) are not mended: nothing is salvaged
+and only the schema findings are reported.
 
-A step or agent that was mended is *broken*. The later findings located in it are left out (its schema
+A step, agent or tool that was mended is *broken*. The later findings located in it are left out (its schema
 error comes first; they may only be echoes of the mending). So are the warnings of the steps nested in
 it, which can depend on the mended value (a loop whose ``conversation`` was refused is checked as no
 conversation); their errors do not, and are kept.
@@ -44,7 +44,9 @@ from blueprints.schema import BlueprintModel, HitlStepModel, StepModelBase
 _MAX_ROUNDS = 100
 # Top-level sections whose names the rest refers to: dropping them would turn every reference into an
 # error of its own.
-_DEFINING = ("imports", "agents")
+_DEFINING = ("imports", "agents", "tools")
+# The sections of named entries: an entry refused whole becomes an empty one of that name.
+_NAMED = ("agents", "tools")
 
 
 _GONE = object()  # what ``_Mender.node`` returns for a place no longer in the data
@@ -56,7 +58,7 @@ class _Unsalvageable(Exception):
 
 @dataclass(frozen=True)
 class Salvage:
-    """The model of the mended blueprint and the steps and agents (by data path) that were mended."""
+    """The model of the mended blueprint and the steps, agents and tools (by data path) that were mended."""
 
     model: BlueprintModel
     broken: frozenset[Path]
@@ -131,7 +133,7 @@ class _Mender:
         if unit is None:
             raise _Unsalvageable
         self.replaced.add(unit)
-        if unit[0] == "agents":
+        if unit[0] in _NAMED:
             return self._set(unit, {})
         node = self._node(unit)
         name = node.get("name") if isinstance(node, dict) else None
@@ -178,11 +180,11 @@ class _Mender:
 
 
 def _unit(resolved: Resolved) -> Path | None:
-    """The innermost step, else the agent, that holds the error's place; None at the top level."""
+    """The innermost step, else the agent or tool, that holds the error's place; None at the top level."""
     if resolved.steps:
         return resolved.steps[-1]
     path = resolved.path
-    if len(path) >= 2 and path[0] == "agents":
+    if len(path) >= 2 and path[0] in _NAMED:
         return path[:2]
     return None
 
@@ -205,7 +207,7 @@ def _start(place: Place) -> tuple[int, int]:
 
 
 class _Units:
-    """The span in the file of every step and agent: from its start to the start of the next thing in
+    """The span in the file of every step, agent and tool: from its start to the start of the next thing in
     the file that is not inside it."""
 
     def __init__(self, model: BlueprintModel, index: PositionIndex) -> None:
@@ -214,6 +216,7 @@ class _Units:
         starts = [at for at, _ in entries]
         units: list[Path] = [site.path for site in walk(model.steps, ("steps",))]
         units += [("agents", name) for name in model.agents]
+        units += [("tools", name) for name in model.tools]
         self.spans: list[tuple[Path, tuple[int, int], tuple[int, int] | None]] = []
         for unit in units:
             place = index.place(unit)

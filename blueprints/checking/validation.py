@@ -27,9 +27,11 @@ from blueprints.schema import (
     AgentModel,
     AgentStepModel,
     BlueprintModel,
+    McpModel,
     ParticipantModel,
     StepModel,
     StepModelBase,
+    ToolModel,
 )
 from blueprints.schema.base import StrictModel
 from core import SourcePosition
@@ -166,6 +168,10 @@ def _where(owner: type[BaseModel] | None, path: Path, data: Any) -> str:
         return f" in step {step!r}" if step else " in a step"
     if owner is AgentModel and len(path) >= 2:
         return f" in agent {path[1]!r}"
+    if owner is ToolModel and len(path) >= 2:
+        return f" in tool {path[1]!r}"
+    if owner is McpModel and len(path) >= 2:
+        return f" in the mcp server of tool {path[1]!r}"
     if owner is BlueprintModel:
         return " at the top level"
     if owner is ParticipantModel:

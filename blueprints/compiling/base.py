@@ -1,4 +1,5 @@
-"""What every step's compiler uses: the blueprint, its agents, places, templates, expressions, callables.
+"""What every step's compiler uses: the blueprint, its agents and tools, places, templates, expressions,
+callables.
 
 ``StepCompiler`` (``blueprints.compiling.compiler``) compiles one step kind after another; the loop's, the
 map's and the ensemble's compilers (``loops``, ``ensembles``) are functions of a ``CompilerBase``, which
@@ -15,6 +16,7 @@ from typing import Any
 from blueprints.checking.callables import load_callable
 from blueprints.checking.loader import Blueprint
 from blueprints.compiling.agents import AgentBuilder
+from blueprints.compiling.tools import ToolBuilder
 from blueprints.reading.positions import Path
 from blueprints.schema import AnyStepModel
 from core import BlueprintError, Expression, Pipeline, SourcePosition, Step, Template, TemplateSyntax
@@ -27,6 +29,7 @@ class CompilerBase(ABC):
         self.blueprint = blueprint
         self.agents = agents
         self.imported = imported  # the Pipeline of imports.<alias>
+        self.tools = ToolBuilder(blueprint, imported)  # the tools each agent may call
 
     @abstractmethod
     def steps(self, models: Sequence[AnyStepModel], path: Path) -> tuple[Step, ...]:

@@ -2,7 +2,8 @@
 
 Every template, expression and ``module:function`` is compiled or imported here, once; the resulting
 steps hold only ready-to-call objects. The loop's and the map's own blocks are compiled by ``loops``, an
-ensemble by ``ensembles``; what every step's compiler uses is ``base``.
+ensemble by ``ensembles``; what every step's compiler uses is ``base``. A step whose agent has tools carries
+them (``core.steps.kinds.ToolUse``, built by ``tools``).
 
 A step ``uses: imports.<alias>`` becomes a ``WorkflowStep`` holding the imported blueprint compiled into a
 Pipeline of its own. Each imported file is compiled once per ``compile_pipeline`` call, so two steps using
@@ -106,9 +107,11 @@ class StepCompiler(CompilerBase):
             else:
                 message = input_template or Template("{{ previous_step }}")
             return HitlStep(name=model.name, message=message, sink_to=model.sink_to, position=self.position(path))
+        uses_agent = model.uses is not None and model.uses.startswith("agents.")
         return AgentStep(
             name=model.name,
             agent=self.agents.for_step(model, path),
+            tools=self.tools.for_agent((model.uses or "").removeprefix("agents.")) if uses_agent else None,
             input=input_template,
             updates_context=model.updates_context,
             sink_to=model.sink_to,

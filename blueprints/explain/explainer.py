@@ -24,9 +24,10 @@ from blueprints.explain.loops import (
     output_words,
     stop_words,
 )
-from blueprints.explain.model import AgentSummary, Explanation, Note, Part, StepExplanation, StepGroup
+from blueprints.explain.model import AgentSummary, AgentTools, Explanation, Note, Part, StepExplanation, StepGroup
 from blueprints.explain.overview import agent_words, overview, used_by
 from blueprints.explain.scope import Call, Scope, Tally
+from blueprints.explain.tools import agent_tools, step_words
 from blueprints.explain.usage import cost_words
 from blueprints.explain.words import (
     clause,
@@ -152,12 +153,18 @@ class _Walk:
             agent = agents[name]
             what, _ = agent_words(agent)
             said.append(f"Calls {name} ({what}){self.sent(model, scope, message)}")
+            tools = agent_tools(agent, scope.blueprint)
             schema = model.output_schema or agent.output_schema
+            if tools is not None:
+                said.append(step_words(name, tools))
+                self.approvals(label, name, tools, scope)
+                schema = None  # the answer of a tool loop is the model's text (validate warns of output_schema)
             if schema is not None:
                 said.append(f"Its reply must be {schema_words(schema)}")
             metered = agent.model if agent.model is not None and agent.model not in OFFLINE_MODELS else None
             heard = scope.conversation_label if model.use_history is not False else None
-            self.call(Call(label, name, metered, scope.times, scope.per_item, schema is not None, heard))
+            turns = tools.max_tool_calls + 1 if tools is not None else 1
+            self.call(Call(label, name, metered, scope.times, scope.per_item, schema is not None, heard, turns))
             self.returns[model.name] = f"{name}'s reply"
         elif isinstance(model.agent, str):
             said.append(f"Calls the Python function {model.agent}{self.sent(model, scope, message)}")
@@ -179,6 +186,16 @@ class _Walk:
 
     def call(self, call: Call) -> None:
         self.tally.calls.append(call)
+
+    def approvals(self, label: str, agent: str, tools: AgentTools, scope: Scope) -> None:
+        """The questions of the tools that ask first: one before each call of such a tool."""
+        calls = f"up to {tools.max_tool_calls} calls"
+        when = calls if scope.often == "once" else f"{calls} each time it runs, {scope.often}"
+        for tool in tools.ask:
+            self.tally.human.append(
+                f"{label}, before each call of {tool} (approve: ask; {when}): "
+                f'"Allow {agent} to call {tool}(...)? [y/N]"'
+            )
 
     @staticmethod
     def sent(model: AgentStepModel, scope: Scope, message: str) -> str:
@@ -429,7 +446,8 @@ def explain_blueprint(blueprint: Blueprint, settings: Settings | None = None) ->
     agents = dict(model.agents)
     used = used_by(blueprint)
     summaries = tuple(
-        AgentSummary(name, *agent_words(agent), tuple(used.get(name, ()))) for name, agent in agents.items()
+        AgentSummary(name, *agent_words(agent), tuple(used.get(name, ())), agent_tools(agent, blueprint))
+        for name, agent in agents.items()
     )
     opening = overview(model.steps)
     last = model.steps[-1].name

@@ -46,13 +46,47 @@ class StepExplanation:
 
 
 @dataclass(frozen=True)
+class AgentTools:
+    """The tools an agent's model may call: the names it lists, those that ask the person before each call,
+    the most calls in one step, how its model is told of them (``native`` or ``json``), and all that in words."""
+
+    names: tuple[str, ...]
+    ask: tuple[str, ...]
+    max_tool_calls: int
+    mode: str
+    words: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "names": list(self.names),
+            "ask": list(self.ask),
+            "max_tool_calls": self.max_tool_calls,
+            "mode": self.mode,
+            "words": self.words,
+        }
+
+
+@dataclass(frozen=True)
 class AgentSummary:
-    """An agent defined under ``agents:``: what it is and which steps use it."""
+    """An agent defined under ``agents:``: what it is, which steps use it, and the tools it may call."""
 
     name: str
     what: str
     offline: bool
     used_by: tuple[str, ...]
+    tools: AgentTools | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"name", "what", "offline", "used_by"}``, and ``"tools"`` for an agent that has tools."""
+        data: dict[str, Any] = {
+            "name": self.name,
+            "what": self.what,
+            "offline": self.offline,
+            "used_by": list(self.used_by),
+        }
+        if self.tools is not None:
+            data["tools"] = self.tools.to_json()
+        return data
 
 
 @dataclass(frozen=True)
@@ -75,9 +109,7 @@ class Explanation:
             "file": self.file,
             "name": self.name,
             "overview": self.overview,
-            "agents": [
-                {"name": a.name, "what": a.what, "offline": a.offline, "used_by": list(a.used_by)} for a in self.agents
-            ],
+            "agents": [agent.to_json() for agent in self.agents],
             "steps": [_step_json(step) for step in self.steps],
             "human": list(self.human),
             "returns": self.returns,

@@ -69,6 +69,12 @@ class Call:
     per_item: tuple[str, ...]
     structured: bool  # has an output_schema: an invalid reply costs one repair request
     conversation: str | None = None  # the conversation whose history it is sent (may be summarized first)
+    turns: int = 1  # model calls per run of the step: a tool loop's max_tool_calls + 1 (the last answers)
+
+    @property
+    def calls(self) -> int:
+        """The most model calls of this step in a run (of one item, for a step in a map)."""
+        return self.times * self.turns
 
 
 @dataclass

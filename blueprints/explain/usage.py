@@ -3,9 +3,10 @@
 The count is an upper bound read from the structure: a step inside loops runs at most the product of
 their ``max_loops``; every branch of a parallel or a conditional counts (a conditional runs only one,
 so this over-counts, never under-counts); a map multiplies by its number of items, which only the run
-knows. A call with an ``output_schema`` may take one repair request. Offline agents (``scripted``,
-``echo``) and Python or command agents use no tokens. The limits are the blueprint's ``limits`` (each
-key falling back to the configured ``[limits]``), which flujo checks before every model call.
+knows. A call with an ``output_schema`` may take one repair request; a step whose agent uses tools calls its
+model up to ``max_tool_calls`` + 1 times. Offline agents (``scripted``, ``echo``) and Python or command
+agents use no tokens. The limits are the blueprint's ``limits`` (each key falling back to the configured
+``[limits]``), which flujo checks before every model call.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from core import LimitSettings, ModelInfo, provider_of
 
 
 def _times(call: Call) -> str:
-    words = "once" if call.times == 1 else f"up to {call.times} times"
+    words = "once" if call.calls == 1 else f"up to {call.calls} times"
     for name in reversed(call.per_item):
         words += f" per item of {name}"
     return words
@@ -29,7 +30,7 @@ def _money(value: float) -> str:
 
 
 def _total(calls: Sequence[Call]) -> int | None:
-    return None if any(call.per_item for call in calls) else sum(call.times for call in calls)
+    return None if any(call.per_item for call in calls) else sum(call.calls for call in calls)
 
 
 def _calls_line(calls: Sequence[Call]) -> str:
@@ -99,6 +100,12 @@ def cost_words(
             lines.append(
                 f"A reply that does not match its output_schema gets one repair request"
                 f" ({', '.join(call.label for call in structured)}){more}."
+            )
+    for call in metered:
+        if call.turns > 1:
+            lines.append(
+                f"{call.label} uses tools: each time it runs, {call.model} is called up to {call.turns} times"
+                f" (at most {call.turns - 1} tool calls, their results sent back, then the answer)."
             )
     for call in summaries:
         lines.append(

@@ -40,6 +40,7 @@ from blueprints.schema.steps import (
     StepModel,
     StepModelBase,
 )
+from blueprints.schema.tools import McpModel, ToolModel
 
 __all__ = [
     "BUILTIN_AGENTS",
@@ -69,6 +70,7 @@ __all__ = [
     "LoopStepModel",
     "MapSettingsModel",
     "MapStepModel",
+    "McpModel",
     "OutputMapModel",
     "ParallelSettingsModel",
     "ParallelStepModel",
@@ -78,4 +80,5 @@ __all__ = [
     "StepModel",
     "StepModelBase",
     "TextOutputModel",
+    "ToolModel",
 ]

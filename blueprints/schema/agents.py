@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
-from blueprints.schema.base import CallablePath, JsonSchema, PositiveInt, StrictModel
+from blueprints.schema.base import CallablePath, JsonSchema, Name, PositiveInt, StrictModel
 
 
 class ExampleModel(StrictModel):
@@ -35,6 +35,13 @@ class AgentModel(StrictModel):
     command: Annotated[list[str], Field(min_length=1)] | None = None
     context_window: PositiveInt | None = None
     base_url: str | None = None
+    # The tools its model may call (names under the top-level tools:), and how (see docs/tools.md). Left out:
+    # at most 8 calls per step (core.steps.kinds.DEFAULT_MAX_TOOL_CALLS), the agent's own mode, results cut
+    # to 8000 characters (DEFAULT_RESULT_CHARS).
+    tools: list[Name] | None = None
+    max_tool_calls: PositiveInt | None = None
+    tool_mode: Literal["native", "json"] | None = None
+    tool_result_chars: PositiveInt | None = None
 
 
 class LimitsModel(StrictModel):

@@ -43,6 +43,9 @@ ContextPath = Annotated[str, _pattern(rf"{_IDENT}(\.{_IDENT})*", "a context path
 UsesRef = Annotated[str, _pattern(rf"(agents|imports)\.{_IDENT}", "agents.<name> or imports.<name>")]
 """What a ``step`` calls: ``agents.<name>`` or ``imports.<alias>``."""
 
+ImportRef = Annotated[str, _pattern(rf"imports\.{_IDENT}", "imports.<name>")]
+"""A blueprint declared under ``imports:`` (a ``workflow:`` tool)."""
+
 AgentRef = Annotated[str, _pattern(rf"agents\.{_IDENT}", "agents.<name>")]
 """An agent defined under ``agents:`` (``answered_by: agents.<name>``)."""
 

@@ -9,6 +9,7 @@ from pydantic import Field, field_validator
 from blueprints.schema.agents import AgentModel, LimitsModel
 from blueprints.schema.base import Name, StrictModel
 from blueprints.schema.steps import StepModel
+from blueprints.schema.tools import ToolModel
 
 
 class BlueprintModel(StrictModel):
@@ -18,6 +19,7 @@ class BlueprintModel(StrictModel):
 
     version: Literal["0.1"]
     name: Name | None = None
+    tools: dict[str, ToolModel] = Field(default_factory=dict)
     agents: dict[str, AgentModel] = Field(default_factory=dict)
     imports: dict[str, Name] = Field(default_factory=dict)
     limits: LimitsModel | None = None

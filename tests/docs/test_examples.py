@@ -162,6 +162,7 @@ RUNS: dict[str, Run] = {
     "docs/examples/review.yaml": Run(
         input="Tea is old.", answers=("no",), output="rejected: Clear, but say where tea is loved."
     ),
+    "docs/examples/tools.yaml": Run(input="What is (2 + 3) * 4?", answers=("y",), output="(2 + 3) * 4 is 20."),
     "docs/examples/reduce_modes.yaml": Run(
         output={
             "keys": ["a", "b"],

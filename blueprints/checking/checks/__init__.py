@@ -25,6 +25,7 @@ from blueprints.checking.checks.names import check_unique_names
 from blueprints.checking.checks.parallel import check_parallel
 from blueprints.checking.checks.schemas import check_schemas
 from blueprints.checking.checks.sites import walk
+from blueprints.checking.checks.tools import check_agent_tools, check_tool_definition, check_tools_reach
 from blueprints.checking.checks.turn_text import check_turn_text
 from blueprints.checking.checks.workflows import check_workflow_step
 from blueprints.reading.findings import Finding
@@ -58,8 +59,11 @@ def run_checks(
     step_names = [site.step.name for site in sites]
     checker.writes = blueprint_writes(checker, sites)
     check_unique_names(checker, sites)
+    for name, tool in model.tools.items():
+        check_tool_definition(checker, name, tool)
     for name, agent in model.agents.items():
         check_agent_definition(checker, name, agent)
+        check_agent_tools(checker, name, agent)
     for site in sites:
         step = site.step
         if isinstance(step, AgentStepModel):
@@ -86,4 +90,5 @@ def run_checks(
     check_use_history_placement(checker, sites)
     check_empty_outputs(checker, sites)
     check_turn_text(checker, sites, step_names)
+    check_tools_reach(checker, sites)
     return checker.findings

@@ -1,0 +1,46 @@
+"""``build_tools``: the ``core.ports.Tool`` s one ``ToolSpec`` gives, each kind made by its own module.
+
+One spec is one tool, except an MCP server's, which is each of the tools it offers (``include`` limits them).
+The blueprint compiler calls this once per entry of ``tools:``; a Python program can too, or make the tool
+classes itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from core.model.errors import ConfigError
+from core.ports import Tool
+from core.steps.kinds import Pipeline
+from core.tools.python_tool import PythonTool
+from core.tools.spec import ToolSpec
+
+
+def build_tools(spec: ToolSpec, *, workflows: Mapping[str, Pipeline] | None = None) -> tuple[Tool, ...]:
+    """The tools ``spec`` describes. ``workflows`` holds the compiled Pipeline of each ``workflow:`` a spec may
+    name (``imports.triage``). ConfigError (starting with ``tools.NAME``) when one cannot be made."""
+    # An MCP server's tools: one per tool the server offers (core/tools/mcp_tool.py, the runners' branch).
+    return (build_tool(spec, workflows=workflows),)
+
+
+def build_tool(spec: ToolSpec, *, workflows: Mapping[str, Pipeline] | None = None) -> Tool:
+    """The one tool ``spec`` describes (not an MCP server's: ``build_tools``)."""
+    approve = spec.approve or "never"
+    if spec.python is not None:
+        return PythonTool(
+            spec.name,
+            spec.python,
+            description=spec.description,
+            input_schema=spec.input_schema,
+            approve=approve,
+            timeout=spec.timeout,
+        )
+    # command: core/tools/command_tool.py; workflow: the Pipeline ``workflows[spec.workflow]``, run by the loop as a
+    # sub-workflow; mcp: core/tools/mcp_tool.py (the runners' branches, wired here).
+    kind = "command" if spec.command else "workflow" if spec.workflow else "mcp" if spec.mcp else None
+    if kind is None:
+        raise ConfigError(
+            f"tools.{spec.name}: says neither python, command, workflow nor mcp",
+            hint="give the tool exactly one of python, command, workflow or mcp",
+        )
+    raise ConfigError(f"tools.{spec.name}: {kind} tools are not available in this build of flujo")
