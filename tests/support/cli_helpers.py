@@ -28,7 +28,12 @@ def flujo(args: Sequence[str], *, input: str | None = None) -> tuple[int, str, s
 
 
 def flujo_process(
-    args: Sequence[str], *, input: str | None = None, env: Mapping[str, str] | None = None, timeout: float | None = None
+    args: Sequence[str],
+    *,
+    input: str | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+    cwd: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run flujo as a separate process (real stdin/stdout, real exit code). No time limit of its own unless
     given: the test's (pytest-timeout, tests/conftest.py) ends one that hangs, and the process with it."""
@@ -40,6 +45,7 @@ def flujo_process(
         text=True,
         env=full_env,
         timeout=timeout,
+        cwd=cwd,
         stdin=None if input is not None else subprocess.DEVNULL,
     )
 

@@ -1,0 +1,105 @@
+"""Approving a tool call is an ordinary question, through the real CLI: at a terminal (a pseudo-terminal),
+with ``--answer``, and with ``--no-input`` (the run pauses, exit 4, and ``flujo resume`` continues without
+calling anything twice). A denial goes back to the model; the tool never runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from flujo_cli import exit_codes
+from tests.support.cli_helpers import ROOT, flujo_process, read_terminal_until
+
+TOOLS = '''\
+from pathlib import Path
+
+
+def lookup(id: str) -> str:
+    """Look up a customer by id."""
+    with open(Path(__file__).with_name("calls.txt"), "a", encoding="utf-8") as calls:
+        calls.write(id + "\\n")
+    return "Ada Lovelace"
+'''
+
+BLUEPRINT = """\
+version: "0.1"
+tools:
+  lookup: {python: "approval_tools:lookup", approve: ask}
+agents:
+  helper:
+    model: scripted
+    tools: [lookup]
+    replies:
+      - {tool: lookup, arguments: {id: "42"}}
+      - "Customer 42 is Ada Lovelace."
+steps:
+  - {kind: step, name: answer, uses: agents.helper}
+"""
+
+QUESTION = 'Allow helper to call lookup({"id": "42"})? [y/N]'
+
+
+def _folder(tmp_path: Path) -> Path:
+    (tmp_path / "approval_tools.py").write_text(TOOLS, encoding="utf-8")
+    (tmp_path / "flow.yaml").write_text(BLUEPRINT, encoding="utf-8")
+    return tmp_path
+
+
+def _run(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {"FLUJO_STATE_URI": str(folder / "flujo.db")}
+    return flujo_process([*args], env=env, cwd=folder)
+
+
+def _calls(folder: Path) -> list[str]:
+    calls = folder / "calls.txt"
+    return calls.read_text(encoding="utf-8").splitlines() if calls.exists() else []
+
+
+def test_no_input_pauses_at_the_approval_and_resume_calls_the_tool_once(tmp_path: Path) -> None:
+    folder = _folder(tmp_path)
+    paused = _run(folder, "run", "flow.yaml", "--input", "who is 42?", "--no-input", "--json")
+    assert paused.returncode == exit_codes.PAUSED, paused.stderr
+    result = json.loads(paused.stdout)
+    assert result["status"] == "paused"
+    assert result["pause"]["step"] == "approve:lookup" and result["pause"]["message"] == QUESTION
+    assert _calls(folder) == []
+    resumed = _run(folder, "resume", result["run_id"], "--answer", "y", "--json")
+    assert resumed.returncode == exit_codes.OK, resumed.stderr
+    assert json.loads(resumed.stdout)["output"] == "Customer 42 is Ada Lovelace."
+    assert _calls(folder) == ["42"]
+
+
+def test_a_denial_given_with_answer_goes_back_to_the_model_and_the_tool_never_runs(tmp_path: Path) -> None:
+    folder = _folder(tmp_path)
+    done = _run(folder, "run", "flow.yaml", "--input", "who is 42?", "--answer", "n", "--json")
+    assert done.returncode == exit_codes.OK, done.stderr
+    assert json.loads(done.stdout)["status"] == "completed"
+    assert _calls(folder) == []
+
+
+def test_the_person_approves_at_a_terminal(tmp_path: Path) -> None:
+    folder = _folder(tmp_path)
+    controller, terminal = os.openpty()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TERM": "xterm", "COLUMNS": "200"}
+    env["FLUJO_STATE_URI"] = str(folder / "flujo.db")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "flujo_cli.main", "run", "flow.yaml", "--input", "who is 42?"],
+        stdin=terminal, stdout=terminal, stderr=terminal, cwd=folder, env=env,
+    )  # fmt: skip
+    os.close(terminal)
+    try:
+        shown = read_terminal_until(controller, "[y/N]")
+        assert QUESTION in shown
+        os.write(controller, b"y\r")
+        shown = read_terminal_until(controller, "completed run")
+        assert "Customer 42 is Ada Lovelace." in shown
+        assert process.wait(timeout=60) == exit_codes.OK
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(controller)
+    assert _calls(folder) == ["42"]
