@@ -85,7 +85,7 @@ if TYPE_CHECKING:
     from core.model.views import LazyView
     from core.policies.context_writes import scratchpad_slot
     from core.policies.frame import scope as template_scope
-    from core.ports import Agent, HumanInput, NullReporter, Reporter, RunStore, Tool
+    from core.ports import Agent, HumanInput, NullReporter, Reporter, RunStore, Tool, ToolSource
     from core.settings.config import (
         HistorySettings,
         LimitSettings,
@@ -247,6 +247,7 @@ _WHERE = {
     "StoreUnavailable": "core.model.errors",
     "SummaryFailed": "core.model.events",
     "Tool": "core.ports",
+    "ToolSource": "core.ports",
     "ToolCalled": "core.model.events",
     "ToolSpec": "core.tools.spec",
     "ToolUse": "core.steps.kinds",
@@ -401,6 +402,7 @@ __all__ = [
     "ThreadTurn",
     "Tool",
     "ToolCalled",
+    "ToolSource",
     "ToolSpec",
     "ToolUse",
     "TraceEvent",

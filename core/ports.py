@@ -175,6 +175,33 @@ class Tool(Protocol):
     ) -> ToolOutcome: ...
 
 
+@runtime_checkable
+class ToolSource(Protocol):
+    """Tools known only when a run asks their source (an MCP server's tools): the tool loop asks ``listing``
+    (the tools as plain JSON data), keeps what it gave in the journal with the step's first model turn, and on
+    resume makes the same tools again from that record (``tools``), even if the source has changed since."""
+
+    @property
+    def name(self) -> str:
+        """The source's name in the blueprint (``tools.NAME``)."""
+        ...
+
+    @property
+    def source(self) -> str:
+        """What the source is, for a person and as the key of its listing in the journal (never a secret)."""
+        ...
+
+    async def listing(self, sessions: ToolSessions, run_id: str) -> list[dict[str, Any]]:
+        """The tools the source offers now (starting it in ``sessions`` for run ``run_id`` if needed);
+        ``FlujoError`` when it cannot say (an MCP server that will not start)."""
+        ...
+
+    def tools(self, listing: Sequence[Mapping[str, Any]]) -> list[Tool]:
+        """The tools of ``listing`` this source exposes (``include`` limits them); ``ConfigError`` when one it
+        must expose is not there."""
+        ...
+
+
 class HumanInput(Protocol):
     """Answers HITL questions. Returns None when no answer is available now (the run pauses)."""
 

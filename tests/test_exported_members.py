@@ -41,7 +41,7 @@ def test_core_exports() -> None:
         "builds_structure", "referenced_names", "step_references", "translate_handlebars", "whole_references",
         "template_scope", "scratchpad_slot", "is_context", "turn_text",
         # The blueprint's tools: their definitions, the Python tool (flujo validate reads its signature), the factory.
-        "McpServerSpec", "PythonTool", "Tool", "ToolSpec", "ToolUse", "build_tools",
+        "McpServerSpec", "PythonTool", "Tool", "ToolSource", "ToolSpec", "ToolUse", "build_tools",
     }  # fmt: skip
     for name in core.__all__:
         assert hasattr(core, name), name

@@ -20,7 +20,7 @@ from blueprints.schema import AgentModel, ToolModel
 from core import ConfigError, Pipeline
 
 if TYPE_CHECKING:
-    from core import Tool, ToolSpec, ToolUse
+    from core import Tool, ToolSource, ToolSpec, ToolUse
 
 
 def tool_spec(name: str, tool: ToolModel) -> ToolSpec:
@@ -42,7 +42,7 @@ def tool_spec(name: str, tool: ToolModel) -> ToolSpec:
     )
 
 
-def tool_use(name: str, agent: AgentModel, tools: tuple[Tool, ...]) -> ToolUse:
+def tool_use(name: str, agent: AgentModel, tools: tuple[Tool | ToolSource, ...]) -> ToolUse:
     """What a step using agent ``name`` is given: ``tools`` and the agent's bounds, the defaults where it sets
     none (``core.steps.kinds.ToolUse``)."""
     from core import ToolUse
@@ -63,7 +63,7 @@ class ToolBuilder:
     def __init__(self, blueprint: Blueprint, imported: Callable[[str], Pipeline]) -> None:
         self.blueprint = blueprint
         self.imported = imported  # the Pipeline of imports.<alias>
-        self._tools: dict[str, tuple[Tool, ...]] = {}
+        self._tools: dict[str, tuple[Tool | ToolSource, ...]] = {}
         self._uses: dict[str, ToolUse | None] = {}
 
     def for_agent(self, name: str) -> ToolUse | None:
@@ -77,7 +77,7 @@ class ToolBuilder:
                 self._uses[name] = tool_use(name, agent, tools)
         return self._uses[name]
 
-    def tools(self, name: str) -> tuple[Tool, ...]:
+    def tools(self, name: str) -> tuple[Tool | ToolSource, ...]:
         """The tools of entry ``name`` of ``tools:`` (one, or an MCP server's several)."""
         built = self._tools.get(name)
         if built is not None:

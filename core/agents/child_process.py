@@ -1,4 +1,5 @@
-"""The processes of ``command:`` agents live no longer than the run that started them.
+"""The processes of ``command:`` agents and tools (and of MCP servers) live no longer than the run that
+started them; ``run_command`` runs one to its end, bounded (``command:`` agents and ``command:`` tools share it).
 
 Each command starts in a process group of its own, which flujo kills whole (the command and anything it
 started) when the step is cancelled (Ctrl-C, a sibling branch failing) or times out. On Linux the command is
@@ -21,14 +22,21 @@ import asyncio
 import contextlib
 import ctypes
 import ctypes.util
+import json
 import os
+import shlex
 import signal
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
+
+from core.model.errors import RunError
+from core.text.bounds import current_bounds
 
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 _PROC = Path("/proc")
+STDERR_TAIL_CHARS = 2000
 
 
 def _death_signal_setter() -> Callable[[], None] | None:
@@ -52,18 +60,139 @@ def _death_signal_setter() -> Callable[[], None] | None:
     return set_death_signal
 
 
-async def start_command(argv: Sequence[str], *, env: Mapping[str, str]) -> asyncio.subprocess.Process:
-    """``argv`` started with pipes for stdin, stdout and stderr, in its own process group, environment ``env``
-    (OSError when it cannot be started)."""
+async def start_command(
+    argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None
+) -> asyncio.subprocess.Process:
+    """``argv`` started with pipes for stdin, stdout and stderr, in its own process group, environment ``env``,
+    in directory ``cwd`` (flujo's own when None); OSError when it cannot be started."""
     return await asyncio.create_subprocess_exec(
         *argv,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         env=dict(env),
+        cwd=cwd,
         process_group=0,
         preexec_fn=_death_signal_setter(),
     )
+
+
+class CommandFailed(RunError):
+    """A command gave no result: it could not start, did not finish in time, printed too much or exited with a
+    status other than 0. The message names its owner (``agents.X``, ``tools.X``) and, for an exit, ends with the
+    tail of its stderr."""
+
+
+async def run_command(
+    argv: Sequence[str],
+    data: bytes,
+    *,
+    owner: str,
+    env: Mapping[str, str],
+    timeout: float,
+    started: Callable[[int], Awaitable[None]] | None = None,
+) -> str:
+    """Run ``argv`` (``start_command``) with ``data`` on its stdin; its stdout, as text. ``started`` is told the
+    process's id once it runs (the engine records its group). Its stdout is bounded by the setting
+    ``bounds.agent_output_max_bytes`` and its run by ``timeout`` seconds; past either, or when cancelled, its
+    whole process group is killed. CommandFailed (naming ``owner``) when there is no result."""
+    shown = shlex.join(argv)
+    try:
+        process = await start_command(argv, env=env)
+    except OSError as exc:
+        raise CommandFailed(
+            f"{owner}: cannot start {shown}: {exc.strerror or exc}",
+            hint="check the program exists and is executable (is it on PATH?)",
+        ) from exc
+    if started is not None:
+        try:
+            await started(process.pid)
+        except BaseException:
+            kill_group(process)
+            await process.wait()
+            raise
+    limit = current_bounds().agent_output_max_bytes
+    try:
+        stdout, stderr = await asyncio.wait_for(_communicate(process, data, limit), timeout)
+    except TimeoutError:
+        kill_group(process)
+        await process.communicate()  # reap it and close its pipes
+        raise CommandFailed(
+            f"{owner}: {shown} did not finish within {timeout:g}s",
+            hint=f"raise {owner}.timeout, or make the command faster",
+        ) from None
+    except _TooMuchOutput:
+        kill_group(process)
+        await process.communicate()
+        raise CommandFailed(
+            f"{owner}: {shown} printed more than {limit:,} bytes",
+            hint="print less, or raise the setting bounds.agent_output_max_bytes",
+        ) from None
+    except BaseException:  # cancelled (Ctrl-C, a failing sibling): the command must not go on without us
+        kill_group(process)
+        await process.wait()  # reap it (killed, it ends at once)
+        raise
+    if process.returncode != 0:
+        tail = stderr.decode(errors="replace").strip()[-STDERR_TAIL_CHARS:]
+        raise CommandFailed(
+            f"{owner}: {shown} exited with status {process.returncode}" + (f": {tail}" if tail else " (no stderr)")
+        )
+    return stdout.decode(errors="replace")
+
+
+def parse_output(text: str) -> Any:
+    """A command's stdout as a value: JSON when it parses, else the text without its trailing newline."""
+    text = text.removesuffix("\r\n") if text.endswith("\r\n") else text.removesuffix("\n")
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+class _TooMuchOutput(Exception):
+    """Internal: a command printed more than it may. Never escapes this module."""
+
+
+async def _communicate(process: asyncio.subprocess.Process, data: bytes, limit: int) -> tuple[bytes, bytes]:
+    """``process.communicate(data)``, reading at most ``limit`` bytes of stdout (then _TooMuchOutput) and
+    keeping only the tail of stderr, so a command that prints without end cannot exhaust memory."""
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+    stdin, stdout, stderr = process.stdin, process.stdout, process.stderr
+
+    async def feed() -> None:
+        try:
+            stdin.write(data)
+            await stdin.drain()
+        except (BrokenPipeError, ConnectionResetError):  # the command did not read all its input
+            pass
+        finally:
+            stdin.close()
+
+    async def read_out() -> bytes:
+        chunks: list[bytes] = []
+        size = 0
+        while chunk := await stdout.read(65536):
+            size += len(chunk)
+            if size > limit:
+                raise _TooMuchOutput
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def read_err() -> bytes:
+        tail = b""
+        while chunk := await stderr.read(65536):
+            tail = (tail + chunk)[-4 * STDERR_TAIL_CHARS :]
+        return tail
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            group.create_task(feed())
+            out = group.create_task(read_out())
+            err = group.create_task(read_err())
+    except ExceptionGroup as group_error:  # the other readers were cancelled; report the first cause
+        raise group_error.exceptions[0] from None
+    await process.wait()
+    return out.result(), err.result()
 
 
 def kill_group(process: asyncio.subprocess.Process) -> None:

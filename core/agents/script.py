@@ -8,27 +8,22 @@ flujo errors and control signals raised by a Python function pass through untouc
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import inspect
-import json
-import shlex
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
 from core.agents.base import BaseAgent, input_text
-from core.agents.child_process import kill_group, start_command
+from core.agents.child_process import parse_output, run_command
 from core.agents.detached import call_detached
 from core.model.calls import AgentCall, AgentReply
 from core.model.errors import ConfigError, ControlSignal, FlujoError, RunError
 from core.model.views import LazyView, plain
 from core.ports import Agent
 from core.settings.config import child_environment
-from core.text.bounds import current_bounds
 
 DEFAULT_COMMAND_TIMEOUT_S = 300.0
-STDERR_TAIL_CHARS = 2000
 
 
 class _LocalAgent(BaseAgent):
@@ -174,7 +169,8 @@ class CommandAgent(_LocalAgent):
     """Runs ``argv`` with the input on stdin (text as is, anything else as JSON).
 
     stdout is parsed as JSON when it is JSON, else returned as text without its trailing newline. A
-    non-zero exit status, a missing program or a timeout is a RunError (with the tail of stderr).
+    non-zero exit status, a missing program or a timeout is a RunError (``CommandFailed``, with the tail of
+    stderr): ``core.agents.child_process.run_command``.
     """
 
     def __init__(self, argv: Sequence[str], *, name: str = "command", timeout: float | None = None) -> None:
@@ -186,105 +182,16 @@ class CommandAgent(_LocalAgent):
         self.timeout = timeout if timeout is not None else DEFAULT_COMMAND_TIMEOUT_S
 
     async def run(self, call: AgentCall) -> AgentReply:
-        shown = shlex.join(self.argv)
         env = {f"FLUJO_{key.upper()}": str(value) for key, value in (await run_facts(call)).items()}
-        try:
-            process = await start_command(self.argv, env=child_environment(env))
-        except OSError as exc:
-            raise RunError(
-                f"agents.{self.name}: cannot start {shown}: {exc.strerror or exc}",
-                hint="check the program exists and is executable (is it on PATH?)",
-            ) from exc
-        if call.process_started is not None:
-            try:
-                await call.process_started(process.pid)
-            except BaseException:
-                kill_group(process)
-                await process.wait()
-                raise
-        data = input_text(call.input).encode()
-        limit = current_bounds().agent_output_max_bytes
-        try:
-            stdout, stderr = await asyncio.wait_for(_communicate(process, data, limit), self.timeout)
-        except TimeoutError:
-            kill_group(process)
-            await process.communicate()  # reap it and close its pipes
-            raise RunError(
-                f"agents.{self.name}: {shown} did not finish within {self.timeout:g}s",
-                hint="raise the agent's timeout, or make the command faster",
-            ) from None
-        except _TooMuchOutput:
-            kill_group(process)
-            await process.communicate()
-            raise RunError(
-                f"agents.{self.name}: {shown} printed more than {limit:,} bytes",
-                hint="print less, or raise the setting bounds.agent_output_max_bytes",
-            ) from None
-        except BaseException:  # cancelled (Ctrl-C, a failing sibling): the command must not go on without us
-            kill_group(process)
-            await process.wait()  # reap it (killed, it ends at once)
-            raise
-        if process.returncode != 0:
-            tail = stderr.decode(errors="replace").strip()[-STDERR_TAIL_CHARS:]
-            raise RunError(
-                f"agents.{self.name}: {shown} exited with status {process.returncode}"
-                + (f": {tail}" if tail else " (no stderr)")
-            )
-        return AgentReply(_parse_stdout(stdout.decode(errors="replace")))
-
-
-class _TooMuchOutput(Exception):
-    """Internal: a command printed more than it may. Never escapes this module."""
-
-
-async def _communicate(process: asyncio.subprocess.Process, data: bytes, limit: int) -> tuple[bytes, bytes]:
-    """``process.communicate(data)``, reading at most ``limit`` bytes of stdout (then _TooMuchOutput) and
-    keeping only the tail of stderr, so a command that prints without end cannot exhaust memory."""
-    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
-    stdin, stdout, stderr = process.stdin, process.stdout, process.stderr
-
-    async def feed() -> None:
-        try:
-            stdin.write(data)
-            await stdin.drain()
-        except (BrokenPipeError, ConnectionResetError):  # the command did not read all its input
-            pass
-        finally:
-            stdin.close()
-
-    async def read_out() -> bytes:
-        chunks: list[bytes] = []
-        size = 0
-        while chunk := await stdout.read(65536):
-            size += len(chunk)
-            if size > limit:
-                raise _TooMuchOutput
-            chunks.append(chunk)
-        return b"".join(chunks)
-
-    async def read_err() -> bytes:
-        tail = b""
-        while chunk := await stderr.read(65536):
-            tail = (tail + chunk)[-4 * STDERR_TAIL_CHARS :]
-        return tail
-
-    try:
-        async with asyncio.TaskGroup() as group:
-            group.create_task(feed())
-            out = group.create_task(read_out())
-            err = group.create_task(read_err())
-    except ExceptionGroup as group_error:  # the other readers were cancelled; report the first cause
-        raise group_error.exceptions[0] from None
-    await process.wait()
-    return out.result(), err.result()
-
-
-def _parse_stdout(text: str) -> Any:
-    text = text.removesuffix("\r\n") if text.endswith("\r\n") else text.removesuffix("\n")
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
+        stdout = await run_command(
+            self.argv,
+            input_text(call.input).encode(),
+            owner=f"agents.{self.name}",
+            env=child_environment(env),
+            timeout=self.timeout,
+            started=call.process_started,
+        )
+        return AgentReply(parse_output(stdout))
 
 
 class PassthroughAgent(_LocalAgent):

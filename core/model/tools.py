@@ -8,7 +8,8 @@ resumed run sends the model exactly what it was sent before.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import json
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -130,10 +131,17 @@ class ToolOutcome:
 @dataclass(frozen=True)
 class ToolCallContext:
     """Where one tool call runs: the run, the path of its ``P/tool/N`` record, the attempt (1, then 2 and more
-    when a resume runs it again after a crash), and ``on_progress`` for a line the person watching sees while a
-    long call runs."""
+    when a resume runs it again after a crash), ``on_progress`` for a line the person watching sees while a
+    long call runs, and ``process_started``, awaited with the id of a process the call starts (a command tool's)
+    so that the run records its process group (a resumed run ends what is left of it)."""
 
     run_id: str
     path: str
     attempt: int = 1
     on_progress: Callable[[str], None] | None = None
+    process_started: Callable[[int], Awaitable[None]] | None = None
+
+
+def result_text(value: Any) -> str:
+    """A tool's result as the text a model reads: a string as is, anything else as JSON."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)

@@ -30,7 +30,7 @@ async def run_steps(steps: Sequence[Step], data: Any, ctx: RunContext, prefix: s
 
 async def run_step(step: Step, data: Any, ctx: RunContext, path: str, frame: Frame) -> Any:
     if isinstance(step, AgentStep):
-        return await run_agent_step(step, data, ctx, path, frame)
+        return await run_agent_step(step, data, ctx, path, frame, run_steps)
     if isinstance(step, HitlStep):
         return await run_hitl_step(step, data, ctx, path, frame)
     # The policy of a step that runs steps is imported by the first step of its kind (with the parts of the

@@ -19,6 +19,7 @@ from core.model.events import OutputRepaired, PromptSent, ReplyCut, ReplyReceive
 from core.model.records import TraceEvent
 from core.model.usage import ZERO_USAGE, Usage
 from core.model.views import copied
+from core.policies.body import BodyRunner
 from core.policies.context_writes import note_agent_command, record_output, sink, update_context
 from core.policies.frame import Frame, Reservation, scope
 from core.policies.person import ask_person, person_question
@@ -75,7 +76,10 @@ def _apply_agent_output(step: AgentStep, ctx: RunContext, data: Any, output: Any
         update_context(ctx, step.name, output)
 
 
-async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str, frame: Frame) -> Any:
+async def run_agent_step(
+    step: AgentStep, data: Any, ctx: RunContext, path: str, frame: Frame, body: BodyRunner | None = None
+) -> Any:
+    """Run an agent step (its tool loop when it has tools; ``body`` runs a ``workflow:`` tool's steps)."""
     absorbed = frame.absorbed_failure(path)
     if absorbed is not None:
         frame.replays += 1
@@ -137,7 +141,7 @@ async def run_agent_step(step: AgentStep, data: Any, ctx: RunContext, path: str,
             if step.tools is not None:  # each turn of the loop is journaled, reserved and traced on its own
                 spend = LoopSpend(prompt=prompt)
                 try:
-                    output = normalize(await run_tool_loop(step, agent, call, path, frame, spend))
+                    output = normalize(await run_tool_loop(step, agent, call, path, frame, spend, body))
                 finally:
                     usage, unpaid = spend.usage, ZERO_USAGE
                 events.append(frame.event(path, ReplyReceived(output, None, spend.turns, usage.to_dict())))

@@ -11,6 +11,10 @@ Kept out of the conversation: the loop's messages live here only. The step's out
 is the model's final answer; the tool calls and results are the children's records and ``tool.call`` events.
 The step's own record holds the usage of every turn (the turns' records hold none, so that nothing counts
 twice); a turn's usage is in its record's output, for a resumed run to count it.
+
+The tools an MCP server lists (a ``ToolSource``) are asked for when the step starts, and what the server listed
+is kept in the record of the step's first model turn (``listed``): a resumed step is told the same tools. A
+``workflow:`` tool runs as a sub-workflow child run at its ``P/tool/N`` path (``core.policies.tool_workflow``).
 """
 
 from __future__ import annotations
@@ -18,21 +22,24 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from core.model.calls import AgentCall, ChatMessage
 from core.model.errors import ControlSignal, FlujoError, PromptTooLarge, StepFailed
 from core.model.events import PromptSent, ReplyReceived, ToolCalled
 from core.model.records import StepRecord, TraceEvent
-from core.model.tools import ModelTurn, ToolCall, ToolCallContext, ToolDef, ToolMode, ToolOutcome
+from core.model.tools import ModelTurn, ToolCall, ToolCallContext, ToolDef, ToolMode, ToolOutcome, result_text
 from core.model.usage import ZERO_USAGE, Usage
+from core.policies.body import BodyRunner
 from core.policies.frame import Frame, Reservation
 from core.policies.person import PersonQuestion, ask_person
 from core.ports import Agent, Tool, ToolTurns
 from core.steps.kinds import AgentStep, ToolUse
 from core.text.schema_check import schema_errors
 from core.text.tokens import count_messages, count_tokens
+from core.tools.offered import offered_tools
+from core.tools.workflow_tool import WorkflowTool
 
 MODEL_KIND = "model"
 TOOL_KIND = "tool"
@@ -53,6 +60,8 @@ class LoopSpend:
     usage: Usage = ZERO_USAGE
     turns: int = 0
     calls: int = 0
+    # What each tool source (an MCP server) listed, kept with the step's first model turn.
+    listed: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 def tool_agent(step: AgentStep, agent: Agent) -> ToolTurns:
@@ -67,15 +76,30 @@ def tool_agent(step: AgentStep, agent: Agent) -> ToolTurns:
 
 
 async def run_tool_loop(
-    step: AgentStep, agent: Agent, call: AgentCall, path: str, frame: Frame, spend: LoopSpend
+    step: AgentStep,
+    agent: Agent,
+    call: AgentCall,
+    path: str,
+    frame: Frame,
+    spend: LoopSpend,
+    body: BodyRunner | None = None,
 ) -> Any:
-    """The model's final answer, once it gives one; ``spend`` holds what it cost (also when this raises)."""
+    """The model's final answer, once it gives one; ``spend`` holds what it cost (also when this raises).
+    ``body`` runs a ``workflow:`` tool's steps (the dispatcher's ``run_steps``)."""
     use = step.tools
     assert use is not None
     turns = tool_agent(step, agent)
     mode: ToolMode = use.mode or turns.tool_mode
-    definitions = [await tool.definition(frame.tool_sessions) for tool in use.tools]
-    tools = {definition.name: tool for definition, tool in zip(definitions, use.tools, strict=True)}
+    first = frame.replayed(f"{path}/{MODEL_KIND}/1")
+    recorded = first.output.get("listed") if first is not None and isinstance(first.output, Mapping) else None
+    offered = await offered_tools(
+        use.tools,
+        frame.tool_sessions,
+        frame.run_id,
+        recorded if isinstance(recorded, Mapping) else None,
+        who=use.agent or agent.label,
+    )
+    definitions, tools, spend.listed = offered.definitions, offered.tools, offered.listed
     said: list[ChatMessage] = []  # this step's assistant messages and tool results, in order
     while True:
         spend.turns += 1
@@ -94,7 +118,7 @@ async def run_tool_loop(
                     hint=f"raise agents.{who}.max_tool_calls, or tell the model in its system prompt when to answer",
                 )
             tpath = f"{path}/tool/{spend.calls}"
-            outcome = await _tool_call(step, use, tools, definitions, asked, tpath, frame)
+            outcome = await _tool_call(step, use, tools, definitions, asked, tpath, frame, body)
             said.append(ChatMessage("tool", outcome.content, tool_call_id=asked.id, name=asked.name))
 
 
@@ -136,6 +160,8 @@ async def _model_turn(
         raise
     events.append(frame.event(tpath, ReplyReceived(turn.to_dict(), turn.model, turn.attempts, turn.usage.to_dict())))
     record = {**turn.to_dict(), "usage": turn.usage.to_dict()}
+    if spend.turns == 1 and spend.listed:
+        record["listed"] = spend.listed
     await frame.commit(
         path=tpath, name=step.name, kind=MODEL_KIND, status="completed", started=started, output=record, events=events
     )
@@ -212,6 +238,7 @@ async def _tool_call(
     asked: ToolCall,
     path: str,
     frame: Frame,
+    body: BodyRunner | None,
 ) -> ToolOutcome:
     replay = frame.replayed(path)
     if replay is not None:
@@ -220,7 +247,7 @@ async def _tool_call(
     started = time.time()
     frame.reporter.step_started(path, asked.name, TOOL_KIND)
     events: list[TraceEvent] = []
-    outcome = await _outcome(step, use, tools, definitions, asked, path, frame, started)
+    outcome = await _outcome(step, use, tools, definitions, asked, path, frame, started, body)
     outcome = cut(outcome, use.result_chars)
     events.append(
         frame.event(
@@ -257,6 +284,7 @@ async def _outcome(
     path: str,
     frame: Frame,
     started: float,
+    body: BodyRunner | None,
 ) -> ToolOutcome:
     tool = tools.get(asked.name)
     if tool is None:
@@ -273,8 +301,18 @@ async def _outcome(
         return ToolOutcome(f"Error: the arguments do not match the tool's schema: {problem}", error=True)
     if tool.approve == "ask" and not await _approved(step, use, asked, path, frame):
         return ToolOutcome(f"The person declined this call of {asked.name}; it was not run.", error=True, declined=True)
+    if isinstance(tool, WorkflowTool) and body is not None:  # a child run, with its own journal
+        from core.policies.tool_workflow import call_workflow_tool
+
+        return await call_workflow_tool(tool, arguments, path, frame, body)
     attempt = await frame.begin_attempt(path, f"tool:{asked.name}")
-    where = ToolCallContext(run_id=frame.run_id, path=path, attempt=attempt, on_progress=frame.reporter.note)
+    where = ToolCallContext(
+        run_id=frame.run_id,
+        path=path,
+        attempt=attempt,
+        on_progress=frame.reporter.note,
+        process_started=lambda pid: frame.process_started(path, f"tool:{asked.name}", pid),
+    )
     return await tool.call(arguments, where, frame.tool_sessions)
 
 
@@ -319,11 +357,6 @@ def cut(outcome: ToolOutcome, limit: int) -> ToolOutcome:
     if total <= limit:
         return outcome
     return replace(outcome, content=outcome.content[:limit] + _CUT.format(total=total, kept=limit))
-
-
-def result_text(value: Any) -> str:
-    """A tool's result as the text a model reads: a string as is, anything else as JSON."""
-    return value if isinstance(value, str) else _json(value)
 
 
 def _json(value: Any) -> str:

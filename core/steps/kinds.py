@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args
 from core.model.errors import SourcePosition
 from core.model.records import RunRecord
 from core.model.tools import ToolMode
-from core.ports import Agent, Tool
+from core.ports import Agent, Tool, ToolSource
 from core.text.templates import Expression, Template
 
 if TYPE_CHECKING:
@@ -68,9 +68,10 @@ DEFAULT_RESULT_CHARS = 8_000
 class ToolUse:
     """The tools an agent step's model may call, at most ``max_tool_calls`` calls per step, each result cut
     to ``result_chars`` characters before the model sees it; ``mode`` is how the model is told of them (None:
-    the agent's ``tool_mode``). ``agent`` is the agent's name in the blueprint, for messages."""
+    the agent's ``tool_mode``). ``agent`` is the agent's name in the blueprint, for messages. A ``ToolSource``
+    among ``tools`` (an MCP server) stands for the tools it lists when the step runs."""
 
-    tools: tuple[Tool, ...]
+    tools: tuple[Tool | ToolSource, ...]
     max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS
     mode: ToolMode | None = None
     result_chars: int = DEFAULT_RESULT_CHARS

@@ -10,21 +10,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from core.model.errors import ConfigError
-from core.ports import Tool
+from core.ports import Tool, ToolSource
 from core.steps.kinds import Pipeline
+from core.tools.kinds import build_runner_tool
 from core.tools.python_tool import PythonTool
 from core.tools.spec import ToolSpec
 
 
-def build_tools(spec: ToolSpec, *, workflows: Mapping[str, Pipeline] | None = None) -> tuple[Tool, ...]:
+def build_tools(spec: ToolSpec, *, workflows: Mapping[str, Pipeline] | None = None) -> tuple[Tool | ToolSource, ...]:
     """The tools ``spec`` describes. ``workflows`` holds the compiled Pipeline of each ``workflow:`` a spec may
-    name (``imports.triage``). ConfigError (starting with ``tools.NAME``) when one cannot be made."""
-    # An MCP server's tools: one per tool the server offers (core/tools/mcp_tool.py, the runners' branch).
+    name (``imports.triage``). ConfigError (starting with ``tools.NAME``) when one cannot be made. An MCP
+    server is a ``ToolSource``: the step that offers it expands it into the server's tools when it runs."""
     return (build_tool(spec, workflows=workflows),)
 
 
-def build_tool(spec: ToolSpec, *, workflows: Mapping[str, Pipeline] | None = None) -> Tool:
-    """The one tool ``spec`` describes (not an MCP server's: ``build_tools``)."""
+def build_tool(spec: ToolSpec, *, workflows: Mapping[str, Pipeline] | None = None) -> Tool | ToolSource:
+    """The one tool (or MCP server) ``spec`` describes."""
     approve = spec.approve or "never"
     if spec.python is not None:
         return PythonTool(
@@ -35,12 +36,11 @@ def build_tool(spec: ToolSpec, *, workflows: Mapping[str, Pipeline] | None = Non
             approve=approve,
             timeout=spec.timeout,
         )
-    # command: core/tools/command_tool.py; workflow: the Pipeline ``workflows[spec.workflow]``, run by the loop as a
-    # sub-workflow; mcp: core/tools/mcp_tool.py (the runners' branches, wired here).
     kind = "command" if spec.command else "workflow" if spec.workflow else "mcp" if spec.mcp else None
     if kind is None:
         raise ConfigError(
             f"tools.{spec.name}: says neither python, command, workflow nor mcp",
             hint="give the tool exactly one of python, command, workflow or mcp",
         )
-    raise ConfigError(f"tools.{spec.name}: {kind} tools are not available in this build of flujo")
+    workflow = (workflows or {}).get(spec.workflow) if spec.workflow is not None else None
+    return build_runner_tool(spec, workflow=workflow)

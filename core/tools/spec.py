@@ -33,7 +33,8 @@ class ToolSpec:
     names an imported workflow (``imports.triage``): it runs as a sub-workflow with the arguments as its input.
     ``mcp`` is a stdio MCP server: the tool is each of its tools (``include`` limits them), named as the server
     names them. ``approve`` None is the default: ``never``, except an MCP tool the server marks destructive,
-    which asks. ``timeout`` (seconds) bounds one call of a ``python`` or ``command`` tool."""
+    which asks. ``timeout`` (seconds) bounds one call of a ``python``, ``command`` or ``mcp`` tool
+    (300 s for a command or an MCP server when not given)."""
 
     name: str
     description: str | None = None
