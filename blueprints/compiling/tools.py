@@ -23,11 +23,12 @@ if TYPE_CHECKING:
     from core import Tool, ToolSource, ToolSpec, ToolUse
 
 
-def tool_spec(name: str, tool: ToolModel) -> ToolSpec:
-    """The ToolSpec of a ``tools:`` entry."""
+def tool_spec(name: str, tool: ToolModel, folder: str | None = None) -> ToolSpec:
+    """The ToolSpec of a ``tools:`` entry. A ``command:`` tool and an MCP server run in ``folder`` (the
+    blueprint's), as a ``python:`` tool is imported from it: the files a blueprint names sit beside it."""
     from core import McpServerSpec, ToolSpec
 
-    mcp = McpServerSpec(command=tuple(tool.mcp.command), env=dict(tool.mcp.env or {})) if tool.mcp else None
+    mcp = McpServerSpec(command=tuple(tool.mcp.command), env=dict(tool.mcp.env or {}), cwd=folder) if tool.mcp else None
     return ToolSpec(
         name=name,
         description=tool.description,
@@ -39,6 +40,7 @@ def tool_spec(name: str, tool: ToolModel) -> ToolSpec:
         mcp=mcp,
         include=tuple(tool.include or ()),
         timeout=tool.timeout,
+        cwd=folder if tool.command else None,
     )
 
 
@@ -92,7 +94,7 @@ class ToolBuilder:
             )
         workflows = {model.workflow: self.imported(model.workflow.removeprefix("imports."))} if model.workflow else None
         try:
-            built = build_tools(tool_spec(name, model), workflows=workflows)
+            built = build_tools(tool_spec(name, model, str(self.blueprint.path.parent)), workflows=workflows)
         except ConfigError as exc:
             raise ConfigError(f"{self.blueprint.key_position(path)}: {exc.message}", hint=exc.hint) from exc
         self._tools[name] = built

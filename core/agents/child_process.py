@@ -91,14 +91,15 @@ async def run_command(
     env: Mapping[str, str],
     timeout: float,
     started: Callable[[int], Awaitable[None]] | None = None,
+    cwd: str | None = None,
 ) -> str:
-    """Run ``argv`` (``start_command``) with ``data`` on its stdin; its stdout, as text. ``started`` is told the
-    process's id once it runs (the engine records its group). Its stdout is bounded by the setting
-    ``bounds.agent_output_max_bytes`` and its run by ``timeout`` seconds; past either, or when cancelled, its
-    whole process group is killed. CommandFailed (naming ``owner``) when there is no result."""
+    """Run ``argv`` (``start_command``, in directory ``cwd``) with ``data`` on its stdin; its stdout, as text.
+    ``started`` is told the process's id once it runs (the engine records its group). Its stdout is bounded by
+    the setting ``bounds.agent_output_max_bytes`` and its run by ``timeout`` seconds; past either, or when
+    cancelled, its whole process group is killed. CommandFailed (naming ``owner``) when there is no result."""
     shown = shlex.join(argv)
     try:
-        process = await start_command(argv, env=env)
+        process = await start_command(argv, env=env, cwd=cwd)
     except OSError as exc:
         raise CommandFailed(
             f"{owner}: cannot start {shown}: {exc.strerror or exc}",

@@ -124,6 +124,16 @@ class ScriptedAgent(_OfflineModel):
             text = reply.get("text", "") if isinstance(reply, Mapping) else ""
             return ModelTurn(str(text or ""), asked, OFFLINE_USAGE, "scripted")
         text = input_text(reply)
+        if self._schema is not None:  # the answer is data, checked as run() checks it (no repair turn here)
+            checked = self._check(self._schema, reply)
+            if checked.error is not None:
+                raise AgentOutputError(
+                    f"agents.{self.name} (scripted) answered with output that does not match its output_schema: "
+                    f"{checked.error}",
+                    hint="fix the scripted replies so they match the output_schema",
+                    usage=OFFLINE_USAGE,
+                )
+            return ModelTurn(text, (), OFFLINE_USAGE, "scripted", output=checked.value)
         if call.on_text is not None:
             stream_in_chunks(text, call.on_text)
         return ModelTurn(text, (), OFFLINE_USAGE, "scripted", streamed=call.on_text is not None)

@@ -35,6 +35,7 @@ class CommandTool:
             )
         self.argv = tuple(spec.command)
         self.timeout = spec.timeout if spec.timeout is not None else DEFAULT_COMMAND_TIMEOUT_S
+        self.cwd = spec.cwd
         self._approve: Approve = spec.approve or "never"
         description = spec.description or f"Runs {shlex.join(self.argv)}"
         self._definition = (
@@ -64,6 +65,7 @@ class CommandTool:
                 env=child_environment(facts),
                 timeout=self.timeout,
                 started=where.process_started,
+                cwd=self.cwd,
             )
         except CommandFailed as failed:  # the tool's own failure: the model reads it and decides what next
             return ToolOutcome(f"Error: {failed.message}", error=True)

@@ -46,3 +46,4 @@ class ToolSpec:
     mcp: McpServerSpec | None = None
     include: tuple[str, ...] = ()
     timeout: float | None = None
+    cwd: str | None = None  # where a command: tool runs (the blueprint's folder); None: flujo's own directory

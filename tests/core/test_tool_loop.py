@@ -164,3 +164,14 @@ async def test_a_simulated_person_answers_the_approval_question_as_any_other() -
     assert (note.path, note.step, note.source) == ("answer/tool/1/approve", "approve:add", "simulated")
     [asked] = ada.calls
     assert asked.input == 'Allow helper to call add({"a": 1, "b": 2})? [y/N]'
+
+
+async def test_a_scripted_answer_after_tools_is_checked_against_the_output_schema() -> None:
+    schema = {"type": "object", "properties": {"sum": {"type": "integer"}}, "required": ["sum"]}
+    agent = ScriptedAgent([{"tool": "add", "arguments": {"a": 2, "b": 3}}, '{"sum": 5}'], output_schema=schema)
+    outcome = await Engine(store=MemoryStore()).run(pipeline(agent, AddTool()), "2+3")
+    assert outcome.status == "completed", outcome.error
+    assert outcome.output == {"sum": 5}
+    wrong = ScriptedAgent([{"tool": "add", "arguments": {"a": 2, "b": 3}}, "five"], output_schema=schema)
+    failed = await Engine(store=MemoryStore()).run(pipeline(wrong, AddTool()), "2+3")
+    assert failed.status == "failed" and failed.error is not None and "output_schema" in failed.error.message

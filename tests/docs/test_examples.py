@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import shlex
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -162,6 +164,12 @@ RUNS: dict[str, Run] = {
     "docs/examples/review.yaml": Run(
         input="Tea is old.", answers=("no",), output="rejected: Clear, but say where tea is loved."
     ),
+    "docs/examples/mcp_tools.yaml": Run(
+        input="Who is customer 42?",
+        answers=("n",),
+        output="Customer 42 is Ada Lovelace (pro plan); she prefers email.",
+    ),
+    "docs/examples/local_tools.yaml": Run(input="Add 17 and 25.", local=True),
     "docs/examples/tools.yaml": Run(input="What is (2 + 3) * 4?", answers=("y",), output="(2 + 3) * 4 is 20."),
     "docs/examples/reduce_modes.yaml": Run(
         output={
@@ -302,7 +310,10 @@ def example_params() -> list[Any]:
 
 
 @pytest.mark.parametrize("example", example_params())
-def test_example_validates_and_runs_offline(example: str, state_db: Path) -> None:
+def test_example_validates_and_runs_offline(example: str, state_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # As a person runs them, with flujo's virtual environment active: a tool's `python3` is the one with flujo's
+    # extras (the MCP SDK an example's server needs).
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     run = RUNS.get(example)
     if run is None:
         pytest.fail(

@@ -20,7 +20,7 @@ from blueprints.checking.checks.schemas import check_schema
 from blueprints.checking.checks.sites import StepSite
 from blueprints.reading.positions import Path
 from blueprints.reading.suggestions import did_you_mean
-from blueprints.schema import AgentModel, AgentStepModel, EnsembleStepModel, HitlStepModel, LoopStepModel, ToolModel
+from blueprints.schema import AgentModel, EnsembleStepModel, HitlStepModel, LoopStepModel, ToolModel
 from core import BlueprintError, provider_of
 
 # What every provider accepts as a tool's name (OpenAI's rule; Anthropic's is the same).
@@ -187,13 +187,6 @@ def check_agent_tools(checker: Checker, name: str, agent: AgentModel) -> None:
             checker.at((*path, "tool_mode")),
             "leave tool_mode out: model: local is told of its tools in JSON (tool_mode: json)",
         )
-    if agent.output_schema is not None:
-        checker.warning(
-            "ignored-key",
-            f"output_schema has no effect on agent {name!r}, which uses tools: its answer is the model's text",
-            checker.key_at((*path, "output_schema")),
-            "describe the answer you want in its system_prompt",
-        )
 
 
 def check_tools_reach(checker: Checker, sites: Iterable[StepSite]) -> None:
@@ -213,16 +206,7 @@ def check_tools_reach(checker: Checker, sites: Iterable[StepSite]) -> None:
 
     for site in sites:
         step = site.step
-        if isinstance(step, AgentStepModel) and step.uses is not None and step.output_schema is not None:
-            used = agents.get(step.uses.removeprefix("agents."))
-            if step.uses.startswith("agents.") and used is not None and used.tools:
-                checker.warning(
-                    "ignored-key",
-                    f"output_schema has no effect on step {step.name!r}: its agent uses tools, and its answer is "
-                    "the model's text",
-                    checker.key_at((*site.path, "output_schema")),
-                )
-        elif isinstance(step, HitlStepModel) and step.answered_by is not None:
+        if isinstance(step, HitlStepModel) and step.answered_by is not None:
             without_tools(step.answered_by, (*site.path, "answered_by"), f"the simulated person of {step.name!r}")
         elif isinstance(step, LoopStepModel) and step.loop.history_management is not None:
             summarizer = step.loop.history_management.summarizer_agent
