@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
+from core.model.calls import ChatMessage
 from core.model.views import NOT_TEXT
 from core.model.window_map import WindowMap
 from core.text.embedded_json import mask_keyed_values
@@ -154,9 +155,9 @@ class Redactor:
         self._ordinary_keys: set[Any] = set()  # mapping keys seen not to be sensitive (``sensitive_key``)
         # Message objects masked (``messages``): their masked dicts by id, and the objects themselves by id,
         # held so that while a message is remembered no other object can have its id.
-        self._messages: dict[int, dict[str, str]] = {}
+        self._messages: dict[int, dict[str, Any]] = {}
         self._held: dict[int, ChatMessageLike] = {}
-        self._windows: WindowMap[ChatMessageLike, dict[str, str]] = WindowMap()
+        self._windows: WindowMap[ChatMessageLike, dict[str, Any]] = WindowMap()
 
     def text(self, value: str) -> str:
         done = self._memo.get(value)
@@ -188,8 +189,10 @@ class Redactor:
             value = mask_keyed_values(value, sensitive=_sensitive_name, mask=MASK)
         return _ASSIGNMENT.sub(_mask_assignment, value)
 
-    def messages(self, sent: Sequence[ChatMessageLike]) -> list[dict[str, str]]:
-        """``sent`` as ``{"role": ..., "content": ...}`` dicts, masked as ``value`` masks them, in a new list.
+    def messages(self, sent: Sequence[ChatMessageLike]) -> list[dict[str, Any]]:
+        """``sent`` as ``{"role": ..., "content": ...}`` dicts, masked as ``value`` masks them, in a new list. A
+        message of a tool loop (a ``ChatMessage`` with ``tool_calls``, or a tool's result) keeps those parts
+        too: ``tool_calls`` (each ``{"id", "name", "arguments"}``), ``tool_call_id`` and ``name``.
 
         A conversation's prompts send the same message objects from one prompt to the next
         (``ConversationTurn.message``), the window of them sliding on: what this redactor gave for the
@@ -200,7 +203,7 @@ class Redactor:
         compares with the previous prompt's at the cost of a pointer."""
         return self._windows.map(sent, self._message)
 
-    def _message(self, message: ChatMessageLike) -> dict[str, str]:
+    def _message(self, message: ChatMessageLike) -> dict[str, Any]:
         masked = self._messages.get(id(message))
         if masked is None:
             if len(self._messages) >= _MEMO_SIZE:
@@ -208,9 +211,23 @@ class Redactor:
                 self._held.clear()
             # "role" and "content" are not sensitive keys: their texts are masked
             masked = {"role": self.text(message.role), "content": self.text(message.content)}
+            if isinstance(message, ChatMessage) and (message.tool_calls or message.tool_call_id is not None):
+                masked.update(self._tool_parts(message))
             self._messages[id(message)] = masked
             self._held[id(message)] = message
         return masked
+
+    def _tool_parts(self, message: ChatMessage) -> dict[str, Any]:
+        """The tool loop's parts of ``message``, masked: the calls an assistant message asks for, or which
+        call a tool's result answers."""
+        parts: dict[str, Any] = {}
+        if message.tool_calls:
+            parts["tool_calls"] = [self.value(call.to_dict()) for call in message.tool_calls]
+        if message.tool_call_id is not None:
+            parts["tool_call_id"] = self.text(message.tool_call_id)
+        if message.name is not None:
+            parts["name"] = self.text(message.name)
+        return parts
 
     def value(self, value: Any) -> Any:
         # Hot (every trace payload, every message of every prompt): exact types first, then the ABCs.
