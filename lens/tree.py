@@ -27,6 +27,7 @@ is linear in the number of steps and events (10,000 events in well under a secon
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -449,11 +450,21 @@ def _messages(call: CallNode) -> list[MessageNode]:
         role = str(message.get("role", "?"))
         content = message.get("content", "")
         text = content if isinstance(content, str) else full_text(content)
-        asked = message.get("tool_calls")
+        asked = _parsed(message.get("tool_calls"))
         if isinstance(asked, list) and asked:  # an assistant message of a tool loop: the calls it asked for
             text = "\n".join([*([text] if text else []), *(tool_call_words(each) for each in asked)])
         found.append(MessageNode(call.run_id, call.path, index, role, text))
     return found
+
+
+def _parsed(value: Any) -> Any:
+    """A message's ``tool_calls`` as the list it is: the engine writes them as one JSON text."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return [value]  # shown as written
 
 
 def tool_call_words(call: Any) -> str:

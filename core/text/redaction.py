@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
@@ -192,7 +193,8 @@ class Redactor:
     def messages(self, sent: Sequence[ChatMessageLike]) -> list[dict[str, Any]]:
         """``sent`` as ``{"role": ..., "content": ...}`` dicts, masked as ``value`` masks them, in a new list. A
         message of a tool loop (a ``ChatMessage`` with ``tool_calls``, or a tool's result) keeps those parts
-        too: ``tool_calls`` (each ``{"id", "name", "arguments"}``), ``tool_call_id`` and ``name``.
+        too: ``tool_calls`` (the JSON text of a list of ``{"id", "name", "arguments"}``), ``tool_call_id`` and
+        ``name``.
 
         A conversation's prompts send the same message objects from one prompt to the next
         (``ConversationTurn.message``), the window of them sliding on: what this redactor gave for the
@@ -217,12 +219,14 @@ class Redactor:
             self._held[id(message)] = message
         return masked
 
-    def _tool_parts(self, message: ChatMessage) -> dict[str, Any]:
-        """The tool loop's parts of ``message``, masked: the calls an assistant message asks for, or which
-        call a tool's result answers."""
-        parts: dict[str, Any] = {}
+    def _tool_parts(self, message: ChatMessage) -> dict[str, str]:
+        """The tool loop's parts of ``message``, masked: the calls an assistant message asks for (one JSON
+        text, so that the message is text only, as the store compares a prompt's messages with the last
+        prompt's to store each once: ``core.store.rows.shared_lists``), or which call a tool's result answers."""
+        parts: dict[str, str] = {}
         if message.tool_calls:
-            parts["tool_calls"] = [self.value(call.to_dict()) for call in message.tool_calls]
+            asked = [self.value(call.to_dict()) for call in message.tool_calls]
+            parts["tool_calls"] = json.dumps(asked, ensure_ascii=False, default=str)
         if message.tool_call_id is not None:
             parts["tool_call_id"] = self.text(message.tool_call_id)
         if message.name is not None:

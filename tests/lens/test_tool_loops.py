@@ -164,7 +164,8 @@ def test_the_json_documents_nest_the_loop_under_the_agent_step(declined: Path, c
         turn = answer["children"][5]
         [prompt] = [event["payload"] for event in turn["events"] if event["kind"] == "agent.prompt"]
         asked = [m for m in prompt["messages"] if m.get("tool_calls")]
-        assert [[call["name"] for call in m["tool_calls"]] for m in asked] == [["lookup"], ["lookup", "delete"]]
+        names = [[call["name"] for call in json.loads(m["tool_calls"])] for m in asked]  # one JSON text each
+        assert names == [["lookup"], ["lookup", "delete"]]
         results = [(m["name"], m["tool_call_id"]) for m in prompt["messages"] if m["role"] == "tool"]
         assert results == [("lookup", "call_1"), ("lookup", "call_1"), ("delete", "call_2")]
     _no_secret(out)
