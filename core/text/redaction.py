@@ -193,8 +193,8 @@ class Redactor:
     def messages(self, sent: Sequence[ChatMessageLike]) -> list[dict[str, Any]]:
         """``sent`` as ``{"role": ..., "content": ...}`` dicts, masked as ``value`` masks them, in a new list. A
         message of a tool loop (a ``ChatMessage`` with ``tool_calls``, or a tool's result) keeps those parts
-        too: ``tool_calls`` (the JSON text of a list of ``{"id", "name", "arguments"}``), ``tool_call_id`` and
-        ``name``.
+        too: ``tool_calls`` (the JSON text of a list of ``{"id", "name", "arguments"}``) and ``tool_call_id`` (as
+        sent: a tool's name is not, in every wire format).
 
         A conversation's prompts send the same message objects from one prompt to the next
         (``ConversationTurn.message``), the window of them sliding on: what this redactor gave for the
@@ -229,8 +229,6 @@ class Redactor:
             parts["tool_calls"] = json.dumps(asked, ensure_ascii=False, default=str)
         if message.tool_call_id is not None:
             parts["tool_call_id"] = self.text(message.tool_call_id)
-        if message.name is not None:
-            parts["name"] = self.text(message.name)
         return parts
 
     def value(self, value: Any) -> Any:

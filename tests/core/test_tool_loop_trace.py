@@ -45,7 +45,7 @@ async def test_a_turn_s_prompt_event_holds_the_calls_and_results_it_was_sent_mas
             "content": "",
             "tool_calls": '[{"id": "call_1", "name": "lookup", "arguments": {"note": "key [REDACTED]"}}]',  # one text
         },
-        {"role": "tool", "content": "found, key [REDACTED]", "tool_call_id": "call_1", "name": "lookup"},
+        {"role": "tool", "content": "found, key [REDACTED]", "tool_call_id": "call_1"},
     ]
 
 
@@ -57,7 +57,7 @@ def test_the_redactor_masks_a_message_s_tool_parts_once_per_message() -> None:
     assert json.loads(first[0]["tool_calls"]) == [
         {"id": "c1", "name": "lookup", "arguments": {"token": "[REDACTED]", "id": "42"}}
     ]
-    assert first[1] == {"role": "tool", "content": "key [REDACTED]", "tool_call_id": "c1", "name": "lookup"}
+    assert first[1] == {"role": "tool", "content": "key [REDACTED]", "tool_call_id": "c1"}
     again = redactor.messages([asked, result])
     assert again[0] is first[0] and again[1] is first[1]  # the same masked dicts: a message is masked once
 
