@@ -114,8 +114,9 @@ class LiveReporter:
             self._lines.line(("dim", "  ↳ "), ("red", f"{call} → {self._masked(str(outcome.get('content')), 100)}"))
         else:
             self._lines.line(("dim", "  ↳ "), call, " → ", self._masked(str(outcome.get("content", "")), 100))
-        name = self._running.get(_agent_of(record.path))
-        if name is not None:  # the agent goes on: its next turn
+        agent = _agent_of(record.path)
+        name = self._running.get(agent)
+        if name is not None and not self._asked.get(agent):  # its turn's calls are done: the model's next turn
             self._spin(f"[bold]{escape(name)}[/] running…")
 
     def _arguments(self, arguments: Any) -> str:

@@ -160,14 +160,19 @@ def test_at_a_terminal_a_running_call_is_a_spinner_naming_its_arguments_then_the
     con = Console(file=buffer, width=100, force_terminal=True, color_system=None)
     reporter = LiveReporter(con)
     reporter.step_started("answer", "answer", "step")
-    reporter.step_finished(turn("answer/model/1", ("lookup", {"id": "42"})))
+    reporter.step_finished(turn("answer/model/1", ("lookup", {"id": "42"}), ("lookup", {"id": "7"})))
     shown = buffer.getvalue()
     reporter.step_started("answer/tool/1", "lookup", "tool")
     assert 'lookup({"id": "42"}) running…' in buffer.getvalue()[len(shown) :]
     shown = buffer.getvalue()
     reporter.step_finished(call("answer/tool/1", "lookup", {"id": "42"}, "Ada"))
     after = buffer.getvalue()[len(shown) :]
-    assert '↳ lookup({"id": "42"}) → Ada' in after and "answer running…" in after  # the agent's next turn
+    assert '↳ lookup({"id": "42"}) → Ada' in after and "answer running…" not in after  # the next call comes
+    reporter.step_started("answer/tool/2", "lookup", "tool")
+    shown = buffer.getvalue()
+    reporter.step_finished(call("answer/tool/2", "lookup", {"id": "7"}, "Bo"))
+    after = buffer.getvalue()[len(shown) :]
+    assert '↳ lookup({"id": "7"}) → Bo' in after and "answer running…" in after  # the model's next turn
     reporter.close()
 
 
