@@ -1,13 +1,17 @@
-"""Live progress on stderr: a spinner naming the running step, streamed text, each agent's reply.
+"""Live progress on stderr: a spinner naming the running step, streamed text, each agent's reply, each tool call.
 
-The human sees every agent reply as it finishes (or streams), so a HITL question is never asked blind.
+The human sees every agent reply as it finishes (or streams), so a HITL question is never asked blind. In an
+agent step's tool loop each tool call is a spinner naming the tool and its arguments while it runs, then one
+line with its result (its error, or that the person declined it), masked like a trace; the model's turns
+are not shown (the reply is, as any agent's).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Mapping
 from typing import Any, assert_never
 
 from rich.console import Console
@@ -15,7 +19,7 @@ from rich.markup import escape
 from rich.status import Status
 from rich.text import Text
 
-from core import Activity, StepRecord
+from core import MODEL_TURN_KIND, TOOL_CALL_KIND, Activity, Redactor, StepRecord
 from flujo_cli.line_writer import LineWriter
 
 
@@ -42,16 +46,28 @@ class Waiting:
         return text.append(f" {seconds} s") if seconds >= 1 else text
 
 
-class LiveReporter:
-    """Shows progress on a console; ``quiet`` keeps only agent replies and errors off (for --json)."""
+def short(text: str, limit: int) -> str:
+    """``text`` on one line (its whitespace runs made one space), cut at ``limit`` characters with ``…``."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
-    def __init__(self, console: Console, *, quiet: bool = False) -> None:
+
+class LiveReporter:
+    """Shows progress on a console; ``quiet`` keeps only agent replies and errors off (for --json). ``redactor``
+    masks what a tool call's line shows (its arguments and result)."""
+
+    def __init__(self, console: Console, *, quiet: bool = False, redactor: Redactor | None = None) -> None:
         self._console = console
         self._lines = LineWriter(console)
         self._quiet = quiet
+        self.redactor = redactor
         self._status: Status | None = None
         self._streaming: str | None = None
         self._terminal = console.is_terminal  # read once: Rich looks at the environment on every read
+        self._running: dict[str, str] = {}  # agent step path → name, while its spinner may come back after a tool
+        # Agent step path → the calls its latest model turn asked for and that have not started yet: a call's
+        # spinner names its arguments (the engine says only which tool starts).
+        self._asked: dict[str, deque[tuple[str, Any]]] = {}
 
     def _stop_status(self) -> None:
         if self._status is not None:
@@ -60,13 +76,60 @@ class LiveReporter:
 
     def step_started(self, path: str, name: str, kind: str) -> None:
         self._stop_status()
+        if kind == TOOL_CALL_KIND:
+            self._tool_started(path, name)
+            return
         if self._quiet or kind != "step" or not self._terminal:
             return
-        self._status = self._console.status(f"[bold]{escape(name)}[/] running…", spinner="dots")
+        self._running[path] = name
+        self._spin(f"[bold]{escape(name)}[/] running…")
+
+    def _spin(self, what: str | Text) -> None:
+        self._status = self._console.status(what, spinner="dots")
         self._status.start()
         # Draw the first frame now, not on the refresh thread's first tick: loading a local model holds the
         # GIL for the whole load (xllamacpp), and the spinner would stay blank until it is done.
         self._status.update(spinner="dots")
+
+    def _tool_started(self, path: str, name: str) -> None:
+        self._end_stream()  # what the model said with its calls stays, on its own line
+        waiting = self._asked.get(_agent_of(path))
+        arguments = waiting.popleft()[1] if waiting and waiting[0][0] == name else None
+        if self._quiet or not self._terminal:
+            return
+        shown = f"({self._arguments(arguments)})" if arguments is not None else ""
+        self._spin(Text.assemble((name, "bold"), f"{shown} running…"))
+
+    def _tool_finished(self, record: StepRecord) -> None:
+        self._stop_status()
+        self._end_stream()
+        if self._quiet:
+            return
+        given = record.input.get("arguments") if isinstance(record.input, Mapping) else None
+        outcome = record.output if isinstance(record.output, Mapping) else {}
+        call = f"{record.name}({self._arguments(given)})"
+        if outcome.get("declined"):
+            self._lines.line(("dim", "  ↳ "), ("yellow", f"{call} declined by the person"))
+        elif outcome.get("error"):
+            self._lines.line(("dim", "  ↳ "), ("red", f"{call} → {self._masked(str(outcome.get('content')), 100)}"))
+        else:
+            self._lines.line(("dim", "  ↳ "), call, " → ", self._masked(str(outcome.get("content", "")), 100))
+        agent = _agent_of(record.path)
+        name = self._running.get(agent)
+        if name is not None and not self._asked.get(agent):  # its turn's calls are done: the model's next turn
+            self._spin(f"[bold]{escape(name)}[/] running…")
+
+    def _arguments(self, arguments: Any) -> str:
+        return self._masked(json.dumps(arguments, ensure_ascii=False, default=str), 60)
+
+    def _masked(self, text: str, limit: int) -> str:
+        """``text`` masked, then cut (a secret is never shown in part)."""
+        return short(self.redactor.text(text) if self.redactor is not None else text, limit)
+
+    def _end_stream(self) -> None:
+        if self._streaming is not None:
+            self._streaming = None
+            self._lines.line()  # the streamed line's end
 
     def activity(self, path: str, activity: Activity) -> None:
         if self._status is None:  # quiet, not a terminal, or the reply already streams
@@ -101,8 +164,19 @@ class LiveReporter:
         self._lines.line(("bold green", name), " › ", preview(output))
 
     def step_finished(self, record: StepRecord) -> None:
+        if record.kind == TOOL_CALL_KIND:
+            self._tool_finished(record)
+            return
+        if record.kind == MODEL_TURN_KIND:  # internal: its calls are shown as they run
+            asked = record.output.get("tool_calls") if isinstance(record.output, Mapping) else None
+            self._asked[_agent_of(record.path)] = deque(
+                (str(call.get("name")), call.get("arguments")) for call in asked or () if isinstance(call, Mapping)
+            )
+            return
         if record.kind != "step":
             return
+        self._running.pop(record.path, None)
+        self._asked.pop(record.path, None)
         self._stop_status()
         if self._streaming == record.path:  # a stream that ended without a reply (the step failed)
             self._streaming = None
@@ -112,10 +186,13 @@ class LiveReporter:
         # Printed above a running spinner, which keeps turning: a retry's note comes while its step still runs.
         if self._quiet:
             return
-        if self._streaming is not None:  # a reply cut off mid-stream: its text stays, on its own line
-            self._streaming = None
-            self._lines.line()
+        self._end_stream()  # a reply cut off mid-stream: its text stays, on its own line
         self._lines.line(("dim", message))
 
     def close(self) -> None:
         self._stop_status()
+
+
+def _agent_of(path: str) -> str:
+    """The path of the agent step whose tool loop a turn or call at ``path`` (``P/tool/N``) belongs to."""
+    return path.rsplit("/", 2)[0]

@@ -14,6 +14,8 @@ from rich.text import Text
 
 import lens.figures as figures
 from core import (
+    MODEL_TURN_KIND,
+    TOOL_CALL_KIND,
     AgentStarted,
     AnswerRejected,
     BranchTaken,
@@ -33,13 +35,14 @@ from core import (
     ReplyReceived,
     RunRecord,
     StepErrored,
+    StepRecord,
     SummaryFailed,
     ToolCalled,
     UnknownEvent,
     Usage,
 )
 from lens.preview import compact, one_line
-from lens.tree import CallNode, EventNode, GroupNode, MessageNode, Node, RunNode, StepNode
+from lens.tree import CallNode, EventNode, GroupNode, MessageNode, Node, RunNode, StepNode, tool_call_words
 
 _MARKS: dict[str, tuple[str, str]] = {
     "completed": ("✓", "green"),
@@ -128,6 +131,30 @@ def step_label(node: StepNode) -> Text:
         if isinstance(answer, QuestionAnswered) and answer.source:
             text.append(" · " + answered_by(answer), style="magenta")
     return text
+
+
+def tool_loop_values(record: StepRecord) -> tuple[Any, str] | None:
+    """What a record of a tool loop shows as its input and output (None for any other record): a tool call's
+    arguments and the result its model was sent (``declined by the person`` for a declined call); a model
+    turn's text and the calls it asked for (its input is the messages, which ``trace`` shows)."""
+    output = record.output if isinstance(record.output, Mapping) else {}
+    if record.kind == TOOL_CALL_KIND:
+        given = record.input.get("arguments") if isinstance(record.input, Mapping) else record.input
+        said = "declined by the person" if output.get("declined") else compact(output.get("content", ""))
+        return given, said
+    if record.kind == MODEL_TURN_KIND:
+        return None, turn_words(output)
+    return None
+
+
+def turn_words(output: Any) -> str:
+    """A model turn's reply (``ModelTurn.to_dict``): its text, then a line for each call it asked for."""
+    if not isinstance(output, Mapping):
+        return compact(output)
+    text = compact(output.get("text") or "")
+    asked = output.get("tool_calls")
+    calls = [tool_call_words(call) for call in asked] if isinstance(asked, list) else []
+    return "\n".join([*([text] if text else []), *calls])
 
 
 def answered_by(answer: QuestionAnswered) -> str:

@@ -204,7 +204,13 @@ def _step_block(node: StepNode) -> RenderableType:
     record = node.record
     if record is None:
         return labels.label(node)
-    lines = [labels.label(node), _field("in", _preview(record.input)), _field("out", _preview(record.output))]
+    shown = labels.tool_loop_values(record)
+    if shown is None:
+        lines = [labels.label(node), _field("in", _preview(record.input)), _field("out", _preview(record.output))]
+    else:  # a tool call: its arguments and result; a model turn: what it said and asked for
+        given, said = shown
+        lines = [labels.label(node), *([_field("in", _preview(given))] if given is not None else [])]
+        lines.append(_field("out", Text(one_line(said, 90))))
     if record.error:
         lines.append(_field("error", Text(record.error, style="red"), wrap=True))
     return Group(*lines)
@@ -274,11 +280,18 @@ def call_block(call: CallNode, opened: Opening, path: str) -> CallBlock:
         rows.append((Text("repair", style="yellow"), Text(one_line(repair.error, 90), style="yellow")))
     if call.reply is not None:
         output = call.reply.output
-        shown, cut = _content(full_text(output) if opened == "whole" else compact(output), opened)
+        shown, cut = _content(_reply(call, output, opened), opened)
         hidden = hidden or cut
         rows.append((Text("→ reply", style="bold"), shown))
     note = Text(f"(collapsed: {hint})", style="dim") if hidden else None
     return CallBlock(head, grid=True, rows=tuple(rows), note=note)
+
+
+def _reply(call: CallNode, output: Any, opened: Opening) -> str:
+    """A call's reply as text: a tool loop's turn as what the model said and the calls it asked for."""
+    if call.turn:
+        return labels.turn_words(output)
+    return full_text(output) if opened == "whole" else compact(output)
 
 
 def _content(text: str, opened: Opening) -> tuple[Text, bool]:

@@ -7,13 +7,16 @@ steps that enclose it and its own, without iterations, items or branch keys: the
 A step may share its name with a loop, map or parallel step it is inside, so a name alone can name two steps
 (``clarify`` and ``clarify/clarify``): ``step_paths_named`` lists them, for the caller to ask which.
 
-Paths inside a child run are prefixed with the path of the step that started it (``review/critique``).
+Paths inside a child run are prefixed with the path of the step that started it (``review/critique``). The
+turns and calls of an agent step's tool loop are below it by their names (``answer/lookup``: every call of
+``lookup`` in step ``answer``), so a tool called twice is not two steps of one name.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+import core
 from lens.tree import GroupNode, Node, RunNode, StepNode
 
 
@@ -69,6 +72,8 @@ def _below(child: Node, prefix: str, names: str) -> tuple[str, str]:
         return (f"{prefix}/{child.path}" if prefix else child.path), names
     if isinstance(child, StepNode):
         segment = child.path.rpartition("/")[2]
+        if child.record is not None and child.record.kind in core.TOOL_LOOP_KINDS:
+            segment = child.name  # no step of the blueprint: a tool's calls in a step are one, by its name
         return prefix, f"{names}/{segment}" if names else segment
     return prefix, names
 

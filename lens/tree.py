@@ -17,13 +17,17 @@ Events are matched on their ``core.model.events`` classes (``TraceEvent.data``),
 step path alternates names and keys below the steps that run steps (``core.KEYED_STEP_KINDS``;
 ``chat/3/clarify``: step ``chat``, iteration ``3``, step ``clarify``); a history summary is a step of its
 own below the agent step it served, and its events (``HistorySummarized``, ``SummaryFailed``) say what it
-is. Siblings are in execution order (start time; the store's order breaks ties). Building is linear in the
-number of steps and events (10,000 events in well under a second).
+is. An agent step's tool loop commits records below it, of the kinds ``core.TOOL_LOOP_KINDS`` (model turn K
+at ``P/model/K``, tool call N at ``P/tool/N``, its approval below the call): they are the agent step's
+children, named ``turn K`` and by the tool's name, with no node for the segment between (the records' kinds
+say where a loop is). Siblings are in execution order (start time; the store's order breaks ties). Building
+is linear in the number of steps and events (10,000 events in well under a second).
 """
 
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -46,7 +50,7 @@ from core import (
     Usage,
     call_interrupted,
 )
-from lens.preview import full_text
+from lens.preview import compact, full_text
 from lens.snapshot import RunSnapshot
 
 
@@ -82,6 +86,7 @@ class CallNode:
     cuts: list[ReplyCut] = field(default_factory=list)  # attempts whose streamed reply was cut off
     repairs: list[OutputRepaired] = field(default_factory=list)
     summary: HistorySummarized | SummaryFailed | None = None  # the summary's outcome before this call
+    turn: bool = False  # a model turn of a tool loop: its reply is a ``ModelTurn`` (text and the calls asked for)
     kind: Literal["call"] = "call"
 
     def __repr__(self) -> str:
@@ -253,6 +258,7 @@ class _Builder:
         self.first: dict[int, float] = {}  # id(node) → when it started, for ordering
         self.calls: dict[int, CallNode] = {}  # id(step node) → its latest agent call
         self.sent: list[tuple[Container, TraceEvent]] = []  # the CallSent events, each with its node
+        self.loops = _tool_loops(snapshot.steps)
 
     def build(self) -> RunNode:
         record = self.snapshot.record
@@ -336,13 +342,19 @@ class _Builder:
             node = self.steps.get(here)
             if node is None:
                 node = StepNode(self.run_id, here, segments[i], self.records.get(here))
-                if node.record is not None:
+                if prefix in self.loops:
+                    node.name = _loop_child_name(node.record, prefix, segments[i])
+                elif node.record is not None:
                     node.name = node.record.name
                 self.steps[here] = node
                 parent.children.append(node)
             if i == len(segments) - 1:
                 return node
-            if not self._has_groups(node, segments[i + 1]):
+            loop = f"{here}/{segments[i + 1]}"
+            if loop in self.loops and i + 2 < len(segments):  # a turn or a call of the step's tool loop
+                parent, prefix, i = node, loop, i + 2
+                continue
+            if prefix in self.loops or not self._has_groups(node, segments[i + 1]):  # below a call: its approval
                 parent, prefix, i = node, here, i + 1
                 continue
             key = segments[i + 1]
@@ -372,6 +384,7 @@ class _Builder:
         match event.data:
             case PromptSent() as prompt:
                 call = CallNode(self.run_id, event.path, 0 if last is None else last.index + 1, prompt, event.ts)
+                call.turn = node is not None and node.record is not None and node.record.kind == core.MODEL_TURN_KIND
                 target.children.append(call)
                 self.calls[id(target)] = call
                 self._start(call, event.ts)
@@ -412,14 +425,53 @@ class _Builder:
         return self.first.get(id(node), float("inf"))
 
 
+def _tool_loops(steps: Sequence[StepRecord]) -> frozenset[str]:
+    """The path segments of the tool loops in ``steps`` (``P/model`` and ``P/tool`` of each agent step ``P``
+    whose loop committed a turn or a call): no step is there, the agent step's turns and calls are below."""
+    kinds = core.TOOL_LOOP_KINDS
+    found: set[str] = set()
+    for step in steps:
+        if step.kind in kinds:
+            agent = step.path.rpartition("/")[0].rpartition("/")[0]
+            found.update(f"{agent}/{kind}" for kind in kinds)
+    return frozenset(found)
+
+
+def _loop_child_name(record: StepRecord | None, loop: str, number: str) -> str:
+    """The name of a tool loop's turn (``turn 2``) or call (its tool's name; ``call 3`` while unrecorded)."""
+    if record is not None:
+        return f"turn {number}" if record.kind == core.MODEL_TURN_KIND else record.name
+    return f"{'turn' if loop.endswith('/' + core.MODEL_TURN_KIND) else 'call'} {number}"
+
+
 def _messages(call: CallNode) -> list[MessageNode]:
     found = []
     for index, message in enumerate(call.prompt.messages):
         role = str(message.get("role", "?"))
         content = message.get("content", "")
         text = content if isinstance(content, str) else full_text(content)
+        asked = _parsed(message.get("tool_calls"))
+        if isinstance(asked, list) and asked:  # an assistant message of a tool loop: the calls it asked for
+            text = "\n".join([*([text] if text else []), *(tool_call_words(each) for each in asked)])
         found.append(MessageNode(call.run_id, call.path, index, role, text))
     return found
+
+
+def _parsed(value: Any) -> Any:
+    """A message's ``tool_calls`` as the list it is: the engine writes them as one JSON text."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return [value]  # shown as written
+
+
+def tool_call_words(call: Any) -> str:
+    """A call a model asked for, as ``calls lookup({"id": "42"})``."""
+    if not isinstance(call, Mapping):
+        return f"calls {compact(call)}"
+    return f"calls {call.get('name', '?')}({compact(call.get('arguments'))})"
 
 
 def _unrecorded_status(run: RunRecord, path: str) -> str:

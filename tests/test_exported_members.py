@@ -13,7 +13,7 @@ CORE_FOR_LENS_AND_CLI = {
     "INTERRUPTED_CALL", "KEYED_STEP_KINDS", "LoopExited", "OutputRepaired", "ParallelDone", "ProcessStarted",
     "PromptSent", "PromptTooLarge", "QuestionAnswered", "Redactor", "ReplyCut", "ReplyReceived", "RunStatus",
     "Settings", "SimulatedPerson", "StepErrored", "StepPaths", "SummaryFailed", "ToolCalled", "UnknownEvent",
-    "ZERO_USAGE",
+    "ZERO_USAGE", "MODEL_TURN_KIND", "TOOL_CALL_KIND", "TOOL_LOOP_KINDS",
     "busy_refusal", "call_interrupted", "check_thread", "check_thread_name", "load_settings", "masked_under_key",
     "overrides_from_assignments", "parse_answer", "recorded_answers", "schema_errors", "secret_values",
     "sensitive_key", "use_bounds",

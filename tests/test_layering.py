@@ -92,12 +92,13 @@ def test_lens_reads_core_records_only() -> None:
 
 def test_lens_knows_events_by_their_classes_not_by_strings() -> None:
     """Lens matches trace events on their ``core.model.events`` classes and reads the step kinds that run steps
-    from ``core``: no string in lens spells an event kind or such a step kind, and none is a path
-    convention (a history summary says what it is in its events, not by a ``/summarize`` path)."""
-    from core import CONTAINER_STEP_KINDS
+    (and those of a tool loop's records) from ``core``: no string in lens spells an event kind or such a step
+    kind, and none is a path convention (a history summary says what it is in its events, not by a
+    ``/summarize`` path)."""
+    from core import CONTAINER_STEP_KINDS, TOOL_LOOP_KINDS
     from core.model.events import EVENT_TYPES
 
-    spelled = {*EVENT_TYPES, *CONTAINER_STEP_KINDS, "summarize"}
+    spelled = {*EVENT_TYPES, *CONTAINER_STEP_KINDS, *TOOL_LOOP_KINDS, "summarize"}
     offenders = [
         f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}"
         for path in sorted((ROOT / "lens").rglob("*.py"))

@@ -30,6 +30,14 @@ RunStatus = Literal[
     "running", "completed", "failed", "paused", "limit_reached", "aborted", "interrupted", "queued", "cancelled"
 ]
 
+# The records an agent step's tool loop (``core.policies.tool_loop``) commits below the step at ``P``: model
+# turn K at ``P/model/K`` and tool call N at ``P/tool/N``, each of the kind its path's segment names. The
+# step's own record holds the loop's usage and its answer; readers (lens, the CLI's progress lines) show
+# these as the step's children.
+MODEL_TURN_KIND = "model"
+TOOL_CALL_KIND = "tool"
+TOOL_LOOP_KINDS = frozenset({MODEL_TURN_KIND, TOOL_CALL_KIND})
+
 
 @dataclass(frozen=True)
 class TraceEvent:

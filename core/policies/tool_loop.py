@@ -28,7 +28,7 @@ from typing import Any
 from core.model.calls import AgentCall, ChatMessage
 from core.model.errors import ControlSignal, FlujoError, PromptTooLarge, StepFailed
 from core.model.events import PromptSent, ReplyReceived, ToolCalled
-from core.model.records import StepRecord, TraceEvent
+from core.model.records import MODEL_TURN_KIND, TOOL_CALL_KIND, StepRecord, TraceEvent
 from core.model.tools import ModelTurn, ToolCall, ToolCallContext, ToolDef, ToolMode, ToolOutcome, result_text
 from core.model.usage import ZERO_USAGE, Usage
 from core.policies.body import BodyRunner
@@ -41,8 +41,8 @@ from core.text.tokens import count_messages, count_tokens
 from core.tools.offered import offered_tools
 from core.tools.workflow_tool import WorkflowTool
 
-MODEL_KIND = "model"
-TOOL_KIND = "tool"
+MODEL_KIND = MODEL_TURN_KIND
+TOOL_KIND = TOOL_CALL_KIND
 APPROVAL_KIND = "hitl"
 _SHORTENED = "[shortened to fit the context window: {kept} of {total} characters]"
 _CUT = "\n[cut: the tool's result was {total} characters; the first {kept} are above]"
@@ -328,6 +328,7 @@ async def _approved(step: AgentStep, use: ToolUse, asked: ToolCall, path: str, f
     who = use.agent or step.name
     message = f"Allow {who} to call {asked.name}({_json(asked.arguments)})? [y/N]"
     started = time.time()
+    frame.reporter.step_started(qpath, name, APPROVAL_KIND)  # as any question: a spinner stops before it is asked
     answer = await ask_person(PersonQuestion(name, qpath, message, started=started), frame)
     events = answer.trace(frame, qpath, message)
     await frame.commit(

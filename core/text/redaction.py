@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import base64
 import functools
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from core.model.tools import ToolCall
+from core.model.calls import ChatMessage
 from core.model.views import NOT_TEXT
 from core.model.window_map import WindowMap
 from core.text.embedded_json import mask_keyed_values
@@ -28,20 +29,13 @@ _MEMO_SIZE = 4096  # distinct texts (and message objects) remembered per redacto
 
 
 class ChatMessageLike(Protocol):
-    """A chat message: ``core.model.calls.ChatMessage``, or anything with its role, content and, in a tool
-    loop, the calls an assistant message asks for or the id of the call a tool message answers."""
+    """A chat message: ``core.model.calls.ChatMessage``, or anything with its role and content."""
 
     @property
     def role(self) -> str: ...
 
     @property
     def content(self) -> str: ...
-
-    @property
-    def tool_calls(self) -> tuple[ToolCall, ...]: ...
-
-    @property
-    def tool_call_id(self) -> str | None: ...
 
 
 _BUILTIN_PATTERNS: tuple[str, ...] = (
@@ -197,8 +191,10 @@ class Redactor:
         return _ASSIGNMENT.sub(_mask_assignment, value)
 
     def messages(self, sent: Sequence[ChatMessageLike]) -> list[dict[str, Any]]:
-        """``sent`` as ``{"role": ..., "content": ...}`` dicts (with the ``tool_calls`` of an assistant message
-        of a tool loop, and a tool result's ``tool_call_id``), masked as ``value`` masks them, in a new list.
+        """``sent`` as ``{"role": ..., "content": ...}`` dicts, masked as ``value`` masks them, in a new list. A
+        message of a tool loop (a ``ChatMessage`` with ``tool_calls``, or a tool's result) keeps those parts
+        too: ``tool_calls`` (the JSON text of a list of ``{"id", "name", "arguments"}``) and ``tool_call_id`` (as
+        sent: a tool's name is not, in every wire format).
 
         A conversation's prompts send the same message objects from one prompt to the next
         (``ConversationTurn.message``), the window of them sliding on: what this redactor gave for the
@@ -217,13 +213,23 @@ class Redactor:
                 self._held.clear()
             # "role" and "content" are not sensitive keys: their texts are masked
             masked = {"role": self.text(message.role), "content": self.text(message.content)}
-            if message.tool_calls:  # what the model asked for, its arguments masked like any value
-                masked["tool_calls"] = [self.value(call.to_dict()) for call in message.tool_calls]
-            if message.tool_call_id is not None:
-                masked["tool_call_id"] = self.text(message.tool_call_id)
+            if isinstance(message, ChatMessage) and (message.tool_calls or message.tool_call_id is not None):
+                masked.update(self._tool_parts(message))
             self._messages[id(message)] = masked
             self._held[id(message)] = message
         return masked
+
+    def _tool_parts(self, message: ChatMessage) -> dict[str, str]:
+        """The tool loop's parts of ``message``, masked: the calls an assistant message asks for (one JSON
+        text, so that the message is text only, as the store compares a prompt's messages with the last
+        prompt's to store each once: ``core.store.rows.shared_lists``), or which call a tool's result answers."""
+        parts: dict[str, str] = {}
+        if message.tool_calls:
+            asked = [self.value(call.to_dict()) for call in message.tool_calls]
+            parts["tool_calls"] = json.dumps(asked, ensure_ascii=False, default=str)
+        if message.tool_call_id is not None:
+            parts["tool_call_id"] = self.text(message.tool_call_id)
+        return parts
 
     def value(self, value: Any) -> Any:
         # Hot (every trace payload, every message of every prompt): exact types first, then the ABCs.

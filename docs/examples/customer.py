@@ -1,5 +1,4 @@
-"""docs/examples/customer.py — a command tool: the arguments as JSON on stdin, the result as JSON on stdout."""
-
+# docs/examples/customer.py — a command tool: the arguments as JSON on stdin, the result as JSON on stdout.
 import json
 import sys
 

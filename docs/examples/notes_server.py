@@ -1,5 +1,4 @@
-"""docs/examples/notes_server.py — a small MCP server (the official SDK) that docs/examples/mcp_tools.yaml starts."""
-
+# docs/examples/notes_server.py — a small MCP server (the official SDK) that docs/examples/mcp_tools.yaml starts.
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
 

@@ -353,6 +353,7 @@ async def _run(
             except RunError as exc:  # --thread does not fit this blueprint: a usage error, nothing ran
                 error_line(exc.message, exc.hint)
                 return exit_codes.USAGE
+        reporter.redactor = redactor  # the run's own: a resumed run's settings may have changed it
         engine = Engine(store=store, human=human, reporter=reporter, redactor=redactor, answering=answering)
         # What the run records to resume as it started; a resumed run keeps what it recorded besides
         # (the answers it was queued with, say).

@@ -70,7 +70,7 @@ async def test_a_tool_call_runs_and_its_result_goes_back_as_openai_words_it(fake
         {
             "role": "assistant",
             "content": "",
-            "tool_calls": [{"id": "call_1", "name": "add", "arguments": {"a": 2, "b": 3}}],
+            "tool_calls": '[{"id": "call_1", "name": "add", "arguments": {"a": 2, "b": 3}}]',  # one text
         },
         {"role": "tool", "content": "5", "tool_call_id": "call_1"},
     ]
