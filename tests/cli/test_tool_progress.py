@@ -6,7 +6,6 @@ declined), masked like a trace, the approval's question between them, the model'
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -14,12 +13,6 @@ import pytest
 
 from flujo_cli import exit_codes
 from tests.support.cli_helpers import flujo_process
-
-# The blueprint keys for tools (tools:, an agent's tools:) come with issue 32's blueprint work; until a branch
-# has them, this file has nothing to run.
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("blueprints.schema.tools") is None, reason="this flujo reads no tools: key yet"
-)
 
 BLUEPRINT = """\
 version: "0.1"
