@@ -194,6 +194,9 @@ def fit_window(
     budget = agent.prompt_budget
     if budget is None:
         return sent
+    # The tools' definitions go with every turn: natively beside the messages; in json mode the system prompt
+    # (in ``sent``) describes them and the response format repeats their schemas. Either way they take room.
+    budget -= count_tokens(_json([tool.to_dict() for tool in tools]), agent.model_name) if tools else 0
     needed = _tokens(sent, agent)
     while needed > budget and history:
         history = history[1:]

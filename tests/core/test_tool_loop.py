@@ -175,3 +175,22 @@ async def test_a_scripted_answer_after_tools_is_checked_against_the_output_schem
     wrong = ScriptedAgent([{"tool": "add", "arguments": {"a": 2, "b": 3}}, "five"], output_schema=schema)
     failed = await Engine(store=MemoryStore()).run(pipeline(wrong, AddTool()), "2+3")
     assert failed.status == "failed" and failed.error is not None and "output_schema" in failed.error.message
+
+
+async def test_the_tools_definitions_count_against_the_window() -> None:
+    from core.model.calls import AgentCall
+    from core.model.errors import PromptTooLarge
+    from core.policies.tool_loop import fit_window
+
+    agent = ScriptedAgent(["hi"], prompt_budget=60)
+    step = AgentStep(name="answer", agent=agent)
+    call = AgentCall(input="What is 2 + 3?", step="answer")
+    small = [ToolDef("add", "Add", {"type": "object"})]
+    assert fit_window(step, agent, agent, call, [], small, "native")  # fits
+    large = [ToolDef("add", "Add two integers. " * 40, {"type": "object"})]
+    try:
+        fit_window(step, agent, agent, call, [], large, "native")
+    except PromptTooLarge as exc:
+        assert exc.budget < 60  # what the definitions leave of the window
+    else:
+        raise AssertionError("a prompt whose tools' definitions overflow the window was let through")
