@@ -196,6 +196,11 @@ class _Walk:
                 f"{label}, before each call of {tool} (approve: ask; {when}): "
                 f'"Allow {agent} to call {tool}(...)? [y/N]"'
             )
+        for server in tools.may_ask:
+            self.tally.human.append(
+                f"{label}, before each call of a tool of {server} that its MCP server marks destructive ({when}): "
+                f'"Allow {agent} to call TOOL(...)? [y/N]"'
+            )
 
     @staticmethod
     def sent(model: AgentStepModel, scope: Scope, message: str) -> str:

@@ -55,6 +55,9 @@ class AgentTools:
     max_tool_calls: int
     mode: str
     words: str
+    # MCP servers whose tools ask only when the server marks them destructive (approve left unset): which do
+    # is known once the server runs, so explain names the server.
+    may_ask: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {

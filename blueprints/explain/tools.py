@@ -54,7 +54,10 @@ def agent_tools(agent: AgentModel, blueprint: Blueprint) -> AgentTools | None:
         else "told of them in its system prompt and replying in JSON"
     )
     words = f"may call {', '.join(labels)}; at most {most} tool calls per step; {told} ({why})"
-    return AgentTools(names, ask, most, mode, words)
+    may_ask = tuple(
+        name for name in names if name in tools and tools[name].mcp is not None and tools[name].approve is None
+    )
+    return AgentTools(names, ask, most, mode, words, may_ask)
 
 
 def step_words(name: str, tools: AgentTools) -> str:
