@@ -103,3 +103,19 @@ def test_the_person_approves_at_a_terminal(tmp_path: Path) -> None:
             process.wait()
         os.close(controller)
     assert _calls(folder) == ["42"]
+
+
+def test_an_answers_file_approves_under_approve_tool_and_replay_answers_approves_again(tmp_path: Path) -> None:
+    folder = _folder(tmp_path)
+    (folder / "answers.yaml").write_text('approve:lookup: "y"\n', encoding="utf-8")
+    first = _run(folder, "run", "flow.yaml", "--input", "who is 42?", "--answers", "answers.yaml", "--json")
+    assert first.returncode == exit_codes.OK, first.stderr
+    assert json.loads(first.stdout)["output"] == "Customer 42 is Ada Lovelace."
+    assert _calls(folder) == ["42"]
+    run_id = json.loads(first.stdout)["run_id"]
+    again = _run(
+        folder, "run", "flow.yaml", "--input", "who is 42?", "--replay-answers", run_id, "--no-input", "--json"
+    )
+    assert again.returncode == exit_codes.OK, again.stderr  # the recorded approval answers, nobody is asked
+    assert json.loads(again.stdout)["status"] == "completed"
+    assert _calls(folder) == ["42", "42"]
