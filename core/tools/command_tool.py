@@ -19,13 +19,13 @@ from typing import Any
 from core.agents.child_process import CommandFailed, parse_output, run_command
 from core.agents.script import DEFAULT_COMMAND_TIMEOUT_S
 from core.model.errors import ConfigError
-from core.model.tools import Approve, ToolCallContext, ToolDef, ToolOutcome, result_text
+from core.model.tools import Approve, ToolCallContext, ToolOutcome, result_text
 from core.ports import ToolSessions
 from core.settings.config import child_environment
-from core.tools.spec import ToolSpec
+from core.tools.spec import DefinedTool, ToolSpec, spec_definition
 
 
-class CommandTool:
+class CommandTool(DefinedTool):
     """A ``command:`` tool (``core.ports.Tool``)."""
 
     def __init__(self, spec: ToolSpec) -> None:
@@ -37,23 +37,7 @@ class CommandTool:
         self.timeout = spec.timeout if spec.timeout is not None else DEFAULT_COMMAND_TIMEOUT_S
         self.cwd = spec.cwd
         self._approve: Approve = spec.approve or "never"
-        description = spec.description or f"Runs {shlex.join(self.argv)}"
-        self._definition = (
-            ToolDef(spec.name, description, spec.input_schema)
-            if spec.input_schema is not None
-            else ToolDef(spec.name, description)
-        )
-
-    @property
-    def name(self) -> str:
-        return self._definition.name
-
-    @property
-    def approve(self) -> Approve:
-        return self._approve
-
-    async def definition(self, sessions: ToolSessions) -> ToolDef:
-        return self._definition
+        self._definition = spec_definition(spec, f"Runs {shlex.join(self.argv)}")
 
     async def call(self, arguments: Mapping[str, Any], where: ToolCallContext, sessions: ToolSessions) -> ToolOutcome:
         facts = {"FLUJO_RUN_ID": where.run_id, "FLUJO_STEP_PATH": where.path, "FLUJO_ATTEMPT": str(where.attempt)}

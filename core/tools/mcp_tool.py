@@ -48,7 +48,7 @@ from core.model.tools import Approve, ToolCallContext, ToolDef, ToolOutcome, res
 from core.ports import Tool, ToolSessions
 from core.settings.config import child_environment
 from core.text.bounds import current_bounds
-from core.tools.spec import McpServerSpec, ToolSpec
+from core.tools.spec import DefinedTool, McpServerSpec, ToolSpec
 
 # The SDK logs what it cannot handle; flujo says it in its own words (with --debug, a handler shows the SDK's).
 logging.getLogger("mcp").addHandler(logging.NullHandler())
@@ -112,24 +112,13 @@ class McpSource:
         return "ask" if hints.get("destructiveHint") is True and hints.get("readOnlyHint") is not True else "never"
 
 
-class McpTool:
+class McpTool(DefinedTool):
     """One tool of an MCP server (``core.ports.Tool``), as its server listed it."""
 
     def __init__(self, source: McpSource, definition: ToolDef, approve: Approve) -> None:
         self.source = source
         self._definition = definition
         self._approve = approve
-
-    @property
-    def name(self) -> str:
-        return self._definition.name
-
-    @property
-    def approve(self) -> Approve:
-        return self._approve
-
-    async def definition(self, sessions: ToolSessions) -> ToolDef:
-        return self._definition
 
     async def call(self, arguments: Mapping[str, Any], where: ToolCallContext, sessions: ToolSessions) -> ToolOutcome:
         server = await running(self.source, sessions, where.run_id)

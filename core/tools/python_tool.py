@@ -27,9 +27,10 @@ from core.model.errors import ConfigError, ControlSignal
 from core.model.tools import Approve, ToolCallContext, ToolDef, ToolOutcome
 from core.ports import ToolSessions
 from core.tools.signature import ToolSignature, problems, signature_of, summary
+from core.tools.spec import DefinedTool
 
 
-class PythonTool:
+class PythonTool(DefinedTool):
     """A ``core.ports.Tool`` that calls ``target``: ``"package.module:function"`` (imported now, ConfigError
     when it cannot be) or the function itself. ConfigError too when its parameters cannot be a tool's
     arguments (a parameter without a type hint, unless ``input_schema`` describes them instead)."""
@@ -58,29 +59,17 @@ class PythonTool:
             )
         schema = input_schema if input_schema is not None else self.signature.schema
         assert schema is not None
-        self._name = name
-        self._approve: Approve = approve
+        self._approve = approve
         self.timeout = timeout
         # The docstring's first paragraph; "" tells the model nothing (flujo validate warns of it).
         self.description = description if description is not None else summary(self.function) or ""
         self._definition = ToolDef(name, self.description, dict(schema))
 
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def approve(self) -> Approve:
-        return self._approve
-
-    async def definition(self, sessions: ToolSessions) -> ToolDef:
-        return self._definition
-
     async def call(self, arguments: Mapping[str, Any], where: ToolCallContext, sessions: ToolSessions) -> ToolOutcome:
         try:
             args, kwargs = self.signature.bind(arguments)
         except ValidationError as exc:
-            return ToolOutcome(f"Error: the arguments do not fit {self._name}: {problems(exc)}", error=True)
+            return ToolOutcome(f"Error: the arguments do not fit {self.name}: {problems(exc)}", error=True)
         limit = asyncio.timeout(self.timeout)  # None: no limit
         try:
             async with limit:
@@ -89,7 +78,7 @@ class PythonTool:
             raise
         except TimeoutError as exc:
             if limit.expired():
-                return ToolOutcome(f"Error: {self._name} did not finish within {self.timeout:g} s", error=True)
+                return ToolOutcome(f"Error: {self.name} did not finish within {self.timeout:g} s", error=True)
             return raised(exc)
         except Exception as exc:  # the user's function failed: that is the call's result, for the model
             return raised(exc)

@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.model.tools import Approve
+from core.model.tools import Approve, ToolDef
+from core.ports import ToolSessions
 
 
 @dataclass(frozen=True)
@@ -47,3 +48,29 @@ class ToolSpec:
     include: tuple[str, ...] = ()
     timeout: float | None = None
     cwd: str | None = None  # where a command: tool runs (the blueprint's folder); None: flujo's own directory
+
+
+class DefinedTool:
+    """What the tools whose definition is known when they are made share (the ``core.ports.Tool`` members but
+    ``call``): a subclass sets ``_definition`` and ``_approve`` in its ``__init__``."""
+
+    _definition: ToolDef
+    _approve: Approve
+
+    @property
+    def name(self) -> str:
+        return self._definition.name
+
+    @property
+    def approve(self) -> Approve:
+        return self._approve
+
+    async def definition(self, sessions: ToolSessions) -> ToolDef:
+        return self._definition
+
+
+def spec_definition(spec: ToolSpec, description: str) -> ToolDef:
+    """The definition of the tool ``spec`` describes: its description (else ``description``) and its
+    ``input_schema`` (else any object)."""
+    said = spec.description or description
+    return ToolDef(spec.name, said, spec.input_schema) if spec.input_schema is not None else ToolDef(spec.name, said)

@@ -14,13 +14,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.model.errors import ConfigError
-from core.model.tools import Approve, ToolCallContext, ToolDef, ToolOutcome
+from core.model.tools import Approve, ToolCallContext, ToolOutcome
 from core.ports import ToolSessions
 from core.steps.kinds import Pipeline, WorkflowStep
-from core.tools.spec import ToolSpec
+from core.tools.spec import DefinedTool, ToolSpec, spec_definition
 
 
-class WorkflowTool:
+class WorkflowTool(DefinedTool):
     """A ``workflow:`` tool (``core.ports.Tool``); ``step`` is what the tool loop runs."""
 
     def __init__(self, spec: ToolSpec, pipeline: Pipeline) -> None:
@@ -28,23 +28,7 @@ class WorkflowTool:
             raise ConfigError(f"tools.{spec.name} is not a workflow: tool", hint="give it workflow: imports.NAME")
         self.step = WorkflowStep(name=spec.name, pipeline=pipeline, input_to="both")
         self._approve: Approve = spec.approve or "never"
-        description = spec.description or f"Runs the workflow {spec.workflow} with these arguments as its input"
-        self._definition = (
-            ToolDef(spec.name, description, spec.input_schema)
-            if spec.input_schema is not None
-            else ToolDef(spec.name, description)
-        )
-
-    @property
-    def name(self) -> str:
-        return self._definition.name
-
-    @property
-    def approve(self) -> Approve:
-        return self._approve
-
-    async def definition(self, sessions: ToolSessions) -> ToolDef:
-        return self._definition
+        self._definition = spec_definition(spec, f"Runs the workflow {spec.workflow} with these arguments as its input")
 
     async def call(self, arguments: Mapping[str, Any], where: ToolCallContext, sessions: ToolSessions) -> ToolOutcome:
         """Only an agent step's tool loop can run a sub-workflow (it needs the run): called elsewhere, the call
