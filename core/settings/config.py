@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import UnionType
@@ -429,3 +430,15 @@ def child_environment(extra: Mapping[str, str]) -> dict[str, str]:
     """The environment of a program flujo starts for the user (a ``command:`` agent): flujo's own, as a
     shell would pass it on, with ``extra`` on top (the run facts, ``FLUJO_RUN_ID`` ...)."""
     return {**os.environ, **extra}
+
+
+def tool_environment(extra: Mapping[str, str]) -> dict[str, str]:
+    """The environment of a tool's program (a ``command:`` tool, an MCP server): ``child_environment``, with
+    the directory of the Python running flujo first on PATH, as if its virtual environment were active: a
+    tool's ``python3`` is the one flujo's extras (the MCP SDK) are installed in, however flujo was started."""
+    env = child_environment(extra)
+    own = os.path.dirname(sys.executable)
+    path = env.get("PATH", "")
+    if own and path.split(os.pathsep)[0] != own:
+        env["PATH"] = f"{own}{os.pathsep}{path}" if path else own
+    return env

@@ -21,7 +21,7 @@ from core.agents.script import DEFAULT_COMMAND_TIMEOUT_S
 from core.model.errors import ConfigError
 from core.model.tools import Approve, ToolCallContext, ToolOutcome, result_text
 from core.ports import ToolSessions
-from core.settings.config import child_environment
+from core.settings.config import tool_environment
 from core.tools.spec import DefinedTool, ToolSpec, spec_definition
 
 
@@ -46,7 +46,7 @@ class CommandTool(DefinedTool):
                 self.argv,
                 json.dumps(dict(arguments), ensure_ascii=False).encode(),
                 owner=f"tools.{self.name}",
-                env=child_environment(facts),
+                env=tool_environment(facts),
                 timeout=self.timeout,
                 started=where.process_started,
                 cwd=self.cwd,

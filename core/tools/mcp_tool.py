@@ -46,7 +46,7 @@ from core.agents.script import DEFAULT_COMMAND_TIMEOUT_S
 from core.model.errors import ConfigError, RunError
 from core.model.tools import Approve, ToolCallContext, ToolDef, ToolOutcome, result_text
 from core.ports import Tool, ToolSessions
-from core.settings.config import child_environment
+from core.settings.config import tool_environment
 from core.text.bounds import current_bounds
 from core.tools.spec import DefinedTool, McpServerSpec, ToolSpec
 
@@ -176,7 +176,7 @@ class McpServer:
                 raise self._failure
             if self._client is not None:
                 return
-            env = child_environment({**self.spec.env, "FLUJO_RUN_ID": run_id})
+            env = tool_environment({**self.spec.env, "FLUJO_RUN_ID": run_id})
             try:
                 process = await start_command(self.spec.command, env=env, cwd=self.spec.cwd)
             except OSError as exc:

@@ -311,9 +311,14 @@ def example_params() -> list[Any]:
 
 @pytest.mark.parametrize("example", example_params())
 def test_example_validates_and_runs_offline(example: str, state_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # As a person runs them, with flujo's virtual environment active: a tool's `python3` is the one with flujo's
-    # extras (the MCP SDK an example's server needs).
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    # As a person runs them from a shell where flujo's virtual environment is not active: a tool's `python3` is
+    # still the one with flujo's extras (the MCP SDK an example's server needs).
+    monkeypatch.setenv(
+        "PATH",
+        os.pathsep.join(
+            p for p in os.environ.get("PATH", "").split(os.pathsep) if p != str(Path(sys.executable).parent)
+        ),
+    )
     run = RUNS.get(example)
     if run is None:
         pytest.fail(
