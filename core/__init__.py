@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         PromptTooLarge,
         ProviderError,
         ProviderUnreachable,
+        ReplayDiverged,
         ReplyCutOff,
         ResumeRefused,
         RunError,
@@ -89,6 +90,9 @@ if TYPE_CHECKING:
     from core.policies.context_writes import scratchpad_slot
     from core.policies.frame import scope as template_scope
     from core.ports import Agent, HumanInput, NullReporter, Reporter, RunStore, Tool, ToolSource
+    from core.replay.diffs import messages_diff, unified
+    from core.replay.recording import RecordedCall, Recording, load_recording
+    from core.replay.replayer import Divergence, Replay
     from core.settings.config import (
         HistorySettings,
         LimitSettings,
@@ -227,6 +231,14 @@ _WHERE = {
     "Redactor": "core.text.redaction",
     "ReduceMode": "core.steps.kinds",
     "ReplyCut": "core.model.events",
+    "ReplayDiverged": "core.model.errors",
+    "messages_diff": "core.replay.diffs",
+    "unified": "core.replay.diffs",
+    "RecordedCall": "core.replay.recording",
+    "Recording": "core.replay.recording",
+    "load_recording": "core.replay.recording",
+    "Divergence": "core.replay.replayer",
+    "Replay": "core.replay.replayer",
     "ReplyCutOff": "core.model.errors",
     "ReplyReceived": "core.model.events",
     "Reporter": "core.ports",
@@ -334,6 +346,7 @@ __all__ = [
     "Conversation",
     "ConversationTurn",
     "Dependency",
+    "Divergence",
     "Engine",
     "EnsembleDone",
     "EnsembleStep",
@@ -378,8 +391,12 @@ __all__ = [
     "PruneResult",
     "PythonTool",
     "QuestionAnswered",
+    "RecordedCall",
+    "Recording",
     "Redactor",
     "ReduceMode",
+    "Replay",
+    "ReplayDiverged",
     "ReplyCut",
     "ReplyCutOff",
     "ReplyReceived",
@@ -426,8 +443,10 @@ __all__ = [
     "check_thread_name",
     "find_provider",
     "is_context",
+    "load_recording",
     "load_settings",
     "masked_under_key",
+    "messages_diff",
     "new_run_id",
     "overrides_from_assignments",
     "parse_answer",
@@ -443,6 +462,7 @@ __all__ = [
     "template_scope",
     "translate_handlebars",
     "turn_text",
+    "unified",
     "use_bounds",
     "whole_references",
 ]

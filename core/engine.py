@@ -25,12 +25,22 @@ from core.context import RunContext
 from core.conversation import bind_thread, check_thread
 from core.model.calls import HumanQuestion
 from core.model.codec import normalize
-from core.model.errors import Abort, FlujoError, LimitReached, Pause, ResumeRefused, RunError, StoreUnavailable
+from core.model.errors import (
+    Abort,
+    FlujoError,
+    LimitReached,
+    Pause,
+    ReplayStop,
+    ResumeRefused,
+    RunError,
+    StoreUnavailable,
+)
 from core.model.records import RunRecord, RunStatus, RunUpdate
 from core.model.usage import ZERO_USAGE, Usage
 from core.policies.dispatch import run_steps
 from core.policies.frame import Frame
 from core.ports import HumanInput, NullReporter, Reporter, RunStore
+from core.replay.replayer import Replay
 from core.steps.kinds import Pipeline
 from core.text.redaction import Redactor
 
@@ -108,9 +118,12 @@ class Engine:
         reporter: Reporter | None = None,
         redactor: Redactor | None = None,
         answering: Answering | None = None,
+        replay: Replay | None = None,
     ) -> None:
         self.store = store
         self.answering = answering or Answering()  # who answers before the human (core.answering.order)
+        # The recording the run is served from (``flujo run --replay``: core.replay), if any.
+        self.replay = replay
         self.human: HumanInput = human or NoHuman()
         self.reporter: Reporter = reporter or NullReporter()
         self.redactor = redactor or _environment_redactor()
@@ -199,9 +212,12 @@ class Engine:
             thread=thread,
             started=None if journal_from_store else {},  # a new run has no earlier attempts to count
             answering=self.answering,
+            replay=self.replay,
         )
         if journal_from_store:  # what an earlier process sent and never recorded the reply of still counts
             await frame.count_interrupted()
+            if self.replay is not None:  # what the journal holds was served by the process that made it
+                self.replay.resumed(journal)
         ctx = RunContext(initial_prompt=record.input)
         try:
             outcome = await self._outcome(pipeline, record.input, run_id, frame, ctx)
@@ -215,6 +231,11 @@ class Engine:
                 self.reporter.note(f"a tool's server did not stop cleanly: {problem}")
         if thread is not None:  # before the status: a run that ends "completed" has its turns stored
             await self.store.record_thread_turns(run_id, ctx.thread_turns)
+        options = None
+        if self.replay is not None:  # the run says whether it replayed its recording cleanly, and where not
+            if outcome.status == "completed":
+                self.replay.finish()
+            options = {**(record.options or {}), "replay_report": _replay_summary(self.replay)}
         await self.store.update_run(
             run_id,
             RunUpdate(
@@ -225,6 +246,7 @@ class Engine:
                 pause_path=outcome.pause.path if outcome.pause is not None else None,
                 pause_message=outcome.pause.message if outcome.pause is not None else None,
                 finished_at=None if outcome.status == "paused" else time.time(),
+                options=options,
             ),
         )  # if the store itself is what broke, this raises and the caller sees the store's error
         return replace(outcome, replayed=frame.replays)
@@ -235,6 +257,10 @@ class Engine:
             output = await run_steps(pipeline.steps, input, ctx, "", frame)
         except Pause as pause:
             return RunOutcome(run_id=run_id, status="paused", pause=pause, usage=frame.usage)
+        except ReplayStop as stop:  # the replay diverged and stops: the run fails where it diverged
+            return RunOutcome(
+                run_id=run_id, status="failed", error=stop.error, failed_step=stop.error.path, usage=frame.usage
+            )
         except LimitReached as limit:
             return RunOutcome(run_id=run_id, status="limit_reached", detail=limit.detail, usage=frame.usage)
         except Abort as abort:
@@ -249,3 +275,17 @@ class Engine:
             failure = RunError(f"{type(exc).__name__}: {exc}", hint="run again with --debug to see where")
             return RunOutcome(run_id=run_id, status="failed", error=failure, usage=frame.usage)
         return RunOutcome(run_id=run_id, status="completed", output=output, usage=frame.usage)
+
+
+def _replay_summary(replay: Replay) -> dict[str, Any]:
+    """What a replayed run records of its replay (``RunRecord.options["replay_report"]``): the run it replayed,
+    whether cleanly, how many calls were served and where it diverged first."""
+    first = replay.log.divergences[0] if replay.log.divergences else None
+    return {
+        "from": replay.recording.run_id,
+        "mode": replay.mode,
+        "clean": replay.clean,
+        "replayed_calls": replay.log.served,
+        "diverged_at": first.path if first is not None else None,
+        "reason": first.reason if first is not None else None,
+    }

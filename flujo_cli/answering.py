@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from rich.markup import escape
 
 if TYPE_CHECKING:  # the engine's modules load only for a run (flujo_cli.commands.run imports this module)
     from rich.console import Console
 
-    from core import Answering, RunStore, SimulatedPerson
+    from core import Answering, Redactor, Replay, RunRecord, RunStore, SimulatedPerson
     from flujo_cli.human import TerminalHuman
 
 
@@ -28,15 +28,22 @@ class AnswerFlags:
 
     simulate_user: str | None = None
     replay_answers: str | None = None
+    # ``--replay RUN_ID`` (the whole run: models, tools and answers; core.replay) and ``--on-divergence``;
+    # recorded as ``replay`` and ``on_divergence``.
+    replay: str | None = None
+    on_divergence: str = "stop"
 
     def over(self, recorded: Mapping[str, Any] | None) -> AnswerFlags:
         """These flags on top of those a run recorded: a flag given now wins. Values of the wrong type are
         ignored."""
         recorded = recorded or {}
         person, replay = recorded.get("simulate_user"), recorded.get("replay_answers")
+        whole, mode = recorded.get("replay"), recorded.get("on_divergence")
         return AnswerFlags(
             simulate_user=self.simulate_user or (person if isinstance(person, str) else None),
             replay_answers=self.replay_answers or (replay if isinstance(replay, str) else None),
+            replay=self.replay or (whole if isinstance(whole, str) else None),
+            on_divergence=mode if self.replay is None and mode in ("stop", "live") else self.on_divergence,
         )
 
     def to_options(self, answering: Answering) -> dict[str, Any]:
@@ -44,8 +51,11 @@ class AnswerFlags:
         options: dict[str, Any] = {}
         if self.simulate_user:
             options["simulate_user"] = self.simulate_user
-        if answering.replay is not None:
+        if answering.replay is not None and self.replay is None:
             options["replay_answers"] = answering.replay.run_id
+        if self.replay is not None and answering.replay is not None:
+            options["replay"] = answering.replay.run_id
+            options["on_divergence"] = self.on_divergence
         return options
 
 
@@ -53,13 +63,48 @@ NO_ANSWER_FLAGS = AnswerFlags()
 
 
 async def answering_for(
-    flags: AnswerFlags, store: RunStore, given: TerminalHuman, person: SimulatedPerson | None
+    flags: AnswerFlags,
+    store: RunStore,
+    given: TerminalHuman,
+    person: SimulatedPerson | None,
+    replay: Replay | None = None,
 ) -> Answering:
-    """The answer sources of this run (RunError when the replayed run does not exist)."""
+    """The answer sources of this run (RunError when the replayed run does not exist). With a ``replay`` of
+    the whole run, its recording's answers."""
     from core import Answering, recorded_answers
 
-    replay = await recorded_answers(store, flags.replay_answers) if flags.replay_answers else None
-    return Answering(given=given, replay=replay, simulated_user=person)
+    if replay is not None:
+        return Answering(given=given, replay=replay.recording.replayed_answers(), simulated_user=person)
+    answers = await recorded_answers(store, flags.replay_answers) if flags.replay_answers else None
+    return Answering(given=given, replay=answers, simulated_user=person)
+
+
+async def replay_for(flags: AnswerFlags, store: RunStore, redactor: Redactor) -> tuple[Replay | None, RunRecord | None]:
+    """The recording ``--replay RUN_ID`` names, to serve this run from, and that run's record (RunError when
+    no run matches)."""
+    if flags.replay is None:
+        return None, None
+    from core import Replay, load_recording
+
+    recording = await load_recording(store, flags.replay, redactor)
+    record = await store.get_run(recording.run_id)
+    mode: Literal["stop", "live"] = "live" if flags.on_divergence == "live" else "stop"
+    return Replay(recording, mode), record
+
+
+def report_replay(replay: Replay, console: Console) -> None:
+    """Say what the replay served, and where it diverged (with the diff)."""
+    log = replay.log
+    line = f"[dim]replayed {log.served} call(s) and {log.answers} answer(s) from run {replay.recording.run_id}"
+    if replay.clean:
+        console.print(line + "; no divergence[/]")
+        return
+    console.print(line + "[/]")
+    for divergence in log.divergences[:1]:
+        console.print(f"[yellow]diverged[/] at [bold]{escape(divergence.path)}[/]: {escape(divergence.reason)}")
+        console.print(divergence.diff, highlight=False, markup=False)
+    if replay.mode == "live" and log.divergences:
+        console.print("[dim]went on live from there: this run is not a clean replay[/]")
 
 
 async def given_answers_taken(store: RunStore, run_id: str, prefix: str = "") -> list[tuple[str, str]]:
@@ -88,10 +133,11 @@ async def given_answers_taken(store: RunStore, run_id: str, prefix: str = "") ->
     return taken
 
 
-def report_answers(answering: Answering, console: Console) -> None:
-    """Say how many answers were replayed and which questions had none recorded (with --replay-answers)."""
+def report_answers(answering: Answering, console: Console, *, whole: bool = False) -> None:
+    """Say how many answers were replayed and which questions had none recorded (with --replay-answers; with
+    ``whole``, a replay of the whole run, ``report_replay`` says it)."""
     log = answering.log
-    if answering.replay is not None:
+    if answering.replay is not None and not whole:
         line = f"[dim]replayed {log.replayed} answer(s) from run {answering.replay.run_id}"
         if log.new_questions:
             line += f"; new question(s): {escape(', '.join(log.new_questions))}"

@@ -11,6 +11,7 @@ LIMIT = 5  # a usage limit (tokens, cost) stopped the run
 CONFIG = 6  # a setting, API key or model provider problem (missing key, unreachable server)
 STORE = 7  # the run store could not be used (locked, corrupt, newer schema)
 PROMPT_TOO_LARGE = 8  # a prompt cannot fit its agent's context window; it was not sent
+REPLAY_DIVERGED = 9  # a replay diverged from its recording (run --replay; test: see its own codes)
 INTERRUPTED = 130  # stopped with Ctrl-C
 OUTPUT_CLOSED = 141  # the reader of stdout stopped reading (`| head`): stopped quietly, as on SIGPIPE
 
@@ -24,6 +25,7 @@ TABLE: tuple[tuple[int, str], ...] = (
     (CONFIG, "configuration, API key or provider problem"),
     (STORE, "the run store could not be used"),
     (PROMPT_TOO_LARGE, "a prompt cannot fit the agent's context window; nothing was sent"),
+    (REPLAY_DIVERGED, "a replay diverged from its recording"),
     (INTERRUPTED, "interrupted with Ctrl-C"),
     (OUTPUT_CLOSED, "the reader of the output stopped reading (a pipe into head)"),
 )

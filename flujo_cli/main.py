@@ -123,6 +123,26 @@ ReplayAnswersOption = Annotated[
         show_default=False,
     ),
 ]
+ReplayOption = Annotated[
+    str | None,
+    typer.Option(
+        "--replay",
+        help="Replay run RUN_ID: each agent call, tool call and answer equal to the recorded one (same step"
+        " path; prompts compared as masked) is served from the recording, with no model called and no tool"
+        " run. Implies --replay-answers. The input defaults to the recorded run's.",
+        metavar="RUN_ID",
+        show_default=False,
+    ),
+]
+OnDivergenceOption = Annotated[
+    str,
+    typer.Option(
+        "--on-divergence",
+        help="With --replay, at the first call that differs from the recording: stop (exit code 9, with a diff)"
+        " or live (call the real models and tools from there on).",
+        metavar="stop|live",
+    ),
+]
 
 ThreadOption = Annotated[
     str | None,
@@ -160,11 +180,21 @@ def run(
     max_cost_usd: MaxCostOption = None,
     simulate_user: SimulateUserOption = None,
     replay_answers: ReplayAnswersOption = None,
+    replay: ReplayOption = None,
+    on_divergence: OnDivergenceOption = "stop",
     store: StateOption = None,
 ) -> None:
     """Run a blueprint. Human questions are asked in the terminal (or answered by --answer/--answers)."""
     from flujo_cli.answering import AnswerFlags
     from flujo_cli.commands.run import RunOverrides, run_blueprint
+    from flujo_cli.messages import usage_error
+
+    if replay is not None and replay_answers is not None:
+        usage_error("--replay and --replay-answers cannot be given together: --replay replays the answers too")
+    if on_divergence not in ("stop", "live"):
+        usage_error(f"--on-divergence must be stop or live, not {on_divergence!r}")
+    if replay is None and on_divergence != "stop":
+        usage_error("--on-divergence applies to a replay: give --replay RUN_ID too")
 
     raise SystemExit(
         run_blueprint(
@@ -176,7 +206,7 @@ def run(
             json_output=json_output,
             overrides=RunOverrides(set_ or [], max_tokens, max_cost_usd),
             thread=thread,
-            answer_flags=AnswerFlags(simulate_user, replay_answers),
+            answer_flags=AnswerFlags(simulate_user, replay_answers, replay, on_divergence),
             state=store,
             debug=state.debug,
         )

@@ -36,10 +36,12 @@ def stderr() -> Console:
 
 
 def exit_code_for(exc: BaseException) -> int:
-    from core import BlueprintError, ConfigError, PromptTooLarge, ProviderError, StoreError
+    from core import BlueprintError, ConfigError, PromptTooLarge, ProviderError, ReplayDiverged, StoreError
 
     if isinstance(exc, PromptTooLarge):
         return exit_codes.PROMPT_TOO_LARGE
+    if isinstance(exc, ReplayDiverged):
+        return exit_codes.REPLAY_DIVERGED
     if isinstance(exc, BlueprintError):
         return exit_codes.BLUEPRINT
     if isinstance(exc, ConfigError | ProviderError):

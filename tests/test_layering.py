@@ -432,6 +432,7 @@ CORE_ROOMS = (
     "core.ports",
     "core.context",
     "core.answering",
+    "core.replay",
     "core.steps",
     "core.conversation",
     "core.agents",

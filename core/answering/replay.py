@@ -20,13 +20,15 @@ from core.ports import RunStore
 @dataclass(frozen=True)
 class RecordedAnswer:
     """An answer a run recorded: the question's path, its step, the answer's value and who gave it
-    (``person``, ``simulated`` ...; ``by`` names the simulated person)."""
+    (``person``, ``simulated`` ...; ``by`` names the simulated person); ``question`` is the question's text
+    as asked, when known (a replay of the whole run compares it: ``core.replay``)."""
 
     path: str
     step: str
     value: Any
     source: str = "person"
     by: str | None = None
+    question: str | None = None
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from core.model.events import KnownEvent
 from core.model.records import StepRecord, StepStatus, TraceEvent
 from core.model.usage import ZERO_USAGE, Usage
 from core.ports import Agent
+from core.replay.recording import RecordedCall
 
 Held = TypeVar("Held")
 
@@ -33,6 +34,10 @@ class RunFrame(Protocol[Held]):
     summarizer_failures: int  # consecutive; the summarize strategy stops trying at three
 
     def event(self, path: str, event: KnownEvent) -> TraceEvent: ...
+
+    def served_reply(self, prompt: TraceEvent) -> RecordedCall | None: ...
+
+    def served_event(self, path: str, call: RecordedCall, output: Any = None) -> TraceEvent: ...
 
     async def begin_call(
         self, path: str, step: str, agent: Agent, sent: Sequence[ChatMessage], *, started: float

@@ -108,10 +108,30 @@ async def summarize(active: ActiveConversation, ctx: RunContext, path: str, fram
     call = AgentCall(input=_request(turns[:cut]), step=step)
     sent = summarizer.prompt(call)
     started = time.time()
+    prompt = frame.event(here, PromptSent(summarizer.label, tuple(m.to_dict() for m in sent), False, purpose=SUMMARY))
+    served = frame.served_reply(prompt)  # a replay serves the recorded summary
+    if served is not None:
+        summarizer.replayed()
+        summary = turn_text(served.output).strip()
+        await frame.commit(
+            path=here,
+            name=step,
+            kind="summarize",
+            status="completed",
+            started=started,
+            input={"cut": cut, "turns": [turn.to_dict() for turn in turns[:cut]]},
+            output=summary,
+            events=[
+                prompt,
+                frame.served_event(here, served, summary),
+                frame.event(here, HistorySummarized(cut, len(turns) - cut)),
+            ],
+        )
+        _apply_summary(ctx, cut, summary)
+        return
     # The same rules as any agent call: reserved against the limits (LimitReached stops the run, it is
     # not a summarizer failure), and its usage replaces the reservation when it ends.
     held = await frame.begin_call(here, step, summarizer, sent, started=started)
-    prompt = frame.event(here, PromptSent(summarizer.label, tuple(m.to_dict() for m in sent), False, purpose=SUMMARY))
     try:
         reply = await summarizer.run(call)
     except ControlSignal:

@@ -173,6 +173,19 @@ class ResumeRefused(RunError):
     blueprint changed since it started (``force`` overrides only the last)."""
 
 
+class ReplayDiverged(RunError):
+    """A replay (``flujo run --replay RUN_ID``) met a call that differs from its recording and stopped there
+    (``--on-divergence stop``): ``path`` is the step path of the call (a sub-workflow's under its step's
+    path), ``reason`` what differs and ``diff`` a unified diff of the recorded and the new messages or
+    arguments."""
+
+    def __init__(self, message: str, *, path: str, reason: str, diff: str, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.path = path
+        self.reason = reason
+        self.diff = diff
+
+
 class ControlSignal(Exception):
     """Base of control-flow signals. Never a FlujoError, never converted into a step failure."""
 
@@ -193,6 +206,16 @@ class Abort(ControlSignal):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class ReplayStop(ControlSignal):
+    """A replay diverged from its recording and stops (``--on-divergence stop``). A signal, so that no step
+    absorbs it (a parallel that ignores a branch's failure, a loop that goes on after one): the engine ends
+    the run as failed with ``error``."""
+
+    def __init__(self, error: ReplayDiverged) -> None:
+        super().__init__(error.message)
+        self.error = error
 
 
 class LimitReached(ControlSignal):

@@ -143,6 +143,9 @@ class ReplyReceived(_Event):
     model: str | None = None
     attempts: int | None = _when_set()
     usage: Mapping[str, Any] | None = _when_set()
+    # A reply served from a recording (``flujo run --replay``): the id of the run that recorded it. No model
+    # was called; ``usage`` is what the recorded call used, which this run did not spend.
+    replayed_from: str | None = _when_set()
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,6 +301,7 @@ class ToolCalled(_Event):
     result: str
     error: bool = False
     declined: bool | None = _when_set()
+    replayed_from: str | None = _when_set()  # served from this run's recording: the tool did not run
 
 
 KnownEvent = (

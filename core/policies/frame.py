@@ -22,11 +22,13 @@ from core.context import RunContext
 from core.conversation import ThreadBinding
 from core.model.calls import ChatMessage
 from core.model.errors import FlujoError, LimitReached, RunError, StoreUnavailable
-from core.model.events import AgentStarted, CallSent, KnownEvent, ProcessStarted
+from core.model.events import AgentStarted, CallSent, KnownEvent, ProcessStarted, ReplyReceived
 from core.model.records import StepRecord, StepStatus, TraceEvent, interrupted_calls
 from core.model.usage import INTERRUPTED_CALL, ZERO_USAGE, Usage
 from core.model.views import ATOMIC, LazyView, copied
 from core.ports import Agent, HumanInput, Reporter, RunStore, ToolSessions
+from core.replay.recording import RecordedCall
+from core.replay.replayer import Replay
 from core.steps.kinds import Limits
 from core.steps.paths import path_segment
 from core.text.redaction import Redactor
@@ -72,6 +74,10 @@ class Frame:
     # What the run's tools share (MCP servers), opened on first use; the engine closes it when the run ends.
     # A sub-workflow's child run shares its parent's.
     tool_sessions: ToolSessions = field(default_factory=lambda: OpenSessions())
+    # The recording this run is served from (``flujo run --replay``, ``flujo test``): each agent call, tool
+    # call and question is compared with it and served when equal (core.replay). A child run's is its
+    # parent's, ``within`` its step.
+    replay: Replay | None = None
 
     def event(self, path: str, event: KnownEvent, sent: Sequence[ChatMessage] | None = None) -> TraceEvent:
         """``event`` of the step at ``path`` with secrets masked, ready to store. Tracing never fails a run:
@@ -85,6 +91,24 @@ class Frame:
         except Exception as exc:  # a tracing failure must not become the step's failure
             masked = {"trace_error": f"this {event.kind} event could not be recorded: {type(exc).__name__}: {exc}"}
         return TraceEvent(kind=event.kind, path=path, payload=masked, ts=time.time())
+
+    def served_reply(self, prompt: TraceEvent) -> RecordedCall | None:
+        """Under a replay, the recorded call that answers the agent call whose ``agent.prompt`` event is
+        ``prompt`` (its messages compared as masked); None when the call is to be made (no replay, or it went
+        live). ReplayStop when it diverges and the replay stops there."""
+        if self.replay is None:
+            return None
+        messages = prompt.payload.get("messages")
+        return self.replay.agent_reply(prompt.path, messages if isinstance(messages, list | tuple) else ())
+
+    def served_event(self, path: str, call: RecordedCall, output: Any = None) -> TraceEvent:
+        """The ``agent.reply`` event of a reply served from the recording (``output``: the reply as the
+        step uses it, when not the recorded one as it is)."""
+        assert self.replay is not None
+        reply = ReplyReceived(
+            call.output if output is None else output, call.model, replayed_from=self.replay.recording.run_id
+        )
+        return self.event(path, reply)
 
     def replayed(self, path: str) -> StepRecord | None:
         """The committed result of ``path`` from an earlier attempt of this run, if any."""

@@ -149,16 +149,24 @@ async def run_agent_step(
                 sent = agent.prompt(call)
                 # The messages go as the message objects: a conversation's prompts resend the same ones, masked
                 # once.
-                events.append(frame.event(path, prompt, sent))
-                held = await frame.begin_call(path, step.name, agent, sent, started=started)
-                reply = await agent.run(call)
-                usage = reply.usage
-                # The value the journal will hold (a JSON round trip), so a resumed run sees exactly what this
-                # one saw.
-                output = normalize(reply.output)
-                if reply.repair is not None:
-                    events.append(frame.event(path, _repaired(reply.repair)))
-                events.append(frame.event(path, ReplyReceived(output, reply.model, reply.attempts, usage.to_dict())))
+                events.append(sent_event := frame.event(path, prompt, sent))
+                served = frame.served_reply(sent_event)
+                if served is not None:  # a replay: the recorded reply, no model called, nothing spent
+                    agent.replayed()
+                    output = served.output
+                    events.append(frame.served_event(path, served))
+                else:
+                    held = await frame.begin_call(path, step.name, agent, sent, started=started)
+                    reply = await agent.run(call)
+                    usage = reply.usage
+                    # The value the journal will hold (a JSON round trip), so a resumed run sees exactly what
+                    # this one saw.
+                    output = normalize(reply.output)
+                    if reply.repair is not None:
+                        events.append(frame.event(path, _repaired(reply.repair)))
+                    events.append(
+                        frame.event(path, ReplyReceived(output, reply.model, reply.attempts, usage.to_dict()))
+                    )
             if agent.is_model:
                 frame.reporter.agent_replied(path, step.name, output)
         _apply_agent_output(step, ctx, data, output)

@@ -142,6 +142,12 @@ async def _ask(question: PersonQuestion, frame: Frame, events: list[TraceEvent])
     schema = question.input_schema
     simulated = question.answered_by or answering.simulated_user
     recorded = answering.replay.get(full_path) if answering.replay is not None else None
+    # A replay of the whole run serves the answer when the question is asked in the same words (else it
+    # diverges there); a simulated person's answer is served as its call, in ``_simulate``.
+    if frame.replay is not None and not frame.replay.answer_served(
+        question.path, frame.redactor.text(question.message)
+    ):
+        recorded = None
     replay_left = recorded is not None
     simulated_left = MAX_SIMULATED_ATTEMPTS if simulated is not None else 0
     usage = ZERO_USAGE
@@ -213,7 +219,13 @@ async def _simulate(
     sent = agent.prompt(call)
     # The messages go as the message objects, masked once each (``Redactor.messages``), as an agent step's.
     prompt = PromptSent(agent.label, (), bool(call.history), simulated_person=person.name)
-    events.append(frame.event(question.path, prompt, sent))
+    events.append(sent_event := frame.event(question.path, prompt, sent))
+    served = frame.served_reply(sent_event)
+    if served is not None:  # a replay: the simulated person's recorded reply
+        agent.replayed()
+        events.append(frame.served_event(question.path, served))
+        output = served.output
+        return (parse_answer(output, question.input_schema) if isinstance(output, str) else output), ZERO_USAGE
     held = await frame.begin_call(question.path, question.step, agent, sent, started=question.started)
     try:
         reply = await agent.run(call)

@@ -146,19 +146,28 @@ async def _model_turn(
     started = time.time()
     sent = fit_window(step, agent, turns, call, said, tools, mode)
     events = [frame.event(tpath, spend.prompt, sent)]
-    held: Reservation | None = await frame.begin_call(tpath, step.name, agent, sent, started=started)
-    try:
-        turn = await turns.tool_turn(call, sent, tools, mode)
-    except ControlSignal:
-        frame.abandon(held)
-        raise
-    except FlujoError:
-        frame.release(held)
-        raise
-    except BaseException:
-        frame.abandon(held)
-        raise
-    events.append(frame.event(tpath, ReplyReceived(turn.to_dict(), turn.model, turn.attempts, turn.usage.to_dict())))
+    held: Reservation | None = None
+    served = frame.served_reply(events[0])
+    if served is not None:  # a replay: the recorded turn (text and calls asked for), no model called
+        agent.replayed()
+        output = served.output if isinstance(served.output, Mapping) else {}
+        turn = ModelTurn.from_dict(output, ZERO_USAGE)
+        events.append(frame.served_event(tpath, served, turn.to_dict()))
+    else:
+        held = await frame.begin_call(tpath, step.name, agent, sent, started=started)
+        try:
+            turn = await turns.tool_turn(call, sent, tools, mode)
+        except ControlSignal:
+            frame.abandon(held)
+            raise
+        except FlujoError:
+            frame.release(held)
+            raise
+        except BaseException:
+            frame.abandon(held)
+            raise
+        usage = turn.usage.to_dict()
+        events.append(frame.event(tpath, ReplyReceived(turn.to_dict(), turn.model, turn.attempts, usage)))
     record = {**turn.to_dict(), "usage": turn.usage.to_dict()}
     if spend.turns == 1 and spend.listed:
         record["listed"] = spend.listed
@@ -250,14 +259,21 @@ async def _tool_call(
     started = time.time()
     frame.reporter.step_started(path, asked.name, TOOL_KIND)
     events: list[TraceEvent] = []
-    outcome = await _outcome(step, use, tools, definitions, asked, path, frame, started, body)
-    outcome = cut(outcome, use.result_chars)
-    events.append(
-        frame.event(
-            path,
-            ToolCalled(asked.name, asked.arguments, outcome.content, outcome.error, outcome.declined or None),
-        )
+    served = (
+        frame.replay.tool_outcome(path, asked.name, frame.redactor.value(asked.arguments))
+        if frame.replay is not None
+        else None
     )
+    if served is not None:  # a replay: the recorded outcome; the tool does not run
+        outcome = _served_outcome(served.output, use)
+    else:
+        outcome = cut(
+            await _outcome(step, use, tools, definitions, asked, path, frame, started, body), use.result_chars
+        )
+    called = ToolCalled(asked.name, asked.arguments, outcome.content, outcome.error, outcome.declined or None)
+    if served is not None and frame.replay is not None:
+        called = replace(called, replayed_from=frame.replay.recording.run_id)
+    events.append(frame.event(path, called))
     await frame.commit(
         path=path,
         name=asked.name,
@@ -269,6 +285,12 @@ async def _tool_call(
         events=events,
     )
     return outcome
+
+
+def _served_outcome(output: Any, use: ToolUse) -> ToolOutcome:
+    if isinstance(output, Mapping):
+        return ToolOutcome.from_dict(output)
+    return cut(ToolOutcome(result_text(output), output), use.result_chars)
 
 
 def _outcome_of(record: StepRecord, use: ToolUse) -> ToolOutcome:

@@ -181,9 +181,12 @@ async def _enter(step: WorkflowStep, value: Any, child_id: str, path: str, frame
         started=started,
         answering=frame.answering.within(path),
         tool_sessions=frame.tool_sessions,
+        replay=frame.replay.within(path) if frame.replay is not None else None,
     )
     if record is not None and record.run_id == child_id:  # entered again: an earlier process ran it
         await child.count_interrupted()
+        if child.replay is not None:
+            child.replay.resumed(journal)
     return child, completed
 
 

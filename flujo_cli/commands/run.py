@@ -256,7 +256,14 @@ async def _run(
         secret_values,
         use_bounds,
     )
-    from flujo_cli.answering import answering_for, answers_json, given_answers_taken, report_answers
+    from flujo_cli.answering import (
+        answering_for,
+        answers_json,
+        given_answers_taken,
+        replay_for,
+        report_answers,
+        report_replay,
+    )
     from flujo_cli.human import TerminalHuman
     from flujo_cli.progress import LiveReporter
     from flujo_cli.run_claims import hold_thread, take_for_resume
@@ -338,11 +345,18 @@ async def _run(
             return exit_codes.USAGE
         given.pass_over(taken)
         try:
+            replay, replayed = await replay_for(answer_flags, store, redactor)
+            if replayed is not None and resumed is None:  # a replay runs as the recorded run ran
+                if input_text is None:
+                    input_text = replayed.input
+                person_then = (replayed.options or {}).get("simulate_user")
+                if answer_flags.simulate_user is None and isinstance(person_then, str):
+                    answer_flags = replace(answer_flags, simulate_user=person_then)
             person = (
                 simulated_user(blueprint, settings, answer_flags.simulate_user) if answer_flags.simulate_user else None
             )
-            answering = await answering_for(answer_flags, store, given, person)
-        except RunError as exc:  # --simulate-user or --replay-answers names nothing: nothing ran
+            answering = await answering_for(answer_flags, store, given, person, replay)
+        except RunError as exc:  # --simulate-user, --replay or --replay-answers names nothing: nothing ran
             error_line(exc.message, exc.hint)
             return exit_codes.USAGE
         pipeline = _with_limits(pipeline, overrides)
@@ -354,7 +368,9 @@ async def _run(
                 error_line(exc.message, exc.hint)
                 return exit_codes.USAGE
         reporter.redactor = redactor  # the run's own: a resumed run's settings may have changed it
-        engine = Engine(store=store, human=human, reporter=reporter, redactor=redactor, answering=answering)
+        engine = Engine(
+            store=store, human=human, reporter=reporter, redactor=redactor, answering=answering, replay=replay
+        )
         # What the run records to resume as it started; a resumed run keeps what it recorded besides
         # (the answers it was queued with, say).
         options = {
@@ -377,12 +393,23 @@ async def _run(
     finally:
         reporter.close()
         await store.close()
-    report_answers(answering, console)
+    report_answers(answering, console, whole=replay is not None)
+    extra = answers_json(answering)
+    if replay is not None:
+        report_replay(replay, console)
+        extra["replay"] = replay.report()
     code = _finish(
         outcome, json_output=json_output, seconds=time.perf_counter() - started, console=console,
-        extra=answers_json(answering),
+        extra=extra,
         state_option=invocation.state_option() if outcome.status != "completed" else "",
     )  # fmt: skip
+    if code == exit_codes.OK and replay is not None and replay.mode == "stop" and not replay.clean:
+        # It completed, but without making every call the recording has: it diverged at its end.
+        error_line(
+            f"the replay of run {replay.recording.run_id} diverged: {replay.log.divergences[0].reason}",
+            "the blueprint now makes fewer calls; see the diff above",
+        )
+        return exit_codes.REPLAY_DIVERGED
     if outcome.status == "completed" and given.unused:
         console.print(
             f"[yellow]note:[/] {given.unused} answer(s) given with --answer/--answers were not used:"
