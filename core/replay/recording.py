@@ -103,14 +103,17 @@ class Recording:
     answers: tuple[RecordedAnswer, ...] = ()
     by_path: Mapping[str, tuple[int, ...]] = field(init=False, repr=False, compare=False)
 
+    answered: Mapping[str, RecordedAnswer] = field(init=False, repr=False, compare=False)
+
     def __post_init__(self) -> None:
         by_path: dict[str, list[int]] = {}
         for index, call in enumerate(self.calls):
             by_path.setdefault(call.path, []).append(index)
         object.__setattr__(self, "by_path", {path: tuple(found) for path, found in by_path.items()})
+        object.__setattr__(self, "answered", {answer.path: answer for answer in self.answers})
 
     def answer(self, path: str) -> RecordedAnswer | None:
-        return next((answer for answer in self.answers if answer.path == path), None)
+        return self.answered.get(path)
 
     def replayed_answers(self) -> RecordedAnswers:
         """The answers a replay serves as answers: those a person gave (a simulated person's answers are
