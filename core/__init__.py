@@ -90,7 +90,7 @@ if TYPE_CHECKING:
     from core.policies.context_writes import scratchpad_slot
     from core.policies.frame import scope as template_scope
     from core.ports import Agent, HumanInput, NullReporter, Reporter, RunStore, Tool, ToolSource
-    from core.replay.diffs import messages_diff, unified
+    from core.replay.diffs import message_lines, messages_diff, unified, value_lines
     from core.replay.recording import RecordedCall, Recording, load_recording
     from core.replay.replayer import Divergence, Replay
     from core.settings.config import (
@@ -232,7 +232,9 @@ _WHERE = {
     "ReduceMode": "core.steps.kinds",
     "ReplyCut": "core.model.events",
     "ReplayDiverged": "core.model.errors",
+    "message_lines": "core.replay.diffs",
     "messages_diff": "core.replay.diffs",
+    "value_lines": "core.replay.diffs",
     "unified": "core.replay.diffs",
     "RecordedCall": "core.replay.recording",
     "Recording": "core.replay.recording",
@@ -446,6 +448,7 @@ __all__ = [
     "load_recording",
     "load_settings",
     "masked_under_key",
+    "message_lines",
     "messages_diff",
     "new_run_id",
     "overrides_from_assignments",
@@ -464,6 +467,7 @@ __all__ = [
     "turn_text",
     "unified",
     "use_bounds",
+    "value_lines",
     "whole_references",
 ]
 

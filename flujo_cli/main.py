@@ -599,6 +599,47 @@ def lens_trace(
     raise SystemExit(trace_run(run_id, options, json_output=json_output, state=store, debug=state.debug))
 
 
+@lens_app.command("diff", cls=Command)
+def lens_diff(
+    run_a: Annotated[
+        str, typer.Argument(metavar="RUN_A", help="The first run's id (a unique prefix is enough).", show_default=False)
+    ],
+    run_b: Annotated[
+        str,
+        typer.Argument(metavar="RUN_B", help="The second run's id (a unique prefix is enough).", show_default=False),
+    ],
+    every: Annotated[bool, typer.Option("--all", help="Show every call that differs, not only the first.")] = False,
+    json_output: JsonOption = False,
+    store: StateOption = None,
+    other_store: Annotated[
+        str | None,
+        typer.Option(
+            "--other-state",
+            metavar="URI",
+            help="The run store RUN_B is in, when not the one --state names (a SQLite file path or a PostgreSQL URI).",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Compare two runs call by call, in step order: for the first agent call whose prompt differs (every one
+    with --all), the message-by-message diff, then the replies, tool calls and usage that differ, and calls
+    one run made and the other did not; then the final outputs when they differ. Exit 0 whether they differ
+    or not (the first line says which)."""
+    from flujo_cli.commands.lens import diff_runs
+
+    raise SystemExit(
+        diff_runs(
+            run_a,
+            run_b,
+            every=every,
+            json_output=json_output,
+            state=store,
+            other_state=other_store,
+            debug=state.debug,
+        )
+    )
+
+
 @lens_app.command("prune", cls=Command)
 def lens_prune(
     older_than: Annotated[

@@ -9,7 +9,10 @@ text with the ``Redactor`` given (``lens.masking``); ``build_tree`` makes the sp
 plain views are rich renderables (``lens.plain``), the ``--json`` documents plain data (``lens.documents``);
 ``open_viewer`` opens the Textual viewer (imported only then); ``run_lines`` and ``trace_lines`` write the
 plain trace line by line into a pipe (``lens.stream``, imported when first asked for); ``parse_age``,
-``prune_summary`` and ``prune_document`` word ``flujo lens prune`` (the store deletes: ``RunStore.prune_runs``).
+``prune_summary`` and ``prune_document`` word ``flujo lens prune`` (the store deletes: ``RunStore.prune_runs``);
+``compared_run``, ``compare_runs``, ``diff_lines`` and ``diff_document`` compare two runs' recorded calls for
+``flujo lens diff`` (``lens.diff``; the CLI reads each run with ``core.load_recording``, its calls put in
+step order by ``in_step_order``).
 
 Imports core's records, trace events and redactor, through ``core``'s front door only; ``flujo_cli``
 imports lens, never the other way round.
@@ -33,10 +36,22 @@ from lens.snapshot import RunSnapshot, load_run
 from lens.tree import CallNode, EventNode, GroupNode, MessageNode, Node, RunNode, StepNode, build_tree, walk
 
 if TYPE_CHECKING:
+    from lens.call_order import in_step_order
+    from lens.diff import RunDiff, compare_runs, compared_run, diff_document, diff_lines
     from lens.stream import run_lines, trace_lines
 
-# Imported when first asked for: only ``flujo lens trace`` into a pipe writes the trace line by line.
-_LAZY = {"run_lines": "lens.stream", "trace_lines": "lens.stream"}
+# Imported when first asked for: only ``flujo lens trace`` into a pipe writes the trace line by line, and
+# only ``flujo lens diff`` compares two runs.
+_LAZY = {
+    "run_lines": "lens.stream",
+    "trace_lines": "lens.stream",
+    "RunDiff": "lens.diff",
+    "compare_runs": "lens.diff",
+    "compared_run": "lens.diff",
+    "diff_document": "lens.diff",
+    "diff_lines": "lens.diff",
+    "in_step_order": "lens.call_order",
+}
 
 __all__ = [
     "CallNode",
@@ -45,14 +60,20 @@ __all__ = [
     "GroupNode",
     "MessageNode",
     "Node",
+    "RunDiff",
     "RunNode",
     "RunRow",
     "RunSnapshot",
     "StepNode",
     "as_shown",
     "build_tree",
+    "compare_runs",
+    "compared_run",
+    "diff_document",
+    "diff_lines",
     "final_output_document",
     "focus",
+    "in_step_order",
     "list_document",
     "load_run",
     "load_tree",

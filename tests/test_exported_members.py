@@ -16,6 +16,7 @@ CORE_FOR_LENS_AND_CLI = {
     "ZERO_USAGE", "MODEL_TURN_KIND", "TOOL_CALL_KIND", "TOOL_LOOP_KINDS",
     # A recorded run served back (flujo run --replay, flujo test) and two runs' prompts compared (lens diff).
     "Divergence", "RecordedCall", "Recording", "Replay", "ReplayDiverged", "load_recording", "messages_diff", "unified",
+    "message_lines", "value_lines",
     "busy_refusal", "call_interrupted", "check_thread", "check_thread_name", "load_settings", "masked_under_key",
     "overrides_from_assignments", "parse_answer", "recorded_answers", "schema_errors", "secret_values",
     "sensitive_key", "use_bounds",
@@ -75,6 +76,7 @@ def test_lens_exports() -> None:
         "load_tree", "masked_document",
         "nested", "open_viewer", "parse_age", "prune_document", "prune_summary", "recent_runs",
         "runs_table", "show_document", "show_view", "step_paths_named", "trace_document", "trace_view", "walk",
+        "RunDiff", "compare_runs", "compared_run", "diff_document", "diff_lines", "in_step_order",
     } | {"run_lines", "trace_lines"}  # fmt: skip
     for name in lens.__all__:
         assert hasattr(lens, name), name

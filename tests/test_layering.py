@@ -58,6 +58,9 @@ LENS_MAY_IMPORT = {
     "core.model.records",
     "core.text.redaction",
     "core.model.usage",
+    # A run's recorded calls (plain values read from its journal) and the diffs of two prompts: flujo lens diff.
+    "core.replay.recording",
+    "core.replay.diffs",
 }
 
 

@@ -1,17 +1,20 @@
-"""``flujo lens list | show RUN | trace RUN | prune``: look into the run store, redacted.
+"""``flujo lens list | show RUN | trace RUN | diff RUN_A RUN_B | prune``: look into the run store, redacted.
 
-Results go to stdout (text, or one JSON document with ``--json``); messages to stderr. ``list``, ``show`` and
-``trace`` open the store with ``mode="read"``: they never create it (a missing store is exit code 7 with the
-path it looked at) and never change it. Every text they print went through the ``Redactor`` built from the
-settings, as ``flujo run`` builds it (lens masks again what the store holds; see ``lens.masking``).
+Results go to stdout (text, or one JSON document with ``--json``); messages to stderr. ``list``, ``show``,
+``trace`` and ``diff`` open the store with ``mode="read"``: they never create it (a missing store is exit
+code 7 with the path it looked at) and never change it. Every text they print went through the ``Redactor``
+built from the settings, as ``flujo run`` builds it (lens masks again what the store holds; see
+``lens.masking``).
 
 Every command takes ``--state URI`` (``flujo_cli.store_access``); a run id that matches nothing is said
-with the store looked in and how to look in another.
+with the store looked in and how to look in another. ``diff`` reads its second run from ``--other-state
+URI`` when given (both stores opened read-only), from the same store otherwise.
 
-Exit codes: 0; 1 when no run matches the id (or ``--step`` matches no step, or ``--final-output`` of a run
-without one); 2 for a bad command line (or ``--step``/``--expand`` given a name that several steps have: the
-message lists their paths); 7 when the store is missing or cannot be read, or an id prefix is ambiguous (the
-message names the candidates), as for ``flujo resume``.
+Exit codes: 0 (for ``diff``, whether the runs differ or not: its output says which); 1 when no run matches
+the id (or ``--step`` matches no step, or ``--final-output`` of a run without one); 2 for a bad command
+line (or ``--step``/``--expand`` given a name that several steps have: the message lists their paths); 7
+when the store is missing or cannot be read, or an id prefix is ambiguous (the message names the
+candidates), as for ``flujo resume``.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import gc
 import json
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
@@ -172,6 +175,66 @@ def trace_run(run_id: str, options: TraceOptions, *, json_output: bool, state: s
     return code
 
 
+def diff_runs(
+    run_a: str,
+    run_b: str,
+    *,
+    every: bool,
+    json_output: bool,
+    state: str | None = None,
+    other_state: str | None = None,
+    debug: bool,
+) -> int:
+    """``flujo lens diff``: runs ``run_a`` (in ``state``'s store) and ``run_b`` (in ``other_state``'s, or the
+    same) compared call by call (``lens.diff``)."""
+
+    async def main() -> int:
+        import shlex
+        from contextlib import AsyncExitStack
+
+        from core import Redactor, load_recording, secret_values
+        from flujo_cli.store_access import open_for, settings_with_state, where
+        from lens import as_shown, compare_runs, compared_run, diff_document, diff_lines, in_step_order, masked_document
+
+        settings = settings_with_state(state)
+        other = settings if other_state is None else settings_with_state(other_state)
+        redactor = Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings))
+        async with AsyncExitStack() as stores:
+            store_a = await open_for(settings, "read")
+            stores.push_async_callback(store_a.close)
+            store_b = store_a
+            if where(other) != where(settings):
+                store_b = await open_for(other, "read")
+                stores.push_async_callback(store_b.close)
+            record_a = await _found(store_a, run_a, where(settings))
+            if other_state is None:
+                record_b = await _found(store_b, run_b, where(other))
+            else:  # in the store --other-state names: it is the one to change
+                record_b = await store_b.get_run(run_b)
+                if record_b is None:
+                    error_line(
+                        f"no run matches {run_b!r} in {where(other)}",
+                        f"list its runs with: flujo lens list --state {shlex.quote(where(other))}; or give another"
+                        " --other-state",
+                    )
+            if record_a is None or record_b is None:
+                return exit_codes.FAILED
+            sides = []
+            for store, record in ((store_a, record_a), (store_b, record_b)):
+                recording = await load_recording(store, record.run_id, redactor)
+                calls = await in_step_order(store, record.run_id, recording.calls)
+                shown = await as_shown(store, record)
+                sides.append(compared_run(shown, calls, redactor))
+        result = compare_runs(sides[0], sides[1])
+        if json_output:
+            _print_json(masked_document(diff_document(result, every=every), redactor))
+        else:
+            _write_lines(diff_lines(result, every=every))
+        return exit_codes.OK
+
+    return _command(main, debug=debug)
+
+
 def prune_runs(
     *, older_than: str | None, keep: int | None, dry_run: bool, json_output: bool, state: str | None = None, debug: bool
 ) -> int:
@@ -290,6 +353,11 @@ def _with_store(
         finally:
             await store.close()
 
+    return _command(main, debug=debug)
+
+
+def _command(main: Callable[[], Coroutine[Any, Any, int]], *, debug: bool) -> int:
+    """Run a lens command's ``main`` to its exit code: an error is one line (``fail``), Ctrl-C exit 130."""
     # A large run is hundreds of thousands of objects, none of them garbage: the cyclic collector would
     # scan them again and again while they are read and printed. It is back on when the command returns.
     collecting = gc.isenabled()
