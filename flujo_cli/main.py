@@ -621,10 +621,10 @@ def lens_diff(
         ),
     ] = None,
 ) -> None:
-    """Compare two runs call by call, in step order: for the first agent call whose prompt differs (every one
-    with --all), the message-by-message diff, then the replies, tool calls and usage that differ, and calls
-    one run made and the other did not; then the final outputs when they differ. Exit 0 whether they differ
-    or not (the first line says which)."""
+    """Compare two runs call by call, in step order: the first call that differs (every one with --all), its
+    prompt as a message-by-message diff, its reply or tool call and result, and usage, or a call only one run
+    made; then the final outputs when they differ. Masked. Exit 0 whether they differ or not (the first line
+    says which)."""
     from flujo_cli.commands.lens import diff_runs
 
     raise SystemExit(

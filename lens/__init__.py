@@ -10,7 +10,7 @@ plain views are rich renderables (``lens.plain``), the ``--json`` documents plai
 ``open_viewer`` opens the Textual viewer (imported only then); ``run_lines`` and ``trace_lines`` write the
 plain trace line by line into a pipe (``lens.stream``, imported when first asked for); ``parse_age``,
 ``prune_summary`` and ``prune_document`` word ``flujo lens prune`` (the store deletes: ``RunStore.prune_runs``);
-``compared_run``, ``compare_runs``, ``diff_lines`` and ``diff_document`` compare two runs' recorded calls for
+``compared_runs``, ``compare_runs``, ``diff_lines`` and ``diff_document`` compare two runs' recorded calls for
 ``flujo lens diff`` (``lens.diff``; the CLI reads each run with ``core.load_recording``, its calls put in
 step order by ``in_step_order``).
 
@@ -37,7 +37,7 @@ from lens.tree import CallNode, EventNode, GroupNode, MessageNode, Node, RunNode
 
 if TYPE_CHECKING:
     from lens.call_order import in_step_order
-    from lens.diff import RunDiff, compare_runs, compared_run, diff_document, diff_lines
+    from lens.diff import RunDiff, compare_runs, compared_runs, diff_document, diff_lines
     from lens.stream import run_lines, trace_lines
 
 # Imported when first asked for: only ``flujo lens trace`` into a pipe writes the trace line by line, and
@@ -47,7 +47,7 @@ _LAZY = {
     "trace_lines": "lens.stream",
     "RunDiff": "lens.diff",
     "compare_runs": "lens.diff",
-    "compared_run": "lens.diff",
+    "compared_runs": "lens.diff",
     "diff_document": "lens.diff",
     "diff_lines": "lens.diff",
     "in_step_order": "lens.call_order",
@@ -68,7 +68,7 @@ __all__ = [
     "as_shown",
     "build_tree",
     "compare_runs",
-    "compared_run",
+    "compared_runs",
     "diff_document",
     "diff_lines",
     "final_output_document",

@@ -2,7 +2,7 @@
 
 Each run is read as a replay reads it (``core.load_recording``: its agent calls with the messages they sent,
 their replies and usage, and its tool calls with their arguments and results, a sub-workflow's child run
-included under its step's path), masked again here (``compared_run``) as everything lens shows is.
+included under its step's path), masked again here (``compared_runs``) as everything lens shows is.
 
 Two calls are the same call when they are at the same step path, the N-th call there in both runs (a step
 retried or repaired calls its agent again at its path). ``compare_runs`` walks the calls in the order run A
@@ -98,10 +98,15 @@ class RunDiff:
         return [difference for differences in calls for difference in differences] + final
 
 
-def compared_run(record: RunRecord, calls: Iterable[RecordedCall], redactor: Redactor) -> ComparedRun:
-    """Run ``record`` and its recorded ``calls`` (``core.load_recording``) with every text masked by
-    ``redactor`` (the store's events were masked when written; lens never relies on it)."""
+def compared_runs(redactor: Redactor, *runs: tuple[RunRecord, Iterable[RecordedCall]]) -> tuple[ComparedRun, ...]:
+    """Each run (its record, and its recorded calls: ``core.load_recording``) with every text masked by
+    ``redactor`` (the store's events were masked when written; lens never relies on it). One masker for all:
+    two runs of a blueprint share most of their texts, each masked once."""
     masker = Masker(redactor)
+    return tuple(_masked(record, calls, masker) for record, calls in runs)
+
+
+def _masked(record: RunRecord, calls: Iterable[RecordedCall], masker: Masker) -> ComparedRun:
     masked = tuple(
         dataclasses.replace(
             call,

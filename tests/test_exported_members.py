@@ -76,7 +76,7 @@ def test_lens_exports() -> None:
         "load_tree", "masked_document",
         "nested", "open_viewer", "parse_age", "prune_document", "prune_summary", "recent_runs",
         "runs_table", "show_document", "show_view", "step_paths_named", "trace_document", "trace_view", "walk",
-        "RunDiff", "compare_runs", "compared_run", "diff_document", "diff_lines", "in_step_order",
+        "RunDiff", "compare_runs", "compared_runs", "diff_document", "diff_lines", "in_step_order",
     } | {"run_lines", "trace_lines"}  # fmt: skip
     for name in lens.__all__:
         assert hasattr(lens, name), name

@@ -189,12 +189,19 @@ def diff_runs(
     same) compared call by call (``lens.diff``)."""
 
     async def main() -> int:
-        import shlex
         from contextlib import AsyncExitStack
 
         from core import Redactor, load_recording, secret_values
         from flujo_cli.store_access import open_for, settings_with_state, where
-        from lens import as_shown, compare_runs, compared_run, diff_document, diff_lines, in_step_order, masked_document
+        from lens import (
+            as_shown,
+            compare_runs,
+            compared_runs,
+            diff_document,
+            diff_lines,
+            in_step_order,
+            masked_document,
+        )
 
         settings = settings_with_state(state)
         other = settings if other_state is None else settings_with_state(other_state)
@@ -209,23 +216,17 @@ def diff_runs(
             record_a = await _found(store_a, run_a, where(settings))
             if other_state is None:
                 record_b = await _found(store_b, run_b, where(other))
-            else:  # in the store --other-state names: it is the one to change
-                record_b = await store_b.get_run(run_b)
-                if record_b is None:
-                    error_line(
-                        f"no run matches {run_b!r} in {where(other)}",
-                        f"list its runs with: flujo lens list --state {shlex.quote(where(other))}; or give another"
-                        " --other-state",
-                    )
+            else:
+                record_b = await _found_in_other(store_b, run_b, where(other))
             if record_a is None or record_b is None:
                 return exit_codes.FAILED
-            sides = []
+            read = []
             for store, record in ((store_a, record_a), (store_b, record_b)):
                 recording = await load_recording(store, record.run_id, redactor)
                 calls = await in_step_order(store, record.run_id, recording.calls)
-                shown = await as_shown(store, record)
-                sides.append(compared_run(shown, calls, redactor))
-        result = compare_runs(sides[0], sides[1])
+                read.append((await as_shown(store, record), calls))
+        a, b = compared_runs(redactor, *read)
+        result = compare_runs(a, b)
         if json_output:
             _print_json(masked_document(diff_document(result, every=every), redactor))
         else:
@@ -270,6 +271,19 @@ async def _found(store: RunStore, run_id: str, where: str) -> RunRecord | None:
     record = await store.get_run(run_id)
     if record is None:
         error_line(f"no run matches {run_id!r} in {where}", elsewhere("list its runs with: flujo lens list"))
+    return record
+
+
+async def _found_in_other(store: RunStore, run_id: str, where: str) -> RunRecord | None:
+    """As ``_found``, in the store ``--other-state`` names (the option to change, if it is the wrong one)."""
+    import shlex
+
+    record = await store.get_run(run_id)
+    if record is None:
+        error_line(
+            f"no run matches {run_id!r} in {where}",
+            f"list its runs with: flujo lens list --state {shlex.quote(where)}; or give another --other-state",
+        )
     return record
 
 

@@ -32,7 +32,7 @@ from tests.support.cli_helpers import ROOT, flujo
 
 PAGE = ROOT / "docs" / "lens.md"
 SETUP = "# the runs the examples below look at\n"
-RUN_IDS = ["3f2a9c1e5b7d4a60", "8c41d2e07a9b3f15", "b7e05a3c9d1f2468"]
+RUN_IDS = ["3f2a9c1e5b7d4a60", "8c41d2e07a9b3f15", "b7e05a3c9d1f2468", "d5e8a1f4c2b69370"]
 START = 1_795_512_600.0  # 2026-11-24 09:30:00 UTC
 CHECKOUT = "/home/you/flujo"  # where the page says the repository is checked out
 TICK = 0.00137  # seconds per reading of the clock: about what a run on the project's machine takes
