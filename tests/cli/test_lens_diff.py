@@ -82,6 +82,16 @@ def test_the_same_blueprint_twice_sent_the_same_prompts(tmp_path: Path, state_db
     }  # fmt: skip
 
 
+def test_a_replay_sent_the_same_prompts_though_it_spent_nothing(tmp_path: Path, state_db: Path) -> None:
+    """A replayed call is served from the recording (usage zero): usage is said only beside a call that
+    differs, so a clean replay compares as the same run."""
+    flow = blueprint(tmp_path, "poems")
+    a = run(flow)
+    b = run(flow, "--replay", a)
+    document = diff_json(a, b, "--all")
+    assert (document["same"], document["differences"]) == (True, [])
+
+
 def test_a_changed_system_prompt_shows_the_step_and_the_changed_lines(tmp_path: Path, state_db: Path) -> None:
     a = run(blueprint(tmp_path, "before"))
     b = run(blueprint(tmp_path, "after", critic="You critique poems harshly."))
