@@ -278,7 +278,8 @@ def _call_lines(call: RecordedCall) -> list[str]:
 
 
 def _tool_call(call: RecordedCall) -> dict[str, Any]:
-    return dict(tool=call.tool, arguments=call.arguments)  # as the replay shows a tool call
+    # As the replay shows a tool call; keywords, as lens spells no step kind ("tool" is one: tests/test_layering.py).
+    return dict(tool=call.tool, arguments=call.arguments)
 
 
 def _usage(usage: Mapping[str, Any] | None) -> dict[str, Any] | None:
