@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from blueprints.checking.loader import Blueprint, InvalidBlueprint, load_blueprint, validate_file
+from blueprints.checking.model_overrides import ModelOverrideError, ModelOverrides
 from blueprints.compiling.agents import AgentFactory
 from blueprints.compiling.compiler import compile_pipeline
 from blueprints.compiling.persona import simulated_user
@@ -55,10 +56,17 @@ _LAZY = {
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 
-def load_pipeline(path: str | Path, settings: Settings, *, agent_factory: AgentFactory | None = None) -> Pipeline:
-    """Load, validate (against ``settings``) and compile the blueprint at ``path`` (InvalidBlueprint,
-    BlueprintError, ConfigError)."""
-    return compile_pipeline(load_blueprint(path, settings=settings), settings, agent_factory=agent_factory)
+def load_pipeline(
+    path: str | Path,
+    settings: Settings,
+    *,
+    agent_factory: AgentFactory | None = None,
+    models: ModelOverrides | None = None,
+) -> Pipeline:
+    """Load, validate (against ``settings``) and compile the blueprint at ``path``, its agents running the
+    models ``models`` gives them (InvalidBlueprint, BlueprintError, ConfigError)."""
+    blueprint = load_blueprint(path, settings=settings, models=models or ModelOverrides())
+    return compile_pipeline(blueprint, settings, agent_factory=agent_factory)
 
 
 __all__ = [
@@ -67,6 +75,8 @@ __all__ = [
     "Explanation",
     "Finding",
     "InvalidBlueprint",
+    "ModelOverrideError",
+    "ModelOverrides",
     "ParsedYaml",
     "ScaffoldError",
     "WizardAnswers",

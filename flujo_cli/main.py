@@ -103,6 +103,17 @@ MaxCostOption = Annotated[
         show_default=False,
     ),
 ]
+ModelOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--model",
+        metavar="agents.NAME=MODEL",
+        help="Run agents.NAME with another model, e.g. --model agents.writer=openai:gpt-4o-mini; '*=MODEL' for"
+        " every agent that has a model, e.g. --model '*=local' (repeatable; agents.NAME beats '*'). The YAML"
+        " is unchanged.",
+        show_default=False,
+    ),
+]
 
 SimulateUserOption = Annotated[
     str | None,
@@ -178,6 +189,7 @@ def run(
     set_: SetOption = None,
     max_tokens: MaxTokensOption = None,
     max_cost_usd: MaxCostOption = None,
+    model: ModelOption = None,
     simulate_user: SimulateUserOption = None,
     replay_answers: ReplayAnswersOption = None,
     replay: ReplayOption = None,
@@ -204,7 +216,7 @@ def run(
             answers_file=answers,
             no_input=no_input,
             json_output=json_output,
-            overrides=RunOverrides(set_ or [], max_tokens, max_cost_usd),
+            overrides=RunOverrides(set_ or [], max_tokens, max_cost_usd, model or []),
             thread=thread,
             answer_flags=AnswerFlags(simulate_user, replay_answers, replay, on_divergence),
             state=store,
@@ -227,12 +239,14 @@ def resume(
         bool,
         typer.Option("--force", help="Resume even though the blueprint file changed since the run started."),
     ] = False,
+    model: ModelOption = None,
     simulate_user: SimulateUserOption = None,
     replay_answers: ReplayAnswersOption = None,
     store: StateOption = None,
 ) -> None:
     """Continue a paused, failed, interrupted or crashed run; steps already done are not run again (a run
-    started with --thread stays in its thread)."""
+    started with --thread stays in its thread). It keeps the --set, --model and limits it started with;
+    those given here come on top."""
     from flujo_cli.answering import AnswerFlags
     from flujo_cli.commands.run import RunOverrides, resume_run
 
@@ -243,7 +257,7 @@ def resume(
             answers_file=answers,
             no_input=no_input,
             json_output=json_output,
-            overrides=RunOverrides(set_ or [], max_tokens, max_cost_usd),
+            overrides=RunOverrides(set_ or [], max_tokens, max_cost_usd, model or []),
             force=force,
             answer_flags=AnswerFlags(simulate_user, replay_answers),
             state=store,
@@ -266,6 +280,7 @@ def submit(
         ),
     ] = None,
     thread: ThreadOption = None,
+    model: ModelOption = None,
     simulate_user: SimulateUserOption = None,
     answers: AnswersFileOption = None,
     json_output: JsonOption = False,
@@ -286,6 +301,7 @@ def submit(
             json_output=json_output,
             state=store,
             debug=state.debug,
+            models=model or [],
         )
     )
 
@@ -357,12 +373,15 @@ def validate(
             show_default=False,
         ),
     ] = None,
+    model: ModelOption = None,
 ) -> None:
     """Check a blueprint against the settings (flujo.toml, FLUJO_*, --set) and list every problem with
     file:line:col. Exit 0 when valid, 1 otherwise."""
     from flujo_cli.commands.validate import validate_blueprint
 
-    raise SystemExit(validate_blueprint(file, json_output=json_output, debug=state.debug, settings=set_ or []))
+    raise SystemExit(
+        validate_blueprint(file, json_output=json_output, debug=state.debug, settings=set_ or [], models=model or [])
+    )
 
 
 def _flag(help: str, *names: str) -> Any:
@@ -461,6 +480,7 @@ def explain(
             show_default=False,
         ),
     ] = None,
+    model: ModelOption = None,
 ) -> None:
     """Say in plain words what a blueprint will do, without running it or calling a model.
 
@@ -468,7 +488,9 @@ def explain(
     are asked, what it returns and costs at most. A blueprint with errors prints them and exits 3."""
     from flujo_cli.commands.explain import explain_file
 
-    raise SystemExit(explain_file(file, json_output=json_output, debug=state.debug, settings=set_ or []))
+    raise SystemExit(
+        explain_file(file, json_output=json_output, debug=state.debug, settings=set_ or [], models=model or [])
+    )
 
 
 threads_app = typer.Typer(
