@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from blueprints.explain import Explanation, explain_blueprint
     from blueprints.scaffold import ScaffoldError, WizardAnswers, render_blueprint
     from blueprints.scaffold import resolve as resolve_answers
+    from blueprints.schema.json_schema import SCHEMA_KINDS, file_schema
 
 if TYPE_CHECKING:  # what flujo_cli takes from blueprints (the block of _LAZY below)
     from blueprints.explain import Note, StepExplanation, StepGroup
@@ -50,6 +51,9 @@ _LAZY = {
     "StepGroup": "blueprints.explain",
     "WizardQuestion": "blueprints.scaffold:Question",
     "parse_wizard_answer": "blueprints.scaffold:parse_answer",
+    # ``flujo schema``: the JSON Schema of each file format, for editors.
+    "SCHEMA_KINDS": "blueprints.schema.json_schema",
+    "file_schema": "blueprints.schema.json_schema",
 }
 
 
@@ -70,6 +74,7 @@ def load_pipeline(
 
 
 __all__ = [
+    "SCHEMA_KINDS",
     "AgentFactory",
     "Blueprint",
     "Explanation",
@@ -82,6 +87,7 @@ __all__ = [
     "WizardAnswers",
     "compile_pipeline",
     "explain_blueprint",
+    "file_schema",
     "findings_to_json",
     "load_blueprint",
     "load_pipeline",

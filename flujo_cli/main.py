@@ -680,6 +680,25 @@ def store_copy(
     raise SystemExit(copy_store(from_uri, to_uri, json_output=json_output, debug=state.debug))
 
 
+@app.command(cls=Command)
+def schema(
+    kind: Annotated[
+        str,
+        typer.Argument(
+            help="Which file: blueprint (a blueprint YAML), ensemble (an ensemble file) or config (flujo.toml,"
+            " ~/.config/flujo/config.toml).",
+            metavar="KIND",
+        ),
+    ] = "blueprint",
+) -> None:
+    """Print the JSON Schema of a file format, for editors: save it, then put
+    # yaml-language-server: $schema=PATH on a blueprint's first line (VS Code's YAML extension, or any
+    YAML language server) for completion and checks as you type. flujo validate checks the rest."""
+    from flujo_cli.commands.schema import print_schema
+
+    raise SystemExit(print_schema(kind))
+
+
 def main() -> None:
     import flujo_cli.early_interrupt as early_interrupt
 

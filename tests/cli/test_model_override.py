@@ -130,7 +130,7 @@ def test_a_model_given_to_resume_comes_on_top_of_the_recorded_ones(state_db: Pat
 def test_a_model_that_cannot_apply_is_a_usage_error(
     state_db: Path, blueprint: str, command: str, value: str, said: str
 ) -> None:
-    code, out, err = flujo([command, blueprint, "--model", value])
+    code, _, err = flujo([command, blueprint, "--model", value])
     assert code == exit_codes.USAGE, err
     assert said in err and "Traceback" not in err
     assert "hint:" in err
