@@ -101,7 +101,11 @@ if TYPE_CHECKING:
         load_settings,
         overrides_from_assignments,
         secret_values,
+        settings_from_layers,
+        settings_layers,
     )
+    from core.settings.layers import SettingsLayer, user_config_path
+    from core.settings.sources import SettingSource, setting_sources
     from core.steps.kinds import (
         CHILD_PATH_ROOTS,
         CONTAINER_STEP_KINDS,
@@ -252,6 +256,8 @@ _WHERE = {
     "RunUpdate": "core.model.records",
     "ScopeFunction": "core.steps.kinds",
     "Settings": "core.settings.config",
+    "SettingsLayer": "core.settings.layers",
+    "SettingSource": "core.settings.sources",
     "SimulatedPerson": "core.answering.simulated_person",
     "SourcePosition": "core.model.errors",
     "Step": "core.steps.kinds",
@@ -300,6 +306,10 @@ _WHERE = {
     "schema_errors": "core.text.schema_check",
     "scratchpad_slot": "core.policies.context_writes",
     "secret_values": "core.settings.config",
+    "setting_sources": "core.settings.sources",
+    "settings_from_layers": "core.settings.config",
+    "settings_layers": "core.settings.config",
+    "user_config_path": "core.settings.layers",
     "sensitive_key": "core.text.redaction",
     "step_references": "core.text.templates",
     "template_scope": "core.policies.frame:scope",
@@ -410,7 +420,9 @@ __all__ = [
     "RunStore",
     "RunUpdate",
     "ScopeFunction",
+    "SettingSource",
     "Settings",
+    "SettingsLayer",
     "SimulatedPerson",
     "SourcePosition",
     "Step",
@@ -458,12 +470,16 @@ __all__ = [
     "scratchpad_slot",
     "secret_values",
     "sensitive_key",
+    "setting_sources",
+    "settings_from_layers",
+    "settings_layers",
     "step_references",
     "template_scope",
     "translate_handlebars",
     "turn_text",
     "unified",
     "use_bounds",
+    "user_config_path",
     "whole_references",
 ]
 

@@ -699,6 +699,37 @@ def schema(
     raise SystemExit(print_schema(kind))
 
 
+config_app = typer.Typer(
+    name="config",
+    cls=Group,
+    help="The settings: built-in defaults < ~/.config/flujo/config.toml < flujo.toml < FLUJO_* < --set.",
+    no_args_is_help=True,
+)
+app.add_typer(config_app)
+
+
+@config_app.command("show", cls=Command)
+def config_show(
+    json_output: JsonOption = False,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            metavar="KEY=VALUE",
+            help="Show the settings as flujo run --set KEY=VALUE would have them (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    store: StateOption = None,
+) -> None:
+    """Print every setting in effect here, with where it came from: default, the user settings file
+    ($XDG_CONFIG_HOME/flujo/config.toml or ~/.config/flujo/config.toml), flujo.toml, an environment
+    variable or the command line (file:line:col for a file). Secrets are masked."""
+    from flujo_cli.commands.config import show_config
+
+    raise SystemExit(show_config(json_output=json_output, settings=set_ or [], state=store, debug=state.debug))
+
+
 def main() -> None:
     import flujo_cli.early_interrupt as early_interrupt
 

@@ -19,6 +19,8 @@ CORE_FOR_LENS_AND_CLI = {
     "busy_refusal", "call_interrupted", "check_thread", "check_thread_name", "load_settings", "masked_under_key",
     "overrides_from_assignments", "parse_answer", "recorded_answers", "schema_errors", "secret_values",
     "sensitive_key", "use_bounds",
+    # flujo config show: the settings' layers and where each setting came from.
+    "SettingSource", "SettingsLayer", "setting_sources", "settings_from_layers", "settings_layers", "user_config_path",
 }  # fmt: skip
 
 
