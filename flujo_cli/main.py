@@ -552,16 +552,37 @@ def lens_list(
     thread: Annotated[
         str | None, typer.Option("--thread", metavar="NAME", help="Only the runs of thread NAME.", show_default=False)
     ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            metavar="AGE",
+            help="Only runs started in the last AGE (90m, 12h, 30d, 2w) or since a date (2025-06-01, local time).",
+            show_default=False,
+        ),
+    ] = None,
+    search: Annotated[
+        str | None,
+        typer.Option(
+            "--search",
+            metavar="TEXT",
+            help="Only runs whose input or output holds TEXT (any case), as lens shows them: secrets masked never"
+            " match.",
+            show_default=False,
+        ),
+    ] = None,
+    offset: Annotated[
+        int, typer.Option("--offset", metavar="N", min=0, help="Skip the N newest matching runs (the next page).")
+    ] = 0,
     json_output: JsonOption = False,
     store: StateOption = None,
 ) -> None:
     """List recent runs, newest first: id, blueprint, status, start, duration, steps, tokens, cost (a
-    sub-workflow's child run is shown under its parent)."""
-    from flujo_cli.commands.lens import list_runs
+    sub-workflow's child run is shown under its parent). The options narrow it down; together, all must hold."""
+    from flujo_cli.commands.lens import ListOptions, list_runs
 
-    raise SystemExit(
-        list_runs(status=status, limit=limit, thread=thread, json_output=json_output, state=store, debug=state.debug)
-    )
+    options = ListOptions(status, thread, since, search, offset, limit)
+    raise SystemExit(list_runs(options, json_output=json_output, state=store, debug=state.debug))
 
 
 @lens_app.command("show", cls=Command)
@@ -625,7 +646,11 @@ def lens_trace(
 def lens_prune(
     older_than: Annotated[
         str | None,
-        typer.Option("--older-than", help="Delete runs older than AGE: 90m, 12h, 30d, 2w.", show_default=False),
+        typer.Option(
+            "--older-than",
+            help="Delete runs older than AGE: 90m, 12h, 30d, 2w; or started before a date (2025-06-01, local time).",
+            show_default=False,
+        ),
     ] = None,
     keep: Annotated[
         int | None,

@@ -9,7 +9,8 @@ text with the ``Redactor`` given (``lens.masking``); ``build_tree`` makes the sp
 plain views are rich renderables (``lens.plain``), the ``--json`` documents plain data (``lens.documents``);
 ``open_viewer`` opens the Textual viewer (imported only then); ``run_lines`` and ``trace_lines`` write the
 plain trace line by line into a pipe (``lens.stream``, imported when first asked for); ``parse_age``,
-``prune_summary`` and ``prune_document`` word ``flujo lens prune`` (the store deletes: ``RunStore.prune_runs``).
+``prune_summary`` and ``prune_document`` word ``flujo lens prune`` (the store deletes: ``RunStore.prune_runs``);
+``parse_moment`` reads the ages and dates of ``--older-than`` and ``--since`` (``lens.ages``).
 
 Imports core's records, trace events and redactor, through ``core``'s front door only; ``flujo_cli``
 imports lens, never the other way round.
@@ -21,12 +22,12 @@ from datetime import tzinfo
 from typing import TYPE_CHECKING
 
 from core.front_door import lazy_exports
+from lens.ages import parse_age, parse_moment
 from lens.documents import final_output_document, list_document, masked_document, show_document, trace_document
 from lens.listing import RunRow, as_shown, nested, recent_runs
 from lens.loading import load_tree
 from lens.plain import Expansion, runs_table, show_view, trace_view
 from lens.prune import document as prune_document
-from lens.prune import parse_age
 from lens.prune import summary as prune_summary
 from lens.selection import focus, step_paths_named
 from lens.snapshot import RunSnapshot, load_run
@@ -60,6 +61,7 @@ __all__ = [
     "nested",
     "open_viewer",
     "parse_age",
+    "parse_moment",
     "prune_document",
     "prune_summary",
     "recent_runs",

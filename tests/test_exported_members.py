@@ -75,7 +75,7 @@ def test_lens_exports() -> None:
         "CallNode", "EventNode", "Expansion", "GroupNode", "MessageNode", "Node", "RunNode", "RunRow", "RunSnapshot",
         "StepNode", "as_shown", "build_tree", "final_output_document", "focus", "list_document", "load_run",
         "load_tree", "masked_document",
-        "nested", "open_viewer", "parse_age", "prune_document", "prune_summary", "recent_runs",
+        "nested", "open_viewer", "parse_age", "parse_moment", "prune_document", "prune_summary", "recent_runs",
         "runs_table", "show_document", "show_view", "step_paths_named", "trace_document", "trace_view", "walk",
     } | {"run_lines", "trace_lines"}  # fmt: skip
     for name in lens.__all__:
