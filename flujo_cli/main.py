@@ -566,8 +566,8 @@ def lens_list(
         typer.Option(
             "--search",
             metavar="TEXT",
-            help="Only runs whose input or output holds TEXT (any case), as lens shows them: secrets masked never"
-            " match.",
+            help="Only runs whose input or output holds TEXT (any case), as lens shows them: secrets are masked"
+            " first, so a secret's value never matches.",
             show_default=False,
         ),
     ] = None,
