@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from blueprints.checking.loader import Blueprint, InvalidBlueprint, load_blueprint, validate_file
+from blueprints.checking.model_overrides import ModelOverrideError, ModelOverrides
 from blueprints.compiling.agents import AgentFactory
 from blueprints.compiling.compiler import compile_pipeline
 from blueprints.compiling.persona import simulated_user
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from blueprints.explain import Explanation, explain_blueprint
     from blueprints.scaffold import ScaffoldError, WizardAnswers, render_blueprint
     from blueprints.scaffold import resolve as resolve_answers
+    from blueprints.schema.json_schema import SCHEMA_KINDS, file_schema
 
 if TYPE_CHECKING:  # what flujo_cli takes from blueprints (the block of _LAZY below)
     from blueprints.explain import Note, StepExplanation, StepGroup
@@ -49,29 +51,43 @@ _LAZY = {
     "StepGroup": "blueprints.explain",
     "WizardQuestion": "blueprints.scaffold:Question",
     "parse_wizard_answer": "blueprints.scaffold:parse_answer",
+    # ``flujo schema``: the JSON Schema of each file format, for editors.
+    "SCHEMA_KINDS": "blueprints.schema.json_schema",
+    "file_schema": "blueprints.schema.json_schema",
 }
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 
-def load_pipeline(path: str | Path, settings: Settings, *, agent_factory: AgentFactory | None = None) -> Pipeline:
-    """Load, validate (against ``settings``) and compile the blueprint at ``path`` (InvalidBlueprint,
-    BlueprintError, ConfigError)."""
-    return compile_pipeline(load_blueprint(path, settings=settings), settings, agent_factory=agent_factory)
+def load_pipeline(
+    path: str | Path,
+    settings: Settings,
+    *,
+    agent_factory: AgentFactory | None = None,
+    models: ModelOverrides | None = None,
+) -> Pipeline:
+    """Load, validate (against ``settings``) and compile the blueprint at ``path``, its agents running the
+    models ``models`` gives them (InvalidBlueprint, BlueprintError, ConfigError)."""
+    blueprint = load_blueprint(path, settings=settings, models=models or ModelOverrides())
+    return compile_pipeline(blueprint, settings, agent_factory=agent_factory)
 
 
 __all__ = [
+    "SCHEMA_KINDS",
     "AgentFactory",
     "Blueprint",
     "Explanation",
     "Finding",
     "InvalidBlueprint",
+    "ModelOverrideError",
+    "ModelOverrides",
     "ParsedYaml",
     "ScaffoldError",
     "WizardAnswers",
     "compile_pipeline",
     "explain_blueprint",
+    "file_schema",
     "findings_to_json",
     "load_blueprint",
     "load_pipeline",

@@ -238,9 +238,12 @@ class RunStore(Protocol):
         status: RunStatus | None = None,
         thread: str | None = None,
         parent_run_id: str | None = None,
+        created_after: float | None = None,
+        offset: int = 0,
     ) -> list[RunRecord]:
-        """Up to ``limit`` runs, newest first; only those with ``status`` / in ``thread`` / whose parent is
-        ``parent_run_id`` (a sub-workflow's child runs) when given."""
+        """Up to ``limit`` runs, newest first, after skipping the ``offset`` newest; only those with
+        ``status`` / in ``thread`` / whose parent is ``parent_run_id`` (a sub-workflow's child runs) / created
+        at ``created_after`` or later (seconds since the epoch) when given."""
         ...
 
     async def step_counts(self, run_ids: Sequence[str]) -> dict[str, int]:

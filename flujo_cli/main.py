@@ -103,6 +103,17 @@ MaxCostOption = Annotated[
         show_default=False,
     ),
 ]
+ModelOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--model",
+        metavar="agents.NAME=MODEL",
+        help="Run agents.NAME with another model, e.g. --model agents.writer=openai:gpt-4o-mini; '*=MODEL' for"
+        " every agent that has a model, e.g. --model '*=local' (repeatable; agents.NAME beats '*'). The YAML"
+        " is unchanged.",
+        show_default=False,
+    ),
+]
 
 SimulateUserOption = Annotated[
     str | None,
@@ -178,6 +189,7 @@ def run(
     set_: SetOption = None,
     max_tokens: MaxTokensOption = None,
     max_cost_usd: MaxCostOption = None,
+    model: ModelOption = None,
     simulate_user: SimulateUserOption = None,
     replay_answers: ReplayAnswersOption = None,
     replay: ReplayOption = None,
@@ -204,7 +216,7 @@ def run(
             answers_file=answers,
             no_input=no_input,
             json_output=json_output,
-            overrides=RunOverrides(set_ or [], max_tokens, max_cost_usd),
+            overrides=RunOverrides(set_ or [], max_tokens, max_cost_usd, model or []),
             thread=thread,
             answer_flags=AnswerFlags(simulate_user, replay_answers, replay, on_divergence),
             state=store,
@@ -227,12 +239,14 @@ def resume(
         bool,
         typer.Option("--force", help="Resume even though the blueprint file changed since the run started."),
     ] = False,
+    model: ModelOption = None,
     simulate_user: SimulateUserOption = None,
     replay_answers: ReplayAnswersOption = None,
     store: StateOption = None,
 ) -> None:
     """Continue a paused, failed, interrupted or crashed run; steps already done are not run again (a run
-    started with --thread stays in its thread)."""
+    started with --thread stays in its thread). It keeps the --set, --model and limits it started with;
+    those given here come on top."""
     from flujo_cli.answering import AnswerFlags
     from flujo_cli.commands.run import RunOverrides, resume_run
 
@@ -243,7 +257,7 @@ def resume(
             answers_file=answers,
             no_input=no_input,
             json_output=json_output,
-            overrides=RunOverrides(set_ or [], max_tokens, max_cost_usd),
+            overrides=RunOverrides(set_ or [], max_tokens, max_cost_usd, model or []),
             force=force,
             answer_flags=AnswerFlags(simulate_user, replay_answers),
             state=store,
@@ -266,6 +280,7 @@ def submit(
         ),
     ] = None,
     thread: ThreadOption = None,
+    model: ModelOption = None,
     simulate_user: SimulateUserOption = None,
     answers: AnswersFileOption = None,
     json_output: JsonOption = False,
@@ -286,6 +301,7 @@ def submit(
             json_output=json_output,
             state=store,
             debug=state.debug,
+            models=model or [],
         )
     )
 
@@ -357,12 +373,15 @@ def validate(
             show_default=False,
         ),
     ] = None,
+    model: ModelOption = None,
 ) -> None:
     """Check a blueprint against the settings (flujo.toml, FLUJO_*, --set) and list every problem with
     file:line:col. Exit 0 when valid, 1 otherwise."""
     from flujo_cli.commands.validate import validate_blueprint
 
-    raise SystemExit(validate_blueprint(file, json_output=json_output, debug=state.debug, settings=set_ or []))
+    raise SystemExit(
+        validate_blueprint(file, json_output=json_output, debug=state.debug, settings=set_ or [], models=model or [])
+    )
 
 
 def _flag(help: str, *names: str) -> Any:
@@ -461,6 +480,7 @@ def explain(
             show_default=False,
         ),
     ] = None,
+    model: ModelOption = None,
 ) -> None:
     """Say in plain words what a blueprint will do, without running it or calling a model.
 
@@ -468,7 +488,9 @@ def explain(
     are asked, what it returns and costs at most. A blueprint with errors prints them and exits 3."""
     from flujo_cli.commands.explain import explain_file
 
-    raise SystemExit(explain_file(file, json_output=json_output, debug=state.debug, settings=set_ or []))
+    raise SystemExit(
+        explain_file(file, json_output=json_output, debug=state.debug, settings=set_ or [], models=model or [])
+    )
 
 
 threads_app = typer.Typer(
@@ -530,16 +552,37 @@ def lens_list(
     thread: Annotated[
         str | None, typer.Option("--thread", metavar="NAME", help="Only the runs of thread NAME.", show_default=False)
     ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            metavar="AGE",
+            help="Only runs started in the last AGE (90m, 12h, 30d, 2w) or since a date (2025-06-01, local time).",
+            show_default=False,
+        ),
+    ] = None,
+    search: Annotated[
+        str | None,
+        typer.Option(
+            "--search",
+            metavar="TEXT",
+            help="Only runs whose input or output holds TEXT (any case), as lens shows them: secrets are masked"
+            " first, so a secret's value never matches.",
+            show_default=False,
+        ),
+    ] = None,
+    offset: Annotated[
+        int, typer.Option("--offset", metavar="N", min=0, help="Skip the N newest matching runs (the next page).")
+    ] = 0,
     json_output: JsonOption = False,
     store: StateOption = None,
 ) -> None:
     """List recent runs, newest first: id, blueprint, status, start, duration, steps, tokens, cost (a
-    sub-workflow's child run is shown under its parent)."""
-    from flujo_cli.commands.lens import list_runs
+    sub-workflow's child run is shown under its parent). The options narrow it down; together, all must hold."""
+    from flujo_cli.commands.lens import ListOptions, list_runs
 
-    raise SystemExit(
-        list_runs(status=status, limit=limit, thread=thread, json_output=json_output, state=store, debug=state.debug)
-    )
+    options = ListOptions(status, thread, since, search, offset, limit)
+    raise SystemExit(list_runs(options, json_output=json_output, state=store, debug=state.debug))
 
 
 @lens_app.command("show", cls=Command)
@@ -644,7 +687,11 @@ def lens_diff(
 def lens_prune(
     older_than: Annotated[
         str | None,
-        typer.Option("--older-than", help="Delete runs older than AGE: 90m, 12h, 30d, 2w.", show_default=False),
+        typer.Option(
+            "--older-than",
+            help="Delete runs older than AGE: 90m, 12h, 30d, 2w; or started before a date (2025-06-01, local time).",
+            show_default=False,
+        ),
     ] = None,
     keep: Annotated[
         int | None,
@@ -697,6 +744,56 @@ def store_copy(
     from flujo_cli.commands.store import copy_store
 
     raise SystemExit(copy_store(from_uri, to_uri, json_output=json_output, debug=state.debug))
+
+
+@app.command(cls=Command)
+def schema(
+    kind: Annotated[
+        str,
+        typer.Argument(
+            help="Which file: blueprint (a blueprint YAML), ensemble (an ensemble file) or config (flujo.toml,"
+            " ~/.config/flujo/config.toml).",
+            metavar="KIND",
+        ),
+    ] = "blueprint",
+) -> None:
+    """Print the JSON Schema of a file format, for editors: save it, then put
+    # yaml-language-server: $schema=PATH on a blueprint's first line (VS Code's YAML extension, or any
+    YAML language server) for completion and checks as you type. flujo validate checks the rest."""
+    from flujo_cli.commands.schema import print_schema
+
+    raise SystemExit(print_schema(kind))
+
+
+config_app = typer.Typer(
+    name="config",
+    cls=Group,
+    help="The settings: built-in defaults < ~/.config/flujo/config.toml < flujo.toml < FLUJO_* < --set.",
+    no_args_is_help=True,
+)
+app.add_typer(config_app)
+
+
+@config_app.command("show", cls=Command)
+def config_show(
+    json_output: JsonOption = False,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            metavar="KEY=VALUE",
+            help="Show the settings as flujo run --set KEY=VALUE would have them (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    store: StateOption = None,
+) -> None:
+    """Print every setting in effect here, with where it came from: default, the user settings file
+    ($XDG_CONFIG_HOME/flujo/config.toml or ~/.config/flujo/config.toml), flujo.toml, an environment
+    variable or the command line (file:line:col for a file). Secrets are masked."""
+    from flujo_cli.commands.config import show_config
+
+    raise SystemExit(show_config(json_output=json_output, settings=set_ or [], state=store, debug=state.debug))
 
 
 def main() -> None:

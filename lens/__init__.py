@@ -13,6 +13,7 @@ plain trace line by line into a pipe (``lens.stream``, imported when first asked
 ``compared_runs``, ``compare_runs``, ``diff_lines`` and ``diff_document`` compare two runs' recorded calls for
 ``flujo lens diff`` (``lens.diff``; the CLI reads each run with ``core.load_recording``, its calls put in
 step order by ``in_step_order``).
+``parse_moment`` reads the ages and dates of ``--older-than`` and ``--since`` (``lens.ages``).
 
 Imports core's records, trace events and redactor, through ``core``'s front door only; ``flujo_cli``
 imports lens, never the other way round.
@@ -24,12 +25,12 @@ from datetime import tzinfo
 from typing import TYPE_CHECKING
 
 from core.front_door import lazy_exports
+from lens.ages import parse_age, parse_moment
 from lens.documents import final_output_document, list_document, masked_document, show_document, trace_document
 from lens.listing import RunRow, as_shown, nested, recent_runs
 from lens.loading import load_tree
 from lens.plain import Expansion, runs_table, show_view, trace_view
 from lens.prune import document as prune_document
-from lens.prune import parse_age
 from lens.prune import summary as prune_summary
 from lens.selection import focus, step_paths_named
 from lens.snapshot import RunSnapshot, load_run
@@ -81,6 +82,7 @@ __all__ = [
     "nested",
     "open_viewer",
     "parse_age",
+    "parse_moment",
     "prune_document",
     "prune_summary",
     "recent_runs",

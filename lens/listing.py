@@ -9,8 +9,9 @@ shown as what it is, ``interrupted`` (``flujo resume`` takes it at once), with t
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 from core import Redactor, RunRecord, RunStatus, RunStore
@@ -48,24 +49,82 @@ async def recent_runs(
     limit: int = 20,
     status: RunStatus | None = None,
     thread: str | None = None,
+    since: float | None = None,
+    search: str | None = None,
+    offset: int = 0,
 ) -> list[RunRow]:
-    """Up to ``limit`` runs, newest first (as the store lists them), masked, with their step counts. A
-    ``running`` run no live process executes is abandoned, and counts as ``interrupted`` for ``status``."""
-    if status in ("running", "interrupted"):
-        running = await store.list_runs(limit=limit, status="running", thread=thread)
-        gone = await abandoned(store, running)
-        if status == "running":
-            records = [r for r in running if r.run_id not in gone]
-        else:
-            stopped = await store.list_runs(limit=limit, status="interrupted", thread=thread)
-            picked = [*stopped, *(r for r in running if r.run_id in gone)]
-            records = sorted(picked, key=lambda r: r.created_at, reverse=True)[:limit]
-    else:
-        records = await store.list_runs(limit=limit, status=status, thread=thread)
-        gone = await abandoned(store, records)
-    counts = await store.step_counts([r.run_id for r in records])
+    """Up to ``limit`` runs, newest first (as the store lists them), masked, with their step counts, past the
+    ``offset`` newest of those that match: ``status`` (a ``running`` run no live process executes is
+    abandoned, and counts as ``interrupted``), ``thread``, created at ``since`` or later, and whose input or
+    output, as masked, holds ``search`` (any case). The search reads the masked texts only, so a secret's
+    value never matches; the store is read in pages until enough runs match."""
+    if limit <= 0:
+        return []
     masker = Masker(redactor)
-    return [RunRow(masker.run(r), counts.get(r.run_id, 0), abandoned=r.run_id in gone) for r in records]
+    needle = search.casefold() if search else None
+    direct = needle is None and status not in ("running", "interrupted")
+    rows: list[RunRow] = []
+    skip = 0 if direct else offset  # a direct read skips them in the store
+    first, size = (offset, limit) if direct else (0, max(limit, _PAGE))
+    async for records, gone in _pages(store, status=status, thread=thread, since=since, first=first, size=size):
+        for record in records:
+            masked = masker.run(record)
+            if needle is not None and needle not in _searched_text(masked):
+                continue
+            if skip:
+                skip -= 1
+                continue
+            rows.append(RunRow(masked, 0, abandoned=record.run_id in gone))
+            if len(rows) == limit:
+                break
+        if len(rows) == limit or direct:
+            break
+    counts = await store.step_counts([row.record.run_id for row in rows])
+    return [dataclasses.replace(row, steps=counts.get(row.record.run_id, 0)) for row in rows]
+
+
+_PAGE = 200  # runs read at a time while looking for runs that match
+
+
+async def _pages(
+    store: RunStore, *, status: RunStatus | None, thread: str | None, since: float | None, first: int, size: int
+) -> AsyncIterator[tuple[list[RunRecord], set[str]]]:
+    """The runs with ``status`` (as ``recent_runs`` counts it), in ``thread``, created at ``since`` or later,
+    newest first from the ``first``, ``size`` at a time, each page with the ids of its abandoned runs."""
+    if status == "interrupted":  # stored so, or running with no live process: both lists, merged by age
+        running = await _all(store, "running", thread, since)
+        gone = await abandoned(store, running)
+        stored = await _all(store, "interrupted", thread, since)
+        merged = [*stored, *(r for r in running if r.run_id in gone)]
+        yield sorted(merged, key=lambda r: r.created_at, reverse=True), gone
+        return
+    offset = first
+    while True:
+        page = await store.list_runs(limit=size, offset=offset, status=status, thread=thread, created_after=since)
+        gone = await abandoned(store, page)
+        yield ([r for r in page if r.run_id not in gone] if status == "running" else page), gone
+        if len(page) < size:
+            return
+        offset += size
+
+
+async def _all(store: RunStore, status: RunStatus, thread: str | None, since: float | None) -> list[RunRecord]:
+    """Every run with ``status`` (as stored), a page at a time: the running and interrupted runs are few."""
+    found: list[RunRecord] = []
+    while True:
+        page = await store.list_runs(limit=_PAGE, offset=len(found), status=status, thread=thread, created_after=since)
+        found += page
+        if len(page) < _PAGE:
+            return found
+
+
+def _searched_text(record: RunRecord) -> str:
+    """What ``--search`` looks in: the run's input and output as masked, as text (anything else as JSON)."""
+    return "\n".join(
+        value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+        for value in (record.input, record.output)
+        if value is not None
+    ).casefold()
 
 
 async def as_shown(store: RunStore, record: RunRecord) -> RunRecord:

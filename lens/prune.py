@@ -1,4 +1,5 @@
-"""What ``flujo lens prune`` says: ages such as ``30d`` in, the words and the JSON document of a prune out.
+"""What ``flujo lens prune`` says: the words and the JSON document of a prune (its ``--older-than`` is read by
+``lens.ages``).
 
 Lens only reads: the deleting, the choice of runs and the claims that protect a run being executed are the
 store's (``RunStore.prune_runs``), which the CLI calls; this module turns its command line and its result
@@ -7,23 +8,10 @@ into words.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import lens.figures as figures
 from core import PruneResult
-
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
-_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
-
-
-def parse_age(text: str) -> float:
-    """Seconds in an age such as ``90m``, ``12h``, ``30d`` or ``2w``; ``ValueError`` (saying what is
-    accepted) otherwise."""
-    found = _AGE.match(text.lower())
-    if found is None:
-        raise ValueError(f"{text!r} is not an age: give a number and a unit, such as 90m, 12h, 30d or 2w")
-    return float(found.group(1)) * _UNITS[found.group(2)]
 
 
 def summary(result: PruneResult, *, dry_run: bool) -> list[str]:

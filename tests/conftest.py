@@ -1,7 +1,8 @@
 """Shared pytest fixtures and the suite's rules. Append new fixtures below; keep each one small and documented.
 
 Every test starts isolated (``isolated_environment``, autouse; the benchmarks use it too): its working
-directory is its own ``tmp_path``; ``HOME`` is an empty folder of its own; no ``FLUJO_*`` (except the test
+directory is its own ``tmp_path``; ``HOME`` is an empty folder of its own and ``XDG_CONFIG_HOME`` is not set, so
+no test reads the user's settings file (``~/.config/flujo/config.toml``); no ``FLUJO_*`` (except the test
 suite's own ``FLUJO_TEST_*``), ``OPENAI_*``, ``ANTHROPIC_*`` or ``OLLAMA_*`` variable, no variable whose
 name flujo reads as a secret (``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*_KEY``, ``*PASSWORD``: their
 values are masked in every trace) and none that sets a terminal's width or colours (``COLUMNS``, ``LINES``,
@@ -37,6 +38,7 @@ _INHERITED_PREFIXES = ("FLUJO_", "OPENAI_", "ANTHROPIC_", "OLLAMA_")
 _KEPT_PREFIXES = ("FLUJO_TEST_",)  # the test suite's own settings (tests/support/postgres_server.py)
 _SECRET_NAME = re.compile(r"(?i)(_API_KEY|_TOKEN|_SECRET|_KEY|PASSWORD)$")  # as core.settings.config.secret_values
 _TERMINAL = frozenset({"COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR"})
+_USER_FILES = frozenset({"XDG_CONFIG_HOME"})  # where the user's settings file is (core.settings.layers)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -61,15 +63,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _inherited(name: str) -> bool:
     if name.startswith(_KEPT_PREFIXES):
         return False
-    return name.startswith(_INHERITED_PREFIXES) or name in _TERMINAL or _SECRET_NAME.search(name) is not None
+    return (
+        name.startswith(_INHERITED_PREFIXES)
+        or name in _TERMINAL
+        or name in _USER_FILES
+        or _SECRET_NAME.search(name) is not None
+    )
 
 
 @pytest.fixture(autouse=True)
 def isolated_environment(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Every test: the working directory is ``tmp_path``, ``HOME`` an empty folder, and no setting, secret or
-    terminal width comes from the shell that started pytest (the module docstring lists them)."""
+    """Every test: the working directory is ``tmp_path``, ``HOME`` an empty folder (with no user settings
+    file), and no setting, secret or terminal width comes from the shell that started pytest (the module
+    docstring lists them)."""
     for name in [name for name in os.environ if _inherited(name)]:
         monkeypatch.delenv(name)
     monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))

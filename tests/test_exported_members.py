@@ -20,6 +20,8 @@ CORE_FOR_LENS_AND_CLI = {
     "busy_refusal", "call_interrupted", "check_thread", "check_thread_name", "load_settings", "masked_under_key",
     "overrides_from_assignments", "parse_answer", "recorded_answers", "schema_errors", "secret_values",
     "sensitive_key", "use_bounds",
+    # flujo config show: the settings' layers and where each setting came from.
+    "SettingSource", "SettingsLayer", "setting_sources", "settings_from_layers", "settings_layers", "user_config_path",
 }  # fmt: skip
 
 
@@ -74,7 +76,7 @@ def test_lens_exports() -> None:
         "CallNode", "EventNode", "Expansion", "GroupNode", "MessageNode", "Node", "RunNode", "RunRow", "RunSnapshot",
         "StepNode", "as_shown", "build_tree", "final_output_document", "focus", "list_document", "load_run",
         "load_tree", "masked_document",
-        "nested", "open_viewer", "parse_age", "prune_document", "prune_summary", "recent_runs",
+        "nested", "open_viewer", "parse_age", "parse_moment", "prune_document", "prune_summary", "recent_runs",
         "runs_table", "show_document", "show_view", "step_paths_named", "trace_document", "trace_view", "walk",
         "RunDiff", "compare_runs", "compared_runs", "diff_document", "diff_lines", "in_step_order",
     } | {"run_lines", "trace_lines"}  # fmt: skip

@@ -24,7 +24,9 @@ import pytest
 def test_starts_isolated(tmp_path: Path) -> None:
     assert Path.cwd() == tmp_path
     assert os.environ["HOME"] != os.environ["PROBE_REAL_HOME"] and not any(Path(os.environ["HOME"]).iterdir())
-    for name in ("FLUJO_STATE_URI", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "GITHUB_TOKEN", "COLUMNS"):
+    inherited = ("FLUJO_STATE_URI", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "GITHUB_TOKEN", "COLUMNS")
+    inherited += ("XDG_CONFIG_HOME",)
+    for name in inherited:
         assert name not in os.environ, name
     assert os.environ["FLUJO_TEST_POSTGRES_URI"] == "kept"  # the suite's own setting
 
@@ -57,6 +59,7 @@ def test_every_test_starts_isolated_with_a_time_limit(tmp_path: Path) -> None:
         "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
         "GITHUB_TOKEN": "1",
         "COLUMNS": "40",
+        "XDG_CONFIG_HOME": str(tmp_path / "my-config"),  # the user's settings file: never read by a test
     }
     # Started with SIGINT ignored, as a shell's background job is (``trap "" INT`` then exec keeps it so);
     # the probe's time limit is 3 s, so that its hang ends soon.

@@ -16,6 +16,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from blueprints.checking.checks import run_checks
+from blueprints.checking.model_overrides import NO_MODEL_OVERRIDES, ModelOverrides
 from blueprints.checking.salvage import salvage
 from blueprints.checking.validation import validation_findings
 from blueprints.reading.ensemble_file import is_ensemble_file, reword, translate, translate_index
@@ -53,10 +54,12 @@ def analyse_file(
     history: HistorySettings | None = None,
     profiles: Collection[str] | None = None,
     bounds: BoundsSettings | None = None,
+    models: ModelOverrides = NO_MODEL_OVERRIDES,
 ) -> FileAnalysis:
     """Every finding of the blueprint file at ``path`` (named as given in positions), its loops checked
     against the settings' ``history`` defaults and its YAML read within ``bounds`` (the built-in ones
-    when None)."""
+    when None), its agents running the models ``models`` gives them (``--model``). ModelOverrideError when
+    ``models`` names an agent the file does not define: the command line's mistake, not the file's."""
     file = str(path)
     found = not_a_file(path)  # before opening it: a FIFO would wait for a writer
     if found == "nothing":
@@ -100,6 +103,8 @@ def analyse_file(
     ensemble_file = is_ensemble_file(parsed.data)
     if ensemble_file:  # the ensemble file format: one ensemble step
         parsed.data, index = translate(parsed.data), translate_index(index)
+    if models:
+        parsed.data = models.apply(parsed.data, file=file)
     try:
         model = BlueprintModel.model_validate(parsed.data)
     except ValidationError as exc:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from blueprints.checking.analysis import FileAnalysis, analyse_file
 from blueprints.checking.checks.sites import names_under, walk
+from blueprints.checking.model_overrides import NO_MODEL_OVERRIDES, ModelOverrides
 from blueprints.reading.file_kinds import not_a_file
 from blueprints.reading.findings import Finding, FindingCode, sort_findings
 from blueprints.reading.positions import Path as DataPath
@@ -38,7 +39,7 @@ class ImportedFile:
 
 class ImportGraph:
     """The files a load reaches, in the order they were found (the loaded file first), each checked
-    against the same settings' ``history`` defaults."""
+    against the same settings' ``history`` defaults, with the agents' models ``models`` gives them."""
 
     def __init__(
         self,
@@ -46,8 +47,10 @@ class ImportGraph:
         history: HistorySettings | None = None,
         profiles: Collection[str] | None = None,
         bounds: BoundsSettings | None = None,
+        models: ModelOverrides = NO_MODEL_OVERRIDES,
     ) -> None:
         self._files: dict[Path, ImportedFile] = {}
+        self._models = models
         self._history = history
         self._profiles = profiles
         self._bounds = bounds or BoundsSettings()
@@ -65,7 +68,11 @@ class ImportGraph:
         known = self._files.get(key)
         if known is not None:
             return known
-        analysis = analyse_file(path, history=self._history, profiles=self._profiles, bounds=self._bounds)
+        # ``--model agents.NAME`` names an agent of the loaded file; ``--model '*=...'`` reaches its imports too.
+        models = self._models if not chain else self._models.for_imports()
+        analysis = analyse_file(
+            path, history=self._history, profiles=self._profiles, bounds=self._bounds, models=models
+        )
         node = ImportedFile(path, analysis, list(analysis.findings))
         self._files[key] = node
         if analysis.model is None:

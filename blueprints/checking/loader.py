@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from blueprints.checking.import_graph import ImportedFile, ImportGraph
+from blueprints.checking.model_overrides import NO_MODEL_OVERRIDES, ModelOverrides
 from blueprints.reading.findings import Finding
 from blueprints.reading.positions import Path as DataPath
 from blueprints.reading.positions import PositionIndex
@@ -73,26 +74,33 @@ class Blueprint:
         return digest.hexdigest()
 
 
-def _load(path: Path, settings: Settings | None) -> tuple[list[Finding], ImportedFile]:
+def _load(path: Path, settings: Settings | None, models: ModelOverrides) -> tuple[list[Finding], ImportedFile]:
     graph = ImportGraph(
         history=settings.history if settings is not None else None,
         profiles=list(settings.profiles) if settings is not None else None,
         bounds=settings.bounds if settings is not None else None,
+        models=models,
     )
     root = graph.load(path)
     return [finding for file in graph.files for finding in file.findings], root
 
 
-def validate_file(path: str | Path, *, settings: Settings | None = None) -> list[Finding]:
+def validate_file(
+    path: str | Path, *, settings: Settings | None = None, models: ModelOverrides = NO_MODEL_OVERRIDES
+) -> list[Finding]:
     """Every finding for the blueprint at ``path`` and the files it imports, checked against ``settings``
-    (the built-in defaults when None). Never raises for author mistakes."""
-    return _load(Path(path), settings)[0]
+    (the built-in defaults when None) with the models ``models`` gives its agents (``--model``). Never
+    raises for author mistakes; ModelOverrideError when ``models`` names an agent the blueprint lacks."""
+    return _load(Path(path), settings, models)[0]
 
 
-def load_blueprint(path: str | Path, *, settings: Settings | None = None) -> Blueprint:
-    """The blueprint at ``path``, validated against ``settings`` (the built-in defaults when None);
-    InvalidBlueprint (a BlueprintError) if it or an import has an error."""
-    findings, root = _load(Path(path), settings)
+def load_blueprint(
+    path: str | Path, *, settings: Settings | None = None, models: ModelOverrides = NO_MODEL_OVERRIDES
+) -> Blueprint:
+    """The blueprint at ``path``, validated against ``settings`` (the built-in defaults when None), its
+    agents running the models ``models`` gives them (``--model``); InvalidBlueprint (a BlueprintError) if it
+    or an import has an error, ModelOverrideError when ``models`` names an agent it lacks."""
+    findings, root = _load(Path(path), settings, models)
     # A damaged model file is the machine's problem, not the blueprint's: the run reports it when it builds
     # the agent, as a configuration error (blueprints.checking.checks.agents).
     if any(f.is_error and f.code != "model-file" for f in findings):

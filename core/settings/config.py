@@ -1,9 +1,10 @@
-"""Settings: defaults ← flujo.toml (project) ← FLUJO_* environment ← CLI flags.
+"""Settings: defaults ← the user's settings file ← flujo.toml (project) ← FLUJO_* environment ← CLI flags.
 
 This is the one module that reads settings from the environment or files; policies, agents and
 processors receive a ``Settings`` object. It also picks the secret values redaction masks
 (``secret_values``), because finding them means reading the environment. (pydantic-settings would do the
 layering too, but costs ~0.2 s of import on every CLI call; this is ~80 lines on top of pydantic.) The
+layers, and the files they are read from, are ``core.settings.layers``. The
 provider variables (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``,
 ``OLLAMA_HOST``: the ``key_env`` / ``url_env`` of each row of ``core.model.providers``) are honoured too,
 because every tool of this field reads them.
@@ -25,7 +26,7 @@ from pydantic_core import PydanticCustomError
 
 from core.model.errors import ConfigError
 from core.model.providers import PROVIDER_NAMES, PROVIDERS, find_provider, provider_of
-from core.settings.file import key_position, read_settings_file
+from core.settings.layers import SettingsLayer, project_layer, user_layer
 from core.settings.location import secrets
 from core.text.bounds import BoundsSettings
 
@@ -238,15 +239,6 @@ def _http_providers() -> tuple[str, ...]:
     return tuple(provider.name for provider in PROVIDERS if provider.base_url is not None)
 
 
-def find_project_file(start: Path, name: str = "flujo.toml") -> Path | None:
-    """The nearest ``name`` in ``start`` or a parent directory."""
-    for folder in (start, *start.parents):
-        candidate = folder / name
-        if candidate.is_file():
-            return candidate
-    return None
-
-
 def _deep_merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in extra.items():
@@ -257,27 +249,29 @@ def _deep_merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any
     return merged
 
 
-def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
+def _env_layer(env: Mapping[str, str]) -> SettingsLayer:
     layer: dict[str, Any] = {}
+    variables: dict[tuple[str, ...], str] = {}
 
-    def put(path: list[str], value: Any) -> None:
+    def put(path: list[str], value: Any, name: str) -> None:
         node = layer
         for part in path[:-1]:
             node = node.setdefault(part, {})
         node[path[-1]] = value
+        variables[tuple(path)] = name
 
     for provider in PROVIDERS:
         if provider.key_env and env.get(provider.key_env):
-            put([provider.name, "api_key"], env[provider.key_env])
+            put([provider.name, "api_key"], env[provider.key_env], provider.key_env)
         if provider.url_env and env.get(provider.url_env):
-            put([provider.name, "base_url"], provider.url_from_env(env[provider.url_env]))
+            put([provider.name, "base_url"], provider.url_from_env(env[provider.url_env]), provider.url_env)
     for name, value in env.items():
         if not name.startswith("FLUJO_") or name in ("FLUJO_DEBUG",):
             continue
         path = [part.lower() for part in name[len("FLUJO_") :].split("__")]
         if path[0] in Settings.model_fields:
-            put(path, _list_value(value) if _is_list_setting(path) else value)
-    return layer
+            put(path, _list_value(value) if _is_list_setting(path) else value, name)
+    return SettingsLayer("environment", layer, variables=variables)
 
 
 def overrides_from_assignments(assignments: Sequence[str]) -> dict[str, Any]:
@@ -344,17 +338,34 @@ def load_settings(
     overrides: Mapping[str, Any] | None = None,
 ) -> Settings:
     """Build the settings from all layers; ConfigError names the layer and key that is wrong."""
-    cwd = cwd or Path.cwd()
+    return settings_from_layers(settings_layers(cwd=cwd, env=env, overrides=overrides))
+
+
+def settings_layers(
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> list[SettingsLayer]:
+    """The layers settings come from, lowest first: the user's settings file, the project's flujo.toml (the
+    nearest in ``cwd`` or a parent), the environment ``env`` (the process's by default), the command line's
+    ``overrides``; a file that does not exist is no layer. ConfigError for a file that cannot be read, or a
+    user file that names ``state_uri`` (``core.settings.layers``)."""
     env = os.environ if env is None else env
+    files = [user_layer(env), project_layer(cwd or Path.cwd())]
+    return [
+        *(layer for layer in files if layer is not None),
+        _env_layer(env),
+        SettingsLayer("command line", dict(overrides or {})),
+    ]
+
+
+def settings_from_layers(layers: Sequence[SettingsLayer]) -> Settings:
+    """The settings ``layers`` give, each over the ones before it; ConfigError names the layer and key that
+    is wrong: a file's at ``file:line:col``."""
     data: dict[str, Any] = {}
-    toml_path = find_project_file(cwd)
-    toml: dict[str, Any] = {}
-    if toml_path is not None:
-        toml = read_settings_file(toml_path)
-        data = _deep_merge(data, toml)
-    environment = _env_layer(env)
-    data = _deep_merge(data, environment)
-    data = _deep_merge(data, overrides or {})
+    for layer in layers:
+        data = _deep_merge(data, layer.data)
     # Provider sections given partly (say only api_key) keep the default base URL.
     defaults = Settings()
     for provider, section in defaults.provider_sections().items():
@@ -363,47 +374,20 @@ def load_settings(
     if isinstance(data.get("models"), dict):
         data["models"] = _deep_merge({k: v.model_dump() for k, v in defaults.models.items()}, data["models"])
     try:
-        settings = Settings.model_validate(data)
+        return Settings.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        written = _written_at(toml_path, toml, first["loc"]) if not _sets(overrides or {}, first["loc"]) else None
-        if written is not None and not _sets(environment, first["loc"]):  # the file's value is the one refused
-            raise ConfigError(f"{written}: setting {where}: {first['msg']}", hint=f"check {toml_path}") from None
-        source = f"{toml_path} or FLUJO_* environment" if toml_path else "FLUJO_* environment"
-        if overrides:
+        loc = first["loc"]
+        where = ".".join(str(part) for part in loc)
+        setter = next((layer for layer in reversed(layers) if layer.sets(loc)), None)
+        if setter is not None and setter.file is not None:  # the file's value is the one refused
+            message = f"{setter.place(loc)}: setting {where}: {first['msg']}"
+            raise ConfigError(message, hint=f"check {setter.file}") from None
+        files = [str(layer.file) for layer in reversed(layers) if layer.file is not None]
+        source = " or ".join([*files, "FLUJO_* environment"])
+        if any(layer.kind == "command line" and layer.data for layer in layers):
             source = f"--set, {source}"
         raise ConfigError(f"setting {where}: {first['msg']}", hint=f"check {source}") from None
-    # A relative file path in flujo.toml is relative to that file; one given by FLUJO_STATE_URI or on the
-    # command line (--state), to the working directory; a URI (sqlite:///, postgresql://) is left as it is.
-    uri = settings.state_uri
-    from_toml = "FLUJO_STATE_URI" not in env and "state_uri" not in (overrides or {})
-    if toml_path is not None and from_toml and "://" not in uri and uri != ":memory:" and not Path(uri).is_absolute():
-        settings = settings.model_copy(update={"state_uri": str(toml_path.parent / uri)})
-    model_path = settings.local.model_path
-    if toml_path is not None and model_path and not Path(model_path).expanduser().is_absolute():
-        # like state_uri: a path in flujo.toml is relative to the file's folder
-        local = settings.local.model_copy(update={"model_path": str(toml_path.parent / model_path)})
-        settings = settings.model_copy(update={"local": local})
-    return settings
-
-
-def _sets(layer: Mapping[str, Any], loc: Sequence[str | int]) -> bool:
-    """Whether settings ``layer`` gives a value at (or above) the path ``loc`` of a validation error."""
-    node: Any = layer
-    for part in loc:
-        if not isinstance(node, Mapping) or part not in node:
-            return isinstance(node, list | str | int | float | bool) and node is not layer
-        node = node[part]
-    return True
-
-
-def _written_at(toml_path: Path | None, toml: Mapping[str, Any], loc: Sequence[str | int]) -> str | None:
-    """``file:line:col`` of the setting at ``loc`` in the settings file, when the file sets it."""
-    if toml_path is None or not _sets(toml, loc):
-        return None
-    found = key_position(toml_path, loc)
-    return f"{toml_path}:{found[0]}:{found[1]}" if found is not None else str(toml_path)
 
 
 # Environment variables whose names say they hold a secret.

@@ -107,17 +107,21 @@ class MemoryStore:
         status: RunStatus | None = None,
         thread: str | None = None,
         parent_run_id: str | None = None,
+        created_after: float | None = None,
+        offset: int = 0,
     ) -> list[RunRecord]:
-        """Up to ``limit`` runs, newest first; only those with ``status`` / in ``thread`` / of
-        ``parent_run_id`` when given."""
+        """Up to ``limit`` runs, newest first, past the ``offset`` newest; only those with ``status`` / in
+        ``thread`` / of ``parent_run_id`` / created at ``created_after`` or later when given."""
         runs = [
             r
             for r in self._newest_first()
             if (status is None or r.status == status)
             and (thread is None or r.thread == thread)
             and (parent_run_id is None or r.parent_run_id == parent_run_id)
+            and (created_after is None or r.created_at >= created_after)
         ]
-        return [_fresh_run(r) for r in runs[: max(limit, 0)]]
+        start = max(offset, 0)
+        return [_fresh_run(r) for r in runs[start : start + max(limit, 0)]]
 
     async def step_counts(self, run_ids: Sequence[str]) -> dict[str, int]:
         return {run_id: len(self._steps.get(run_id, {})) for run_id in run_ids}

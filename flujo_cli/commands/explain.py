@@ -13,20 +13,27 @@ from pathlib import Path
 
 import flujo_cli.exit_codes as exit_codes
 from flujo_cli.messages import fail, plain_console, require_file, stderr
+from flujo_cli.model_flags import model_overrides, refused_at_load
 
 
-def explain_file(file: Path, *, json_output: bool, debug: bool, settings: Sequence[str] = ()) -> int:
-    """Explain ``file`` with the settings ``flujo run`` would use (flujo.toml, FLUJO_*, ``--set``)."""
+def explain_file(
+    file: Path, *, json_output: bool, debug: bool, settings: Sequence[str] = (), models: Sequence[str] = ()
+) -> int:
+    """Explain ``file`` with the settings ``flujo run`` would use (flujo.toml, FLUJO_*, ``--set``) and the
+    models ``--model`` gives its agents."""
     require_file(file, "blueprint file", "check the path; examples live in blueprints/examples/")
+    overrides = model_overrides(models)
     try:
-        from blueprints import InvalidBlueprint, explain_blueprint, findings_to_json, load_blueprint
+        from blueprints import InvalidBlueprint, ModelOverrideError, explain_blueprint, findings_to_json, load_blueprint
         from core import load_settings, overrides_from_assignments
         from flujo_cli.explain_view import render_explanation
         from flujo_cli.findings_view import render_findings
 
         configured = load_settings(overrides=overrides_from_assignments(settings))
         try:
-            blueprint = load_blueprint(file, settings=configured)
+            blueprint = load_blueprint(file, settings=configured, models=overrides)
+        except ModelOverrideError as exc:
+            return refused_at_load(exc)
         except InvalidBlueprint as exc:
             if json_output:
                 sys.stdout.write(json.dumps(findings_to_json(exc.findings, file=str(file)), ensure_ascii=False) + "\n")

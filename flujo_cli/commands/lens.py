@@ -45,19 +45,42 @@ class TraceOptions:
     tui: bool | None = None  # None: the viewer when stdout is a terminal (and no --json)
 
 
-def list_runs(
-    *, status: str | None, limit: int, thread: str | None, json_output: bool, state: str | None = None, debug: bool
-) -> int:
-    checked = _status(status)
+@dataclass(frozen=True)
+class ListOptions:
+    """Which runs ``flujo lens list`` shows: ``--status``, ``--thread``, ``--since``, ``--search``, ``--offset``,
+    ``--limit``."""
+
+    status: str | None = None
+    thread: str | None = None
+    since: str | None = None
+    search: str | None = None
+    offset: int = 0
+    limit: int = 20
+
+
+def list_runs(options: ListOptions, *, json_output: bool, state: str | None = None, debug: bool) -> int:
+    from lens import parse_moment
+
+    checked = _status(options.status)
+    try:
+        since = None if options.since is None else parse_moment(options.since, now=time.time())
+    except ValueError as exc:
+        usage_error(f"--since {exc}")
+    if options.search is not None and not options.search.strip():
+        usage_error("--search needs a text to look for", 'for example: --search "Lisbon"')
 
     async def body(store: RunStore, redactor: Redactor, where: str) -> int:
         from lens import list_document, masked_document, nested, recent_runs, runs_table
 
-        rows = await recent_runs(store, redactor=redactor, limit=limit, status=checked, thread=thread)
+        rows = await recent_runs(
+            store, redactor=redactor, limit=options.limit, status=checked, thread=options.thread, since=since,
+            search=options.search, offset=options.offset,
+        )  # fmt: skip
         if json_output:
             _print_json(masked_document(list_document(rows), redactor))
         elif not rows:
-            which = " matching those options" if status or thread else ""
+            filtered = options.status or options.thread or options.since or options.search or options.offset
+            which = " matching those options" if filtered else ""
             stderr().print(f"no runs{which} in {where}", highlight=False)
         else:
             _print(runs_table(nested(rows)))
@@ -239,19 +262,18 @@ def diff_runs(
 def prune_runs(
     *, older_than: str | None, keep: int | None, dry_run: bool, json_output: bool, state: str | None = None, debug: bool
 ) -> int:
-    from lens import parse_age
+    from lens import parse_moment
 
     if older_than is None and keep is None:
         usage_error("say which runs to delete: --older-than AGE, --keep N, or both", "for example: --older-than 30d")
     try:
-        age = None if older_than is None else parse_age(older_than)
+        created_before = None if older_than is None else parse_moment(older_than, now=time.time())
     except ValueError as exc:
         usage_error(f"--older-than {exc}")
 
     async def body(store: RunStore, redactor: Redactor, where: str) -> int:
         from lens import prune_document, prune_summary
 
-        created_before = None if age is None else time.time() - age
         result = await store.prune_runs(created_before=created_before, keep=keep, dry_run=dry_run)
         if json_output:
             _print_json(prune_document(result, dry_run=dry_run))

@@ -19,6 +19,7 @@ from rich.markup import escape
 import flujo_cli.exit_codes as exit_codes
 from flujo_cli.answering import NO_ANSWER_FLAGS, AnswerFlags
 from flujo_cli.messages import error_line, fail, flujo_command, require_file, stderr, usage_error
+from flujo_cli.model_flags import checked_models, model_overrides, refused_at_load
 
 if TYPE_CHECKING:
     from core import BoundsSettings, RunRecord, Settings
@@ -30,7 +31,8 @@ _SECRET_KEY = re.compile(r"(?:^|[._])(?:\w+_)?(?:key|token|secret|password|crede
 
 @dataclass(frozen=True)
 class RunOverrides:
-    """What the command line overrides for one run: settings (``--set``) and the blueprint's limits.
+    """What the command line overrides for one run: settings (``--set``), the blueprint's limits and its
+    agents' models (``--model``, as ``flujo_cli.model_flags.checked_models`` gives them).
 
     They are recorded with the run (``RunRecord.options``) and apply again when it is resumed, under any
     given to ``flujo resume`` itself: a run continues under the settings it started with."""
@@ -38,6 +40,7 @@ class RunOverrides:
     settings: Sequence[str] = ()
     max_tokens: int | None = None
     max_cost_usd: float | None = None
+    models: Sequence[str] = ()
 
     def to_options(self) -> dict[str, Any] | None:
         """These overrides as the run records them (None when there are none). A secret (``--set
@@ -56,23 +59,30 @@ class RunOverrides:
             options["max_tokens"] = self.max_tokens
         if self.max_cost_usd is not None:
             options["max_cost_usd"] = self.max_cost_usd
+        if self.models:
+            options["models"] = list(self.models)
         return options or None
 
     def over(self, recorded: Mapping[str, Any] | None) -> RunOverrides:
-        """These overrides on top of those a run recorded: recorded ``--set`` values first (a later one
-        wins), a limit given now beats the recorded one. Values of the wrong type are ignored."""
+        """These overrides on top of those a run recorded: recorded ``--set`` and ``--model`` values first (a
+        later one wins), a limit given now beats the recorded one. Values of the wrong type are ignored."""
         if not recorded:
             return self
-        earlier = recorded.get("set")
-        settings = [value for value in earlier if isinstance(value, str)] if isinstance(earlier, list) else []
+        settings, models = _strings(recorded.get("set")), _strings(recorded.get("models"))
         tokens, cost = recorded.get("max_tokens"), recorded.get("max_cost_usd")
         return RunOverrides(
             settings=[*settings, *self.settings],
+            models=[*models, *self.models],
             max_tokens=self.max_tokens if self.max_tokens is not None else tokens if isinstance(tokens, int) else None,
             max_cost_usd=(
                 self.max_cost_usd if self.max_cost_usd is not None else cost if isinstance(cost, int | float) else None
             ),
         )
+
+
+def _strings(recorded: Any) -> list[str]:
+    """The texts of a list a run recorded (anything else: none)."""
+    return [value for value in recorded if isinstance(value, str)] if isinstance(recorded, list) else []
 
 
 def _read_input(input_text: str | None) -> str | None:
@@ -156,6 +166,7 @@ def run_blueprint(
     debug: bool,
 ) -> int:
     require_file(file, "blueprint file", "check the path; examples live in blueprints/examples/")
+    overrides = replace(overrides, models=checked_models(overrides.models))
     if thread is not None:
         _check_thread_name(thread)
     if answers_file is not None:
@@ -205,6 +216,7 @@ def resume_run(
 ) -> int:
     if answers_file is not None:
         require_file(answers_file, "answers file")
+    overrides = replace(overrides, models=checked_models(overrides.models))
     invocation = _Invocation()
     return _drive(
         _run(
@@ -242,7 +254,7 @@ async def _run(
     answer_flags: AnswerFlags = NO_ANSWER_FLAGS,
     state: str | None = None,
 ) -> int:
-    from blueprints import compile_pipeline, load_blueprint, simulated_user
+    from blueprints import ModelOverrideError, compile_pipeline, load_blueprint, simulated_user
     from core import (
         BlueprintError,
         Engine,
@@ -329,9 +341,11 @@ async def _run(
             file = Path(record.source)
         assert file is not None
         use_bounds(settings.bounds)  # what templates and expressions of this run may make and do
-        try:
-            blueprint = load_blueprint(file.resolve(), settings=settings)  # absolute: resume works from anywhere
+        try:  # absolute: resume works from anywhere
+            blueprint = load_blueprint(file.resolve(), settings=settings, models=model_overrides(overrides.models))
             pipeline = compile_pipeline(blueprint, settings)
+        except ModelOverrideError as exc:  # --model names an agent the blueprint does not have
+            return refused_at_load(exc)
         except BlueprintError as exc:
             _report_blueprint_error(exc, console, file)
             return exit_codes.BLUEPRINT

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -81,10 +81,13 @@ def submit(
     json_output: bool,
     state: str | None,
     debug: bool,
+    models: Sequence[str] = (),
 ) -> int:
     from flujo_cli.human import load_answers_file
+    from flujo_cli.model_flags import checked_models
 
     require_file(file, "blueprint file", "check the path; examples live in blueprints/examples/")
+    models = checked_models(models)
     if input_text is not None and inputs_file is not None:
         usage_error("give --input or --inputs, not both")
     if inputs_file is not None:
@@ -103,24 +106,35 @@ def submit(
         replace(run, answers=run.answers or positional, answers_by_step=run.answers_by_step or by_step) for run in runs
     ]
     try:
-        return asyncio.run(_submit(file, runs, simulate_user=simulate_user, json_output=json_output, state=state))
+        return asyncio.run(
+            _submit(file, runs, simulate_user=simulate_user, models=models, json_output=json_output, state=state)
+        )
     except Exception as exc:  # the CLI's top level: one clear line
         fail(exc, debug=debug)
 
 
 async def _submit(
-    file: Path, runs: list[QueuedInput], *, simulate_user: str | None, json_output: bool, state: str | None
+    file: Path,
+    runs: list[QueuedInput],
+    *,
+    simulate_user: str | None,
+    models: Sequence[str],
+    json_output: bool,
+    state: str | None,
 ) -> int:
-    from blueprints import compile_pipeline, load_blueprint, simulated_user
+    from blueprints import ModelOverrideError, compile_pipeline, load_blueprint, simulated_user
     from core import BlueprintError, RunError, StepPaths, check_thread, new_run_id
-    from flujo_cli.commands.run import _report_blueprint_error
+    from flujo_cli.commands.run import RunOverrides, _report_blueprint_error
+    from flujo_cli.model_flags import model_overrides, refused_at_load
     from flujo_cli.store_access import open_for, settings_with_state, where
 
     console = stderr()
     settings = settings_with_state(state)
-    try:
-        blueprint = load_blueprint(file.resolve(), settings=settings)  # absolute: workers run anywhere
+    try:  # absolute: workers run anywhere
+        blueprint = load_blueprint(file.resolve(), settings=settings, models=model_overrides(models))
         pipeline = compile_pipeline(blueprint, settings)
+    except ModelOverrideError as exc:  # --model names an agent the blueprint does not have: nothing is queued
+        return refused_at_load(exc)
     except BlueprintError as exc:
         _report_blueprint_error(exc, console, file)
         return exit_codes.BLUEPRINT
@@ -142,7 +156,7 @@ async def _submit(
         return exit_codes.USAGE
     records = []
     for run in runs:
-        options: dict[str, Any] = {}
+        options: dict[str, Any] = RunOverrides(models=models).to_options() or {}  # the worker runs with them
         if run.answers:
             options["answers"] = run.answers
         if run.answers_by_step:

@@ -9,20 +9,27 @@ from pathlib import Path
 
 import flujo_cli.exit_codes as exit_codes
 from flujo_cli.messages import fail, require_file, stderr
+from flujo_cli.model_flags import model_overrides, refused_at_load
 
 
-def validate_blueprint(file: Path, *, json_output: bool, debug: bool, settings: Sequence[str] = ()) -> int:
+def validate_blueprint(
+    file: Path, *, json_output: bool, debug: bool, settings: Sequence[str] = (), models: Sequence[str] = ()
+) -> int:
     """Check ``file`` against the settings ``flujo run`` would use (flujo.toml, FLUJO_*, ``--set``
-    ``settings``), so the two agree on what is valid."""
+    ``settings``) with the models ``--model`` gives its agents, so the two agree on what is valid."""
     require_file(file, "blueprint file", "check the path; examples live in blueprints/examples/")
+    overrides = model_overrides(models)
     try:
-        from blueprints import findings_to_json, validate_file
+        from blueprints import ModelOverrideError, findings_to_json, validate_file
         from core import load_settings, overrides_from_assignments, use_bounds
         from flujo_cli.findings_view import render_findings
 
         configured = load_settings(overrides=overrides_from_assignments(settings))
         use_bounds(configured.bounds)
-        findings = validate_file(file, settings=configured)
+        try:
+            findings = validate_file(file, settings=configured, models=overrides)
+        except ModelOverrideError as exc:
+            return refused_at_load(exc)
         errors = [f for f in findings if f.severity == "error"]
         if json_output:
             sys.stdout.write(json.dumps(findings_to_json(findings, file=str(file)), ensure_ascii=False) + "\n")

@@ -233,7 +233,7 @@ class _Worker:
 
     async def _resume(self, run_id: str) -> RunOutcome | None:
         """Execute the run taken from the queue as ``flujo run`` would have, with what was submitted."""
-        from blueprints import compile_pipeline, load_blueprint, simulated_user
+        from blueprints import ModelOverrides, compile_pipeline, load_blueprint, simulated_user
         from core import Answering, Engine, Redactor, RunError, StepPaths, overrides_from_assignments, secret_values
         from core.store import RUNNABLE
         from flujo_cli.answering import given_answers_taken
@@ -250,7 +250,8 @@ class _Worker:
         settings = settings_with_state(self.state, overrides_from_assignments(overrides.settings))
         if record.source is None or not Path(record.source).is_file():
             raise RunError(f"the blueprint of run {run_id} ({record.source}) is no longer there")
-        blueprint = load_blueprint(Path(record.source), settings=settings)
+        models = ModelOverrides.parse(overrides.models)  # as submitted (--model)
+        blueprint = load_blueprint(Path(record.source), settings=settings, models=models)
         pipeline = _with_limits(compile_pipeline(blueprint, settings), overrides)
         ref = options.get("simulate_user")
         person = simulated_user(blueprint, settings, ref) if isinstance(ref, str) else None

@@ -20,6 +20,8 @@ def test_public_api_is_pinned() -> None:
         "ParsedYaml",
         "parse_yaml",
         "not_a_file",
+        "ModelOverrides", "ModelOverrideError",
+        "SCHEMA_KINDS", "file_schema",
     } | {  # what flujo_cli takes besides (it imports blueprints only through this front door)
         "Note", "StepExplanation", "StepGroup", "WizardQuestion", "parse_wizard_answer",
     }  # fmt: skip

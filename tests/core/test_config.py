@@ -142,3 +142,22 @@ def test_a_models_table_window_that_cannot_be_is_a_config_error(tmp_path: Path) 
     (tmp_path / "flujo.toml").write_text('[models."openai:local-a"]\ncontext_window = 0\n', encoding="utf-8")
     with pytest.raises(ConfigError, match=r"setting models\.openai:local-a\.context_window: "):
         load_settings(cwd=tmp_path, env={})
+
+
+def test_the_user_file_is_read_from_the_environment_given(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".config" / "flujo").mkdir(parents=True)
+    (home / ".config" / "flujo" / "config.toml").write_text("default_context_window = 1234\n", encoding="utf-8")
+    project = tmp_path / "project"
+    project.mkdir()
+    assert load_settings(cwd=project, env={"HOME": str(home)}).default_context_window == 1234
+    assert load_settings(cwd=project, env={}).default_context_window == 8192  # no HOME: nobody's file is read
+
+
+def test_a_relative_model_path_given_by_the_environment_is_not_moved_by_flujo_toml(tmp_path: Path) -> None:
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "flujo.toml").write_text('[local]\nmodel_path = "in-conf.gguf"\n', encoding="utf-8")
+    from_file = load_settings(cwd=tmp_path / "conf", env={})
+    assert from_file.local.model_path == str(tmp_path / "conf" / "in-conf.gguf")
+    from_env = load_settings(cwd=tmp_path / "conf", env={"FLUJO_LOCAL__MODEL_PATH": "mine.gguf"})
+    assert from_env.local.model_path == "mine.gguf"  # relative to the working directory, as the variable means

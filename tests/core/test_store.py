@@ -171,6 +171,17 @@ async def test_list_runs_newest_first_with_limit_and_status(store: RunStore) -> 
     assert await store.list_runs(limit=0) == []
 
 
+async def test_list_runs_since_a_moment_and_past_an_offset(store: RunStore) -> None:
+    for number, created in enumerate((1.0, 2.0, 2.0, 3.0, 4.0)):
+        await store.create_run(run(f"r{number}", created_at=created))
+    newest_first = ["r4", "r3", "r2", "r1", "r0"]
+    assert [r.run_id for r in await store.list_runs(created_after=2.0)] == newest_first[:4]  # 2.0 itself too
+    assert [r.run_id for r in await store.list_runs(offset=1, limit=2)] == newest_first[1:3]
+    assert [r.run_id for r in await store.list_runs(offset=2, created_after=2.0)] == newest_first[2:4]
+    assert await store.list_runs(offset=5) == []
+    assert [r.run_id for r in await store.list_runs(created_after=3.5, status="running")] == ["r4"]
+
+
 async def test_get_run_by_full_id_or_unique_prefix(store: RunStore) -> None:
     await store.create_run(run("a1b2c3"))
     await store.create_run(run("a1b2c3d4"))

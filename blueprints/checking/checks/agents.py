@@ -11,9 +11,10 @@ from blueprints.checking.callables import load_callable
 from blueprints.checking.checks.checker import Checker
 from blueprints.checking.checks.sites import StepSite
 from blueprints.checking.checks.texts import check_text
+from blueprints.checking.model_ids import model_id_problem
 from blueprints.reading.suggestions import did_you_mean, one_of
 from blueprints.schema import AgentModel, AgentRefModel, AgentStepModel
-from core import OFFLINE_MODELS, PROVIDER_NAMES, BlueprintError, provider_of
+from core import PROVIDER_NAMES, BlueprintError, provider_of
 
 PROVIDERS = PROVIDER_NAMES
 # Parameters each builtin understands; anything else would be silently ignored, so it is an error.
@@ -67,29 +68,11 @@ def check_agent_definition(checker: Checker, name: str, agent: AgentModel) -> No
 def _check_model_name(checker: Checker, name: str, agent: AgentModel) -> None:
     model = agent.model or ""
     path = ("agents", name, "model")
-    provider, colon, model_name = model.partition(":")
-    if not colon and provider_of(model) is not None:
-        pass  # a provider that runs without a model name (model: local)
-    elif colon:
-        if provider not in PROVIDERS:
-            checker.error(
-                "bad-value",
-                f"agent {name!r}: unknown provider {provider!r}{did_you_mean(provider, PROVIDERS)}",
-                checker.at(path),
-                f"providers: {one_of(PROVIDERS)} (openai: works with any OpenAI-compatible server)",
-            )
-        elif not model_name:
-            checker.error("bad-value", f"agent {name!r}: model {model!r} names no model", checker.at(path))
-        elif (row := provider_of(model)) is not None and row.api == "local":
-            _check_model_file(checker, name, model_name, path)
-    elif model not in OFFLINE_MODELS:
-        checker.error(
-            "bad-value",
-            f"agent {name!r}: unknown model {model!r}{did_you_mean(model, OFFLINE_MODELS)}",
-            checker.at(path),
-            "write provider:model (openai:gpt-4o-mini), local (a model on this machine), "
-            "or scripted / echo for offline runs",
-        )
+    problem = model_id_problem(model)
+    if problem is not None:
+        checker.error("bad-value", f"agent {name!r}: {problem.message}", checker.at(path), problem.hint)
+    elif (row := provider_of(model)) is not None and row.api == "local" and model.partition(":")[2]:
+        _check_model_file(checker, name, model.partition(":")[2], path)
     if model == "scripted" and not agent.replies:
         checker.error(
             "missing-field",

@@ -455,15 +455,20 @@ class PostgresStore:
         status: RunStatus | None = None,
         thread: str | None = None,
         parent_run_id: str | None = None,
+        created_after: float | None = None,
+        offset: int = 0,
     ) -> list[RunRecord]:
         filters = {"status": status, "thread": thread, "parent_run_id": parent_run_id}
         conditions = [f"{column} = %s" for column, value in filters.items() if value is not None]
+        params: tuple[Any, ...] = tuple(value for value in filters.values() if value is not None)
+        if created_after is not None:
+            conditions.append("created_at >= %s")
+            params = (*params, created_after)
         where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
-        params = tuple(value for value in filters.values() if value is not None)
         rows = await self._read(
             "list runs",
-            f"SELECT {codec.RUN_COLUMNS} FROM runs {where} ORDER BY created_at DESC, seq DESC LIMIT %s",
-            (*params, max(limit, 0)),
+            f"SELECT {codec.RUN_COLUMNS} FROM runs {where} ORDER BY created_at DESC, seq DESC LIMIT %s OFFSET %s",
+            (*params, max(limit, 0), max(offset, 0)),
         )
         return await row_reads.runs(rows, self._texts)
 

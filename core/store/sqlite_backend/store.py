@@ -379,17 +379,22 @@ class SqliteStore:
         status: RunStatus | None = None,
         thread: str | None = None,
         parent_run_id: str | None = None,
+        created_after: float | None = None,
+        offset: int = 0,
     ) -> list[RunRecord]:
-        """Up to ``limit`` runs, newest first; only those with ``status`` / in ``thread`` / of
-        ``parent_run_id`` when given."""
+        """Up to ``limit`` runs, newest first, past the ``offset`` newest; only those with ``status`` / in
+        ``thread`` / of ``parent_run_id`` / created at ``created_after`` or later when given."""
         filters = {"status": status, "thread": thread, "parent_run_id": parent_run_id}
         conditions = [f"{column} = ?" for column, value in filters.items() if value is not None]
+        params: tuple[Any, ...] = tuple(value for value in filters.values() if value is not None)
+        if created_after is not None:
+            conditions.append("created_at >= ?")
+            params = (*params, created_after)
         where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
-        params = tuple(value for value in filters.values() if value is not None)
         rows = await self._read(
             "list runs",
-            f"SELECT {codec.RUN_COLUMNS} FROM runs {where} ORDER BY created_at DESC, rowid DESC LIMIT ?",
-            (*params, max(limit, 0)),
+            f"SELECT {codec.RUN_COLUMNS} FROM runs {where} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
+            (*params, max(limit, 0), max(offset, 0)),
         )
         return await row_reads.runs(rows, self._texts)
 
