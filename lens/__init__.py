@@ -40,9 +40,10 @@ if TYPE_CHECKING:
     from lens.call_order import in_step_order
     from lens.diff import RunDiff, compare_runs, compared_runs, diff_document, diff_lines
     from lens.stream import run_lines, trace_lines
+    from lens.why import calls_below, why_document, why_lines
 
 # Imported when first asked for: only ``flujo lens trace`` into a pipe writes the trace line by line, and
-# only ``flujo lens diff`` compares two runs.
+# only ``flujo lens diff`` compares two runs, only ``--why`` says where each message came from.
 _LAZY = {
     "run_lines": "lens.stream",
     "trace_lines": "lens.stream",
@@ -52,6 +53,9 @@ _LAZY = {
     "diff_document": "lens.diff",
     "diff_lines": "lens.diff",
     "in_step_order": "lens.call_order",
+    "calls_below": "lens.why",
+    "why_document": "lens.why",
+    "why_lines": "lens.why",
 }
 
 __all__ = [
@@ -68,6 +72,7 @@ __all__ = [
     "StepNode",
     "as_shown",
     "build_tree",
+    "calls_below",
     "compare_runs",
     "compared_runs",
     "diff_document",
@@ -95,6 +100,8 @@ __all__ = [
     "trace_lines",
     "trace_view",
     "walk",
+    "why_document",
+    "why_lines",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

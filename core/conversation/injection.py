@@ -22,6 +22,7 @@ from typing import Any
 from core.context import RunContext
 from core.conversation.current_message import current_message
 from core.conversation.history import as_messages, bound, drop_oldest, history_block, prompt_turns, question_of
+from core.conversation.provenance import left_out
 from core.conversation.run_frame import RunFrame
 from core.conversation.summary import summarize
 from core.conversation.turns import ActiveConversation, active_in
@@ -42,6 +43,7 @@ class Injection:
     message: Any
     history: tuple[ChatMessage, ...] = ()
     trace: dict[str, Any] = field(default_factory=dict)
+    why: dict[str, Any] | None = None  # where each part came from and what was left out (PromptSent.why)
 
     @property
     def injected(self) -> bool:
@@ -76,10 +78,13 @@ async def prepare(
         iteration_input=active.iteration_input,
     )
     message, end = current.message, current.end
+    said = turns[end].origin if end < len(turns) else {"input": path}
+    offset = 0 if summary is None else summary.covers - 1  # a turn's number is its index here plus 1 plus this
     if step.use_history is False:
-        return Injection(message)
+        return Injection(message, why=_unsent(said, "use_history", end, offset))
     if not agent.takes_history:  # a builtin moving its input along: a history block would join its output
-        return Injection(message, (), {**_none(active, end), "mode": "none (the agent takes no history)"})
+        unsent = {**_none(active, end), "mode": "none (the agent takes no history)"}
+        return Injection(message, (), unsent, _unsent(said, "takes_history", end, offset))
     template = active.settings.history_template
     as_text = not agent.is_model or template is not None
     if as_text and agent.is_model and not isinstance(message, str):
@@ -87,6 +92,7 @@ async def prepare(
     policy = active.settings.history
     max_tokens = policy.max_tokens if policy.strategy != "truncate_turns" else None
     max_turns = policy.max_turns if policy.strategy != "truncate_tokens" else None
+    strategy_tokens = max_tokens
     room = _room(agent, step.name, message)
     if room is not None:
         max_tokens = room if max_tokens is None else min(max_tokens, room)
@@ -99,6 +105,7 @@ async def prepare(
         max_turns=max_turns,
         keep_last=min(question, end - head),
     )
+    bounded = len(kept)  # of the turns after the summary
     if head:
         kept[:0] = turns[:head]
     if kept and (isinstance(message, str) or not as_text):
@@ -106,16 +113,59 @@ async def prepare(
     trace: dict[str, Any] = {"conversation": active.loop, "turns": len(kept), "dropped": end - len(kept)}
     if summary is not None and kept[:1] == [summary.turn]:
         trace["summary_of"] = summary.covers  # the first turn sent stands for this many of the oldest
+    left: list[dict[str, Any]] = []
+    if bounded < end - head:  # the bound dropped the oldest turns after the summary: say by which rule
+        rule = _rule(policy.strategy, turns, head, end, bounded, max_turns, strategy_tokens, room, agent.prompt_budget)
+        left.append(left_out(rule[0], head + 1 + offset, end - bounded + offset, **rule[1]))
+    summarized = head == 1 and kept[:1] == turns[:1]
+    fitted = len(kept) - (1 if summarized else 0)
+    if fitted < bounded or (head and not summarized):  # cut again to fit the prompt as sent in the budget
+        first = end - bounded + 1 + offset if summarized or not head else 1  # the summary's turns went too
+        left.append(left_out("window", first, end - fitted + offset, budget=agent.prompt_budget))
+    why = {"history": [turn.origin for turn in kept], "message": said, "left_out": left}
     if not kept:
-        return Injection(message, (), trace)
+        return Injection(message, (), trace, why)
     if not as_text:
-        return Injection(message, as_messages(kept, ctx.conversation_history), {**trace, "mode": "messages"})
+        return Injection(message, as_messages(kept, ctx.conversation_history), {**trace, "mode": "messages"}, why)
     if isinstance(message, str):
-        return Injection(_with_block(kept, template, message), (), {**trace, "mode": "text"})
+        return Injection(_with_block(kept, template, message), (), {**trace, "mode": "text"}, why)
     # A script agent's structured input is passed unchanged: no text block can go before it. Say so.
     reason = "the input is structured (not text); the agent can read context.conversation_history"
     events.append(frame.event(path, HistoryNotInjected(len(kept), reason)))
-    return Injection(message, (), {**_none(active, end), "mode": "none (structured input)"})
+    trace = {**_none(active, end), "mode": "none (structured input)"}
+    return Injection(message, (), trace, _unsent(said, "structured", end, offset))
+
+
+def _unsent(said: Any, rule: str, end: int, offset: int) -> dict[str, Any]:
+    """The ``why`` of a call sent none of the history before its message, by ``rule``."""
+    first, last = 1, end + offset  # the summary's turns too: nothing of them was sent
+    notes = [left_out(rule, first, last)] if last >= first else []
+    return {"history": [], "message": said, "left_out": notes}
+
+
+def _rule(
+    strategy: str,
+    turns: Sequence[ConversationTurn],
+    head: int,
+    end: int,
+    bounded: int,
+    max_turns: int | None,
+    max_tokens: int | None,
+    room: int | None,
+    budget: int | None,
+) -> tuple[str, dict[str, Any]]:
+    """Which rule made ``bound`` keep ``bounded`` of the ``end - head`` turns after the summary: the
+    strategy's ``max_turns`` when it alone keeps as many; else the tokens, the strategy's ``max_tokens``
+    or the agent's budget, whichever is smaller."""
+    if max_turns is not None and end - head > max_turns:
+        oldest = end - max_turns
+        if oldest > head and turns[oldest].role == "user" and turns[oldest - 1].role == "assistant":
+            oldest += 1  # units are kept whole, as ``bound`` keeps them
+        if end - oldest == bounded:
+            return strategy, {"max_turns": max_turns}
+    if room is not None and (max_tokens is None or room < max_tokens):
+        return "window", {"budget": budget}
+    return strategy, {"max_tokens": max_tokens}
 
 
 def _none(active: ActiveConversation, end: int) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from typing import Any
 
 from core.context import RunContext
 from core.conversation.history import SUMMARY_PREFIX, history_block, needs_summary, prompt_turns, summary_cut
+from core.conversation.provenance import summary_origin
 from core.conversation.run_frame import RunFrame
 from core.conversation.turns import ActiveConversation, active_in
 from core.model.calls import AgentCall
@@ -81,7 +82,10 @@ def _apply_summary(ctx: RunContext, cut: int, summary: str) -> None:
     content = f"{SUMMARY_PREFIX}{summary}"
     before = ctx.summary
     covers = cut if before is None else before.covers + cut - 1
-    ctx.summary = Summary(covers, ConversationTurn("assistant", content, count_tokens(content)))
+    active = active_in(ctx)
+    summarizer = active.settings.history.summarizer if active is not None else None
+    origin = summary_origin(1, covers, summarizer.label if summarizer is not None else "?")
+    ctx.summary = Summary(covers, ConversationTurn("assistant", content, count_tokens(content), origin=origin))
 
 
 async def summarize(active: ActiveConversation, ctx: RunContext, path: str, frame: RunFrame[Any]) -> None:

@@ -35,6 +35,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from core.context import RunContext
+from core.conversation.provenance import thread_origin
 from core.model.errors import RunError
 from core.model.records import RunRecord
 from core.ports import RunStore
@@ -126,6 +127,6 @@ async def bind(store: RunStore, record: RunRecord) -> ThreadBinding | None:
     turns = await store.thread_turns(record.thread, before_run=record.run_id)
     return ThreadBinding(
         name=record.thread,
-        earlier=tuple(ConversationTurn(t.role, t.content, t.tokens, t.shown) for t in turns),
+        earlier=tuple(ConversationTurn(t.role, t.content, t.tokens, t.shown, thread_origin(t.run_id)) for t in turns),
         runs=len({t.run_id for t in turns}),
     )

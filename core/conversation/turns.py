@@ -16,11 +16,12 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from core.context import RunContext
+from core.conversation.provenance import step_origin
 from core.conversation.replies import shown_text
 from core.model.calls import Role
 from core.steps.kinds import (
@@ -127,12 +128,16 @@ def _leaf_steps(steps: Sequence[Step]) -> Iterator[Step]:
                 yield from _leaf_steps(step.default_branch)
 
 
-def add_turn(ctx: RunContext, role: Role, content: str, *, shown: str | None = None) -> None:
+def add_turn(
+    ctx: RunContext, role: Role, content: str, *, shown: str | None = None, origin: Mapping[str, Any] | None = None
+) -> None:
     """Add a turn said now to the history (and, in the thread's conversation, to the run's thread turns);
-    ``shown`` is what a person reads of it when that is not ``content``."""
+    ``shown`` is what a person reads of it when that is not ``content``, ``origin`` where it came from
+    (``core.conversation.provenance``)."""
     if shown == content:
         shown = None
-    turn = ConversationTurn(role, content, shown=shown)  # its tokens are counted when a bound first needs them
+    # Its tokens are counted when a bound first needs them.
+    turn = ConversationTurn(role, content, shown=shown, origin=origin)
     ctx.conversation_history.append(turn)
     if ctx.conversation is not None and ctx.conversation.threaded:
         ctx.thread_turns.append(turn)
@@ -148,10 +153,13 @@ def makes_turn(ctx: RunContext, step: str, *, hitl: bool) -> bool:
     return step in active.assistant_steps and not hitl
 
 
-def capture(ctx: RunContext, step: str, value: Any, *, hitl: bool, shown: str | None = None) -> None:
+def capture(
+    ctx: RunContext, step: str, value: Any, *, hitl: bool, shown: str | None = None, path: str | None = None
+) -> None:
     """Add the turn that ``step``'s result makes in the active conversation, if it makes one. A person reads
     ``shown`` of it (a step's ``turn_text``) when given, else the text of a structured reply
-    (``core.conversation.replies.shown_text``), else the result itself."""
+    (``core.conversation.replies.shown_text``), else the result itself. ``path`` is the step's path, which
+    the turn's origin names."""
     active = active_in(ctx)
     if active is None:
         return
@@ -164,4 +172,7 @@ def capture(ctx: RunContext, step: str, value: Any, *, hitl: bool, shown: str | 
         return
     text = turn_text(value)
     if text.strip():
-        add_turn(ctx, role, text, shown=shown if shown is not None and shown.strip() else shown_text(value))
+        source = active.settings.ai_turn_source
+        origin = None if path is None else step_origin(path, role=role, hitl=hitl, source=source)
+        shown = shown if shown is not None and shown.strip() else shown_text(value)
+        add_turn(ctx, role, text, shown=shown, origin=origin)

@@ -105,7 +105,10 @@ class PromptSent(_Event):
     """An agent call: the messages sent to ``agent``, redacted, exactly as sent. ``history`` says what of a
     conversation went with them (``conversation``, ``turns``, ``dropped``, ``mode``, ``summary_of``);
     ``purpose`` is ``"summarize"`` for the call that condenses a conversation's oldest turns, and
-    ``simulated_person`` names the agent playing the person when it answers a question."""
+    ``simulated_person`` names the agent playing the person when it answers a question. ``why`` (a call in a
+    conversation) says where the history sent and the current message came from and what was left out, as
+    ids: ``{"history": [origin, ...], "message": origin, "left_out": [note, ...]}``
+    (``core.conversation.provenance``)."""
 
     kind: ClassVar[Literal["agent.prompt"]] = "agent.prompt"
     agent: str
@@ -114,6 +117,7 @@ class PromptSent(_Event):
     history: Mapping[str, Any] | None = _when_set()
     purpose: str | None = _when_set()
     simulated_person: str | None = _when_set()
+    why: Mapping[str, Any] | None = _when_set()
 
     @property
     def summarizes(self) -> bool:

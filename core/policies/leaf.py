@@ -64,10 +64,10 @@ def refuse_oversized(step: str, agent: Agent, call: AgentCall) -> None:
     )
 
 
-def _apply_agent_output(step: AgentStep, ctx: RunContext, data: Any, output: Any) -> None:
+def _apply_agent_output(step: AgentStep, ctx: RunContext, data: Any, output: Any, path: str) -> None:
     shown = shown_turn(step, ctx, data, output)
     record_output(ctx, step.name, output)
-    capture(ctx, step.name, output, hitl=False, shown=shown)
+    capture(ctx, step.name, output, hitl=False, shown=shown, path=path)
     if step.agent is not None:
         note_agent_command(ctx, output)
     if step.sink_to:
@@ -90,7 +90,7 @@ async def run_agent_step(
         if step.agent is not None:
             step.agent.replayed()
             replay_summary(ctx, path, frame)
-        _apply_agent_output(step, ctx, data, replay.output)
+        _apply_agent_output(step, ctx, data, replay.output, path)
         frame.add_usage(replay.usage)
         return replay.output
 
@@ -137,7 +137,7 @@ async def run_agent_step(
                 on_activity=lambda activity: frame.reporter.activity(path, activity),
             )
             refuse_oversized(step.name, agent, call)
-            prompt = PromptSent(agent.label, (), injection.injected, history=injection.trace or None)
+            prompt = PromptSent(agent.label, (), injection.injected, history=injection.trace or None, why=injection.why)
             if step.tools is not None:  # each turn of the loop is journaled, reserved and traced on its own
                 spend = LoopSpend(prompt=prompt)
                 try:
@@ -169,7 +169,7 @@ async def run_agent_step(
                     )
             if agent.is_model:
                 frame.reporter.agent_replied(path, step.name, output)
-        _apply_agent_output(step, ctx, data, output)
+        _apply_agent_output(step, ctx, data, output, path)
     except ControlSignal:
         frame.abandon(held)
         raise
@@ -243,10 +243,10 @@ async def _fail(
     frame.add_usage(usage if unpaid is None else unpaid, releasing=held)
 
 
-def _apply_answer(step: HitlStep, ctx: RunContext, message: str, answer: Any) -> None:
+def _apply_answer(step: HitlStep, ctx: RunContext, message: str, answer: Any, path: str) -> None:
     ctx.hitl_history.append(HitlEntry(step=step.name, message=message, answer=answer))
     record_output(ctx, step.name, answer)
-    capture(ctx, step.name, answer, hitl=True)
+    capture(ctx, step.name, answer, hitl=True, path=path)
     if step.sink_to:
         sink(ctx, step.sink_to, answer)
 
@@ -268,7 +268,7 @@ async def run_hitl_step(step: HitlStep, data: Any, ctx: RunContext, path: str, f
     replay = frame.replayed(path)
     if replay is not None:
         frame.replays += 1
-        _apply_answer(step, ctx, message, replay.output)
+        _apply_answer(step, ctx, message, replay.output, path)
         frame.add_usage(replay.usage)  # a simulated person's calls
         return replay.output
     frame.reporter.step_started(path, step.name, step.kind)
@@ -278,7 +278,7 @@ async def run_hitl_step(step: HitlStep, data: Any, ctx: RunContext, path: str, f
     except FlujoError as exc:
         await _fail(frame, step.name, step.kind, path, started, message, exc, [], ZERO_USAGE)
         raise
-    _apply_answer(step, ctx, message, answer.value)
+    _apply_answer(step, ctx, message, answer.value, path)
     events = answer.trace(frame, path, message)
     await frame.commit(
         path=path,

@@ -145,7 +145,7 @@ async def run_workflow(
     except FlujoError as exc:
         await _fail(step, path, started, value, exc, frame, event)
         raise
-    _apply_output(step, ctx, data, output)
+    _apply_output(step, ctx, data, output, path)
     await frame.commit(
         path=path, name=step.name, kind=step.kind, status="completed", started=started,
         input=value, output=output, events=[event],
@@ -190,11 +190,11 @@ async def _enter(step: WorkflowStep, value: Any, child_id: str, path: str, frame
     return child, completed
 
 
-def _apply_output(step: WorkflowStep, ctx: RunContext, data: Any, output: Any) -> None:
+def _apply_output(step: WorkflowStep, ctx: RunContext, data: Any, output: Any, path: str) -> None:
     """The child's output lands in the parent as an agent step's output does."""
     shown = shown_turn(step, ctx, data, output)
     record_output(ctx, step.name, output)
-    capture(ctx, step.name, output, hitl=False, shown=shown)
+    capture(ctx, step.name, output, hitl=False, shown=shown, path=path)
     note_agent_command(ctx, output)
     if step.sink_to:
         sink(ctx, step.sink_to, output)

@@ -9,7 +9,7 @@ live here among the text tools and not with the plain values of ``core.model``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -30,13 +30,16 @@ class ConversationTurn:
 
     ``content`` is what was said, as it was said: what prompts send. ``shown``, when set, is what a person
     reads instead (``line``): the text of a structured reply (``core.conversation.replies``) or a step's
-    ``turn_text``. It never reaches a prompt.
+    ``turn_text``. It never reaches a prompt. ``origin``, when known, says where the turn came from, as a few
+    ids and never its text (``core.conversation.provenance``): made once with the turn, so each prompt that
+    sends the turn says why at the cost of a reference.
     """
 
     role: Role
     content: str
     counted: int | None = field(default=None, compare=False, repr=False)
     shown: str | None = field(default=None, compare=False, repr=False)
+    origin: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @property
     def tokens(self) -> int:

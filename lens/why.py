@@ -1,0 +1,190 @@
+"""Why each message of an agent call is there, and what was left out (``flujo lens trace --why``).
+
+An ``agent.prompt`` event of a call in a conversation carries ``why`` (``PromptSent.why``): the origin of
+each history turn sent, of the current message, and notes of what was left out, as ids
+(``core.conversation.provenance``). Here they are placed on the messages as sent and said in words. A
+message is placed by its position: the messages before the history are the agent's own (its system prompt,
+its worked examples), then come the history's turns (as messages, or as one text block in the current
+message), the current message, and in a tool loop's later turns the calls the model asked for and their
+results. A call recorded before provenance (or outside a conversation) still gets its system prompt and
+its input named.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from lens.tree import CallNode, Node
+
+Origin = Mapping[str, Any]
+
+
+def calls_below(nodes: Sequence[Node]) -> list[CallNode]:
+    """Every agent call in ``nodes`` and below them, in the tree's order."""
+    found: list[CallNode] = []
+    for node in nodes:
+        if isinstance(node, CallNode):
+            found.append(node)
+        else:
+            found.extend(calls_below(node.children))
+    return found
+
+
+def message_origins(call: CallNode) -> list[Origin]:
+    """The origin of each message ``call`` sent, in order (``{"unknown": True}`` where it cannot be told)."""
+    prompt = call.prompt
+    messages = prompt.messages
+    why = prompt.why if isinstance(prompt.why, Mapping) else {}
+    history = [each if isinstance(each, Mapping) else _UNKNOWN for each in why.get("history") or ()]
+    said = why.get("message")
+    current = _current_index(messages, call.turn)
+    mode = (prompt.history or {}).get("mode")
+    in_block = mode == "text" and bool(history)
+    first = current if in_block else current - len(history)
+    if first < 0:  # messages merged as sent (a provider that alternates roles): say what is sure
+        return [_UNKNOWN] * len(messages)
+    origins: list[Origin] = []
+    for index, message in enumerate(messages):
+        role = message.get("role")
+        if index < first:
+            origins.append({"system": prompt.agent} if role == "system" else {"example": prompt.agent})
+        elif index < current:
+            origins.append(history[index - first])
+        elif index == current:
+            base = said if isinstance(said, Mapping) else _input(call)
+            origins.append({**base, "block": history} if in_block else base)
+        else:
+            origins.append({"result": call.path} if role != "assistant" else {"calls": call.path})
+    return origins
+
+
+def _input(call: CallNode) -> Origin:
+    """The origin of a call's message when no turn is: the summarizer's request, or the step's input."""
+    return {"request": call.path} if call.prompt.summarizes else {"input": call.path}
+
+
+def _current_index(messages: Sequence[Mapping[str, Any]], turn: bool) -> int:
+    """Where the current message is: the last one, or in a tool loop's turn the one before the first call the
+    model asked for."""
+    if turn:
+        for index, message in enumerate(messages):
+            if message.get("tool_calls") or message.get("tool_call_id"):  # a call asked for, or its result
+                return index - 1
+    return len(messages) - 1
+
+
+_UNKNOWN: Origin = {"unknown": True}
+
+
+def origin_words(origin: Origin) -> str:
+    """One origin as a person reads it."""
+    if "system" in origin:
+        return f"the system prompt of agent {origin['system']}"
+    if "example" in origin:
+        return f"a worked example of agent {origin['example']}"
+    words = _said_words(origin)
+    block = origin.get("block")
+    if isinstance(block, list) and block:
+        turns = "; ".join(_said_words(each) if isinstance(each, Mapping) else "?" for each in block)
+        words += f", after a history block of {len(block)} turn(s): {turns}"
+    return words
+
+
+def _said_words(origin: Origin) -> str:
+    if "seed" in origin:
+        seed = origin["seed"]
+        return "the seed turn, from the run's input" if seed == "input" else f"the seed turn, from step {seed}"
+    if "answer" in origin:
+        return f"the person's answer to the question at {origin['answer']}"
+    if "reply" in origin:
+        return f"the reply of {origin['reply']} (ai_turn_source: {origin.get('source', '?')})"
+    if "user" in origin:
+        return f"the output of {origin['user']}, a user turn (user_turn_sources)"
+    if "summary" in origin:
+        first, last = _pair(origin["summary"])
+        return f"a summary of {_turns(first, last)}, made by agent {origin.get('by', '?')}"
+    if "thread" in origin:
+        return f"a turn of the thread's earlier run {origin['thread']}"
+    if "request" in origin:
+        return "the request to condense the conversation's oldest turns, with them as a history block"
+    if "input" in origin:
+        return f"the input of {origin['input']}"
+    if "result" in origin:
+        return "a tool call's result, in this step's tool loop"
+    if "calls" in origin:
+        return "the tool calls the model asked for, in this step's tool loop"
+    return "not recorded (a run written before flujo recorded why)"
+
+
+def left_out_words(note: Mapping[str, Any], path: str, agent: str) -> str:
+    """A note of turns left out of a call, as a person reads it."""
+    first, last = _pair(note.get("turns"))
+    turns = _turns(first, last)
+    rule = note.get("rule")
+    if rule == "window":
+        budget = note.get("budget")
+        room = f" of {budget:,} tokens" if isinstance(budget, int) else ""
+        share = "its context window minus the reply's share"
+        return f"{turns} dropped to fit the prompt budget{room} of agent {agent} ({share})"
+    if rule == "use_history":
+        return f"{turns} not sent: step {path} opted out (use_history: false)"
+    if rule == "takes_history":
+        return f"{turns} not sent: agent {agent} takes no history (it moves its input along)"
+    if rule == "structured":
+        return f"{turns} not sent: the input is structured, no history block can go before it"
+    if "max_turns" in note:
+        return f"{turns} dropped by {rule} (max_turns {note['max_turns']:,})"
+    limit = note.get("max_tokens")
+    return (
+        f"{turns} dropped by {rule} (max_tokens {limit:,})" if isinstance(limit, int) else f"{turns} left out by {rule}"
+    )
+
+
+def _pair(value: Any) -> tuple[int, int]:
+    if isinstance(value, list | tuple) and len(value) == 2 and all(isinstance(each, int) for each in value):
+        return value[0], value[1]
+    return 0, 0
+
+
+def _turns(first: int, last: int) -> str:
+    return f"turn {first}" if first == last else f"turns {first}–{last}"
+
+
+def left_out(call: CallNode) -> list[Mapping[str, Any]]:
+    why = call.prompt.why
+    notes = why.get("left_out") if isinstance(why, Mapping) else None
+    return [note for note in notes or () if isinstance(note, Mapping)]
+
+
+def why_lines(call: CallNode) -> list[str]:
+    """What ``--why`` prints for one call: a line per message (its number, role and origin), then a line per
+    note of what was left out."""
+    head = f"{call.path} · call {call.index + 1} · {call.prompt.agent}"
+    lines = [head]
+    for number, (message, origin) in enumerate(zip(call.prompt.messages, message_origins(call), strict=True), 1):
+        lines.append(f"  {number:>3} {message.get('role', '?')!s:<9} {origin_words(origin)}")
+    for note in left_out(call):
+        lines.append(f"  left out: {left_out_words(note, call.path, call.prompt.agent)}")
+    return lines
+
+
+def why_document(calls: Sequence[CallNode]) -> dict[str, Any]:
+    """``--why --json``: each call's messages with their origins, and what was left out, with the words."""
+    return {
+        "calls": [
+            {
+                "path": call.path,
+                "index": call.index,
+                "agent": call.prompt.agent,
+                "messages": [
+                    {"role": message.get("role"), "origin": dict(origin), "why": origin_words(origin)}
+                    for message, origin in zip(call.prompt.messages, message_origins(call), strict=True)
+                ],
+                "left_out": [
+                    {**note, "why": left_out_words(note, call.path, call.prompt.agent)} for note in left_out(call)
+                ],
+            }
+            for call in calls
+        ]
+    }
