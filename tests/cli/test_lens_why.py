@@ -1,0 +1,288 @@
+"""``flujo lens trace RUN --step PATH --why``: where each message an agent was sent came from, and what of the
+conversation was left out by which rule (docs/lens.md, "Why each message is there"). Each blueprint is run
+for real (scripted models, answers given), then read with the real ``flujo lens trace``, plain and ``--json``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from blueprints import load_pipeline
+from core import Engine, Settings
+from core.steps.kinds import ToolUse
+from core.store import open_store
+from core.testing import ScriptedHuman
+from flujo_cli import exit_codes
+from tests.support.cli_helpers import flujo
+from tests.support.tool_loops import FunctionTool, with_tools
+
+CHAT = """\
+version: "0.1"
+name: chat
+agents:
+  bot: {model: scripted, system_prompt: "You plan trips.", replies: [q1, q2, q3, q4]}
+steps:
+  - kind: loop
+    name: chat
+    loop:
+      conversation: true
+      max_loops: 4
+      history_management: %s
+      body:
+        - {kind: step, name: talk, uses: agents.bot}
+        - {kind: hitl, name: answer, message: "{{ steps.talk.output }}"}
+"""
+
+
+def run(tmp_path: Path, blueprint: str, *args: str) -> str:
+    """Run ``blueprint`` with ``args``; its run id."""
+    path = tmp_path / "flow.yaml"
+    path.write_text(blueprint, encoding="utf-8")
+    code, out, err = flujo(["run", str(path), "--json", *args])
+    assert code == exit_codes.OK, err
+    return str(json.loads(out)["run_id"])
+
+
+def why(run_id: str, step: str) -> list[str]:
+    code, out, err = flujo(["lens", "trace", run_id, "--step", step, "--why"])
+    assert code == exit_codes.OK, err
+    return out.splitlines()
+
+
+def why_json(run_id: str, step: str) -> list[dict[str, Any]]:
+    code, out, err = flujo(["lens", "trace", run_id, "--step", step, "--why", "--json"])
+    assert code == exit_codes.OK, err
+    document = json.loads(out)
+    assert document["run_id"] == run_id
+    calls: list[dict[str, Any]] = document["calls"]
+    return calls
+
+
+ANSWERS = ("--input", "Plan a trip", "--answer", "a1", "--answer", "a2", "--answer", "a3", "--answer", "a4")
+
+
+def test_a_conversation_with_a_person_says_each_message_s_origin(state_db: Path, tmp_path: Path) -> None:
+    run_id = run(tmp_path, CHAT % "{strategy: truncate_turns, max_turns: 8}", *ANSWERS)
+    assert why(run_id, "chat/1/talk") == [
+        "chat/1/talk · call 1 · scripted",
+        "    1 system    the system prompt of agent scripted",
+        "    2 user      the seed turn, from the run's input",
+    ]
+    assert why(run_id, "chat/3/talk") == [
+        "chat/3/talk · call 1 · scripted",
+        "    1 system    the system prompt of agent scripted",
+        "    2 user      the seed turn, from the run's input",
+        "    3 assistant the reply of chat/1/talk (ai_turn_source: last)",
+        "    4 user      the person's answer to the question at chat/1/answer",
+        "    5 assistant the reply of chat/2/talk (ai_turn_source: last)",
+        "    6 user      the person's answer to the question at chat/2/answer",
+    ]
+    [call] = why_json(run_id, "chat/2/talk")
+    assert [m["origin"] for m in call["messages"]] == [
+        {"system": "scripted"},
+        {"seed": "input"},
+        {"reply": "chat/1/talk", "source": "last"},
+        {"answer": "chat/1/answer"},
+    ]
+    assert call["messages"][3]["why"] == "the person's answer to the question at chat/1/answer"
+    assert call["left_out"] == []
+
+
+def test_truncate_turns_says_which_turns_it_dropped(state_db: Path, tmp_path: Path) -> None:
+    run_id = run(tmp_path, CHAT % "{strategy: truncate_turns, max_turns: 3}", *ANSWERS)
+    lines = why(run_id, "chat/4/talk")
+    assert lines[1:3] == [
+        "    1 system    the system prompt of agent scripted",
+        "    2 assistant the reply of chat/2/talk (ai_turn_source: last)",
+    ]
+    assert lines[-1] == "  left out: turns 1–3 dropped by truncate_turns (max_turns 3)"
+    [call] = why_json(run_id, "chat/4/talk")
+    assert call["left_out"] == [
+        {
+            "rule": "truncate_turns",
+            "turns": [1, 3],
+            "max_turns": 3,
+            "why": "turns 1–3 dropped by truncate_turns (max_turns 3)",
+        }
+    ]
+
+
+def test_truncate_tokens_says_its_bound(state_db: Path, tmp_path: Path) -> None:
+    # Each turn costs a few tokens with its message overhead: 12 keep the newest two or three.
+    run_id = run(tmp_path, CHAT % "{strategy: truncate_tokens, max_tokens: 12}", *ANSWERS)
+    [call] = why_json(run_id, "chat/4/talk")
+    [note] = call["left_out"]
+    assert note["rule"] == "truncate_tokens" and note["max_tokens"] == 12 and note["turns"][0] == 1
+    kept = len(call["messages"]) - 2  # the system prompt and the current message
+    assert note["turns"][1] == 6 - kept  # the turns before the current answer: the seed and five more
+    assert (
+        why(run_id, "chat/4/talk")[-1]
+        == f"  left out: {_turns(1, 6 - kept)} dropped by truncate_tokens (max_tokens 12)"
+    )
+
+
+def _turns(first: int, last: int) -> str:
+    return f"turn {first}" if first == last else f"turns {first}–{last}"
+
+
+SUMMARIZED = """\
+version: "0.1"
+name: summarized
+agents:
+  bot: {model: scripted, replies: [q1, q2, q3, q4, q5]}
+  summ: {model: scripted, replies: [S1, S2, S3]}
+steps:
+  - kind: loop
+    name: chat
+    loop:
+      conversation: true
+      max_loops: 5
+      history_management: {strategy: summarize, summarizer_agent: summ, max_turns: 4, summarize_ratio: 0.5}
+      body:
+        - {kind: step, name: talk, uses: agents.bot}
+        - {kind: hitl, name: answer, message: "{{ steps.talk.output }}"}
+"""
+
+
+def test_a_summary_says_which_turns_it_stands_for_and_who_made_it(state_db: Path, tmp_path: Path) -> None:
+    run_id = run(tmp_path, SUMMARIZED, *ANSWERS, "--answer", "a5")
+    calls = why_json(run_id, "chat/3/talk")
+    summarizer, talk = calls  # the summary, made before the step's call, is its child
+    assert summarizer["path"] == "chat/3/talk/summarize"
+    assert summarizer["messages"][-1]["origin"] == {"request": "chat/3/talk/summarize"}
+    assert talk["messages"][0]["origin"] == {"summary": [1, 3], "by": "scripted"}
+    assert talk["messages"][0]["why"] == "a summary of turns 1–3, made by agent scripted"
+    assert talk["messages"][-1]["origin"] == {"answer": "chat/2/answer"}
+    assert talk["left_out"] == []
+
+
+OPTED_OUT = """\
+version: "0.1"
+name: opted_out
+agents:
+  bot: {model: scripted, replies: [q1, q2]}
+  extractor: {model: scripted, replies: [e1, e2]}
+steps:
+  - kind: loop
+    name: chat
+    loop:
+      conversation: true
+      max_loops: 2
+      body:
+        - {kind: step, name: talk, uses: agents.bot}
+        - {kind: hitl, name: answer, message: "{{ steps.talk.output }}"}
+        - {kind: step, name: extract, uses: agents.extractor, use_history: false}
+"""
+
+
+def test_a_step_that_opts_out_of_the_history_says_so(state_db: Path, tmp_path: Path) -> None:
+    run_id = run(tmp_path, OPTED_OUT, "--input", "Hi", "--answer", "a1", "--answer", "a2")
+    lines = why(run_id, "chat/2/extract")
+    assert lines == [
+        "chat/2/extract · call 1 · scripted",
+        "    1 user      the person's answer to the question at chat/2/answer",
+        "  left out: turns 1–3 not sent: step chat/2/extract opted out (use_history: false)",
+    ]
+
+
+CALCULATOR = """\
+version: "0.1"
+name: calculator
+agents:
+  helper:
+    model: scripted
+    replies:
+      - {tool: add, arguments: {a: 2, b: 2}}
+      - "It is 4."
+      - {tool: add, arguments: {a: 4, b: 3}}
+      - "It is 7."
+steps:
+  - kind: loop
+    name: chat
+    loop:
+      conversation: true
+      max_loops: 1
+      body:
+        - {kind: step, name: answer, uses: agents.helper}
+        - {kind: hitl, name: more, message: "{{ steps.answer.output }}"}
+"""
+
+
+def test_a_thread_s_earlier_run_and_a_tool_loop_s_messages_are_named(state_db: Path, tmp_path: Path) -> None:
+    blueprint = tmp_path / "calculator.yaml"
+    blueprint.write_text(CALCULATOR, encoding="utf-8")
+    pipeline = with_tools(
+        load_pipeline(blueprint, Settings()),
+        "answer",
+        ToolUse(tools=(FunctionTool("add", lambda a: f"sum={a['a'] + a['b']}"),), agent="helper"),
+    )
+
+    async def two_runs() -> tuple[str, str]:
+        async with await open_store(str(state_db)) as store:
+            first = await Engine(store=store, human=ScriptedHuman(["Thanks"])).run(pipeline, "2+2?", thread="sums")
+            second = await Engine(store=store, human=ScriptedHuman(["Bye"])).run(pipeline, "4+3?", thread="sums")
+        assert (first.status, second.status) == ("completed", "completed"), (first.error, second.error)
+        return first.run_id, second.run_id
+
+    first, second = asyncio.run(two_runs())
+    calls = why_json(second, "chat/1/answer")
+    assert len(calls) == 2  # the tool loop's two turns
+    earlier = [{"thread": first}] * 3  # 2+2?, It is 4., Thanks
+    assert [m["origin"] for m in calls[0]["messages"]] == [*earlier, {"seed": "input"}]
+    assert [m["origin"] for m in calls[1]["messages"]] == [
+        *earlier,
+        {"seed": "input"},
+        {"calls": "chat/1/answer/model/2"},
+        {"result": "chat/1/answer/model/2"},
+    ]
+    lines = why(second, "chat/1/answer")
+    assert f"    1 user      a turn of the thread's earlier run {first}" in lines
+    assert "    5 assistant the tool calls the model asked for, in this step's tool loop" in lines
+    assert "    6 tool      a tool call's result, in this step's tool loop" in lines
+
+
+def test_a_call_recorded_without_provenance_names_what_it_can(state_db: Path, tmp_path: Path) -> None:
+    """A step outside a conversation: its system prompt and its input."""
+    flow = 'version: "0.1"\nagents:\n  bot: {model: scripted, system_prompt: Be brief., replies: [ok]}\n'
+    run_id = run(tmp_path, flow + "steps:\n  - {kind: step, name: one, uses: agents.bot}\n", "--input", "hi")
+    assert why(run_id, "one") == [
+        "one · call 1 · scripted",
+        "    1 system    the system prompt of agent scripted",
+        "    2 user      the input of one",
+    ]
+
+
+def test_why_and_the_viewer_do_not_go_together(state_db: Path, tmp_path: Path) -> None:
+    flow = 'version: "0.1"\nagents:\n  bot: {model: scripted, replies: [ok]}\n'
+    run_id = run(tmp_path, flow + "steps:\n  - {kind: step, name: one, uses: agents.bot}\n", "--input", "hi")
+    code, _, err = flujo(["lens", "trace", run_id, "--why", "--tui"])
+    assert code == exit_codes.USAGE and "--why" in err
+
+
+WINDOW = """\
+version: "0.1"
+name: window
+agents:
+  bot: {model: scripted, context_window: 30, replies: [q1 is a question of some length, q2 asks more things, q3, q4]}
+steps:
+  - kind: loop
+    name: chat
+    loop:
+      conversation: true
+      max_loops: 4
+      body:
+        - {kind: step, name: talk, uses: agents.bot}
+        - {kind: hitl, name: answer, message: "{{ steps.talk.output }}"}
+"""
+
+
+def test_turns_dropped_to_fit_the_agent_s_window_say_its_budget(state_db: Path, tmp_path: Path) -> None:
+    run_id = run(tmp_path, WINDOW, *ANSWERS)
+    [call] = why_json(run_id, "chat/4/talk")
+    [note] = call["left_out"]
+    assert note["rule"] == "window" and note["budget"] == 30 and note["turns"][0] == 1
+    budget = "the prompt budget of 30 tokens of agent scripted (its context window minus the reply's share)"
+    assert why(run_id, "chat/4/talk")[-1].endswith(f"dropped to fit {budget}")
