@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from lens.call_order import in_step_order
     from lens.diff import RunDiff, compare_runs, compared_runs, diff_document, diff_lines
     from lens.stream import run_lines, trace_lines
-    from lens.why import calls_below, why_document, why_lines
+    from lens.why import Provenance, calls_below, why_document, why_lines
 
 # Imported when first asked for: only ``flujo lens trace`` into a pipe writes the trace line by line, and
 # only ``flujo lens diff`` compares two runs, only ``--why`` says where each message came from.
@@ -53,6 +53,7 @@ _LAZY = {
     "diff_document": "lens.diff",
     "diff_lines": "lens.diff",
     "in_step_order": "lens.call_order",
+    "Provenance": "lens.why",
     "calls_below": "lens.why",
     "why_document": "lens.why",
     "why_lines": "lens.why",
@@ -65,6 +66,7 @@ __all__ = [
     "GroupNode",
     "MessageNode",
     "Node",
+    "Provenance",
     "RunDiff",
     "RunNode",
     "RunRow",

@@ -1,13 +1,16 @@
 """Why each message of an agent call is there, and what was left out (``flujo lens trace --why``).
 
-An ``agent.prompt`` event of a call in a conversation carries ``why`` (``PromptSent.why``): the origin of
-each history turn sent, of the current message, and notes of what was left out, as ids
-(``core.conversation.provenance``). Here they are placed on the messages as sent and said in words. A
-message is placed by its position: the messages before the history are the agent's own (its system prompt,
-its worked examples), then come the history's turns (as messages, or as one text block in the current
-message), the current message, and in a tool loop's later turns the calls the model asked for and their
-results. A call recorded before provenance (or outside a conversation) still gets its system prompt and
-its input named.
+An ``agent.prompt`` event of a call in a conversation carries ``why`` (``PromptSent.why``,
+``core.conversation.provenance``): the origin of its current message, the numbers of the conversation's
+turns it sent, the summary's origin, the origins of the turns no earlier event gave (``said``), and notes of
+what was left out. ``Provenance`` reads the events of a run in order, so the origin of each turn sent is
+known from the event that first gave it; each origin (a short text of ids: ``answer chat/2/answer``) is
+read into an object (``{"answer": "chat/2/answer"}``), placed on the message that carries it and said in
+words. A message is placed by its position: the messages before the history are the agent's own (its system
+prompt, its worked examples), then come the history's turns (as messages, or as one text block in the
+current message), the current message, and in a tool loop's later turns the calls the model asked for and
+their results. A call recorded before provenance (or outside a conversation) still gets its system prompt
+and its input named.
 """
 
 from __future__ import annotations
@@ -31,13 +34,49 @@ def calls_below(nodes: Sequence[Node]) -> list[CallNode]:
     return found
 
 
-def message_origins(call: CallNode) -> list[Origin]:
+class Provenance:
+    """The origins of the turns of a run's conversations, read from its agent calls in order (``calls``: every
+    call of the run, as ``calls_below`` gives them), to place on the messages of any of those calls."""
+
+    def __init__(self, calls: Sequence[CallNode]) -> None:
+        self._sent: dict[int, list[Origin]] = {}  # id(call) → the origins of the history turns it sent
+        self._message: dict[int, Origin] = {}  # id(call) → its current message's, when that is a turn
+        known: dict[tuple[str, str], dict[int, str]] = {}  # (run, conversation) → turn number → origin
+        for call in calls:
+            why = call.prompt.why
+            if not isinstance(why, Mapping):
+                continue
+            history = call.prompt.history or {}
+            turns = known.setdefault((call.run_id, str(history.get("conversation"))), {})
+            said = why.get("said")
+            if isinstance(said, list) and said and isinstance(said[0], int):
+                if said[0] == 1:
+                    turns.clear()  # the conversation anew (a loop entered again, a run resumed)
+                turns.update(zip(range(said[0], said[0] + len(said) - 1), said[1:], strict=True))
+            sent = [parsed(why["summary"])] if "summary" in why else []
+            first, last = _pair(why.get("turns"))
+            sent += [parsed(turns.get(number)) for number in range(first, last + 1)] if first else []
+            self._sent[id(call)] = sent
+            message = why.get("message")
+            if isinstance(message, int):  # the current message is turn N: its origin
+                self._message[id(call)] = parsed(turns.get(message))
+
+    def message(self, call: CallNode) -> Origin | None:
+        """The origin of ``call``'s current message when that is a turn of the conversation."""
+        return self._message.get(id(call))
+
+    def sent(self, call: CallNode) -> list[Origin]:
+        """The origins of the history turns ``call`` sent, oldest first."""
+        return self._sent.get(id(call), [])
+
+
+def message_origins(call: CallNode, provenance: Provenance) -> list[Origin]:
     """The origin of each message ``call`` sent, in order (``{"unknown": True}`` where it cannot be told)."""
     prompt = call.prompt
     messages = prompt.messages
     why = prompt.why if isinstance(prompt.why, Mapping) else {}
-    history = [each if isinstance(each, Mapping) else _UNKNOWN for each in why.get("history") or ()]
-    said = why.get("message")
+    history = provenance.sent(call)
+    said = provenance.message(call) or (parsed(why["message"]) if isinstance(why.get("message"), str) else None)
     current = _current_index(messages, call.turn)
     mode = (prompt.history or {}).get("mode")
     in_block = mode == "text" and bool(history)
@@ -75,6 +114,27 @@ def _current_index(messages: Sequence[Mapping[str, Any]], turn: bool) -> int:
 
 
 _UNKNOWN: Origin = {"unknown": True}
+_FIELDS = {"seed": 1, "answer": 1, "user": 1, "input": 1, "thread": 1, "reply": 2, "summary": 4}
+
+
+def parsed(origin: Any) -> Origin:
+    """A stored origin (``reply last chat/1/talk``) as an object (``{"reply": "chat/1/talk", "source":
+    "last"}``); ``{"unknown": True}`` when it is not one."""
+    if not isinstance(origin, str):
+        return _UNKNOWN
+    code, _, rest = origin.partition(" ")
+    fields = _FIELDS.get(code)
+    if fields is None or not rest:
+        return _UNKNOWN
+    if code == "reply":
+        source, _, path = rest.partition(" ")
+        return {"reply": path, "source": source}
+    if code == "summary":
+        first, last, by = [*rest.split(" ", 2), "", ""][:3]
+        if not (first.isdigit() and last.isdigit()):
+            return _UNKNOWN
+        return {"summary": [int(first), int(last)], "by": by}
+    return {code: rest}
 
 
 def origin_words(origin: Origin) -> str:
@@ -157,19 +217,21 @@ def left_out(call: CallNode) -> list[Mapping[str, Any]]:
     return [note for note in notes or () if isinstance(note, Mapping)]
 
 
-def why_lines(call: CallNode) -> list[str]:
+def why_lines(call: CallNode, provenance: Provenance) -> list[str]:
     """What ``--why`` prints for one call: a line per message (its number, role and origin), then a line per
     note of what was left out."""
     head = f"{call.path} · call {call.index + 1} · {call.prompt.agent}"
     lines = [head]
-    for number, (message, origin) in enumerate(zip(call.prompt.messages, message_origins(call), strict=True), 1):
+    for number, (message, origin) in enumerate(
+        zip(call.prompt.messages, message_origins(call, provenance), strict=True), 1
+    ):
         lines.append(f"  {number:>3} {message.get('role', '?')!s:<9} {origin_words(origin)}")
     for note in left_out(call):
         lines.append(f"  left out: {left_out_words(note, call.path, call.prompt.agent)}")
     return lines
 
 
-def why_document(calls: Sequence[CallNode]) -> dict[str, Any]:
+def why_document(calls: Sequence[CallNode], provenance: Provenance) -> dict[str, Any]:
     """``--why --json``: each call's messages with their origins, and what was left out, with the words."""
     return {
         "calls": [
@@ -179,7 +241,7 @@ def why_document(calls: Sequence[CallNode]) -> dict[str, Any]:
                 "agent": call.prompt.agent,
                 "messages": [
                     {"role": message.get("role"), "origin": dict(origin), "why": origin_words(origin)}
-                    for message, origin in zip(call.prompt.messages, message_origins(call), strict=True)
+                    for message, origin in zip(call.prompt.messages, message_origins(call, provenance), strict=True)
                 ],
                 "left_out": [
                     {**note, "why": left_out_words(note, call.path, call.prompt.agent)} for note in left_out(call)

@@ -57,7 +57,7 @@ def test_conversation_exports() -> None:
     assert set(core.conversation.__all__) == {
         "ActiveConversation", "BranchRecords", "Injection", "LoopConversation", "RunFrame", "ThreadBinding",
         "bind_thread", "bound", "branch_records", "capture", "check_thread", "check_thread_name", "default_question",
-        "enter_loop", "is_context", "makes_turn", "message_for", "newest_message", "prepare", "replay_summary",
+        "enter_loop", "is_context", "makes_turn", "message_for", "newest_message", "prepare", "replay_summary", "replayed_call",
         "shown_text", "turn_text", "active_in",
         "EnsembleState", "Speaker", "Turn", "chat", "cue", "envelope", "parse_reply",
     }  # fmt: skip
@@ -79,6 +79,6 @@ def test_lens_exports() -> None:
         "nested", "open_viewer", "parse_age", "parse_moment", "prune_document", "prune_summary", "recent_runs",
         "runs_table", "show_document", "show_view", "step_paths_named", "trace_document", "trace_view", "walk",
         "RunDiff", "compare_runs", "compared_runs", "diff_document", "diff_lines", "in_step_order",
-    } | {"run_lines", "trace_lines", "calls_below", "why_document", "why_lines"}  # fmt: skip
+    } | {"run_lines", "trace_lines", "Provenance", "calls_below", "why_document", "why_lines"}  # fmt: skip
     for name in lens.__all__:
         assert hasattr(lens, name), name

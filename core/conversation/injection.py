@@ -15,6 +15,7 @@ it). The conversation itself is never cut.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +23,7 @@ from typing import Any
 from core.context import RunContext
 from core.conversation.current_message import current_message
 from core.conversation.history import as_messages, bound, drop_oldest, history_block, prompt_turns, question_of
-from core.conversation.provenance import left_out
+from core.conversation.provenance import input_origin, left_out
 from core.conversation.run_frame import RunFrame
 from core.conversation.summary import summarize
 from core.conversation.turns import ActiveConversation, active_in
@@ -33,7 +34,7 @@ from core.ports import Agent
 from core.steps.kinds import AgentStep
 from core.text.templates import Template
 from core.text.tokens import DEFAULT_ENCODING, count_messages, encoding_name
-from core.text.turns import ConversationTurn, turn_text
+from core.text.turns import ConversationTurn, Turns, turn_text
 
 
 @dataclass(frozen=True)
@@ -78,13 +79,14 @@ async def prepare(
         iteration_input=active.iteration_input,
     )
     message, end = current.message, current.end
-    said = turns[end].origin if end < len(turns) else {"input": path}
     offset = 0 if summary is None else summary.covers - 1  # a turn's number is its index here plus 1 plus this
+    # The current message: the number of the turn it is (its origin is in ``said``), or the step's input.
+    said: Any = end + 1 + offset if end < len(turns) else input_origin(path)
     if step.use_history is False:
-        return Injection(message, why=_unsent(said, "use_history", end, offset))
+        return Injection(message, why=_unsent(ctx, said, "use_history", end, offset))
     if not agent.takes_history:  # a builtin moving its input along: a history block would join its output
         unsent = {**_none(active, end), "mode": "none (the agent takes no history)"}
-        return Injection(message, (), unsent, _unsent(said, "takes_history", end, offset))
+        return Injection(message, (), unsent, _unsent(ctx, said, "takes_history", end, offset))
     template = active.settings.history_template
     as_text = not agent.is_model or template is not None
     if as_text and agent.is_model and not isinstance(message, str):
@@ -113,16 +115,18 @@ async def prepare(
     trace: dict[str, Any] = {"conversation": active.loop, "turns": len(kept), "dropped": end - len(kept)}
     if summary is not None and kept[:1] == [summary.turn]:
         trace["summary_of"] = summary.covers  # the first turn sent stands for this many of the oldest
-    left: list[dict[str, Any]] = []
-    if bounded < end - head:  # the bound dropped the oldest turns after the summary: say by which rule
-        rule = _rule(policy.strategy, turns, head, end, bounded, max_turns, strategy_tokens, room, agent.prompt_budget)
-        left.append(left_out(rule[0], head + 1 + offset, end - bounded + offset, **rule[1]))
-    summarized = head == 1 and kept[:1] == turns[:1]
-    fitted = len(kept) - (1 if summarized else 0)
-    if fitted < bounded or (head and not summarized):  # cut again to fit the prompt as sent in the budget
-        first = end - bounded + 1 + offset if summarized or not head else 1  # the summary's turns went too
-        left.append(left_out("window", first, end - fitted + offset, budget=agent.prompt_budget))
-    why = {"history": [turn.origin for turn in kept], "message": said, "left_out": left}
+    why = _why(
+        ctx.conversation_history,
+        agent,
+        policy.strategy,
+        turns,
+        kept,
+        said,
+        (head, end, bounded, offset),
+        max_turns,
+        strategy_tokens,
+        room,
+    )
     if not kept:
         return Injection(message, (), trace, why)
     if not as_text:
@@ -133,14 +137,72 @@ async def prepare(
     reason = "the input is structured (not text); the agent can read context.conversation_history"
     events.append(frame.event(path, HistoryNotInjected(len(kept), reason)))
     trace = {**_none(active, end), "mode": "none (structured input)"}
-    return Injection(message, (), trace, _unsent(said, "structured", end, offset))
+    return Injection(message, (), trace, _unsent(ctx, said, "structured", end, offset))
 
 
-def _unsent(said: Any, rule: str, end: int, offset: int) -> dict[str, Any]:
+def replayed_call(step: AgentStep, agent: Agent, ctx: RunContext) -> None:
+    """An agent call served from the journal (a resumed run): its ``agent.prompt`` event, stored by the earlier
+    process, gave the origins of the turns said so far, as ``prepare`` would have: the next call's event says
+    those after them, as in a run never interrupted."""
+    history = ctx.conversation_history
+    if isinstance(history, Turns) and active_in(ctx) is not None:
+        history.described = len(history)
+
+
+def _why(
+    history: Sequence[ConversationTurn],
+    agent: Agent,
+    strategy: str,
+    turns: Sequence[ConversationTurn],
+    kept: Sequence[ConversationTurn],
+    said: Any,
+    cut: tuple[int, int, int, int],
+    max_turns: int | None,
+    max_tokens: int | None,
+    room: int | None,
+) -> dict[str, Any]:
+    """``PromptSent.why`` of a call sent ``kept`` of ``turns[:end]`` (``bounded`` of the turns after the
+    summary, if ``head``, kept by the bound; ``offset`` + 1 + an index is a turn's number) before a message
+    whose origin is ``said``: the numbers of the turns sent (and the summary's origin), the origins of the
+    conversation's turns the trace has not said yet, and what was left out, by which rule."""
+    head, end, bounded, offset = cut
+    left: list[dict[str, Any]] = []
+    if bounded < end - head:  # the bound dropped the oldest turns after the summary: say by which rule
+        rule, numbers = _rule(strategy, turns, head, end, bounded, max_turns, max_tokens, room, agent.prompt_budget)
+        left.append(left_out(rule, head + 1 + offset, end - bounded + offset, **numbers))
+    summarized = head == 1 and kept[:1] == turns[:1]
+    fitted = len(kept) - (1 if summarized else 0)
+    if fitted < bounded or (head and not summarized):  # cut again to fit the prompt as sent in the budget
+        first = end - bounded + 1 + offset if summarized or not head else 1  # the summary's turns went too
+        left.append(left_out("window", first, end - fitted + offset, budget=agent.prompt_budget))
+    why: dict[str, Any] = {"message": said, "left_out": left}
+    if summarized:
+        why["summary"] = kept[0].origin
+    if fitted:
+        why["turns"] = [end - fitted + 1 + offset, end + offset]
+    return _with_new_origins(why, history)
+
+
+def _with_new_origins(why: dict[str, Any], history: Sequence[ConversationTurn]) -> dict[str, Any]:
+    """``why`` with ``said``: the number of the first turn of ``history`` whose origin no earlier prompt event
+    of this conversation gave, then the origins of it and the turns after it. A prompt event so costs the
+    turns said since the last one (two an iteration), not the turns it sent; lens reads the origins of the
+    turns a call sent from the events before it (a run resumed in a new process says them all again once)."""
+    start = history.described if isinstance(history, Turns) else 0
+    if start > len(history):  # turns given back (a stopped iteration): say them again
+        start = 0
+    if start < len(history):
+        why["said"] = [start + 1, *map(_ORIGIN, history[start:])]
+        if isinstance(history, Turns):
+            history.described = len(history)
+    return why
+
+
+def _unsent(ctx: RunContext, said: Any, rule: str, end: int, offset: int) -> dict[str, Any]:
     """The ``why`` of a call sent none of the history before its message, by ``rule``."""
     first, last = 1, end + offset  # the summary's turns too: nothing of them was sent
     notes = [left_out(rule, first, last)] if last >= first else []
-    return {"history": [], "message": said, "left_out": notes}
+    return _with_new_origins({"message": said, "left_out": notes}, ctx.conversation_history)
 
 
 def _rule(
@@ -173,6 +235,7 @@ def _none(active: ActiveConversation, end: int) -> dict[str, Any]:
     return {"conversation": active.loop, "turns": 0, "dropped": end}
 
 
+_ORIGIN = operator.attrgetter("origin")
 _MESSAGES = "messages"  # _fit_window's "as chat messages" (a template is the text block's form)
 
 

@@ -16,7 +16,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -128,9 +128,7 @@ def _leaf_steps(steps: Sequence[Step]) -> Iterator[Step]:
                 yield from _leaf_steps(step.default_branch)
 
 
-def add_turn(
-    ctx: RunContext, role: Role, content: str, *, shown: str | None = None, origin: Mapping[str, Any] | None = None
-) -> None:
+def add_turn(ctx: RunContext, role: Role, content: str, *, shown: str | None = None, origin: str | None = None) -> None:
     """Add a turn said now to the history (and, in the thread's conversation, to the run's thread turns);
     ``shown`` is what a person reads of it when that is not ``content``, ``origin`` where it came from
     (``core.conversation.provenance``)."""

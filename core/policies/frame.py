@@ -83,11 +83,17 @@ class Frame:
         """``event`` of the step at ``path`` with secrets masked, ready to store. Tracing never fails a run:
         a payload that cannot be prepared is replaced by a note saying why. ``sent`` is the messages of an
         ``agent.prompt`` event, given as the message objects (and left out of ``event``): they are masked
-        through ``Redactor.messages``, which masks each message object once."""
+        through ``Redactor.messages``, which masks each message object once. Its ``why`` is ids only (step
+        paths, agent names, run ids, turn numbers: ``core.conversation.provenance``), never masked, as an
+        event's path is not: walking it for secrets was most of what recording it cost."""
         try:
-            masked = self.redactor.value(event.to_payload())
+            payload = event.to_payload()
+            why = payload.pop("why", None) if sent is not None else None
+            masked = self.redactor.value(payload)
             if sent is not None:
                 masked["messages"] = self.redactor.messages(sent)
+                if why is not None:
+                    masked["why"] = why
         except Exception as exc:  # a tracing failure must not become the step's failure
             masked = {"trace_error": f"this {event.kind} event could not be recorded: {type(exc).__name__}: {exc}"}
         return TraceEvent(kind=event.kind, path=path, payload=masked, ts=time.time())

@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from core.context import RunContext
-from core.conversation import capture, default_question, message_for, prepare, replay_summary
+from core.conversation import capture, default_question, message_for, prepare, replay_summary, replayed_call
 from core.model.calls import AgentCall, OutputRepair, Retry
 from core.model.codec import normalize
 from core.model.errors import AgentOutputError, ControlSignal, FlujoError, PromptTooLarge, ReplyCutOff, RunError
@@ -90,6 +90,7 @@ async def run_agent_step(
         if step.agent is not None:
             step.agent.replayed()
             replay_summary(ctx, path, frame)
+            replayed_call(step, step.agent, ctx)
         _apply_agent_output(step, ctx, data, replay.output, path)
         frame.add_usage(replay.usage)
         return replay.output

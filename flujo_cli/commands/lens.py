@@ -174,7 +174,7 @@ def trace_run(run_id: str, options: TraceOptions, *, json_output: bool, state: s
             return exit_codes.FAILED
         shown_expansion.append(expanded)
         if options.why:
-            _print_why(tree, json_output=json_output)
+            _print_why(whole, tree, json_output=json_output)
         elif interactive:
             shown.append(tree)  # the viewer runs its own event loop, after this one is closed
             # The tree lives until the process ends: out of the collector's sight (frozen while it is
@@ -442,16 +442,19 @@ def _print_output(output: Any) -> None:
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
-def _print_why(tree: RunNode, *, json_output: bool) -> None:
-    """``--why``: each agent call's messages with where they came from, and what was left out."""
-    from lens import calls_below, why_document, why_lines
+def _print_why(whole: RunNode, tree: RunNode, *, json_output: bool) -> None:
+    """``--why``: each agent call of ``tree`` (``whole`` focused on ``--step``) with where each of its messages
+    came from (read from all of ``whole``'s calls: a turn's origin is given by the first call that sent it),
+    and what was left out."""
+    from lens import Provenance, calls_below, why_document, why_lines
 
+    provenance = Provenance(calls_below(whole.children))
     calls = calls_below(tree.children)
     if json_output:
-        _print_json({"run_id": tree.run_id, **why_document(calls)})
+        _print_json({"run_id": tree.run_id, **why_document(calls, provenance)})
         return
     for call in calls:
-        sys.stdout.write("\n".join(why_lines(call)) + "\n")
+        sys.stdout.write("\n".join(why_lines(call, provenance)) + "\n")
 
 
 def _print_json(data: Any) -> None:

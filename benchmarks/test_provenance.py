@@ -1,0 +1,77 @@
+"""What recording why each message is there costs (issue 34): a 1,000-iteration conversation with and
+without the provenance, in the same sitting.
+
+Each turn carries its origin (``ConversationTurn.origin``, a short text made once when it is said) and each
+agent call's ``agent.prompt`` event a ``why`` of ids: the origins of the turns it sent (references to those
+made once), its message's, and what the bound left out (``core.conversation.injection``). "without" turns
+both off (no origins on the turns, no ``why`` on the prompts), so the two cases differ by exactly that
+work: making the origins and the ``why``, and storing it (a JSON round trip in the memory store). The
+conversation is ``benchmarks/test_conversation.py``'s (an echo agent with a system prompt, a HITL question,
+``truncate_tokens`` 1,024: from iteration ~10 every call drops turns, so every call also says which and by
+which rule), run through the engine into an in-memory store. Target: "with" within the noise of "without"
+(docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+
+from pytest_benchmark.fixture import BenchmarkFixture
+
+import core.conversation.injection as injection
+import core.conversation.turns as turns
+from benchmarks import sizes
+from benchmarks.test_conversation import ANSWER, _loop
+from core import Engine, Pipeline, RunOutcome
+from core.store import MemoryStore
+from core.testing import ScriptedHuman
+
+ITERATIONS = sizes.size(1000, 10)
+ROUNDS = sizes.size(7, 1)
+
+
+def _conversation(provenance: bool) -> tuple[RunOutcome, MemoryStore]:
+    """One whole conversation through the engine, with the provenance or without it."""
+    saved = injection._why, turns.step_origin
+    if not provenance:
+        injection._why = lambda *args: None  # type: ignore[assignment]
+        turns.step_origin = lambda *args, **kwargs: None  # type: ignore[assignment]
+    try:
+        store = MemoryStore()
+        engine = Engine(store=store, human=ScriptedHuman([ANSWER] * ITERATIONS))
+        pipeline = Pipeline(steps=(_loop(ITERATIONS),), name="bench")
+        return asyncio.run(engine.run(pipeline, "Plan the offsite")), store
+    finally:
+        injection._why, turns.step_origin = saved
+
+
+def test_thousand_iteration_conversation_with_and_without(benchmark: BenchmarkFixture) -> None:
+    """Each round runs the conversation without the provenance, then with it, and times each in CPU time (the
+    machine's other work shifts both alike); the round's own time is the pair. ``extra_info``: the medians
+    and their ratio."""
+    cpu: dict[bool, list[float]] = {True: [], False: []}
+    outcomes: dict[bool, tuple[RunOutcome, MemoryStore]] = {}
+
+    def pair() -> None:
+        for provenance in (False, True):
+            started = time.process_time()
+            outcomes[provenance] = _conversation(provenance)
+            cpu[provenance].append(time.process_time() - started)
+
+    benchmark.pedantic(pair, rounds=ROUNDS, warmup_rounds=sizes.size(1, 0))
+    with_, without = statistics.median(cpu[True]), statistics.median(cpu[False])
+    benchmark.extra_info.update(
+        with_ms=round(with_ * 1000, 1), without_ms=round(without * 1000, 1), ratio=round(with_ / without, 3)
+    )
+    for provenance, (outcome, store) in outcomes.items():
+        assert outcome.status == "completed", outcome.error
+        prompts = [e for e in asyncio.run(store.events(outcome.run_id)) if e.kind == "agent.prompt"]
+        assert len(prompts) == ITERATIONS
+        whys = [event.payload.get("why") for event in prompts]
+        if provenance:
+            assert all(isinstance(why, dict) for why in whys)
+            assert whys[-1]["message"] == 2 * ITERATIONS - 1  # the number of the last answer, its origin said
+        else:
+            assert whys == [None] * ITERATIONS
