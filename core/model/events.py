@@ -106,9 +106,8 @@ class PromptSent(_Event):
     conversation went with them (``conversation``, ``turns``, ``dropped``, ``mode``, ``summary_of``);
     ``purpose`` is ``"summarize"`` for the call that condenses a conversation's oldest turns, and
     ``simulated_person`` names the agent playing the person when it answers a question. ``why`` (a call in a
-    conversation) says where the history sent and the current message came from and what was left out, as
-    ids: ``{"history": [origin, ...], "message": origin, "left_out": [note, ...]}``
-    (``core.conversation.provenance``)."""
+    conversation) says, as ids, which turns were sent, where the current message and the turns no earlier
+    call gave came from, and what was left out (``core.conversation.provenance``)."""
 
     kind: ClassVar[Literal["agent.prompt"]] = "agent.prompt"
     agent: str
