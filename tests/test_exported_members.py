@@ -57,8 +57,8 @@ def test_conversation_exports() -> None:
     assert set(core.conversation.__all__) == {
         "ActiveConversation", "BranchRecords", "Injection", "LoopConversation", "RunFrame", "ThreadBinding",
         "bind_thread", "bound", "branch_records", "capture", "check_thread", "check_thread_name", "default_question",
-        "enter_loop", "is_context", "makes_turn", "message_for", "newest_message", "prepare", "replay_summary", "replayed_call",
-        "shown_text", "turn_text", "active_in",
+        "enter_loop", "is_context", "makes_turn", "message_for", "newest_message", "prepare", "replay_summary",
+        "replayed_call", "shown_text", "turn_text", "active_in",
         "EnsembleState", "Speaker", "Turn", "chat", "cue", "envelope", "parse_reply",
     }  # fmt: skip
     for name in core.conversation.__all__:
