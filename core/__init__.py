@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from core.answering.replay import recorded_answers
     from core.answering.simulated_person import SimulatedPerson
     from core.context import VIEW_KEYS, RunContext
-    from core.conversation import check_thread, check_thread_name, is_context, turn_text
+    from core.conversation import FORK_OPTION, check_thread, check_thread_name, fork_thread, is_context, turn_text
     from core.engine import Engine, NoHuman, RunOutcome, busy_refusal, new_run_id
     from core.model.calls import Activity, AgentCall, AgentReply, ChatMessage, HumanQuestion, OutputRepair
     from core.model.errors import (
@@ -286,6 +286,8 @@ _WHERE = {
     "call_interrupted": "core.model.records",
     "check_thread": "core.conversation",
     "check_thread_name": "core.conversation",
+    "FORK_OPTION": "core.conversation",
+    "fork_thread": "core.conversation",
     "find_provider": "core.model.providers",
     "is_context": "core.conversation",
     "load_settings": "core.settings.config",
@@ -441,6 +443,8 @@ __all__ = [
     "call_interrupted",
     "check_thread",
     "check_thread_name",
+    "FORK_OPTION",
+    "fork_thread",
     "find_provider",
     "is_context",
     "load_recording",
