@@ -314,6 +314,7 @@ _WHERE = {
 __all__ = [
     "CHILD_PATH_ROOTS",
     "CONTAINER_STEP_KINDS",
+    "FORK_OPTION",
     "INTERRUPTED_CALL",
     "KEYED_STEP_KINDS",
     "MODEL_TURN_KIND",
@@ -443,9 +444,8 @@ __all__ = [
     "call_interrupted",
     "check_thread",
     "check_thread_name",
-    "FORK_OPTION",
-    "fork_thread",
     "find_provider",
+    "fork_thread",
     "is_context",
     "load_recording",
     "load_settings",

@@ -174,6 +174,15 @@ def run(
     answers: AnswersFileOption = None,
     no_input: NoInputOption = False,
     thread: ThreadOption = None,
+    continue_last: Annotated[
+        bool,
+        typer.Option(
+            "--continue",
+            "-c",
+            help="Continue the conversation of the latest run of FILE: its thread, as --thread would (not with"
+            " --thread; a latest run in no thread is a usage error).",
+        ),
+    ] = False,
     json_output: JsonOption = False,
     set_: SetOption = None,
     max_tokens: MaxTokensOption = None,
@@ -195,6 +204,8 @@ def run(
         usage_error(f"--on-divergence must be stop or live, not {on_divergence!r}")
     if replay is None and on_divergence != "stop":
         usage_error("--on-divergence applies to a replay: give --replay RUN_ID too")
+    if continue_last and thread is not None:
+        usage_error("--continue and --thread cannot be given together: --continue continues the latest run's thread")
 
     raise SystemExit(
         run_blueprint(
@@ -206,6 +217,7 @@ def run(
             json_output=json_output,
             overrides=RunOverrides(set_ or [], max_tokens, max_cost_usd),
             thread=thread,
+            continue_last=continue_last,
             answer_flags=AnswerFlags(simulate_user, replay_answers, replay, on_divergence),
             state=store,
             debug=state.debug,
@@ -503,6 +515,31 @@ def threads_delete(name: ThreadName, json_output: JsonOption = False, store: Sta
     from flujo_cli.commands.threads import delete_thread
 
     raise SystemExit(delete_thread(name, json_output=json_output, state=store, debug=state.debug))
+
+
+@threads_app.command("fork", cls=Command)
+def threads_fork(
+    name: Annotated[str, typer.Argument(help="The thread to fork.", show_default=False)],
+    new: Annotated[str, typer.Argument(help="The name of the new thread.", show_default=False)],
+    at_turn: Annotated[
+        int | None,
+        typer.Option(
+            "--at-turn",
+            metavar="N",
+            min=1,
+            help="Copy only the first N turns of NAME (counted as flujo threads show NAME prints them); default:"
+            " all of them.",
+            show_default=False,
+        ),
+    ] = None,
+    json_output: JsonOption = False,
+    store: StateOption = None,
+) -> None:
+    """Start thread NEW from an earlier point of thread NAME: NEW begins with a copy of NAME's first N turns,
+    and flujo run FILE --thread NEW continues from there. NAME is left as it is."""
+    from flujo_cli.commands.threads import fork_thread
+
+    raise SystemExit(fork_thread(name, new, at_turn=at_turn, json_output=json_output, state=store, debug=state.debug))
 
 
 lens_app = typer.Typer(

@@ -78,10 +78,10 @@ _WHERE = {
 }
 
 __all__ = [
+    "FORK_OPTION",
     "ActiveConversation",
     "BranchRecords",
     "EnsembleState",
-    "FORK_OPTION",
     "Injection",
     "LoopConversation",
     "RunFrame",
