@@ -9,6 +9,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
+import flujo_cli.completion.values as complete
 import flujo_cli.exit_codes as exit_codes
 from flujo_cli.help_style import Command, Group
 
@@ -41,11 +42,28 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+def _install_completion(ctx: typer.Context, value: bool) -> None:
+    if value and not ctx.resilient_parsing:  # not while completing a command line that holds the flag
+        from flujo_cli.completion.install import install
+
+        raise typer.Exit(install(None))
+
+
 @app.callback()
 def _root(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
+    ] = False,
+    install_completion: Annotated[
+        bool,
+        typer.Option(
+            "--install-completion",
+            callback=_install_completion,
+            is_eager=True,
+            help="Install shell completion for the shell you are in (bash, zsh or fish) and exit; see: flujo"
+            " completion --help.",
+        ),
     ] = False,
 ) -> None:
     if debug:
@@ -111,6 +129,7 @@ SimulateUserOption = Annotated[
         help="Let agents.NAME of the blueprint answer every human question (a simulated person; its system"
         " prompt is the persona). --answer/--answers and --replay-answers still come first.",
         show_default=False,
+        autocompletion=complete.agent_refs,
     ),
 ]
 ReplayAnswersOption = Annotated[
@@ -121,6 +140,7 @@ ReplayAnswersOption = Annotated[
         " it has no answer for are asked as usual.",
         metavar="RUN_ID",
         show_default=False,
+        autocompletion=complete.run_ids,
     ),
 ]
 ReplayOption = Annotated[
@@ -132,6 +152,7 @@ ReplayOption = Annotated[
         " run. Implies --replay-answers. The input defaults to the recorded run's.",
         metavar="RUN_ID",
         show_default=False,
+        autocompletion=complete.run_ids,
     ),
 ]
 OnDivergenceOption = Annotated[
@@ -152,6 +173,7 @@ ThreadOption = Annotated[
         help="Continue the conversation of thread NAME: its earlier turns open the first conversation: true"
         " loop's history, and this run's turns are added to it (see: flujo threads).",
         show_default=False,
+        autocompletion=complete.thread_names,
     ),
 ]
 StateOption = Annotated[
@@ -227,7 +249,14 @@ def run(
 
 @app.command(cls=Command)
 def resume(
-    run_id: Annotated[str, typer.Argument(help="The run id (a unique prefix is enough).", show_default=False)],
+    run_id: Annotated[
+        str,
+        typer.Argument(
+            help="The run id (a unique prefix is enough).",
+            show_default=False,
+            autocompletion=complete.resumable_run_ids,
+        ),
+    ],
     answer: AnswerOption = None,
     answers: AnswersFileOption = None,
     no_input: NoInputOption = False,
@@ -346,7 +375,14 @@ def worker(
 
 @app.command(cls=Command)
 def cancel(
-    run_id: Annotated[str, typer.Argument(help="The run id (a unique prefix is enough).", show_default=False)],
+    run_id: Annotated[
+        str,
+        typer.Argument(
+            help="The run id (a unique prefix is enough).",
+            show_default=False,
+            autocompletion=complete.cancellable_run_ids,
+        ),
+    ],
     store: StateOption = None,
 ) -> None:
     """Cancel a queued run, or stop a run a worker is executing (its status becomes cancelled)."""
@@ -490,7 +526,9 @@ threads_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(threads_app)
-ThreadName = Annotated[str, typer.Argument(help="The thread's name.", show_default=False)]
+ThreadName = Annotated[
+    str, typer.Argument(help="The thread's name.", show_default=False, autocompletion=complete.thread_names)
+]
 
 
 @threads_app.command("list", cls=Command)
@@ -519,7 +557,9 @@ def threads_delete(name: ThreadName, json_output: JsonOption = False, store: Sta
 
 @threads_app.command("fork", cls=Command)
 def threads_fork(
-    name: Annotated[str, typer.Argument(help="The thread to fork.", show_default=False)],
+    name: Annotated[
+        str, typer.Argument(help="The thread to fork.", show_default=False, autocompletion=complete.thread_names)
+    ],
     new: Annotated[str, typer.Argument(help="The name of the new thread.", show_default=False)],
     at_turn: Annotated[
         int | None,
@@ -549,7 +589,10 @@ lens_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(lens_app)
-RunIdArgument = Annotated[str, typer.Argument(help="The run id (a unique prefix is enough).", show_default=False)]
+RunIdArgument = Annotated[
+    str,
+    typer.Argument(help="The run id (a unique prefix is enough).", show_default=False, autocompletion=complete.run_ids),
+]
 
 
 @lens_app.command("list", cls=Command)
@@ -565,7 +608,14 @@ def lens_list(
     ] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=0, help="How many runs, newest first.")] = 20,
     thread: Annotated[
-        str | None, typer.Option("--thread", metavar="NAME", help="Only the runs of thread NAME.", show_default=False)
+        str | None,
+        typer.Option(
+            "--thread",
+            metavar="NAME",
+            help="Only the runs of thread NAME.",
+            show_default=False,
+            autocompletion=complete.thread_names,
+        ),
     ] = None,
     json_output: JsonOption = False,
     store: StateOption = None,
@@ -606,6 +656,7 @@ def lens_trace(
             "--step",
             help="Only this step (a name, or a path such as chat/clarify or chat/3/clarify).",
             show_default=False,
+            autocompletion=complete.step_names,
         ),
     ] = None,
     expand: Annotated[
@@ -615,6 +666,7 @@ def lens_trace(
             help="Show prompts whole: all, none (one line per call), or the calls at a step PATH (repeatable)."
             " By default long prompts are collapsed to a few lines.",
             show_default=False,
+            autocompletion=complete.expand_values,
         ),
     ] = None,
     tui: Annotated[
@@ -695,7 +747,39 @@ def store_copy(
     raise SystemExit(copy_store(from_uri, to_uri, json_output=json_output, debug=state.debug))
 
 
+@app.command(cls=Command)
+def completion(
+    shell: Annotated[
+        str,
+        typer.Argument(help="bash, zsh or fish.", show_default=False, autocompletion=complete.shell_names),
+    ],
+    install: Annotated[
+        bool,
+        typer.Option("--install", help="Write the script where SHELL loads it at start, instead of printing it."),
+    ] = False,
+) -> None:
+    """Print the shell completion script of SHELL: it completes commands, options, and values from the project
+    (run ids with their status, thread names, a blueprint's agents, a run's steps).
+
+    Load it from your shell's startup file: eval "$(flujo completion bash)" in ~/.bashrc, eval "$(flujo completion
+    zsh)" in ~/.zshrc, flujo completion fish | source in ~/.config/fish/config.fish; or let --install (or flujo
+    --install-completion) put it where the shell finds it."""
+    from flujo_cli.completion.install import install as install_script
+    from flujo_cli.completion.shells import SHELLS, script
+    from flujo_cli.messages import usage_error
+
+    if shell not in SHELLS:
+        usage_error(f"flujo completes {', '.join(SHELLS)}, not {shell!r}", f"flujo completion {'|'.join(SHELLS)}")
+    if install:
+        raise SystemExit(install_script(shell))
+    typer.echo(script(shell), nl=False)
+
+
 def main() -> None:
+    if os.environ.get("_FLUJO_COMPLETE"):  # a completion script asks (flujo completion SHELL): answer, quickly
+        from flujo_cli.completion.shells import respond
+
+        raise SystemExit(respond(typer.main.get_command(app), os.environ["_FLUJO_COMPLETE"]))
     import flujo_cli.early_interrupt as early_interrupt
 
     if early_interrupt.restore():  # Ctrl-C while Python loaded the command line

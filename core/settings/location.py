@@ -30,8 +30,6 @@ def project_state_uri(state: str | None, *, env: Mapping[str, str], cwd: Path | 
     default when the file names none), else ``.flujo/flujo.db`` in ``cwd``. The same as
     ``load_settings(overrides={"state_uri": state}).state_uri`` (a test keeps them in step), except that a
     flujo.toml that cannot be read counts here as naming no store."""
-    import tomllib
-
     if state is not None:
         return state
     if env.get("FLUJO_STATE_URI"):
@@ -42,6 +40,8 @@ def project_state_uri(state: str | None, *, env: Mapping[str, str], cwd: Path | 
     )
     if toml_path is None:
         return DEFAULT_STATE_URI
+    import tomllib  # only now: its parser takes a few hundredths of a second to import
+
     try:
         written = tomllib.loads(toml_path.read_text(encoding="utf-8")).get("state_uri", DEFAULT_STATE_URI)
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):

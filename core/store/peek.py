@@ -90,15 +90,25 @@ class StorePeek:
     def close(self) -> None:
         self._reader.close()
 
-    def runs(self, *, prefix: str = "", limit: int = 50, statuses: Sequence[str] | None = None) -> list[PeekedRun]:
+    def runs(
+        self,
+        *,
+        prefix: str = "",
+        limit: int = 50,
+        statuses: Sequence[str] | None = None,
+        excluding: Sequence[str] = (),
+    ) -> list[PeekedRun]:
         """The newest top-level runs (no sub-workflow's child run) whose id starts with ``prefix``, newest first;
-        with ``statuses``, only runs in one of them."""
+        with ``statuses``, only runs in one of them; none in a status of ``excluding``."""
         where, params = "", []
         if prefix:
             where, params = _PREFIXED, [prefix, prefix + _LAST]
         if statuses is not None:
             where += f" AND status IN ({', '.join('?' for _ in statuses)})" if statuses else " AND 0 = 1"
             params += list(statuses)
+        if excluding:
+            where += f" AND status NOT IN ({', '.join('?' for _ in excluding)})"
+            params += list(excluding)
         rows = self._rows(_RUNS.format(where=where), [*params, limit])
         return [PeekedRun(str(r[0]), str(r[1]), str(r[2]), float(r[3])) for r in rows]
 

@@ -55,6 +55,7 @@ def test_a_look_at_a_store(uri: str) -> None:
         assert [r.run_id for r in peek.runs(limit=1)] == ["cc44"]
         assert [r.run_id for r in peek.runs(statuses=("paused", "failed"))] == ["bb33", "aa22"]
         assert peek.runs(statuses=()) == []
+        assert [r.run_id for r in peek.runs(excluding=("completed",))] == ["bb33", "aa22"]
         first = peek.runs()[0]
         assert (first.pipeline_name, first.created_at) == ("chat", 40.0)
         assert [(t.name, t.runs, t.last_run_at) for t in peek.threads()] == [("work", 1, 40.0), ("trip", 2, 30.0)]
