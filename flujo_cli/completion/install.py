@@ -81,4 +81,5 @@ def _load_from(startup: Path, target: Path) -> None:
     if line in text:
         return
     separator = "" if not text or text.endswith("\n") else "\n"
+    startup.parent.mkdir(parents=True, exist_ok=True)
     startup.write_text(f"{text}{separator}{line}\n", encoding="utf-8")

@@ -27,7 +27,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from typer._click import Context
-from typer._click.shell_completion import CompletionItem, ShellComplete, split_arg_string
+from typer._click.shell_completion import (
+    CompletionItem,
+    ShellComplete,
+    _resolve_context,
+    _resolve_incomplete,
+    split_arg_string,
+)
 from typer._coercion import RuntimeParam
 from typer.core import TyperArgument, TyperGroup, TyperOption
 
@@ -182,8 +188,8 @@ def _a_path(ctx: Context, param: Any, incomplete: str) -> list[CompletionItem]:
 def _help(item: CompletionItem) -> str:
     """The item's help on one line: its first sentence, shortened to ``MAX_HELP`` characters."""
     text = " ".join(str(item.help or "").split())
-    first = re.split(r"(?<=[.;:])\s", text, maxsplit=1)[0].rstrip(".;:")
-    return first if len(first) <= MAX_HELP else first[: MAX_HELP - 1].rstrip() + "…"
+    first = re.split(r"(?<=[.;])\s", text, maxsplit=1)[0].rstrip(".;")
+    return first if len(first) <= MAX_HELP else first[:MAX_HELP].rsplit(" ", 1)[0].rstrip(",:;") + "…"
 
 
 class _Completion(ShellComplete):
@@ -201,6 +207,16 @@ class _Completion(ShellComplete):
         words = split_arg_string(os.environ.get("COMP_WORDS", ""))
         current = int(os.environ.get("COMP_CWORD", "0") or 0)
         return words[1:current], words[current] if current < len(words) else ""
+
+    def get_completions(self, args: list[str], incomplete: str) -> list[CompletionItem]:
+        """As click's, except that an option's value is completed knowing the rest of the line: click parses the
+        line with the option still waiting for its value, gives up there, and leaves the arguments before it
+        unread (``lens trace RUN_ID --step`` would not know RUN_ID); the line without that option is read whole."""
+        ctx = _resolve_context(self.cli, self.ctx_args, self.prog_name, args)
+        found, value = _resolve_incomplete(ctx, list(args), incomplete)
+        if isinstance(found, TyperOption) and args and args[-1] in found.opts + found.secondary_opts:
+            ctx = _resolve_context(self.cli, self.ctx_args, self.prog_name, args[:-1])
+        return found.shell_complete(ctx, value)
 
 
 class BashComplete(_Completion):

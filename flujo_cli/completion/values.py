@@ -62,9 +62,8 @@ def agent_refs(ctx: typer.Context, incomplete: str) -> Values:
     ``submit``), or of the run RUN_ID continues (``resume``), each described by its model."""
     from flujo_cli.completion.blueprint_agents import agent_names
 
-    file = ctx.params.get("file")
-    if not isinstance(file, Path):
-        file = _run_source(ctx)
+    typed = ctx.params.get("file")  # as typed: completion converts no value (flujo_cli.completion.shells)
+    file = Path(typed) if isinstance(typed, str | Path) else _run_source(ctx)
     if file is None:
         return []
     return [(f"agents.{name}", model) for name, model in agent_names(file)]
