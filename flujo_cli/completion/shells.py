@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import sys
 import traceback
 from collections.abc import Callable
@@ -132,6 +133,7 @@ def script(shell: str) -> str:
 def respond(cli: Command, instruction: str) -> int:
     """Answer a completion script's request ``instruction`` (``bash_complete``, ``zsh_source`` ...) on stdout;
     the exit code. Completions that cannot be found are none, never an error."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C while the shell waits for the answer: gone, silently
     shell, _, action = instruction.partition("_")
     kind = _KINDS.get(shell)
     if kind is None or action not in ("complete", "source"):

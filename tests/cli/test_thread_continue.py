@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -149,3 +151,21 @@ def test_what_a_fork_refuses(state_db: Path, planner: Path) -> None:
     assert sorted(t["name"] for t in json.loads(out)["threads"]) == ["trip", "work"]
     code, out, err = flujo(["threads", "fork", "trip", "new", "--state", str(state_db.parent / "none.db")])
     assert code == exit_codes.STORE and "there is no run store at" in err  # never creates one
+
+
+def test_the_documented_fork_and_continue_are_the_real_ones(state_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/conversation.md: after its two documented runs of thread trip, the documented ``threads fork`` prints
+    what the page shows, and the documented ``-c`` run continues the fork (its stdout as shown)."""
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.chdir(root)
+    page = (root / "docs" / "conversation.md").read_text(encoding="utf-8")
+    runs = re.findall(r"^\$ flujo (run docs/examples/thread\.yaml --thread trip .+) 2>/dev/null$", page, flags=re.M)
+    assert len(runs) == 2
+    for command in runs:
+        assert flujo(shlex.split(command))[0] == exit_codes.OK
+    shown = re.findall(r"^```text\n\$ flujo ((?:threads fork|run [^\n]* -c) [^\n]*)\n(.*?)^```$", page, re.M | re.S)
+    assert [command.split()[0] for command, _ in shown] == ["threads", "run"]
+    for command, output in shown:
+        code, out, err = flujo(shlex.split(command))
+        assert code == exit_codes.OK, err
+        assert out == output, command
