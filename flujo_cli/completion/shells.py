@@ -189,7 +189,7 @@ def _a_path(ctx: Context, param: Any, incomplete: str) -> list[CompletionItem]:
 
 def _help(item: CompletionItem) -> str:
     """The item's help on one line: its first sentence, shortened to ``MAX_HELP`` characters."""
-    text = " ".join(str(item.help or "").split())
+    text = " ".join(str(item.help or "").split()).replace("...", "…")  # click shortens a command's help so
     first = re.split(r"(?<=[.;])\s", text, maxsplit=1)[0].rstrip(".;")
     return first if len(first) <= MAX_HELP else first[:MAX_HELP].rsplit(" ", 1)[0].rstrip(",:;") + "…"
 

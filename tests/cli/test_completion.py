@@ -111,6 +111,18 @@ def test_run_ids_newest_first_with_their_status(state_db: Path, planner: Path) -
     fish = complete("flujo lens show ", shell="fish")
     assert fish[0].startswith(f"plain,{paused}\tpaused, planner, ")
     assert values(complete(f"flujo run {planner} --replay ")) == [paused, done]
+    code, out, _ = flujo(["submit", str(planner), "--input", "Later", "--json"])
+    [queued] = json.loads(out)["queued"]
+    assert values(complete("flujo cancel ")) == [queued]
+    assert values(complete("flujo resume "))[0] == queued  # a queued run can be resumed by hand
+
+
+def test_run_ids_and_threads_from_a_postgresql_store(postgres_uri: str, planner: Path) -> None:
+    run_id = run_json(
+        "run", str(planner), "--thread", "shared", "--state", postgres_uri, "--input", "x", "--answer", "y"
+    )["run_id"]
+    assert values(complete("flujo lens show ", env={"FLUJO_STATE_URI": postgres_uri})) == [run_id]
+    assert values(complete(f"flujo threads show --state {postgres_uri} ")) == ["shared"]
 
 
 def test_thread_names_for_thread_options_and_threads_commands(state_db: Path, planner: Path) -> None:
@@ -278,6 +290,50 @@ def test_the_bash_script_in_bash(state_db: Path, planner: Path, tmp_path: Path) 
     assert tab("flujo run docs/ex") == ([], "compopt -o default\n")  # the shell completes the file
     replies, _ = tab("flujo threads show te")
     assert replies == ["team:alpha"]
+
+
+@pytest.mark.skipif(shutil.which("fish") is None, reason="no fish")
+def test_the_fish_script_in_fish(state_db: Path, planner: Path, tmp_path: Path) -> None:
+    """fish completes a command line with the script loaded (``complete -C``): values with their descriptions."""
+    run_json("run", str(planner), "--thread", "trip", "--input", "x", "--answer", "y")
+    script = tmp_path / "flujo.fish"
+    script.write_text(SCRIPTS["fish"], encoding="utf-8")
+    program = f"source {script}; complete -C 'flujo threads '; complete -C 'flujo threads show '"
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    result = subprocess.run(
+        ["fish", "--no-config", "-c", program], env={**os.environ, "PATH": path}, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert [line.split("\t")[0] for line in lines[:4]] == ["list", "show", "delete", "fork"]
+    assert lines[0].startswith("list\tList the threads")
+    assert lines[4].startswith("trip\t1 run, latest 20")
+
+
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="no zsh")
+def test_the_zsh_script_in_zsh(state_db: Path, planner: Path, tmp_path: Path) -> None:
+    """The zsh function called as the completion system calls it (``words``, ``CURRENT``), with the system's
+    builtins it hands the values to (``_describe``, ``compadd``, ``_path_files``) standing in."""
+    run_json("run", str(planner), "--thread", "team:alpha", "--input", "x", "--answer", "y")
+    script = tmp_path / "flujo.zsh"
+    script.write_text(SCRIPTS["zsh"], encoding="utf-8")
+    program = (
+        "compdef() { :; }\n"  # as when compinit has run
+        f"source {script}\n"
+        '_describe() { print -rl -- "${(@P)3}" }\n'
+        'compadd() { print -rl -- "${(@P)${@[-1]}}" }\n'
+        '_path_files() { print -r -- "_path_files $@" }\n'
+        'words=(flujo threads show ""); CURRENT=4; _flujo_completion\n'
+        'words=(flujo run ""); CURRENT=3; _flujo_completion\n'
+    )
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    result = subprocess.run(
+        ["zsh", "-f", "-c", program], env={**os.environ, "PATH": path}, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    described, files = result.stdout.splitlines()
+    assert described.startswith("team\\:alpha:1 run, latest 20")  # a colon in a value is escaped for _describe
+    assert files == "_path_files -f"
 
 
 def test_install_writes_the_script_where_the_shell_loads_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
