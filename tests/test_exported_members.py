@@ -58,7 +58,7 @@ def test_conversation_exports() -> None:
         "enter_loop", "is_context", "makes_turn", "message_for", "newest_message", "prepare", "replay_summary",
         "shown_text", "turn_text", "active_in",
         "EnsembleState", "Speaker", "Turn", "chat", "cue", "envelope", "parse_reply",
-        "FORK_OPTION", "fork_thread",
+        "fork_thread",
     }  # fmt: skip
     for name in core.conversation.__all__:
         assert hasattr(core.conversation, name), name

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from core.conversation.replies import parse_reply, shown_text
     from core.conversation.run_frame import RunFrame
     from core.conversation.summary import replay_summary
-    from core.conversation.threads import FORK_OPTION, ThreadBinding, check_thread, check_thread_name, fork_thread
+    from core.conversation.threads import ThreadBinding, check_thread, check_thread_name, fork_thread
     from core.conversation.threads import bind as bind_thread
     from core.conversation.turns import ActiveConversation, active_in, capture, makes_turn
     from core.text.turns import turn_text
@@ -51,7 +51,6 @@ _WHERE = {
     "LoopConversation": "core.conversation.loop_scope",
     "RunFrame": "core.conversation.run_frame",
     "Speaker": "core.conversation.ensemble.view",
-    "FORK_OPTION": "core.conversation.threads",
     "ThreadBinding": "core.conversation.threads",
     "Turn": "core.conversation.ensemble.state",
     "bind_thread": "core.conversation.threads:bind",
@@ -78,7 +77,6 @@ _WHERE = {
 }
 
 __all__ = [
-    "FORK_OPTION",
     "ActiveConversation",
     "BranchRecords",
     "EnsembleState",

@@ -43,13 +43,11 @@ from dataclasses import dataclass
 
 from core.context import RunContext
 from core.model.errors import RunError
-from core.model.records import RunRecord, ThreadSummary
+from core.model.records import FORK_OPTION, RunRecord, ThreadSummary
 from core.ports import RunStore
 from core.steps.kinds import ConditionalStep, EnsembleStep, LoopStep, MapStep, ParallelStep, Pipeline, Step
 from core.text.turns import ConversationTurn
 
-FORK_OPTION = "fork"
-"""The key of a fork's run options (``RunRecord.options``): ``{"thread": NAME, "turns": N}``, what it copied."""
 MAX_NAME_LENGTH = 100
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/-]*")
 NAME_RULE = f"letters, digits and . _ - : @ / (at most {MAX_NAME_LENGTH} characters), starting with a letter or digit"

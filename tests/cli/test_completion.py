@@ -111,7 +111,8 @@ def test_run_ids_newest_first_with_their_status(state_db: Path, planner: Path) -
     fish = complete("flujo lens show ", shell="fish")
     assert fish[0].startswith(f"plain,{paused}\tpaused, planner, ")
     assert values(complete(f"flujo run {planner} --replay ")) == [paused, done]
-    code, out, _ = flujo(["submit", str(planner), "--input", "Later", "--json"])
+    code, out, err = flujo(["submit", str(planner), "--input", "Later", "--json"])
+    assert code == exit_codes.OK, err
     [queued] = json.loads(out)["queued"]
     assert values(complete("flujo cancel ")) == [queued]
     assert values(complete("flujo resume "))[0] == queued  # a queued run can be resumed by hand
