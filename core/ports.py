@@ -246,6 +246,11 @@ class RunStore(Protocol):
         at ``created_after`` or later (seconds since the epoch) when given."""
         ...
 
+    async def latest_run(self, *, source: str) -> RunRecord | None:
+        """The newest run of the blueprint file ``source`` (``RunRecord.source``, the resolved path) that is not
+        a sub-workflow's child run; None when there is none."""
+        ...
+
     async def step_counts(self, run_ids: Sequence[str]) -> dict[str, int]:
         """How many steps each of ``run_ids`` has recorded (0 for a run with none or an unknown id)."""
         ...
@@ -273,6 +278,12 @@ class RunStore(Protocol):
 
     async def list_threads(self) -> list[ThreadSummary]:
         """Every thread, the one with the latest run first."""
+        ...
+
+    async def start_thread(self, run: RunRecord, turns: Sequence[ConversationTurn]) -> bool:
+        """Create run ``run`` with ``turns`` as the turns it added to its thread ``run.thread``, in one
+        transaction, when no run belongs to that thread yet; False, storing nothing, when one does (a fork of a
+        thread starts a new one so: ``core.conversation.threads.fork_thread``)."""
         ...
 
     async def delete_thread(self, thread: str) -> ThreadSummary | None:

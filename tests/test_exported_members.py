@@ -18,6 +18,7 @@ CORE_FOR_LENS_AND_CLI = {
     "Divergence", "RecordedCall", "Recording", "Replay", "ReplayDiverged", "load_recording", "messages_diff", "unified",
     "message_lines", "value_lines",
     "busy_refusal", "call_interrupted", "check_thread", "check_thread_name", "load_settings", "masked_under_key",
+    "FORK_OPTION", "fork_thread",  # flujo threads fork, and how flujo threads show names a fork's run
     "overrides_from_assignments", "parse_answer", "recorded_answers", "schema_errors", "secret_values",
     "sensitive_key", "use_bounds",
     # flujo config show: the settings' layers and where each setting came from.
@@ -60,6 +61,7 @@ def test_conversation_exports() -> None:
         "enter_loop", "is_context", "makes_turn", "message_for", "newest_message", "prepare", "replay_summary",
         "shown_text", "turn_text", "active_in",
         "EnsembleState", "Speaker", "Turn", "chat", "cue", "envelope", "parse_reply",
+        "fork_thread",
     }  # fmt: skip
     for name in core.conversation.__all__:
         assert hasattr(core.conversation, name), name

@@ -117,6 +117,11 @@ class RunUpdate:
     options: dict[str, Any] | None = None
 
 
+FORK_OPTION = "fork"
+"""The key, in the options of the run that holds a forked thread's first turns (``flujo threads fork``;
+``core.conversation.threads.fork_thread``), of what it copied: ``{"thread": NAME, "turns": N}``."""
+
+
 @dataclass(frozen=True)
 class ThreadTurn:
     """A turn of a thread: the ``index``-th (from 0) of the turns run ``run_id`` added to it."""

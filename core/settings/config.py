@@ -366,6 +366,10 @@ def settings_from_layers(layers: Sequence[SettingsLayer]) -> Settings:
     data: dict[str, Any] = {}
     for layer in layers:
         data = _deep_merge(data, layer.data)
+    project = next((layer for layer in layers if layer.kind == "project" and layer.file is not None), None)
+    if "state_uri" not in data and project is not None and project.file is not None:
+        # The default store of a project is beside its flujo.toml, so every subfolder shares it.
+        data["state_uri"] = str(project.file.parent / Settings.model_fields["state_uri"].default)
     # Provider sections given partly (say only api_key) keep the default base URL.
     defaults = Settings()
     for provider, section in defaults.provider_sections().items():

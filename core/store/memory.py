@@ -123,6 +123,12 @@ class MemoryStore:
         start = max(offset, 0)
         return [_fresh_run(r) for r in runs[start : start + max(limit, 0)]]
 
+    async def latest_run(self, *, source: str) -> RunRecord | None:
+        """The newest top-level run of the blueprint file ``source``; None when there is none."""
+        found = (r for r in self._newest_first() if r.source == source and r.parent_run_id is None)
+        run = next(found, None)
+        return None if run is None else _fresh_run(run)
+
     async def step_counts(self, run_ids: Sequence[str]) -> dict[str, int]:
         return {run_id: len(self._steps.get(run_id, {})) for run_id in run_ids}
 
@@ -206,6 +212,14 @@ class MemoryStore:
         found.sort(key=lambda summary: summary.name)
         found.sort(key=lambda summary: summary.last_run_at, reverse=True)
         return found
+
+    async def start_thread(self, run: RunRecord, turns: Sequence[ConversationTurn]) -> bool:
+        """Create ``run`` with ``turns`` as its thread turns unless a run names its thread already."""
+        if any(r.thread == run.thread for r in self._runs.values()):
+            return False
+        await self.create_run(run)
+        await self.record_thread_turns(run.run_id, turns)
+        return True
 
     async def delete_thread(self, thread: str) -> ThreadSummary | None:
         """Delete the turns of ``thread`` and take its runs out of it; what was removed, or None."""

@@ -22,7 +22,7 @@ from flujo_cli.messages import error_line, fail, flujo_command, require_file, st
 from flujo_cli.model_flags import checked_models, model_overrides, refused_at_load
 
 if TYPE_CHECKING:
-    from core import BoundsSettings, RunRecord, Settings
+    from core import BoundsSettings, RunRecord, RunStore, Settings
 
 # The last part of a setting's key that names a secret: ``openai.api_key``, ``x.token``, ``y.db_password``
 # (never ``history.max_tokens``).
@@ -161,10 +161,12 @@ def run_blueprint(
     json_output: bool,
     overrides: RunOverrides = RunOverrides(),
     thread: str | None = None,
+    continue_last: bool = False,
     answer_flags: AnswerFlags = NO_ANSWER_FLAGS,
     state: str | None = None,
     debug: bool,
 ) -> int:
+    """Run blueprint ``file``; in ``thread``, or (``continue_last``) in the thread of its latest run."""
     require_file(file, "blueprint file", "check the path; examples live in blueprints/examples/")
     overrides = replace(overrides, models=checked_models(overrides.models))
     if thread is not None:
@@ -184,6 +186,7 @@ def run_blueprint(
             json_output=json_output,
             overrides=overrides,
             thread=thread,
+            continue_last=continue_last,
             answer_flags=answer_flags,
             state=state,
         ),
@@ -251,6 +254,7 @@ async def _run(
     json_output: bool,
     overrides: RunOverrides,
     thread: str | None = None,
+    continue_last: bool = False,
     answer_flags: AnswerFlags = NO_ANSWER_FLAGS,
     state: str | None = None,
 ) -> int:
@@ -297,6 +301,11 @@ async def _run(
     taken: list[tuple[str, str]] = []  # the questions a resumed run's recorded answers were given to already
     resumed: RunRecord | None = None
     try:
+        if continue_last:
+            assert file is not None
+            thread = await _latest_thread(store, file, where(settings))
+            if thread is None:
+                return exit_codes.USAGE
         if resume_id is not None:
             record = await store.get_run(resume_id)
             if record is None:
@@ -430,6 +439,25 @@ async def _run(
             " the run asked fewer questions"
         )
     return code
+
+
+async def _latest_thread(store: RunStore, file: Path, where: str) -> str | None:
+    """The thread of the latest run of blueprint ``file`` (``flujo run FILE --continue``); None, said in one
+    line, when there is no such run or it was in no thread."""
+    latest = await store.latest_run(source=str(file.resolve()))
+    if latest is None:
+        error_line(
+            f"no run of {file} in {where} to continue",
+            "start a conversation with: flujo run FILE --thread NAME; flujo run FILE -c then continues it",
+        )
+        return None
+    if latest.thread is None:
+        error_line(
+            f"the latest run of {file} (run {latest.run_id}) was in no thread: there is no conversation to continue",
+            "start one with: flujo run FILE --thread NAME; flujo run FILE -c then continues it",
+        )
+        return None
+    return latest.thread
 
 
 async def _answers_given(store: Any, run_id: str) -> list[str]:

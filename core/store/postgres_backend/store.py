@@ -93,6 +93,8 @@ _TURNS_BEFORE = _pg(thread_rows.TURNS_BEFORE)
 _ONE_SUMMARY = _pg(thread_rows.ONE_SUMMARY)
 _ALL_SUMMARIES = _pg(thread_rows.ALL_SUMMARIES)
 _RUN_THREAD = _pg(thread_rows.RUN_THREAD)
+_THREAD_TAKEN = _pg(thread_rows.THREAD_TAKEN)
+_LATEST_OF_SOURCE = _pg(row_reads.LATEST_OF_SOURCE)
 _DELETE_RUN_TURNS = _pg(thread_rows.DELETE_RUN_TURNS)
 _INSERT_TURN = _pg(thread_rows.INSERT_TURN)
 _DELETE_THREAD_TURNS = _pg(thread_rows.DELETE_THREAD_TURNS)
@@ -223,14 +225,17 @@ class PostgresStore:
 
     async def create_run(self, run: RunRecord) -> None:
         async with self._write(f"create run {run.run_id}") as db:
-            input, output = await self._encode(db, run.run_id, [run.input, run.output])
-            cursor = await db.execute(
-                f"INSERT INTO runs ({codec.RUN_COLUMNS}) VALUES ({_RUN_MARKS}) ON CONFLICT (run_id) DO NOTHING"
-                " RETURNING run_id",
-                codec.run_row(run, input, output),
-            )
-            if await cursor.fetchone() is None:
-                raise StoreError(f"run {run.run_id} already exists", hint="every run needs a new id")
+            await self._insert_run(db, run)
+
+    async def _insert_run(self, db: Connection, run: RunRecord) -> None:
+        input, output = await self._encode(db, run.run_id, [run.input, run.output])
+        cursor = await db.execute(
+            f"INSERT INTO runs ({codec.RUN_COLUMNS}) VALUES ({_RUN_MARKS}) ON CONFLICT (run_id) DO NOTHING"
+            " RETURNING run_id",
+            codec.run_row(run, input, output),
+        )
+        if await cursor.fetchone() is None:
+            raise StoreError(f"run {run.run_id} already exists", hint="every run needs a new id")
 
     async def record_step(self, step: StepRecord, events: Sequence[TraceEvent]) -> None:
         """Store ``step`` (replacing any earlier step at its path) and its events in one transaction."""
@@ -472,6 +477,10 @@ class PostgresStore:
         )
         return await row_reads.runs(rows, self._texts)
 
+    async def latest_run(self, *, source: str) -> RunRecord | None:
+        rows = await self._read(f"look up the latest run of {source}", _LATEST_OF_SOURCE, (source,))
+        return (await row_reads.runs(rows, self._texts))[0] if rows else None
+
     async def step_counts(self, run_ids: Sequence[str]) -> dict[str, int]:
         counts = dict.fromkeys(run_ids, 0)
         if counts:
@@ -534,18 +543,33 @@ class PostgresStore:
                 raise StoreError(f"cannot record the thread turns of run {run_id}: no such run", hint=NO_RUN_HINT)
             if found[0][0] is None:
                 return
-            stored = await self._encode(db, run_id, [turn.content for turn in turns] + [turn.shown for turn in turns])
-            contents, shown = stored[: len(turns)], stored[len(turns) :]
             await db.execute(_DELETE_RUN_TURNS, (run_id,))
-            if turns:
-                async with db.cursor() as cursor:
-                    await cursor.executemany(
-                        _INSERT_TURN,
-                        [
-                            (run_id, index, turn.role, content, turn.tokens, text)
-                            for index, (turn, content, text) in enumerate(zip(turns, contents, shown, strict=True))
-                        ],
-                    )
+            await self._insert_turns(db, run_id, turns)
+
+    async def _insert_turns(self, db: Connection, run_id: str, turns: Sequence[ConversationTurn]) -> None:
+        stored = await self._encode(db, run_id, [turn.content for turn in turns] + [turn.shown for turn in turns])
+        contents, shown = stored[: len(turns)], stored[len(turns) :]
+        if turns:
+            async with db.cursor() as cursor:
+                await cursor.executemany(
+                    _INSERT_TURN,
+                    [
+                        (run_id, index, turn.role, content, turn.tokens, text)
+                        for index, (turn, content, text) in enumerate(zip(turns, contents, shown, strict=True))
+                    ],
+                )
+
+    async def start_thread(self, run: RunRecord, turns: Sequence[ConversationTurn]) -> bool:
+        """As ``SqliteStore.start_thread``. Two transactions starting one thread at once take turns on a
+        transaction advisory lock of its name (not the thread's claim, which the caller may hold)."""
+        assert run.thread is not None
+        async with self._write(f"start thread {run.thread!r}") as db:
+            await db.execute("SELECT pg_advisory_xact_lock(%s)", (self._key(f"start {thread_key(run.thread)}"),))
+            if await (await db.execute(_THREAD_TAKEN, (run.thread,))).fetchall():
+                return False
+            await self._insert_run(db, run)
+            await self._insert_turns(db, run.run_id, turns)
+            return True
 
     async def thread_turns(self, thread: str, *, before_run: str | None = None) -> list[ThreadTurn]:
         if before_run is None:

@@ -22,8 +22,12 @@ RUN = f"SELECT {codec.RUN_COLUMNS} FROM runs WHERE run_id = ?"
 STEPS = f"SELECT {codec.STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY seq"
 EVENTS = "SELECT kind, path, payload, ts FROM events WHERE run_id = ? ORDER BY seq"
 EVENTS_OF_KIND = "SELECT kind, path, payload, ts FROM events WHERE run_id = ? AND kind = ? ORDER BY seq"
-"""The queries whose rows these functions read, by run id, with SQLite's ``?`` (PostgreSQL's store turns
-it into ``%s``)."""
+LATEST_OF_SOURCE = (
+    f"SELECT {codec.RUN_COLUMNS} FROM runs WHERE source = ? AND parent_run_id IS NULL"
+    " ORDER BY created_at DESC, rowid DESC LIMIT 1"
+)
+"""The queries whose rows these functions read (by run id; the latest top-level run of a blueprint file by its
+source), with SQLite's ``?`` (PostgreSQL's store turns it into ``%s``, and ``rowid`` into ``seq``)."""
 
 
 async def runs(rows: Sequence[Any], fetch: Fetch) -> list[RunRecord]:

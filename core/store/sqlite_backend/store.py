@@ -398,6 +398,11 @@ class SqliteStore:
         )
         return await row_reads.runs(rows, self._texts)
 
+    async def latest_run(self, *, source: str) -> RunRecord | None:
+        """The newest top-level run of the blueprint file ``source``; None when there is none."""
+        rows = await self._read(f"look up the latest run of {source}", row_reads.LATEST_OF_SOURCE, (source,))
+        return (await row_reads.runs(rows, self._texts))[0] if rows else None
+
     async def step_counts(self, run_ids: Sequence[str]) -> dict[str, int]:
         counts = dict.fromkeys(run_ids, 0)
         wanted = list(counts)
@@ -518,6 +523,17 @@ class SqliteStore:
         """Every thread, the one with the latest run first."""
         rows = await self._read("list threads", thread_rows.ALL_SUMMARIES, ())
         return [thread_rows.summary_from_row(row) for row in rows]
+
+    async def start_thread(self, run: RunRecord, turns: Sequence[ConversationTurn]) -> bool:
+        """Create ``run`` with ``turns`` as its thread turns (one transaction) unless its thread has a run."""
+        said = [(turn.role, turn.content, turn.tokens, turn.shown) for turn in turns]
+        started: list[bool] = []  # what the attempt that committed found (an attempt may be made again)
+
+        def write(batch: Batch) -> None:
+            started[:] = [batch.start_thread(run, said)]
+
+        await self._in_one_call(f"start thread {run.thread!r}", write)
+        return started == [True]
 
     async def delete_thread(self, thread: str) -> ThreadSummary | None:
         """Delete the turns of ``thread`` and take its runs out of it; what was removed, or None."""
