@@ -161,3 +161,12 @@ def test_a_relative_model_path_given_by_the_environment_is_not_moved_by_flujo_to
     assert from_file.local.model_path == str(tmp_path / "conf" / "in-conf.gguf")
     from_env = load_settings(cwd=tmp_path / "conf", env={"FLUJO_LOCAL__MODEL_PATH": "mine.gguf"})
     assert from_env.local.model_path == "mine.gguf"  # relative to the working directory, as the variable means
+
+
+def test_a_project_s_default_store_is_beside_its_flujo_toml(tmp_path: Path) -> None:
+    """docs/configuration.md: with a flujo.toml, the default store is relative to its folder, so every
+    subfolder of the project shares one database (the settings' layers once put it in the working folder)."""
+    (tmp_path / "flujo.toml").write_text("[history]\nmax_turns = 4\n", encoding="utf-8")
+    here = tmp_path / "sub" / "folder"
+    here.mkdir(parents=True)
+    assert load_settings(cwd=here, env={}).state_uri == str(tmp_path / ".flujo" / "flujo.db")
