@@ -188,6 +188,8 @@ class Engine:
             assert record is not None
             _check_resumable(record, pipeline, force=force)
             await self.store.update_run(full_id, RunUpdate(status="running", options=options))
+            if options is not None:  # the options the run goes on with (its end writes them back, with its report)
+                record = replace(record, options=options)
             return await self._execute(pipeline, record, journal_from_store=True)
         finally:
             if not claimed:
@@ -216,8 +218,9 @@ class Engine:
         )
         if journal_from_store:  # what an earlier process sent and never recorded the reply of still counts
             await frame.count_interrupted()
-            if self.replay is not None:  # what the journal holds was served by the process that made it
-                self.replay.resumed(journal)
+            if self.replay is not None:  # what the journal holds was served by the process that made it,
+                self.replay.resumed(journal)  # and the replay goes on as it left off (live, if it went live)
+                self.replay.restore((record.options or {}).get("replay_report"))
         ctx = RunContext(initial_prompt=record.input)
         try:
             outcome = await self._outcome(pipeline, record.input, run_id, frame, ctx)
@@ -235,7 +238,7 @@ class Engine:
         if self.replay is not None:  # the run says whether it replayed its recording cleanly, and where not
             if outcome.status == "completed":
                 self.replay.finish()
-            options = {**(record.options or {}), "replay_report": _replay_summary(self.replay)}
+            options = {**(record.options or {}), "replay_report": self.replay.summary()}
         await self.store.update_run(
             run_id,
             RunUpdate(
@@ -275,17 +278,3 @@ class Engine:
             failure = RunError(f"{type(exc).__name__}: {exc}", hint="run again with --debug to see where")
             return RunOutcome(run_id=run_id, status="failed", error=failure, usage=frame.usage)
         return RunOutcome(run_id=run_id, status="completed", output=output, usage=frame.usage)
-
-
-def _replay_summary(replay: Replay) -> dict[str, Any]:
-    """What a replayed run records of its replay (``RunRecord.options["replay_report"]``): the run it replayed,
-    whether cleanly, how many calls were served and where it diverged first."""
-    first = replay.log.divergences[0] if replay.log.divergences else None
-    return {
-        "from": replay.recording.run_id,
-        "mode": replay.mode,
-        "clean": replay.clean,
-        "replayed_calls": replay.log.served,
-        "diverged_at": first.path if first is not None else None,
-        "reason": first.reason if first is not None else None,
-    }

@@ -147,6 +147,39 @@ class Replay:
                 for inner in calls_under(self.recording.calls, path):
                     self.log.used.add(inner)
 
+    def restore(self, report: Mapping[str, Any] | None) -> None:
+        """A resumed run goes on as its earlier attempts left this replay (``report``: what they recorded, as
+        ``summary`` writes it): what they served counts, and with mode ``live`` the divergence they went live
+        at is kept and the run stays live. With mode ``stop`` the step that diverged runs again, and diverges
+        again unless the blueprint changed back (a resume with ``--force``). A report of another recording
+        is ignored."""
+        if not isinstance(report, Mapping) or report.get("from") != self.recording.run_id:
+            return
+        served, answers = report.get("replayed_calls"), report.get("replayed_answers")
+        self.log.served += served if isinstance(served, int) else 0
+        self.log.answers += answers if isinstance(answers, int) else 0
+        where = report.get("diverged_at")
+        if self.mode == "live" and isinstance(where, str) and not self.log.divergences:
+            reason, diff = report.get("reason"), report.get("diff")
+            self.log.divergences.append(Divergence(where, str(reason or ""), str(diff or "")))
+            self.log.live = True
+
+    def summary(self) -> dict[str, Any]:
+        """What a replayed run records of its replay (``RunRecord.options["replay_report"]``): the run it
+        replayed, how, whether cleanly, how many calls and answers were served and where it diverged first
+        (its reason and diff), so that a resumed run goes on from there (``restore``)."""
+        first = self.log.divergences[0] if self.log.divergences else None
+        return {
+            "from": self.recording.run_id,
+            "mode": self.mode,
+            "clean": self.clean,
+            "replayed_calls": self.log.served,
+            "replayed_answers": self.log.answers,
+            "diverged_at": first.path if first is not None else None,
+            "reason": first.reason if first is not None else None,
+            "diff": first.diff if first is not None else None,
+        }
+
     def finish(self) -> Divergence | None:
         """When the run ends: the first recorded call it never made, as a divergence (logged), if the replay
         had not diverged already. Called once; later calls give None."""
