@@ -247,6 +247,7 @@ async def _run(
         BlueprintError,
         Engine,
         Redactor,
+        ReplayDiverged,
         ResumeRefused,
         RunError,
         StepPaths,
@@ -398,10 +399,17 @@ async def _run(
     if replay is not None:
         report_replay(replay, console)
         extra["replay"] = replay.report()
+    retry = None
+    if replay is not None and isinstance(outcome.error, ReplayDiverged):  # resuming would diverge again
+        retry = (
+            f"to go on with real calls from there: {flujo_command()} run {file} --replay {replay.recording.run_id}"
+            f" --on-divergence live{invocation.state_option()}"
+        )
     code = _finish(
         outcome, json_output=json_output, seconds=time.perf_counter() - started, console=console,
         extra=extra,
         state_option=invocation.state_option() if outcome.status != "completed" else "",
+        retry=retry,
     )  # fmt: skip
     if code == exit_codes.OK and replay is not None and replay.mode == "stop" and not replay.clean:
         # It completed, but without making every call the recording has: it diverged at its end.
@@ -478,9 +486,11 @@ def _finish(
     console: Console,
     extra: Mapping[str, Any] | None = None,
     state_option: str = "",
+    retry: str | None = None,
 ) -> int:
     """Print how the run ended and return its exit code. Every command suggested to continue the run names
-    its store with ``state_option`` (`` --state URI``) when that store is not the one found by default."""
+    its store with ``state_option`` (`` --state URI``) when that store is not the one found by default.
+    ``retry`` is what to suggest after a failure instead of resuming the run."""
     from core import RunOutcome
     from flujo_cli.messages import exit_code_for
 
@@ -539,5 +549,5 @@ def _finish(
     error = outcome.error
     where = f" at step {outcome.failed_step}" if outcome.failed_step else ""
     error_line(f"run failed{where}: {error.message if error else 'unknown error'}", error.hint if error else None)
-    console.print(f"  [dim]{summary} · after fixing the cause: {escape(resume)}[/]")
+    console.print(f"  [dim]{summary} · {escape(retry or f'after fixing the cause: {resume}')}[/]")
     return exit_code_for(error) if error else exit_codes.FAILED
