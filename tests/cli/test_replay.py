@@ -417,6 +417,9 @@ def test_a_change_in_a_branch_or_in_a_sub_workflow_diverges_at_its_path(llm: Fak
     assert divergence["path"] == "review/critique"
     assert divergence["diff"].splitlines()[:2] == ["--- recorded review/critique", "+++ new review/critique"]
     assert result["replay"]["replayed_calls"] == 5  # the branches and the map, served
+    code, out, _ = flujo(["lens", "list", "--json"])
+    child = next(run for run in json.loads(out)["runs"] if run["parent_run_id"] == result["run_id"])
+    assert (child["status"], child["error"]) == ("failed", result["error"])  # the divergence, as the parent's
 
     code, result, err = run_json(str(flow), "--replay", original["run_id"], "--on-divergence", "live")
     assert code == exit_codes.OK, err
@@ -656,3 +659,4 @@ def test_a_recording_made_across_a_pause_and_a_resume_replays_whole(llm: FakeLLM
     assert code == exit_codes.OK, err
     original = json.loads(out)
     replay_clean(llm, flow, original, "--no-input")
+
