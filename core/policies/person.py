@@ -165,6 +165,8 @@ async def _ask(question: PersonQuestion, frame: Frame, events: list[TraceEvent])
         if source is None and replay_left and recorded is not None and answering.replay is not None:
             replay_left = False
             source, value, by = "replayed", recorded.value, answering.replay.run_id
+            if frame.replay is not None:
+                frame.replay.answer_taken()
         if source is None and simulated is not None:
             if not simulated_left:  # it had its chances: the real person answers, now or on resume
                 raise Pause(step=question.step, path=question.path, message=question.message)

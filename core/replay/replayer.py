@@ -126,7 +126,6 @@ class Replay:
         if recorded is not None and recorded.source == "simulated":
             return False
         if recorded is not None and (recorded.question is None or recorded.question == question):
-            self.log.answers += 1
             return True
         if self.log.live:
             return False
@@ -136,6 +135,10 @@ class Replay:
             diff = unified((recorded.question or "").split("\n"), question.split("\n"), path=full)
             self._diverge(full, "the question differs from the recorded one", diff)
         return False
+
+    def answer_taken(self) -> None:
+        """A recorded answer ``answer_served`` allowed was the one given (not an ``--answer`` given first)."""
+        self.log.answers += 1
 
     def resumed(self, paths: Iterable[str]) -> None:
         """A resumed run replays the steps its journal holds (``paths``, of the run this replay serves):

@@ -569,6 +569,16 @@ def test_answers_are_served_when_the_question_is_the_same_and_diverge_when_it_ch
     assert result["replay"]["replayed_answers"] == 1
     assert [(a["path"], a["source"]) for a in result["answers"]] == [("goal", "replayed")]
 
+    # An answer given with --answer still comes first; the plan it leads to is then not the recorded one.
+    code, result, err = run_json(
+        str(flow), "--replay", original["run_id"], "--answer", "a cruise", "--on-divergence", "live"
+    )
+    assert code == exit_codes.OK, err
+    assert [(a["path"], a["source"]) for a in result["answers"]] == [("goal", "given")]
+    assert result["replay"]["replayed_answers"] == 0
+    assert [d["path"] for d in result["replay"]["diverged"]] == ["plan"]
+    assert result["output"] == "echo: a cruise"
+
     flow.write_text(QUESTIONS.replace("GOAL", "What do you want to achieve?"))
     code, result, err = run_json(str(flow), "--replay", original["run_id"], "--no-input")
     assert code == exit_codes.REPLAY_DIVERGED, err
@@ -659,4 +669,3 @@ def test_a_recording_made_across_a_pause_and_a_resume_replays_whole(llm: FakeLLM
     assert code == exit_codes.OK, err
     original = json.loads(out)
     replay_clean(llm, flow, original, "--no-input")
-
