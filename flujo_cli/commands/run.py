@@ -402,8 +402,8 @@ async def _run(
     retry = None
     if replay is not None and isinstance(outcome.error, ReplayDiverged):  # resuming would diverge again
         retry = (
-            f"to go on with real calls from there: {flujo_command()} run {file} --replay {replay.recording.run_id}"
-            f" --on-divergence live{invocation.state_option()}"
+            f"to accept the change, go on live from there: {flujo_command()} run {file}"
+            f" --replay {replay.recording.run_id} --on-divergence live{invocation.state_option()}"
         )
     code = _finish(
         outcome, json_output=json_output, seconds=time.perf_counter() - started, console=console,
