@@ -102,18 +102,30 @@ class Recording:
     calls: tuple[RecordedCall, ...] = ()
     answers: tuple[RecordedAnswer, ...] = ()
     by_path: Mapping[str, tuple[int, ...]] = field(init=False, repr=False, compare=False)
-
+    # The indices of the calls made inside each path (``review`` → those at ``review/critique``, ...): looked
+    # up for every served tool call and every step a resumed run replays, so a replay stays linear.
+    under: Mapping[str, tuple[int, ...]] = field(init=False, repr=False, compare=False)
     answered: Mapping[str, RecordedAnswer] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         by_path: dict[str, list[int]] = {}
+        under: dict[str, list[int]] = {}
         for index, call in enumerate(self.calls):
             by_path.setdefault(call.path, []).append(index)
+            parts = call.path.split("/")
+            for depth in range(1, len(parts)):
+                under.setdefault("/".join(parts[:depth]), []).append(index)
         object.__setattr__(self, "by_path", {path: tuple(found) for path, found in by_path.items()})
+        object.__setattr__(self, "under", {path: tuple(found) for path, found in under.items()})
         object.__setattr__(self, "answered", {answer.path: answer for answer in self.answers})
 
     def answer(self, path: str) -> RecordedAnswer | None:
         return self.answered.get(path)
+
+    def inside(self, path: str) -> tuple[int, ...]:
+        """The indices of the calls made inside the call or step at ``path`` (a workflow tool's child run's,
+        a sub-workflow's, a loop's)."""
+        return self.under.get(path, ())
 
     def replayed_answers(self) -> RecordedAnswers:
         """The answers a replay serves as answers: those a person gave (a simulated person's answers are

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from core.model.errors import ReplayDiverged, ReplayStop
 from core.replay.diffs import canonical, message_lines, messages_diff, unified, value_lines
-from core.replay.recording import RecordedCall, Recording, calls_under
+from core.replay.recording import RecordedCall, Recording
 
 Mode = Literal["stop", "live"]
 MODES: tuple[Mode, ...] = ("stop", "live")
@@ -111,8 +111,7 @@ class Replay:
         if canonical(recorded) != canonical(asked):
             diff = unified(value_lines(recorded), value_lines(asked), path=full)
             return self._diverge(full, "the tool call differs from the recorded one", diff)
-        for inner in calls_under(self.recording.calls, full):  # what the call did inside does not happen now
-            self.log.used.add(inner)
+        self.log.used.update(self.recording.inside(full))  # what the call did inside does not happen now
         assert index is not None
         return self._serve(index)
 
@@ -145,10 +144,9 @@ class Replay:
         the recorded calls at those paths were served by the process that committed them."""
         done = {self.prefix + path for path in paths}
         for path in done:
-            for index in self.recording.by_path.get(path, ()):
-                self.log.used.add(index)
-                for inner in calls_under(self.recording.calls, path):
-                    self.log.used.add(inner)
+            if path in self.recording.by_path:
+                self.log.used.update(self.recording.by_path[path])
+                self.log.used.update(self.recording.inside(path))
 
     def restore(self, report: Mapping[str, Any] | None) -> None:
         """A resumed run goes on as its earlier attempts left this replay (``report``: what they recorded, as

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from core import AgentStep, Engine, Pipeline, Redactor, ReplayDiverged, Replay, load_recording
+from core import AgentStep, Engine, Pipeline, RecordedCall, Recording, Redactor, Replay, ReplayDiverged, load_recording
 from core.agents.offline import ScriptedAgent
-from core.replay.recording import Recording
 from core.steps.kinds import ToolUse
 from core.store import MemoryStore
 from tests.support.tool_loops import FunctionTool
@@ -95,3 +94,16 @@ async def test_with_live_the_tool_that_diverged_runs_and_the_run_goes_on_for_rea
     assert record is not None and record.options is not None
     assert record.options["replay_report"]["diverged_at"] == "answer/tool/1"
     assert '+    "b": 3' in record.options["replay_report"]["diff"].splitlines()
+
+
+def test_a_recording_knows_the_calls_made_inside_each_path() -> None:
+    """What a served workflow tool's child did, or a finished step of a resumed run held, is looked up, not
+    searched for among all the calls (a replay of a long run stays linear)."""
+    paths = ["work/model/1", "work/tool/1", "work/tool/1/find", "work/tool/1/find/model/1", "work/model/2", "next"]
+    recording = Recording("r", tuple(RecordedCall(path, "agent") for path in paths))
+    assert recording.inside("work/tool/1") == (2, 3)
+    assert recording.inside("work") == (0, 1, 2, 3, 4)
+    assert recording.inside("next") == () and recording.inside("work/tool") == (1, 2, 3)
+    replay = Replay(recording)
+    replay.resumed(["work/tool/1"])  # a finished call: it, and what it did inside
+    assert replay.log.used == {1, 2, 3}
