@@ -22,7 +22,7 @@ from typing import Any
 
 from core.answering.order import Answering
 from core.context import RunContext
-from core.conversation import bind_thread, check_thread
+from core.conversation import ThreadBinding, bind_thread, check_thread
 from core.model.calls import HumanQuestion
 from core.model.codec import normalize
 from core.model.errors import (
@@ -203,6 +203,7 @@ class Engine:
         thread = await bind_thread(self.store, record)
         if thread is not None:
             self.reporter.note(thread.note)
+        heard = thread if thread is not None else await self._replayed_thread(record)
         frame = Frame(
             run_id=run_id,
             store=self.store,
@@ -211,7 +212,7 @@ class Engine:
             redactor=self.redactor,
             limits=pipeline.limits,
             journal=journal,
-            thread=thread,
+            thread=heard,
             started=None if journal_from_store else {},  # a new run has no earlier attempts to count
             answering=self.answering,
             replay=self.replay,
@@ -253,6 +254,15 @@ class Engine:
             ),
         )  # if the store itself is what broke, this raises and the caller sees the store's error
         return replace(outcome, replayed=frame.replays)
+
+    async def _replayed_thread(self, record: RunRecord) -> ThreadBinding | None:
+        """A replay of a run that continued a thread, itself in none: its conversation opens with what the
+        recorded run's did (the turns of the thread's runs before it), so that its prompts can be the same.
+        The replay adds nothing to the thread (its turns are stored only for a run in the thread)."""
+        recording = self.replay.recording if self.replay is not None else None
+        if recording is None or recording.thread is None:
+            return None
+        return await bind_thread(self.store, replace(record, run_id=recording.run_id, thread=recording.thread))
 
     async def _outcome(self, pipeline: Pipeline, input: Any, run_id: str, frame: Frame, ctx: RunContext) -> RunOutcome:
         """Run the steps and turn how they ended (value, signal or error) into an outcome."""

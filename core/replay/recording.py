@@ -96,11 +96,13 @@ class RecordedCall:
 
 @dataclass(frozen=True)
 class Recording:
-    """The calls and answers of run ``run_id`` (and its child runs), in the order the run made them."""
+    """The calls and answers of run ``run_id`` (and its child runs), in the order the run made them;
+    ``thread``, the thread the run continued, if any (a replay hears what it heard: core.engine)."""
 
     run_id: str
     calls: tuple[RecordedCall, ...] = ()
     answers: tuple[RecordedAnswer, ...] = ()
+    thread: str | None = None
     by_path: Mapping[str, tuple[int, ...]] = field(init=False, repr=False, compare=False)
     # The indices of the calls made inside each path (``review`` → those at ``review/critique``, ...): looked
     # up for every served tool call and every step a resumed run replays, so a replay stays linear.
@@ -134,11 +136,14 @@ class Recording:
         return RecordedAnswers(self.run_id, kept)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "run_id": self.run_id,
             "calls": [call.to_dict() for call in self.calls],
             "answers": [_answer_dict(answer) for answer in self.answers],
         }
+        if self.thread is not None:
+            data["thread"] = self.thread
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Recording:
@@ -161,7 +166,7 @@ class Recording:
                 )
             )
         made = tuple(RecordedCall.from_dict(call) if isinstance(call, Mapping) else _not_a_call() for call in calls)
-        return cls(str(data.get("run_id") or "case"), made, tuple(found))
+        return cls(str(data.get("run_id") or "case"), made, tuple(found), thread=_text(data.get("thread")))
 
 
 def _not_a_call() -> RecordedCall:
@@ -195,7 +200,7 @@ async def load_recording(store: RunStore, run_id: str, redactor: Redactor) -> Re
     calls: list[RecordedCall] = []
     answers: list[RecordedAnswer] = []
     await _collect(store, record.run_id, "", redactor, calls, answers)
-    return Recording(record.run_id, tuple(calls), tuple(answers))
+    return Recording(record.run_id, tuple(calls), tuple(answers), thread=record.thread)
 
 
 async def _collect(

@@ -611,6 +611,43 @@ def test_replaying_a_run_that_does_not_exist_is_a_usage_error(llm: FakeLLM, tmp_
     assert "no run matches 'nosuchrun' (given to --replay)" in err and not llm.requests
 
 
+THREAD = f"""
+version: "0.1"
+name: notes
+agents:
+  notes: {{model: "{MODEL}", system_prompt: "You keep notes."}}
+steps:
+  - kind: loop
+    name: chat
+    loop:
+      conversation: true
+      max_loops: 1
+      body:
+        - {{kind: step, name: acknowledge, uses: agents.notes}}
+      output:
+        text: conversation_history
+"""
+
+
+def test_a_run_that_continued_a_thread_replays_hearing_what_it_heard_and_adds_nothing_to_it(
+    llm: FakeLLM, tmp_path: Path
+) -> None:
+    flow = blueprint(tmp_path, THREAD)
+    recorded(str(flow), "--thread", "trip", "--input", "Pack the tent.")
+    second = recorded(str(flow), "--thread", "trip", "--input", "Buy a map.")
+    assert [m["content"] for m in llm.requests[-1].body["messages"][1:]] == [
+        "Pack the tent.",
+        "echo: Pack the tent.",
+        "Buy a map.",
+    ]
+    recorded(str(flow), "--thread", "trip", "--input", "Check the car.")  # the thread went on since
+    _, before, _ = flujo(["threads", "show", "trip", "--json"])
+    result = replay_clean(llm, flow, second)  # sent what run 2 was sent: the turns before it, not after
+    assert result["replay"]["replayed_calls"] == 1
+    _, after, _ = flujo(["threads", "show", "trip", "--json"])
+    assert after == before  # the replay is in no thread, and said nothing in this one
+
+
 # -- a replay that pauses, resumed -------------------------------------------------------------------------
 
 PAUSING = f"""
