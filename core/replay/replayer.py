@@ -4,7 +4,8 @@ Each call the run is about to make is looked up by its step path (the next recor
 yet) and compared with it, as the journal keeps both (masked):
 
 - an agent call: its messages, exactly (a changed system prompt, a new turn in the history, another tool
-  result differ); served: the recorded reply, no model called;
+  result differ); served: the recorded reply, no model called; a call that failed fails again, with the
+  recorded error (RunError), so a branch a parallel ignored is ignored again;
 - a tool call: its name and arguments as canonical JSON; served: the recorded outcome, the tool not run
   (no side effect), and nothing of what the recorded call did inside (a workflow tool's child run) runs;
 - a question: its text; served: the recorded answer (``core.policies.person``). A simulated person's
@@ -26,7 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from core.model.errors import ReplayDiverged, ReplayStop
+from core.model.errors import ReplayDiverged, ReplayStop, RunError
 from core.replay.diffs import canonical, message_lines, messages_diff, unified, value_lines
 from core.replay.recording import RecordedCall, Recording
 
@@ -78,7 +79,8 @@ class Replay:
 
     def agent_reply(self, path: str, messages: Sequence[Mapping[str, Any]]) -> RecordedCall | None:
         """The recorded call to serve for an agent call at ``path`` sending ``messages`` (masked), or None when
-        the run is live (the call is made). ReplayStop when it diverges with mode ``stop``."""
+        the run is live (the call is made). ReplayStop when it diverges with mode ``stop``; RunError, the
+        recorded one, when the recorded call failed."""
         if self.log.live:
             return None
         full = self.prefix + path
@@ -92,7 +94,10 @@ class Replay:
                 full, "the prompt differs from the recorded one", messages_diff(call.messages, messages, path=full)
             )
         assert index is not None
-        return self._serve(index)
+        served = self._serve(index)
+        if served.error is not None:  # it failed as it did then, without a call
+            raise RunError(served.error, hint=served.hint)
+        return served
 
     def tool_outcome(self, path: str, tool: str, arguments: Any) -> RecordedCall | None:
         """The recorded call to serve for a call of ``tool`` with ``arguments`` at ``path`` (its outcome), or

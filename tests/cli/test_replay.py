@@ -15,7 +15,7 @@ import pytest
 from core import RunRecord, TraceEvent
 from core.store import open_store
 from flujo_cli import exit_codes
-from tests.support.cli_helpers import flujo
+from tests.support.cli_helpers import ROOT, flujo
 from tests.support.fakes.openai_server import FakeLLM
 
 MODEL = "openai:gpt-4o-mini"
@@ -258,6 +258,34 @@ def test_a_secret_in_a_recorded_reply_is_replayed_as_its_mask(llm: FakeLLM, tmp_
     assert code == exit_codes.OK, err
     assert secret not in out + err + shown + json.dumps([event.payload for event in events])
     assert "write › The key is [REDACTED]." in err
+
+
+def test_a_call_that_failed_fails_again_so_an_ignored_branch_is_ignored_again(state_db: Path) -> None:
+    """docs/examples/parallel.yaml: a branch whose agent's reply never fits its schema fails and the parallel
+    goes on without it; the replay serves that failure too (the recorded error, no call)."""
+    example = str(ROOT / "docs" / "examples" / "parallel.yaml")
+    original = recorded(example, "--input", "Our new logo")
+    code, result, err = run_json(example, "--replay", original["run_id"])
+    assert code == exit_codes.OK, err
+    assert result["output"] == original["output"]
+    assert (result["replay"]["clean"], result["replay"]["replayed_calls"]) == (True, 4)
+    _, events = stored(state_db, result["run_id"])
+    [failure] = [event.payload for event in events if event.kind == "step.error"]
+    _, recorded_events = stored(state_db, original["run_id"])
+    assert [failure] == [event.payload for event in recorded_events if event.kind == "step.error"]
+
+
+def test_a_call_that_failed_and_succeeded_on_resume_replays_as_its_success(llm: FakeLLM, tmp_path: Path) -> None:
+    flow = blueprint(tmp_path, TWO_STEPS.replace("CHECKER", "You check."))
+    llm.reply("A first draft.").fail(400, message="bad request")
+    code, failed, err = run_json(str(flow), "--input", "cats")
+    assert code != exit_codes.OK and failed["failed_step"] == "check", err
+    llm.reply("Looks right.")
+    code, out, err = flujo(["resume", failed["run_id"], "--json"])
+    assert code == exit_codes.OK, err
+    original = json.loads(out)
+    result = replay_clean(llm, flow, original)
+    assert result["replay"]["replayed_calls"] == 2 and result["output"] == "Looks right."
 
 
 # -- tools --------------------------------------------------------------------------------------------------
@@ -529,6 +557,19 @@ steps:
       output:
         text: conversation_history
 """
+
+
+def test_a_summarizer_that_failed_fails_again_and_the_history_is_truncated_again(llm: FakeLLM, tmp_path: Path) -> None:
+    flow = blueprint(tmp_path, SUMMARIZED.replace("SUMMARIZER", "You summarise."))
+    answers = ("--answer", "1", "--answer", "2", "--answer", "3", "--answer", "4")
+    llm.reply("2+2?").reply("3+3?").fail(400, message="no summaries today")  # the third call: the summary
+    original = recorded(str(flow), "--input", "start", *answers)
+    _, events = stored(tmp_path / "state" / "flujo.db", original["run_id"])
+    [failed] = [event for event in events if event.kind == "history.summarize_failed"]
+    assert "no summaries today" in failed.payload["error"]
+    result = replay_clean(llm, flow, original)
+    _, events = stored(tmp_path / "state" / "flujo.db", result["run_id"])
+    assert len([event for event in events if event.kind == "history.summarize_failed"]) == 1
 
 
 def test_a_summarizing_history_has_its_summary_served(llm: FakeLLM, tmp_path: Path) -> None:
