@@ -328,6 +328,12 @@ async def _run(
                     hint="restore the file at that path, then resume again",
                 )
             file = Path(record.source)
+        elif answer_flags.replay is not None:  # a replay runs under the --set and limits its recording ran with
+            replayed_run = await store.get_run(answer_flags.replay)  # (ours on top); none: said below, exit 2
+            if replayed_run is not None and replayed_run.options:
+                overrides = overrides.over(replayed_run.options)
+                settings = settings_with_state(state, overrides_from_assignments(overrides.settings))
+                redactor = Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings))
         assert file is not None
         use_bounds(settings.bounds)  # what templates and expressions of this run may make and do
         try:

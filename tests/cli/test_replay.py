@@ -689,6 +689,37 @@ def test_a_run_that_continued_a_thread_replays_hearing_what_it_heard_and_adds_no
     assert after == before  # the replay is in no thread, and said nothing in this one
 
 
+QUIZ = f"""
+version: "0.1"
+name: quiz
+agents:
+  tutor: {{model: "{MODEL}", system_prompt: "You ask sums."}}
+steps:
+  - kind: loop
+    name: quiz
+    loop:
+      conversation: true
+      max_loops: 3
+      body:
+        - {{kind: step, name: ask, uses: agents.tutor}}
+        - {{kind: hitl, name: answer, message: "{{{{ steps.ask.output }}}}"}}
+      output:
+        text: conversation_history
+"""
+
+
+def test_a_replay_runs_under_the_settings_its_recording_ran_with(llm: FakeLLM, tmp_path: Path) -> None:
+    flow = blueprint(tmp_path, QUIZ)
+    shorter = ("--set", "history.strategy=truncate_turns", "--set", "history.max_turns=2")
+    original = recorded(str(flow), "--input", "start", "--answer", "1", "--answer", "2", "--answer", "3", *shorter)
+    assert len(llm.requests[-1].body["messages"]) == 3  # the system prompt and the two latest turns
+    result = replay_clean(llm, flow, original)  # no --set given: the recorded ones apply
+    assert result["replay"]["replayed_calls"] == 3
+    code, result, err = run_json(str(flow), "--replay", original["run_id"], "--set", "history.max_turns=3")
+    assert code == exit_codes.REPLAY_DIVERGED, err  # one given now wins: the prompts are not the same
+    assert [d["path"] for d in result["replay"]["diverged"]] == ["quiz/3/ask"]
+
+
 # -- a replay that pauses, resumed -------------------------------------------------------------------------
 
 PAUSING = f"""
