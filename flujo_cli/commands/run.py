@@ -296,6 +296,13 @@ async def _run(
             invocation.run_id = resume_id = record.run_id
             resumed = record
             recorded = dict(record.options or {})
+            if answer_flags.replay_answers is not None and isinstance(recorded.get("replay"), str):
+                error_line(
+                    f"run {record.run_id} replays run {recorded['replay']} (--replay), answers and all:"
+                    " --replay-answers cannot be given to its resume",
+                    "resume it without --replay-answers",
+                )
+                return exit_codes.USAGE
             answer_flags = answer_flags.over(recorded)  # it keeps answering as it started
             if not answers and answers_file is None and (recorded.get("answers") or recorded.get("answers_by_step")):
                 # A submitted run resumed by hand (its worker died, say) keeps the answers it was queued

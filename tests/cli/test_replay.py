@@ -753,6 +753,9 @@ def test_a_live_replay_that_pauses_resumes_as_it_left_off(llm: FakeLLM, tmp_path
     record, _ = stored(state_db, paused["run_id"])
     assert record.options is not None
     assert (record.options["replay"], record.options["on_divergence"]) == (original["run_id"], "live")
+    code, _, err = flujo(["resume", paused["run_id"], "--replay-answers", original["run_id"]])
+    assert code == exit_codes.USAGE  # it replays the answers already
+    assert "--replay-answers cannot be given to its resume" in err and len(llm.requests) == before + 1
 
     code, out, err = flujo(["resume", paused["run_id"], "--answer", "warm", "--max-tokens", "9000", "--json"])
     assert code == exit_codes.OK, err
