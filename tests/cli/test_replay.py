@@ -88,14 +88,16 @@ def replay_clean(llm: FakeLLM, flow: Path, original: dict[str, Any], *extra: str
 # -- agents: served, diverging, going live ----------------------------------------------------------------
 
 
-def test_an_unchanged_blueprint_replays_with_no_model_call_and_the_same_output(llm: FakeLLM, tmp_path: Path) -> None:
+def test_an_unchanged_blueprint_replays_with_no_model_call_and_the_same_output(
+    llm: FakeLLM, tmp_path: Path, state_db: Path
+) -> None:
     flow = blueprint(tmp_path, TWO_STEPS.replace("CHECKER", "You check."))
     llm.reply("A first draft.").reply("Looks right.")
     original = recorded(str(flow), "--input", "cats")
     assert len(llm.requests) == 2 and original["output"] == "Looks right."
     result = replay_clean(llm, flow, original)
     assert result["replay"]["replayed_calls"] == 2 and result["replay"]["mode"] == "stop"
-    record, events = stored(Path(str(tmp_path / "state" / "flujo.db")), result["run_id"])
+    record, events = stored(state_db, result["run_id"])
     assert record.input == "cats"  # the recorded run's input, not given again
     assert record.options is not None and record.options["replay"] == original["run_id"]
     assert record.options["replay_report"]["clean"] is True
