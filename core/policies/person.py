@@ -145,7 +145,7 @@ async def _ask(question: PersonQuestion, frame: Frame, events: list[TraceEvent])
     # A replay of the whole run serves the answer when the question is asked in the same words (else it
     # diverges there); a simulated person's answer is served as its call, in ``_simulate``.
     if frame.replay is not None and not frame.replay.answer_served(
-        question.path, frame.redactor.text(question.message)
+        question.path, frame.redactor.text(question.message), simulated=simulated is not None
     ):
         recorded = None
     replay_left = recorded is not None

@@ -120,14 +120,18 @@ class Replay:
         assert index is not None
         return self._serve(index)
 
-    def answer_served(self, path: str, question: str) -> bool:
+    def answer_served(self, path: str, question: str, *, simulated: bool = True) -> bool:
         """Whether the recorded answer to the question at ``path`` (its text ``question``) may be served. A
         question the recording has no answer for, or asked in other words, diverges (ReplayStop with mode
         ``stop``); once live, its answer is served only when the path and the text match. A question a
-        simulated person answered is not served as an answer (its call is), and does not diverge here."""
+        simulated person answered is not served as an answer (its call is), and does not diverge here,
+        unless no simulated person answers it now (``simulated``): the person would be asked instead."""
         full = self.prefix + path
         recorded = self.recording.answer(full)
         if recorded is not None and recorded.source == "simulated":
+            if not simulated and not self.log.live:
+                diff = unified([f"answered by {recorded.by}"], ["asked to the person"], path=full)
+                self._diverge(full, "a simulated person answered this question; none does now", diff)
             return False
         if recorded is not None and (recorded.question is None or recorded.question == question):
             return True

@@ -536,6 +536,27 @@ def test_a_simulated_persons_replies_are_served_and_compared_like_a_models(llm: 
     assert "-    You are Ada, booking for four." in divergence["diff"].splitlines()
 
 
+def test_a_question_a_simulated_person_answered_diverges_when_the_person_is_asked_instead(
+    llm: FakeLLM, tmp_path: Path
+) -> None:
+    answered = PERSONA.replace("PERSONA", "You are Ada, booking for four.").replace(
+        "    input_schema: {type: integer, minimum: 1, maximum: 8}\n",
+        "    input_schema: {type: integer, minimum: 1, maximum: 8}\n    answered_by: agents.persona\n",
+    )
+    assert "answered_by" in answered
+    flow = blueprint(tmp_path, answered)
+    llm.reply("4").reply("Booked for 4.")
+    original = recorded(str(flow), "--no-input")
+    replay_clean(llm, flow, original, "--no-input")
+    flow.write_text(answered.replace("    answered_by: agents.persona\n", ""))  # the person answers now
+    code, result, err = run_json(str(flow), "--replay", original["run_id"], "--no-input")
+    assert code == exit_codes.REPLAY_DIVERGED, err  # not a pause: the recording's answer came from a persona
+    [divergence] = result["replay"]["diverged"]
+    assert divergence["path"] == "guests"
+    assert divergence["reason"] == "a simulated person answered this question; none does now"
+    assert divergence["diff"].splitlines()[-2:] == ["-answered by agents.persona", "+asked to the person"]
+
+
 SUMMARIZED = f"""
 version: "0.1"
 name: quiz
