@@ -228,18 +228,17 @@ class Engine:
         except asyncio.CancelledError:  # Ctrl-C (or a caller's cancel) outside a prompt: keep what was said
             if thread is not None:
                 await self.store.record_thread_turns(run_id, ctx.thread_turns)
-            await self.store.update_run(run_id, RunUpdate(status="interrupted", usage=frame.usage))
+            update = RunUpdate(status="interrupted", usage=frame.usage, options=self._replay_options(record))
+            await self.store.update_run(run_id, update)  # (a resumed replay goes on from its report)
             raise
         finally:  # the run's MCP servers stop with it, however it ended
             for problem in await frame.tool_sessions.aclose():
                 self.reporter.note(f"a tool's server did not stop cleanly: {problem}")
         if thread is not None:  # before the status: a run that ends "completed" has its turns stored
             await self.store.record_thread_turns(run_id, ctx.thread_turns)
-        options = None
-        if self.replay is not None:  # the run says whether it replayed its recording cleanly, and where not
-            if outcome.status == "completed":
-                self.replay.finish()
-            options = {**(record.options or {}), "replay_report": self.replay.summary()}
+        if self.replay is not None and outcome.status == "completed":  # a recorded call never made diverges
+            self.replay.finish()
+        options = self._replay_options(record)
         await self.store.update_run(
             run_id,
             RunUpdate(
@@ -254,6 +253,13 @@ class Engine:
             ),
         )  # if the store itself is what broke, this raises and the caller sees the store's error
         return replace(outcome, replayed=frame.replays)
+
+    def _replay_options(self, record: RunRecord) -> dict[str, Any] | None:
+        """The run's options with its replay's report (``replay_report``: whether it replayed its recording
+        cleanly, and where not), written whenever the run stops; None when it replays nothing."""
+        if self.replay is None:
+            return None
+        return {**(record.options or {}), "replay_report": self.replay.summary()}
 
     async def _replayed_thread(self, record: RunRecord) -> ThreadBinding | None:
         """A replay of a run that continued a thread, itself in none: its conversation opens with what the

@@ -3,12 +3,18 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+import pytest
+
 from core import AgentStep, Engine, Pipeline, RecordedCall, Recording, Redactor, Replay, ReplayDiverged, load_recording
+from core.agents.base import BaseAgent
 from core.agents.offline import ScriptedAgent
+from core.model.calls import AgentCall, AgentReply
 from core.steps.kinds import ToolUse
 from core.store import MemoryStore
+from core.testing import FuncAgent
 from tests.support.tool_loops import FunctionTool
 
 QUESTION = "What is 2 + 3?"
@@ -107,3 +113,43 @@ def test_a_recording_knows_the_calls_made_inside_each_path() -> None:
     replay = Replay(recording)
     replay.resumed(["work/tool/1"])  # a finished call: it, and what it did inside
     assert replay.log.used == {1, 2, 3}
+
+
+class Waiting(BaseAgent):
+    """An agent whose call never ends (until cancelled); ``called`` is set when it starts."""
+
+    def __init__(self) -> None:
+        self.called = asyncio.Event()
+
+    @property
+    def label(self) -> str:
+        return "waiting"
+
+    async def run(self, call: AgentCall) -> AgentReply:
+        self.called.set()
+        await asyncio.Event().wait()
+        raise AssertionError("never answered")
+
+
+async def test_a_replay_interrupted_records_how_far_it_had_come() -> None:
+    """Ctrl-C (a cancelled run) in a live replay: the run is interrupted with its replay's report, so that
+    its resume goes on as it left off (live from where it diverged)."""
+    store = MemoryStore()
+    agents = (FuncAgent(lambda text: f"one: {text}"), FuncAgent(lambda text: f"two: {text}"))
+    recorded_run = await Engine(store=store).run(
+        Pipeline(steps=tuple(AgentStep(name=name, agent=agent) for name, agent in zip("ab", agents, strict=True))),
+        "hi",
+    )
+    recording = await load_recording(store, recorded_run.run_id, Redactor())
+    waiting = Waiting()  # step b's agent now: its prompt is the same, its path another (c): a divergence
+    pipeline = Pipeline(steps=(AgentStep(name="a", agent=agents[0]), AgentStep(name="c", agent=waiting)))
+    engine = Engine(store=store, replay=Replay(recording, mode="live"))
+    task = asyncio.create_task(engine.run(pipeline, "hi", run_id="cancelled"))
+    await waiting.called.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    record = await store.get_run("cancelled")
+    assert record is not None and record.status == "interrupted" and record.options is not None
+    report = record.options["replay_report"]
+    assert (report["replayed_calls"], report["diverged_at"], report["clean"]) == (1, "c", False)
