@@ -18,7 +18,9 @@ served where the question's path and text match, as ``--replay-answers`` serves 
 a recorded call it never made is a divergence too (``finish``).
 
 A sub-workflow's child run asks the view ``within(path)`` gives (its calls are under its step's path); the
-state (what was served, the divergences) is shared by the whole tree of runs.
+state (what was served, the divergences) is shared by the whole tree of runs. The run records that state
+whenever it stops (``summary``); resumed, it goes on from there (``resumed``: the calls of the steps its
+journal holds were served; ``restore``: the counts, and with ``live`` the divergence, so it stays live).
 """
 
 from __future__ import annotations
