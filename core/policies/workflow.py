@@ -31,7 +31,7 @@ from typing import Any
 from core.context import RunContext
 from core.conversation import capture, message_for
 from core.model.calls import Activity
-from core.model.errors import Abort, FlujoError, LimitReached, Pause, RunError, StoreUnavailable
+from core.model.errors import Abort, FlujoError, LimitReached, Pause, ReplayStop, RunError, StoreUnavailable
 from core.model.events import ChildRunStarted, StepErrored
 from core.model.records import RunUpdate, StepRecord, TraceEvent
 from core.policies.body import BodyRunner
@@ -121,6 +121,11 @@ async def run_workflow(
         )
         raise
     except StoreUnavailable:  # no step's failure, and nothing can be written: the child stays resumable
+        raise
+    except ReplayStop as stop:  # a replay diverged inside the child: it fails there, as its parent does
+        await store.update_run(
+            child_id, RunUpdate(status="failed", error=stop.error.message, usage=child.usage, finished_at=time.time())
+        )
         raise
     except FlujoError as error:
         await store.update_run(

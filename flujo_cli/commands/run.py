@@ -263,6 +263,7 @@ async def _run(
         BlueprintError,
         Engine,
         Redactor,
+        ReplayDiverged,
         ResumeRefused,
         RunError,
         StepPaths,
@@ -316,6 +317,13 @@ async def _run(
             invocation.run_id = resume_id = record.run_id
             resumed = record
             recorded = dict(record.options or {})
+            if answer_flags.replay_answers is not None and isinstance(recorded.get("replay"), str):
+                error_line(
+                    f"run {record.run_id} replays run {recorded['replay']} (--replay), answers and all:"
+                    " --replay-answers cannot be given to its resume",
+                    "resume it without --replay-answers",
+                )
+                return exit_codes.USAGE
             answer_flags = answer_flags.over(recorded)  # it keeps answering as it started
             if not answers and answers_file is None and (recorded.get("answers") or recorded.get("answers_by_step")):
                 # A submitted run resumed by hand (its worker died, say) keeps the answers it was queued
@@ -348,6 +356,12 @@ async def _run(
                     hint="restore the file at that path, then resume again",
                 )
             file = Path(record.source)
+        elif answer_flags.replay is not None:  # a replay runs under the --set and limits its recording ran with
+            replayed_run = await store.get_run(answer_flags.replay)  # (ours on top); none: said below, exit 2
+            if replayed_run is not None and replayed_run.options:
+                overrides = overrides.over(replayed_run.options)
+                settings = settings_with_state(state, overrides_from_assignments(overrides.settings))
+                redactor = Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings))
         assert file is not None
         use_bounds(settings.bounds)  # what templates and expressions of this run may make and do
         try:  # absolute: resume works from anywhere
@@ -421,10 +435,17 @@ async def _run(
     if replay is not None:
         report_replay(replay, console)
         extra["replay"] = replay.report()
+    retry = None
+    if replay is not None and isinstance(outcome.error, ReplayDiverged):  # resuming would diverge again
+        retry = (
+            f"to accept the change, go on live from there: {flujo_command()} run {file}"
+            f" --replay {replay.recording.run_id} --on-divergence live{invocation.state_option()}"
+        )
     code = _finish(
         outcome, json_output=json_output, seconds=time.perf_counter() - started, console=console,
         extra=extra,
         state_option=invocation.state_option() if outcome.status != "completed" else "",
+        retry=retry,
     )  # fmt: skip
     if code == exit_codes.OK and replay is not None and replay.mode == "stop" and not replay.clean:
         # It completed, but without making every call the recording has: it diverged at its end.
@@ -520,9 +541,11 @@ def _finish(
     console: Console,
     extra: Mapping[str, Any] | None = None,
     state_option: str = "",
+    retry: str | None = None,
 ) -> int:
     """Print how the run ended and return its exit code. Every command suggested to continue the run names
-    its store with ``state_option`` (`` --state URI``) when that store is not the one found by default."""
+    its store with ``state_option`` (`` --state URI``) when that store is not the one found by default.
+    ``retry`` is what to suggest after a failure instead of resuming the run."""
     from core import RunOutcome
     from flujo_cli.messages import exit_code_for
 
@@ -581,5 +604,5 @@ def _finish(
     error = outcome.error
     where = f" at step {outcome.failed_step}" if outcome.failed_step else ""
     error_line(f"run failed{where}: {error.message if error else 'unknown error'}", error.hint if error else None)
-    console.print(f"  [dim]{summary} · after fixing the cause: {escape(resume)}[/]")
+    console.print(f"  [dim]{summary} · {escape(retry or f'after fixing the cause: {resume}')}[/]")
     return exit_code_for(error) if error else exit_codes.FAILED
