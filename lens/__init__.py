@@ -10,6 +10,8 @@ plain views are rich renderables (``lens.plain``), the ``--json`` documents plai
 ``open_viewer`` opens the Textual viewer (imported only then); ``run_lines`` and ``trace_lines`` write the
 plain trace line by line into a pipe (``lens.stream``, imported when first asked for); ``parse_age``,
 ``prune_summary`` and ``prune_document`` word ``flujo lens prune`` (the store deletes: ``RunStore.prune_runs``).
+``export_run`` and ``LiveExport`` send runs to an OpenTelemetry collector (``lens.otel``: OpenTelemetry is
+imported when one of them is first asked for; ``OtlpTarget`` and ``otel_installed`` import none of it).
 
 Imports core's records, trace events and redactor, through ``core``'s front door only; ``flujo_cli``
 imports lens, never the other way round.
@@ -33,24 +35,40 @@ from lens.snapshot import RunSnapshot, load_run
 from lens.tree import CallNode, EventNode, GroupNode, MessageNode, Node, RunNode, StepNode, build_tree, walk
 
 if TYPE_CHECKING:
+    from lens.otel.sending import LiveExport, export_run
+    from lens.otel.target import EXTRA as OTEL_EXTRA
+    from lens.otel.target import OtlpTarget, otel_installed
     from lens.stream import run_lines, trace_lines
 
-# Imported when first asked for: only ``flujo lens trace`` into a pipe writes the trace line by line.
-_LAZY = {"run_lines": "lens.stream", "trace_lines": "lens.stream"}
+# Imported when first asked for: only ``flujo lens trace`` into a pipe writes the trace line by line, and
+# only a run sent to a collector needs OpenTelemetry.
+_LAZY = {
+    "run_lines": "lens.stream",
+    "trace_lines": "lens.stream",
+    "LiveExport": "lens.otel.sending",
+    "export_run": "lens.otel.sending",
+    "OTEL_EXTRA": "lens.otel.target:EXTRA",
+    "OtlpTarget": "lens.otel.target",
+    "otel_installed": "lens.otel.target",
+}
 
 __all__ = [
+    "OTEL_EXTRA",
     "CallNode",
     "EventNode",
     "Expansion",
     "GroupNode",
+    "LiveExport",
     "MessageNode",
     "Node",
+    "OtlpTarget",
     "RunNode",
     "RunRow",
     "RunSnapshot",
     "StepNode",
     "as_shown",
     "build_tree",
+    "export_run",
     "final_output_document",
     "focus",
     "list_document",
@@ -59,6 +77,7 @@ __all__ = [
     "masked_document",
     "nested",
     "open_viewer",
+    "otel_installed",
     "parse_age",
     "prune_document",
     "prune_summary",
