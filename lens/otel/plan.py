@@ -14,7 +14,8 @@ The tree::
     └── chat {model}                a model call outside an agent step (a summary, a simulated person)
 
 Each human question is a span event (``flujo.question``) of the span it was asked in, with its path and
-how long it waited (``flujo.wait_s``: its step's duration, from the question to the answer while the run ran).
+how long it waited (``flujo.wait_s``: its step's duration, from the question to the answer while the run ran);
+so is each step that failed and is no span of its own (``flujo.step.failed``: a template's error, say).
 A script agent (``python:``, ``command:``) is an ``invoke_agent`` span without a ``chat`` span: no model is
 called. Message content (prompts, replies, inputs, outputs, tool arguments and results, questions and
 answers) is planned only with ``capture_content``.
@@ -60,6 +61,7 @@ _FAILED = frozenset({"failed", "limit_reached", "aborted"})  # a run's span with
 _HEX_ID = re.compile(r"[0-9a-f]{16}")
 _SCRIPTS = ("python", "command")  # agents that call no model: their labels' prefixes (core/agents/script.py)
 _QUESTION_KIND = "hitl"
+_AGENT_KIND = "step"  # an agent step's (an ensemble's participants' too); a summary's record is of its own kind
 
 
 @dataclass(frozen=True)
@@ -123,10 +125,13 @@ class _Planner:
     def run(self, snapshot: RunSnapshot, *, parent_id: int | None) -> None:
         record = snapshot.record
         run = _Run(record.run_id, snapshot.steps, snapshot.events)
-        questions: dict[int, list[PlannedEvent]] = defaultdict(list)
+        questions: dict[int, list[PlannedEvent]] = defaultdict(list)  # and failures of steps that are no span
         for step in run.steps.values():
             if step.kind == _QUESTION_KIND:
                 questions[run.parent_of(step.path)].append(self._question(step, run.events.get(step.path, ())))
+            elif step.status == "failed" and step.path not in run.owners:
+                failure: Attributes = {genai.STEP_PATH: step.path, genai.ERROR_MESSAGE: step.error or "failed"}
+                questions[run.parent_of(step.path)].append(PlannedEvent(genai.STEP_FAILED, step.started_at, failure))
         root_attributes = self._run_attributes(record)
         if self._keeps_run(record):
             start, end = record.created_at, _run_end(snapshot)
@@ -371,9 +376,7 @@ class _Run:
                     if turn is not None and turn.kind == MODEL_TURN_KIND:
                         self.labels.setdefault(_owner_of(path), event.data.agent)
         for step in self.steps.values():
-            if step.kind not in (MODEL_TURN_KIND, TOOL_CALL_KIND, _QUESTION_KIND) and (
-                step.path in looped or step.path in self.labels
-            ):
+            if step.kind == _AGENT_KIND and (step.path in looped or step.path in self.labels):
                 self.owners[step.path] = span_id_of(run_id, step.path, genai.AGENT)
 
     def parent_of(self, path: str) -> int:

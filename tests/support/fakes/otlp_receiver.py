@@ -79,13 +79,13 @@ class OtlpReceiver:
                     return
                 request = ExportTraceServiceRequest()
                 request.ParseFromString(body)
+                receiver._received(request)  # before the answer: a sender that got its answer finds them here
                 reply = ExportTraceServiceResponse().SerializeToString()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/x-protobuf")
                 self.send_header("Content-Length", str(len(reply)))
                 self.end_headers()
                 self.wfile.write(reply)
-                receiver._received(request)
 
             def log_message(self, format: str, *args: Any) -> None:
                 return None
