@@ -321,3 +321,18 @@ def test_without_the_otel_extra_a_run_warns_and_lens_export_says_how_to_install_
         "error: sending traces needs the otel extra, which is not installed",
         "hint: install it: pip install 'flujo-runner[otel]'",
     ]
+
+
+def test_a_worker_sends_each_run_it_executes(helpdesk: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    answers = helpdesk.parent / "answers.json"
+    answers.write_text('["no"]', encoding="utf-8")
+    code, out, err = flujo(["submit", str(helpdesk), "--input", "What is 2 + 3?", "--answers", str(answers), "--json"])
+    assert code == exit_codes.OK, err
+    [run_id] = json.loads(out)["queued"]
+    with OtlpReceiver() as collector:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url)
+        code, _, err = flujo(["worker", "--until-idle"])
+        assert code == exit_codes.OK, err
+        spans = collector.wait_for_spans(SPANS)
+    assert {span.trace_id for span in spans} == {run_id + "0" * 16}
+    assert _one(spans, "invoke_workflow").attributes["flujo.run.status"] == "completed"
