@@ -27,6 +27,7 @@ from core.testing import ScriptedHuman
 from lens import load_run
 from lens.otel.plan import plan_spans
 from lens.otel.sending import make_spans
+from lens.otel.target import OtlpTarget
 from tests.support.lens_runs import CHILD, DEMO, THREADED, record_demo, record_others
 from tests.support.tool_loops import FunctionTool
 
@@ -257,3 +258,16 @@ async def test_live_spans_of_a_resumed_run_are_sent_once_and_its_run_span_when_i
     assert sorted(span.span_id for span in [*before, *after]) == sorted(span.span_id for span in whole)
     [run] = [span for span in after if span.parent_id is None]
     assert [event.attributes["flujo.step.path"] for event in run.events] == ["name"]
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "url"),
+    [
+        ("http://localhost:4318", "http://localhost:4318/v1/traces"),
+        ("http://localhost:4318/", "http://localhost:4318/v1/traces"),
+        ("http://localhost:6006/v1/traces", "http://localhost:6006/v1/traces"),
+        ("https://otel.example.com/api/public/otel", "https://otel.example.com/api/public/otel/v1/traces"),
+    ],
+)
+def test_an_endpoint_is_a_collector_s_base_url_as_opentelemetry_s_variable_gives_it(endpoint: str, url: str) -> None:
+    assert OtlpTarget(endpoint).traces_url == url
