@@ -144,7 +144,7 @@ class _Planner:
             )  # fmt: skip
         for step in run.steps.values():
             span_id = run.owners.get(step.path)
-            if span_id is None:
+            if span_id is None or step.kind not in (_AGENT_KIND, MODEL_TURN_KIND, TOOL_CALL_KIND):
                 continue
             if step.kind == MODEL_TURN_KIND:
                 self._turn(run, step, span_id, questions[span_id])
@@ -375,8 +375,12 @@ class _Run:
                     turn = self.steps.get(path)
                     if turn is not None and turn.kind == MODEL_TURN_KIND:
                         self.labels.setdefault(_owner_of(path), event.data.agent)
+        # A tool loop's agent step is its turns' and calls' parent before its own record is committed (a run
+        # paused at a call's approval sends them first): its span's id is known from its path alone.
+        for path in looped:
+            self.owners[path] = span_id_of(run_id, path, genai.AGENT)
         for step in self.steps.values():
-            if step.kind == _AGENT_KIND and (step.path in looped or step.path in self.labels):
+            if step.kind == _AGENT_KIND and step.path in self.labels:
                 self.owners[step.path] = span_id_of(run_id, step.path, genai.AGENT)
 
     def parent_of(self, path: str) -> int:

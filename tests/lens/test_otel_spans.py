@@ -271,3 +271,31 @@ async def test_live_spans_of_a_resumed_run_are_sent_once_and_its_run_span_when_i
 )
 def test_an_endpoint_is_a_collector_s_base_url_as_opentelemetry_s_variable_gives_it(endpoint: str, url: str) -> None:
     assert OtlpTarget(endpoint).traces_url == url
+
+
+async def test_a_run_paused_at_a_tool_call_s_approval_sends_its_calls_under_the_agent_step_to_come() -> None:
+    """The agent step's record is committed when its tool loop ends; the turns and calls sent before (at the
+    pause) are under its span all the same, which the resumed run sends."""
+    store = MemoryStore()
+    lookup = FunctionTool("lookup", lambda arguments: "Ada")
+    delete = FunctionTool("delete", lambda arguments: "deleted", approve="ask")
+    use = ToolUse(tools=(lookup, delete), agent="helper")
+    pipeline = Pipeline(steps=(AgentStep(name="answer", agent=ScriptedAgent(REPLIES), tools=use),), name="support")
+    took = time.time()
+    paused = await Engine(store=store, human=ScriptedHuman([])).run(pipeline, "Who is 42?", run_id=RUN)
+    assert paused.status == "paused"
+    before = plan_spans(await load_run(store, RUN, redactor=Redactor()), since=took)
+    took = time.time()
+    resumed = await Engine(store=store, human=ScriptedHuman(["y"])).resume(pipeline, RUN)
+    assert resumed.status == "completed", resumed.error
+    snapshot = await load_run(store, RUN, redactor=Redactor())
+    after = plan_spans(snapshot, since=took)
+    whole = {span.span_id: span for span in plan_spans(snapshot)}
+
+    assert sorted(span.name for span in before) == ["chat scripted", "chat scripted", "execute_tool lookup"]
+    [agent] = [span for span in whole.values() if span.name == "invoke_agent answer"]
+    assert {span.parent_id for span in before} == {agent.span_id}
+    assert agent in after and not [span for span in before if span.span_id in {s.span_id for s in after}]
+    assert {span.span_id: span.parent_id for span in [*before, *after]} == {
+        span_id: span.parent_id for span_id, span in whole.items()
+    }
