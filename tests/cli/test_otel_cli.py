@@ -336,3 +336,50 @@ def test_a_worker_sends_each_run_it_executes(helpdesk: Path, monkeypatch: pytest
         spans = collector.wait_for_spans(SPANS)
     assert {span.trace_id for span in spans} == {run_id + "0" * 16}
     assert _one(spans, "invoke_workflow").attributes["flujo.run.status"] == "completed"
+
+
+SUB = """\
+version: "0.1"
+name: shout
+agents:
+  loud: {model: scripted, replies: ["HI!"]}
+steps:
+  - {kind: step, name: shout_it, uses: agents.loud}
+"""
+CALLER = """\
+version: "0.1"
+name: caller
+imports: {shout: shout.yaml}
+tools:
+  shout: {workflow: imports.shout, description: "Shout a text"}
+agents:
+  caller:
+    model: scripted
+    tools: [shout]
+    replies:
+      - {tool: shout, arguments: {text: hi}}
+      - "It shouted."
+steps:
+  - {kind: step, name: ask, uses: agents.caller}
+"""
+
+
+def test_a_sub_workflow_s_run_is_in_the_trace_under_the_call_that_ran_it(
+    tmp_path: Path, state_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "shout.yaml").write_text(SUB, encoding="utf-8")
+    (tmp_path / "caller.yaml").write_text(CALLER, encoding="utf-8")
+    with OtlpReceiver() as collector:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url)
+        code, out, err = flujo(["run", str(tmp_path / "caller.yaml"), "--input", "go", "--json"])
+        assert code == exit_codes.OK, err
+        spans = collector.wait_for_spans(8)  # 2 runs, 2 agent steps, 3 model calls, 1 tool call
+    assert len(spans) == 8
+    parent_of = {span.span_id: span.parent_id for span in spans}
+    child_run = _one(spans, "invoke_workflow shout")
+    call = _one(spans, "execute_tool shout")
+    assert child_run.parent_id == call.span_id
+    assert parent_of[call.span_id] == _one(spans, "invoke_agent ask").span_id
+    assert _one(spans, "invoke_agent shout_it").parent_id == child_run.span_id
+    assert {span.trace_id for span in spans} == {json.loads(out)["run_id"] + "0" * 16}
+    assert child_run.attributes["flujo.run.parent_id"] == json.loads(out)["run_id"]
