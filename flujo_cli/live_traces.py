@@ -70,6 +70,9 @@ class LiveTraces:
         except FlujoError as exc:  # the store could not be read back: the run itself is saved
             warning_line(f"run {run_id} is not sent to {self.target.traces_url}: {exc.message}")
             return
+        except Exception as exc:  # a top level of its own: sending a trace never fails a run, which is saved
+            warning_line(f"run {run_id} is not sent to {self.target.traces_url}: {type(exc).__name__}: {exc}")
+            return
         self.runs.append(run_id)
 
     def close(self, *, state_option: str = "") -> None:

@@ -125,33 +125,34 @@ class _Planner:
     def run(self, snapshot: RunSnapshot, *, parent_id: int | None) -> None:
         record = snapshot.record
         run = _Run(record.run_id, snapshot.steps, snapshot.events)
-        questions: dict[int, list[PlannedEvent]] = defaultdict(list)  # and failures of steps that are no span
+        # The span events of each span: the questions asked in it, and its steps that failed and are no span.
+        events_of: dict[int, list[PlannedEvent]] = defaultdict(list)
         for step in run.steps.values():
             if step.kind == _QUESTION_KIND:
-                questions[run.parent_of(step.path)].append(self._question(step, run.events.get(step.path, ())))
+                events_of[run.parent_of(step.path)].append(self._question(step, run.events.get(step.path, ())))
             elif step.status == "failed" and step.path not in run.owners:
                 failure: Attributes = {genai.STEP_PATH: step.path, genai.ERROR_MESSAGE: step.error or "failed"}
-                questions[run.parent_of(step.path)].append(PlannedEvent(genai.STEP_FAILED, step.started_at, failure))
-        root_attributes = self._run_attributes(record)
+                events_of[run.parent_of(step.path)].append(PlannedEvent(genai.STEP_FAILED, step.started_at, failure))
         if self._keeps_run(record):
+            root_attributes = self._run_attributes(record)
             start, end = record.created_at, _run_end(snapshot)
             error = (record.error or record.status) if record.status in _FAILED else None
             if error is not None:
                 root_attributes[genai.ERROR_TYPE] = record.status
             self._add(
                 f"{genai.WORKFLOW} {record.pipeline_name}", run.root, parent_id, start, end, root_attributes,
-                questions[run.root], error,
+                events_of[run.root], error,
             )  # fmt: skip
         for step in run.steps.values():
             span_id = run.owners.get(step.path)
             if span_id is None or step.kind not in (_AGENT_KIND, MODEL_TURN_KIND, TOOL_CALL_KIND):
                 continue
             if step.kind == MODEL_TURN_KIND:
-                self._turn(run, step, span_id, questions[span_id])
+                self._turn(run, step, span_id, events_of[span_id])
             elif step.kind == TOOL_CALL_KIND:
-                self._tool(run, step, span_id, questions[span_id])
+                self._tool(run, step, span_id, events_of[span_id])
             else:
-                self._agent(run, step, span_id, questions[span_id])
+                self._agent(run, step, span_id, events_of[span_id])
         for path, events in run.events.items():
             found = run.steps.get(path)
             if found is None or found.kind != MODEL_TURN_KIND:
