@@ -12,6 +12,7 @@ import typer
 import flujo_cli.completion.values as complete
 import flujo_cli.exit_codes as exit_codes
 from flujo_cli.help_style import Command, Group
+from flujo_cli.optional_values import OptionalValueCommand
 
 app = typer.Typer(
     name="flujo",
@@ -781,6 +782,40 @@ def lens_diff(
             debug=state.debug,
         )
     )
+
+
+@lens_app.command("export", cls=OptionalValueCommand)
+def lens_export(
+    run_id: RunIdArgument,
+    otlp: Annotated[
+        str | None,
+        typer.Option(
+            "--otlp",
+            metavar="[ENDPOINT]",
+            help="Send the run to an OpenTelemetry collector (OTLP/HTTP), as a trace in the GenAI conventions."
+            " ENDPOINT: its URL (http://localhost:4318); left out, OTEL_EXPORTER_OTLP_ENDPOINT or \\[otel] endpoint"
+            " in flujo.toml.",
+            show_default=False,
+        ),
+    ] = None,
+    store: StateOption = None,
+) -> None:
+    """Send a stored run elsewhere, in the format its option names (exactly one per call): --otlp sends it,
+    with its sub-workflows' runs, to an OpenTelemetry collector such as Jaeger, Phoenix or Langfuse; the same
+    trace as the run sent live, if it did (docs/observability.md)."""
+    from flujo_cli.messages import usage_error
+
+    # One format per call; each option is None when not given (--otlp alone is the empty text).
+    formats = [option for option, value in (("--otlp", otlp),) if value is not None]
+    if len(formats) != 1:
+        usage_error(
+            "lens export takes exactly one format option per call"
+            + (f"; {' and '.join(formats)} were given" if formats else ""),
+            "e.g. flujo lens export RUN --otlp http://localhost:4318",
+        )
+    from flujo_cli.commands.export_otlp import export_otlp
+
+    raise SystemExit(export_otlp(run_id, otlp, state=store, debug=state.debug))
 
 
 @lens_app.command("prune", cls=Command)

@@ -58,6 +58,12 @@ def error_line(message: str, hint: str | None = None) -> None:
         console.print(f"[dim]hint:[/] {escape(hint)}")
 
 
+def warning_line(message: str) -> None:
+    """Something went wrong beside the command's work, which went on (a trace that could not be sent): one
+    line, saying what to do about it."""
+    stderr().print(f"[yellow]warning:[/] {escape(message)}")
+
+
 def fail(exc: BaseException, *, debug: bool, code: int | None = None) -> NoReturn:
     """Report ``exc`` as one clear line (plus hint) and exit; with ``debug`` print the traceback first."""
     from core import FlujoError

@@ -14,6 +14,8 @@ plain trace line by line into a pipe (``lens.stream``, imported when first asked
 ``flujo lens diff`` (``lens.diff``; the CLI reads each run with ``core.load_recording``, its calls put in
 step order by ``in_step_order``).
 ``parse_moment`` reads the ages and dates of ``--older-than`` and ``--since`` (``lens.ages``).
+``export_run`` and ``LiveExport`` send runs to an OpenTelemetry collector (``lens.otel``: OpenTelemetry is
+imported when one of them is first asked for; ``OtlpTarget`` and ``otel_installed`` import none of it).
 
 Imports core's records, trace events and redactor, through ``core``'s front door only; ``flujo_cli``
 imports lens, never the other way round.
@@ -39,10 +41,13 @@ from lens.tree import CallNode, EventNode, GroupNode, MessageNode, Node, RunNode
 if TYPE_CHECKING:
     from lens.call_order import in_step_order
     from lens.diff import RunDiff, compare_runs, compared_runs, diff_document, diff_lines
+    from lens.otel.sending import LiveExport, export_run
+    from lens.otel.target import EXTRA as OTEL_EXTRA
+    from lens.otel.target import OtlpTarget, otel_installed
     from lens.stream import run_lines, trace_lines
 
 # Imported when first asked for: only ``flujo lens trace`` into a pipe writes the trace line by line, and
-# only ``flujo lens diff`` compares two runs.
+# only ``flujo lens diff`` compares two runs, and only a run sent to a collector needs OpenTelemetry.
 _LAZY = {
     "run_lines": "lens.stream",
     "trace_lines": "lens.stream",
@@ -52,15 +57,23 @@ _LAZY = {
     "diff_document": "lens.diff",
     "diff_lines": "lens.diff",
     "in_step_order": "lens.call_order",
+    "LiveExport": "lens.otel.sending",
+    "export_run": "lens.otel.sending",
+    "OTEL_EXTRA": "lens.otel.target:EXTRA",
+    "OtlpTarget": "lens.otel.target",
+    "otel_installed": "lens.otel.target",
 }
 
 __all__ = [
+    "OTEL_EXTRA",
     "CallNode",
     "EventNode",
     "Expansion",
     "GroupNode",
+    "LiveExport",
     "MessageNode",
     "Node",
+    "OtlpTarget",
     "RunDiff",
     "RunNode",
     "RunRow",
@@ -72,6 +85,7 @@ __all__ = [
     "compared_runs",
     "diff_document",
     "diff_lines",
+    "export_run",
     "final_output_document",
     "focus",
     "in_step_order",
@@ -81,6 +95,7 @@ __all__ = [
     "masked_document",
     "nested",
     "open_viewer",
+    "otel_installed",
     "parse_age",
     "parse_moment",
     "prune_document",

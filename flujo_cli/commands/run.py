@@ -282,6 +282,7 @@ async def _run(
         report_replay,
     )
     from flujo_cli.human import TerminalHuman
+    from flujo_cli.live_traces import LiveTraces
     from flujo_cli.progress import LiveReporter
     from flujo_cli.run_claims import hold_thread, take_for_resume
     from flujo_cli.store_access import elsewhere, open_for, settings_with_state, where
@@ -301,6 +302,7 @@ async def _run(
     recorded: dict[str, Any] = {}  # the options a resumed run recorded
     taken: list[tuple[str, str]] = []  # the questions a resumed run's recorded answers were given to already
     resumed: RunRecord | None = None
+    traces: LiveTraces | None = None
     try:
         if continue_last:
             assert file is not None
@@ -405,6 +407,7 @@ async def _run(
                 error_line(exc.message, exc.hint)
                 return exit_codes.USAGE
         reporter.redactor = redactor  # the run's own: a resumed run's settings may have changed it
+        traces = LiveTraces.configured(settings)  # None unless a collector is configured (docs/observability.md)
         engine = Engine(
             store=store, human=human, reporter=reporter, redactor=redactor, answering=answering, replay=replay
         )
@@ -416,6 +419,7 @@ async def _run(
             **answer_flags.to_options(answering),
         }
         # Claims (flujo_cli.run_claims): the run's and its thread's; closing the store releases them.
+        took = time.time()  # what this process does of the run starts now (the spans it sends: LiveTraces)
         if resumed is not None:  # in the run's own thread, if it has one
             await take_for_resume(store, resumed)  # and out of the queue, if it was queued
             human.remember(await _answers_given(store, resumed.run_id))  # Up recalls them at the next question
@@ -427,6 +431,8 @@ async def _run(
             outcome = await engine.run(
                 pipeline, input_text, run_id=invocation.run_id, thread=thread, options=options or None
             )
+        if traces is not None:
+            await traces.add(store, outcome.run_id, redactor=redactor, since=took)
     finally:
         reporter.close()
         await store.close()
@@ -447,6 +453,8 @@ async def _run(
         state_option=invocation.state_option() if outcome.status != "completed" else "",
         retry=retry,
     )  # fmt: skip
+    if traces is not None:  # after the run's result is printed: the spans may take a moment to go
+        traces.close(state_option=invocation.state_option())
     if code == exit_codes.OK and replay is not None and replay.mode == "stop" and not replay.clean:
         # It completed, but without making every call the recording has: it diverged at its end.
         error_line(

@@ -170,3 +170,45 @@ def test_a_project_s_default_store_is_beside_its_flujo_toml(tmp_path: Path) -> N
     here = tmp_path / "sub" / "folder"
     here.mkdir(parents=True)
     assert load_settings(cwd=here, env={}).state_uri == str(tmp_path / ".flujo" / "flujo.db")
+
+
+def test_the_otel_section_comes_from_opentelemetry_s_variables_flujo_toml_and_flujo_variables(tmp_path: Path) -> None:
+    assert load_settings(cwd=tmp_path, env={}).otel.endpoint is None  # nothing configured: nothing is sent
+    (tmp_path / "flujo.toml").write_text('[otel]\nendpoint = "http://collector:4318"\ntimeout_s = 3\n')
+    assert load_settings(cwd=tmp_path, env={}).otel.endpoint == "http://collector:4318"
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://localhost:6006/v1/traces"}
+    assert load_settings(cwd=tmp_path, env=env).otel.endpoint == "http://localhost:6006/v1/traces"
+    env["FLUJO_OTEL__ENDPOINT"] = "https://otel.example.com"
+    settings = load_settings(cwd=tmp_path, env=env)
+    assert (settings.otel.endpoint, settings.otel.timeout_s) == ("https://otel.example.com", 3.0)
+    assert (
+        load_settings(cwd=tmp_path, env={"OTEL_EXPORTER_OTLP_ENDPOINT": " "}).otel.endpoint == "http://collector:4318"
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "captured"),
+    [("true", True), ("True", True), ("1", True), ("SPAN_ONLY", True), ("span_and_event", True),
+     ("false", False), ("0", False), ("NO_CONTENT", False), ("", False)],
+)  # fmt: skip
+def test_opentelemetry_s_content_switch_says_whether_content_is_sent(
+    tmp_path: Path, value: str, captured: bool
+) -> None:
+    env = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": value}
+    assert load_settings(cwd=tmp_path, env=env).otel.capture_content is captured
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "localhost:4318"}, "setting otel.endpoint: 'localhost:4318' is not an http"),
+        ({"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "maybe"}, "setting otel.capture_content: "),
+    ],
+)
+def test_an_otel_setting_that_cannot_be_is_a_config_error_naming_the_variables(
+    tmp_path: Path, env: dict[str, str], message: str
+) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_settings(cwd=tmp_path, env=env)
+    assert raised.value.message.startswith(message)
+    assert raised.value.hint == "check FLUJO_* or OTEL_* environment"
