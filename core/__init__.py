@@ -90,7 +90,7 @@ if TYPE_CHECKING:
     from core.policies.context_writes import scratchpad_slot
     from core.policies.frame import scope as template_scope
     from core.ports import Agent, HumanInput, NullReporter, Reporter, RunStore, Tool, ToolSource
-    from core.replay.diffs import messages_diff, unified
+    from core.replay.diffs import canonical, messages_diff, unified, value_lines
     from core.replay.recording import RecordedCall, Recording, load_recording
     from core.replay.replayer import Divergence, Replay
     from core.settings.config import (
@@ -232,8 +232,10 @@ _WHERE = {
     "ReduceMode": "core.steps.kinds",
     "ReplyCut": "core.model.events",
     "ReplayDiverged": "core.model.errors",
+    "canonical": "core.replay.diffs",
     "messages_diff": "core.replay.diffs",
     "unified": "core.replay.diffs",
+    "value_lines": "core.replay.diffs",
     "RecordedCall": "core.replay.recording",
     "Recording": "core.replay.recording",
     "load_recording": "core.replay.recording",
@@ -439,6 +441,7 @@ __all__ = [
     "builds_structure",
     "busy_refusal",
     "call_interrupted",
+    "canonical",
     "check_thread",
     "check_thread_name",
     "find_provider",
@@ -464,6 +467,7 @@ __all__ = [
     "turn_text",
     "unified",
     "use_bounds",
+    "value_lines",
     "whole_references",
 ]
 

@@ -599,6 +599,28 @@ def lens_trace(
     raise SystemExit(trace_run(run_id, options, json_output=json_output, state=store, debug=state.debug))
 
 
+@lens_app.command("export", cls=Command)
+def lens_export(
+    run_id: RunIdArgument,
+    case: Annotated[
+        Path | None,
+        typer.Option(
+            "--case",
+            metavar="FILE",
+            help="Write the run as a case file that flujo test replays (name it NAME.case.yaml): the blueprint's"
+            " path and digest, the input and options, every recorded call and answer, the output; masked. A case"
+            " file written over keeps its expect: block.",
+            show_default=False,
+        ),
+    ] = None,
+    store: StateOption = None,
+) -> None:
+    """Export a completed run, in the one format its option names (--case FILE: a test case for flujo test)."""
+    from flujo_cli.commands.lens_export import export_run
+
+    raise SystemExit(export_run(run_id, case=case, state=store, debug=state.debug))
+
+
 @lens_app.command("prune", cls=Command)
 def lens_prune(
     older_than: Annotated[
