@@ -365,6 +365,33 @@ def validate(
     raise SystemExit(validate_blueprint(file, json_output=json_output, debug=state.debug, settings=set_ or []))
 
 
+@app.command("test", cls=Command)
+def test_command(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Case files, or folders searched for *.case.yaml files (default: the current folder).",
+            show_default=False,
+        ),
+    ] = None,
+    junit: Annotated[
+        Path | None,
+        typer.Option("--junit", metavar="FILE", help="Write a JUnit XML report for CI too.", show_default=False),
+    ] = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", metavar="N", min=1, help="Cases replayed at a time.")] = 8,
+    json_output: JsonOption = False,
+    store: StateOption = None,
+) -> None:
+    """Replay every case file (flujo lens export RUN --case FILE) against its blueprint as it is now: each
+    passed (every call served, the same output, or its expect: holds), diverged (with the diff) or failed.
+    Exit 0 when all passed, 1 otherwise."""
+    from flujo_cli.commands.test import replay_cases
+
+    raise SystemExit(
+        replay_cases(paths or [], jobs=jobs, junit=junit, json_output=json_output, state=store, debug=state.debug)
+    )
+
+
 def _flag(help: str, *names: str) -> Any:
     return typer.Option(*names, help=help, show_default=False, rich_help_panel="Answers (each skips its question)")
 
