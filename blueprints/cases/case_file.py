@@ -8,7 +8,7 @@ and replayed by ``flujo test`` (docs/testing-conversations.md).
     options: {simulate_user: agents.tester}   # how it ran: simulate_user, set, max_tokens, max_cost_usd
     output: ...                   # its final output
     expect: ...                   # optional, written by hand: blueprints.cases.expectations
-    recording: {run_id, calls, answers}       # core.replay's Recording.to_dict()
+    recording: {run_id, calls, answers}       # core.replay's Recording.to_dict(); optional with expect:
 
 Everything in it is masked as lens masks it (the writer is given masked values; nothing here masks).
 ``read_case`` reads one within the settings' YAML bounds, with a ``BlueprintError`` at file:line:col for
@@ -117,14 +117,19 @@ class _Reader:
         digest = data.get("digest")
         if digest is not None and not isinstance(digest, str):
             raise self.error(("digest",), "digest: must be a text (the blueprint's digest when it was recorded)")
-        recording = data.get("recording")
+        expect = data.get("expect")
+        # A case written by hand may hold expectations only: its replay is live from the first call.
+        recording = data.get("recording", {} if expect is not None else None)
         if not isinstance(recording, Mapping):
-            raise self.error(("recording",), "recording: must be the mapping flujo lens export wrote (calls, answers)")
+            raise self.error(
+                ("recording",) if "recording" in data else (),
+                "recording: must be the mapping flujo lens export wrote (calls, answers)",
+                "a case without one must have an expect: block (what must hold of a live run)",
+            )
         try:
             recorded = Recording.from_dict(recording)
         except ValueError as exc:
             raise self.error(("recording",), f"recording: {exc}", "export the run again") from None
-        expect = data.get("expect")
         return Case(
             file=self.path,
             blueprint=blueprint,

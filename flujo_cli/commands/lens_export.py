@@ -108,8 +108,8 @@ async def _export_case(
         expect_text=kept,
     )
     comment = (
-        f"A run of {blueprint} kept as a test: flujo test replays it (docs/testing-conversations.md).\n"
-        f"Exported from run {record.run_id}; export a run over this file to accept it (its expect: block is kept)."
+        f"{target.as_posix()} — flujo test replays this run of {blueprint} (docs/testing-conversations.md).\n"
+        f"Exported from run {record.run_id}; to accept another run, export it over this file (its expect: stays)."
     )
     folder.mkdir(parents=True, exist_ok=True)
     _write_whole(target, case_text(exported, comment=comment))
