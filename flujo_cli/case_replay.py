@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from blueprints import Case, ExpectationResult, RunFacts
-    from core import Replay, RunOutcome, RunStore, Settings
+    from core import Pipeline, Replay, RunOutcome, RunStore, Settings
 
 Status = Literal["passed", "diverged", "failed"]
 
@@ -147,7 +147,7 @@ async def _replay(file: Path, shown: str, store: RunStore, base: Settings) -> Ca
     return _compared(result, case, outcome, replay, redactor.value(outcome.output))
 
 
-def _with_limits(pipeline: Any, options: Mapping[str, Any]) -> Any:
+def _with_limits(pipeline: Pipeline, options: Mapping[str, Any]) -> Pipeline:
     """``pipeline`` with the limits the recorded run was given on its command line."""
     tokens, cost = options.get("max_tokens"), options.get("max_cost_usd")
     limits = pipeline.limits

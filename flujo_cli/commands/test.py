@@ -12,8 +12,9 @@ failed one with its file:line:col), then a summary line; with ``--json`` one JSO
 ``--junit FILE`` writes a JUnit XML report besides (``flujo_cli.junit_report``).
 
 Exit codes: 0 when every case passed; 1 when any diverged or failed; 2 for a bad command line: a PATH that
-does not exist, or no case file found (a test run that tests nothing is a mistake, not a success); 7 when
-the run store cannot be used.
+does not exist, no case file found (a test run that tests nothing is a mistake, not a success), a
+``--junit`` file that cannot be written (the cases were replayed and said); 7 when the run store cannot be
+used.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from rich.markup import escape
 
 import flujo_cli.exit_codes as exit_codes
-from flujo_cli.messages import fail, plain_console, usage_error
+from flujo_cli.messages import error_line, fail, plain_console, usage_error
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
     from flujo_cli.case_replay import CaseResult
 
 SKIPPED_FOLDERS = frozenset({".git", ".flujo", ".venv", "node_modules"})
-DEFAULT_JOBS = 8
 _COLOURS = {"passed": "green", "diverged": "yellow", "failed": "red"}
 
 
@@ -59,11 +59,7 @@ def replay_cases(
     except Exception as exc:  # the CLI's top level: a store that cannot be used, one line (unless --debug)
         fail(exc, debug=debug)
     seconds = time.perf_counter() - started
-    if junit is not None:
-        from flujo_cli.junit_report import junit_xml
-
-        junit.parent.mkdir(parents=True, exist_ok=True)
-        junit.write_bytes(junit_xml(results, seconds=seconds))
+    written = junit is None or _write_report(junit, results, seconds)
     counts = {status: sum(1 for r in results if r.status == status) for status in ("passed", "diverged", "failed")}
     if json_output:
         summary: dict[str, Any] = {"cases": len(results), **counts, "seconds": round(seconds, 6)}
@@ -72,7 +68,22 @@ def replay_cases(
     else:
         said = ", ".join(f"{count} {status}" for status, count in counts.items() if count or status == "passed")
         console.print(f"{len(results)} case(s): {said} ({seconds:.2f}s)")
+    if not written:
+        return exit_codes.USAGE
     return exit_codes.OK if counts["passed"] == len(results) else exit_codes.FAILED
+
+
+def _write_report(junit: Path, results: Sequence[CaseResult], seconds: float) -> bool:
+    """Write the JUnit XML report; False (the error said) when the file cannot be written."""
+    from flujo_cli.junit_report import junit_xml
+
+    try:
+        junit.parent.mkdir(parents=True, exist_ok=True)
+        junit.write_bytes(junit_xml(results, seconds=seconds))
+    except OSError as exc:
+        error_line(f"cannot write --junit {junit}: {exc.strerror or exc}", "give a file in a folder you can write to")
+        return False
+    return True
 
 
 def case_files(paths: Sequence[Path], suffix: str) -> list[Path]:

@@ -244,6 +244,14 @@ def test_the_junit_report_is_what_ci_servers_read(trip_case: Path, tmp_path: Pat
     )
 
 
+def test_a_junit_file_that_cannot_be_written_is_said(trip_case: Path, tmp_path: Path) -> None:
+    (tmp_path / "taken").write_text("a file, not a folder", encoding="utf-8")
+    code, out, err = flujo_test(str(trip_case), "--junit", str(tmp_path / "taken" / "flujo.xml"))
+    assert code == exit_codes.USAGE
+    assert out.splitlines()[0] == f"passed   {trip_case}"  # the cases were replayed and said all the same
+    assert err.splitlines()[0].startswith(f"error: cannot write --junit {tmp_path / 'taken' / 'flujo.xml'}: ")
+
+
 @pytest.mark.parametrize(
     ("text", "said"),
     [

@@ -89,7 +89,8 @@ def test_a_case_file_holds_no_secret(tmp_path: Path, state_db: Path, monkeypatch
     export(run_id, case)
     text = case.read_text(encoding="utf-8")
     assert secret not in text and key not in text and "sk-" not in text
-    assert "[REDACTED]" in text
+    assert "Booked with token [REDACTED] for you." in text  # the reply, as lens shows it
+    assert "input: Book a table; my key is [REDACTED]\n" in text
     code, out, err = flujo(["test", str(case)])  # the masked case still replays: its masks are what was sent
     assert code == exit_codes.OK, out + err
 
