@@ -29,10 +29,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from blueprints import Case, ExpectationResult, RunFacts
+    from blueprints import Blueprint, Case, ExpectationResult, RunFacts
     from core import Pipeline, Replay, RunOutcome, RunStore, Settings
 
 Status = Literal["passed", "diverged", "failed"]
+# The blueprints loaded so far by one flujo test, by file and the settings given with --set: cases of one
+# blueprint load (and validate) it once; each is compiled on its own (its agents keep state).
+Loaded = dict[tuple[str, tuple[str, ...]], "Blueprint"]
 
 
 @dataclass(frozen=True)
@@ -80,14 +83,17 @@ class CaseResult:
         }
 
 
-async def replay_case(file: Path, shown: str, store: RunStore, base: Settings) -> CaseResult:
+async def replay_case(
+    file: Path, shown: str, store: RunStore, base: Settings, *, loaded: Loaded | None = None
+) -> CaseResult:
     """Replay the case at ``file`` (named ``shown`` in results) into ``store``, under the settings ``base``
-    (those of the command) and the case's own. A store that fails raises; anything else is a result."""
+    (those of the command) and the case's own; ``loaded``: the blueprints loaded by earlier cases. A store
+    that fails raises; anything else is a result."""
     from core import BlueprintError, FlujoError, StoreError
 
     started = time.perf_counter()
     try:
-        result = await _replay(file, shown, store, base)
+        result = await _replay(file, shown, store, base, {} if loaded is None else loaded)
     except StoreError:
         raise  # not the case's failure: the command reports it (exit code 7)
     except BlueprintError as exc:  # the case file or its blueprint: file:line:col
@@ -98,7 +104,7 @@ async def replay_case(file: Path, shown: str, store: RunStore, base: Settings) -
     return replace(result, seconds=time.perf_counter() - started)
 
 
-async def _replay(file: Path, shown: str, store: RunStore, base: Settings) -> CaseResult:
+async def _replay(file: Path, shown: str, store: RunStore, base: Settings, loaded: Loaded) -> CaseResult:
     from blueprints import compile_pipeline, load_blueprint, read_case, simulated_user
     from core import (
         Answering,
@@ -114,7 +120,7 @@ async def _replay(file: Path, shown: str, store: RunStore, base: Settings) -> Ca
     from flujo_cli.store_access import settings_with_state
 
     case = read_case(file, bounds=base.bounds)
-    given = case.options.get("set") or []
+    given = tuple(case.options.get("set") or ())
     settings = settings_with_state(base.state_uri, overrides_from_assignments(given)) if given else base
     use_bounds(settings.bounds)  # this task's: what the blueprint's templates and expressions may make and do
     blueprint_file = Path(os.path.normpath(case.blueprint_path))
@@ -124,7 +130,8 @@ async def _replay(file: Path, shown: str, store: RunStore, base: Settings) -> Ca
             position=case.blueprint_at,
             hint="blueprint: is the path from the case file's folder to the blueprint file",
         )
-    blueprint = load_blueprint(blueprint_file, settings=settings)
+    key = (str(blueprint_file.resolve()), given)
+    blueprint = loaded.get(key) or loaded.setdefault(key, load_blueprint(blueprint_file, settings=settings))
     factory = functools.partial(build_agent, defer_missing_key=True)
     pipeline = compile_pipeline(blueprint, settings, agent_factory=factory)
     pipeline = _with_limits(pipeline, case.options)

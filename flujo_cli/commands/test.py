@@ -115,16 +115,17 @@ async def _replay_all(
     files: Sequence[Path], *, jobs: int, state: str | None, shown: Console | None
 ) -> list[CaseResult]:
     """Every case replayed, at most ``jobs`` at a time; each said on ``shown`` as it finishes."""
-    from flujo_cli.case_replay import replay_case
+    from flujo_cli.case_replay import Loaded, replay_case
     from flujo_cli.store_access import open_for, settings_with_state
 
     settings = settings_with_state(state)
     store = await open_for(settings, "create")
     gate = asyncio.Semaphore(jobs)
+    loaded: Loaded = {}
 
     async def one(file: Path) -> CaseResult:
         async with gate:
-            result = await replay_case(file, str(file), store, settings)
+            result = await replay_case(file, str(file), store, settings, loaded=loaded)
         if shown is not None:
             say(result, shown)
         return result
