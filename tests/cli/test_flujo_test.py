@@ -448,3 +448,32 @@ def test_the_documented_cases_pass(state_db: Path, monkeypatch: pytest.MonkeyPat
         "docs/examples/cases/persona.case.yaml": None,  # served throughout
         "docs/examples/cases/persona_expect.case.yaml": "guests",  # no recording: live from the first call
     }
+
+
+@pytest.mark.parametrize(
+    ("example", "args"),
+    [
+        ("docs/examples/ensemble.yaml", ("--input", "a poem about rain", "--answer", "yes")),
+        ("docs/examples/subworkflow.yaml", ("--input", "tea", "--answer", "yes")),
+        ("docs/examples/map.yaml", ("--input", '["milk", "rice", "bread"]')),
+        ("docs/examples/conditional.yaml", ("--input", "URGENT: the site is down")),
+        ("blueprints/examples/parallel.yaml", ("--input", "My draft")),
+        ("docs/examples/tools.yaml", ("--input", "What is (2 + 3) * 4?", "--answer", "y")),
+        ("docs/examples/conversation_summarize.yaml", ("--input", "Practice sums", "-a", "4", "-a", "6", "-a", "8")),
+        ("docs/examples/persona_conversation.yaml", ("--input", "Plan a trip")),
+    ],
+)
+def test_every_kind_of_step_replays_from_its_case(
+    example: str, args: tuple[str, ...], tmp_path: Path, state_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An ensemble, a sub-workflow, a map, a conditional, parallel branches, a tool-using agent, a summarized
+    conversation, a simulated person: recorded, exported, replayed with every call served."""
+    monkeypatch.chdir(ROOT)
+    code, out, err = flujo(["run", example, "--json", "--no-input", *args])
+    assert code == exit_codes.OK, err
+    case = tmp_path / "example.case.yaml"
+    export(json.loads(out)["run_id"], case)
+    code, document = flujo_test_json(str(case))
+    [result] = document["cases"]
+    assert (code, result["status"]) == (exit_codes.OK, "passed"), result
+    assert result["replay"]["replayed_calls"] == result["replay"]["recorded_calls"] > 0
