@@ -91,7 +91,7 @@ if TYPE_CHECKING:
     from core.policies.context_writes import scratchpad_slot
     from core.policies.frame import scope as template_scope
     from core.ports import Agent, HumanInput, NullReporter, Reporter, RunStore, Tool, ToolSource
-    from core.replay.diffs import message_lines, messages_diff, unified, value_lines
+    from core.replay.diffs import canonical, message_lines, messages_diff, unified, value_lines
     from core.replay.recording import RecordedCall, Recording, load_recording
     from core.replay.replayer import Divergence, Replay
     from core.settings.config import (
@@ -238,6 +238,7 @@ _WHERE = {
     "ReplyCut": "core.model.events",
     "ReplayDiverged": "core.model.errors",
     "message_lines": "core.replay.diffs",
+    "canonical": "core.replay.diffs",
     "messages_diff": "core.replay.diffs",
     "value_lines": "core.replay.diffs",
     "unified": "core.replay.diffs",
@@ -457,6 +458,7 @@ __all__ = [
     "builds_structure",
     "busy_refusal",
     "call_interrupted",
+    "canonical",
     "check_thread",
     "check_thread_name",
     "find_provider",

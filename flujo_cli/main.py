@@ -433,6 +433,33 @@ def validate(
     )
 
 
+@app.command("test", cls=Command)
+def test_command(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Case files, or folders searched for *.case.yaml files (default: the current folder).",
+            show_default=False,
+        ),
+    ] = None,
+    junit: Annotated[
+        Path | None,
+        typer.Option("--junit", metavar="FILE", help="Write a JUnit XML report for CI too.", show_default=False),
+    ] = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", metavar="N", min=1, help="Cases replayed at a time.")] = 8,
+    json_output: JsonOption = False,
+    store: StateOption = None,
+) -> None:
+    """Replay every case file (flujo lens export RUN --case FILE) against its blueprint as it is now: each
+    passed (every call served, the same output, or its expect: holds), diverged (with the diff) or failed.
+    Exit 0 when all passed, 1 otherwise."""
+    from flujo_cli.commands.test import replay_cases
+
+    raise SystemExit(
+        replay_cases(paths or [], jobs=jobs, junit=junit, json_output=json_output, state=store, debug=state.debug)
+    )
+
+
 def _flag(help: str, *names: str) -> Any:
     return typer.Option(*names, help=help, show_default=False, rich_help_panel="Answers (each skips its question)")
 
@@ -798,24 +825,39 @@ def lens_export(
             show_default=False,
         ),
     ] = None,
+    case: Annotated[
+        Path | None,
+        typer.Option(
+            "--case",
+            metavar="FILE",
+            help="Write the run as a case file that flujo test replays (name it NAME.case.yaml): the blueprint's"
+            " path and digest, the input and options, every recorded call and answer, the output; masked. A case"
+            " file written over keeps its expect: block.",
+            show_default=False,
+        ),
+    ] = None,
     store: StateOption = None,
 ) -> None:
-    """Send a stored run elsewhere, in the format its option names (exactly one per call): --otlp sends it,
-    with its sub-workflows' runs, to an OpenTelemetry collector such as Jaeger, Phoenix or Langfuse; the same
-    trace as the run sent live, if it did (docs/observability.md)."""
+    """Export a stored run, in the one format its option names (exactly one per call): --case FILE writes it as
+    a test case that flujo test replays (a completed run); --otlp sends it, with its sub-workflows' runs, to an
+    OpenTelemetry collector such as Jaeger, Phoenix or Langfuse; the same trace as the run sent live, if it did
+    (docs/observability.md)."""
     from flujo_cli.messages import usage_error
 
     # One format per call; each option is None when not given (--otlp alone is the empty text).
-    formats = [option for option, value in (("--otlp", otlp),) if value is not None]
-    if len(formats) != 1:
-        usage_error(
-            "lens export takes exactly one format option per call"
-            + (f"; {' and '.join(formats)} were given" if formats else ""),
-            "e.g. flujo lens export RUN --otlp http://localhost:4318",
-        )
-    from flujo_cli.commands.export_otlp import export_otlp
+    formats = [option for option, value in (("--case", case), ("--otlp", otlp)) if value is not None]
+    hint = "give --case FILE (a test case for flujo test) or --otlp [ENDPOINT] (an OpenTelemetry collector)"
+    if not formats:
+        usage_error("say which format to export: lens export takes one format option", hint)
+    if len(formats) > 1:
+        usage_error(f"lens export takes exactly one format option per call; {' and '.join(formats)} were given", hint)
+    if otlp is not None:
+        from flujo_cli.commands.export_otlp import export_otlp
 
-    raise SystemExit(export_otlp(run_id, otlp, state=store, debug=state.debug))
+        raise SystemExit(export_otlp(run_id, otlp, state=store, debug=state.debug))
+    from flujo_cli.commands.lens_export import export_run
+
+    raise SystemExit(export_run(run_id, case=case, state=store, debug=state.debug))
 
 
 @lens_app.command("prune", cls=Command)

@@ -16,7 +16,7 @@ CORE_FOR_LENS_AND_CLI = {
     "ZERO_USAGE", "MODEL_TURN_KIND", "TOOL_CALL_KIND", "TOOL_LOOP_KINDS",
     # A recorded run served back (flujo run --replay, flujo test) and two runs' prompts compared (lens diff).
     "Divergence", "RecordedCall", "Recording", "Replay", "ReplayDiverged", "load_recording", "messages_diff", "unified",
-    "message_lines", "value_lines",
+    "canonical", "message_lines", "value_lines",  # a case's final output compared and diffed (flujo test)
     "busy_refusal", "call_interrupted", "check_thread", "check_thread_name", "load_settings", "masked_under_key",
     "FORK_OPTION", "fork_thread",  # flujo threads fork, and how flujo threads show names a fork's run
     "overrides_from_assignments", "parse_answer", "recorded_answers", "schema_errors", "secret_values",

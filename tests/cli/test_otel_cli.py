@@ -233,7 +233,11 @@ def test_lens_export_to_an_unreachable_collector_tries_again_then_says_so(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ([], "error: lens export takes exactly one format option per call"),
+        ([], "error: say which format to export: lens export takes one format option"),
+        (
+            ["--case", "x.case.yaml", "--otlp", "http://localhost:4318"],
+            "error: lens export takes exactly one format option per call; --case and --otlp were given",
+        ),
         (["--otlp"], "error: --otlp needs a collector: none is given and none is configured"),
         (["--otlp", "localhost:4318"], "error: --otlp 'localhost:4318' is not an http:// or https:// URL"),
     ],
