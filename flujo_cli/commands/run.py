@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import json
 import re
@@ -273,6 +274,7 @@ async def _run(
         secret_values,
         use_bounds,
     )
+    from core.agents import build_agent
     from flujo_cli.answering import (
         answering_for,
         answers_json,
@@ -368,7 +370,9 @@ async def _run(
         use_bounds(settings.bounds)  # what templates and expressions of this run may make and do
         try:  # absolute: resume works from anywhere
             blueprint = load_blueprint(file.resolve(), settings=settings, models=model_overrides(overrides.models))
-            pipeline = compile_pipeline(blueprint, settings)
+            # A replay calls a model only once it diverges (live): a missing API key is said then, not now.
+            factory = functools.partial(build_agent, defer_missing_key=True) if answer_flags.replay else None
+            pipeline = compile_pipeline(blueprint, settings, agent_factory=factory)
         except ModelOverrideError as exc:  # --model names an agent the blueprint does not have
             return refused_at_load(exc)
         except BlueprintError as exc:
@@ -392,7 +396,9 @@ async def _run(
                 if answer_flags.simulate_user is None and isinstance(person_then, str):
                     answer_flags = replace(answer_flags, simulate_user=person_then)
             person = (
-                simulated_user(blueprint, settings, answer_flags.simulate_user) if answer_flags.simulate_user else None
+                simulated_user(blueprint, settings, answer_flags.simulate_user, agent_factory=factory)
+                if answer_flags.simulate_user
+                else None
             )
             answering = await answering_for(answer_flags, store, given, person, replay)
         except RunError as exc:  # --simulate-user, --replay or --replay-answers names nothing: nothing ran

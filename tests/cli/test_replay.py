@@ -88,6 +88,26 @@ def replay_clean(llm: FakeLLM, flow: Path, original: dict[str, Any], *extra: str
 # -- agents: served, diverging, going live ----------------------------------------------------------------
 
 
+def test_a_replay_needs_no_api_key_until_it_goes_live(
+    llm: FakeLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Served calls call nothing, so the provider's key is not asked for; a replay that goes live says it is
+    missing then, in one line (exit 6)."""
+    flow = blueprint(tmp_path, TWO_STEPS.replace("CHECKER", "You check."))
+    llm.reply("A first draft.").reply("Looks right.")
+    original = recorded(str(flow), "--input", "cats")
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.delenv("OPENAI_BASE_URL")  # the provider's own URL, which needs a key
+    code, out, err = flujo(["run", str(flow)])  # a run that calls the model: refused before it starts
+    assert code == exit_codes.CONFIG and "OPENAI_API_KEY is not set" in err
+    replay_clean(llm, flow, original)
+    changed = blueprint(tmp_path, TWO_STEPS.replace("CHECKER", "You check twice."), "changed.yaml")
+    code, out, err = flujo(["run", str(changed), "--replay", original["run_id"], "--on-divergence", "live"])
+    assert code == exit_codes.CONFIG, err
+    assert "OPENAI_API_KEY" in err and "Traceback" not in err
+
+
+
 def test_an_unchanged_blueprint_replays_with_no_model_call_and_the_same_output(
     llm: FakeLLM, tmp_path: Path, state_db: Path
 ) -> None:
