@@ -98,11 +98,11 @@ def test_a_replay_needs_no_api_key_until_it_goes_live(
     original = recorded(str(flow), "--input", "cats")
     monkeypatch.delenv("OPENAI_API_KEY")
     monkeypatch.delenv("OPENAI_BASE_URL")  # the provider's own URL, which needs a key
-    code, out, err = flujo(["run", str(flow)])  # a run that calls the model: refused before it starts
+    code, _out, err = flujo(["run", str(flow)])  # a run that calls the model: refused before it starts
     assert code == exit_codes.CONFIG and "OPENAI_API_KEY is not set" in err
     replay_clean(llm, flow, original)
     changed = blueprint(tmp_path, TWO_STEPS.replace("CHECKER", "You check twice."), "changed.yaml")
-    code, out, err = flujo(["run", str(changed), "--replay", original["run_id"], "--on-divergence", "live"])
+    code, _out, err = flujo(["run", str(changed), "--replay", original["run_id"], "--on-divergence", "live"])
     assert code == exit_codes.CONFIG, err
     assert "OPENAI_API_KEY" in err and "Traceback" not in err
 
