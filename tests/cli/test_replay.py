@@ -107,7 +107,6 @@ def test_a_replay_needs_no_api_key_until_it_goes_live(
     assert "OPENAI_API_KEY" in err and "Traceback" not in err
 
 
-
 def test_an_unchanged_blueprint_replays_with_no_model_call_and_the_same_output(
     llm: FakeLLM, tmp_path: Path, state_db: Path
 ) -> None:
