@@ -14,8 +14,9 @@ can serve, and is left out. A tool call is a ``tool.call`` event with its step r
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 from core.answering.replay import RecordedAnswer, RecordedAnswers
@@ -114,6 +115,22 @@ class Recording:
 
     def answer(self, path: str) -> RecordedAnswer | None:
         return self.answered.get(path)
+
+    def calls_under(self, path: str) -> tuple[int, ...]:
+        """The indices of the calls made inside the call at ``path`` (a workflow tool's child run's): those
+        whose path is under ``path/``, in order."""
+        return self._inside.get(path, ())
+
+    @cached_property
+    def _inside(self) -> Mapping[str, tuple[int, ...]]:
+        """Each path with calls under it → their indices, made on first use (a tool call or a resumed run
+        asks): a lookup then costs no walk over every call, which made a replay of N tool calls cost N²."""
+        inside: dict[str, list[int]] = {}
+        for index, call in enumerate(self.calls):
+            parts = call.path.split("/")
+            for end in range(1, len(parts)):
+                inside.setdefault("/".join(parts[:end]), []).append(index)
+        return {path: tuple(found) for path, found in inside.items()}
 
     def replayed_answers(self) -> RecordedAnswers:
         """The answers a replay serves as answers: those a person gave (a simulated person's answers are
@@ -239,9 +256,3 @@ async def _collect(
             children.append((event.path, data.child_run_id))
     for path, child in dict(children).items():
         await _collect(store, child, f"{prefix}{path}/", redactor, calls, answers)
-
-
-def calls_under(calls: Sequence[RecordedCall], path: str) -> list[int]:
-    """The indices of the calls made inside the call at ``path`` (a workflow tool's child run's)."""
-    inner = f"{path}/"
-    return [index for index, call in enumerate(calls) if call.path.startswith(inner)]

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from core.model.errors import ReplayDiverged, ReplayStop
 from core.replay.diffs import canonical, message_lines, messages_diff, unified, value_lines
-from core.replay.recording import RecordedCall, Recording, calls_under
+from core.replay.recording import RecordedCall, Recording
 
 Mode = Literal["stop", "live"]
 MODES: tuple[Mode, ...] = ("stop", "live")
@@ -111,7 +111,7 @@ class Replay:
         if canonical(recorded) != canonical(asked):
             diff = unified(value_lines(recorded), value_lines(asked), path=full)
             return self._diverge(full, "the tool call differs from the recorded one", diff)
-        for inner in calls_under(self.recording.calls, full):  # what the call did inside does not happen now
+        for inner in self.recording.calls_under(full):  # what the call did inside does not happen now
             self.log.used.add(inner)
         assert index is not None
         return self._serve(index)
@@ -144,7 +144,7 @@ class Replay:
         for path in done:
             for index in self.recording.by_path.get(path, ()):
                 self.log.used.add(index)
-                for inner in calls_under(self.recording.calls, path):
+                for inner in self.recording.calls_under(path):
                     self.log.used.add(inner)
 
     def finish(self) -> Divergence | None:
