@@ -75,7 +75,7 @@ INPUT = "Plan the offsite"
 # model turn when the clarifier calls a tool first).
 SHAPES = {"conversation": 1, "tool_calls": 3}
 CEILING = 1.2  # a replay's median CPU time over the fresh run's, at most, as whole processes
-ENGINE_CEILING = 1.35  # the same for the engine alone (load_recording included)
+ENGINE_CEILING = 1.4  # the same for the engine alone (load_recording included: docs/performance.md)
 ROUNDS = size(5, 1)  # measured rounds of each, after a warm-up round; 3 for whole processes (seconds each)
 
 
@@ -102,7 +102,8 @@ class Recorded:
 
 @pytest.fixture(scope="module", params=list(SHAPES))
 def recorded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Recorded:
-    """A ``conversation: true`` run of ``ITERATIONS`` iterations, recorded by a whole ``flujo run`` process."""
+    """A ``conversation: true`` run of ``ITERATIONS`` iterations in one of the ``SHAPES``, recorded by a whole
+    ``flujo run`` process."""
     directory = tmp_path_factory.mktemp("replay")
     blueprint, answers = write(ITERATIONS, directory, history=HISTORY, tool=request.param == "tool_calls")
     store = directory / "recorded.db"
