@@ -1,15 +1,19 @@
 """Time or profile a replay against the engine running afresh, as ``benchmarks/test_replay.py`` compares them.
 
-``python benchmarks/replay_profile.py N [--tool] [--only fresh|replay|load] [--profile] [--rounds R]``: the
-blueprint of ``benchmarks/conversation_run.py`` (N iterations, its history bounded by ``truncate_turns``, as
-``test_replay.py`` has it; with ``--tool``, its clarifier calls a Python tool first every iteration) is run
-once through the engine into a SQLite store in a temporary directory (the recording). Then, after a warm-up
-of each, rounds of: the engine running it afresh on a copy of that store (``fresh``), ``load_recording`` of
-the recorded run (``load``), and ``load_recording`` then the engine with that ``Replay`` on another copy
-(``replay``), as ``flujo run --replay`` does, ``gc.freeze()`` once the blueprint, then the recording, are
-loaded. It prints each one's CPU time (every thread: the store's writer's too), the lowest and the median
-of the rounds, and the replay's median over the fresh run's. ``--only`` runs one of them (for callgrind,
-whose count of instructions does not move with the machine's load); ``--profile``, a cProfile of one
+``python benchmarks/replay_profile.py N [--tool] [--only fresh|replay|load] [--profile] [--rounds R]
+[--warm-up W] [--dry]``: the blueprint of ``benchmarks/conversation_run.py`` (N iterations, its history
+bounded by ``truncate_turns``, as ``test_replay.py`` has it; with ``--tool``, its clarifier calls a Python
+tool first every iteration) is run once through the engine into a SQLite store in a temporary directory
+(the recording). Then, after a warm-up of each (``W`` runs, default 1), rounds of: the engine running it
+afresh on a copy of that store (``fresh``), ``load_recording`` of the recorded run (``load``), and
+``load_recording`` then the engine with that ``Replay`` on another copy (``replay``), as ``flujo run
+--replay`` does, ``gc.freeze()`` once the blueprint, then the recording, are loaded. It prints each one's
+CPU time (every thread: the store's writer's too), the lowest and the median of the rounds, and the
+replay's median over the fresh run's.
+
+``--only`` runs one of them, for callgrind, whose count of instructions does not move with the machine's
+load: one run's is the count with ``--warm-up 0 --rounds 1`` less the count with ``--dry`` too (each round
+compiles the blueprint and collects the garbage, then runs nothing). ``--profile``: a cProfile of one
 replay instead, by total then cumulative time. docs/performance.md.
 """
 
@@ -121,6 +125,8 @@ def main() -> None:
     parser.add_argument("--only", choices=["fresh", "replay", "load"])
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--warm-up", type=int, default=1, help="runs of each before the rounds (default 1)")
+    parser.add_argument("--dry", action="store_true", help="each round compiles and collects, runs nothing")
     args = parser.parse_args()
     sitting = Sitting(args.iterations, Path(tempfile.mkdtemp()), tool=args.tool)
     kinds: dict[str, Work] = {
@@ -137,8 +143,9 @@ def main() -> None:
     if args.only:
         kinds = {args.only: kinds[args.only]}
     try:
-        for kind, work in kinds.items():  # warm-up
-            work(pipeline(kind))
+        for _ in range(args.warm_up):
+            for kind, work in kinds.items():
+                work(pipeline(kind))
         if args.profile:
             kind = "replay" if "replay" in kinds else next(iter(kinds))
             work, compiled = kinds[kind], pipeline(kind)
@@ -153,7 +160,7 @@ def main() -> None:
         costs: dict[str, list[float]] = {kind: [] for kind in kinds}
         for _ in range(args.rounds):
             for kind, work in kinds.items():
-                costs[kind].append(_cpu(work, pipeline(kind)))
+                costs[kind].append(_cpu((lambda _: None) if args.dry else work, pipeline(kind)))
         print(f"{args.iterations} iterations, {args.rounds} rounds, CPU ms:")
         for kind, times in costs.items():
             each = ", ".join(f"{t * 1000:.0f}" for t in times)
