@@ -293,9 +293,3 @@ async def _collect(
     calls.extend(call for call in made if call is not None)
     for path, child in dict(children).items():
         await _collect(store, child, f"{prefix}{path}/", redactor, calls, answers)
-
-
-def calls_under(calls: Sequence[RecordedCall], path: str) -> list[int]:
-    """The indices of the calls made inside the call at ``path`` (a workflow tool's child run's)."""
-    inner = f"{path}/"
-    return [index for index, call in enumerate(calls) if call.path.startswith(inner)]

@@ -80,7 +80,7 @@ def planner(tmp_path: Path) -> Path:
 def test_commands_and_their_options(state_db: Path) -> None:
     assert {"run", "resume", "lens", "threads", "completion", "submit"} <= set(values(complete("flujo ")))
     assert values(complete("flujo l")) == ["lens"]
-    assert values(complete("flujo lens ")) == ["list", "show", "trace", "diff", "prune"]
+    assert values(complete("flujo lens ")) == ["list", "show", "trace", "diff", "export", "prune"]
     assert values(complete("flujo threads ")) == ["list", "show", "delete", "fork"]
     assert values(complete("flujo run plan.yaml --th")) == ["--thread"]
     assert values(complete("flujo run plan.yaml --thread t --th")) == []  # given once already

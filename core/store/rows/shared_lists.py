@@ -283,10 +283,13 @@ class Known:
 
     texts: dict[int, str]
     lists: dict[int, list[Any]]
+    # The lists' items joined so far whose values are plain (``texts.join``'s ``flat``): a sliding or
+    # growing history repeats most items of one prompt's list in the next, each joined once.
+    flat: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     def join(self, value: Any) -> Any:
         """A stored value as it was written (``texts.join``)."""
-        return texts.join(value, self.texts, self.lists)
+        return texts.join(value, self.texts, self.lists, self.flat)
 
 
 Fetch = Callable[[list[int]], Awaitable[dict[int, str]]]
