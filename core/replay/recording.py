@@ -17,7 +17,7 @@ is left out, and so is a prompt whose process was killed before anything was rec
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
