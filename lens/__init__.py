@@ -8,7 +8,8 @@
 text with the ``Redactor`` given (``lens.masking``); ``build_tree`` makes the span tree (``lens.tree``); the
 plain views are rich renderables (``lens.plain``), the ``--json`` documents plain data (``lens.documents``);
 ``open_viewer`` opens the Textual viewer (imported only then); ``run_lines`` and ``trace_lines`` write the
-plain trace line by line into a pipe (``lens.stream``, imported when first asked for); ``parse_age``,
+plain trace line by line into a pipe (``lens.stream``, imported when first asked for), ``write_trace`` the
+``--json`` trace a part at a time (``lens.json_trace``, ``lens.parts``); ``parse_age``,
 ``prune_summary`` and ``prune_document`` word ``flujo lens prune`` (the store deletes: ``RunStore.prune_runs``).
 
 Imports core's records, trace events and redactor, through ``core``'s front door only; ``flujo_cli``
@@ -33,10 +34,12 @@ from lens.snapshot import RunSnapshot, load_run
 from lens.tree import CallNode, EventNode, GroupNode, MessageNode, Node, RunNode, StepNode, build_tree, walk
 
 if TYPE_CHECKING:
+    from lens.json_trace import write_trace
     from lens.stream import run_lines, trace_lines
 
-# Imported when first asked for: only ``flujo lens trace`` into a pipe writes the trace line by line.
-_LAZY = {"run_lines": "lens.stream", "trace_lines": "lens.stream"}
+# Imported when first asked for: only ``flujo lens trace`` into a pipe writes the trace line by line, and
+# ``flujo lens trace --json`` a part at a time.
+_LAZY = {"run_lines": "lens.stream", "trace_lines": "lens.stream", "write_trace": "lens.json_trace"}
 
 __all__ = [
     "CallNode",
@@ -72,6 +75,7 @@ __all__ = [
     "trace_lines",
     "trace_view",
     "walk",
+    "write_trace",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

@@ -247,6 +247,15 @@ def build_tree(snapshot: RunSnapshot) -> RunNode:
     return _Builder(snapshot).build()
 
 
+def part_of(snapshot: RunSnapshot, path: str) -> StepNode | GroupNode | RunNode | None:
+    """The node at ``path`` (a step's or an iteration's, masked; "" for the run) of the tree ``build_tree``
+    makes of ``snapshot``, which may hold a part of a run only (``lens.parts``): the records of the steps
+    above ``path`` and the rows of some of the steps below it give the part of the run's tree below it."""
+    builder = _Builder(snapshot)
+    root = builder.build()
+    return root if not path else builder.steps.get(path) or builder.groups.get(path)
+
+
 class _Builder:
     def __init__(self, snapshot: RunSnapshot, path: str = "") -> None:
         self.snapshot = snapshot

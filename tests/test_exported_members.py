@@ -75,6 +75,6 @@ def test_lens_exports() -> None:
         "load_tree", "masked_document",
         "nested", "open_viewer", "parse_age", "prune_document", "prune_summary", "recent_runs",
         "runs_table", "show_document", "show_view", "step_paths_named", "trace_document", "trace_view", "walk",
-    } | {"run_lines", "trace_lines"}  # fmt: skip
+    } | {"run_lines", "trace_lines", "write_trace"}  # fmt: skip
     for name in lens.__all__:
         assert hasattr(lens, name), name
