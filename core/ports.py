@@ -360,6 +360,11 @@ class Reporter(Protocol):
         """The agent of the step at ``path`` is loading its model, or thinking (no reply text yet)."""
         ...
 
+    def events_committed(self, events: Sequence[TraceEvent]) -> None:
+        """``events`` were just stored (masked, as stored), in the store's order; a sub-workflow's at their
+        place in the run (``review/critique``), as ``step_started`` names its steps."""
+        ...
+
 
 class NullReporter:
     """A reporter that shows nothing."""
@@ -380,4 +385,7 @@ class NullReporter:
         return None
 
     def activity(self, path: str, activity: Activity) -> None:
+        return None
+
+    def events_committed(self, events: Sequence[TraceEvent]) -> None:
         return None
