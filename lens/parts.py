@@ -96,10 +96,14 @@ class _Children:
         self.keyed.append(0)
         return i
 
-    def order(self) -> list[int]:
-        """The children in the tree's order: by start, ties by the row the tree met first."""
-        order = sorted(range(len(self.paths)), key=self.first.__getitem__)
-        order.sort(key=self.start.__getitem__)
+    def order(self) -> Sequence[int]:
+        """The children in the tree's order: by start, ties by the row the tree met first. Mostly the order
+        they were met in (a loop's iterations, one after the other): then no list of them is made."""
+        start, first = self.start, self.first
+        if all((start[i], first[i]) <= (start[i + 1], first[i + 1]) for i in range(len(start) - 1)):
+            return range(len(start))
+        order = sorted(range(len(self.paths)), key=first.__getitem__)
+        order.sort(key=start.__getitem__)
         return order
 
 
@@ -231,6 +235,7 @@ class RunParts:
                         children.keyed[i] = mark.kind in core.KEYED_STEP_KINDS
         if not self._add_unread(children, path, prefix, keyed=keyed):
             return None
+        children.index.clear()  # needed to find a row's child only
         return _Scan(children, own)
 
     def _masks_apart(self, children: _Children, i: int) -> bool:
