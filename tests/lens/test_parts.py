@@ -122,6 +122,11 @@ class RandomRun:
             self.steps(f"{path}/{key}", depth + 1)
             if self.rng.random() < 0.05:  # an event at an iteration's own path
                 self.writes.append(("events", None, [TraceEvent("loop.note", f"{path}/{key}", {"n": 1}, self.tick())]))
+            if self.rng.random() < 0.05:  # a step recorded at an iteration's own path (a summary, say)
+                record = StepRecord(ROOT, f"{path}/{key}", key, "summarize", "completed", started_at=self.tick())
+                self.writes.append(
+                    ("step", record, [TraceEvent("history.summarized", f"{path}/{key}", {}, self.tick())])
+                )
         if self.rng.random() < 0.1:
             self.rng.shuffle(self.writes)  # written out of order: the store's order is not the tree's
         if self.rng.random() < 0.9:  # else: its record never written (interrupted)
@@ -138,6 +143,10 @@ class RandomRun:
                        self.tick()),
             TraceEvent("agent.reply", path, {"output": "ok", "token": "sk-secret-value-1234567890"}, self.tick()),
         ]  # fmt: skip
+        if self.rng.random() < 0.15:  # its tool loop's turns and calls, below it
+            for kind, n in (("model", 1), ("tool", 1), ("model", 2)):
+                call = StepRecord(ROOT, f"{path}/{kind}/{n}", f"{kind} {n}", kind, "completed", started_at=self.tick())
+                self.writes.append(("step", call, [TraceEvent("tool.call", call.path, {"tool": "t"}, self.tick())]))
         if self.rng.random() < 0.8:
             record = StepRecord(ROOT, path, path.rpartition("/")[2], "step", "completed", input=turn, output="ok",
                                 started_at=started, duration_s=0.01, usage=Usage(requests=1))  # fmt: skip
@@ -176,7 +185,7 @@ class RandomRun:
             await store.update_run(ROOT, RunUpdate(status="completed", output="done", finished_at=self.tick()))
 
 
-@pytest.mark.parametrize("seed", range(60))
+@pytest.mark.parametrize("seed", range(80))
 def test_runs_of_any_shape_are_written_as_built_whole(seed: int) -> None:
     async def check() -> None:
         store = MemoryStore()
