@@ -50,11 +50,11 @@ async def write_trace(
     firsts = [True]  # for each list open: whether its next item is its first
     async for piece in parts.spans():
         match piece:
-            case Whole(node=node):
-                document = node_document(node)
-                if document is None:
+            case Whole(nodes=nodes):
+                documents = [masker.value(found) for node in nodes if (found := node_document(node)) is not None]
+                if not documents:
                     continue
-                write(("" if firsts[-1] else ", ") + _dumps(masker.value(document)))
+                write(("" if firsts[-1] else ", ") + _dumps(documents)[1:-1])  # the items, as in their list
                 firsts[-1] = False
             case Opened(node=node):
                 document = node_document(node)

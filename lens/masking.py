@@ -41,8 +41,16 @@ class Masker:
         self._chars = 0  # in ``_done``
         self._paths: dict[str, str] = {}  # a step's path comes back in each of its events
         self._older_paths: dict[str, str] = {}
+        self._keys: dict[Any, tuple[str, bool]] = {}  # a mapping key → ``_key``: a run repeats a few keys
         # id → a mapping or list ``value`` gave back unchanged, held so that no other object takes its id.
         self._kept: dict[int, Any] | None = {} if again else None
+
+    def _key(self, key: Any) -> tuple[str, bool]:
+        """A mapping key masked, and whether it says its value is a secret (``sensitive_key``)."""
+        if len(self._keys) >= REMEMBERED:
+            self._keys = {}
+        found = self._keys[key] = (self.text(key if type(key) is str else str(key)), sensitive_key(key))
+        return found
 
     def forget(self) -> None:
         """Let go of the mappings and lists kept (``again``)."""
@@ -74,11 +82,11 @@ class Masker:
         if kind is dict or isinstance(data, Mapping):
             if kept is not None and id(data) in kept:
                 return data
-            done, text, value = self._done, self.text, self.value
+            done, text, value, keys, key_of = self._done, self.text, self.value, self._keys, self._key
             masked = {
-                (done.get(key) or text(key)) if type(key) is str else text(str(key)): (
+                (known := keys.get(key) or key_of(key))[0]: (
                     masked_under_key(item)
-                    if sensitive_key(key)  # {"token": "..."}: the key says the value is a secret
+                    if known[1]  # {"token": "..."}: the key says the value is a secret
                     else (done.get(item) or text(item))
                     if type(item) is str
                     else value(item)

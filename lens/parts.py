@@ -2,8 +2,9 @@
 does not grow with the run.
 
 ``build_tree`` (``lens.tree``) holds the whole run: its records, events and the nodes made of them (640 MB
-for a run of 100,000 events). ``RunParts`` gives the same tree as ``Piece``s, in its order: a node with
-everything below it (``Whole``), or a container ``Opened`` (its own fields), its children, then ``Closed``.
+for a run of 100,000 events). ``RunParts`` gives the same tree as ``Piece``s, in its order: nodes with
+everything below them (``Whole``: a part), or a container ``Opened`` (its own fields), its children, then
+``Closed``.
 
 The containers are the run, its loops, maps, parallel, conditional and ensemble steps, their iterations, and
 steps without a record (``lens.containers``, which finds a container's children from where the rows below it
@@ -29,7 +30,7 @@ from lens.masking import Masker
 from lens.snapshot import RunSnapshot, load_record, load_run, paused_inside
 from lens.tree import GroupNode, Node, RunNode, StepNode, build_tree, part_of
 
-ROWS = 1_000
+ROWS = 2_000
 """How many rows (steps and events) a part holds, unless one step holds more on its own."""
 
 _ALL_CHILDREN = 100_000  # as lens.snapshot reads them
@@ -49,9 +50,9 @@ class Closed:
 
 @dataclass(frozen=True)
 class Whole:
-    """A step, an iteration or a child run with everything below it."""
+    """Steps, iterations or child runs, one after the other, each with everything below it."""
 
-    node: Node
+    nodes: Sequence[Node]
 
 
 Piece = Opened | Closed | Whole
@@ -66,6 +67,7 @@ class RunParts:
         self.record = record
         self.masker = masker
         self.rows = rows
+        self.page = max(rows, 100)  # a part's rows in a page or two: a page is a query (and a thread's turn)
         self.run_id = record.run_id
         self.masked = masker.run(record)
         self._scan: Scan | None = None
@@ -99,8 +101,7 @@ class RunParts:
     async def spans(self) -> AsyncIterator[Piece]:
         """The run's children (its ``spans``), after ``events()``."""
         if self._whole is not None:
-            for node in self._whole.children:
-                yield Whole(node)
+            yield Whole(self._whole.children)
             return
         assert self._scan is not None, "events() first"
         async for piece in self._below("", self._scan, "run", (), None):
@@ -239,21 +240,23 @@ class RunParts:
         container = part_of(snapshot, self.masker.path(path) if path else "")
         nodes = [] if container is None else container.children
         built = {node.path: node for node in nodes if isinstance(node, StepNode | GroupNode)}
-        for i in part:
-            node = built.get(children.masked.get(i) or self.masker.path(children.paths[i]))
-            if node is not None:
-                yield Whole(node)
+        wanted_nodes = (built.get(children.masked.get(i) or self.masker.path(children.paths[i])) for i in part)
+        yield Whole([node for node in wanted_nodes if node is not None])
 
     async def _steps(self, first: int, last: int, under: str | None) -> AsyncIterator[StepRecord]:
         after = first - 1
-        while after < last and (page := await self.store.step_page(self.run_id, after=after, until=last, under=under)):
+        while after < last and (
+            page := await self.store.step_page(self.run_id, after=after, until=last, under=under, limit=self.page)
+        ):
             after = page[-1][0]
             for _, step in page:
                 yield step
 
     async def _events(self, first: int, last: int, under: str | None) -> AsyncIterator[TraceEvent]:
         after = first - 1
-        while after < last and (page := await self.store.event_page(self.run_id, after=after, until=last, under=under)):
+        while after < last and (
+            page := await self.store.event_page(self.run_id, after=after, until=last, under=under, limit=self.page)
+        ):
             after = page[-1][0]
             for _, event in page:
                 yield event

@@ -323,8 +323,8 @@ def test_a_part_holds_at_most_so_many_rows() -> None:
             if isinstance(piece, Opened):
                 sizes.append(-1)
             elif isinstance(piece, Whole):
-                sizes.append(1 + len(piece.node.children))
+                sizes.append(len(piece.nodes))
         return sizes
 
     sizes = asyncio.run(check())
-    assert sizes[0] == -1 and len(sizes) == 101  # the loop opened, then its 100 iterations whole
+    assert sizes == [-1, *[10] * 10]  # the loop opened, then its 100 iterations, ten (30 rows) at a time

@@ -354,8 +354,7 @@ class ReadLists:
             return
         if len(self._lists) >= RECENT_READ:
             del self._lists[next(iter(self._lists))]  # the oldest read
-        found, lists = texts.referenced(items)
-        self._lists[list_id] = _ReadList(items, frozenset(found), frozenset(lists))
+        self._lists[list_id] = _ReadList(items)
 
     def clear(self) -> None:
         self._lists.clear()
@@ -365,11 +364,26 @@ RECENT_READ = 64
 """How many lists ``ReadLists`` holds: a page's prompts extend the lists of the page before."""
 
 
-@dataclass(frozen=True)
 class _ReadList:
-    items: list[Any]  # the whole list as stored: its items may still refer to texts and lists
-    text_ids: frozenset[int]  # what they refer to
-    list_ids: frozenset[int]
+    """A list read whole, as stored (its items may still refer to texts and lists), and what they refer to,
+    found when first asked for (most lists read are never asked for again)."""
+
+    def __init__(self, items: list[Any]) -> None:
+        self.items = items
+        self._referenced: tuple[list[int], list[int]] | None = None
+
+    @property
+    def text_ids(self) -> list[int]:
+        return self._refers()[0]
+
+    @property
+    def list_ids(self) -> list[int]:
+        return self._refers()[1]
+
+    def _refers(self) -> tuple[list[int], list[int]]:
+        if self._referenced is None:
+            self._referenced = texts.referenced(self.items)
+        return self._referenced
 
 
 def expand(parsed: Mapping[int, Parsed], known: Mapping[int, list[Any]] | None = None) -> dict[int, list[Any]]:
