@@ -14,11 +14,13 @@ answer ``None`` to mean "no answer available now" (the run then pauses).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from core.model.calls import Activity, AgentCall, AgentReply, ChatMessage, HumanQuestion
 from core.model.records import (
+    PAGE_SIZE,
     PruneResult,
+    RowMark,
     RunRecord,
     RunStatus,
     RunUpdate,
@@ -262,6 +264,35 @@ class RunStore(Protocol):
         that kind (read without the others' payloads)."""
         ...
 
+    async def step_page(
+        self, run_id: str, *, after: int = 0, until: int | None = None, under: str | None = None, limit: int = PAGE_SIZE
+    ) -> list[tuple[int, StepRecord]]:
+        """A page of the steps of run ``run_id``: up to ``limit`` of them, in the order they were recorded, each
+        with its number in that order (``seq``), those numbered after ``after`` (and up to ``until``, when
+        given); with ``under``, only the steps at that path or below it. The next page is ``after`` the last
+        number of this one. A step recorded again gets a new number (it moves to the end)."""
+        ...
+
+    async def event_page(
+        self, run_id: str, *, after: int = 0, until: int | None = None, under: str | None = None, limit: int = PAGE_SIZE
+    ) -> list[tuple[int, TraceEvent]]:
+        """A page of the trace events of run ``run_id``, as ``step_page`` gives its steps. A run of any length
+        is read in pages of the same cost (a long list of a payload is read once, not again for each page)."""
+        ...
+
+    async def marks(
+        self,
+        run_id: str,
+        of: Literal["steps", "events"],
+        *,
+        after: int = 0,
+        until: int | None = None,
+        limit: int = PAGE_SIZE,
+    ) -> list[RowMark]:
+        """A page of where the steps (or the events) of run ``run_id`` are, as ``step_page`` (``event_page``)
+        numbers them, without reading their values."""
+        ...
+
     async def record_thread_turns(self, run_id: str, turns: Sequence[ConversationTurn]) -> None:
         """Replace the turns run ``run_id`` added to its thread by ``turns`` (one transaction). A run in no
         thread (never, or no longer: its thread was deleted) stores nothing; an unknown run is a StoreError."""
@@ -343,6 +374,11 @@ class Reporter(Protocol):
         """The agent of the step at ``path`` is loading its model, or thinking (no reply text yet)."""
         ...
 
+    def events_committed(self, events: Sequence[TraceEvent]) -> None:
+        """``events`` were just stored (masked, as stored), in the store's order; a sub-workflow's at their
+        place in the run (``review/critique``), as ``step_started`` names its steps."""
+        ...
+
 
 class NullReporter:
     """A reporter that shows nothing."""
@@ -363,4 +399,7 @@ class NullReporter:
         return None
 
     def activity(self, path: str, activity: Activity) -> None:
+        return None
+
+    def events_committed(self, events: Sequence[TraceEvent]) -> None:
         return None

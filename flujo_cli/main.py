@@ -200,6 +200,27 @@ StateOption = Annotated[
 ]
 
 
+EventsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--events",
+        metavar="FORMAT",
+        help="Write the run's trace events to stdout as they happen, instead of its output: jsonl (a JSON object"
+        " a line; the last, run.finished, holds the status and output).",
+        show_default=False,
+    ),
+]
+EventsFileOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--events-file",
+        metavar="FILE",
+        help="Write the run's trace events to FILE as they happen (as --events jsonl); stdout is as without it.",
+        show_default=False,
+    ),
+]
+
+
 @app.command(cls=Command)
 def run(
     file: Annotated[Path, typer.Argument(help="The blueprint YAML file to run.", show_default=False)],
@@ -227,11 +248,17 @@ def run(
     replay: ReplayOption = None,
     on_divergence: OnDivergenceOption = "stop",
     store: StateOption = None,
+    events: EventsOption = None,
+    events_file: EventsFileOption = None,
 ) -> None:
     """Run a blueprint. Human questions are asked in the terminal (or answered by --answer/--answers)."""
     from flujo_cli.answering import AnswerFlags
     from flujo_cli.commands.run import RunOverrides, run_blueprint
+    from flujo_cli.event_lines import EventFlags
     from flujo_cli.messages import usage_error
+
+    event_flags = EventFlags(events, events_file)
+    event_flags.check(json_output=json_output)
 
     if replay is not None and replay_answers is not None:
         usage_error("--replay and --replay-answers cannot be given together: --replay replays the answers too")
@@ -255,6 +282,7 @@ def run(
             continue_last=continue_last,
             answer_flags=AnswerFlags(simulate_user, replay_answers, replay, on_divergence),
             state=store,
+            events=event_flags,
             debug=state.debug,
         )
     )
@@ -285,12 +313,18 @@ def resume(
     simulate_user: SimulateUserOption = None,
     replay_answers: ReplayAnswersOption = None,
     store: StateOption = None,
+    events: EventsOption = None,
+    events_file: EventsFileOption = None,
 ) -> None:
     """Continue a paused, failed, interrupted or crashed run; steps already done are not run again (a run
     started with --thread stays in its thread). It keeps the --set, --model and limits it started with;
     those given here come on top."""
     from flujo_cli.answering import AnswerFlags
     from flujo_cli.commands.run import RunOverrides, resume_run
+    from flujo_cli.event_lines import EventFlags
+
+    event_flags = EventFlags(events, events_file)
+    event_flags.check(json_output=json_output)
 
     raise SystemExit(
         resume_run(
@@ -303,6 +337,7 @@ def resume(
             force=force,
             answer_flags=AnswerFlags(simulate_user, replay_answers),
             state=store,
+            events=event_flags,
             debug=state.debug,
         )
     )

@@ -8,7 +8,8 @@
 text with the ``Redactor`` given (``lens.masking``); ``build_tree`` makes the span tree (``lens.tree``); the
 plain views are rich renderables (``lens.plain``), the ``--json`` documents plain data (``lens.documents``);
 ``open_viewer`` opens the Textual viewer (imported only then); ``run_lines`` and ``trace_lines`` write the
-plain trace line by line into a pipe (``lens.stream``, imported when first asked for); ``parse_age``,
+plain trace line by line into a pipe (``lens.stream``, imported when first asked for), ``write_trace`` the
+``--json`` trace a part at a time (``lens.json_trace``, ``lens.parts``); ``parse_age``,
 ``prune_summary`` and ``prune_document`` word ``flujo lens prune`` (the store deletes: ``RunStore.prune_runs``);
 ``compared_runs``, ``compare_runs``, ``diff_lines`` and ``diff_document`` compare two runs' recorded calls for
 ``flujo lens diff`` (``lens.diff``; the CLI reads each run with ``core.load_recording``, its calls put in
@@ -41,16 +42,19 @@ from lens.tree import CallNode, EventNode, GroupNode, MessageNode, Node, RunNode
 if TYPE_CHECKING:
     from lens.call_order import in_step_order
     from lens.diff import RunDiff, compare_runs, compared_runs, diff_document, diff_lines
+    from lens.json_trace import write_trace
     from lens.otel.sending import LiveExport, export_run
     from lens.otel.target import EXTRA as OTEL_EXTRA
     from lens.otel.target import OtlpTarget, otel_installed
     from lens.stream import run_lines, trace_lines
 
-# Imported when first asked for: only ``flujo lens trace`` into a pipe writes the trace line by line, and
-# only ``flujo lens diff`` compares two runs, and only a run sent to a collector needs OpenTelemetry.
+# Imported when first asked for: only ``flujo lens trace`` into a pipe writes the trace line by line,
+# ``flujo lens trace --json`` a part at a time, only ``flujo lens diff`` compares two runs, and only a run
+# sent to a collector needs OpenTelemetry.
 _LAZY = {
     "run_lines": "lens.stream",
     "trace_lines": "lens.stream",
+    "write_trace": "lens.json_trace",
     "RunDiff": "lens.diff",
     "compare_runs": "lens.diff",
     "compared_runs": "lens.diff",
@@ -110,6 +114,7 @@ __all__ = [
     "trace_lines",
     "trace_view",
     "walk",
+    "write_trace",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

@@ -85,6 +85,6 @@ def test_lens_exports() -> None:
         "nested", "open_viewer", "parse_age", "parse_moment", "prune_document", "prune_summary", "recent_runs",
         "runs_table", "show_document", "show_view", "step_paths_named", "trace_document", "trace_view", "walk",
         "RunDiff", "compare_runs", "compared_runs", "diff_document", "diff_lines", "in_step_order",
-    } | {"run_lines", "trace_lines"} | LENS_OTEL  # fmt: skip
+    } | {"run_lines", "trace_lines", "write_trace"} | LENS_OTEL  # fmt: skip
     for name in lens.__all__:
         assert hasattr(lens, name), name

@@ -60,6 +60,22 @@ class TraceEvent:
         return from_payload(self.kind, self.payload)
 
 
+PAGE_SIZE = 500
+"""How many rows a page of ``RunStore.step_page``, ``event_page`` and ``marks`` holds unless told otherwise."""
+
+
+@dataclass(frozen=True, slots=True)
+class RowMark:
+    """Where a step or a trace event of a run is, without its values (``RunStore.marks``): its number in the
+    order the store recorded them (``seq``), its path, its time (a step's ``started_at``, an event's ``ts``)
+    and its kind (the step's or the event's)."""
+
+    seq: int
+    path: str
+    ts: float
+    kind: str
+
+
 @dataclass(frozen=True)
 class StepRecord:
     """The committed result of one leaf step execution; ``path`` identifies it uniquely in a run."""

@@ -132,7 +132,7 @@ async def ask_person(question: PersonQuestion, frame: Frame) -> PersonAnswer:
         return await _ask(question, frame, events)
     except BaseException:
         if events:  # calls already paid for stay in the trace
-            await frame.store.record_events(frame.run_id, events)
+            await frame.record_events(events)
         raise
 
 

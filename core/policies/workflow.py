@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -73,6 +74,9 @@ class ChildReporter:
 
     def activity(self, path: str, activity: Activity) -> None:
         self.reporter.activity(joined_path(self.prefix, path), activity)
+
+    def events_committed(self, events: Sequence[TraceEvent]) -> None:
+        self.reporter.events_committed([replace(event, path=joined_path(self.prefix, event.path)) for event in events])
 
 
 async def run_workflow(

@@ -19,6 +19,7 @@ from rich.markup import escape
 
 import flujo_cli.exit_codes as exit_codes
 from flujo_cli.answering import NO_ANSWER_FLAGS, AnswerFlags
+from flujo_cli.event_lines import NO_EVENTS, EventFlags
 from flujo_cli.messages import error_line, fail, flujo_command, require_file, stderr, usage_error
 from flujo_cli.model_flags import checked_models, model_overrides, refused_at_load
 
@@ -165,6 +166,7 @@ def run_blueprint(
     continue_last: bool = False,
     answer_flags: AnswerFlags = NO_ANSWER_FLAGS,
     state: str | None = None,
+    events: EventFlags = NO_EVENTS,
     debug: bool,
 ) -> int:
     """Run blueprint ``file``; in ``thread``, or (``continue_last``) in the thread of its latest run."""
@@ -190,6 +192,7 @@ def run_blueprint(
             continue_last=continue_last,
             answer_flags=answer_flags,
             state=state,
+            events=events,
         ),
         invocation,
         debug=debug,
@@ -216,6 +219,7 @@ def resume_run(
     force: bool = False,
     answer_flags: AnswerFlags = NO_ANSWER_FLAGS,
     state: str | None = None,
+    events: EventFlags = NO_EVENTS,
     debug: bool,
 ) -> int:
     if answers_file is not None:
@@ -236,6 +240,7 @@ def resume_run(
             overrides=overrides,
             answer_flags=answer_flags,
             state=state,
+            events=events,
         ),
         invocation,
         debug=debug,
@@ -258,6 +263,7 @@ async def _run(
     continue_last: bool = False,
     answer_flags: AnswerFlags = NO_ANSWER_FLAGS,
     state: str | None = None,
+    events: EventFlags = NO_EVENTS,
 ) -> int:
     from blueprints import ModelOverrideError, compile_pipeline, load_blueprint, simulated_user
     from core import (
@@ -297,6 +303,9 @@ async def _run(
     given = TerminalHuman(answers=positional, by_step=by_step, interactive=False, console=console)
     human = TerminalHuman(interactive=not no_input, console=console)
     reporter = LiveReporter(console, quiet=json_output)
+    lines = events.open()  # the run's events as they are committed (flujo_cli.event_lines), if asked for
+    if lines is not None:
+        reporter.events = lines.write
     redactor = Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings))
     started = time.perf_counter()
     # A resume only looks the run up: it never creates a store (a missing one is named, exit code 7).
@@ -439,9 +448,13 @@ async def _run(
             )
         if traces is not None:
             await traces.add(store, outcome.run_id, redactor=redactor, since=took)
+        if lines is not None:
+            lines.finished(outcome, redactor)
     finally:
         reporter.close()
         await store.close()
+        if lines is not None:
+            lines.close()
     report_answers(answering, console, whole=replay is not None)
     extra = answers_json(answering)
     if replay is not None:
@@ -455,7 +468,7 @@ async def _run(
         )
     code = _finish(
         outcome, json_output=json_output, seconds=time.perf_counter() - started, console=console,
-        extra=extra,
+        extra=extra, output=lines is None or not lines.stdout,
         state_option=invocation.state_option() if outcome.status != "completed" else "",
         retry=retry,
     )  # fmt: skip
@@ -556,10 +569,12 @@ def _finish(
     extra: Mapping[str, Any] | None = None,
     state_option: str = "",
     retry: str | None = None,
+    output: bool = True,
 ) -> int:
     """Print how the run ended and return its exit code. Every command suggested to continue the run names
     its store with ``state_option`` (`` --state URI``) when that store is not the one found by default.
-    ``retry`` is what to suggest after a failure instead of resuming the run."""
+    ``retry`` is what to suggest after a failure instead of resuming the run. ``output``: print a completed
+    run's output on stdout (not when its events are written there instead)."""
     from core import RunOutcome
     from flujo_cli.messages import exit_code_for
 
@@ -595,7 +610,7 @@ def _finish(
     elif usage.cost_usd:
         summary += f" · ${usage.cost_usd:.4f}" if usage.cost_usd >= 0.01 else f" · ${usage.cost_usd:.6f}"
     if outcome.status == "completed":
-        if not json_output:
+        if not json_output and output:
             _print_output(outcome.output)
         console.print(f"[green]✓ completed[/] [dim]{summary}[/]")
         return exit_codes.OK

@@ -45,7 +45,7 @@ import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from types import TracebackType
-from typing import Any, LiteralString
+from typing import Any, Literal, LiteralString
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool
@@ -53,7 +53,9 @@ from psycopg_pool import AsyncConnectionPool
 from core.model import codec
 from core.model.errors import StoreError, StoreUnavailable
 from core.model.records import (
+    PAGE_SIZE,
     PruneResult,
+    RowMark,
     RunRecord,
     RunStatus,
     RunUpdate,
@@ -70,7 +72,7 @@ from core.store.postgres_backend.schema import migrate
 from core.store.rows import pruning, queue_rows, row_reads, thread_rows
 from core.store.rows.claims import process_label, thread_key
 from core.store.rows.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
-from core.store.rows.shared_lists import Pending
+from core.store.rows.shared_lists import Pending, ReadLists
 from core.store.rows.text_cache import TextCache
 from core.text.turns import ConversationTurn
 
@@ -88,6 +90,9 @@ _RUN = _pg(row_reads.RUN)
 _STEPS = _pg(row_reads.STEPS)
 _EVENTS = _pg(row_reads.EVENTS)
 _EVENTS_OF_KIND = _pg(row_reads.EVENTS_OF_KIND)
+# SQLite's ``+run_id`` (which index to use) is not PostgreSQL's: it reads a page by the primary key anyway.
+_WHERE_STEPS_ARE = _pg(row_reads.STEP_MARKS).replace("+run_id", "run_id")
+_WHERE_EVENTS_ARE = _pg(row_reads.EVENT_MARKS)
 _TURNS = _pg(thread_rows.TURNS)
 _TURNS_BEFORE = _pg(thread_rows.TURNS_BEFORE)
 _ONE_SUMMARY = _pg(thread_rows.ONE_SUMMARY)
@@ -143,6 +148,7 @@ class PostgresStore:
         self._claimed: set[str] = set()
         self._run_threads: dict[str, str] = {}  # taken run → the thread claimed with it (take_queued)
         self._cache = TextCache()  # the ids of texts and lists this store committed
+        self._read_lists = ReadLists()  # the lists it read last (pages of a run: RunStore.event_page)
         self._pending = Pending()  # what the write transaction in progress stored
         self._unavailable: StoreUnavailable | None = None  # set when the server was lost: writes refused
 
@@ -515,6 +521,7 @@ class PostgresStore:
                 if not dry_run and gone:
                     await db.execute("DELETE FROM runs WHERE run_id = ANY(%s)", (gone,))
                     self._cache.clear()
+                    self._read_lists.clear()
         deleted = {run.run_id for run in held}
         return PruneResult(
             deleted=tuple(run.run_id for run in held),
@@ -534,6 +541,37 @@ class PostgresStore:
         else:
             rows = await self._read(f"read the events of run {run_id}", _EVENTS_OF_KIND, (run_id, kind))
         return await row_reads.events(rows, self._texts)
+
+    async def step_page(
+        self, run_id: str, *, after: int = 0, until: int | None = None, under: str | None = None, limit: int = PAGE_SIZE
+    ) -> list[tuple[int, StepRecord]]:
+        """Up to ``limit`` steps of run ``run_id`` numbered after ``after`` (see ``RunStore.step_page``)."""
+        sql, params = row_reads.page_query(row_reads.STEP_PAGE, run_id, after, until, under, limit)
+        rows = await self._read(f"read the steps of run {run_id}", _pg(sql).replace("+run_id", "run_id"), params)
+        return list(zip((int(row[-1]) for row in rows), await row_reads.steps(rows, self._texts), strict=True))
+
+    async def event_page(
+        self, run_id: str, *, after: int = 0, until: int | None = None, under: str | None = None, limit: int = PAGE_SIZE
+    ) -> list[tuple[int, TraceEvent]]:
+        """Up to ``limit`` events of run ``run_id`` numbered after ``after`` (see ``RunStore.event_page``)."""
+        sql, params = row_reads.page_query(row_reads.EVENT_PAGE, run_id, after, until, under, limit)
+        rows = await self._read(f"read the events of run {run_id}", _pg(sql), params)
+        found = await row_reads.events(rows, self._texts, recent=self._read_lists)
+        return list(zip((int(row[-1]) for row in rows), found, strict=True))
+
+    async def marks(
+        self,
+        run_id: str,
+        of: Literal["steps", "events"],
+        *,
+        after: int = 0,
+        until: int | None = None,
+        limit: int = PAGE_SIZE,
+    ) -> list[RowMark]:
+        """Where ``limit`` steps (or events) of run ``run_id`` numbered after ``after`` are."""
+        sql = _WHERE_STEPS_ARE if of == "steps" else _WHERE_EVENTS_ARE
+        bounds = (run_id, after, row_reads.LAST_SEQ if until is None else until, limit)
+        return row_reads.marks(await self._read(f"read the {of} of run {run_id}", sql, bounds))
 
     async def record_thread_turns(self, run_id: str, turns: Sequence[ConversationTurn]) -> None:
         """Replace the turns run ``run_id`` added to its thread; nothing for a run in no thread."""
