@@ -2,9 +2,10 @@
 
 The loop is ``conversation: true`` (so ``stop_when: agent_finished`` is implied), a scripted clarifier
 that asks a question of about 180 characters on every call, and a HITL step answered from ``--answers``
-(answers of about 180 characters). ``max_loops`` ends the run after N iterations. Used by
-``benchmarks/test_flujo_run.py`` and by ``python benchmarks/conversation_run.py N DIR`` (writes the two files
-and prints the ``flujo run`` command line).
+(answers of about 180 characters). ``max_loops`` ends the run after N iterations. Optionally the clarifier
+calls a Python tool before each question (``write(..., tool=True)``). Used by ``benchmarks/test_flujo_run.py``,
+``benchmarks/test_replay.py`` and by ``python benchmarks/conversation_run.py N DIR`` (writes the two files and
+prints the ``flujo run`` command line).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 QUESTION = (
     "Which of the options we discussed matters most to you, and by when do you need it done? Tell me also who else"
@@ -19,6 +21,15 @@ QUESTION = (
 ANSWER = (
     "The budget matters most; I need it by the end of next month, before the team offsite in the mountains, and Ana"
 )
+
+
+NOTES = '''def notes(topic: str) -> str:
+    """What the planning notes say about a topic."""
+    return (
+        f"Notes on {topic}: the team prefers the mountains in early June, the budget is twelve thousand euros"
+        " with flights, and Ana has the last word on dates."
+    )
+'''
 
 
 def question(number: int) -> str:
@@ -31,20 +42,34 @@ def answer(number: int) -> str:
 
 
 def write(
-    iterations: int, directory: Path, *, history: str | None = None, conversation: bool = True
+    iterations: int, directory: Path, *, history: str | None = None, conversation: bool = True, tool: bool = False
 ) -> tuple[Path, Path]:
     """Write ``chat.yaml`` and ``answers.json`` for ``iterations`` iterations into ``directory`` (with
-    ``conversation=False``, a plain loop of the same two steps)."""
+    ``conversation=False``, a plain loop of the same two steps). With ``tool``, the clarifier first calls a
+    Python tool (``bench_notes.py``, written beside: it returns notes of about 180 characters) on every
+    iteration, then asks; the question is then its reply's text (a tool-using agent's reply is text)."""
     directory.mkdir(parents=True, exist_ok=True)
-    replies = [{"action": "ask", "question": question(n)} for n in range(min(iterations, 50))]
+    replies: list[dict[str, Any]] = []
+    # A scripted model repeats its last reply once the list is used up: the tool is asked for every time.
+    for n in range(iterations if tool else min(iterations, 50)):
+        if tool:
+            replies.append({"tool": "notes", "arguments": {"topic": f"the offsite, part {n}"}})
+        replies.append({"action": "ask", "question": question(n)})
     history_line = f"      history_management: {history}\n" if history else ""
+    tools, agent_tools = "", ""
+    if tool:
+        (directory / "bench_notes.py").write_text(NOTES)
+        tools, agent_tools = 'tools:\n  notes: {python: "bench_notes:notes"}\n', "    tools: [notes]\n"
+    asked = "{{ steps.clarify.output }}" if tool else "{{ steps.clarify.output.question }}"
     blueprint = (
         'version: "0.1"\n'
         "name: bench_chat\n"
+        f"{tools}"
         "agents:\n"
         "  clarifier:\n"
         "    model: scripted\n"
         "    system_prompt: You help a person sharpen a goal. Ask one short clarifying question at a time.\n"
+        f"{agent_tools}"
         f"    replies: {json.dumps(replies)}\n"
         "steps:\n"
         "  - kind: loop\n"
@@ -55,7 +80,7 @@ def write(
         f"      max_loops: {iterations}\n"
         "      body:\n"
         "        - {kind: step, name: clarify, uses: agents.clarifier}\n"
-        '        - {kind: hitl, name: answer, message: "{{ steps.clarify.output.question }}"}\n'
+        f'        - {{kind: hitl, name: answer, message: "{asked}"}}\n'
     )
     path = directory / "chat.yaml"
     path.write_text(blueprint)

@@ -44,12 +44,13 @@ def _turn(i: int) -> str:
     return f"Turn {i}: I would like somewhere warm in June, near the sea, with good trains and food."
 
 
-async def _write(path: Path) -> None:
+async def _write(path: Path, iterations: int = ITERATIONS) -> None:
+    """The run, of ``iterations`` iterations (3 events each, and the loop's exit)."""
     async with await open_store(str(path)) as store:
         await store.create_run(RunRecord(RUN, "bench_chat", "running", input=_turn(0), created_at=1000.0))
         ts = 1000.0
         turns: list[dict[str, str]] = []
-        for i in range(1, ITERATIONS + 1):
+        for i in range(1, iterations + 1):
             ts += 0.01
             here = f"chat/{i}"
             turns.append({"role": "user", "content": _turn(i)})
@@ -74,7 +75,7 @@ async def _write(path: Path) -> None:
         await store.record_step(
             StepRecord(RUN, "chat", "chat", "loop", "completed", input=_turn(0), output="done", started_at=1000.0,
                        duration_s=ts - 1000.0),
-            [TraceEvent("loop.exit", "chat", {"reason": "max_loops", "iterations": ITERATIONS}, ts + 0.005)],
+            [TraceEvent("loop.exit", "chat", {"reason": "max_loops", "iterations": iterations}, ts + 0.005)],
         )  # fmt: skip
         await store.update_run(RUN, RunUpdate(status="completed", output="done", finished_at=ts + 0.01))
 

@@ -25,6 +25,8 @@ from core import Pipeline, Settings
 from core.front_door import lazy_exports
 
 if TYPE_CHECKING:
+    from blueprints.cases.case_file import CASE_SUFFIX, Case, case_text, read_case
+    from blueprints.cases.expectations import ExpectationResult, Expectations, RunFacts, check_expectations
     from blueprints.explain import Explanation, explain_blueprint
     from blueprints.scaffold import ScaffoldError, WizardAnswers, render_blueprint
     from blueprints.scaffold import resolve as resolve_answers
@@ -38,6 +40,15 @@ if TYPE_CHECKING:  # what flujo_cli takes from blueprints (the block of _LAZY be
 # Imported when first used: ``flujo run`` needs neither the explainer nor the wizard (their modules are a
 # few hundredths of a second of every run's start-up).
 _LAZY = {
+    # Case files (flujo lens export --case, flujo test): a recorded run kept as a test.
+    "CASE_SUFFIX": "blueprints.cases.case_file",
+    "Case": "blueprints.cases.case_file",
+    "case_text": "blueprints.cases.case_file",
+    "read_case": "blueprints.cases.case_file",
+    "ExpectationResult": "blueprints.cases.expectations",
+    "Expectations": "blueprints.cases.expectations",
+    "RunFacts": "blueprints.cases.expectations",
+    "check_expectations": "blueprints.cases.expectations",
     "Explanation": "blueprints.explain",
     "explain_blueprint": "blueprints.explain",
     "ScaffoldError": "blueprints.scaffold",
@@ -74,17 +85,24 @@ def load_pipeline(
 
 
 __all__ = [
+    "CASE_SUFFIX",
     "SCHEMA_KINDS",
     "AgentFactory",
     "Blueprint",
+    "Case",
+    "ExpectationResult",
+    "Expectations",
     "Explanation",
     "Finding",
     "InvalidBlueprint",
     "ModelOverrideError",
     "ModelOverrides",
     "ParsedYaml",
+    "RunFacts",
     "ScaffoldError",
     "WizardAnswers",
+    "case_text",
+    "check_expectations",
     "compile_pipeline",
     "explain_blueprint",
     "file_schema",
@@ -93,6 +111,7 @@ __all__ = [
     "load_pipeline",
     "not_a_file",
     "parse_yaml",
+    "read_case",
     "render_blueprint",
     "resolve_answers",
     "simulated_user",

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from core.answering.replay import recorded_answers
     from core.answering.simulated_person import SimulatedPerson
     from core.context import VIEW_KEYS, RunContext
-    from core.conversation import check_thread, check_thread_name, is_context, turn_text
+    from core.conversation import check_thread, check_thread_name, fork_thread, is_context, turn_text
     from core.engine import Engine, NoHuman, RunOutcome, busy_refusal, new_run_id
     from core.model.calls import Activity, AgentCall, AgentReply, ChatMessage, HumanQuestion, OutputRepair
     from core.model.errors import (
@@ -72,6 +72,7 @@ if TYPE_CHECKING:
     )
     from core.model.providers import OFFLINE_MODELS, PROVIDER_NAMES, PROVIDERS, find_provider, provider_of
     from core.model.records import (
+        FORK_OPTION,
         MODEL_TURN_KIND,
         TOOL_CALL_KIND,
         TOOL_LOOP_KINDS,
@@ -90,7 +91,7 @@ if TYPE_CHECKING:
     from core.policies.context_writes import scratchpad_slot
     from core.policies.frame import scope as template_scope
     from core.ports import Agent, HumanInput, NullReporter, Reporter, RunStore, Tool, ToolSource
-    from core.replay.diffs import message_lines, messages_diff, unified, value_lines
+    from core.replay.diffs import canonical, message_lines, messages_diff, unified, value_lines
     from core.replay.recording import RecordedCall, Recording, load_recording
     from core.replay.replayer import Divergence, Replay
     from core.settings.config import (
@@ -237,6 +238,7 @@ _WHERE = {
     "ReplyCut": "core.model.events",
     "ReplayDiverged": "core.model.errors",
     "message_lines": "core.replay.diffs",
+    "canonical": "core.replay.diffs",
     "messages_diff": "core.replay.diffs",
     "value_lines": "core.replay.diffs",
     "unified": "core.replay.diffs",
@@ -294,6 +296,8 @@ _WHERE = {
     "call_interrupted": "core.model.records",
     "check_thread": "core.conversation",
     "check_thread_name": "core.conversation",
+    "FORK_OPTION": "core.model.records",
+    "fork_thread": "core.conversation",
     "find_provider": "core.model.providers",
     "is_context": "core.conversation",
     "load_settings": "core.settings.config",
@@ -324,6 +328,7 @@ _WHERE = {
 __all__ = [
     "CHILD_PATH_ROOTS",
     "CONTAINER_STEP_KINDS",
+    "FORK_OPTION",
     "INTERRUPTED_CALL",
     "KEYED_STEP_KINDS",
     "MODEL_TURN_KIND",
@@ -453,9 +458,11 @@ __all__ = [
     "builds_structure",
     "busy_refusal",
     "call_interrupted",
+    "canonical",
     "check_thread",
     "check_thread_name",
     "find_provider",
+    "fork_thread",
     "is_context",
     "load_recording",
     "load_settings",

@@ -22,7 +22,7 @@ from typing import Any
 
 from core.answering.order import Answering
 from core.context import RunContext
-from core.conversation import bind_thread, check_thread
+from core.conversation import ThreadBinding, bind_thread, check_thread
 from core.model.calls import HumanQuestion
 from core.model.codec import normalize
 from core.model.errors import (
@@ -188,6 +188,8 @@ class Engine:
             assert record is not None
             _check_resumable(record, pipeline, force=force)
             await self.store.update_run(full_id, RunUpdate(status="running", options=options))
+            if options is not None:  # the options the run goes on with (its end writes them back, with its report)
+                record = replace(record, options=options)
             return await self._execute(pipeline, record, journal_from_store=True)
         finally:
             if not claimed:
@@ -201,6 +203,7 @@ class Engine:
         thread = await bind_thread(self.store, record)
         if thread is not None:
             self.reporter.note(thread.note)
+        heard = thread if thread is not None else await self._replayed_thread(record)
         frame = Frame(
             run_id=run_id,
             store=self.store,
@@ -209,33 +212,33 @@ class Engine:
             redactor=self.redactor,
             limits=pipeline.limits,
             journal=journal,
-            thread=thread,
+            thread=heard,
             started=None if journal_from_store else {},  # a new run has no earlier attempts to count
             answering=self.answering,
             replay=self.replay,
         )
         if journal_from_store:  # what an earlier process sent and never recorded the reply of still counts
             await frame.count_interrupted()
-            if self.replay is not None:  # what the journal holds was served by the process that made it
-                self.replay.resumed(journal)
+            if self.replay is not None:  # what the journal holds was served by the process that made it,
+                self.replay.resumed(journal)  # and the replay goes on as it left off (live, if it went live)
+                self.replay.restore((record.options or {}).get("replay_report"))
         ctx = RunContext(initial_prompt=record.input)
         try:
             outcome = await self._outcome(pipeline, record.input, run_id, frame, ctx)
         except asyncio.CancelledError:  # Ctrl-C (or a caller's cancel) outside a prompt: keep what was said
             if thread is not None:
                 await self.store.record_thread_turns(run_id, ctx.thread_turns)
-            await self.store.update_run(run_id, RunUpdate(status="interrupted", usage=frame.usage))
+            update = RunUpdate(status="interrupted", usage=frame.usage, options=self._replay_options(record))
+            await self.store.update_run(run_id, update)  # (a resumed replay goes on from its report)
             raise
         finally:  # the run's MCP servers stop with it, however it ended
             for problem in await frame.tool_sessions.aclose():
                 self.reporter.note(f"a tool's server did not stop cleanly: {problem}")
         if thread is not None:  # before the status: a run that ends "completed" has its turns stored
             await self.store.record_thread_turns(run_id, ctx.thread_turns)
-        options = None
-        if self.replay is not None:  # the run says whether it replayed its recording cleanly, and where not
-            if outcome.status == "completed":
-                self.replay.finish()
-            options = {**(record.options or {}), "replay_report": _replay_summary(self.replay)}
+        if self.replay is not None and outcome.status == "completed":  # a recorded call never made diverges
+            self.replay.finish()
+        options = self._replay_options(record)
         await self.store.update_run(
             run_id,
             RunUpdate(
@@ -250,6 +253,22 @@ class Engine:
             ),
         )  # if the store itself is what broke, this raises and the caller sees the store's error
         return replace(outcome, replayed=frame.replays)
+
+    def _replay_options(self, record: RunRecord) -> dict[str, Any] | None:
+        """The run's options with its replay's report (``replay_report``: whether it replayed its recording
+        cleanly, and where not), written whenever the run stops; None when it replays nothing."""
+        if self.replay is None:
+            return None
+        return {**(record.options or {}), "replay_report": self.replay.summary()}
+
+    async def _replayed_thread(self, record: RunRecord) -> ThreadBinding | None:
+        """A replay of a run that continued a thread, itself in none: its conversation opens with what the
+        recorded run's did (the turns of the thread's runs before it), so that its prompts can be the same.
+        The replay adds nothing to the thread (its turns are stored only for a run in the thread)."""
+        recording = self.replay.recording if self.replay is not None else None
+        if recording is None or recording.thread is None:
+            return None
+        return await bind_thread(self.store, replace(record, run_id=recording.run_id, thread=recording.thread))
 
     async def _outcome(self, pipeline: Pipeline, input: Any, run_id: str, frame: Frame, ctx: RunContext) -> RunOutcome:
         """Run the steps and turn how they ended (value, signal or error) into an outcome."""
@@ -275,17 +294,3 @@ class Engine:
             failure = RunError(f"{type(exc).__name__}: {exc}", hint="run again with --debug to see where")
             return RunOutcome(run_id=run_id, status="failed", error=failure, usage=frame.usage)
         return RunOutcome(run_id=run_id, status="completed", output=output, usage=frame.usage)
-
-
-def _replay_summary(replay: Replay) -> dict[str, Any]:
-    """What a replayed run records of its replay (``RunRecord.options["replay_report"]``): the run it replayed,
-    whether cleanly, how many calls were served and where it diverged first."""
-    first = replay.log.divergences[0] if replay.log.divergences else None
-    return {
-        "from": replay.recording.run_id,
-        "mode": replay.mode,
-        "clean": replay.clean,
-        "replayed_calls": replay.log.served,
-        "diverged_at": first.path if first is not None else None,
-        "reason": first.reason if first is not None else None,
-    }

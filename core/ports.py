@@ -14,11 +14,13 @@ answer ``None`` to mean "no answer available now" (the run then pauses).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from core.model.calls import Activity, AgentCall, AgentReply, ChatMessage, HumanQuestion
 from core.model.records import (
+    PAGE_SIZE,
     PruneResult,
+    RowMark,
     RunRecord,
     RunStatus,
     RunUpdate,
@@ -246,6 +248,11 @@ class RunStore(Protocol):
         at ``created_after`` or later (seconds since the epoch) when given."""
         ...
 
+    async def latest_run(self, *, source: str) -> RunRecord | None:
+        """The newest run of the blueprint file ``source`` (``RunRecord.source``, the resolved path) that is not
+        a sub-workflow's child run; None when there is none."""
+        ...
+
     async def step_counts(self, run_ids: Sequence[str]) -> dict[str, int]:
         """How many steps each of ``run_ids`` has recorded (0 for a run with none or an unknown id)."""
         ...
@@ -255,6 +262,35 @@ class RunStore(Protocol):
     async def events(self, run_id: str, *, kind: str | None = None) -> list[TraceEvent]:
         """The trace events of run ``run_id`` in the order they were recorded; with ``kind``, only those of
         that kind (read without the others' payloads)."""
+        ...
+
+    async def step_page(
+        self, run_id: str, *, after: int = 0, until: int | None = None, under: str | None = None, limit: int = PAGE_SIZE
+    ) -> list[tuple[int, StepRecord]]:
+        """A page of the steps of run ``run_id``: up to ``limit`` of them, in the order they were recorded, each
+        with its number in that order (``seq``), those numbered after ``after`` (and up to ``until``, when
+        given); with ``under``, only the steps at that path or below it. The next page is ``after`` the last
+        number of this one. A step recorded again gets a new number (it moves to the end)."""
+        ...
+
+    async def event_page(
+        self, run_id: str, *, after: int = 0, until: int | None = None, under: str | None = None, limit: int = PAGE_SIZE
+    ) -> list[tuple[int, TraceEvent]]:
+        """A page of the trace events of run ``run_id``, as ``step_page`` gives its steps. A run of any length
+        is read in pages of the same cost (a long list of a payload is read once, not again for each page)."""
+        ...
+
+    async def marks(
+        self,
+        run_id: str,
+        of: Literal["steps", "events"],
+        *,
+        after: int = 0,
+        until: int | None = None,
+        limit: int = PAGE_SIZE,
+    ) -> list[RowMark]:
+        """A page of where the steps (or the events) of run ``run_id`` are, as ``step_page`` (``event_page``)
+        numbers them, without reading their values."""
         ...
 
     async def record_thread_turns(self, run_id: str, turns: Sequence[ConversationTurn]) -> None:
@@ -273,6 +309,12 @@ class RunStore(Protocol):
 
     async def list_threads(self) -> list[ThreadSummary]:
         """Every thread, the one with the latest run first."""
+        ...
+
+    async def start_thread(self, run: RunRecord, turns: Sequence[ConversationTurn]) -> bool:
+        """Create run ``run`` with ``turns`` as the turns it added to its thread ``run.thread``, in one
+        transaction, when no run belongs to that thread yet; False, storing nothing, when one does (a fork of a
+        thread starts a new one so: ``core.conversation.threads.fork_thread``)."""
         ...
 
     async def delete_thread(self, thread: str) -> ThreadSummary | None:
@@ -332,6 +374,11 @@ class Reporter(Protocol):
         """The agent of the step at ``path`` is loading its model, or thinking (no reply text yet)."""
         ...
 
+    def events_committed(self, events: Sequence[TraceEvent]) -> None:
+        """``events`` were just stored (masked, as stored), in the store's order; a sub-workflow's at their
+        place in the run (``review/critique``), as ``step_started`` names its steps."""
+        ...
+
 
 class NullReporter:
     """A reporter that shows nothing."""
@@ -352,4 +399,7 @@ class NullReporter:
         return None
 
     def activity(self, path: str, activity: Activity) -> None:
+        return None
+
+    def events_committed(self, events: Sequence[TraceEvent]) -> None:
         return None

@@ -7,14 +7,14 @@ a Python user run any pipeline with no terminal, no network and no files.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from core.agents.base import BaseAgent
 from core.model.calls import Activity, AgentCall, AgentReply, ChatMessage, HumanQuestion
 from core.model.errors import RunError
-from core.model.records import StepRecord
+from core.model.records import StepRecord, TraceEvent
 from core.model.usage import Usage
 
 
@@ -50,6 +50,7 @@ class RecordingReporter:
     notes: list[str] = field(default_factory=list)
     replies: list[tuple[str, Any]] = field(default_factory=list)
     activities: list[tuple[str, Activity]] = field(default_factory=list)
+    events: list[TraceEvent] = field(default_factory=list)  # as committed
 
     def step_started(self, path: str, name: str, kind: str) -> None:
         self.started.append(path)
@@ -68,6 +69,9 @@ class RecordingReporter:
 
     def activity(self, path: str, activity: Activity) -> None:
         self.activities.append((path, activity))
+
+    def events_committed(self, events: Sequence[TraceEvent]) -> None:
+        self.events.extend(events)
 
 
 class FuncAgent(BaseAgent):

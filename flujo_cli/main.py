@@ -9,8 +9,10 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
+import flujo_cli.completion.values as complete
 import flujo_cli.exit_codes as exit_codes
 from flujo_cli.help_style import Command, Group
+from flujo_cli.optional_values import OptionalValueCommand
 
 app = typer.Typer(
     name="flujo",
@@ -41,11 +43,28 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+def _install_completion(ctx: typer.Context, value: bool) -> None:
+    if value and not ctx.resilient_parsing:  # not while completing a command line that holds the flag
+        from flujo_cli.completion.install import install
+
+        raise typer.Exit(install(None))
+
+
 @app.callback()
 def _root(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
+    ] = False,
+    install_completion: Annotated[
+        bool,
+        typer.Option(
+            "--install-completion",
+            callback=_install_completion,
+            is_eager=True,
+            help="Install shell completion for the shell you are in (bash, zsh or fish) and exit; see: flujo"
+            " completion --help.",
+        ),
     ] = False,
 ) -> None:
     if debug:
@@ -122,6 +141,7 @@ SimulateUserOption = Annotated[
         help="Let agents.NAME of the blueprint answer every human question (a simulated person; its system"
         " prompt is the persona). --answer/--answers and --replay-answers still come first.",
         show_default=False,
+        autocompletion=complete.agent_refs,
     ),
 ]
 ReplayAnswersOption = Annotated[
@@ -132,6 +152,7 @@ ReplayAnswersOption = Annotated[
         " it has no answer for are asked as usual.",
         metavar="RUN_ID",
         show_default=False,
+        autocompletion=complete.run_ids,
     ),
 ]
 ReplayOption = Annotated[
@@ -143,6 +164,7 @@ ReplayOption = Annotated[
         " run. Implies --replay-answers. The input defaults to the recorded run's.",
         metavar="RUN_ID",
         show_default=False,
+        autocompletion=complete.run_ids,
     ),
 ]
 OnDivergenceOption = Annotated[
@@ -163,6 +185,7 @@ ThreadOption = Annotated[
         help="Continue the conversation of thread NAME: its earlier turns open the first conversation: true"
         " loop's history, and this run's turns are added to it (see: flujo threads).",
         show_default=False,
+        autocompletion=complete.thread_names,
     ),
 ]
 StateOption = Annotated[
@@ -177,6 +200,27 @@ StateOption = Annotated[
 ]
 
 
+EventsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--events",
+        metavar="FORMAT",
+        help="Write the run's trace events to stdout as they happen, instead of its output: jsonl (a JSON object"
+        " a line; the last, run.finished, holds the status and output).",
+        show_default=False,
+    ),
+]
+EventsFileOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--events-file",
+        metavar="FILE",
+        help="Write the run's trace events to FILE as they happen (as --events jsonl); stdout is as without it.",
+        show_default=False,
+    ),
+]
+
+
 @app.command(cls=Command)
 def run(
     file: Annotated[Path, typer.Argument(help="The blueprint YAML file to run.", show_default=False)],
@@ -185,6 +229,15 @@ def run(
     answers: AnswersFileOption = None,
     no_input: NoInputOption = False,
     thread: ThreadOption = None,
+    continue_last: Annotated[
+        bool,
+        typer.Option(
+            "--continue",
+            "-c",
+            help="Continue the conversation of the latest run of FILE: its thread, as --thread would (not with"
+            " --thread; a latest run in no thread is a usage error).",
+        ),
+    ] = False,
     json_output: JsonOption = False,
     set_: SetOption = None,
     max_tokens: MaxTokensOption = None,
@@ -195,11 +248,17 @@ def run(
     replay: ReplayOption = None,
     on_divergence: OnDivergenceOption = "stop",
     store: StateOption = None,
+    events: EventsOption = None,
+    events_file: EventsFileOption = None,
 ) -> None:
     """Run a blueprint. Human questions are asked in the terminal (or answered by --answer/--answers)."""
     from flujo_cli.answering import AnswerFlags
     from flujo_cli.commands.run import RunOverrides, run_blueprint
+    from flujo_cli.event_lines import EventFlags
     from flujo_cli.messages import usage_error
+
+    event_flags = EventFlags(events, events_file)
+    event_flags.check(json_output=json_output)
 
     if replay is not None and replay_answers is not None:
         usage_error("--replay and --replay-answers cannot be given together: --replay replays the answers too")
@@ -207,6 +266,8 @@ def run(
         usage_error(f"--on-divergence must be stop or live, not {on_divergence!r}")
     if replay is None and on_divergence != "stop":
         usage_error("--on-divergence applies to a replay: give --replay RUN_ID too")
+    if continue_last and thread is not None:
+        usage_error("--continue and --thread cannot be given together: --continue continues the latest run's thread")
 
     raise SystemExit(
         run_blueprint(
@@ -218,8 +279,10 @@ def run(
             json_output=json_output,
             overrides=RunOverrides(set_ or [], max_tokens, max_cost_usd, model or []),
             thread=thread,
+            continue_last=continue_last,
             answer_flags=AnswerFlags(simulate_user, replay_answers, replay, on_divergence),
             state=store,
+            events=event_flags,
             debug=state.debug,
         )
     )
@@ -227,7 +290,14 @@ def run(
 
 @app.command(cls=Command)
 def resume(
-    run_id: Annotated[str, typer.Argument(help="The run id (a unique prefix is enough).", show_default=False)],
+    run_id: Annotated[
+        str,
+        typer.Argument(
+            help="The run id (a unique prefix is enough).",
+            show_default=False,
+            autocompletion=complete.resumable_run_ids,
+        ),
+    ],
     answer: AnswerOption = None,
     answers: AnswersFileOption = None,
     no_input: NoInputOption = False,
@@ -243,12 +313,18 @@ def resume(
     simulate_user: SimulateUserOption = None,
     replay_answers: ReplayAnswersOption = None,
     store: StateOption = None,
+    events: EventsOption = None,
+    events_file: EventsFileOption = None,
 ) -> None:
     """Continue a paused, failed, interrupted or crashed run; steps already done are not run again (a run
     started with --thread stays in its thread). It keeps the --set, --model and limits it started with;
     those given here come on top."""
     from flujo_cli.answering import AnswerFlags
     from flujo_cli.commands.run import RunOverrides, resume_run
+    from flujo_cli.event_lines import EventFlags
+
+    event_flags = EventFlags(events, events_file)
+    event_flags.check(json_output=json_output)
 
     raise SystemExit(
         resume_run(
@@ -261,6 +337,7 @@ def resume(
             force=force,
             answer_flags=AnswerFlags(simulate_user, replay_answers),
             state=store,
+            events=event_flags,
             debug=state.debug,
         )
     )
@@ -350,7 +427,14 @@ def worker(
 
 @app.command(cls=Command)
 def cancel(
-    run_id: Annotated[str, typer.Argument(help="The run id (a unique prefix is enough).", show_default=False)],
+    run_id: Annotated[
+        str,
+        typer.Argument(
+            help="The run id (a unique prefix is enough).",
+            show_default=False,
+            autocompletion=complete.cancellable_run_ids,
+        ),
+    ],
     store: StateOption = None,
 ) -> None:
     """Cancel a queued run, or stop a run a worker is executing (its status becomes cancelled)."""
@@ -381,6 +465,33 @@ def validate(
 
     raise SystemExit(
         validate_blueprint(file, json_output=json_output, debug=state.debug, settings=set_ or [], models=model or [])
+    )
+
+
+@app.command("test", cls=Command)
+def test_command(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Case files, or folders searched for *.case.yaml files (default: the current folder).",
+            show_default=False,
+        ),
+    ] = None,
+    junit: Annotated[
+        Path | None,
+        typer.Option("--junit", metavar="FILE", help="Write a JUnit XML report for CI too.", show_default=False),
+    ] = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", metavar="N", min=1, help="Cases replayed at a time.")] = 8,
+    json_output: JsonOption = False,
+    store: StateOption = None,
+) -> None:
+    """Replay every case file (flujo lens export RUN --case FILE) against its blueprint as it is now: each
+    passed (every call served, the same output, or its expect: holds), diverged (with the diff) or failed.
+    Exit 0 when all passed, 1 otherwise."""
+    from flujo_cli.commands.test import replay_cases
+
+    raise SystemExit(
+        replay_cases(paths or [], jobs=jobs, junit=junit, json_output=json_output, state=store, debug=state.debug)
     )
 
 
@@ -500,7 +611,9 @@ threads_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(threads_app)
-ThreadName = Annotated[str, typer.Argument(help="The thread's name.", show_default=False)]
+ThreadName = Annotated[
+    str, typer.Argument(help="The thread's name.", show_default=False, autocompletion=complete.thread_names)
+]
 
 
 @threads_app.command("list", cls=Command)
@@ -527,6 +640,33 @@ def threads_delete(name: ThreadName, json_output: JsonOption = False, store: Sta
     raise SystemExit(delete_thread(name, json_output=json_output, state=store, debug=state.debug))
 
 
+@threads_app.command("fork", cls=Command)
+def threads_fork(
+    name: Annotated[
+        str, typer.Argument(help="The thread to fork.", show_default=False, autocompletion=complete.thread_names)
+    ],
+    new: Annotated[str, typer.Argument(help="The name of the new thread.", show_default=False)],
+    at_turn: Annotated[
+        int | None,
+        typer.Option(
+            "--at-turn",
+            metavar="N",
+            min=1,
+            help="Copy only the first N turns of NAME (counted as flujo threads show NAME prints them); default:"
+            " all of them.",
+            show_default=False,
+        ),
+    ] = None,
+    json_output: JsonOption = False,
+    store: StateOption = None,
+) -> None:
+    """Start thread NEW from an earlier point of thread NAME: NEW begins with a copy of NAME's first N turns,
+    and flujo run FILE --thread NEW continues from there. NAME is left as it is."""
+    from flujo_cli.commands.threads import fork_thread
+
+    raise SystemExit(fork_thread(name, new, at_turn=at_turn, json_output=json_output, state=store, debug=state.debug))
+
+
 lens_app = typer.Typer(
     name="lens",
     cls=Group,
@@ -534,7 +674,10 @@ lens_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(lens_app)
-RunIdArgument = Annotated[str, typer.Argument(help="The run id (a unique prefix is enough).", show_default=False)]
+RunIdArgument = Annotated[
+    str,
+    typer.Argument(help="The run id (a unique prefix is enough).", show_default=False, autocompletion=complete.run_ids),
+]
 
 
 @lens_app.command("list", cls=Command)
@@ -550,7 +693,14 @@ def lens_list(
     ] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=0, help="How many runs, newest first.")] = 20,
     thread: Annotated[
-        str | None, typer.Option("--thread", metavar="NAME", help="Only the runs of thread NAME.", show_default=False)
+        str | None,
+        typer.Option(
+            "--thread",
+            metavar="NAME",
+            help="Only the runs of thread NAME.",
+            show_default=False,
+            autocompletion=complete.thread_names,
+        ),
     ] = None,
     since: Annotated[
         str | None,
@@ -612,6 +762,7 @@ def lens_trace(
             "--step",
             help="Only this step (a name, or a path such as chat/clarify or chat/3/clarify).",
             show_default=False,
+            autocompletion=complete.step_names,
         ),
     ] = None,
     expand: Annotated[
@@ -621,6 +772,7 @@ def lens_trace(
             help="Show prompts whole: all, none (one line per call), or the calls at a step PATH (repeatable)."
             " By default long prompts are collapsed to a few lines.",
             show_default=False,
+            autocompletion=complete.expand_values,
         ),
     ] = None,
     tui: Annotated[
@@ -653,11 +805,22 @@ def lens_trace(
 @lens_app.command("diff", cls=Command)
 def lens_diff(
     run_a: Annotated[
-        str, typer.Argument(metavar="RUN_A", help="The first run's id (a unique prefix is enough).", show_default=False)
+        str,
+        typer.Argument(
+            metavar="RUN_A",
+            help="The first run's id (a unique prefix is enough).",
+            show_default=False,
+            autocompletion=complete.run_ids,
+        ),
     ],
     run_b: Annotated[
         str,
-        typer.Argument(metavar="RUN_B", help="The second run's id (a unique prefix is enough).", show_default=False),
+        typer.Argument(
+            metavar="RUN_B",
+            help="The second run's id (a unique prefix is enough).",
+            show_default=False,
+            autocompletion=complete.run_ids,
+        ),
     ],
     every: Annotated[bool, typer.Option("--all", help="Show every call that differs, not only the first.")] = False,
     json_output: JsonOption = False,
@@ -689,6 +852,55 @@ def lens_diff(
             debug=state.debug,
         )
     )
+
+
+@lens_app.command("export", cls=OptionalValueCommand)
+def lens_export(
+    run_id: RunIdArgument,
+    otlp: Annotated[
+        str | None,
+        typer.Option(
+            "--otlp",
+            metavar="[ENDPOINT]",
+            help="Send the run to an OpenTelemetry collector (OTLP/HTTP), as a trace in the GenAI conventions."
+            " ENDPOINT: its URL (http://localhost:4318); left out, OTEL_EXPORTER_OTLP_ENDPOINT or \\[otel] endpoint"
+            " in flujo.toml.",
+            show_default=False,
+        ),
+    ] = None,
+    case: Annotated[
+        Path | None,
+        typer.Option(
+            "--case",
+            metavar="FILE",
+            help="Write the run as a case file that flujo test replays (name it NAME.case.yaml): the blueprint's"
+            " path and digest, the input and options, every recorded call and answer, the output; masked. A case"
+            " file written over keeps its expect: block.",
+            show_default=False,
+        ),
+    ] = None,
+    store: StateOption = None,
+) -> None:
+    """Export a stored run, in the one format its option names (exactly one per call): --case FILE writes it as
+    a test case that flujo test replays (a completed run); --otlp sends it, with its sub-workflows' runs, to an
+    OpenTelemetry collector such as Jaeger, Phoenix or Langfuse; the same trace as the run sent live, if it did
+    (docs/observability.md)."""
+    from flujo_cli.messages import usage_error
+
+    # One format per call; each option is None when not given (--otlp alone is the empty text).
+    formats = [option for option, value in (("--case", case), ("--otlp", otlp)) if value is not None]
+    hint = "give --case FILE (a test case for flujo test) or --otlp [ENDPOINT] (an OpenTelemetry collector)"
+    if not formats:
+        usage_error("say which format to export: lens export takes one format option", hint)
+    if len(formats) > 1:
+        usage_error(f"lens export takes exactly one format option per call; {' and '.join(formats)} were given", hint)
+    if otlp is not None:
+        from flujo_cli.commands.export_otlp import export_otlp
+
+        raise SystemExit(export_otlp(run_id, otlp, state=store, debug=state.debug))
+    from flujo_cli.commands.lens_export import export_run
+
+    raise SystemExit(export_run(run_id, case=case, state=store, debug=state.debug))
 
 
 @lens_app.command("prune", cls=Command)
@@ -804,7 +1016,39 @@ def config_show(
     raise SystemExit(show_config(json_output=json_output, settings=set_ or [], state=store, debug=state.debug))
 
 
+@app.command(cls=Command)
+def completion(
+    shell: Annotated[
+        str,
+        typer.Argument(help="bash, zsh or fish.", show_default=False, autocompletion=complete.shell_names),
+    ],
+    install: Annotated[
+        bool,
+        typer.Option("--install", help="Write the script where SHELL loads it at start, instead of printing it."),
+    ] = False,
+) -> None:
+    """Print the shell completion script of SHELL: it completes commands, options, and values from the project
+    (run ids with their status, thread names, a blueprint's agents, a run's steps).
+
+    Load it from your shell's startup file: eval "$(flujo completion bash)" in ~/.bashrc, eval "$(flujo completion
+    zsh)" in ~/.zshrc, flujo completion fish | source in ~/.config/fish/config.fish; or let --install (or flujo
+    --install-completion) put it where the shell finds it."""
+    from flujo_cli.completion.install import install as install_script
+    from flujo_cli.completion.shells import SHELLS, script
+    from flujo_cli.messages import usage_error
+
+    if shell not in SHELLS:
+        usage_error(f"flujo completes {', '.join(SHELLS)}, not {shell!r}", f"flujo completion {'|'.join(SHELLS)}")
+    if install:
+        raise SystemExit(install_script(shell))
+    typer.echo(script(shell), nl=False)
+
+
 def main() -> None:
+    if os.environ.get("_FLUJO_COMPLETE"):  # a completion script asks (flujo completion SHELL): answer, quickly
+        from flujo_cli.completion.shells import respond
+
+        raise SystemExit(respond(typer.main.get_command(app), os.environ["_FLUJO_COMPLETE"]))
     import flujo_cli.early_interrupt as early_interrupt
 
     if early_interrupt.restore():  # Ctrl-C while Python loaded the command line

@@ -58,6 +58,12 @@ def error_line(message: str, hint: str | None = None) -> None:
         console.print(f"[dim]hint:[/] {escape(hint)}")
 
 
+def warning_line(message: str) -> None:
+    """Something went wrong beside the command's work, which went on (a trace that could not be sent): one
+    line, saying what to do about it."""
+    stderr().print(f"[yellow]warning:[/] {escape(message)}")
+
+
 def fail(exc: BaseException, *, debug: bool, code: int | None = None) -> NoReturn:
     """Report ``exc`` as one clear line (plus hint) and exit; with ``debug`` print the traceback first."""
     from core import FlujoError
@@ -88,12 +94,18 @@ def stdout_reader_gone() -> bool:
 def output_closed() -> NoReturn:
     """Stop quietly because the reader of stdout went away, as a command ended by SIGPIPE does (exit 141):
     what was written stays written, and nothing a run stores depends on its output being read."""
+    quiet_stdout()
+    raise SystemExit(exit_codes.OUTPUT_CLOSED)
+
+
+def quiet_stdout() -> None:
+    """Send what is still written to stdout, whose reader went away, to the null device: Python's own flush at
+    exit would fail again."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # Python's own flush at exit would fail again
+        os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError, AttributeError):
         pass
-    raise SystemExit(exit_codes.OUTPUT_CLOSED)
 
 
 def require_file(path: Path, what: str, hint: str | None = None) -> None:

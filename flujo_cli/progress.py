@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, assert_never
 
 from rich.console import Console
@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.status import Status
 from rich.text import Text
 
-from core import MODEL_TURN_KIND, TOOL_CALL_KIND, Activity, Redactor, StepRecord
+from core import MODEL_TURN_KIND, TOOL_CALL_KIND, Activity, Redactor, StepRecord, TraceEvent
 from flujo_cli.line_writer import LineWriter
 
 
@@ -68,6 +68,8 @@ class LiveReporter:
         # Agent step path → the calls its latest model turn asked for and that have not started yet: a call's
         # spinner names its arguments (the engine says only which tool starts).
         self._asked: dict[str, deque[tuple[str, Any]]] = {}
+        # Where the run's trace events go as they are committed (``flujo run --events``: flujo_cli.event_lines).
+        self.events: Callable[[Sequence[TraceEvent]], None] | None = None
 
     def _stop_status(self) -> None:
         if self._status is not None:
@@ -188,6 +190,10 @@ class LiveReporter:
             return
         self._end_stream()  # a reply cut off mid-stream: its text stays, on its own line
         self._lines.line(("dim", message))
+
+    def events_committed(self, events: Sequence[TraceEvent]) -> None:
+        if self.events is not None:
+            self.events(events)
 
     def close(self) -> None:
         self._stop_status()

@@ -8,12 +8,15 @@
 text with the ``Redactor`` given (``lens.masking``); ``build_tree`` makes the span tree (``lens.tree``); the
 plain views are rich renderables (``lens.plain``), the ``--json`` documents plain data (``lens.documents``);
 ``open_viewer`` opens the Textual viewer (imported only then); ``run_lines`` and ``trace_lines`` write the
-plain trace line by line into a pipe (``lens.stream``, imported when first asked for); ``parse_age``,
+plain trace line by line into a pipe (``lens.stream``, imported when first asked for), ``write_trace`` the
+``--json`` trace a part at a time (``lens.json_trace``, ``lens.parts``); ``parse_age``,
 ``prune_summary`` and ``prune_document`` word ``flujo lens prune`` (the store deletes: ``RunStore.prune_runs``);
 ``compared_runs``, ``compare_runs``, ``diff_lines`` and ``diff_document`` compare two runs' recorded calls for
 ``flujo lens diff`` (``lens.diff``; the CLI reads each run with ``core.load_recording``, its calls put in
 step order by ``in_step_order``).
 ``parse_moment`` reads the ages and dates of ``--older-than`` and ``--since`` (``lens.ages``).
+``export_run`` and ``LiveExport`` send runs to an OpenTelemetry collector (``lens.otel``: OpenTelemetry is
+imported when one of them is first asked for; ``OtlpTarget`` and ``otel_installed`` import none of it).
 
 Imports core's records, trace events and redactor, through ``core``'s front door only; ``flujo_cli``
 imports lens, never the other way round.
@@ -39,14 +42,20 @@ from lens.tree import CallNode, EventNode, GroupNode, MessageNode, Node, RunNode
 if TYPE_CHECKING:
     from lens.call_order import in_step_order
     from lens.diff import RunDiff, compare_runs, compared_runs, diff_document, diff_lines
+    from lens.json_trace import write_trace
+    from lens.otel.sending import LiveExport, export_run
+    from lens.otel.target import EXTRA as OTEL_EXTRA
+    from lens.otel.target import OtlpTarget, otel_installed
     from lens.stream import run_lines, trace_lines
     from lens.why import Provenance, calls_below, why_document, why_lines
 
-# Imported when first asked for: only ``flujo lens trace`` into a pipe writes the trace line by line, and
-# only ``flujo lens diff`` compares two runs, only ``--why`` says where each message came from.
+# Imported when first asked for: only ``flujo lens trace`` into a pipe writes the trace line by line,
+# ``flujo lens trace --json`` a part at a time, only ``flujo lens diff`` compares two runs, only ``--why``
+# says where each message came from, and only a run sent to a collector needs OpenTelemetry.
 _LAZY = {
     "run_lines": "lens.stream",
     "trace_lines": "lens.stream",
+    "write_trace": "lens.json_trace",
     "RunDiff": "lens.diff",
     "compare_runs": "lens.diff",
     "compared_runs": "lens.diff",
@@ -57,15 +66,23 @@ _LAZY = {
     "calls_below": "lens.why",
     "why_document": "lens.why",
     "why_lines": "lens.why",
+    "LiveExport": "lens.otel.sending",
+    "export_run": "lens.otel.sending",
+    "OTEL_EXTRA": "lens.otel.target:EXTRA",
+    "OtlpTarget": "lens.otel.target",
+    "otel_installed": "lens.otel.target",
 }
 
 __all__ = [
+    "OTEL_EXTRA",
     "CallNode",
     "EventNode",
     "Expansion",
     "GroupNode",
+    "LiveExport",
     "MessageNode",
     "Node",
+    "OtlpTarget",
     "Provenance",
     "RunDiff",
     "RunNode",
@@ -79,6 +96,7 @@ __all__ = [
     "compared_runs",
     "diff_document",
     "diff_lines",
+    "export_run",
     "final_output_document",
     "focus",
     "in_step_order",
@@ -88,6 +106,7 @@ __all__ = [
     "masked_document",
     "nested",
     "open_viewer",
+    "otel_installed",
     "parse_age",
     "parse_moment",
     "prune_document",
@@ -104,6 +123,7 @@ __all__ = [
     "walk",
     "why_document",
     "why_lines",
+    "write_trace",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

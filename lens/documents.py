@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from core import Redactor, RunRecord
+from core import Redactor, RunRecord, TraceEvent
 from lens.labels import run_duration
 from lens.listing import RunRow
 from lens.masking import Masker
@@ -42,12 +42,12 @@ def list_document(rows: Sequence[RunRow]) -> dict[str, Any]:
 
 def show_document(root: RunNode) -> dict[str, Any]:
     """``{"run": run (with "input" and "output"), "steps": [node...]}``."""
-    return {"run": _run_with_values(root.record), "steps": _nodes(root.children, events=False)}
+    return {"run": run_with_values(root.record), "steps": _nodes(root.children, events=False)}
 
 
 def trace_document(root: RunNode) -> dict[str, Any]:
     """``{"run": run (with "input", "output" and its run-level "events"), "spans": [node...]}``."""
-    run = _run_with_values(root.record) | {"events": _events(root)}
+    run = run_with_values(root.record) | {"events": _events(root)}
     return {"run": run, "spans": _nodes(root.children, events=True)}
 
 
@@ -78,26 +78,30 @@ def run_document(record: RunRecord) -> dict[str, Any]:
     }
 
 
-def _run_with_values(record: RunRecord) -> dict[str, Any]:
+def run_with_values(record: RunRecord) -> dict[str, Any]:
+    """A run with its ``input`` and ``output`` (``show`` and ``trace``)."""
     return run_document(record) | {"input": record.input, "output": record.output}
 
 
 def _nodes(nodes: Sequence[Node], *, events: bool) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = []
-    for node in nodes:
-        if isinstance(node, StepNode):
-            found.append(_step(node, events=events))
-        elif isinstance(node, GroupNode):
-            kind = _GROUP_TYPES.get(node.word, "group")
-            found.append(
-                {"type": kind, "key": node.key, "path": node.path, "children": _nodes(node.children, events=events)}
-            )
-        elif isinstance(node, RunNode):
-            child = _run_with_values(node.record) | {"type": "run", "path": node.path}
-            if events:
-                child["events"] = _events(node)
-            found.append(child | {"children": _nodes(node.children, events=events)})
-    return found
+    return [found for node in nodes if (found := node_document(node, events=events)) is not None]
+
+
+def node_document(node: Node, *, events: bool = True) -> dict[str, Any] | None:
+    """A node of ``spans`` (``steps`` in ``show``, without ``events``): a step, an iteration (item, branch,
+    group) or a child run, with everything below it, its ``children`` last; None for the other nodes (an
+    agent call, a message, an event: a step's ``events`` hold them)."""
+    if isinstance(node, StepNode):
+        return _step(node, events=events)
+    if isinstance(node, GroupNode):
+        kind = _GROUP_TYPES.get(node.word, "group")
+        return {"type": kind, "key": node.key, "path": node.path, "children": _nodes(node.children, events=events)}
+    if isinstance(node, RunNode):
+        child = run_with_values(node.record) | {"type": "run", "path": node.path}
+        if events:
+            child["events"] = _events(node)
+        return child | {"children": _nodes(node.children, events=events)}
+    return None
 
 
 def _step(node: StepNode, *, events: bool) -> dict[str, Any]:
@@ -121,5 +125,10 @@ def _step(node: StepNode, *, events: bool) -> dict[str, Any]:
     return data
 
 
+def trace_event(event: TraceEvent) -> dict[str, Any]:
+    """An event of a ``trace`` document: ``{"kind", "ts", "payload"}``."""
+    return {"kind": event.kind, "ts": event.ts, "payload": dict(event.payload)}
+
+
 def _events(node: StepNode | RunNode) -> list[dict[str, Any]]:
-    return [{"kind": e.kind, "ts": e.ts, "payload": dict(e.payload)} for e in node.events]
+    return [trace_event(e) for e in node.events]

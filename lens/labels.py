@@ -167,6 +167,28 @@ def answered_by(answer: QuestionAnswered) -> str:
     return "answered by the person"
 
 
+def replay_words(report: Any) -> Text | None:
+    """What ``lens show`` says of a run that replayed another (its ``replay_report`` option: ``flujo run
+    --replay``): ``run 3f2a… · 4 calls served · clean``, or where it diverged; None for any other run."""
+    if not isinstance(report, Mapping) or not isinstance(report.get("from"), str):
+        return None
+    text = Text(f"run {report['from']} · {figures.count(_int(report.get('replayed_calls')), 'call')} served")
+    where = report.get("diverged_at")
+    if isinstance(where, str):
+        text.append(f" · diverged at {where}: {report.get('reason')}", style="yellow")
+        if report.get("mode") == "live":
+            text.append(" · live from there", style="yellow")
+    elif report.get("clean"):
+        text.append(" · clean", style="green")
+    return text
+
+
+def served_words(run_id: str | None) -> Text:
+    """The mark of a reply or tool result served from a recording (``flujo run --replay``): nothing was
+    called, nothing ran."""
+    return Text(f"  (served from run {run_id})", style="cyan") if run_id else Text()
+
+
 def call_label(call: CallNode) -> Text:
     prompt = call.prompt
     text = Text.assemble(("▸ ", "magenta"), ("call ", "magenta"), (prompt.agent, "bold magenta"))
@@ -188,6 +210,8 @@ def call_label(call: CallNode) -> Text:
         text.append(f" · {attempts} attempts")
     if call.reply is None:
         text.append(" · no reply recorded", style="dim")
+    elif call.reply.replayed_from:
+        text.append(f" · served from run {call.reply.replayed_from}", style="cyan")
     return text
 
 
@@ -274,8 +298,8 @@ def _event_words(event: Event, payload: Mapping[str, Any], interrupted: bool) ->
             return Text(f"{one_line(error, 80)}" + (f" · {fallback}" if fallback else ""), style="yellow")
         case ChildRunStarted(child_run_id=child, pipeline=pipeline):
             return Text(f"child run {child} ({pipeline})")
-        case ReplyReceived(output=output):
-            return Text(one_line(output))
+        case ReplyReceived(output=output, replayed_from=served):
+            return Text.assemble(one_line(output), served_words(served))
         case ReplyCut(received=received):
             return Text.assemble(("cut off ", "red"), one_line(received, 50), (f"  ({cut_words(event)})", "red"))
         case AgentStarted(agent=agent, attempt=attempt):  # a script agent about to run its side effects
@@ -295,8 +319,9 @@ def _event_words(event: Event, payload: Mapping[str, Any], interrupted: bool) ->
         case ToolCalled(tool=tool, arguments=arguments, result=result, error=error, declined=declined):
             said = f"{tool}({one_line(arguments, 50)}) → {one_line(result, 60)}"
             if declined:
-                return Text(f"{tool}({one_line(arguments, 50)}) declined by the person", style="yellow")
-            return Text(said, style="red" if error else "")
+                said = f"{tool}({one_line(arguments, 50)}) declined by the person"
+                return Text.assemble((said, "yellow"), served_words(event.replayed_from))
+            return Text.assemble((said, "red" if error else ""), served_words(event.replayed_from))
         case PromptSent() | OutputRepaired() | HistoryNotInjected() | UnknownEvent():
             return Text(one_line(dict(payload)))
         case _:

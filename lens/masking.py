@@ -7,8 +7,10 @@ the views only ever see masked records. The value under a sensitive key (``{"pas
 ``core.text.redaction.SENSITIVE_KEYS``) is masked whole. Mapping keys are masked too (user data may put a token in
 a key), and a path is masked segment by segment, so that the same step always has the same masked path.
 
-A conversation's turns come back in every prompt that injected them, so a ``Masker`` remembers each text
-it masked for as long as it lives (one load): the regular expressions run once per distinct text.
+A conversation's turns come back in every prompt that injected them, so a ``Masker`` remembers the texts
+it masked: the regular expressions run once per distinct text. It remembers the latest ones (``REMEMBERED``
+texts, or ``REMEMBERED_CHARS`` characters), so that reading a run a part at a time (``lens.parts``) keeps
+its memory flat: a text is masked again only if it comes back after that many others.
 """
 
 from __future__ import annotations
@@ -19,40 +21,90 @@ from typing import Any
 
 from core import Redactor, RunRecord, StepRecord, TraceEvent, masked_under_key, sensitive_key
 
+REMEMBERED = 8_192
+"""How many of the latest texts a ``Masker`` remembers (and as many before them, as long as they come back)."""
+REMEMBERED_CHARS = 4_000_000
+"""How many characters of them, at most (and as many before them)."""
+
 
 class Masker:
-    """Masks records with ``redactor``, remembering what it masked."""
+    """Masks records with ``redactor``, remembering what it masked.
 
-    def __init__(self, redactor: Redactor) -> None:
+    ``again``: what it gives is masked once more (``lens.json_trace``, as ``masked_document`` does): it keeps
+    the mappings and lists it gave back as they were (nothing in them to mask) until ``forget``, and gives
+    them back at once when they come again, instead of walking them a second time."""
+
+    def __init__(self, redactor: Redactor, *, again: bool = False) -> None:
         self.redactor = redactor
-        self._done: dict[str, str] = {}
+        self._done: dict[str, str] = {}  # the latest texts masked (what ``value`` looks in first)
+        self._older: dict[str, str] = {}  # the ones before them
+        self._chars = 0  # in ``_done``
         self._paths: dict[str, str] = {}  # a step's path comes back in each of its events
+        self._older_paths: dict[str, str] = {}
+        self._keys: dict[Any, tuple[str, bool]] = {}  # a mapping key → ``_key``: a run repeats a few keys
+        # id → a mapping or list ``value`` gave back unchanged, held so that no other object takes its id.
+        self._kept: dict[int, Any] | None = {} if again else None
+
+    def _key(self, key: Any) -> tuple[str, bool]:
+        """A mapping key masked, and whether it says its value is a secret (``sensitive_key``)."""
+        if len(self._keys) >= REMEMBERED:
+            self._keys = {}
+        found = self._keys[key] = (self.text(key if type(key) is str else str(key)), sensitive_key(key))
+        return found
+
+    def forget(self) -> None:
+        """Let go of the mappings and lists kept (``again``)."""
+        if self._kept:
+            self._kept = {}
 
     def text(self, data: str) -> str:
         done = self._done.get(data)
         if done is None:
-            done = self._done[data] = self.redactor.text(data)
+            done = self._older.pop(data, None)
+            if done is None:
+                masked = self.redactor.text(data)
+                done = data if masked == data else masked  # one string, not two equal ones
+            self._remember(data, done)
         return done
+
+    def _remember(self, data: str, done: str) -> None:
+        if len(self._done) >= REMEMBERED or self._chars >= REMEMBERED_CHARS:
+            self._older, self._done, self._chars = self._done, {}, 0
+        self._done[data] = done
+        self._chars += len(data)
 
     def value(self, data: Any) -> Any:
         """``data`` (JSON-like) with every text, keys included, masked."""
         kind = type(data)  # the exact types first: the store gives str, dict and list (an ABC check is slow)
         if kind is str:
             return self._done.get(data) or self.text(data)
+        kept = self._kept
         if kind is dict or isinstance(data, Mapping):
-            done, text, value = self._done, self.text, self.value
-            return {
-                (done.get(key) or text(key)) if type(key) is str else text(str(key)): (
+            if kept is not None and id(data) in kept:
+                return data
+            done, text, value, keys, key_of = self._done, self.text, self.value, self._keys, self._key
+            masked = {
+                (known := keys.get(key) or key_of(key))[0]: (
                     masked_under_key(item)
-                    if sensitive_key(key)  # {"token": "..."}: the key says the value is a secret
+                    if known[1]  # {"token": "..."}: the key says the value is a secret
                     else (done.get(item) or text(item))
                     if type(item) is str
                     else value(item)
                 )
                 for key, item in data.items()
             }
+            if kept is not None and kind is dict and masked == data:  # nothing masked: it masks to itself
+                kept[id(data)] = data
+                return data
+            return masked
         if kind is list or isinstance(data, list | tuple):
-            return [self.value(item) for item in data]
+            if kept is not None and id(data) in kept:
+                return data
+            items = [self.value(item) for item in data]
+            if kept is not None and kind is list and items == data:
+                kept[id(data)] = data
+                return data
+            return items
         if isinstance(data, str):  # a str subclass
             return self.text(data)
         return data
@@ -63,7 +115,13 @@ class Masker:
     def path(self, data: str) -> str:
         done = self._paths.get(data)
         if done is None:
-            done = self._paths[data] = "/".join(self.text(segment) for segment in data.split("/"))
+            done = self._older_paths.pop(data, None)
+            if done is None:
+                masked = "/".join(self.text(segment) for segment in data.split("/"))
+                done = data if masked == data else masked
+            if len(self._paths) >= REMEMBERED:
+                self._older_paths, self._paths = self._paths, {}
+            self._paths[data] = done
         return done
 
     def run(self, record: RunRecord) -> RunRecord:

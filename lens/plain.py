@@ -159,6 +159,9 @@ def run_facts(
         if one_line(record.output) != full_text(record.output) and record.output is not None:
             output.append("  (--final-output prints it whole)", style="dim")
         grid.add_row("output", output)
+    replayed = labels.replay_words((record.options or {}).get("replay_report"))
+    if replayed is not None:
+        grid.add_row("replay of", replayed)
     if record.error:
         grid.add_row("error", Text(record.error, style="red"))
     if record.status == "paused" and record.pause_path:

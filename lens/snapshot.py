@@ -44,10 +44,12 @@ async def load_run(store: RunStore, run_id: str, *, redactor: Redactor, record: 
         record = await store.get_run(run_id)
     if record is None:
         raise RunError(f"no run matches {run_id!r}", hint="list the runs with: flujo lens list")
-    return await _load(store, record, Masker(redactor), seen={record.run_id}, depth=0)
+    return await load_record(store, record, Masker(redactor), seen={record.run_id}, depth=0)
 
 
-async def _load(store: RunStore, record: RunRecord, masker: Masker, *, seen: set[str], depth: int) -> RunSnapshot:
+async def load_record(store: RunStore, record: RunRecord, masker: Masker, *, seen: set[str], depth: int) -> RunSnapshot:
+    """The run of ``record`` (as stored) at ``depth`` below the run lens reads, masked with ``masker``, with
+    its child runs that are not in ``seen`` (which it adds them to)."""
     steps = tuple(masker.step(s) for s in await store.steps(record.run_id))
     events = tuple(masker.event(e) for e in await store.events(record.run_id))
     masked = masker.run(record)
@@ -63,15 +65,15 @@ async def _load(store: RunStore, record: RunRecord, masker: Masker, *, seen: set
         if child.run_id in seen:
             continue
         seen.add(child.run_id)
-        children[child.run_id] = await _load(store, child, masker, seen=seen, depth=depth + 1)
+        children[child.run_id] = await load_record(store, child, masker, seen=seen, depth=depth + 1)
         if child.run_id not in paths:
-            where = _paused_inside(masked, children[child.run_id].record)
+            where = paused_inside(masked, children[child.run_id].record)
             if where is not None:
                 paths[child.run_id] = where
     return RunSnapshot(masked, steps, events, children, {k: v for k, v in paths.items() if k in children})
 
 
-def _paused_inside(parent: RunRecord, child: RunRecord) -> str | None:
+def paused_inside(parent: RunRecord, child: RunRecord) -> str | None:
     """The path of the step that started ``child`` when the parent is paused inside it: the parent's pause
     point is that path followed by the child's (``review/approve`` = ``review`` + ``approve``)."""
     if parent.pause_path is None or child.pause_path is None:

@@ -247,6 +247,17 @@ def build_tree(snapshot: RunSnapshot) -> RunNode:
     return _Builder(snapshot).build()
 
 
+def part_of(snapshot: RunSnapshot, path: str) -> StepNode | GroupNode | RunNode | None:
+    """The node at ``path`` (a step's or an iteration's, masked; "" for the run) of the tree ``build_tree``
+    makes of ``snapshot``, which may hold a part of a run only (``lens.parts``): the records of the steps
+    above ``path`` and the rows of some of the steps below it give the part of the run's tree below it."""
+    builder = _Builder(snapshot)
+    if path:
+        builder.made(path)  # made first, with what is known of it: a step may have no row at its own path
+    root = builder.build()
+    return root if not path else builder.steps.get(path) or builder.groups.get(path)
+
+
 class _Builder:
     def __init__(self, snapshot: RunSnapshot, path: str = "") -> None:
         self.snapshot = snapshot
@@ -327,6 +338,10 @@ class _Builder:
         if any(where == p or where.startswith(p + "/") for p in self.snapshot.child_paths.values()):
             return
         self._step(where)
+
+    def made(self, path: str) -> None:
+        """Make the node at ``path`` (a step's, or an iteration's and the step above it) and those above it."""
+        self._step(path)
 
     def _step(self, path: str) -> StepNode:
         """The node of the step at ``path``, created (with its ancestors) when new."""

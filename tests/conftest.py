@@ -3,7 +3,7 @@
 Every test starts isolated (``isolated_environment``, autouse; the benchmarks use it too): its working
 directory is its own ``tmp_path``; ``HOME`` is an empty folder of its own and ``XDG_CONFIG_HOME`` is not set, so
 no test reads the user's settings file (``~/.config/flujo/config.toml``); no ``FLUJO_*`` (except the test
-suite's own ``FLUJO_TEST_*``), ``OPENAI_*``, ``ANTHROPIC_*`` or ``OLLAMA_*`` variable, no variable whose
+suite's own ``FLUJO_TEST_*``), ``OPENAI_*``, ``ANTHROPIC_*``, ``OLLAMA_*`` or ``OTEL_*`` variable, no variable whose
 name flujo reads as a secret (``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*_KEY``, ``*PASSWORD``: their
 values are masked in every trace) and none that sets a terminal's width or colours (``COLUMNS``, ``LINES``,
 ``NO_COLOR``, ``FORCE_COLOR``) is inherited from the shell that started pytest. So a test that needs a
@@ -34,7 +34,7 @@ from tests.support.fakes.openai_server import FakeLLM
 SLOW_TIMEOUT_S = 600  # the limit of a test marked slow; the others have pyproject.toml's ``timeout``
 
 # What no test inherits from the shell (see the module docstring).
-_INHERITED_PREFIXES = ("FLUJO_", "OPENAI_", "ANTHROPIC_", "OLLAMA_")
+_INHERITED_PREFIXES = ("FLUJO_", "OPENAI_", "ANTHROPIC_", "OLLAMA_", "OTEL_")
 _KEPT_PREFIXES = ("FLUJO_TEST_",)  # the test suite's own settings (tests/support/postgres_server.py)
 _SECRET_NAME = re.compile(r"(?i)(_API_KEY|_TOKEN|_SECRET|_KEY|PASSWORD)$")  # as core.settings.config.secret_values
 _TERMINAL = frozenset({"COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR"})

@@ -42,6 +42,14 @@ def test_the_store_profile_times_each_part_of_a_write() -> None:
         assert part in report
 
 
+@pytest.mark.parametrize("shape", [[], ["--tool"]])
+def test_the_replay_profile_compares_a_replay_with_a_fresh_run(shape: list[str]) -> None:
+    report = _report("replay_profile.py", *shape)
+    assert report.startswith("30 iterations")
+    for part in ("fresh: lowest", "load: lowest", "replay: lowest", "replay / fresh"):
+        assert part in report
+
+
 def test_the_ensemble_script_writes_a_blueprint_that_validates(tmp_path: Path) -> None:
     from blueprints import validate_file
 

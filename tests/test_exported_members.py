@@ -16,8 +16,9 @@ CORE_FOR_LENS_AND_CLI = {
     "ZERO_USAGE", "MODEL_TURN_KIND", "TOOL_CALL_KIND", "TOOL_LOOP_KINDS",
     # A recorded run served back (flujo run --replay, flujo test) and two runs' prompts compared (lens diff).
     "Divergence", "RecordedCall", "Recording", "Replay", "ReplayDiverged", "load_recording", "messages_diff", "unified",
-    "message_lines", "value_lines",
+    "canonical", "message_lines", "value_lines",  # a case's final output compared and diffed (flujo test)
     "busy_refusal", "call_interrupted", "check_thread", "check_thread_name", "load_settings", "masked_under_key",
+    "FORK_OPTION", "fork_thread",  # flujo threads fork, and how flujo threads show names a fork's run
     "overrides_from_assignments", "parse_answer", "recorded_answers", "schema_errors", "secret_values",
     "sensitive_key", "use_bounds",
     # flujo config show: the settings' layers and where each setting came from.
@@ -60,6 +61,7 @@ def test_conversation_exports() -> None:
         "enter_loop", "is_context", "makes_turn", "message_for", "newest_message", "prepare", "replay_summary",
         "replayed_call", "shown_text", "turn_text", "active_in",
         "EnsembleState", "Speaker", "Turn", "chat", "cue", "envelope", "parse_reply",
+        "fork_thread",
     }  # fmt: skip
     for name in core.conversation.__all__:
         assert hasattr(core.conversation, name), name
@@ -71,6 +73,10 @@ def test_control_signals_are_not_flujo_errors() -> None:
         assert issubclass(signal, core.ControlSignal)
 
 
+# Runs sent to an OpenTelemetry collector (lens.otel; OpenTelemetry imported when one of the first two is read).
+LENS_OTEL = {"LiveExport", "export_run", "OTEL_EXTRA", "OtlpTarget", "otel_installed"}
+
+
 def test_lens_exports() -> None:
     assert set(lens.__all__) == {
         "CallNode", "EventNode", "Expansion", "GroupNode", "MessageNode", "Node", "RunNode", "RunRow", "RunSnapshot",
@@ -79,6 +85,7 @@ def test_lens_exports() -> None:
         "nested", "open_viewer", "parse_age", "parse_moment", "prune_document", "prune_summary", "recent_runs",
         "runs_table", "show_document", "show_view", "step_paths_named", "trace_document", "trace_view", "walk",
         "RunDiff", "compare_runs", "compared_runs", "diff_document", "diff_lines", "in_step_order",
-    } | {"run_lines", "trace_lines", "Provenance", "calls_below", "why_document", "why_lines"}  # fmt: skip
+        "run_lines", "trace_lines", "write_trace", "Provenance", "calls_below", "why_document", "why_lines",
+    } | LENS_OTEL  # fmt: skip
     for name in lens.__all__:
         assert hasattr(lens, name), name

@@ -27,10 +27,16 @@ BUILTIN_AGENTS = ("flujo.builtins.passthrough", "flujo.builtins.stringify")
 _VALID_MODELS = valid_models()
 
 
-def build_agent(spec: AgentSpec, settings: Settings, *, backoff: Backoff | None = None) -> Agent:
+def build_agent(
+    spec: AgentSpec, settings: Settings, *, backoff: Backoff | None = None, defer_missing_key: bool = False
+) -> Agent:
     """The agent ``spec`` describes. ``backoff`` sets the delays between provider retries (tests make
     them tiny); the number of retries is ``spec.max_retries``, else the provider's ``max_retries`` setting.
-    Raises ConfigError."""
+    Raises ConfigError.
+
+    ``defer_missing_key``: a provider's missing API key is not an error yet: the agent is built, and its
+    first request raises the ConfigError instead (``flujo test`` replays a case whose calls are served from
+    its recording; the key is needed only if the replay goes live)."""
     kinds = [
         kind
         for kind, present in (
@@ -48,7 +54,7 @@ def build_agent(spec: AgentSpec, settings: Settings, *, backoff: Backoff | None 
             hint=f"e.g. model: openai:gpt-4o-mini; valid models: {_VALID_MODELS}",
         )
     if spec.model is not None:
-        return _model_agent(spec, spec.model, settings, backoff)
+        return _model_agent(spec, spec.model, settings, backoff, defer_missing_key)
     if spec.python is not None:
         from core.agents.script import PythonAgent
 
@@ -70,7 +76,9 @@ def prompt_budget(spec: AgentSpec, window: int | None, reserve: int) -> int | No
     return max(1, window - keep)
 
 
-def _model_agent(spec: AgentSpec, model: str, settings: Settings, backoff: Backoff | None) -> Agent:
+def _model_agent(
+    spec: AgentSpec, model: str, settings: Settings, backoff: Backoff | None, defer_missing_key: bool = False
+) -> Agent:
     if model in OFFLINE_MODELS:
         from core.agents.offline import EchoAgent, ScriptedAgent
 
@@ -102,7 +110,7 @@ def _model_agent(spec: AgentSpec, model: str, settings: Settings, backoff: Backo
     if row.api == "local":
         return _local_agent(spec, name or None, settings, backoff)
     if row.api == "openai" or row.api == "anthropic":
-        return _http_agent(spec, row, model, name, settings, backoff)
+        return _http_agent(spec, row, model, name, settings, backoff, defer_missing_key)
     assert_never(row.api)
 
 
@@ -132,7 +140,13 @@ def _local_agent(spec: AgentSpec, file: str | None, settings: Settings, backoff:
 
 
 def _http_agent(
-    spec: AgentSpec, row: Provider, model: str, name: str, settings: Settings, backoff: Backoff | None
+    spec: AgentSpec,
+    row: Provider,
+    model: str,
+    name: str,
+    settings: Settings,
+    backoff: Backoff | None,
+    defer_missing_key: bool = False,
 ) -> Agent:
     conf = settings.provider(row.name)
     base_url = (spec.base_url or conf.base_url).rstrip("/")
@@ -152,26 +166,31 @@ def _http_agent(
     if row.api == "anthropic":
         from core.agents.anthropic_chat import AnthropicChatAgent, anthropic_headers
 
-        if not api_key:
-            raise _missing_key(spec, model, row.key_env or "ANTHROPIC_API_KEY", "")
+        missing = None if api_key else _missing_key(spec, model, row.key_env or "ANTHROPIC_API_KEY", "")
+        if missing is not None and not defer_missing_key:
+            raise missing
         endpoint = _endpoint(
             spec,
             model,
             base_url,
             conf,
             backoff,
-            headers=anthropic_headers(api_key),
+            headers=anthropic_headers(api_key or ""),
             auth_hint=row.auth_hint,
             unreachable_hint=row.unreachable_hint,
+            missing_key=missing,
         )
         return AnthropicChatAgent(spec, endpoint, model=name, price=price, prompt_budget=budget)
 
     from core.agents.openai_chat import OpenAIChatAgent, openai_headers
 
+    missing = None
     if row.key_required and not api_key and _is_openai_cloud(base_url):
-        raise _missing_key(
+        missing = _missing_key(
             spec, model, row.key_env or "OPENAI_API_KEY", ", point OPENAI_BASE_URL at a local OpenAI-compatible server"
         )
+        if not defer_missing_key:
+            raise missing
     endpoint = _endpoint(
         spec,
         model,
@@ -181,6 +200,7 @@ def _http_agent(
         headers=openai_headers(api_key),
         auth_hint=row.auth_hint,
         unreachable_hint=row.unreachable_hint,
+        missing_key=missing,
     )
     mode = conf.structured_output or row.structured_output
     return OpenAIChatAgent(spec, endpoint, model=name, price=price, structured_output=mode, prompt_budget=budget)
@@ -196,6 +216,7 @@ def _endpoint(
     headers: dict[str, str],
     auth_hint: str,
     unreachable_hint: str,
+    missing_key: ConfigError | None = None,
 ) -> Endpoint:
     from core.agents.http import Backoff, Endpoint
 
@@ -210,6 +231,7 @@ def _endpoint(
         auth_hint=auth_hint,
         unreachable_hint=unreachable_hint,
         agent=spec.name,
+        missing_key=missing_key,
     )
 
 

@@ -36,7 +36,7 @@ from typing import Any, Protocol, TypeVar
 import httpx
 
 from core.model.calls import Retry
-from core.model.errors import ProviderError, ProviderUnreachable, ReplyCutOff
+from core.model.errors import ConfigError, ProviderError, ProviderUnreachable, ReplyCutOff
 from core.text.bounds import current_bounds
 
 T = TypeVar("T")
@@ -79,6 +79,10 @@ class Endpoint:
     auth_hint: str = "check the provider's API key"
     unreachable_hint: str = "is the server running? check the base URL in flujo.toml"
     agent: str = ""
+    # An agent built without its API key for a run that may never call it (``build_agent(...,
+    # defer_missing_key=True)``: a replay, whose calls are served from a recording): raised by the first
+    # request, before anything is sent.
+    missing_key: ConfigError | None = None
 
     def url(self, path: str) -> str:
         return self.base_url.rstrip("/") + path
@@ -270,6 +274,8 @@ def _too_long(endpoint: Endpoint, limit: int) -> ProviderError:
 
 
 async def _with_retries(endpoint: Endpoint, once: Callable[[httpx.AsyncClient], Awaitable[T]]) -> tuple[T, int]:
+    if endpoint.missing_key is not None:
+        raise endpoint.missing_key
     async with httpx.AsyncClient(timeout=httpx.Timeout(endpoint.timeout), headers=dict(endpoint.headers)) as client:
         attempt = 0
         started = time.monotonic()

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from core.conversation.replies import parse_reply, shown_text
     from core.conversation.run_frame import RunFrame
     from core.conversation.summary import replay_summary
-    from core.conversation.threads import ThreadBinding, check_thread, check_thread_name
+    from core.conversation.threads import ThreadBinding, check_thread, check_thread_name, fork_thread
     from core.conversation.threads import bind as bind_thread
     from core.conversation.turns import ActiveConversation, active_in, capture, makes_turn
     from core.text.turns import turn_text
@@ -63,6 +63,7 @@ _WHERE = {
     "cue": "core.conversation.ensemble.view",
     "default_question": "core.conversation.current_message",
     "enter_loop": "core.conversation.loop_scope",
+    "fork_thread": "core.conversation.threads",
     "envelope": "core.conversation.ensemble.view",
     "is_context": "core.conversation.current_message",
     "message_for": "core.conversation.current_message",
@@ -98,6 +99,7 @@ __all__ = [
     "default_question",
     "enter_loop",
     "envelope",
+    "fork_thread",
     "is_context",
     "makes_turn",
     "message_for",

@@ -29,9 +29,10 @@ from core.conversation.run_frame import RunFrame
 from core.conversation.turns import ActiveConversation, active_in
 from core.model.calls import AgentCall
 from core.model.codec import normalize
-from core.model.errors import AgentOutputError, ControlSignal, FlujoError
+from core.model.errors import AgentOutputError, ControlSignal, FlujoError, RunError
 from core.model.events import SUMMARY, HistorySummarized, PromptSent, ReplyReceived, SummaryFailed
-from core.model.usage import ZERO_USAGE
+from core.model.records import TraceEvent
+from core.model.usage import ZERO_USAGE, Usage
 from core.ports import Agent
 from core.text.tokens import count_messages, count_tokens
 from core.text.turns import ConversationTurn, Summary, turn_text
@@ -113,7 +114,11 @@ async def summarize(active: ActiveConversation, ctx: RunContext, path: str, fram
     sent = summarizer.prompt(call)
     started = time.time()
     prompt = frame.event(here, PromptSent(summarizer.label, tuple(m.to_dict() for m in sent), False, purpose=SUMMARY))
-    served = frame.served_reply(prompt)  # a replay serves the recorded summary
+    try:
+        served = frame.served_reply(prompt)  # a replay serves the recorded summary
+    except RunError as failed:  # a replay: the recorded summarizer call failed, and so does this one
+        await _failed(frame, failed, ZERO_USAGE, here, step, started, cut, prompt)
+        return
     if served is not None:
         summarizer.replayed()
         summary = turn_text(served.output).strip()
@@ -144,28 +149,7 @@ async def summarize(active: ActiveConversation, ctx: RunContext, path: str, fram
     except Exception as exc:  # a failing summarizer never fails the run: truncation takes over
         usage = exc.usage if isinstance(exc, AgentOutputError) else ZERO_USAGE
         frame.add_usage(usage, releasing=held)
-        frame.summarizer_failures += 1
-        error = exc.message if isinstance(exc, FlujoError) else f"{type(exc).__name__}: {exc}"
-        failed = SummaryFailed(
-            error,
-            frame.summarizer_failures,
-            usage=usage.to_dict() if usage.requests else None,
-            fallback="summarizer disabled for the rest of the run; history is truncated instead"
-            if frame.summarizer_failures >= MAX_SUMMARIZER_FAILURES
-            else None,
-        )
-        # Journaled (not only traced), so a resumed run knows how many failed in a row (replay_summary).
-        await frame.commit(
-            path=here,
-            name=step,
-            kind="summarize",
-            status="failed",
-            started=started,
-            input={"cut": cut, "consecutive_failures": frame.summarizer_failures},
-            error=error,
-            usage=usage,
-            events=[prompt, frame.event(here, failed)],
-        )
+        await _failed(frame, exc, usage, here, step, started, cut, prompt)
         return
     except BaseException:  # cancelled: a journaled call counts as interrupted
         frame.abandon(held)
@@ -190,6 +174,42 @@ async def summarize(active: ActiveConversation, ctx: RunContext, path: str, fram
     )
     _apply_summary(ctx, cut, summary)
     frame.charge(reply.usage, releasing=held)
+
+
+async def _failed(
+    frame: RunFrame[Any],
+    exc: Exception,
+    usage: Usage,
+    here: str,
+    step: str,
+    started: float,
+    cut: int,
+    prompt: TraceEvent,
+) -> None:
+    """Record a summarizer call that failed: journaled, not only traced, so a resumed run knows how many
+    failed in a row (``replay_summary``); after ``MAX_SUMMARIZER_FAILURES`` in a row, history is truncated
+    instead."""
+    frame.summarizer_failures += 1
+    error = exc.message if isinstance(exc, FlujoError) else f"{type(exc).__name__}: {exc}"
+    failed = SummaryFailed(
+        error,
+        frame.summarizer_failures,
+        usage=usage.to_dict() if usage.requests else None,
+        fallback="summarizer disabled for the rest of the run; history is truncated instead"
+        if frame.summarizer_failures >= MAX_SUMMARIZER_FAILURES
+        else None,
+    )
+    await frame.commit(
+        path=here,
+        name=step,
+        kind="summarize",
+        status="failed",
+        started=started,
+        input={"cut": cut, "consecutive_failures": frame.summarizer_failures},
+        error=error,
+        usage=usage,
+        events=[prompt, frame.event(here, failed)],
+    )
 
 
 def _request(turns: Sequence[ConversationTurn]) -> str:

@@ -26,18 +26,25 @@ Invariants:
   run record names.
 * **Deleting a thread** deletes its turns and takes its runs out of it; the runs stay in the store (and a
   run resumed after that belongs to no thread).
+* **Forking a thread** (``fork_thread``) starts a new thread from the first turns of another: a run of the
+  new thread that ran no step, recorded as completed when the fork is made (``FORK_OPTION`` in its options
+  names the thread and how many turns), holds a copy of those turns as the turns it added. The next run of
+  the new thread continues from them as from any earlier run's; the forked thread is left as it is. That
+  run counts as a run of the blueprint of the last turn it copies (its ``source``), so ``flujo run FILE
+  --continue`` continues the fork.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from core.context import RunContext
 from core.conversation.provenance import thread_origin
 from core.model.errors import RunError
-from core.model.records import RunRecord
+from core.model.records import FORK_OPTION, RunRecord, ThreadSummary
 from core.ports import RunStore
 from core.steps.kinds import ConditionalStep, EnsembleStep, LoopStep, MapStep, ParallelStep, Pipeline, Step
 from core.text.turns import ConversationTurn
@@ -130,3 +137,44 @@ async def bind(store: RunStore, record: RunRecord) -> ThreadBinding | None:
         earlier=tuple(ConversationTurn(t.role, t.content, t.tokens, t.shown, thread_origin(t.run_id)) for t in turns),
         runs=len({t.run_id for t in turns}),
     )
+
+
+async def fork_thread(
+    store: RunStore, thread: str, new: str, *, run_id: str, at_turn: int | None = None
+) -> ThreadSummary | None:
+    """Start thread ``new`` from the first ``at_turn`` turns of ``thread`` (all of them when None), held by a
+    new run ``run_id`` of ``new`` (the module docstring says what it records); ``new``'s summary, or None
+    when ``thread`` has no run. RunError when ``new`` is not a usable name or already has a run, or when
+    ``at_turn`` is not between 1 and the number of turns ``thread`` has. A caller that may race another
+    process starting runs of ``new`` holds ``new``'s claim (as a run of it does)."""
+    check_thread_name(new)
+    turns = await store.thread_turns(thread)
+    newest = await store.list_runs(limit=1, thread=thread)
+    if not newest:
+        return None
+    if at_turn is not None and not 1 <= at_turn <= len(turns):
+        raise RunError(
+            f"--at-turn {at_turn}: thread {thread} has {len(turns)} turn(s)",
+            hint=f"give a number from 1 to {len(turns)}" if turns else "fork it without --at-turn",
+        )
+    kept = turns[:at_turn]
+    said_last = await store.get_run(kept[-1].run_id) if kept else None
+    model = said_last or newest[0]
+    now = time.time()
+    fork = RunRecord(
+        run_id=run_id,
+        pipeline_name=model.pipeline_name,
+        status="completed",
+        source=model.source,
+        source_hash=model.source_hash,
+        created_at=now,
+        finished_at=now,
+        thread=new,
+        options={FORK_OPTION: {"thread": thread, "turns": len(kept)}},
+    )
+    copied = [ConversationTurn(t.role, t.content, t.tokens, t.shown) for t in kept]
+    if not await store.start_thread(fork, copied):
+        raise RunError(
+            f"thread {new} already exists", hint=f"fork into a new name, or delete it first: flujo threads delete {new}"
+        )
+    return await store.get_thread(new)

@@ -60,6 +60,22 @@ class TraceEvent:
         return from_payload(self.kind, self.payload)
 
 
+PAGE_SIZE = 500
+"""How many rows a page of ``RunStore.step_page``, ``event_page`` and ``marks`` holds unless told otherwise."""
+
+
+@dataclass(frozen=True, slots=True)
+class RowMark:
+    """Where a step or a trace event of a run is, without its values (``RunStore.marks``): its number in the
+    order the store recorded them (``seq``), its path, its time (a step's ``started_at``, an event's ``ts``)
+    and its kind (the step's or the event's)."""
+
+    seq: int
+    path: str
+    ts: float
+    kind: str
+
+
 @dataclass(frozen=True)
 class StepRecord:
     """The committed result of one leaf step execution; ``path`` identifies it uniquely in a run."""
@@ -115,6 +131,11 @@ class RunUpdate:
     pause_message: str | None = None
     finished_at: float | None = None
     options: dict[str, Any] | None = None
+
+
+FORK_OPTION = "fork"
+"""The key, in the options of the run that holds a forked thread's first turns (``flujo threads fork``;
+``core.conversation.threads.fork_thread``), of what it copied: ``{"thread": NAME, "turns": N}``."""
 
 
 @dataclass(frozen=True)

@@ -144,7 +144,7 @@ class Frame:
 
             end_leftovers(left.group, boot=left.boot, since=left.since, run_id=self.run_id)
         attempt = self.started[path] = self.started.get(path, 0) + 1
-        await self.store.record_events(self.run_id, [self.event(path, AgentStarted(agent=agent, attempt=attempt))])
+        await self.record_events([self.event(path, AgentStarted(agent=agent, attempt=attempt))])
         return attempt
 
     async def process_started(self, path: str, agent: str, pid: int) -> None:
@@ -156,7 +156,12 @@ class Frame:
         if mark is not None:
             boot, since = mark
             event = ProcessStarted(agent=agent, group=pid, boot=boot, since=since)
-            await self.store.record_events(self.run_id, [self.event(path, event)])
+            await self.record_events([self.event(path, event)])
+
+    async def record_events(self, events: Sequence[TraceEvent]) -> None:
+        """Store ``events`` of this run (one transaction) and tell the reporter."""
+        await self.store.record_events(self.run_id, events)
+        self.reporter.events_committed(events)
 
     def absorbed_failure(self, path: str) -> str | None:
         """The error of ``path`` if it failed in an earlier attempt inside a step that then completed anyway
@@ -215,6 +220,8 @@ class Frame:
         )
         if status != "completed" or self.replayed(path) is None:
             await self.store.record_step(record, events)
+            if events:
+                self.reporter.events_committed(events)
         if failure is not None:
             self.failures.setdefault(failure, path)
         self.reporter.step_finished(record)
@@ -235,7 +242,7 @@ class Frame:
         held = self.reserve(step, tokens, cost, reply_tokens=cap or 0)
         held.call = CallSent(agent.label, agent.model_name, started, tokens, cap, cost)
         try:
-            await self.store.record_events(self.run_id, [self.event(path, held.call)])
+            await self.record_events([self.event(path, held.call)])
         except BaseException:
             self.release(held)
             raise

@@ -132,7 +132,7 @@ async def ask_person(question: PersonQuestion, frame: Frame) -> PersonAnswer:
         return await _ask(question, frame, events)
     except BaseException:
         if events:  # calls already paid for stay in the trace
-            await frame.store.record_events(frame.run_id, events)
+            await frame.record_events(events)
         raise
 
 
@@ -145,7 +145,7 @@ async def _ask(question: PersonQuestion, frame: Frame, events: list[TraceEvent])
     # A replay of the whole run serves the answer when the question is asked in the same words (else it
     # diverges there); a simulated person's answer is served as its call, in ``_simulate``.
     if frame.replay is not None and not frame.replay.answer_served(
-        question.path, frame.redactor.text(question.message)
+        question.path, frame.redactor.text(question.message), simulated=simulated is not None
     ):
         recorded = None
     replay_left = recorded is not None
@@ -165,6 +165,8 @@ async def _ask(question: PersonQuestion, frame: Frame, events: list[TraceEvent])
         if source is None and replay_left and recorded is not None and answering.replay is not None:
             replay_left = False
             source, value, by = "replayed", recorded.value, answering.replay.run_id
+            if frame.replay is not None:
+                frame.replay.answer_taken()
         if source is None and simulated is not None:
             if not simulated_left:  # it had its chances: the real person answers, now or on resume
                 raise Pause(step=question.step, path=question.path, message=question.message)

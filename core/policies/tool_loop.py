@@ -153,6 +153,8 @@ async def _model_turn(
         output = served.output if isinstance(served.output, Mapping) else {}
         turn = ModelTurn.from_dict(output, ZERO_USAGE)
         events.append(frame.served_event(tpath, served, turn.to_dict()))
+        if turn.text and turn.tool_calls and call.on_text is not None:  # shown as a model streams it (the
+            call.on_text(turn.text)  # answer, a turn without calls, is shown as the step's reply)
     else:
         held = await frame.begin_call(tpath, step.name, agent, sent, started=started)
         try:

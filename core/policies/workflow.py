@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 from core.context import RunContext
 from core.conversation import capture, message_for
 from core.model.calls import Activity
-from core.model.errors import Abort, FlujoError, LimitReached, Pause, RunError, StoreUnavailable
+from core.model.errors import Abort, FlujoError, LimitReached, Pause, ReplayStop, RunError, StoreUnavailable
 from core.model.events import ChildRunStarted, StepErrored
 from core.model.records import RunUpdate, StepRecord, TraceEvent
 from core.policies.body import BodyRunner
@@ -73,6 +74,9 @@ class ChildReporter:
 
     def activity(self, path: str, activity: Activity) -> None:
         self.reporter.activity(joined_path(self.prefix, path), activity)
+
+    def events_committed(self, events: Sequence[TraceEvent]) -> None:
+        self.reporter.events_committed([replace(event, path=joined_path(self.prefix, event.path)) for event in events])
 
 
 async def run_workflow(
@@ -121,6 +125,11 @@ async def run_workflow(
         )
         raise
     except StoreUnavailable:  # no step's failure, and nothing can be written: the child stays resumable
+        raise
+    except ReplayStop as stop:  # a replay diverged inside the child: it fails there, as its parent does
+        await store.update_run(
+            child_id, RunUpdate(status="failed", error=stop.error.message, usage=child.usage, finished_at=time.time())
+        )
         raise
     except FlujoError as error:
         await store.update_run(

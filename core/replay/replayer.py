@@ -4,7 +4,8 @@ Each call the run is about to make is looked up by its step path (the next recor
 yet) and compared with it, as the journal keeps both (masked):
 
 - an agent call: its messages, exactly (a changed system prompt, a new turn in the history, another tool
-  result differ); served: the recorded reply, no model called;
+  result differ); served: the recorded reply, no model called; a call that failed fails again, with the
+  recorded error (RunError), so a branch a parallel ignored is ignored again;
 - a tool call: its name and arguments as canonical JSON; served: the recorded outcome, the tool not run
   (no side effect), and nothing of what the recorded call did inside (a workflow tool's child run) runs;
 - a question: its text; served: the recorded answer (``core.policies.person``). A simulated person's
@@ -17,7 +18,9 @@ served where the question's path and text match, as ``--replay-answers`` serves 
 a recorded call it never made is a divergence too (``finish``).
 
 A sub-workflow's child run asks the view ``within(path)`` gives (its calls are under its step's path); the
-state (what was served, the divergences) is shared by the whole tree of runs.
+state (what was served, the divergences) is shared by the whole tree of runs. The run records that state
+whenever it stops (``summary``); resumed, it goes on from there (``resumed``: the calls of the steps its
+journal holds were served; ``restore``: the counts, and with ``live`` the divergence, so it stays live).
 """
 
 from __future__ import annotations
@@ -26,9 +29,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from core.model.errors import ReplayDiverged, ReplayStop
+from core.model.errors import ReplayDiverged, ReplayStop, RunError
 from core.replay.diffs import canonical, message_lines, messages_diff, unified, value_lines
-from core.replay.recording import RecordedCall, Recording, calls_under
+from core.replay.recording import RecordedCall, Recording
 
 Mode = Literal["stop", "live"]
 MODES: tuple[Mode, ...] = ("stop", "live")
@@ -78,7 +81,8 @@ class Replay:
 
     def agent_reply(self, path: str, messages: Sequence[Mapping[str, Any]]) -> RecordedCall | None:
         """The recorded call to serve for an agent call at ``path`` sending ``messages`` (masked), or None when
-        the run is live (the call is made). ReplayStop when it diverges with mode ``stop``."""
+        the run is live (the call is made). ReplayStop when it diverges with mode ``stop``; RunError, the
+        recorded one, when the recorded call failed."""
         if self.log.live:
             return None
         full = self.prefix + path
@@ -92,7 +96,10 @@ class Replay:
                 full, "the prompt differs from the recorded one", messages_diff(call.messages, messages, path=full)
             )
         assert index is not None
-        return self._serve(index)
+        served = self._serve(index)
+        if served.error is not None:  # it failed as it did then, without a call
+            raise RunError(served.error, hint=served.hint)
+        return served
 
     def tool_outcome(self, path: str, tool: str, arguments: Any) -> RecordedCall | None:
         """The recorded call to serve for a call of ``tool`` with ``arguments`` at ``path`` (its outcome), or
@@ -111,22 +118,24 @@ class Replay:
         if canonical(recorded) != canonical(asked):
             diff = unified(value_lines(recorded), value_lines(asked), path=full)
             return self._diverge(full, "the tool call differs from the recorded one", diff)
-        for inner in calls_under(self.recording.calls, full):  # what the call did inside does not happen now
-            self.log.used.add(inner)
+        self.log.used.update(self.recording.inside(full))  # what the call did inside does not happen now
         assert index is not None
         return self._serve(index)
 
-    def answer_served(self, path: str, question: str) -> bool:
+    def answer_served(self, path: str, question: str, *, simulated: bool = True) -> bool:
         """Whether the recorded answer to the question at ``path`` (its text ``question``) may be served. A
         question the recording has no answer for, or asked in other words, diverges (ReplayStop with mode
         ``stop``); once live, its answer is served only when the path and the text match. A question a
-        simulated person answered is not served as an answer (its call is), and does not diverge here."""
+        simulated person answered is not served as an answer (its call is), and does not diverge here,
+        unless no simulated person answers it now (``simulated``): the person would be asked instead."""
         full = self.prefix + path
         recorded = self.recording.answer(full)
         if recorded is not None and recorded.source == "simulated":
+            if not simulated and not self.log.live:
+                diff = unified([f"answered by {recorded.by}"], ["asked to the person"], path=full)
+                self._diverge(full, "a simulated person answered this question; none does now", diff)
             return False
         if recorded is not None and (recorded.question is None or recorded.question == question):
-            self.log.answers += 1
             return True
         if self.log.live:
             return False
@@ -137,15 +146,51 @@ class Replay:
             self._diverge(full, "the question differs from the recorded one", diff)
         return False
 
+    def answer_taken(self) -> None:
+        """A recorded answer ``answer_served`` allowed was the one given (not an ``--answer`` given first)."""
+        self.log.answers += 1
+
     def resumed(self, paths: Iterable[str]) -> None:
         """A resumed run replays the steps its journal holds (``paths``, of the run this replay serves):
         the recorded calls at those paths were served by the process that committed them."""
         done = {self.prefix + path for path in paths}
         for path in done:
-            for index in self.recording.by_path.get(path, ()):
-                self.log.used.add(index)
-                for inner in calls_under(self.recording.calls, path):
-                    self.log.used.add(inner)
+            if path in self.recording.by_path:
+                self.log.used.update(self.recording.by_path[path])
+                self.log.used.update(self.recording.inside(path))
+
+    def restore(self, report: Mapping[str, Any] | None) -> None:
+        """A resumed run goes on as its earlier attempts left this replay (``report``: what they recorded, as
+        ``summary`` writes it): what they served counts, and with mode ``live`` the divergence they went live
+        at is kept and the run stays live. With mode ``stop`` the step that diverged runs again, and diverges
+        again unless the blueprint changed back (a resume with ``--force``). A report of another recording
+        is ignored."""
+        if not isinstance(report, Mapping) or report.get("from") != self.recording.run_id:
+            return
+        served, answers = report.get("replayed_calls"), report.get("replayed_answers")
+        self.log.served += served if isinstance(served, int) else 0
+        self.log.answers += answers if isinstance(answers, int) else 0
+        where = report.get("diverged_at")
+        if self.mode == "live" and isinstance(where, str) and not self.log.divergences:
+            reason, diff = report.get("reason"), report.get("diff")
+            self.log.divergences.append(Divergence(where, str(reason or ""), str(diff or "")))
+            self.log.live = True
+
+    def summary(self) -> dict[str, Any]:
+        """What a replayed run records of its replay (``RunRecord.options["replay_report"]``): the run it
+        replayed, how, whether cleanly, how many calls and answers were served and where it diverged first
+        (its reason and diff), so that a resumed run goes on from there (``restore``)."""
+        first = self.log.divergences[0] if self.log.divergences else None
+        return {
+            "from": self.recording.run_id,
+            "mode": self.mode,
+            "clean": self.clean,
+            "replayed_calls": self.log.served,
+            "replayed_answers": self.log.answers,
+            "diverged_at": first.path if first is not None else None,
+            "reason": first.reason if first is not None else None,
+            "diff": first.diff if first is not None else None,
+        }
 
     def finish(self) -> Divergence | None:
         """When the run ends: the first recorded call it never made, as a divergence (logged), if the replay

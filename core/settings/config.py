@@ -172,6 +172,33 @@ class SqliteSettings(BaseModel):
     busy_timeout_s: float = Field(default=300.0, gt=0)
 
 
+class OtelSettings(BaseModel):
+    """``[otel]``: sending runs to an OpenTelemetry collector as traces in the GenAI conventions
+    (docs/observability.md). ``endpoint`` is the collector's OTLP/HTTP URL, as ``OTEL_EXPORTER_OTLP_ENDPOINT``
+    gives it (``http://localhost:4318``; ``/v1/traces`` is added unless the URL ends with it): set, every run
+    is sent as it ends; None, nothing is sent and OpenTelemetry is never imported. ``capture_content`` sends
+    the messages, inputs and outputs too, masked as lens shows them (``OTEL_INSTRUMENTATION_GENAI_CAPTURE_
+    MESSAGE_CONTENT``); ``timeout_s`` is how long ``flujo lens export --otlp`` keeps trying an unreachable
+    collector."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    endpoint: str | None = None
+    capture_content: bool = False
+    timeout_s: float = Field(default=10.0, gt=0)
+
+    @field_validator("endpoint")
+    @classmethod
+    def _a_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        scheme, _, rest = value.strip().partition("://")
+        if scheme not in ("http", "https") or not rest.strip("/"):
+            problem = f"{value!r} is not an http:// or https:// URL (e.g. http://localhost:4318)"
+            raise PydanticCustomError("otel_endpoint", "{problem}", {"problem": problem})
+        return value.strip()
+
+
 class ProfileSettings(BaseModel):
     """``[profiles.NAME]``: a model an ensemble participant names with ``model_profile: NAME``."""
 
@@ -212,6 +239,7 @@ class Settings(BaseModel):
     secret_env_vars: list[str] = Field(default_factory=list)
     redact_patterns: list[str] = Field(default_factory=list)
     profiles: dict[str, ProfileSettings] = Field(default_factory=dict)
+    otel: OtelSettings = Field(default_factory=OtelSettings)
 
     def model_info(self, model: str) -> ModelInfo:
         return self.models.get(model, ModelInfo())
@@ -265,6 +293,11 @@ def _env_layer(env: Mapping[str, str]) -> SettingsLayer:
             put([provider.name, "api_key"], env[provider.key_env], provider.key_env)
         if provider.url_env and env.get(provider.url_env):
             put([provider.name, "base_url"], provider.url_from_env(env[provider.url_env]), provider.url_env)
+    # OpenTelemetry's own variables (docs/observability.md); FLUJO_OTEL__* beats them, as it does the providers'.
+    if env.get(_OTLP_ENDPOINT, "").strip():
+        put(["otel", "endpoint"], env[_OTLP_ENDPOINT].strip(), _OTLP_ENDPOINT)
+    if env.get(_CAPTURE_CONTENT, "").strip():
+        put(["otel", "capture_content"], _capture_content(env[_CAPTURE_CONTENT]), _CAPTURE_CONTENT)
     for name, value in env.items():
         if not name.startswith("FLUJO_") or name in ("FLUJO_DEBUG",):
             continue
@@ -272,6 +305,21 @@ def _env_layer(env: Mapping[str, str]) -> SettingsLayer:
         if path[0] in Settings.model_fields:
             put(path, _list_value(value) if _is_list_setting(path) else value, name)
     return SettingsLayer("environment", layer, variables=variables)
+
+
+_OTLP_ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"
+_CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+# The values OpenTelemetry's GenAI instrumentations take for their content switch: booleans, and the newer
+# modes that say where the content goes (flujo puts it on the spans whichever is named).
+_CONTENT_ON = frozenset({"true", "1", "yes", "on", "span_only", "event_only", "span_and_event"})
+_CONTENT_OFF = frozenset({"false", "0", "no", "off", "no_content"})
+
+
+def _capture_content(text: str) -> Any:
+    """``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` as a boolean; a value it cannot mean is kept as
+    written, for the settings' check to refuse with the setting named."""
+    value = text.strip().lower()
+    return True if value in _CONTENT_ON else False if value in _CONTENT_OFF else text
 
 
 def overrides_from_assignments(assignments: Sequence[str]) -> dict[str, Any]:
@@ -366,6 +414,10 @@ def settings_from_layers(layers: Sequence[SettingsLayer]) -> Settings:
     data: dict[str, Any] = {}
     for layer in layers:
         data = _deep_merge(data, layer.data)
+    project = next((layer for layer in layers if layer.kind == "project" and layer.file is not None), None)
+    if "state_uri" not in data and project is not None and project.file is not None:
+        # The default store of a project is beside its flujo.toml, so every subfolder shares it.
+        data["state_uri"] = str(project.file.parent / Settings.model_fields["state_uri"].default)
     # Provider sections given partly (say only api_key) keep the default base URL.
     defaults = Settings()
     for provider, section in defaults.provider_sections().items():
@@ -384,7 +436,8 @@ def settings_from_layers(layers: Sequence[SettingsLayer]) -> Settings:
             message = f"{setter.place(loc)}: setting {where}: {first['msg']}"
             raise ConfigError(message, hint=f"check {setter.file}") from None
         files = [str(layer.file) for layer in reversed(layers) if layer.file is not None]
-        source = " or ".join([*files, "FLUJO_* environment"])
+        variables = "FLUJO_* or OTEL_* environment" if loc[0] == "otel" else "FLUJO_* environment"
+        source = " or ".join([*files, variables])
         if any(layer.kind == "command line" and layer.data for layer in layers):
             source = f"--set, {source}"
         raise ConfigError(f"setting {where}: {first['msg']}", hint=f"check {source}") from None

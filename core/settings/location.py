@@ -9,13 +9,47 @@ Invariants: ``describe`` never returns a password (neither the one in the URI's 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
+DEFAULT_STATE_URI = ".flujo/flujo.db"
+"""Where the run store is when nothing says (``Settings.state_uri``'s default)."""
 MASK = "***"
 
 ELSEWHERE_HINT = "cd to the project's directory, set FLUJO_STATE_URI, or pass --state URI"
 """How to point a command at another store (said with every "not found here")."""
+
+
+def project_state_uri(state: str | None, *, env: Mapping[str, str], cwd: Path | None = None) -> str:
+    """The state URI a command run in ``cwd`` would use, found without building the settings (no pydantic), for
+    readers that must be quick (shell completion): ``state`` (``--state``), else ``FLUJO_STATE_URI`` in ``env`` (the
+    process's environment, which only the caller reads), else
+    ``state_uri`` in the nearest flujo.toml (a relative path there is relative to its folder, as is the
+    default when the file names none), else ``.flujo/flujo.db`` in ``cwd``. The same as
+    ``load_settings(overrides={"state_uri": state}).state_uri`` (a test keeps them in step), except that a
+    flujo.toml that cannot be read counts here as naming no store."""
+    if state is not None:
+        return state
+    if env.get("FLUJO_STATE_URI"):
+        return env["FLUJO_STATE_URI"]
+    cwd = cwd or Path.cwd()
+    toml_path = next(
+        (folder / "flujo.toml" for folder in (cwd, *cwd.parents) if (folder / "flujo.toml").is_file()), None
+    )
+    if toml_path is None:
+        return DEFAULT_STATE_URI
+    import tomllib  # only now: its parser takes a few hundredths of a second to import
+
+    try:
+        written = tomllib.loads(toml_path.read_text(encoding="utf-8")).get("state_uri", DEFAULT_STATE_URI)
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
+        return DEFAULT_STATE_URI
+    uri = written if isinstance(written, str) else DEFAULT_STATE_URI
+    if "://" in uri or uri == ":memory:" or Path(uri).is_absolute():
+        return uri
+    return str(toml_path.parent / uri)
 
 
 def is_postgres(uri: str) -> bool:

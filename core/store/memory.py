@@ -15,11 +15,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from types import TracebackType
+from typing import Literal
 
 from core.model import codec
 from core.model.errors import StoreError
 from core.model.records import (
+    PAGE_SIZE,
     PruneResult,
+    RowMark,
     RunRecord,
     RunStatus,
     RunUpdate,
@@ -40,6 +43,8 @@ class MemoryStore:
         self._runs: dict[str, RunRecord] = {}  # insertion order breaks ties between equal created_at
         # run id → path → step, in the order written (a step written again at its path moves to the end)
         self._steps: dict[str, dict[str, StepRecord]] = {}
+        self._step_seqs: dict[str, dict[str, int]] = {}  # run id → path → the step's number (step_page)
+        self._seq = 0  # the last number a step was given, in this store (as SQLite's AUTOINCREMENT)
         self._events: dict[str, list[TraceEvent]] = {}
         self._claimed: set[str] = set()  # one process, one store: a claim only has to exclude this store's users
         self._thread_turns: dict[str, list[ThreadTurn]] = {}  # run id → the turns it added to its thread
@@ -61,6 +66,7 @@ class MemoryStore:
             raise StoreError(f"run {run.run_id} already exists", hint="every run needs a new id")
         self._runs[run.run_id] = _fresh_run(run)
         self._steps[run.run_id] = {}
+        self._step_seqs[run.run_id] = {}
         self._events[run.run_id] = []
 
     async def record_step(self, step: StepRecord, events: Sequence[TraceEvent]) -> None:
@@ -72,6 +78,8 @@ class MemoryStore:
         steps = self._steps[step.run_id]  # by path: replacing a step costs the same at any length of the run
         steps.pop(step.path, None)
         steps[step.path] = stored
+        self._seq += 1
+        self._step_seqs[step.run_id][step.path] = self._seq
         self._events[step.run_id].extend(new_events)
 
     async def record_events(self, run_id: str, events: Sequence[TraceEvent]) -> None:
@@ -123,6 +131,12 @@ class MemoryStore:
         start = max(offset, 0)
         return [_fresh_run(r) for r in runs[start : start + max(limit, 0)]]
 
+    async def latest_run(self, *, source: str) -> RunRecord | None:
+        """The newest top-level run of the blueprint file ``source``; None when there is none."""
+        found = (r for r in self._newest_first() if r.source == source and r.parent_run_id is None)
+        run = next(found, None)
+        return None if run is None else _fresh_run(run)
+
     async def step_counts(self, run_ids: Sequence[str]) -> dict[str, int]:
         return {run_id: len(self._steps.get(run_id, {})) for run_id in run_ids}
 
@@ -136,7 +150,7 @@ class MemoryStore:
         if not dry_run:
             for run_id in (rid for d in gone for rid in (d.run_id, *d.descendants)):
                 del self._runs[run_id]
-                for table in (self._steps, self._events, self._thread_turns):
+                for table in (self._steps, self._step_seqs, self._events, self._thread_turns):
                     table.pop(run_id, None)
         return PruneResult(
             deleted=tuple(d.run_id for d in gone),
@@ -149,6 +163,47 @@ class MemoryStore:
 
     async def events(self, run_id: str, *, kind: str | None = None) -> list[TraceEvent]:
         return [_fresh_event(e) for e in self._events.get(run_id, []) if kind is None or e.kind == kind]
+
+    async def step_page(
+        self, run_id: str, *, after: int = 0, until: int | None = None, under: str | None = None, limit: int = PAGE_SIZE
+    ) -> list[tuple[int, StepRecord]]:
+        """Up to ``limit`` steps of run ``run_id`` numbered after ``after`` (see ``RunStore.step_page``)."""
+        seqs = self._step_seqs.get(run_id, {})
+        found = [
+            (seq, _fresh_step(step))
+            for step in self._steps.get(run_id, {}).values()
+            if _in_page(seq := seqs[step.path], step.path, after, until, under)
+        ]
+        return found[: max(limit, 0)]
+
+    async def event_page(
+        self, run_id: str, *, after: int = 0, until: int | None = None, under: str | None = None, limit: int = PAGE_SIZE
+    ) -> list[tuple[int, TraceEvent]]:
+        """Up to ``limit`` events of run ``run_id`` numbered after ``after``: an event's number is its place."""
+        events = self._events.get(run_id, [])
+        last = len(events) if until is None else min(until, len(events))
+        found = [
+            (seq, _fresh_event(events[seq - 1]))
+            for seq in range(max(after, 0) + 1, last + 1)
+            if _in_page(seq, events[seq - 1].path, after, until, under)
+        ]
+        return found[: max(limit, 0)]
+
+    async def marks(
+        self,
+        run_id: str,
+        of: Literal["steps", "events"],
+        *,
+        after: int = 0,
+        until: int | None = None,
+        limit: int = PAGE_SIZE,
+    ) -> list[RowMark]:
+        """Where ``limit`` steps (or events) of run ``run_id`` numbered after ``after`` are."""
+        if of == "steps":
+            page = await self.step_page(run_id, after=after, until=until, limit=limit)
+            return [RowMark(seq, step.path, step.started_at, step.kind) for seq, step in page]
+        found = await self.event_page(run_id, after=after, until=until, limit=limit)
+        return [RowMark(seq, event.path, event.ts, event.kind) for seq, event in found]
 
     async def claim_run(self, run_id: str) -> bool:
         self._require(run_id, f"claim run {run_id}")
@@ -207,6 +262,14 @@ class MemoryStore:
         found.sort(key=lambda summary: summary.last_run_at, reverse=True)
         return found
 
+    async def start_thread(self, run: RunRecord, turns: Sequence[ConversationTurn]) -> bool:
+        """Create ``run`` with ``turns`` as its thread turns unless a run names its thread already."""
+        if any(r.thread == run.thread for r in self._runs.values()):
+            return False
+        await self.create_run(run)
+        await self.record_thread_turns(run.run_id, turns)
+        return True
+
     async def delete_thread(self, thread: str) -> ThreadSummary | None:
         """Delete the turns of ``thread`` and take its runs out of it; what was removed, or None."""
         removed = await self.get_thread(thread)
@@ -233,6 +296,14 @@ class MemoryStore:
 
 # Values are copied through JSON on the way in and on the way out, as the SQLite store does: what a
 # caller reads is what SQLite would return, and mutating it never changes the store.
+
+
+def _in_page(seq: int, path: str, after: int, until: int | None, under: str | None) -> bool:
+    return (
+        seq > after
+        and (until is None or seq <= until)
+        and (under is None or path == under or path.startswith(under + "/"))
+    )
 
 
 def _fresh_run(run: RunRecord) -> RunRecord:

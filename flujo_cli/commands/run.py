@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import json
 import re
@@ -18,11 +19,12 @@ from rich.markup import escape
 
 import flujo_cli.exit_codes as exit_codes
 from flujo_cli.answering import NO_ANSWER_FLAGS, AnswerFlags
+from flujo_cli.event_lines import NO_EVENTS, EventFlags
 from flujo_cli.messages import error_line, fail, flujo_command, require_file, stderr, usage_error
 from flujo_cli.model_flags import checked_models, model_overrides, refused_at_load
 
 if TYPE_CHECKING:
-    from core import BoundsSettings, RunRecord, Settings
+    from core import BoundsSettings, RunRecord, RunStore, Settings
 
 # The last part of a setting's key that names a secret: ``openai.api_key``, ``x.token``, ``y.db_password``
 # (never ``history.max_tokens``).
@@ -161,10 +163,13 @@ def run_blueprint(
     json_output: bool,
     overrides: RunOverrides = RunOverrides(),
     thread: str | None = None,
+    continue_last: bool = False,
     answer_flags: AnswerFlags = NO_ANSWER_FLAGS,
     state: str | None = None,
+    events: EventFlags = NO_EVENTS,
     debug: bool,
 ) -> int:
+    """Run blueprint ``file``; in ``thread``, or (``continue_last``) in the thread of its latest run."""
     require_file(file, "blueprint file", "check the path; examples live in blueprints/examples/")
     overrides = replace(overrides, models=checked_models(overrides.models))
     if thread is not None:
@@ -184,8 +189,10 @@ def run_blueprint(
             json_output=json_output,
             overrides=overrides,
             thread=thread,
+            continue_last=continue_last,
             answer_flags=answer_flags,
             state=state,
+            events=events,
         ),
         invocation,
         debug=debug,
@@ -212,6 +219,7 @@ def resume_run(
     force: bool = False,
     answer_flags: AnswerFlags = NO_ANSWER_FLAGS,
     state: str | None = None,
+    events: EventFlags = NO_EVENTS,
     debug: bool,
 ) -> int:
     if answers_file is not None:
@@ -232,6 +240,7 @@ def resume_run(
             overrides=overrides,
             answer_flags=answer_flags,
             state=state,
+            events=events,
         ),
         invocation,
         debug=debug,
@@ -251,14 +260,17 @@ async def _run(
     json_output: bool,
     overrides: RunOverrides,
     thread: str | None = None,
+    continue_last: bool = False,
     answer_flags: AnswerFlags = NO_ANSWER_FLAGS,
     state: str | None = None,
+    events: EventFlags = NO_EVENTS,
 ) -> int:
     from blueprints import ModelOverrideError, compile_pipeline, load_blueprint, simulated_user
     from core import (
         BlueprintError,
         Engine,
         Redactor,
+        ReplayDiverged,
         ResumeRefused,
         RunError,
         StepPaths,
@@ -268,6 +280,7 @@ async def _run(
         secret_values,
         use_bounds,
     )
+    from core.agents import build_agent
     from flujo_cli.answering import (
         answering_for,
         answers_json,
@@ -277,6 +290,7 @@ async def _run(
         report_replay,
     )
     from flujo_cli.human import TerminalHuman
+    from flujo_cli.live_traces import LiveTraces
     from flujo_cli.progress import LiveReporter
     from flujo_cli.run_claims import hold_thread, take_for_resume
     from flujo_cli.store_access import elsewhere, open_for, settings_with_state, where
@@ -289,6 +303,9 @@ async def _run(
     given = TerminalHuman(answers=positional, by_step=by_step, interactive=False, console=console)
     human = TerminalHuman(interactive=not no_input, console=console)
     reporter = LiveReporter(console, quiet=json_output)
+    lines = events.open()  # the run's events as they are committed (flujo_cli.event_lines), if asked for
+    if lines is not None:
+        reporter.events = lines.write
     redactor = Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings))
     started = time.perf_counter()
     # A resume only looks the run up: it never creates a store (a missing one is named, exit code 7).
@@ -296,7 +313,13 @@ async def _run(
     recorded: dict[str, Any] = {}  # the options a resumed run recorded
     taken: list[tuple[str, str]] = []  # the questions a resumed run's recorded answers were given to already
     resumed: RunRecord | None = None
+    traces: LiveTraces | None = None
     try:
+        if continue_last:
+            assert file is not None
+            thread = await _latest_thread(store, file, where(settings))
+            if thread is None:
+                return exit_codes.USAGE
         if resume_id is not None:
             record = await store.get_run(resume_id)
             if record is None:
@@ -307,6 +330,13 @@ async def _run(
             invocation.run_id = resume_id = record.run_id
             resumed = record
             recorded = dict(record.options or {})
+            if answer_flags.replay_answers is not None and isinstance(recorded.get("replay"), str):
+                error_line(
+                    f"run {record.run_id} replays run {recorded['replay']} (--replay), answers and all:"
+                    " --replay-answers cannot be given to its resume",
+                    "resume it without --replay-answers",
+                )
+                return exit_codes.USAGE
             answer_flags = answer_flags.over(recorded)  # it keeps answering as it started
             if not answers and answers_file is None and (recorded.get("answers") or recorded.get("answers_by_step")):
                 # A submitted run resumed by hand (its worker died, say) keeps the answers it was queued
@@ -339,11 +369,19 @@ async def _run(
                     hint="restore the file at that path, then resume again",
                 )
             file = Path(record.source)
+        elif answer_flags.replay is not None:  # a replay runs under the --set and limits its recording ran with
+            replayed_run = await store.get_run(answer_flags.replay)  # (ours on top); none: said below, exit 2
+            if replayed_run is not None and replayed_run.options:
+                overrides = overrides.over(replayed_run.options)
+                settings = settings_with_state(state, overrides_from_assignments(overrides.settings))
+                redactor = Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings))
         assert file is not None
         use_bounds(settings.bounds)  # what templates and expressions of this run may make and do
         try:  # absolute: resume works from anywhere
             blueprint = load_blueprint(file.resolve(), settings=settings, models=model_overrides(overrides.models))
-            pipeline = compile_pipeline(blueprint, settings)
+            # A replay calls a model only once it diverges (live): a missing API key is said then, not now.
+            factory = functools.partial(build_agent, defer_missing_key=True) if answer_flags.replay else None
+            pipeline = compile_pipeline(blueprint, settings, agent_factory=factory)
         except ModelOverrideError as exc:  # --model names an agent the blueprint does not have
             return refused_at_load(exc)
         except BlueprintError as exc:
@@ -367,7 +405,9 @@ async def _run(
                 if answer_flags.simulate_user is None and isinstance(person_then, str):
                     answer_flags = replace(answer_flags, simulate_user=person_then)
             person = (
-                simulated_user(blueprint, settings, answer_flags.simulate_user) if answer_flags.simulate_user else None
+                simulated_user(blueprint, settings, answer_flags.simulate_user, agent_factory=factory)
+                if answer_flags.simulate_user
+                else None
             )
             answering = await answering_for(answer_flags, store, given, person, replay)
         except RunError as exc:  # --simulate-user, --replay or --replay-answers names nothing: nothing ran
@@ -382,6 +422,7 @@ async def _run(
                 error_line(exc.message, exc.hint)
                 return exit_codes.USAGE
         reporter.redactor = redactor  # the run's own: a resumed run's settings may have changed it
+        traces = LiveTraces.configured(settings)  # None unless a collector is configured (docs/observability.md)
         engine = Engine(
             store=store, human=human, reporter=reporter, redactor=redactor, answering=answering, replay=replay
         )
@@ -393,6 +434,7 @@ async def _run(
             **answer_flags.to_options(answering),
         }
         # Claims (flujo_cli.run_claims): the run's and its thread's; closing the store releases them.
+        took = time.time()  # what this process does of the run starts now (the spans it sends: LiveTraces)
         if resumed is not None:  # in the run's own thread, if it has one
             await take_for_resume(store, resumed)  # and out of the queue, if it was queued
             human.remember(await _answers_given(store, resumed.run_id))  # Up recalls them at the next question
@@ -404,19 +446,34 @@ async def _run(
             outcome = await engine.run(
                 pipeline, input_text, run_id=invocation.run_id, thread=thread, options=options or None
             )
+        if traces is not None:
+            await traces.add(store, outcome.run_id, redactor=redactor, since=took)
+        if lines is not None:
+            lines.finished(outcome, redactor)
     finally:
         reporter.close()
         await store.close()
+        if lines is not None:
+            lines.close()
     report_answers(answering, console, whole=replay is not None)
     extra = answers_json(answering)
     if replay is not None:
         report_replay(replay, console)
         extra["replay"] = replay.report()
+    retry = None
+    if replay is not None and isinstance(outcome.error, ReplayDiverged):  # resuming would diverge again
+        retry = (
+            f"to accept the change, go on live from there: {flujo_command()} run {file}"
+            f" --replay {replay.recording.run_id} --on-divergence live{invocation.state_option()}"
+        )
     code = _finish(
         outcome, json_output=json_output, seconds=time.perf_counter() - started, console=console,
-        extra=extra,
+        extra=extra, output=lines is None or not lines.stdout,
         state_option=invocation.state_option() if outcome.status != "completed" else "",
+        retry=retry,
     )  # fmt: skip
+    if traces is not None:  # after the run's result is printed: the spans may take a moment to go
+        traces.close(state_option=invocation.state_option())
     if code == exit_codes.OK and replay is not None and replay.mode == "stop" and not replay.clean:
         # It completed, but without making every call the recording has: it diverged at its end.
         error_line(
@@ -430,6 +487,25 @@ async def _run(
             " the run asked fewer questions"
         )
     return code
+
+
+async def _latest_thread(store: RunStore, file: Path, where: str) -> str | None:
+    """The thread of the latest run of blueprint ``file`` (``flujo run FILE --continue``); None, said in one
+    line, when there is no such run or it was in no thread."""
+    latest = await store.latest_run(source=str(file.resolve()))
+    if latest is None:
+        error_line(
+            f"no run of {file} in {where} to continue",
+            "start a conversation with: flujo run FILE --thread NAME; flujo run FILE -c then continues it",
+        )
+        return None
+    if latest.thread is None:
+        error_line(
+            f"the latest run of {file} (run {latest.run_id}) was in no thread: there is no conversation to continue",
+            "start one with: flujo run FILE --thread NAME; flujo run FILE -c then continues it",
+        )
+        return None
+    return latest.thread
 
 
 async def _answers_given(store: Any, run_id: str) -> list[str]:
@@ -492,9 +568,13 @@ def _finish(
     console: Console,
     extra: Mapping[str, Any] | None = None,
     state_option: str = "",
+    retry: str | None = None,
+    output: bool = True,
 ) -> int:
     """Print how the run ended and return its exit code. Every command suggested to continue the run names
-    its store with ``state_option`` (`` --state URI``) when that store is not the one found by default."""
+    its store with ``state_option`` (`` --state URI``) when that store is not the one found by default.
+    ``retry`` is what to suggest after a failure instead of resuming the run. ``output``: print a completed
+    run's output on stdout (not when its events are written there instead)."""
     from core import RunOutcome
     from flujo_cli.messages import exit_code_for
 
@@ -530,7 +610,7 @@ def _finish(
     elif usage.cost_usd:
         summary += f" · ${usage.cost_usd:.4f}" if usage.cost_usd >= 0.01 else f" · ${usage.cost_usd:.6f}"
     if outcome.status == "completed":
-        if not json_output:
+        if not json_output and output:
             _print_output(outcome.output)
         console.print(f"[green]✓ completed[/] [dim]{summary}[/]")
         return exit_codes.OK
@@ -553,5 +633,5 @@ def _finish(
     error = outcome.error
     where = f" at step {outcome.failed_step}" if outcome.failed_step else ""
     error_line(f"run failed{where}: {error.message if error else 'unknown error'}", error.hint if error else None)
-    console.print(f"  [dim]{summary} · after fixing the cause: {escape(resume)}[/]")
+    console.print(f"  [dim]{summary} · {escape(retry or f'after fixing the cause: {resume}')}[/]")
     return exit_code_for(error) if error else exit_codes.FAILED

@@ -1,16 +1,22 @@
-"""``flujo threads list | show NAME | delete NAME``: the conversations runs continue with ``--thread NAME``.
+"""``flujo threads list | show NAME | delete NAME | fork NAME NEW``: the conversations runs continue with
+``--thread NAME``.
 
 Results go to stdout (text, or one JSON document with ``--json``); messages to stderr. Each takes
 ``--state URI`` and never creates a store (a missing one is exit code 7, naming where it looked). An unknown
 thread is one line naming the store and exit code 1 (as an unknown run id is for ``resume``); a name
 that cannot be a thread's is a usage error (2). ``delete`` asks nothing: it deletes the thread's turns,
-takes its runs out of it (they stay in the run store) and says what it removed.
+takes its runs out of it (they stay in the run store) and says what it removed. ``fork`` starts thread NEW
+with a copy of NAME's first turns (``core.conversation.threads.fork_thread``) under NEW's claim, as a run of NEW
+would take it; a NEW that exists, or that a run executes right now, is one line and exit code 1; ``--at-turn``
+past NAME's turns is a usage error (2).
 
 JSON shapes (stable): a thread is ``{"name", "runs", "turns", "tokens", "first_run_at", "last_run_at"}``
 (counts, and run creation times in seconds since the epoch); ``list`` prints ``{"threads": [thread...]}``,
 ``show`` ``{"thread": thread, "turns": [{"run_id", "index", "role", "content", "text", "tokens"}...]}`` (``content``
 what was said, as agents are sent it; ``text`` what a person reads of it: a structured reply's question or
-message, or the step's ``turn_text``), ``delete`` ``{"deleted": thread}``. The transcript shows ``text``.
+message, or the step's ``turn_text``), ``delete`` ``{"deleted": thread}``, ``fork`` ``{"forked": {"from": NAME,
+"turns": N, "run_id": the fork's run, "thread": thread}}``. The transcript shows ``text``; a fork's run is headed
+``fork of NAME`` instead of its status.
 
 ``show`` masks secrets in the turns as lens does (``core.text.redaction``): the store keeps them as typed.
 """
@@ -29,7 +35,8 @@ import flujo_cli.exit_codes as exit_codes
 from flujo_cli.messages import error_line, fail, stderr, usage_error
 
 if TYPE_CHECKING:
-    from core import RunStore, ThreadSummary, ThreadTurn
+    from core import RunRecord, RunStore, ThreadSummary, ThreadTurn
+    from core.store import PostgresStore, SqliteStore
 
 
 def list_threads(*, json_output: bool, state: str | None = None, debug: bool) -> int:
@@ -60,7 +67,7 @@ def show_thread(name: str, *, json_output: bool, state: str | None = None, debug
         statuses = {}
         for run_id in dict.fromkeys(t.run_id for t in turns):
             record = await store.get_run(run_id)
-            statuses[run_id] = (record.status, _when(record.created_at)) if record else ("?", "")
+            statuses[run_id] = (_status(record), _when(record.created_at)) if record else ("?", "")
         _print_lines(_transcript(summary, turns, statuses))
         return exit_codes.OK
 
@@ -88,8 +95,58 @@ def delete_thread(name: str, *, json_output: bool, state: str | None = None, deb
     return _with_store(body, state=state, debug=debug, mode="existing")
 
 
+def fork_thread(
+    name: str, new: str, *, at_turn: int | None, json_output: bool, state: str | None = None, debug: bool
+) -> int:
+    _check_name(name)
+    _check_name(new)
+
+    async def body(store: SqliteStore | PostgresStore, where: str) -> int:
+        from core import RunError, new_run_id
+        from core import fork_thread as fork
+        from flujo_cli.run_claims import hold_thread
+
+        summary = await store.get_thread(name)
+        if summary is None:
+            return _unknown(name, where)
+        if at_turn is not None and at_turn > summary.turns:
+            error_line(
+                f"--at-turn {at_turn}: thread {name} has {_count(summary.turns, 'turn')}",
+                f"give a number from 1 to {summary.turns}" if summary.turns else "fork it without --at-turn",
+            )
+            return exit_codes.USAGE
+        run_id = new_run_id()
+        try:
+            await hold_thread(store, new)  # no run of NEW starts meanwhile (released when the store closes)
+            forked = await fork(store, name, new, run_id=run_id, at_turn=at_turn)
+        except RunError as exc:  # NEW exists, or a run of it executes right now
+            error_line(exc.message, exc.hint)
+            return exit_codes.FAILED
+        record = await store.get_run(run_id)
+        assert forked is not None and record is not None
+        if json_output:
+            _print_json(
+                {"forked": {"from": name, "turns": forked.turns, "run_id": run_id, "thread": _summary_data(forked)}}
+            )
+        else:
+            copied = (
+                f"all {_count(forked.turns, 'turn')}"
+                if forked.turns == summary.turns
+                else (f"its first {forked.turns} of {summary.turns} turns")
+            )
+            _print_lines(
+                [
+                    f"forked thread {name} into {new}: {copied}",
+                    f"continue it with: flujo run {_file(record)} --thread {new}{_state_option(state)}",
+                ]
+            )
+        return exit_codes.OK
+
+    return _with_store(body, state=state, debug=debug, mode="existing")
+
+
 def _with_store(
-    body: Callable[[RunStore, str], Awaitable[int]],
+    body: Callable[[SqliteStore | PostgresStore, str], Awaitable[int]],
     *,
     state: str | None,
     debug: bool,
@@ -130,6 +187,34 @@ def _masked(turns: Sequence[ThreadTurn]) -> list[ThreadTurn]:
         )
         for turn in turns
     ]
+
+
+def _status(record: RunRecord) -> str:
+    """A run's status as a transcript heads it; a fork's run (``flujo threads fork``) says what it copied."""
+    from core import FORK_OPTION
+
+    fork = (record.options or {}).get(FORK_OPTION)
+    if isinstance(fork, dict) and isinstance(fork.get("thread"), str):
+        return f"fork of {fork['thread']}"
+    return record.status
+
+
+def _file(record: RunRecord) -> str:
+    """The blueprint of ``record`` as a command to paste names it: relative to the working directory when
+    inside it, else its path; ``FILE`` when it has none."""
+    import os
+    import shlex
+
+    if record.source is None:
+        return "FILE"
+    relative = os.path.relpath(record.source)
+    return shlex.quote(record.source if relative.startswith("..") else relative)
+
+
+def _state_option(state: str | None) -> str:
+    from flujo_cli.store_access import settings_with_state, state_option
+
+    return state_option(settings_with_state(state))
 
 
 def _check_name(name: str) -> None:

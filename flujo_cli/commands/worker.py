@@ -43,8 +43,9 @@ from flujo_cli.messages import fail, stderr
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from core import RunOutcome
+    from core import Redactor, RunOutcome
     from core.store import PostgresStore, SqliteStore
+    from flujo_cli.live_traces import LiveTraces
 
     Store = SqliteStore | PostgresStore
 
@@ -70,6 +71,7 @@ class _Worker:
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
     interrupt_now: bool = False
     lost: StoreUnavailable | None = None  # the store became unavailable: the runs in hand are given up
+    traces: LiveTraces | None = None  # runs sent to the configured collector as they end (docs/observability.md)
 
     def stop(self, *, now: bool) -> None:
         """SIGTERM (``now`` False) or Ctrl-C. A second Ctrl-C exits at once, as a crash would (the claims go
@@ -198,6 +200,7 @@ class _Worker:
     async def _settle(self, run_id: str, started: float) -> None:
         from core import FlujoError, RunUpdate
 
+        took = time.time()  # what this worker does of the run starts now (the spans it sends)
         try:
             self.console.print(f"started {run_id}")
             outcome = await self._resume(run_id)
@@ -225,6 +228,16 @@ class _Worker:
         else:
             await self.store.leave_queued(run_id)
             self._report(run_id, outcome.status, _detail(outcome), started)
+            if self.traces is not None:
+                await self.traces.add(self.store, run_id, redactor=self._redactor(), since=took)
+
+    def _redactor(self) -> Redactor:
+        """The redactor of the worker's settings (what it sends is masked as lens shows it)."""
+        from core import Redactor, secret_values
+        from flujo_cli.store_access import settings_with_state
+
+        settings = settings_with_state(self.state)
+        return Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings))
 
     def _report(self, run_id: str, status: str, detail: str, started: float) -> None:
         self.ended[status] += 1
@@ -308,6 +321,7 @@ async def _work(
     *, concurrency: int, until_idle: bool, grace_s: float, reconnect_for_s: float, state: str | None
 ) -> int:
     from core.store import SqliteStore, process_label
+    from flujo_cli.live_traces import LiveTraces
     from flujo_cli.store_access import open_for, settings_with_state, where
 
     console = stderr()
@@ -320,6 +334,7 @@ async def _work(
         concurrency=concurrency,
         grace_s=grace_s,
         reconnect_for_s=reconnect_for_s,
+        traces=LiveTraces.configured(settings),
     )
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, lambda: worker.stop(now=False))
@@ -334,6 +349,8 @@ async def _work(
         await store.close()
         if waits:
             console.print(f"the store's file was busy: {waits} write(s) of this worker waited for another's lock")
+        if worker.traces is not None:
+            worker.traces.close()
         total = sum(worker.ended.values())
         parts = ", ".join(f"{count} {status.replace('_', ' ')}" for status, count in sorted(worker.ended.items()))
         console.print(f"worker {process_label()}: {total} run(s)" + (f": {parts}" if parts else ""))

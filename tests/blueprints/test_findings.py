@@ -22,6 +22,9 @@ def test_public_api_is_pinned() -> None:
         "not_a_file",
         "ModelOverrides", "ModelOverrideError",
         "SCHEMA_KINDS", "file_schema",
+    } | {  # case files (flujo lens export --case, flujo test)
+        "CASE_SUFFIX", "Case", "case_text", "read_case", "ExpectationResult", "Expectations", "RunFacts",
+        "check_expectations",
     } | {  # what flujo_cli takes besides (it imports blueprints only through this front door)
         "Note", "StepExplanation", "StepGroup", "WizardQuestion", "parse_wizard_answer",
     }  # fmt: skip

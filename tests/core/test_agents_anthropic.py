@@ -131,12 +131,17 @@ async def test_401_has_an_anthropic_key_hint(fake_llm: FakeLLM) -> None:
     assert len(fake_llm.requests) == 1
 
 
-def test_missing_anthropic_key_is_a_config_error(fake_llm: FakeLLM) -> None:
+async def test_missing_anthropic_key_is_a_config_error(fake_llm: FakeLLM) -> None:
     settings = Settings(anthropic=ProviderSettings(base_url=fake_llm.anthropic_url))
     with pytest.raises(ConfigError) as caught:
         build_agent(AgentSpec(name="critic", model=MODEL), settings)
     assert caught.value.message == f"agents.critic uses {MODEL} but ANTHROPIC_API_KEY is not set"
     assert caught.value.hint == "export ANTHROPIC_API_KEY=..., or use model: scripted for an offline run"
+    deferred = build_agent(AgentSpec(name="critic", model=MODEL), settings, defer_missing_key=True)
+    with pytest.raises(ConfigError) as caught:  # built for a replay: the first real call needs the key
+        await deferred.run(AgentCall(input="hi", step="s"))
+    assert caught.value.message == f"agents.critic uses {MODEL} but ANTHROPIC_API_KEY is not set"
+    assert fake_llm.requests == []
 
 
 def roles_alternate_from_user(messages: list[dict[str, Any]]) -> bool:

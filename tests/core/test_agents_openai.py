@@ -363,6 +363,20 @@ def test_missing_openai_key_is_a_config_error() -> None:
     with pytest.raises(ConfigError) as caught:
         build_agent(AgentSpec(name="clarifier", model="openai:gpt-4o-mini"), Settings())
     assert caught.value.message == "agents.clarifier uses openai:gpt-4o-mini but OPENAI_API_KEY is not set"
+
+
+async def test_a_missing_key_can_wait_for_the_first_call(fake_llm: FakeLLM) -> None:
+    """For a replay (flujo test): the agent is built, prompts are made, and only a real call needs the key."""
+    agent = build_agent(
+        AgentSpec(name="clarifier", model="openai:gpt-4o-mini", system_prompt="Be brief."),
+        Settings(),
+        defer_missing_key=True,
+    )
+    assert [m.role for m in agent.prompt(AgentCall(input="hi", step="s"))] == ["system", "user"]
+    with pytest.raises(ConfigError) as caught:
+        await agent.run(AgentCall(input="hi", step="s"))
+    assert caught.value.message == "agents.clarifier uses openai:gpt-4o-mini but OPENAI_API_KEY is not set"
+    assert fake_llm.requests == []
     assert caught.value.hint == (
         "export OPENAI_API_KEY=..., point OPENAI_BASE_URL at a local OpenAI-compatible server, "
         "or use model: scripted for an offline run"

@@ -161,3 +161,54 @@ def test_a_relative_model_path_given_by_the_environment_is_not_moved_by_flujo_to
     assert from_file.local.model_path == str(tmp_path / "conf" / "in-conf.gguf")
     from_env = load_settings(cwd=tmp_path / "conf", env={"FLUJO_LOCAL__MODEL_PATH": "mine.gguf"})
     assert from_env.local.model_path == "mine.gguf"  # relative to the working directory, as the variable means
+
+
+def test_a_project_s_default_store_is_beside_its_flujo_toml(tmp_path: Path) -> None:
+    """docs/configuration.md: with a flujo.toml, the default store is relative to its folder, so every
+    subfolder of the project shares one database (the settings' layers once put it in the working folder)."""
+    (tmp_path / "flujo.toml").write_text("[history]\nmax_turns = 4\n", encoding="utf-8")
+    here = tmp_path / "sub" / "folder"
+    here.mkdir(parents=True)
+    assert load_settings(cwd=here, env={}).state_uri == str(tmp_path / ".flujo" / "flujo.db")
+
+
+def test_the_otel_section_comes_from_opentelemetry_s_variables_flujo_toml_and_flujo_variables(tmp_path: Path) -> None:
+    assert load_settings(cwd=tmp_path, env={}).otel.endpoint is None  # nothing configured: nothing is sent
+    (tmp_path / "flujo.toml").write_text('[otel]\nendpoint = "http://collector:4318"\ntimeout_s = 3\n')
+    assert load_settings(cwd=tmp_path, env={}).otel.endpoint == "http://collector:4318"
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://localhost:6006/v1/traces"}
+    assert load_settings(cwd=tmp_path, env=env).otel.endpoint == "http://localhost:6006/v1/traces"
+    env["FLUJO_OTEL__ENDPOINT"] = "https://otel.example.com"
+    settings = load_settings(cwd=tmp_path, env=env)
+    assert (settings.otel.endpoint, settings.otel.timeout_s) == ("https://otel.example.com", 3.0)
+    assert (
+        load_settings(cwd=tmp_path, env={"OTEL_EXPORTER_OTLP_ENDPOINT": " "}).otel.endpoint == "http://collector:4318"
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "captured"),
+    [("true", True), ("True", True), ("1", True), ("SPAN_ONLY", True), ("span_and_event", True),
+     ("false", False), ("0", False), ("NO_CONTENT", False), ("", False)],
+)  # fmt: skip
+def test_opentelemetry_s_content_switch_says_whether_content_is_sent(
+    tmp_path: Path, value: str, captured: bool
+) -> None:
+    env = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": value}
+    assert load_settings(cwd=tmp_path, env=env).otel.capture_content is captured
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "localhost:4318"}, "setting otel.endpoint: 'localhost:4318' is not an http"),
+        ({"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "maybe"}, "setting otel.capture_content: "),
+    ],
+)
+def test_an_otel_setting_that_cannot_be_is_a_config_error_naming_the_variables(
+    tmp_path: Path, env: dict[str, str], message: str
+) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_settings(cwd=tmp_path, env=env)
+    assert raised.value.message.startswith(message)
+    assert raised.value.hint == "check FLUJO_* or OTEL_* environment"

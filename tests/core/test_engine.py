@@ -377,6 +377,33 @@ async def test_reporter_sees_steps_in_order() -> None:
     assert [r.name for r in reporter.finished] == ["a", "b"]
 
 
+async def test_reporter_is_told_of_every_event_as_the_store_keeps_it() -> None:
+    """``events_committed``: each commit's events, in the store's order (what ``flujo run --events`` writes):
+    a loop's agent calls, a question's answer, parallel branches."""
+    reporter = RecordingReporter()
+    store = MemoryStore()
+    pipeline = Pipeline(
+        steps=(
+            LoopStep(
+                name="chat",
+                body=(
+                    AgentStep(name="ask", agent=FuncAgent(lambda x: f"{x}?")),
+                    HitlStep(name="answer", message=Template("?")),
+                ),
+                max_loops=2,
+            ),
+            ParallelStep(
+                name="p",
+                branches=(("a", (AgentStep(name="a1", agent=FuncAgent(str)),)), ("b", (AgentStep(name="b1"),))),
+            ),
+        )
+    )
+    outcome = await Engine(store=store, reporter=reporter, human=ScriptedHuman(["x", "y"])).run(pipeline, "go")
+    assert outcome.status == "completed", outcome.error
+    assert reporter.events == await store.events(outcome.run_id)
+    assert {event.kind for event in reporter.events} >= {"agent.prompt", "hitl.answer", "loop.exit", "parallel.done"}
+
+
 @pytest.mark.parametrize("bad", ["{{ nope }}", "{{ steps.missing.output }}"])
 async def test_template_errors_fail_the_step_with_a_clear_message(bad: str) -> None:
     outcome, _ = await run(Pipeline(steps=(AgentStep(name="t", input=Template(bad)),)))

@@ -191,6 +191,40 @@ async def test_prompt_events_of_a_bounded_history_store_what_slid_in(tmp_path: P
     assert all(len(body[3]) == 2 for body in bodies[-20:])
 
 
+async def test_reading_prompts_joins_each_stored_message_once_and_gives_each_its_own_dict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A conversation's prompts repeat its earlier turns (a sliding window here): reading them back joins
+    each stored message once and copies it for the other prompts (``texts.join``'s ``flat``), so a replay
+    reading 1,000 prompts of 21 messages does not join 21,000 (benchmarks/test_replay.py). Every message
+    read is still a dict of its own, equal to the one written."""
+    path = tmp_path / "flujo.db"
+    written = [window(n) for n in range(30)]
+    async with await open_store(str(path)) as store:
+        await store.create_run(RunRecord(run_id="r", pipeline_name="p", status="running"))
+        for n, payload in enumerate(written):
+            await store.record_step(_step("r", n), [TraceEvent("agent.prompt", f"chat/{n}/ask", payload, float(n))])
+    joined: list[Any] = []
+    real = texts.join
+
+    def counted(value: Any, *rest: Any) -> Any:
+        joined.append(value)
+        return real(value, *rest)
+
+    monkeypatch.setattr(texts, "join", counted)
+    async with await open_store(str(path), mode="read") as store:
+        read = [event.payload for event in await store.events("r")]
+    assert read == written
+    messages = [message for payload in read for message in payload["messages"]]
+    assert len({id(message) for message in messages}) == len(messages) == 30 * 11 - 25  # none shared
+    read[1]["messages"][0]["content"] = "changed"
+    assert read[2]["messages"][0] == SYSTEM  # a copy, not the message another prompt holds
+    message_joins = sum(1 for value in joined if isinstance(value, dict) and "role" in value)
+    # The first three prompts are shorter than a stored list (MIN_ITEMS), each joined whole; the others'
+    # messages are the system prompt and turns 0-58, each joined once (there are 305 - 12 of them).
+    assert message_joins == (2 + 4 + 6) + (1 + 59)
+
+
 async def test_a_rolled_back_step_leaves_no_list_to_extend(tmp_path: Path) -> None:
     path = tmp_path / "flujo.db"
     async with await open_store(str(path)) as store:

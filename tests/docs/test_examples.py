@@ -18,6 +18,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -412,6 +413,42 @@ def test_documented_run_output_is_the_real_output(state_db: Path, monkeypatch: p
             assert out == block[command.end() :], (
                 f"{page.name}: the output shown for {command.group(0)} is not the real one"
             )
+
+
+def test_documented_test_output_is_the_real_output(
+    state_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ```text block that shows ``$ flujo test ...`` shows what that prints on stdout (its times and run ids
+    aside). A block that first says ``# after changing "OLD" to "NEW" in FILE`` shows it run on a copy of the
+    docs' examples with that change made."""
+    change = re.compile(r'# after changing "(.+)" to "(.+)" in (docs/examples/[\w/.-]+)\n')
+    shown = 0
+    for page in doc_pages():
+        for block in fenced_blocks(page.read_text(encoding="utf-8"), "text"):
+            edit = change.match(block)
+            rest = block[edit.end() :] if edit else block
+            command = re.match(r"\$ flujo (test .+)\n", rest)
+            if command is None:
+                continue
+            folder = ROOT
+            if edit is not None:
+                folder = tmp_path / page.stem / str(shown)
+                shutil.copytree(DOC_EXAMPLES, folder / "docs" / "examples")
+                edited = folder / edit.group(3)
+                assert edit.group(1) in edited.read_text(encoding="utf-8"), f"{page.name}: {edit.group(0)}"
+                edited.write_text(edited.read_text(encoding="utf-8").replace(edit.group(1), edit.group(2)))
+            monkeypatch.chdir(folder)
+            _, out, err = flujo(shlex.split(command.group(1)))
+            assert _timeless(out) == _timeless(rest[command.end() :]), (
+                f"{page.name}: the output shown for {command.group(0)} is not the real one:\n{out}{err}"
+            )
+            shown += 1
+    assert shown >= 2
+
+
+def _timeless(output: str) -> str:
+    """``flujo test``'s output with its run ids and its time left out."""
+    return re.sub(r"\(\d+\.\d+s\)", "(TIME)", re.sub(r"\b[0-9a-f]{16}\b", "RUN", output))
 
 
 def test_documented_pause_and_resume(state_db: Path) -> None:

@@ -45,7 +45,7 @@ import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from types import TracebackType
-from typing import Any, LiteralString
+from typing import Any, Literal, LiteralString
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool
@@ -53,7 +53,9 @@ from psycopg_pool import AsyncConnectionPool
 from core.model import codec
 from core.model.errors import StoreError, StoreUnavailable
 from core.model.records import (
+    PAGE_SIZE,
     PruneResult,
+    RowMark,
     RunRecord,
     RunStatus,
     RunUpdate,
@@ -70,7 +72,7 @@ from core.store.postgres_backend.schema import migrate
 from core.store.rows import pruning, queue_rows, row_reads, thread_rows
 from core.store.rows.claims import process_label, thread_key
 from core.store.rows.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
-from core.store.rows.shared_lists import Pending
+from core.store.rows.shared_lists import Pending, ReadLists
 from core.store.rows.text_cache import TextCache
 from core.text.turns import ConversationTurn
 
@@ -88,11 +90,16 @@ _RUN = _pg(row_reads.RUN)
 _STEPS = _pg(row_reads.STEPS)
 _EVENTS = _pg(row_reads.EVENTS)
 _EVENTS_OF_KIND = _pg(row_reads.EVENTS_OF_KIND)
+# SQLite's ``+run_id`` (which index to use) is not PostgreSQL's: it reads a page by the primary key anyway.
+_WHERE_STEPS_ARE = _pg(row_reads.STEP_MARKS).replace("+run_id", "run_id")
+_WHERE_EVENTS_ARE = _pg(row_reads.EVENT_MARKS)
 _TURNS = _pg(thread_rows.TURNS)
 _TURNS_BEFORE = _pg(thread_rows.TURNS_BEFORE)
 _ONE_SUMMARY = _pg(thread_rows.ONE_SUMMARY)
 _ALL_SUMMARIES = _pg(thread_rows.ALL_SUMMARIES)
 _RUN_THREAD = _pg(thread_rows.RUN_THREAD)
+_THREAD_TAKEN = _pg(thread_rows.THREAD_TAKEN)
+_LATEST_OF_SOURCE = _pg(row_reads.LATEST_OF_SOURCE)
 _DELETE_RUN_TURNS = _pg(thread_rows.DELETE_RUN_TURNS)
 _INSERT_TURN = _pg(thread_rows.INSERT_TURN)
 _DELETE_THREAD_TURNS = _pg(thread_rows.DELETE_THREAD_TURNS)
@@ -141,6 +148,7 @@ class PostgresStore:
         self._claimed: set[str] = set()
         self._run_threads: dict[str, str] = {}  # taken run → the thread claimed with it (take_queued)
         self._cache = TextCache()  # the ids of texts and lists this store committed
+        self._read_lists = ReadLists()  # the lists it read last (pages of a run: RunStore.event_page)
         self._pending = Pending()  # what the write transaction in progress stored
         self._unavailable: StoreUnavailable | None = None  # set when the server was lost: writes refused
 
@@ -223,14 +231,17 @@ class PostgresStore:
 
     async def create_run(self, run: RunRecord) -> None:
         async with self._write(f"create run {run.run_id}") as db:
-            input, output = await self._encode(db, run.run_id, [run.input, run.output])
-            cursor = await db.execute(
-                f"INSERT INTO runs ({codec.RUN_COLUMNS}) VALUES ({_RUN_MARKS}) ON CONFLICT (run_id) DO NOTHING"
-                " RETURNING run_id",
-                codec.run_row(run, input, output),
-            )
-            if await cursor.fetchone() is None:
-                raise StoreError(f"run {run.run_id} already exists", hint="every run needs a new id")
+            await self._insert_run(db, run)
+
+    async def _insert_run(self, db: Connection, run: RunRecord) -> None:
+        input, output = await self._encode(db, run.run_id, [run.input, run.output])
+        cursor = await db.execute(
+            f"INSERT INTO runs ({codec.RUN_COLUMNS}) VALUES ({_RUN_MARKS}) ON CONFLICT (run_id) DO NOTHING"
+            " RETURNING run_id",
+            codec.run_row(run, input, output),
+        )
+        if await cursor.fetchone() is None:
+            raise StoreError(f"run {run.run_id} already exists", hint="every run needs a new id")
 
     async def record_step(self, step: StepRecord, events: Sequence[TraceEvent]) -> None:
         """Store ``step`` (replacing any earlier step at its path) and its events in one transaction."""
@@ -472,6 +483,10 @@ class PostgresStore:
         )
         return await row_reads.runs(rows, self._texts)
 
+    async def latest_run(self, *, source: str) -> RunRecord | None:
+        rows = await self._read(f"look up the latest run of {source}", _LATEST_OF_SOURCE, (source,))
+        return (await row_reads.runs(rows, self._texts))[0] if rows else None
+
     async def step_counts(self, run_ids: Sequence[str]) -> dict[str, int]:
         counts = dict.fromkeys(run_ids, 0)
         if counts:
@@ -506,6 +521,7 @@ class PostgresStore:
                 if not dry_run and gone:
                     await db.execute("DELETE FROM runs WHERE run_id = ANY(%s)", (gone,))
                     self._cache.clear()
+                    self._read_lists.clear()
         deleted = {run.run_id for run in held}
         return PruneResult(
             deleted=tuple(run.run_id for run in held),
@@ -526,6 +542,37 @@ class PostgresStore:
             rows = await self._read(f"read the events of run {run_id}", _EVENTS_OF_KIND, (run_id, kind))
         return await row_reads.events(rows, self._texts)
 
+    async def step_page(
+        self, run_id: str, *, after: int = 0, until: int | None = None, under: str | None = None, limit: int = PAGE_SIZE
+    ) -> list[tuple[int, StepRecord]]:
+        """Up to ``limit`` steps of run ``run_id`` numbered after ``after`` (see ``RunStore.step_page``)."""
+        sql, params = row_reads.page_query(row_reads.STEP_PAGE, run_id, after, until, under, limit)
+        rows = await self._read(f"read the steps of run {run_id}", _pg(sql).replace("+run_id", "run_id"), params)
+        return list(zip((int(row[-1]) for row in rows), await row_reads.steps(rows, self._texts), strict=True))
+
+    async def event_page(
+        self, run_id: str, *, after: int = 0, until: int | None = None, under: str | None = None, limit: int = PAGE_SIZE
+    ) -> list[tuple[int, TraceEvent]]:
+        """Up to ``limit`` events of run ``run_id`` numbered after ``after`` (see ``RunStore.event_page``)."""
+        sql, params = row_reads.page_query(row_reads.EVENT_PAGE, run_id, after, until, under, limit)
+        rows = await self._read(f"read the events of run {run_id}", _pg(sql), params)
+        found = await row_reads.events(rows, self._texts, recent=self._read_lists)
+        return list(zip((int(row[-1]) for row in rows), found, strict=True))
+
+    async def marks(
+        self,
+        run_id: str,
+        of: Literal["steps", "events"],
+        *,
+        after: int = 0,
+        until: int | None = None,
+        limit: int = PAGE_SIZE,
+    ) -> list[RowMark]:
+        """Where ``limit`` steps (or events) of run ``run_id`` numbered after ``after`` are."""
+        sql = _WHERE_STEPS_ARE if of == "steps" else _WHERE_EVENTS_ARE
+        bounds = (run_id, after, row_reads.LAST_SEQ if until is None else until, limit)
+        return row_reads.marks(await self._read(f"read the {of} of run {run_id}", sql, bounds))
+
     async def record_thread_turns(self, run_id: str, turns: Sequence[ConversationTurn]) -> None:
         """Replace the turns run ``run_id`` added to its thread; nothing for a run in no thread."""
         async with self._write(f"record the thread turns of run {run_id}") as db:
@@ -534,18 +581,33 @@ class PostgresStore:
                 raise StoreError(f"cannot record the thread turns of run {run_id}: no such run", hint=NO_RUN_HINT)
             if found[0][0] is None:
                 return
-            stored = await self._encode(db, run_id, [turn.content for turn in turns] + [turn.shown for turn in turns])
-            contents, shown = stored[: len(turns)], stored[len(turns) :]
             await db.execute(_DELETE_RUN_TURNS, (run_id,))
-            if turns:
-                async with db.cursor() as cursor:
-                    await cursor.executemany(
-                        _INSERT_TURN,
-                        [
-                            (run_id, index, turn.role, content, turn.tokens, text)
-                            for index, (turn, content, text) in enumerate(zip(turns, contents, shown, strict=True))
-                        ],
-                    )
+            await self._insert_turns(db, run_id, turns)
+
+    async def _insert_turns(self, db: Connection, run_id: str, turns: Sequence[ConversationTurn]) -> None:
+        stored = await self._encode(db, run_id, [turn.content for turn in turns] + [turn.shown for turn in turns])
+        contents, shown = stored[: len(turns)], stored[len(turns) :]
+        if turns:
+            async with db.cursor() as cursor:
+                await cursor.executemany(
+                    _INSERT_TURN,
+                    [
+                        (run_id, index, turn.role, content, turn.tokens, text)
+                        for index, (turn, content, text) in enumerate(zip(turns, contents, shown, strict=True))
+                    ],
+                )
+
+    async def start_thread(self, run: RunRecord, turns: Sequence[ConversationTurn]) -> bool:
+        """As ``SqliteStore.start_thread``. Two transactions starting one thread at once take turns on a
+        transaction advisory lock of its name (not the thread's claim, which the caller may hold)."""
+        assert run.thread is not None
+        async with self._write(f"start thread {run.thread!r}") as db:
+            await db.execute("SELECT pg_advisory_xact_lock(%s)", (self._key(f"start {thread_key(run.thread)}"),))
+            if await (await db.execute(_THREAD_TAKEN, (run.thread,))).fetchall():
+                return False
+            await self._insert_run(db, run)
+            await self._insert_turns(db, run.run_id, turns)
+            return True
 
     async def thread_turns(self, thread: str, *, before_run: str | None = None) -> list[ThreadTurn]:
         if before_run is None:

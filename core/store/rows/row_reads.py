@@ -11,19 +11,51 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, LiteralString
 
 from core.model import codec
-from core.model.records import RunRecord, StepRecord, ThreadTurn, TraceEvent
+from core.model.records import RowMark, RunRecord, StepRecord, ThreadTurn, TraceEvent
 from core.store.rows import shared_lists, thread_rows
-from core.store.rows.shared_lists import Fetch
+from core.store.rows.shared_lists import Fetch, ReadLists
 
 RUN = f"SELECT {codec.RUN_COLUMNS} FROM runs WHERE run_id = ?"
 STEPS = f"SELECT {codec.STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY seq"
 EVENTS = "SELECT kind, path, payload, ts FROM events WHERE run_id = ? ORDER BY seq"
 EVENTS_OF_KIND = "SELECT kind, path, payload, ts FROM events WHERE run_id = ? AND kind = ? ORDER BY seq"
-"""The queries whose rows these functions read, by run id, with SQLite's ``?`` (PostgreSQL's store turns
-it into ``%s``)."""
+LATEST_OF_SOURCE = (
+    f"SELECT {codec.RUN_COLUMNS} FROM runs WHERE source = ? AND parent_run_id IS NULL"
+    " ORDER BY created_at DESC, rowid DESC LIMIT 1"
+)
+"""The queries whose rows these functions read (by run id; the latest top-level run of a blueprint file by its
+source), with SQLite's ``?`` (PostgreSQL's store turns it into ``%s``, and ``rowid`` into ``seq``)."""
+
+# Pages of a run's rows (``RunStore.step_page``, ``event_page``, ``marks``): run id, after, until, [the path
+# and the prefix of the paths below it, ``UNDER``'s three values], limit. Each row ends with its ``seq``. A
+# step's ``+run_id`` keeps SQLite from reading the steps through their (run_id, path) index and sorting
+# them all for each page: it reads them by ``seq`` (its rowid), as they are numbered (PostgreSQL's store
+# drops the ``+``).
+_PAGE: LiteralString = " AND seq > ? AND seq <= ?{under} ORDER BY seq LIMIT ?"
+UNDER: LiteralString = " AND (path = ? OR substr(path, 1, ?) = ?)"
+STEP_PAGE = f"SELECT {codec.STEP_COLUMNS}, seq FROM steps WHERE +run_id = ?" + _PAGE
+EVENT_PAGE = "SELECT kind, path, payload, ts, seq FROM events WHERE run_id = ?" + _PAGE
+STEP_MARKS = "SELECT seq, path, started_at, kind FROM steps WHERE +run_id = ?" + _PAGE.format(under="")
+EVENT_MARKS = "SELECT seq, path, ts, kind FROM events WHERE run_id = ?" + _PAGE.format(under="")
+LAST_SEQ = 2**63 - 1
+"""``until`` when a page is not bounded: the largest number either database stores."""
+
+
+def page_query(
+    query: LiteralString, run_id: str, after: int, until: int | None, under: str | None, limit: int
+) -> tuple[LiteralString, tuple[Any, ...]]:
+    """``query`` (``STEP_PAGE`` or ``EVENT_PAGE``) and its parameters for one page."""
+    bounds = (run_id, after, LAST_SEQ if until is None else until)
+    if under is None:
+        return query.format(under=""), (*bounds, limit)
+    return query.format(under=UNDER), (*bounds, under, len(under) + 1, under + "/", limit)
+
+
+def marks(rows: Sequence[Any]) -> list[RowMark]:
+    return [RowMark(int(row[0]), row[1], float(row[2]), row[3]) for row in rows]
 
 
 async def runs(rows: Sequence[Any], fetch: Fetch) -> list[RunRecord]:
@@ -41,9 +73,9 @@ async def steps(rows: Sequence[Any], fetch: Fetch) -> list[StepRecord]:
     ]
 
 
-async def events(rows: Sequence[Any], fetch: Fetch) -> list[TraceEvent]:
+async def events(rows: Sequence[Any], fetch: Fetch, *, recent: ReadLists | None = None) -> list[TraceEvent]:
     payloads = [codec.load_payload(row[2]) for row in rows]
-    known = await shared_lists.gather(payloads, fetch)
+    known = await shared_lists.gather(payloads, fetch, recent=recent)
     return [
         TraceEvent(kind=row[0], path=row[1], payload=known.join(payload), ts=row[3])
         for row, payload in zip(rows, payloads, strict=True)

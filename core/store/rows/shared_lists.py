@@ -283,20 +283,25 @@ class Known:
 
     texts: dict[int, str]
     lists: dict[int, list[Any]]
+    # The lists' items joined so far whose values are plain (``texts.join``'s ``flat``): a sliding or
+    # growing history repeats most items of one prompt's list in the next, each joined once.
+    flat: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     def join(self, value: Any) -> Any:
         """A stored value as it was written (``texts.join``)."""
-        return texts.join(value, self.texts, self.lists)
+        return texts.join(value, self.texts, self.lists, self.flat)
 
 
 Fetch = Callable[[list[int]], Awaitable[dict[int, str]]]
 """How a store reads the bodies of some ``texts`` rows by id (every one of them, or ``StoreError``)."""
 
 
-async def gather(values: Iterable[Any], fetch: Fetch) -> Known:
+async def gather(values: Iterable[Any], fetch: Fetch, *, recent: ReadLists | None = None) -> Known:
     """What ``values`` (stored) refer to, fetched by ``fetch(ids)`` (the bodies of those ``texts`` rows,
     every one of them, or ``StoreError``): a round for the values, then one for what their lists refer to
-    (the earlier lists they extend and the texts of their items), until nothing is missing."""
+    (the earlier lists they extend and the texts of their items), until nothing is missing. ``recent``: lists
+    read whole before, which are not fetched again (nor the chain of lists they extend); the lists read
+    now join them."""
     text_ids: set[int] = set()
     list_ids: set[int] = set()
     for value in values:
@@ -305,24 +310,89 @@ async def gather(values: Iterable[Any], fetch: Fetch) -> Known:
         list_ids.update(lists)
     bodies: dict[int, str] = {}
     parsed: dict[int, Parsed] = {}
+    known: dict[int, list[Any]] = {}  # lists ``recent`` holds whole
     while True:
-        missing = sorted((text_ids | list_ids) - bodies.keys())
+        if recent is not None:
+            for list_id in list_ids - parsed.keys() - known.keys():
+                hit = recent.get(list_id)
+                if hit is not None:
+                    known[list_id] = hit.items
+                    text_ids.update(hit.text_ids)
+                    list_ids.update(hit.list_ids)
+        missing = sorted((text_ids | (list_ids - known.keys())) - bodies.keys())
         if not missing:
             break
         bodies.update(await fetch(missing))
-        for list_id in sorted(list_ids - parsed.keys()):
+        for list_id in sorted(list_ids - parsed.keys() - known.keys()):
             base, _, _, items = parsed[list_id] = _parse(list_id, bodies[list_id])
             if base is not None:
                 list_ids.add(base)
             found, lists = texts.referenced(items)
             text_ids.update(found)
             list_ids.update(lists)
-    return Known(texts=bodies, lists=expand(parsed))
+    whole = expand(parsed, known)
+    if recent is not None:
+        for list_id in sorted(parsed):  # the newest last: a chain read back to its start keeps its latest lists
+            recent.add(list_id, whole[list_id])
+    return Known(texts=bodies, lists=whole)
 
 
-def expand(parsed: Mapping[int, Parsed]) -> dict[int, list[Any]]:
-    """Each list whole (its base's items, then its own), by id; iterative, so a chain of any length reads."""
-    whole: dict[int, list[Any]] = {}
+class ReadLists:
+    """The lists a store read last, whole (as stored items), so that reading a run page by page
+    (``RunStore.event_page``) reads each of its lists once: a prompt's list extends the one before it, and
+    without them every page would read the chain of lists back to the conversation's first. Holds the
+    ``RECENT_READ`` latest; ``clear`` after deleting runs (their ids may be given to new rows)."""
+
+    def __init__(self) -> None:
+        self._lists: dict[int, _ReadList] = {}
+
+    def get(self, list_id: int) -> _ReadList | None:
+        found = self._lists.pop(list_id, None)
+        if found is not None:
+            self._lists[list_id] = found  # read again: the newest
+        return found
+
+    def add(self, list_id: int, items: list[Any]) -> None:
+        if list_id in self._lists:
+            return
+        if len(self._lists) >= RECENT_READ:
+            del self._lists[next(iter(self._lists))]  # the oldest read
+        self._lists[list_id] = _ReadList(items)
+
+    def clear(self) -> None:
+        self._lists.clear()
+
+
+RECENT_READ = 64
+"""How many lists ``ReadLists`` holds: a page's prompts extend the lists of the page before."""
+
+
+class _ReadList:
+    """A list read whole, as stored (its items may still refer to texts and lists), and what they refer to,
+    found when first asked for (most lists read are never asked for again)."""
+
+    def __init__(self, items: list[Any]) -> None:
+        self.items = items
+        self._referenced: tuple[list[int], list[int]] | None = None
+
+    @property
+    def text_ids(self) -> list[int]:
+        return self._refers()[0]
+
+    @property
+    def list_ids(self) -> list[int]:
+        return self._refers()[1]
+
+    def _refers(self) -> tuple[list[int], list[int]]:
+        if self._referenced is None:
+            self._referenced = texts.referenced(self.items)
+        return self._referenced
+
+
+def expand(parsed: Mapping[int, Parsed], known: Mapping[int, list[Any]] | None = None) -> dict[int, list[Any]]:
+    """Each list whole (its base's items, then its own), by id, with the lists ``known`` whole already;
+    iterative, so a chain of any length reads."""
+    whole: dict[int, list[Any]] = dict(known or {})
     for start in parsed:
         chain: list[int] = []
         current: int | None = start

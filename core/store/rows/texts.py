@@ -22,7 +22,7 @@ import hashlib
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from core.model.views import NOT_TEXT
+from core.model.views import ATOMIC, NOT_TEXT
 
 MIN_SHARED = 48
 """Texts at least this long are stored once and referenced; shorter ones stay inline."""
@@ -101,14 +101,14 @@ def referenced(value: Any) -> tuple[list[int], list[int]]:
 
 
 def _collect(value: Any, found: list[int], lists: list[int]) -> None:
-    # Hot when a large run is read (hundreds of thousands of values): exact type checks first, and a
-    # length check before the key test rather than a set built per mapping.
+    # Hot when a large run is read (hundreds of thousands of values): exact type checks first, no call for a
+    # text, number or None, and a length check before the key test rather than a set built per mapping.
     kind = type(value)
     if kind is str:
         return
     if kind is list or isinstance(value, list):
         for item in value:
-            if type(item) is not str:
+            if type(item) not in ATOMIC:
                 _collect(item, found, lists)
     elif kind is dict or isinstance(value, dict):
         if len(value) == 1:
@@ -123,7 +123,7 @@ def _collect(value: Any, found: list[int], lists: list[int]) -> None:
             if LITERAL_KEY in value and isinstance(value[LITERAL_KEY], dict):
                 value = value[LITERAL_KEY]
         for item in value.values():
-            if type(item) is not str:
+            if type(item) not in ATOMIC:
                 _collect(item, found, lists)
 
 
@@ -133,15 +133,25 @@ def _is_list_ref(target: Any) -> bool:
     return type(target) is list and len(target) == 1 and type(target[0]) is int
 
 
-def join(value: Any, texts: Mapping[int, str], lists: Mapping[int, list[Any]] | None = None) -> Any:
+def join(
+    value: Any,
+    texts: Mapping[int, str],
+    lists: Mapping[int, list[Any]] | None = None,
+    flat: dict[int, dict[str, Any]] | None = None,
+) -> Any:
     """A stored value with its references replaced by the texts they name, and its list references by
     those lists (``lists``: id → stored items, ``core.store.rows.shared_lists.expand``); ``KeyError`` for a
-    missing one. Each list comes back as a new list of new values, never shared between two results."""
+    missing one. Each list comes back as a new list of new values, never shared between two results.
+
+    ``flat``, when given, remembers the items of ``lists`` already joined into a mapping of plain values (a
+    message: its role and its text), by the item's ``id``, for as long as ``lists`` lives: a list that
+    holds the item again gets a copy of that mapping (new, its values immutable), not a new join. The prompts
+    of a conversation repeat the earlier turns, so most of their messages are read once, then copied."""
     kind = type(value)
     if kind is str:
         return value
     if kind is list or isinstance(value, list):
-        return [item if type(item) is str else join(item, texts, lists) for item in value]
+        return [item if type(item) in ATOMIC else join(item, texts, lists, flat) for item in value]
     if kind is dict or isinstance(value, dict):
         if len(value) == 1:
             if TEXT_KEY in value:
@@ -151,8 +161,22 @@ def join(value: Any, texts: Mapping[int, str], lists: Mapping[int, list[Any]] | 
                 if _is_list_ref(target):
                     if lists is None:
                         raise KeyError(target[0])
-                    return [item if type(item) is str else join(item, texts, lists) for item in lists[target[0]]]
+                    items = lists[target[0]]
+                    if flat is None:
+                        return [item if type(item) in ATOMIC else join(item, texts, lists) for item in items]
+                    return [item if type(item) in ATOMIC else _item(item, texts, lists, flat) for item in items]
             if LITERAL_KEY in value and isinstance(value[LITERAL_KEY], dict):
                 value = value[LITERAL_KEY]
-        return {key: item if type(item) is str else join(item, texts, lists) for key, item in value.items()}
+        return {key: item if type(item) in ATOMIC else join(item, texts, lists, flat) for key, item in value.items()}
     return value
+
+
+def _item(item: Any, texts: Mapping[int, str], lists: Mapping[int, list[Any]], flat: dict[int, dict[str, Any]]) -> Any:
+    """A stored list's item joined (``join``'s ``flat``)."""
+    done = flat.get(id(item))
+    if done is not None:
+        return done.copy()
+    joined = join(item, texts, lists, flat)
+    if type(joined) is dict and all(type(part) in ATOMIC for part in joined.values()):
+        flat[id(item)] = joined.copy()
+    return joined

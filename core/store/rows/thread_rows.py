@@ -47,6 +47,7 @@ TURNS_BEFORE = _TURNS.format(
 )
 
 RUN_THREAD = "SELECT thread FROM runs WHERE run_id = ?"
+THREAD_TAKEN = "SELECT 1 FROM runs WHERE thread = ? LIMIT 1"  # a thread exists once a run names it
 DELETE_RUN_TURNS = "DELETE FROM thread_turns WHERE run_id = ?"
 INSERT_TURN = "INSERT INTO thread_turns (run_id, idx, role, content, tokens, shown) VALUES (?, ?, ?, ?, ?, ?)"
 DELETE_THREAD_TURNS = "DELETE FROM thread_turns WHERE run_id IN (SELECT run_id FROM runs WHERE thread = ?)"

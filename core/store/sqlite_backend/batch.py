@@ -84,6 +84,14 @@ class Batch:
             self._conn.execute(_INSERT_RUN, codec.run_row(run, input, output))
             self._conn.execute(queue_rows.INSERT, (run.run_id, run.thread))
 
+    def start_thread(self, run: RunRecord, roles: Sequence[tuple[str, Any, int | None, str | None]]) -> bool:
+        """Create ``run`` with ``roles`` as its thread turns when no run names its thread yet; False when one does."""
+        if self._conn.execute(thread_rows.THREAD_TAKEN, (run.thread,)).fetchall():
+            return False
+        self.create_run(run)
+        self.record_thread_turns(run.run_id, roles)
+        return True
+
     def record_thread_turns(self, run_id: str, roles: Sequence[tuple[str, Any, int | None, str | None]]) -> None:
         """Replace run ``run_id``'s thread turns by ``roles`` (role, content, tokens, shown); nothing for a run
         in no thread."""

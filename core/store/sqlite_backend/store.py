@@ -52,7 +52,9 @@ import aiosqlite
 from core.model import codec
 from core.model.errors import StoreError, StoreUnavailable
 from core.model.records import (
+    PAGE_SIZE,
     PruneResult,
+    RowMark,
     RunRecord,
     RunStatus,
     RunUpdate,
@@ -64,7 +66,7 @@ from core.model.records import (
 from core.settings.location import ELSEWHERE_HINT, describe
 from core.store.rows import claims, pruning, queue_rows, row_reads, thread_rows
 from core.store.rows.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
-from core.store.rows.shared_lists import Pending
+from core.store.rows.shared_lists import Pending, ReadLists
 from core.store.rows.text_cache import TextCache
 from core.store.sqlite_backend import files
 from core.store.sqlite_backend.batch import Batch
@@ -117,6 +119,7 @@ class SqliteStore:
         self._writer: Writer | None = None  # writes of values, on the loop's thread (core.store.sqlite_backend.writer)
         self._lock = asyncio.Lock()
         self._cache = TextCache()  # the ids of texts and lists this store committed
+        self._read_lists = ReadLists()  # the lists it read last (pages of a run: RunStore.event_page)
         self._claimed: set[str] = set()  # runs this store claimed (core.store.rows.claims)
         self._run_threads: dict[str, str] = {}  # taken run → the thread claimed with it (take_queued)
 
@@ -398,6 +401,11 @@ class SqliteStore:
         )
         return await row_reads.runs(rows, self._texts)
 
+    async def latest_run(self, *, source: str) -> RunRecord | None:
+        """The newest top-level run of the blueprint file ``source``; None when there is none."""
+        rows = await self._read(f"look up the latest run of {source}", row_reads.LATEST_OF_SOURCE, (source,))
+        return (await row_reads.runs(rows, self._texts))[0] if rows else None
+
     async def step_counts(self, run_ids: Sequence[str]) -> dict[str, int]:
         counts = dict.fromkeys(run_ids, 0)
         wanted = list(counts)
@@ -432,6 +440,7 @@ class SqliteStore:
                         chunk = gone[start : start + _CHUNK]
                         await db.execute(f"DELETE FROM runs WHERE run_id IN ({_marks_n(len(chunk))})", chunk)
                 self._cache.clear()  # the ids of deleted texts may be given to new ones
+                self._read_lists.clear()
         finally:
             if self._claims_file:
                 for run in held:
@@ -495,6 +504,37 @@ class SqliteStore:
             rows = await self._read(f"read the events of run {run_id}", row_reads.EVENTS_OF_KIND, (run_id, kind))
         return await row_reads.events(rows, self._texts)
 
+    async def step_page(
+        self, run_id: str, *, after: int = 0, until: int | None = None, under: str | None = None, limit: int = PAGE_SIZE
+    ) -> list[tuple[int, StepRecord]]:
+        """Up to ``limit`` steps of run ``run_id`` numbered after ``after`` (see ``RunStore.step_page``)."""
+        sql, params = row_reads.page_query(row_reads.STEP_PAGE, run_id, after, until, under, limit)
+        rows = await self._read(f"read the steps of run {run_id}", sql, params)
+        return list(zip((int(row[-1]) for row in rows), await row_reads.steps(rows, self._texts), strict=True))
+
+    async def event_page(
+        self, run_id: str, *, after: int = 0, until: int | None = None, under: str | None = None, limit: int = PAGE_SIZE
+    ) -> list[tuple[int, TraceEvent]]:
+        """Up to ``limit`` events of run ``run_id`` numbered after ``after`` (see ``RunStore.event_page``)."""
+        sql, params = row_reads.page_query(row_reads.EVENT_PAGE, run_id, after, until, under, limit)
+        rows = await self._read(f"read the events of run {run_id}", sql, params)
+        found = await row_reads.events(rows, self._texts, recent=self._read_lists)
+        return list(zip((int(row[-1]) for row in rows), found, strict=True))
+
+    async def marks(
+        self,
+        run_id: str,
+        of: Literal["steps", "events"],
+        *,
+        after: int = 0,
+        until: int | None = None,
+        limit: int = PAGE_SIZE,
+    ) -> list[RowMark]:
+        """Where ``limit`` steps (or events) of run ``run_id`` numbered after ``after`` are."""
+        sql = row_reads.STEP_MARKS if of == "steps" else row_reads.EVENT_MARKS
+        bounds = (run_id, after, row_reads.LAST_SEQ if until is None else until, limit)
+        return row_reads.marks(await self._read(f"read the {of} of run {run_id}", sql, bounds))
+
     async def record_thread_turns(self, run_id: str, turns: Sequence[ConversationTurn]) -> None:
         """Replace the turns run ``run_id`` added to its thread; nothing for a run in no thread."""
         said = [(turn.role, turn.content, turn.tokens, turn.shown) for turn in turns]
@@ -518,6 +558,17 @@ class SqliteStore:
         """Every thread, the one with the latest run first."""
         rows = await self._read("list threads", thread_rows.ALL_SUMMARIES, ())
         return [thread_rows.summary_from_row(row) for row in rows]
+
+    async def start_thread(self, run: RunRecord, turns: Sequence[ConversationTurn]) -> bool:
+        """Create ``run`` with ``turns`` as its thread turns (one transaction) unless its thread has a run."""
+        said = [(turn.role, turn.content, turn.tokens, turn.shown) for turn in turns]
+        started: list[bool] = []  # what the attempt that committed found (an attempt may be made again)
+
+        def write(batch: Batch) -> None:
+            started[:] = [batch.start_thread(run, said)]
+
+        await self._in_one_call(f"start thread {run.thread!r}", write)
+        return started == [True]
 
     async def delete_thread(self, thread: str) -> ThreadSummary | None:
         """Delete the turns of ``thread`` and take its runs out of it; what was removed, or None."""
