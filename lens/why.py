@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from core.conversation.provenance import read
 from lens.tree import CallNode, Node
 
 Origin = Mapping[str, Any]
@@ -41,25 +42,32 @@ class Provenance:
     def __init__(self, calls: Sequence[CallNode]) -> None:
         self._sent: dict[int, list[Origin]] = {}  # id(call) → the origins of the history turns it sent
         self._message: dict[int, Origin] = {}  # id(call) → its current message's, when that is a turn
+        self._why: dict[int, Mapping[str, Any]] = {}  # id(call) → its why, whole (``provenance.read``)
         known: dict[tuple[str, str], dict[int, str]] = {}  # (run, conversation) → turn number → origin
+        sources: dict[tuple[str, str], str] = {}  # (run, conversation) → its ai_turn_source
         for call in calls:
-            why = call.prompt.why
-            if not isinstance(why, Mapping):
+            stored = call.prompt.why
+            if not isinstance(stored, Mapping):
                 continue
             history = call.prompt.history or {}
-            turns = known.setdefault((call.run_id, str(history.get("conversation"))), {})
+            why = self._why[id(call)] = read(stored, history)
+            conversation = (call.run_id, str(history.get("conversation")))
+            turns = known.setdefault(conversation, {})
             said = why.get("said")
             if isinstance(said, list) and said and isinstance(said[0], int):
                 if said[0] == 1:
                     turns.clear()  # the conversation anew (a loop entered again, a run resumed)
                 turns.update(zip(range(said[0], said[0] + len(said) - 1), said[1:], strict=True))
+            if isinstance(why.get("source"), str):
+                sources[conversation] = why["source"]
+            source = sources.get(conversation, "?")
             sent = [parsed(why["summary"])] if "summary" in why else []
             first, last = _pair(why.get("turns"))
-            sent += [parsed(turns.get(number)) for number in range(first, last + 1)] if first else []
+            sent += [parsed(turns.get(number), source) for number in range(first, last + 1)] if first else []
             self._sent[id(call)] = sent
             message = why.get("message")
             if isinstance(message, int):  # the current message is turn N: its origin
-                self._message[id(call)] = parsed(turns.get(message))
+                self._message[id(call)] = parsed(turns.get(message), source)
 
     def message(self, call: CallNode) -> Origin | None:
         """The origin of ``call``'s current message when that is a turn of the conversation."""
@@ -69,12 +77,16 @@ class Provenance:
         """The origins of the history turns ``call`` sent, oldest first."""
         return self._sent.get(id(call), [])
 
+    def why(self, call: CallNode) -> Mapping[str, Any]:
+        """``call``'s why, whole (what its event leaves to its ``history`` filled in); empty when not recorded."""
+        return self._why.get(id(call), {})
+
 
 def message_origins(call: CallNode, provenance: Provenance) -> list[Origin]:
     """The origin of each message ``call`` sent, in order (``{"unknown": True}`` where it cannot be told)."""
     prompt = call.prompt
     messages = prompt.messages
-    why = prompt.why if isinstance(prompt.why, Mapping) else {}
+    why = provenance.why(call)
     history = provenance.sent(call)
     said = provenance.message(call) or (parsed(why["message"]) if isinstance(why.get("message"), str) else None)
     current = _current_index(messages, call.turn)
@@ -114,21 +126,20 @@ def _current_index(messages: Sequence[Mapping[str, Any]], turn: bool) -> int:
 
 
 _UNKNOWN: Origin = {"unknown": True}
-_FIELDS = {"seed": 1, "answer": 1, "user": 1, "input": 1, "thread": 1, "reply": 2, "summary": 4}
+_CODES = {"s": "seed", "a": "answer", "u": "user", "i": "input", "t": "thread", "r": "reply", "m": "summary"}
 
 
-def parsed(origin: Any) -> Origin:
-    """A stored origin (``reply last chat/1/talk``) as an object (``{"reply": "chat/1/talk", "source":
-    "last"}``); ``{"unknown": True}`` when it is not one."""
+def parsed(origin: Any, source: str = "?") -> Origin:
+    """A stored origin (``r chat/1/talk``) as an object (``{"reply": "chat/1/talk", "source": "last"}``, the
+    conversation's ai_turn_source being ``source``); ``{"unknown": True}`` when it is not one."""
     if not isinstance(origin, str):
         return _UNKNOWN
-    code, _, rest = origin.partition(" ")
-    fields = _FIELDS.get(code)
-    if fields is None or not rest:
+    letter, _, rest = origin.partition(" ")
+    code = _CODES.get(letter)
+    if code is None or not rest:
         return _UNKNOWN
     if code == "reply":
-        source, _, path = rest.partition(" ")
-        return {"reply": path, "source": source}
+        return {"reply": rest, "source": source}
     if code == "summary":
         first, last, by = [*rest.split(" ", 2), "", ""][:3]
         if not (first.isdigit() and last.isdigit()):
@@ -211,9 +222,8 @@ def _turns(first: int, last: int) -> str:
     return f"turn {first}" if first == last else f"turns {first}–{last}"
 
 
-def left_out(call: CallNode) -> list[Mapping[str, Any]]:
-    why = call.prompt.why
-    notes = why.get("left_out") if isinstance(why, Mapping) else None
+def left_out(call: CallNode, provenance: Provenance) -> list[Mapping[str, Any]]:
+    notes = provenance.why(call).get("left_out")
     return [note for note in notes or () if isinstance(note, Mapping)]
 
 
@@ -226,7 +236,7 @@ def why_lines(call: CallNode, provenance: Provenance) -> list[str]:
         zip(call.prompt.messages, message_origins(call, provenance), strict=True), 1
     ):
         lines.append(f"  {number:>3} {message.get('role', '?')!s:<9} {origin_words(origin)}")
-    for note in left_out(call):
+    for note in left_out(call, provenance):
         lines.append(f"  left out: {left_out_words(note, call.path, call.prompt.agent)}")
     return lines
 
@@ -244,7 +254,8 @@ def why_document(calls: Sequence[CallNode], provenance: Provenance) -> dict[str,
                     for message, origin in zip(call.prompt.messages, message_origins(call, provenance), strict=True)
                 ],
                 "left_out": [
-                    {**note, "why": left_out_words(note, call.path, call.prompt.agent)} for note in left_out(call)
+                    {**note, "why": left_out_words(note, call.path, call.prompt.agent)}
+                    for note in left_out(call, provenance)
                 ],
             }
             for call in calls

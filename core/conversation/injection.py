@@ -23,7 +23,7 @@ from typing import Any
 from core.context import RunContext
 from core.conversation.current_message import current_message
 from core.conversation.history import as_messages, bound, drop_oldest, history_block, prompt_turns, question_of
-from core.conversation.provenance import input_origin, left_out
+from core.conversation.provenance import input_origin, left_out, stored
 from core.conversation.run_frame import RunFrame
 from core.conversation.summary import summarize
 from core.conversation.turns import ActiveConversation, active_in
@@ -83,10 +83,10 @@ async def prepare(
     # The current message: the number of the turn it is (its origin is in ``said``), or the step's input.
     said: Any = end + 1 + offset if end < len(turns) else input_origin(path)
     if step.use_history is False:
-        return Injection(message, why=_unsent(ctx, said, "use_history", end, offset))
+        return Injection(message, why=stored(_unsent(ctx, said, "use_history", end, offset), None))
     if not agent.takes_history:  # a builtin moving its input along: a history block would join its output
         unsent = {**_none(active, end), "mode": "none (the agent takes no history)"}
-        return Injection(message, (), unsent, _unsent(ctx, said, "takes_history", end, offset))
+        return Injection(message, (), unsent, stored(_unsent(ctx, said, "takes_history", end, offset), unsent))
     template = active.settings.history_template
     as_text = not agent.is_model or template is not None
     if as_text and agent.is_model and not isinstance(message, str):
@@ -115,17 +115,20 @@ async def prepare(
     trace: dict[str, Any] = {"conversation": active.loop, "turns": len(kept), "dropped": end - len(kept)}
     if summary is not None and kept[:1] == [summary.turn]:
         trace["summary_of"] = summary.covers  # the first turn sent stands for this many of the oldest
-    why = _why(
-        ctx.conversation_history,
-        agent,
-        policy.strategy,
-        turns,
-        kept,
-        said,
-        (head, end, bounded, offset),
-        max_turns,
-        strategy_tokens,
-        room,
+    why = stored(
+        _why(
+            ctx.conversation_history,
+            agent,
+            (policy.strategy, active.settings.ai_turn_source),
+            turns,
+            kept,
+            said,
+            (head, end, bounded, offset),
+            max_turns,
+            strategy_tokens,
+            room,
+        ),
+        trace,
     )
     if not kept:
         return Injection(message, (), trace, why)
@@ -137,7 +140,7 @@ async def prepare(
     reason = "the input is structured (not text); the agent can read context.conversation_history"
     events.append(frame.event(path, HistoryNotInjected(len(kept), reason)))
     trace = {**_none(active, end), "mode": "none (structured input)"}
-    return Injection(message, (), trace, _unsent(ctx, said, "structured", end, offset))
+    return Injection(message, (), trace, stored(_unsent(ctx, said, "structured", end, offset), trace))
 
 
 def replayed_call(step: AgentStep, agent: Agent, ctx: RunContext) -> None:
@@ -152,7 +155,7 @@ def replayed_call(step: AgentStep, agent: Agent, ctx: RunContext) -> None:
 def _why(
     history: Sequence[ConversationTurn],
     agent: Agent,
-    strategy: str,
+    conversation: tuple[str, str],
     turns: Sequence[ConversationTurn],
     kept: Sequence[ConversationTurn],
     said: Any,
@@ -166,6 +169,7 @@ def _why(
     whose origin is ``said``: the numbers of the turns sent (and the summary's origin), the origins of the
     conversation's turns the trace has not said yet, and what was left out, by which rule."""
     head, end, bounded, offset = cut
+    strategy, source = conversation  # the history's strategy and its ai_turn_source
     left: list[dict[str, Any]] = []
     if bounded < end - head:  # the bound dropped the oldest turns after the summary: say by which rule
         rule, numbers = _rule(strategy, turns, head, end, bounded, max_turns, max_tokens, room, agent.prompt_budget)
@@ -180,19 +184,23 @@ def _why(
         why["summary"] = kept[0].origin
     if fitted:
         why["turns"] = [end - fitted + 1 + offset, end + offset]
-    return _with_new_origins(why, history)
+    return _with_new_origins(why, history, source)
 
 
-def _with_new_origins(why: dict[str, Any], history: Sequence[ConversationTurn]) -> dict[str, Any]:
+def _with_new_origins(why: dict[str, Any], history: Sequence[ConversationTurn], source: str) -> dict[str, Any]:
     """``why`` with ``said``: the number of the first turn of ``history`` whose origin no earlier prompt event
     of this conversation gave, then the origins of it and the turns after it. A prompt event so costs the
     turns said since the last one (two an iteration), not the turns it sent; lens reads the origins of the
-    turns a call sent from the events before it (a run resumed in a new process says them all again once)."""
+    turns a call sent from the events before it (a run resumed in a new process says them all again once).
+    Saying them from the first, it also gives the conversation's ``ai_turn_source`` (``source``), which its
+    replies' origins leave out."""
     start = history.described if isinstance(history, Turns) else 0
     if start > len(history):  # turns given back (a stopped iteration): say them again
         start = 0
     if start < len(history):
         why["said"] = [start + 1, *map(_ORIGIN, history[start:])]
+        if start == 0:
+            why["source"] = source
         if isinstance(history, Turns):
             history.described = len(history)
     return why
@@ -202,7 +210,9 @@ def _unsent(ctx: RunContext, said: Any, rule: str, end: int, offset: int) -> dic
     """The ``why`` of a call sent none of the history before its message, by ``rule``."""
     first, last = 1, end + offset  # the summary's turns too: nothing of them was sent
     notes = [left_out(rule, first, last)] if last >= first else []
-    return _with_new_origins({"message": said, "left_out": notes}, ctx.conversation_history)
+    active = active_in(ctx)
+    source = active.settings.ai_turn_source if active is not None else ""
+    return _with_new_origins({"message": said, "left_out": notes}, ctx.conversation_history, source)
 
 
 def _rule(

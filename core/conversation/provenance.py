@@ -8,18 +8,22 @@ of the summary sent, "said": [N, origin of turn N, of turn N+1, ...], "left_out"
 without a value left out). ``said`` gives the origins of the turns no earlier prompt event of the
 conversation gave (``Turns.described``): so a prompt event costs the turns said since the last one (two
 an iteration), not the turns it sent, and lens reads the origin of turn K from the events before it
-(docs/lens.md, "Why each message is there"; benchmarks/test_provenance.py).
+(docs/lens.md, "Why each message is there"; benchmarks/test_provenance.py). What the event's ``history``
+already says is not stored again (``stored``, ``read``): the turns sent, the current message's number when
+it is the newest turn, the turns a single note left out when they are all those dropped; so a call in a
+bounded conversation stores ``{"said": [...]}`` and its bound's note.
 
-An origin is its code, then its fields, separated by one space; a path or a name, which may hold spaces,
-is always last:
-- ``seed input`` the conversation's first user turn, from the loop's input; ``seed STEP`` from
+An origin is a one-letter code, a space, then its fields, separated by one space; a path or a name, which
+may hold spaces, is always last:
+- ``s input`` the conversation's seed (first user) turn, from the loop's input; ``s STEP`` from
   ``init.history.start_with``'s step;
-- ``answer PATH`` a person's answer to the question asked at ``PATH``;
-- ``reply SOURCE PATH`` the reply of the step at ``PATH``, a turn because of the conversation's
-  ``ai_turn_source`` ``SOURCE``; ``user PATH`` the output of a step named in ``user_turn_sources``;
-- ``summary FIRST LAST AGENT`` a summary of turns FIRST to LAST (1-based) made by ``AGENT``;
-- ``thread RUN_ID`` a turn an earlier run of the thread said;
-- ``input PATH`` a current message that is the step's own input (not a turn).
+- ``a PATH`` a person's answer to the question asked at ``PATH``;
+- ``r PATH`` the reply of the step at ``PATH``, a turn because of the conversation's ``ai_turn_source``
+  (given once, as ``source``, by the event whose ``said`` starts at turn 1); ``u PATH`` the output of a step
+  named in ``user_turn_sources``;
+- ``m FIRST LAST AGENT`` a summary of turns FIRST to LAST (1-based) made by ``AGENT``;
+- ``t RUN_ID`` a turn an earlier run of the thread said;
+- ``i PATH`` a current message that is the step's own input (not a turn).
 
 The notes of what was left out, objects by their ``rule`` (``turns`` is ``[FIRST, LAST]``, 1-based, of the
 conversation's turns): ``truncate_tokens``/``truncate_turns``/``summarize`` with ``max_tokens`` or
@@ -30,36 +34,98 @@ along); ``structured`` (a script's structured input, which no text block can go 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
-SEED_INPUT = "seed input"
+SEED_INPUT = "s input"
+
+
+class Derived(NamedTuple):
+    """What an ``agent.prompt`` event's ``history`` (``{"turns", "dropped", "summary_of"}``) tells of its
+    ``why`` without it being stored: the numbers (1-based) of the first and last turns sent after the
+    summary (``first > last``: none), the number the current message has when it is the newest turn, and the
+    first turn a single note of what was left out starts at (after the summary's turns)."""
+
+    first: int
+    last: int
+    message: int
+    dropped_from: int
+
+
+def derived(history: Mapping[str, Any] | None) -> Derived | None:
+    """What ``history`` says of a call's turns (``Derived``); None when it does not say (no ``turns`` and
+    ``dropped`` counts). ``core.conversation.injection`` stores only what differs from it, and lens reads
+    the rest from it: one function, so the two cannot disagree."""
+    if not history:
+        return None
+    sent, dropped, summary_of = history.get("turns"), history.get("dropped"), history.get("summary_of")
+    if not isinstance(sent, int) or not isinstance(dropped, int):
+        return None
+    covers = summary_of if isinstance(summary_of, int) and summary_of > 0 else 0
+    last = sent + dropped + max(covers - 1, 0)  # the summary turn stands for ``covers`` turns
+    first = last - (sent - (1 if covers else 0)) + 1
+    return Derived(first, last, last + 1, covers + 1)
 
 
 def seed_origin(step: str | None) -> str:
-    return SEED_INPUT if step is None else f"seed {step}"
+    return SEED_INPUT if step is None else f"s {step}"
 
 
-def step_origin(path: str, *, role: str, hitl: bool, source: str) -> str:
+def step_origin(path: str, *, role: str, hitl: bool) -> str:
     """The origin of the turn the step at ``path`` made: a person's answer, a reply, or a user turn."""
     if hitl:
-        return f"answer {path}"
-    if role == "assistant":
-        return f"reply {source} {path}"
-    return f"user {path}"
+        return f"a {path}"
+    return f"r {path}" if role == "assistant" else f"u {path}"
 
 
 def thread_origin(run_id: str) -> str:
-    return f"thread {run_id}"
+    return f"t {run_id}"
 
 
 def summary_origin(first: int, last: int, by: str) -> str:
-    return f"summary {first} {last} {by}"
+    return f"m {first} {last} {by}"
 
 
 def input_origin(path: str) -> str:
-    return f"input {path}"
+    return f"i {path}"
 
 
 def left_out(rule: str, first: int, last: int, **numbers: Any) -> dict[str, Any]:
     """A note that turns ``first`` to ``last`` (1-based) were not sent, by ``rule``, with its numbers."""
     return {"rule": rule, "turns": [first, last], **numbers}
+
+
+def stored(why: dict[str, Any], history: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``why`` as an event stores it: without what ``history`` gives (``derived``): the turns sent, the current
+    message's number when it is the newest turn, a single note's turns when they are all those dropped, and
+    an empty list of notes."""
+    known = derived(history)
+    notes = why.get("left_out")
+    if not notes:
+        why.pop("left_out", None)
+    if known is None:
+        return why
+    if why.get("message") == known.message:
+        del why["message"]
+    if why.get("turns") == [known.first, known.last]:
+        del why["turns"]
+    if notes and len(notes) == 1 and notes[0].get("turns") == [known.dropped_from, known.first - 1]:
+        del notes[0]["turns"]
+    return why
+
+
+def read(why: Mapping[str, Any], history: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A stored ``why`` whole again (``stored`` undone): ``message``, ``turns`` (when any were sent) and each
+    note's ``turns`` filled in from ``history``."""
+    whole = dict(why)
+    notes = [dict(note) for note in why.get("left_out") or () if isinstance(note, Mapping)]
+    whole["left_out"] = notes
+    known = derived(history)
+    if known is None:
+        return whole
+    whole.setdefault("message", known.message)
+    if "turns" not in whole and known.first <= known.last:
+        whole["turns"] = [known.first, known.last]
+    if len(notes) == 1 and "turns" not in notes[0]:
+        notes[0]["turns"] = [known.dropped_from, known.first - 1]
+    return whole

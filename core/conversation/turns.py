@@ -170,7 +170,6 @@ def capture(
         return
     text = turn_text(value)
     if text.strip():
-        source = active.settings.ai_turn_source
-        origin = None if path is None else step_origin(path, role=role, hitl=hitl, source=source)
+        origin = None if path is None else step_origin(path, role=role, hitl=hitl)
         shown = shown if shown is not None and shown.strip() else shown_text(value)
         add_turn(ctx, role, text, shown=shown, origin=origin)
