@@ -112,13 +112,13 @@ def test_an_agents_own_model_and_model_flags_beat_the_default(
 
 def test_every_agents_model_flag_gives_an_agent_without_one_its_model(llm: FakeLLM, flow: Path) -> None:
     llm.reply("written")
-    code, result, err = run_json("run", str(flow), "-i", "go", "--model", "*=openai:gpt-every")
+    code, _result, err = run_json("run", str(flow), "-i", "go", "--model", "*=openai:gpt-every")
     assert code == exit_codes.OK, err
     assert models_called(llm) == ["gpt-every"]
 
 
 def test_without_a_default_model_the_agent_is_an_error_at_its_line(state_db: Path, flow: Path) -> None:
-    code, out, err = flujo(["run", str(flow), "-i", "go"])
+    code, _out, err = flujo(["run", str(flow), "-i", "go"])
     assert code == exit_codes.BLUEPRINT
     first = err.splitlines()[0]
     assert first == (
@@ -126,13 +126,13 @@ def test_without_a_default_model_the_agent_is_an_error_at_its_line(state_db: Pat
         " default_model in the settings"
     )
     assert "default_model" in err and "Traceback" not in err
-    code, out, err = flujo(["validate", str(flow)])  # validate's exit code for errors is 1
+    code, _out, err = flujo(["validate", str(flow)])  # validate's exit code for errors is 1
     assert code == exit_codes.FAILED and f"{flow}:4:3: error: agent 'writer' has no model" in err
 
 
 def test_a_bad_default_model_is_named_at_its_line(user_file: Path, flow: Path) -> None:
     user_file.write_text('# mine\ndefault_model = "gpt-4o"\n', encoding="utf-8")
-    code, out, err = flujo(["run", str(flow), "-i", "go"])
+    code, _out, err = flujo(["run", str(flow), "-i", "go"])
     assert code == exit_codes.CONFIG
     assert f"{user_file}:2:1: setting default_model: unknown model 'gpt-4o'; did you mean openai:gpt-4o?" in err
 
@@ -183,21 +183,35 @@ def test_a_resumed_run_keeps_the_default_model_it_started_with(
     code, result, err = run_json("run", str(flow), "-i", "go", "--no-input")
     assert result["status"] == "paused", err
     monkeypatch.setenv("FLUJO_DEFAULT_MODEL", "openai:gpt-now")  # the user's settings changed meanwhile
-    code, resumed, err = run_json("resume", result["run_id"], "-a", "yes")
+    code, _resumed, err = run_json("resume", result["run_id"], "-a", "yes")
     assert code == exit_codes.OK, err
     assert models_called(llm) == ["gpt-then", "gpt-then"]
 
 
-def test_a_replay_runs_the_recorded_default_model(llm: FakeLLM, flow: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_replay_runs_the_recorded_default_model(
+    llm: FakeLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Served calls call nothing; once the replay diverges and goes on live, its calls run the recorded model."""
+    flow = tmp_path / "two.yaml"
+    two = (
+        'version: "0.1"\nagents:\n  writer: {system_prompt: "You write."}\n  checker: {system_prompt: "CHECK"}\n'
+        "steps:\n  - {name: write, uses: agents.writer}\n  - {name: check, uses: agents.checker}\n"
+    )
+    flow.write_text(two.replace("CHECK", "You check."), encoding="utf-8")
     monkeypatch.setenv("FLUJO_DEFAULT_MODEL", "openai:gpt-then")
-    llm.reply("written")
+    llm.reply("written").reply("checked")
     code, original, err = run_json("run", str(flow), "-i", "go")
     assert code == exit_codes.OK, err
     monkeypatch.setenv("FLUJO_DEFAULT_MODEL", "openai:gpt-now")
     code, result, err = run_json("run", str(flow), "--replay", original["run_id"])
     assert code == exit_codes.OK, err
-    assert (result["output"], result["replay"]["clean"]) == ("written", True)
-    assert models_called(llm) == ["gpt-then"]  # served from the recording: no call, no divergence
+    assert (result["output"], result["replay"]["clean"]) == ("checked", True)
+    flow.write_text(two.replace("CHECK", "You check twice."), encoding="utf-8")
+    llm.reply("checked twice")
+    code, result, err = run_json("run", str(flow), "--replay", original["run_id"], "--on-divergence", "live")
+    assert code == exit_codes.OK, err
+    assert result["output"] == "checked twice"
+    assert models_called(llm) == ["gpt-then", "gpt-then", "gpt-then"]  # the live call too, not gpt-now
 
 
 def test_a_persona_of_an_ensemble_file_takes_the_default_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -209,10 +223,10 @@ def test_a_persona_of_an_ensemble_file_takes_the_default_model(tmp_path: Path, m
         "  editor: {system_prompt: 'You are Bea, an editor.'}\n",
         encoding="utf-8",
     )
-    code, out, err = flujo(["validate", str(ensemble)])
+    code, _out, err = flujo(["validate", str(ensemble)])
     assert code == exit_codes.FAILED and f"{ensemble}:4:3: error: agent 'editor' has no model" in err
     monkeypatch.setenv("FLUJO_DEFAULT_MODEL", "openai:gpt-persona")
-    code, out, err = flujo(["validate", str(ensemble)])
+    code, _out, err = flujo(["validate", str(ensemble)])
     assert code == exit_codes.OK, err
 
 
@@ -221,7 +235,22 @@ def test_a_local_model_file_is_found_from_where_the_setting_was_written(
 ) -> None:
     user_file.write_text('default_model = "local:models/small.gguf"\n', encoding="utf-8")
     code, out, err = flujo(["config", "show", "--json"])
+    assert code == exit_codes.OK, err
     assert json.loads(out)["settings"]["default_model"]["value"] == f"local:{user_file.parent}/models/small.gguf"
     monkeypatch.setenv("FLUJO_DEFAULT_MODEL", "local:small.gguf")  # typed here: the working directory's
     code, out, err = flujo(["config", "show", "--json"])
+    assert code == exit_codes.OK, err
     assert json.loads(out)["settings"]["default_model"]["value"] == f"local:{tmp_path}/small.gguf"
+
+
+def test_a_worker_runs_a_submitted_run_with_the_default_model_it_was_submitted_with(
+    llm: FakeLLM, flow: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLUJO_DEFAULT_MODEL", "openai:gpt-submitted")
+    code, _out, err = flujo(["submit", str(flow), "--input", "go", "--json"])
+    assert code == exit_codes.OK, err
+    monkeypatch.setenv("FLUJO_DEFAULT_MODEL", "openai:gpt-worker")  # the worker's own settings differ
+    llm.reply("written")
+    code, _, err = flujo(["worker", "--until-idle"])
+    assert code == exit_codes.OK, err
+    assert models_called(llm) == ["gpt-submitted"]
