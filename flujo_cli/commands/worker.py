@@ -247,7 +247,7 @@ class _Worker:
     async def _resume(self, run_id: str) -> RunOutcome | None:
         """Execute the run taken from the queue as ``flujo run`` would have, with what was submitted."""
         from blueprints import ModelOverrides, compile_pipeline, load_blueprint, simulated_user
-        from core import Answering, Engine, Redactor, RunError, StepPaths, overrides_from_assignments, secret_values
+        from core import Answering, Engine, Redactor, RunError, StepPaths, secret_values
         from core.store import RUNNABLE
         from flujo_cli.answering import given_answers_taken
         from flujo_cli.commands.run import RunOverrides, _with_limits
@@ -260,7 +260,7 @@ class _Worker:
             return None
         options: dict[str, Any] = record.options or {}
         overrides = RunOverrides().over(options)
-        settings = settings_with_state(self.state, overrides_from_assignments(overrides.settings))
+        settings = settings_with_state(self.state, overrides.setting_overrides())
         if record.source is None or not Path(record.source).is_file():
             raise RunError(f"the blueprint of run {run_id} ({record.source}) is no longer there")
         models = ModelOverrides.parse(overrides.models)  # as submitted (--model)
