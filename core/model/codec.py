@@ -3,7 +3,8 @@
 Invariants: every payload (inputs, outputs, event payloads, usage) is stored as JSON text written with
 ``json.dumps(default=json_default, ensure_ascii=False)``: a view or mapping comes back as an object, a value
 that JSON cannot represent as its ``str()``, tuples as lists; ``None`` is stored as SQL NULL. The SQLite
-store may keep a long JSON text zlib-compressed (``pack``); ``load`` reads both forms. Both stores
+store may keep a JSON text compressed (``pack``: against a preset dictionary, or zlib alone when long);
+``load`` reads every form. Both stores
 pass values through ``normalize`` so the in-memory store hands back exactly what the SQLite store would.
 """
 
@@ -16,6 +17,7 @@ from collections.abc import Callable
 from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, get_args
 
+from core.model import pack_dictionary
 from core.model.errors import StoreError
 from core.model.records import RunRecord, RunStatus, RunUpdate, StepRecord, StepStatus
 from core.model.usage import ZERO_USAGE, Usage
@@ -85,19 +87,39 @@ def load(text: str | bytes | None) -> Any:
         raise StoreError(f"a stored value is not valid JSON: {exc}", hint=_DAMAGED) from exc
 
 
-PACK_FROM = 256
-"""Texts at least this long (in UTF-8 bytes) are stored compressed when that saves a tenth or more."""
+PACK_FROM = 32
+"""Texts at least this long (in UTF-8 bytes) are stored compressed when that makes them smaller."""
+
+ALONE_FROM = 3072
+"""Texts at least this long are compressed alone (zlib, its whole window); shorter ones against
+``pack_dictionary.DICTIONARY``, inside a window of 4 KB."""
+
+_WINDOW_BITS = 12  # deflate's window: 4 KB, the dictionary and a text shorter than ALONE_FROM inside it
+_MARK = bytes([pack_dictionary.VERSION])
+# A compressor and a decompressor primed with the dictionary once; each value gets a copy of one (deflate's
+# state copied: cheaper than building it and hashing the dictionary again). Raw deflate: no zlib header nor
+# checksum (6 bytes a value); the first byte names the dictionary instead.
+_PRIMED = zlib.compressobj(6, zlib.DEFLATED, -_WINDOW_BITS, 5, zlib.Z_DEFAULT_STRATEGY, pack_dictionary.DICTIONARY)
+_PRIMED_READER = zlib.decompressobj(-_WINDOW_BITS, pack_dictionary.DICTIONARY)
 
 
 def pack(text: str) -> str | bytes:
-    """``text`` as the SQLite store keeps it: as it is (TEXT), or zlib-compressed (a BLOB) when long and
-    compressible. ``unpack`` tells the two apart by their type, so rows written before compression existed
-    read the same."""
+    """``text`` as the SQLite store keeps it: as it is (TEXT), or compressed (a BLOB) when that is smaller.
+
+    A text of ``PACK_FROM`` bytes or more is compressed against the preset dictionary (``pack_dictionary``):
+    its version byte, then raw deflate; one of ``ALONE_FROM`` bytes or more with zlib alone (a zlib stream,
+    whose first byte is never a version byte). ``unpack`` tells the forms apart, so rows written before
+    either existed read the same."""
     encoded = text.encode("utf-8")
-    if len(encoded) < PACK_FROM:
+    size = len(encoded)
+    if size < PACK_FROM:
         return text
-    packed = zlib.compress(encoded, 6)
-    return packed if len(packed) * 10 <= len(encoded) * 9 else text
+    if size >= ALONE_FROM:
+        packed = zlib.compress(encoded, 6)
+        return packed if len(packed) * 10 <= size * 9 else text
+    compressor = _PRIMED.copy()
+    packed = _MARK + compressor.compress(encoded) + compressor.flush()
+    return packed if len(packed) < size else text
 
 
 def unpack(value: str | bytes) -> str:
@@ -105,6 +127,12 @@ def unpack(value: str | bytes) -> str:
     if isinstance(value, str):
         return value
     try:
+        if value[:1] == _MARK:
+            reader = _PRIMED_READER.copy()
+            text = reader.decompress(memoryview(value)[1:]) + reader.flush()
+            if not reader.eof or reader.unused_data:
+                raise zlib.error("the compressed value is cut short or followed by other bytes")
+            return text.decode("utf-8")
         return zlib.decompress(value).decode("utf-8")
     except (zlib.error, UnicodeDecodeError) as exc:
         raise StoreError(f"a stored value cannot be decompressed: {exc}", hint=_DAMAGED) from exc
@@ -130,13 +158,16 @@ def load_payload(text: str | bytes) -> dict[str, Any]:
     return value
 
 
-# ``json.dumps``' own encoder for a usage (numbers or None under four or five text keys: no cycle to check), made once.
-_USAGE = make_encoder(None, _not_plain, encode_basestring_ascii, None, ": ", ", ", False, False, True)
+# ``json.dumps``' own encoder for a usage, compact (numbers or None under text keys: no cycle to check), made once.
+_USAGE = make_encoder(None, _not_plain, encode_basestring_ascii, None, ":", ",", False, False, True)
 
 
 def dump_usage(usage: Usage) -> str:
-    """``json.dumps(usage.to_dict())`` (every step's row has one)."""
-    return "".join(_USAGE(usage.to_dict(), 0))
+    """The compact JSON of ``usage`` (every step's row has one) without the counts that are 0 and a cost of
+    0.0: what ``load_usage`` reads as such (``{}`` for no usage; an unknown cost stays ``null``). Every
+    flujo's ``load_usage`` reads it."""
+    data = usage.to_dict()
+    return "".join(_USAGE({key: value for key, value in data.items() if value != 0}, 0))
 
 
 def load_usage(text: str | None) -> Usage:

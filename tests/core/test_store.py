@@ -50,7 +50,7 @@ def test_exports() -> None:
     for_the_cli |= {"StorePeek", "peek_store", "project_state_uri"}  # shell completion (issue 35)
     assert set(core.store.__all__) - for_the_cli == {"MemoryStore", "SCHEMA_VERSION", "SqliteStore", "open_store"}
     assert for_the_cli <= set(core.store.__all__)
-    assert SCHEMA_VERSION == 9
+    assert SCHEMA_VERSION == 10
 
 
 def run(run_id: str, *, created_at: float = 1000.0, **fields: Any) -> RunRecord:

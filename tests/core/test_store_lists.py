@@ -167,7 +167,7 @@ async def test_prompt_events_of_an_unbounded_history_read_back_as_written(tmp_pa
         assert [e.payload for e in await store.events("r")] == written
     # Each call's list is stored as the one before it plus what follows.
     [(payload,)] = _query(path, "SELECT payload FROM events ORDER BY seq DESC LIMIT 1")
-    assert '"messages":{"$text":[' in payload
+    assert '"messages":{"$text":[' in codec.unpack(payload)
 
 
 async def test_prompt_events_grow_linearly_with_the_conversation(tmp_path: Path) -> None:
