@@ -3,12 +3,12 @@
 ``python benchmarks/store_sizes.py [--turns 1000 2000] [--chars 800 180] [--history unbounded bounded]
 [--where]``: for each case, the conversation of ``tests/support/storage_growth.py`` (turns of English prose
 drawn from ``benchmarks/prose.txt``) on a new SQLite store in a temporary directory; the database files'
-size after a WAL checkpoint next to the raw UTF-8 bytes of the turns, the ratio, and the fixed cost per
-turn (``Growth.fixed_cost``: the store less an empty store less each turn's text compressed alone, per
-turn). With ``--where``, the bytes of each table and index (SQLite's ``dbstat``: pages, payload, unused
-space) and the payload of each column (``sum(length(col))``) of the largest case. To compare two source
-trees, run the same file with ``PYTHONPATH`` pointing at each (flujo is imported from ``sys.path``).
-docs/performance.md ("Store sizes on real text", issue 36).
+size after a WAL checkpoint next to the raw UTF-8 bytes of the turns, the ratio, the fixed cost per turn
+(``Growth.fixed_cost``: the store less an empty store less each turn's text compressed alone, per turn) and
+the bytes per turn of everything but the texts' bodies as stored ("structure"). With ``--where``, the bytes
+of each table and index (SQLite's ``dbstat``: pages, payload, unused space) and the payload of each column
+(``sum(length(col))``) of the last case. To compare two source trees, run the same file with ``PYTHONPATH``
+pointing at each (flujo is imported from ``sys.path``). docs/performance.md ("Store sizes on real text").
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.append(str(Path(__file__).resolve().parent.parent))  # after PYTHONPATH: the tree under test first
 
 from core.store import open_store
-from tests.support.storage_growth import History, measure
+from tests.support.storage_growth import Growth, History, measure
 
 _COLUMNS = {
     "runs": ("input", "output", "usage", "options"),
@@ -41,6 +41,17 @@ def _empty(folder: Path) -> int:
     folder.mkdir(parents=True)
     asyncio.run(create())
     return sum(p.stat().st_size for p in folder.glob("flujo.db*"))
+
+
+def _structure(db_path: Path, growth: Growth, empty: int) -> float:
+    """Bytes per turn beyond the texts' bodies as the store holds them: (store - empty store - the bodies of
+    the ``texts`` rows that hold a text, not a list) / turns."""
+    db = sqlite3.connect(db_path)
+    try:
+        [(bodies,)] = db.execute("SELECT coalesce(sum(length(body)), 0) FROM texts WHERE hash != x''").fetchall()
+    finally:
+        db.close()
+    return (growth.db_bytes - empty - bodies) / growth.turns
 
 
 def _where(db_path: Path) -> None:
@@ -84,7 +95,10 @@ def main() -> None:
         folder = Path(scratch)
         empty = _empty(folder / "empty")
         print(f"empty store: {empty} bytes")
-        print(f"{'chars':>5} {'history':>9} {'turns':>5} {'raw':>9} {'store':>9} {'ratio':>6} {'fixed/turn':>10}")
+        print(
+            f"{'chars':>5} {'history':>9} {'turns':>5} {'raw':>9} {'store':>9} {'ratio':>6} {'fixed/turn':>10}"
+            f" {'structure':>9}"
+        )
         last = folder
         for chars in args.chars:
             for history in args.history:
@@ -94,7 +108,7 @@ def main() -> None:
                     growth = measure(turns, last, history=h, turn_chars=chars)
                     print(
                         f"{chars:5} {history:>9} {turns:5} {growth.raw_bytes:9} {growth.db_bytes:9}"
-                        f" {growth.ratio:6.3f} {growth.fixed_cost(empty):10.1f}"
+                        f" {growth.ratio:6.3f} {growth.fixed_cost(empty):10.1f} {_structure(last, growth, empty):9.1f}"
                     )
         if args.where:
             print(f"where the bytes of the last case go ({last.parent.name}):")

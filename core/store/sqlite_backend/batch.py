@@ -143,13 +143,13 @@ class Batch:
                 stored = shared_lists.finish(cut, run_id, self._pending, split, store)
             else:
                 stored = split(codec.plain(value))
-            encoded.append(codec.pack(codec.compact(stored)))
+            encoded.append(codec.pack_json(codec.compact(stored)))
         return encoded
 
     def _store_list(self, run_id: str) -> Callable[[str], int]:
         def store(body: str) -> int:
             # Found by its id only, never by its digest: an empty one keeps it out of text look-ups.
-            cursor = self._writes.execute(_INSERT_TEXT, (run_id, _BLOB(), codec.pack(body)))
+            cursor = self._writes.execute(_INSERT_TEXT, (run_id, _BLOB(), codec.pack_json(body)))
             assert cursor.lastrowid is not None
             return cursor.lastrowid
 
