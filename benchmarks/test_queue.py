@@ -30,11 +30,11 @@ steps:
 """
 
 
-def _flujo(workdir: Path, uri: str, *args: str) -> subprocess.Popen[str]:
+def _flujo(workdir: Path, uri: str, *args: str, tree: Path = ROOT) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "flujo_cli.main", *args],
         cwd=workdir,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "FLUJO_STATE_URI": uri},
+        env={**os.environ, "PYTHONPATH": str(tree), "FLUJO_STATE_URI": uri},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -80,6 +80,9 @@ FLOOR_ROUNDS = size(5, 1)
 FLOOR_SCRIPT = ROOT / "benchmarks" / "worker_floor.py"
 # What each round runs: the floor, then one worker at -c 1, one at -c 2, and two -c 1 workers side by side.
 SHAPES = {"floor": (), "c1": (("-c", "1"),), "c2": (("-c", "2"),), "2x c1": (("-c", "1"), ("-c", "1"))}
+# Another source tree (say main's, checked out with ``git worktree add``) whose workers each round runs too,
+# in the same sitting: its shapes are named "before c1", ...
+OTHER_TREE = os.environ.get("FLUJO_BENCH_OTHER_TREE")
 
 
 def _timed(procs: list[subprocess.Popen[str]], first_line: str) -> tuple[float, float]:
@@ -111,7 +114,10 @@ def test_a_worker_against_its_floor(
     (tmp_path / "bp.yaml").write_text(BLUEPRINT, encoding="utf-8")
     (tmp_path / "inputs.jsonl").write_text("".join(f'"run {i}"\n' for i in range(FLOOR_RUNS)), encoding="utf-8")
     stores = iter(range(1000))
-    times: dict[str, list[tuple[float, float]]] = {shape: [] for shape in SHAPES}
+    shapes = {name: (ROOT, workers) for name, workers in SHAPES.items()}
+    if OTHER_TREE:
+        shapes |= {f"before {name}": (Path(OTHER_TREE), workers) for name, workers in SHAPES.items() if workers}
+    times: dict[str, list[tuple[float, float]]] = {shape: [] for shape in shapes}
 
     def new_store() -> str:
         if backend == "sqlite":
@@ -121,7 +127,7 @@ def test_a_worker_against_its_floor(
         return empty_store_uri(request.getfixturevalue("postgres_server"))
 
     def one_round() -> None:
-        for shape, workers in SHAPES.items():
+        for shape, (tree, workers) in shapes.items():
             uri = new_store()
             if shape == "floor":
                 floor = subprocess.Popen(
@@ -138,7 +144,7 @@ def test_a_worker_against_its_floor(
             submitted = _flujo(tmp_path, uri, "submit", "bp.yaml", "--inputs", "inputs.jsonl")
             _, err = submitted.communicate()
             assert submitted.returncode == 0, err
-            procs = [_flujo(tmp_path, uri, "worker", "--until-idle", *flags) for flags in workers]
+            procs = [_flujo(tmp_path, uri, "worker", "--until-idle", *flags, tree=tree) for flags in workers]
             times[shape].append(_timed(procs, "stderr"))
 
     benchmark.pedantic(one_round, rounds=FLOOR_ROUNDS)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import os
 import signal
 import sys
@@ -75,6 +76,8 @@ class _Worker:
     traces: LiveTraces | None = None  # runs sent to the configured collector as they end (docs/observability.md)
     cache: BlueprintCache = field(init=False)  # the settings and blueprints of its runs (flujo_cli.blueprint_cache)
     asked_cancel: float = 0.0  # when it last read the cancel requests (time.monotonic)
+    unsaid: list[str] = field(default_factory=list)  # log lines not written yet (_say)
+    flushing: asyncio.TimerHandle | None = None
 
     def __post_init__(self) -> None:
         self.cache = BlueprintCache(self.state)
@@ -84,11 +87,11 @@ class _Worker:
         with the process; the runs in hand resume from their last commit): the first one's interrupted runs
         may be waiting for the store, up to ``sqlite.busy_timeout_s`` for a file another process keeps locked."""
         if now and self.interrupt_now:
-            self.console.print("interrupted again: exiting now; the runs in hand resume from their last finished step")
+            self._print("interrupted again: exiting now; the runs in hand resume from their last finished step")
             sys.stderr.flush()
             os._exit(exit_codes.INTERRUPTED)
         if now and self.tasks:
-            self.console.print(f"interrupting {len(self.tasks)} run(s) in hand (Ctrl-C again exits at once)")
+            self._print(f"interrupting {len(self.tasks)} run(s) in hand (Ctrl-C again exits at once)")
         self.interrupt_now = self.interrupt_now or now
         self.stopping.set()
 
@@ -123,7 +126,7 @@ class _Worker:
         """The store became unavailable: say so, once (the runs in hand will each find it out too)."""
         if self.lost is None:
             self.lost = exc
-            self.console.print(
+            self._print(
                 f"the run store is unavailable: {escape(exc.message)}; the runs in hand stop, resumable from their"
                 f" last finished step; trying to reach it again for up to {self.reconnect_for_s:g}s"
             )
@@ -156,7 +159,7 @@ class _Worker:
             pause = min(pause * 2, LONGEST_RETRY_S)
         self.lost = None
         self.cancelled.clear()
-        self.console.print(f"the run store is back after {time.monotonic() - since:.1f}s; taking runs again")
+        self._print(f"the run store is back after {time.monotonic() - since:.1f}s; taking runs again")
 
     async def _wait(self, timeout: float) -> None:
         stop = asyncio.create_task(self.stopping.wait())
@@ -176,7 +179,7 @@ class _Worker:
 
     async def _wind_down(self) -> None:
         if self.tasks and not self.interrupt_now:
-            self.console.print(
+            self._print(
                 f"stopping: {len(self.tasks)} run(s) in hand get {self.grace_s:g}s to finish, then are interrupted"
             )
             deadline = time.monotonic() + self.grace_s
@@ -216,7 +219,7 @@ class _Worker:
         run_id = taken.record.run_id
         took = time.time()  # what this worker does of the run starts now (the spans it sends)
         try:
-            self._say(f"started {run_id}")
+            self._say(f"started {run_id}", now=True)
             outcome = await self._resume(taken)
             if outcome is None:  # settled elsewhere while it was queued (a row an older flujo left behind)
                 await self.store.leave_queued(run_id)
@@ -255,13 +258,35 @@ class _Worker:
         seconds = time.perf_counter() - started
         self._say(f"{status} {run_id} · {seconds:.2f}s" + (f" · {detail}" if detail else ""))
 
-    def _say(self, line: str) -> None:
-        """One line of the worker's log of its runs: written as it is when stderr is no terminal (a service's
-        log; rendering it through rich would cost more than a short run), through the console on a terminal."""
+    def _say(self, line: str, *, now: bool = False) -> None:
+        """One line of the worker's log of its runs: through the console on a terminal; else (a service's log)
+        written as it is, rendering it through rich costing more than a short run: ``now`` (a run started:
+        said before it executes anything, so a killed worker's log names the runs it held) with the lines
+        waiting, the others within ``POLL_S / 2`` or with the next line said ``now`` (a worker whose runs are
+        short writes once per run)."""
         if self.console.is_terminal:
             self.console.print(escape(line))
-        else:
-            self.console.file.write(line + "\n")
+            return
+        self.unsaid.append(line)
+        if now:
+            self._flush()
+        elif self.flushing is None:
+            self.flushing = asyncio.get_running_loop().call_later(POLL_S / 2, self._flush)
+
+    def _flush(self) -> None:
+        """Write the log lines waiting (before anything else the worker prints)."""
+        if self.flushing is not None:
+            self.flushing.cancel()
+            self.flushing = None
+        if self.unsaid:
+            self.console.file.write("".join(f"{line}\n" for line in self.unsaid))
+            self.unsaid.clear()
+            self.console.file.flush()
+
+    def _print(self, text: str) -> None:
+        """``text`` through the console, after the log lines waiting."""
+        self._flush()
+        self.console.print(text)
 
     async def _resume(self, taken: Taken) -> RunOutcome | None:
         """Execute the run taken from the queue as ``flujo run`` would have, with what was submitted: a fresh
@@ -358,12 +383,16 @@ async def _work(
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, lambda: worker.stop(now=False))
     loop.add_signal_handler(signal.SIGINT, lambda: worker.stop(now=True))
+    # What executing a run needs, loaded before the first run is taken rather than during it.
+    for module in ("blueprints", "flujo_cli.answering", "flujo_cli.commands.run", "flujo_cli.human"):
+        importlib.import_module(module)
     console.print(f"worker {process_label()} on {where(settings)}: up to {concurrency} run(s) at a time")
     try:
         await worker.loop(until_idle=until_idle)
     finally:
         loop.remove_signal_handler(signal.SIGTERM)
         loop.remove_signal_handler(signal.SIGINT)
+        worker._flush()
         waits = store.lock_waits if isinstance(store, SqliteStore) else 0
         await store.close()
         if waits:
