@@ -103,6 +103,7 @@ def _timed(procs: list[subprocess.Popen[str]], first_line: str) -> tuple[float, 
     return ended - started, ended - ready
 
 
+@pytest.mark.timeout(3600)  # 4 to 7 whole-process rounds of 200 runs, 5 times, on a machine others load
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_a_worker_against_its_floor(
     benchmark: BenchmarkFixture, request: pytest.FixtureRequest, tmp_path: Path, backend: str
