@@ -195,6 +195,15 @@ class Engine:
             if not claimed:
                 await self.store.release_run(full_id)
 
+    async def start_taken(self, pipeline: Pipeline, record: RunRecord) -> RunOutcome:
+        """Execute a queued run that was never started, which the caller took from the queue: it holds the
+        run's claim, and ``record`` is the run as taking it read it (marked running). As ``run`` does once it
+        has created and claimed a run: nothing to read back, no journal (a run taken again, after its worker
+        died or was stopped, goes through ``resume`` instead). ``ResumeRefused``, as ``resume`` would refuse
+        it, when ``pipeline`` is not the blueprint the run was submitted with (its source hash differs)."""
+        _check_resumable(record, pipeline, force=False)
+        return await self._execute(pipeline, record, journal_from_store=False)
+
     async def _execute(self, pipeline: Pipeline, record: RunRecord, *, journal_from_store: bool) -> RunOutcome:
         run_id = record.run_id
         journal = {}

@@ -55,12 +55,17 @@ class RunOverrides:
             return self
         return replace(self, default_model=settings.default_model)
 
+    def setting_assignments(self) -> list[str]:
+        """The command-line layer of the settings as ``KEY=VALUE`` texts: the kept ``default_model``, under
+        the ``--set`` values."""
+        kept = [f"default_model={self.default_model}"] if self.default_model is not None else []
+        return [*kept, *self.settings]
+
     def setting_overrides(self) -> dict[str, Any]:
-        """The command-line layer of the settings: the kept ``default_model``, under the ``--set`` values."""
+        """The command-line layer of the settings (``setting_assignments``), parsed."""
         from core import overrides_from_assignments
 
-        kept = [f"default_model={self.default_model}"] if self.default_model is not None else []
-        return overrides_from_assignments([*kept, *self.settings])
+        return overrides_from_assignments(self.setting_assignments())
 
     def to_options(self) -> dict[str, Any] | None:
         """These overrides as the run records them (None when there are none). A secret (``--set

@@ -49,6 +49,7 @@ def test_exports() -> None:
     for_the_cli = {"ELSEWHERE_HINT", "OpenMode", "PostgresStore", "RUNNABLE", "copy_runs", "describe", "is_postgres"}
     for_the_cli |= {"process_label"}
     for_the_cli |= {"StorePeek", "peek_store", "project_state_uri"}  # shell completion (issue 35)
+    for_the_cli |= {"Taken"}  # what flujo worker is given when it takes a queued run (issue 36)
     assert set(core.store.__all__) - for_the_cli == {"MemoryStore", "SCHEMA_VERSION", "SqliteStore", "open_store"}
     assert for_the_cli <= set(core.store.__all__)
     assert SCHEMA_VERSION == 10

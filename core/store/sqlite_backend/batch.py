@@ -78,6 +78,8 @@ class Batch:
         cursor = self._conn.execute(_UPDATE_RUN, (*values, run_id))
         if cursor.rowcount == 0:
             raise StoreError(f"no run {run_id} to update", hint="create the run first")
+        if update.status in queue_rows.LEAVES:  # settled: out of the queue with it (core.store.rows.queue_rows)
+            cursor.execute(queue_rows.REMOVE, (run_id,))
 
     def queue_runs(self, runs: Sequence[RunRecord]) -> None:
         self._conn.execute("PRAGMA defer_foreign_keys = ON")
