@@ -59,18 +59,38 @@ class Sitting:
     def median(self, kind: str, which: str) -> float:
         return statistics.median(getattr(cost, which) for cost in self.costs[kind])
 
-    def ratio(self, kind: str, which: str) -> float:
-        return self.median(kind, which) / self.median("deps", which)
+    def ratio(self, kind: str, which: str, deps: Sitting | None = None) -> float:
+        """``kind``'s median over the dependencies' median (``deps``'s, when given: see ``pooled``)."""
+        return self.median(kind, which) / (deps or self).median("deps", which)
 
-    def summary(self) -> dict[str, float]:
-        """Medians in milliseconds and ratios to ``deps``, by kind and measure."""
+    def summary(self, deps: Sitting | None = None) -> dict[str, float]:
+        """Medians in milliseconds and ratios to the dependencies' import, by kind and measure."""
         found: dict[str, float] = {}
         for kind in KINDS:
             for which in ("wall", "cpu"):
-                found[f"{kind}_{which}_ms"] = round(self.median(kind, which) * 1000, 1)
+                found[f"{kind}_{which}_ms"] = round(
+                    (deps if kind == "deps" and deps else self).median(kind, which) * 1000, 1
+                )
                 if kind != "deps":
-                    found[f"{kind}_{which}_ratio"] = round(self.ratio(kind, which), 3)
+                    found[f"{kind}_{which}_ratio"] = round(self.ratio(kind, which, deps), 3)
         return found
+
+    def summary_of(self, kind: str) -> dict[str, float]:
+        """The medians of ``kind`` and of the dependencies' import, and the ratios (when only ``kind`` ran)."""
+        found: dict[str, float] = {}
+        for which in ("wall", "cpu"):
+            found[f"deps_{which}_ms"] = round(self.median("deps", which) * 1000, 1)
+            found[f"{kind}_{which}_ms"] = round(self.median(kind, which) * 1000, 1)
+            found[f"{which}_ratio"] = round(self.ratio(kind, which), 3)
+        return found
+
+
+def pooled(sittings: list[Sitting]) -> Sitting:
+    """The dependencies' imports of every tree of a sitting as one: it is the same process whatever the tree
+    (only ``PYTHONPATH`` differs), so every tree is divided by the same, steadier, median."""
+    return Sitting(
+        {"deps": [cost for found in sittings for cost in found.costs["deps"]], "one_step": [], "conversation": []}
+    )
 
 
 def _children_cpu() -> float:
@@ -140,9 +160,10 @@ def main() -> None:
     trees = arguments.tree or [HERE.parent]
     with tempfile.TemporaryDirectory() as scratch:
         found = sitting(trees, arguments.rounds, Path(scratch))
-    print(f"{arguments.rounds} rounds, interleaved; medians (ms) and ratios to the dependencies' import")
+    print(f"{arguments.rounds} rounds, interleaved; medians (ms) and ratios to the dependencies' import (pooled)")
+    deps = pooled(found)
     for tree, measured in zip(trees, found, strict=True):
-        summary = measured.summary()
+        summary = measured.summary(deps)
         print(f"\n{tree}")
         for kind in KINDS:
             line = f"  {kind:13} wall {summary[f'{kind}_wall_ms']:7.1f}  cpu {summary[f'{kind}_cpu_ms']:7.1f}"
