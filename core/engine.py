@@ -18,7 +18,7 @@ import asyncio
 import secrets
 import time
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.answering.order import Answering
 from core.context import RunContext
@@ -40,9 +40,11 @@ from core.model.usage import ZERO_USAGE, Usage
 from core.policies.dispatch import run_steps
 from core.policies.frame import Frame
 from core.ports import HumanInput, NullReporter, Reporter, RunStore
-from core.replay.replayer import Replay
 from core.steps.kinds import Pipeline
 from core.text.redaction import Redactor
+
+if TYPE_CHECKING:  # only types here: a replay's and a simulated person's code loads when one is used
+    from core.replay.replayer import Replay
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@ from pydantic import ValidationError
 from blueprints.checking.checks import run_checks
 from blueprints.checking.default_model import with_default_model
 from blueprints.checking.model_overrides import NO_MODEL_OVERRIDES, ModelOverrides
-from blueprints.checking.salvage import salvage
 from blueprints.checking.validation import validation_findings
 from blueprints.reading.ensemble_file import is_ensemble_file, reword, translate, translate_index
 from blueprints.reading.file_kinds import not_a_file
@@ -116,6 +115,8 @@ def analyse_file(
     except ValidationError as exc:
         invalid = validation_findings(exc, parsed.data, index)
         schema = [*parsed.findings, *(reword(invalid) if ensemble_file else invalid)]
+        from blueprints.checking.salvage import salvage  # here: only a blueprint with errors is salvaged
+
         rescued = salvage(parsed.data, exc, index)
         if rescued is None:
             return FileAnalysis(sort_findings(schema))

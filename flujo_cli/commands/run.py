@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import gc
 import json
 import re
 import sys
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.markup import escape
 
+import flujo_cli.collection as collection
 import flujo_cli.exit_codes as exit_codes
 from flujo_cli.answering import NO_ANSWER_FLAGS, AnswerFlags
 from flujo_cli.event_lines import NO_EVENTS, EventFlags
@@ -197,6 +197,40 @@ def run_blueprint(
     debug: bool,
 ) -> int:
     """Run blueprint ``file``; in ``thread``, or (``continue_last``) in the thread of its latest run."""
+    with collection.paused():  # until the run starts (flujo_cli/collection.py)
+        return _run_blueprint(
+            file,
+            input_text=input_text,
+            answers=answers,
+            answers_file=answers_file,
+            no_input=no_input,
+            json_output=json_output,
+            overrides=overrides,
+            thread=thread,
+            continue_last=continue_last,
+            answer_flags=answer_flags,
+            state=state,
+            events=events,
+            debug=debug,
+        )
+
+
+def _run_blueprint(
+    file: Path,
+    *,
+    input_text: str | None,
+    answers: Sequence[str],
+    answers_file: Path | None,
+    no_input: bool,
+    json_output: bool,
+    overrides: RunOverrides,
+    thread: str | None,
+    continue_last: bool,
+    answer_flags: AnswerFlags,
+    state: str | None,
+    events: EventFlags,
+    debug: bool,
+) -> int:
     require_file(file, "blueprint file", "check the path; examples live in blueprints/examples/")
     overrides = replace(overrides, models=checked_models(overrides.models))
     if thread is not None:
@@ -247,6 +281,36 @@ def resume_run(
     answer_flags: AnswerFlags = NO_ANSWER_FLAGS,
     state: str | None = None,
     events: EventFlags = NO_EVENTS,
+    debug: bool,
+) -> int:
+    with collection.paused():  # until the run starts (flujo_cli/collection.py)
+        return _resume_run(
+            run_id,
+            answers=answers,
+            answers_file=answers_file,
+            no_input=no_input,
+            json_output=json_output,
+            overrides=overrides,
+            force=force,
+            answer_flags=answer_flags,
+            state=state,
+            events=events,
+            debug=debug,
+        )
+
+
+def _resume_run(
+    run_id: str,
+    *,
+    answers: Sequence[str],
+    answers_file: Path | None,
+    no_input: bool,
+    json_output: bool,
+    overrides: RunOverrides,
+    force: bool,
+    answer_flags: AnswerFlags,
+    state: str | None,
+    events: EventFlags,
     debug: bool,
 ) -> int:
     if answers_file is not None:
@@ -441,7 +505,7 @@ async def _run(
             error_line(exc.message, exc.hint)
             return exit_codes.USAGE
         pipeline = _with_limits(pipeline, overrides)
-        gc.freeze()  # what is loaded now lives as long as the run: full collections need not scan it again
+        collection.loaded()  # frozen: full collections need not scan it again; collection resumes
         if thread is not None:
             try:
                 check_thread(pipeline, thread)
