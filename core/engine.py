@@ -18,7 +18,7 @@ import asyncio
 import secrets
 import time
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.answering.order import Answering
 from core.context import RunContext
@@ -40,9 +40,11 @@ from core.model.usage import ZERO_USAGE, Usage
 from core.policies.dispatch import run_steps
 from core.policies.frame import Frame
 from core.ports import HumanInput, NullReporter, Reporter, RunStore
-from core.replay.replayer import Replay
 from core.steps.kinds import Pipeline
 from core.text.redaction import Redactor
+
+if TYPE_CHECKING:  # only types here: a replay's and a simulated person's code loads when one is used
+    from core.replay.replayer import Replay
 
 
 @dataclass(frozen=True)
@@ -194,6 +196,15 @@ class Engine:
         finally:
             if not claimed:
                 await self.store.release_run(full_id)
+
+    async def start_taken(self, pipeline: Pipeline, record: RunRecord) -> RunOutcome:
+        """Execute a queued run that was never started, which the caller took from the queue: it holds the
+        run's claim, and ``record`` is the run as taking it read it (marked running). As ``run`` does once it
+        has created and claimed a run: nothing to read back, no journal (a run taken again, after its worker
+        died or was stopped, goes through ``resume`` instead). ``ResumeRefused``, as ``resume`` would refuse
+        it, when ``pipeline`` is not the blueprint the run was submitted with (its source hash differs)."""
+        _check_resumable(record, pipeline, force=False)
+        return await self._execute(pipeline, record, journal_from_store=False)
 
     async def _execute(self, pipeline: Pipeline, record: RunRecord, *, journal_from_store: bool) -> RunOutcome:
         run_id = record.run_id

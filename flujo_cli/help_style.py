@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
+from flujo_cli.typed_values import convert_plainly
+
 if TYPE_CHECKING:  # Typer carries its own click (typer._click); only its types are needed here
     from typer._click import Context, Parameter
 
@@ -69,6 +71,13 @@ class Command(TyperCommand):
         super().__init__(*args, **kwargs)
         self.help = _unwrapped(self.help)
         self.short_help = _unwrapped(self.short_help)
+        convert_plainly(self.params)  # Typer's pydantic conversion only for values that need it
+
+    def get_help_option(self, ctx: Context) -> TyperOption | None:
+        option = super().get_help_option(ctx)
+        if option is not None:
+            convert_plainly([option])
+        return option
 
     def get_params(self, ctx: Context) -> list[Parameter]:
         return _name_values(super().get_params(ctx), ctx)
@@ -79,6 +88,16 @@ class Command(TyperCommand):
 
 class Group(TyperGroup):
     """A command group (``flujo``, ``flujo lens``) whose own options are named the same way."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        convert_plainly(self.params)
+
+    def get_help_option(self, ctx: Context) -> TyperOption | None:
+        option = super().get_help_option(ctx)
+        if option is not None:
+            convert_plainly([option])
+        return option
 
     def get_params(self, ctx: Context) -> list[Parameter]:
         return _name_values(super().get_params(ctx), ctx)

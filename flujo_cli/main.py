@@ -1053,8 +1053,12 @@ def main() -> None:
 
     if early_interrupt.restore():  # Ctrl-C while Python loaded the command line
         _interrupted_before_start()
+    import sys
+
+    from flujo_cli.one_command import narrowed
+
     try:
-        app()
+        narrowed(app, sys.argv[1:])()  # only the command asked for is built
     except KeyboardInterrupt:  # Ctrl-C while Typer builds the command line, before any command starts
         _interrupted_before_start()
     except Exception as exc:

@@ -12,15 +12,17 @@ import json
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, assert_never
+from typing import TYPE_CHECKING, Any, assert_never
 
 from rich.console import Console
 from rich.markup import escape
-from rich.status import Status
 from rich.text import Text
 
 from core import MODEL_TURN_KIND, TOOL_CALL_KIND, Activity, Redactor, StepRecord, TraceEvent
 from flujo_cli.line_writer import LineWriter
+
+if TYPE_CHECKING:  # a spinner is made by ``Console.status``, which imports it (and Rich's tables) when one starts
+    from rich.status import Status
 
 
 def preview(value: Any, limit: int = 2000) -> str:

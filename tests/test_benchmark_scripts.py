@@ -63,3 +63,16 @@ def test_the_ensemble_script_writes_a_blueprint_that_validates(tmp_path: Path) -
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.startswith("flujo run ")
     assert validate_file(tmp_path / "ensemble.yaml") == []
+
+
+def test_the_worker_floor_runs_its_runs_and_reports_them() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "worker_floor.py"), "3"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    ready, report = result.stdout.splitlines()
+    assert ready == "ready" and report.startswith("3 runs in") and report.endswith("runs/s")

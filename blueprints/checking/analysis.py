@@ -16,8 +16,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from blueprints.checking.checks import run_checks
+from blueprints.checking.default_model import with_default_model
 from blueprints.checking.model_overrides import NO_MODEL_OVERRIDES, ModelOverrides
-from blueprints.checking.salvage import salvage
 from blueprints.checking.validation import validation_findings
 from blueprints.reading.ensemble_file import is_ensemble_file, reword, translate, translate_index
 from blueprints.reading.file_kinds import not_a_file
@@ -37,6 +37,7 @@ class FileAnalysis:
     model: BlueprintModel | None = None
     index: PositionIndex | None = None
     source_hash: str | None = None
+    defaulted: frozenset[str] = frozenset()  # the agents that run the settings' default_model
 
 
 def _unreadable(file: str, reason: str, hint: str | None = None) -> FileAnalysis:
@@ -55,11 +56,13 @@ def analyse_file(
     profiles: Collection[str] | None = None,
     bounds: BoundsSettings | None = None,
     models: ModelOverrides = NO_MODEL_OVERRIDES,
+    default_model: str | None = None,
 ) -> FileAnalysis:
     """Every finding of the blueprint file at ``path`` (named as given in positions), its loops checked
     against the settings' ``history`` defaults and its YAML read within ``bounds`` (the built-in ones
-    when None), its agents running the models ``models`` gives them (``--model``). ModelOverrideError when
-    ``models`` names an agent the file does not define: the command line's mistake, not the file's."""
+    when None), its agents that name no model running ``default_model`` (the settings'), and the models
+    ``models`` gives them (``--model``) over any. ModelOverrideError when ``models`` names an agent the file
+    does not define: the command line's mistake, not the file's."""
     file = str(path)
     found = not_a_file(path)  # before opening it: a FIFO would wait for a writer
     if found == "nothing":
@@ -103,21 +106,25 @@ def analyse_file(
     ensemble_file = is_ensemble_file(parsed.data)
     if ensemble_file:  # the ensemble file format: one ensemble step
         parsed.data, index = translate(parsed.data), translate_index(index)
+    parsed.data, defaulted = with_default_model(parsed.data, default_model)
     if models:
         parsed.data = models.apply(parsed.data, file=file)
+        defaulted = frozenset(name for name in defaulted if models.model_for(name) is None)
     try:
         model = BlueprintModel.model_validate(parsed.data)
     except ValidationError as exc:
         invalid = validation_findings(exc, parsed.data, index)
         schema = [*parsed.findings, *(reword(invalid) if ensemble_file else invalid)]
+        from blueprints.checking.salvage import salvage  # here: only a blueprint with errors is salvaged
+
         rescued = salvage(parsed.data, exc, index)
         if rescued is None:
             return FileAnalysis(sort_findings(schema))
         later = run_checks(rescued.model, index, path.parent, history=history, profiles=profiles, bounds=bounds)
         findings = [*schema, *rescued.later_findings(later, index)]
-        return FileAnalysis(sort_findings(findings), rescued.model, index, source_hash)
+        return FileAnalysis(sort_findings(findings), rescued.model, index, source_hash, defaulted)
     findings = [
         *parsed.findings,
         *run_checks(model, index, path.parent, history=history, profiles=profiles, bounds=bounds),
     ]
-    return FileAnalysis(sort_findings(findings), model, index, source_hash)
+    return FileAnalysis(sort_findings(findings), model, index, source_hash, defaulted)

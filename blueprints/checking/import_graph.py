@@ -39,7 +39,8 @@ class ImportedFile:
 
 class ImportGraph:
     """The files a load reaches, in the order they were found (the loaded file first), each checked
-    against the same settings' ``history`` defaults, with the agents' models ``models`` gives them."""
+    against the same settings' ``history`` defaults, its agents that name no model running ``default_model``,
+    with the agents' models ``models`` gives them over any."""
 
     def __init__(
         self,
@@ -48,9 +49,11 @@ class ImportGraph:
         profiles: Collection[str] | None = None,
         bounds: BoundsSettings | None = None,
         models: ModelOverrides = NO_MODEL_OVERRIDES,
+        default_model: str | None = None,
     ) -> None:
         self._files: dict[Path, ImportedFile] = {}
         self._models = models
+        self._default_model = default_model
         self._history = history
         self._profiles = profiles
         self._bounds = bounds or BoundsSettings()
@@ -71,7 +74,12 @@ class ImportGraph:
         # ``--model agents.NAME`` names an agent of the loaded file; ``--model '*=...'`` reaches its imports too.
         models = self._models if not chain else self._models.for_imports()
         analysis = analyse_file(
-            path, history=self._history, profiles=self._profiles, bounds=self._bounds, models=models
+            path,
+            history=self._history,
+            profiles=self._profiles,
+            bounds=self._bounds,
+            models=models,
+            default_model=self._default_model,
         )
         node = ImportedFile(path, analysis, list(analysis.findings))
         self._files[key] = node

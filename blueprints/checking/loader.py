@@ -6,7 +6,8 @@ returns a ``Blueprint`` (with its imported blueprints) or raises ``InvalidBluepr
 located at the first error, carrying every finding). Reading one file is ``blueprints.checking.analysis``;
 following imports is ``blueprints.checking.import_graph``. Both take the settings a run would compile the
 blueprint with (``flujo validate`` and ``flujo run`` pass the same ones), because whether a blueprint is
-valid can depend on them: a ``summarize`` loop needs a summarizer, its own or the settings' default. This
+valid can depend on them: a ``summarize`` loop needs a summarizer, its own or the settings' default, and an
+agent that names no model needs the settings' ``default_model`` (``blueprints.checking.default_model``). This
 layer never reads settings itself; without them, the built-in defaults apply.
 """
 
@@ -49,6 +50,7 @@ class Blueprint:
     source_hash: str
     findings: tuple[Finding, ...] = ()
     imports: Mapping[str, Blueprint] = field(default_factory=dict)
+    defaulted: frozenset[str] = frozenset()  # the agents that run the settings' default_model
 
     def position(self, path: DataPath) -> SourcePosition:
         """Where the value at data ``path`` is written (or its nearest written ancestor)."""
@@ -61,6 +63,12 @@ class Blueprint:
     @property
     def name(self) -> str:
         return self.model.name or self.path.stem
+
+    @property
+    def takes_default_model(self) -> bool:
+        """Whether an agent of this blueprint, or of one it imports at any depth, runs the settings'
+        ``default_model``."""
+        return bool(self.defaulted) or any(child.takes_default_model for child in self.imports.values())
 
     @property
     def tree_hash(self) -> str:
@@ -80,6 +88,7 @@ def _load(path: Path, settings: Settings | None, models: ModelOverrides) -> tupl
         profiles=list(settings.profiles) if settings is not None else None,
         bounds=settings.bounds if settings is not None else None,
         models=models,
+        default_model=settings.default_model if settings is not None else None,
     )
     root = graph.load(path)
     return [finding for file in graph.files for finding in file.findings], root
@@ -117,7 +126,13 @@ def _blueprint(node: ImportedFile, built: dict[Path, Blueprint]) -> Blueprint:
     assert analysis.model is not None and analysis.index is not None and analysis.source_hash is not None
     imports = {alias: _blueprint(child, built) for alias, child in node.imports.items()}
     blueprint = Blueprint(
-        analysis.model, analysis.index, node.path, analysis.source_hash, tuple(node.findings), imports
+        analysis.model,
+        analysis.index,
+        node.path,
+        analysis.source_hash,
+        tuple(node.findings),
+        imports,
+        analysis.defaulted,
     )
     built[key] = blueprint
     return blueprint

@@ -4,10 +4,12 @@
 ``ModelOverrides.parse`` reads the command line's values and checks each model id as the YAML's are checked
 (``blueprints.checking.model_ids``). ``apply`` puts them into a file's data after it is read and before it is
 validated (``blueprints.checking.analysis``), so the checks, the compiler and ``flujo explain`` all see the
-agents as they will run. ``agents.NAME`` names an agent of the blueprint given; ``*`` is every agent defined
-with ``model:``, in it and in the blueprints it imports (agents defined by ``python:`` or ``command:`` keep
-theirs). For one agent, ``agents.NAME`` beats ``*`` whatever their order, and a later value beats an earlier
-one. An agent given a model other than ``scripted`` drops its ``replies`` (only ``scripted`` reads them).
+agents as they will run. ``agents.NAME`` names an agent of the blueprint given; ``*`` is every agent that runs
+a model, in it and in the blueprints it imports: one defined with ``model:``, or with none of ``model:``,
+``python:`` and ``command:`` (which would run the settings' ``default_model``); agents defined by ``python:``
+or ``command:`` keep theirs. Both beat ``default_model``. For one agent, ``agents.NAME`` beats ``*`` whatever
+their order, and a later value beats an earlier one. An agent given a model other than ``scripted`` drops its
+``replies`` (only ``scripted`` reads them).
 
 A value that cannot apply is the command line's mistake, not the blueprint's: ``ModelOverrideError``, which
 the CLI reports as a usage error (exit code 2) with a did-you-mean.
@@ -108,8 +110,8 @@ class ModelOverrides:
         specific = [override.model for override in self.given if override.agent == name]
         if specific:
             return specific[-1]
-        if "model" not in agent:  # ``*`` changes agents that have a model, not python: or command: ones
-            return None
+        if agent.get("model") is None and any(agent.get(kind) is not None for kind in ("python", "command")):
+            return None  # ``*`` changes the agents that run a model, not python: or command: ones
         return self.model_for(EVERY_AGENT)
 
 

@@ -439,10 +439,14 @@ def _scratch(path: str) -> str:
     return "scratchpad." + path.removeprefix("context.").removeprefix("scratchpad.")
 
 
-def explain_blueprint(blueprint: Blueprint, settings: Settings | None = None) -> Explanation:
+def explain_blueprint(
+    blueprint: Blueprint, settings: Settings | None = None, *, default_model_from: str | None = None
+) -> Explanation:
     """``blueprint`` in plain words. ``settings`` gives the defaults a blueprint does not set (history
     bounds, the default summarizer, limits) and the model prices; without it, flujo's built-in defaults.
-    Load the blueprint with the same settings, so that what is valid agrees with what is explained."""
+    Load the blueprint with the same settings, so that what is valid agrees with what is explained. An agent
+    that runs the settings' ``default_model`` says so, and where it was set: ``default_model_from``
+    (``user settings /home/ada/.config/flujo/config.toml:1:1``), when the caller knows."""
     settings = settings or Settings()
     walker = _Walk(settings)
     model = blueprint.model
@@ -451,7 +455,12 @@ def explain_blueprint(blueprint: Blueprint, settings: Settings | None = None) ->
     agents = dict(model.agents)
     used = used_by(blueprint)
     summaries = tuple(
-        AgentSummary(name, *agent_words(agent), tuple(used.get(name, ())), agent_tools(agent, blueprint))
+        AgentSummary(
+            name,
+            *_defaulted(agent_words(agent), name in blueprint.defaulted, default_model_from),
+            tuple(used.get(name, ())),
+            agent_tools(agent, blueprint),
+        )
         for name, agent in agents.items()
     )
     opening = overview(model.steps)
@@ -462,3 +471,11 @@ def explain_blueprint(blueprint: Blueprint, settings: Settings | None = None) ->
     human = tuple(walker.tally.human) or ("Nowhere: the run never asks you anything.",)
     warnings = sum(1 for finding in blueprint.findings if finding.severity == "warning")
     return Explanation(str(blueprint.path), blueprint.name, opening, summaries, steps, human, returns, cost, warnings)
+
+
+def _defaulted(words: tuple[str, bool], defaulted: bool, source: str | None) -> tuple[str, bool]:
+    """An agent's words, saying that its model is the settings' ``default_model`` (and where that was set)."""
+    if not defaulted:
+        return words
+    what, offline = words
+    return f"{what} (default_model, from {source})" if source else f"{what} (default_model)", offline

@@ -9,7 +9,8 @@ added to them appears in its schema too. ``tests/cli/test_schema.py`` keeps them
 validates against its schema, and every key of the models and of the file format is in it.
 
 Only the structure is in a schema: the rules across values (a ``uses:`` naming an agent that exists, templates,
-exactly one of ``model``/``python``/``command``) are ``flujo validate``'s.
+at most one of ``model``/``python``/``command``, none only with a ``default_model`` in the settings) are
+``flujo validate``'s.
 """
 
 from __future__ import annotations

@@ -14,11 +14,13 @@ many answers were replayed and which questions were new.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from core.answering.replay import RecordedAnswers
-from core.answering.simulated_person import SimulatedPerson
 from core.ports import HumanInput
+
+if TYPE_CHECKING:  # only types here: a replay's and a simulated person's code loads when one is used
+    from core.answering.replay import RecordedAnswers
+    from core.answering.simulated_person import SimulatedPerson
 
 AnswerSource = Literal["person", "given", "replayed", "simulated"]
 

@@ -13,7 +13,7 @@ replaces it); the conversation only hands it back.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from core.model.calls import ChatMessage
 from core.model.errors import FlujoError
@@ -21,7 +21,9 @@ from core.model.events import KnownEvent
 from core.model.records import StepRecord, StepStatus, TraceEvent
 from core.model.usage import ZERO_USAGE, Usage
 from core.ports import Agent
-from core.replay.recording import RecordedCall
+
+if TYPE_CHECKING:  # only types here: a replay's and a simulated person's code loads when one is used
+    from core.replay.recording import RecordedCall
 
 Held = TypeVar("Held")
 

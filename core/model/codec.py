@@ -3,19 +3,23 @@
 Invariants: every payload (inputs, outputs, event payloads, usage) is stored as JSON text written with
 ``json.dumps(default=json_default, ensure_ascii=False)``: a view or mapping comes back as an object, a value
 that JSON cannot represent as its ``str()``, tuples as lists; ``None`` is stored as SQL NULL. The SQLite
-store may keep a long JSON text zlib-compressed (``pack``); ``load`` reads both forms. Both stores
+store keeps a JSON text shrunk, its common fragments written as codes, and compressed when long
+(``pack_json``), and a text compressed (``pack``: against a preset dictionary, or zlib alone when long);
+``load`` reads every form. Both stores
 pass values through ``normalize`` so the in-memory store hands back exactly what the SQLite store would.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from _json import make_encoder
 from collections.abc import Callable
 from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, get_args
 
+from core.model import pack_tables
 from core.model.errors import StoreError
 from core.model.records import RunRecord, RunStatus, RunUpdate, StepRecord, StepStatus
 from core.model.usage import ZERO_USAGE, Usage
@@ -76,28 +80,98 @@ def _loads(text: str) -> Any:
 
 
 def load(text: str | bytes | None) -> Any:
-    """The value ``dump`` wrote (or that ``pack`` compressed)."""
+    """The value ``dump`` wrote (or that ``pack_json`` packed)."""
     if text is None:
         return None
+    return _parsed(grow(unpack(text)))
+
+
+def _parsed(text: str) -> Any:
     try:
-        return _loads(unpack(text))
+        return _loads(text)
     except json.JSONDecodeError as exc:
         raise StoreError(f"a stored value is not valid JSON: {exc}", hint=_DAMAGED) from exc
 
 
+_CODE = {fragment: chr(1 + index) for index, fragment in enumerate(pack_tables.JSON_CODES)}
+_GROW = {1 + index: fragment for index, fragment in enumerate(pack_tables.JSON_CODES)}
+_A_CODE = re.compile(r"[\x01-\x1f]").search
+_REFERENCE = '{"$text":'
+_REFERENCE_CODE = _CODE[_REFERENCE]
+
+
+def _first_key(fragment: str) -> str:
+    return next(key for key in pack_tables.JSON_CODE_KEYS if key in fragment)
+
+
+# The codes in groups, each looked for only when the text holds its key (a step's write shrinks some eight
+# texts: a search per group instead of one per code). A fragment whose key is missing is left as it is,
+# which ``grow`` reads the same.
+_GROUPS = tuple(
+    (key, tuple((fragment, _CODE[fragment]) for fragment in pack_tables.JSON_CODES if _first_key(fragment) == key))
+    for key in pack_tables.JSON_CODE_KEYS
+)
+
+
+def shrink(json_text: str) -> str:
+    """``json_text`` with the fragments of ``pack_tables.JSON_CODES`` written as their codes (one character)."""
+    if len(json_text) < 24:  # a reference to a stored text (a step's input or output), or a short value
+        return json_text.replace(_REFERENCE, _REFERENCE_CODE)
+    for key, codes in _GROUPS:
+        if key in json_text:
+            for fragment, code in codes:
+                json_text = json_text.replace(fragment, code)
+    return json_text
+
+
+def grow(text: str) -> str:
+    """The JSON text ``shrink`` was given (a text without codes, as every store wrote before, is that)."""
+    return text if _A_CODE(text) is None else text.translate(_GROW)
+
+
 PACK_FROM = 256
-"""Texts at least this long (in UTF-8 bytes) are stored compressed when that saves a tenth or more."""
+"""Texts at least this long (in UTF-8 bytes) are stored compressed when that makes them smaller."""
+
+PACK_JSON_FROM = 256
+"""JSON texts at least this long, once shrunk (``shrink``), are compressed as texts are."""
+
+ALONE_FROM = 3072
+"""Texts at least this long are compressed alone (zlib, its whole window); shorter ones against
+``pack_tables.DICTIONARY``, inside a window of 4 KB."""
+
+_WINDOW_BITS = 12  # deflate's window: 4 KB, the dictionary and a text shorter than ALONE_FROM inside it
+_MARK = bytes([pack_tables.VERSION])
+# A compressor and a decompressor primed with the dictionary once; each value gets a copy of one (deflate's
+# state copied: cheaper than building it and hashing the dictionary again). Raw deflate: no zlib header nor
+# checksum (6 bytes a value); the first byte names the dictionary instead.
+_PRIMED = zlib.compressobj(6, zlib.DEFLATED, -_WINDOW_BITS, 5, zlib.Z_DEFAULT_STRATEGY, pack_tables.DICTIONARY)
+_PRIMED_READER = zlib.decompressobj(-_WINDOW_BITS, pack_tables.DICTIONARY)
+
+
+def pack_json(json_text: str) -> str | bytes:
+    """A JSON text as the SQLite store keeps it: shrunk (``shrink``), then compressed as ``pack`` does when
+    still ``PACK_JSON_FROM`` bytes or more. ``load`` reads it, and every form stored before."""
+    shrunk = shrink(json_text)
+    return shrunk if len(shrunk) < PACK_JSON_FROM else pack(shrunk)
 
 
 def pack(text: str) -> str | bytes:
-    """``text`` as the SQLite store keeps it: as it is (TEXT), or zlib-compressed (a BLOB) when long and
-    compressible. ``unpack`` tells the two apart by their type, so rows written before compression existed
-    read the same."""
+    """``text`` as the SQLite store keeps it: as it is (TEXT), or compressed (a BLOB) when that is smaller.
+
+    A text of ``PACK_FROM`` bytes or more is compressed against the preset dictionary (``pack_tables``): its
+    version byte, then raw deflate; one of ``ALONE_FROM`` bytes or more with zlib alone (a zlib stream, whose
+    first byte is never a version byte). ``unpack`` tells the forms apart, so rows written before either
+    existed read the same."""
     encoded = text.encode("utf-8")
-    if len(encoded) < PACK_FROM:
+    size = len(encoded)
+    if size < PACK_FROM:
         return text
-    packed = zlib.compress(encoded, 6)
-    return packed if len(packed) * 10 <= len(encoded) * 9 else text
+    if size >= ALONE_FROM:
+        packed = zlib.compress(encoded, 6)
+        return packed if len(packed) * 10 <= size * 9 else text
+    compressor = _PRIMED.copy()
+    packed = _MARK + compressor.compress(encoded) + compressor.flush()
+    return packed if len(packed) < size else text
 
 
 def unpack(value: str | bytes) -> str:
@@ -105,6 +179,12 @@ def unpack(value: str | bytes) -> str:
     if isinstance(value, str):
         return value
     try:
+        if value[:1] == _MARK:
+            reader = _PRIMED_READER.copy()
+            text = reader.decompress(memoryview(value)[1:]) + reader.flush()
+            if not reader.eof or reader.unused_data:
+                raise zlib.error("the compressed value is cut short or followed by other bytes")
+            return text.decode("utf-8")
         return zlib.decompress(value).decode("utf-8")
     except (zlib.error, UnicodeDecodeError) as exc:
         raise StoreError(f"a stored value cannot be decompressed: {exc}", hint=_DAMAGED) from exc
@@ -115,7 +195,7 @@ def normalize(value: Any) -> Any:
     already that)."""
     if type(value) in ATOMIC:
         return value
-    return load(dump(value))
+    return _parsed(_dump(value))
 
 
 def dump_payload(payload: Any) -> str:
@@ -130,13 +210,16 @@ def load_payload(text: str | bytes) -> dict[str, Any]:
     return value
 
 
-# ``json.dumps``' own encoder for a usage (numbers or None under four or five text keys: no cycle to check), made once.
-_USAGE = make_encoder(None, _not_plain, encode_basestring_ascii, None, ": ", ", ", False, False, True)
+# ``json.dumps``' own encoder for a usage, compact (numbers or None under text keys: no cycle to check), made once.
+_USAGE = make_encoder(None, _not_plain, encode_basestring_ascii, None, ":", ",", False, False, True)
 
 
 def dump_usage(usage: Usage) -> str:
-    """``json.dumps(usage.to_dict())`` (every step's row has one)."""
-    return "".join(_USAGE(usage.to_dict(), 0))
+    """The compact JSON of ``usage`` (every step's row has one) without the counts that are 0 and a cost of
+    0.0: what ``load_usage`` reads as such (``{}`` for no usage; an unknown cost stays ``null``). Every
+    flujo's ``load_usage`` reads it."""
+    data = usage.to_dict()
+    return "".join(_USAGE({key: value for key, value in data.items() if value != 0}, 0))
 
 
 def load_usage(text: str | None) -> Usage:

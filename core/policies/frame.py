@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.answering.order import Answering
 from core.context import RunContext
@@ -27,13 +27,15 @@ from core.model.records import StepRecord, StepStatus, TraceEvent, interrupted_c
 from core.model.usage import INTERRUPTED_CALL, ZERO_USAGE, Usage
 from core.model.views import ATOMIC, LazyView, copied
 from core.ports import Agent, HumanInput, Reporter, RunStore, ToolSessions
-from core.replay.recording import RecordedCall
-from core.replay.replayer import Replay
 from core.steps.kinds import Limits
 from core.steps.paths import path_segment
 from core.text.redaction import Redactor
 from core.text.tokens import count_messages
 from core.tools.sessions import OpenSessions
+
+if TYPE_CHECKING:  # only types here: a replay's and a simulated person's code loads when one is used
+    from core.replay.recording import RecordedCall
+    from core.replay.replayer import Replay
 
 
 @dataclass

@@ -26,7 +26,7 @@ from pydantic_core import PydanticCustomError
 
 from core.model.errors import ConfigError
 from core.model.providers import PROVIDER_NAMES, PROVIDERS, find_provider, provider_of
-from core.settings.layers import SettingsLayer, project_layer, user_layer
+from core.settings.layers import SettingsLayer, anchored_model, project_layer, user_layer
 from core.settings.location import secrets
 from core.text.bounds import BoundsSettings
 
@@ -113,25 +113,33 @@ class HistorySettings(BaseModel):
     @field_validator("summarizer_model")
     @classmethod
     def _a_model_id(cls, value: str | None) -> str | None:
-        if value is None or value == "echo":
-            return value
-        provider, colon, name = value.partition(":")
-        if provider_of(value) is not None and (name or not colon):
-            return value
-        if value == "scripted":
-            problem = (
-                "a scripted summarizer needs replies, which only an agent under agents: has; "
-                "name such an agent in the loop's history_management.summarizer_agent"
-            )
-        elif not colon:
-            problem = f"unknown model {value!r}; did you mean openai:{value}?"
-        elif provider not in PROVIDER_NAMES:
-            problem = f"unknown provider {provider!r} (providers: {', '.join(PROVIDER_NAMES)})"
-        elif not name:
-            problem = f"{value!r} names no model"
-        else:
-            return value
-        raise PydanticCustomError("summarizer_model", "{problem}", {"problem": problem})
+        scripted = (
+            "a scripted summarizer needs replies, which only an agent under agents: has; "
+            "name such an agent in the loop's history_management.summarizer_agent"
+        )
+        return _checked_model_id("summarizer_model", value, scripted=scripted)
+
+
+def _checked_model_id(field: str, value: str | None, *, scripted: str) -> str | None:
+    """``value`` when it can name a model of a setting (``provider:model``, ``local``, ``echo``), else a
+    validation error saying why; ``scripted`` is refused, ``scripted`` saying why (it needs replies, which only
+    an agent has)."""
+    if value is None or value == "echo":
+        return value
+    provider, colon, name = value.partition(":")
+    if provider_of(value) is not None and (name or not colon):
+        return value
+    if value == "scripted":
+        problem = scripted
+    elif not colon:
+        problem = f"unknown model {value!r}; did you mean openai:{value}?"
+    elif provider not in PROVIDER_NAMES:
+        problem = f"unknown provider {provider!r} (providers: {', '.join(PROVIDER_NAMES)})"
+    elif not name:
+        problem = f"{value!r} names no model"
+    else:
+        return value
+    raise PydanticCustomError(field, "{problem}", {"problem": problem})
 
 
 class LimitSettings(BaseModel):
@@ -224,6 +232,9 @@ class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     state_uri: str = ".flujo/flujo.db"
+    # The model of every agent a blueprint (or an ensemble file) defines with none of model:, python: and
+    # command: (``blueprints.checking.default_model``); None: such an agent is an error.
+    default_model: str | None = None
     postgres: PostgresSettings = Field(default_factory=PostgresSettings)
     sqlite: SqliteSettings = Field(default_factory=SqliteSettings)
     openai: ProviderSettings = Field(default_factory=lambda: _endpoint("openai"))
@@ -236,10 +247,18 @@ class Settings(BaseModel):
     bounds: BoundsSettings = Field(default_factory=BoundsSettings)
     default_context_window: int = Field(default=8192, gt=0)
     response_reserve_tokens: int = Field(default=1024, ge=0)
-    secret_env_vars: list[str] = Field(default_factory=list)
-    redact_patterns: list[str] = Field(default_factory=list)
+    # Not ``default_factory=list``: pydantic reads a factory's signature, and reading ``list``'s costs a start-up ~7 ms.
+    secret_env_vars: list[str] = Field(default_factory=lambda: [])
+    redact_patterns: list[str] = Field(default_factory=lambda: [])
     profiles: dict[str, ProfileSettings] = Field(default_factory=dict)
     otel: OtelSettings = Field(default_factory=OtelSettings)
+
+    @field_validator("default_model")
+    @classmethod
+    def _a_default_model(cls, value: str | None) -> str | None:
+        scripted = "scripted needs replies, which only an agent has; write model: scripted in the blueprint"
+        given = value.strip() if value is not None else ""
+        return _checked_model_id("default_model", given or None, scripted=scripted)  # "" (an empty variable): none
 
     def model_info(self, model: str) -> ModelInfo:
         return self.models.get(model, ModelInfo())
@@ -400,12 +419,13 @@ def settings_layers(
     ``overrides``; a file that does not exist is no layer. ConfigError for a file that cannot be read, or a
     user file that names ``state_uri`` (``core.settings.layers``)."""
     env = os.environ if env is None else env
-    files = [user_layer(env), project_layer(cwd or Path.cwd())]
-    return [
-        *(layer for layer in files if layer is not None),
-        _env_layer(env),
-        SettingsLayer("command line", dict(overrides or {})),
-    ]
+    cwd = cwd or Path.cwd()
+    files = [user_layer(env), project_layer(cwd)]
+    typed = [_env_layer(env), SettingsLayer("command line", dict(overrides or {}))]
+    for layer in typed:  # a default_model's local:FILE is relative to where it was typed
+        if isinstance(model := layer.data.get("default_model"), str):
+            layer.data["default_model"] = anchored_model(model, cwd)
+    return [*(layer for layer in files if layer is not None), *typed]
 
 
 def settings_from_layers(layers: Sequence[SettingsLayer]) -> Settings:

@@ -14,7 +14,6 @@ inline table are found at their table's line).
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -44,6 +43,8 @@ def read_settings_file(path: Path) -> dict[str, Any]:
             f"{at}: the settings file is not UTF-8 text (byte {exc.start})",
             hint="save it as UTF-8",
         ) from None
+    import tomllib  # here: only a run with a settings file reads TOML
+
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -6,8 +6,9 @@ The user's file is ``$XDG_CONFIG_HOME/flujo/config.toml``, or ``~/.config/flujo/
 every project of this user. It may set anything but ``state_uri``: one file would send the runs of every
 project to one store, unnoticed, so naming it there is an error (a ConfigError at its line, exit code 6).
 
-Invariant: a relative path a settings file gives (``state_uri``, ``local.model_path``) is made absolute from
-that file's folder here, in the file's own layer, so a value given by another layer is never moved by it.
+Invariant: a relative path a settings file gives (``state_uri``, ``local.model_path``, the file of a
+``default_model = "local:FILE"``) is made absolute from that file's folder here, in the file's own layer, so a
+value given by another layer is never moved by it.
 Which environment is read is the caller's: with no ``HOME`` and no ``XDG_CONFIG_HOME`` in it, there is no
 user file (a test that passes ``env={}`` reads nobody's).
 """
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from core.model.errors import ConfigError
+from core.model.providers import provider_of
 from core.settings.file import key_position, read_settings_file
 
 LayerKind = Literal["user", "project", "environment", "command line"]
@@ -112,7 +114,19 @@ def _file_layer(kind: LayerKind, path: Path) -> SettingsLayer:
     model_path = local.get("model_path") if isinstance(local, dict) else None
     if isinstance(model_path, str) and model_path and not Path(model_path).expanduser().is_absolute():
         data["local"] = {**(local or {}), "model_path": str(folder / model_path)}
+    if isinstance(data.get("default_model"), str):
+        data["default_model"] = anchored_model(data["default_model"], folder)
     return SettingsLayer(kind, data, file=path)
+
+
+def anchored_model(model: str, folder: Path) -> str:
+    """``model`` with the relative file of a ``local:FILE`` model made absolute from ``folder`` (where the
+    setting that names it was written or typed); any other model id as it is."""
+    provider, colon, file = model.strip().partition(":")
+    row = provider_of(model.strip())
+    if row is None or row.api != "local" or not colon or not file or Path(file).expanduser().is_absolute():
+        return model
+    return f"{provider}:{folder / file}"
 
 
 def _relative_path(uri: str) -> bool:

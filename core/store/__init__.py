@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # mypy checks the stores against the protocol they implement
 if TYPE_CHECKING:  # what flujo_cli takes from the store (the block of _WHERE below)
     from core.settings.location import ELSEWHERE_HINT, describe, is_postgres, project_state_uri
     from core.store.rows.claims import process_label
-    from core.store.rows.queue_rows import RUNNABLE
+    from core.store.rows.queue_rows import RUNNABLE, Taken
     from core.store.rows.transfer import copy_runs
     from core.store.sqlite_backend.store import OpenMode
 
@@ -52,13 +52,15 @@ _WHERE = {
     "peek_store": "core.store.peek",
     # What flujo_cli takes from the store (it imports core only through its front doors): the PostgreSQL
     # store (it needs the ``postgres`` extra), how a store is opened and named to a person, the copy between
-    # stores (``flujo store copy``), and two deliberate exports of the queue and the claims that ``flujo
+    # stores (``flujo store copy``), and three deliberate exports of the queue and the claims that ``flujo
     # worker`` shows or checks: ``RUNNABLE``, the statuses of a run a worker executes when it takes it from
-    # the queue, and ``process_label()``, how this process is named as a run's owner.
+    # the queue, ``Taken``, what taking one gives it, and ``process_label()``, how this process is named as
+    # a run's owner.
     "ELSEWHERE_HINT": "core.settings.location",
     "OpenMode": "core.store.sqlite_backend.store",
     "PostgresStore": "core.store.postgres_backend.store",
     "RUNNABLE": "core.store.rows.queue_rows",
+    "Taken": "core.store.rows.queue_rows",
     "copy_runs": "core.store.rows.transfer",
     "describe": "core.settings.location",
     "is_postgres": "core.settings.location",
@@ -71,6 +73,7 @@ __all__ += [  # flujo_cli (the block of _WHERE)
     "OpenMode",
     "PostgresStore",
     "StorePeek",
+    "Taken",
     "copy_runs",
     "describe",
     "is_postgres",

@@ -55,6 +55,18 @@ def show_config(*, json_output: bool, settings: Sequence[str], state: str | None
     return exit_codes.OK
 
 
+def set_where(layers: Sequence[SettingsLayer], path: Sequence[str]) -> str:
+    """Where the setting at ``path`` (``["default_model"]``) got its value, in the words ``flujo config show``
+    uses: ``user settings FILE:LINE:COL``, ``flujo.toml FILE:LINE:COL``, ``environment FLUJO_X``, ``command line
+    (--set)``, ``default``."""
+    setter = next((layer for layer in reversed(layers) if layer.sets(path)), None)
+    if setter is None:
+        return "default"
+    if setter.kind == "command line":
+        return "command line (--set)"
+    return f"{_WORDS[setter.kind]} {setter.place(path)}"
+
+
 def _files(layers: Sequence[SettingsLayer]) -> tuple[dict[str, Any] | None, str | None]:
     """The user's settings file (where it is looked for, and whether it was found) and the project's."""
     from core import user_config_path

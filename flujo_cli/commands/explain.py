@@ -25,11 +25,13 @@ def explain_file(
     overrides = model_overrides(models)
     try:
         from blueprints import InvalidBlueprint, ModelOverrideError, explain_blueprint, findings_to_json, load_blueprint
-        from core import load_settings, overrides_from_assignments
+        from core import overrides_from_assignments, settings_from_layers, settings_layers
+        from flujo_cli.commands.config import set_where
         from flujo_cli.explain_view import render_explanation
         from flujo_cli.findings_view import render_findings
 
-        configured = load_settings(overrides=overrides_from_assignments(settings))
+        layers = settings_layers(overrides=overrides_from_assignments(settings))
+        configured = settings_from_layers(layers)
         try:
             blueprint = load_blueprint(file, settings=configured, models=overrides)
         except ModelOverrideError as exc:
@@ -42,7 +44,7 @@ def explain_file(
             render_findings(errors, console)
             console.print(f"[bold red]{len(errors)} error(s)[/]; nothing to explain. Check with: flujo validate FILE")
             return exit_codes.BLUEPRINT
-        explanation = explain_blueprint(blueprint, configured)
+        explanation = explain_blueprint(blueprint, configured, default_model_from=set_where(layers, ["default_model"]))
         if json_output:
             sys.stdout.write(json.dumps(explanation.to_json(), ensure_ascii=False) + "\n")
         else:

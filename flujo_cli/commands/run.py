@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import gc
 import json
 import re
 import sys
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.markup import escape
 
+import flujo_cli.collection as collection
 import flujo_cli.exit_codes as exit_codes
 from flujo_cli.answering import NO_ANSWER_FLAGS, AnswerFlags
 from flujo_cli.event_lines import NO_EVENTS, EventFlags
@@ -24,6 +24,7 @@ from flujo_cli.messages import error_line, fail, flujo_command, require_file, st
 from flujo_cli.model_flags import checked_models, model_overrides, refused_at_load
 
 if TYPE_CHECKING:
+    from blueprints import Blueprint
     from core import BoundsSettings, RunRecord, RunStore, Settings
 
 # The last part of a setting's key that names a secret: ``openai.api_key``, ``x.token``, ``y.db_password``
@@ -34,15 +35,37 @@ _SECRET_KEY = re.compile(r"(?:^|[._])(?:\w+_)?(?:key|token|secret|password|crede
 @dataclass(frozen=True)
 class RunOverrides:
     """What the command line overrides for one run: settings (``--set``), the blueprint's limits and its
-    agents' models (``--model``, as ``flujo_cli.model_flags.checked_models`` gives them).
+    agents' models (``--model``, as ``flujo_cli.model_flags.checked_models`` gives them); and the settings'
+    ``default_model`` when an agent runs it (``with_default_model``), wherever it was set.
 
-    They are recorded with the run (``RunRecord.options``) and apply again when it is resumed, under any
-    given to ``flujo resume`` itself: a run continues under the settings it started with."""
+    They are recorded with the run (``RunRecord.options``) and apply again when it is resumed or replayed (or
+    a worker executes it), under any given to that command itself: a run continues under the settings it
+    started with, its agents with the models they started with, whatever the user's settings say now."""
 
     settings: Sequence[str] = ()
     max_tokens: int | None = None
     max_cost_usd: float | None = None
     models: Sequence[str] = ()
+    default_model: str | None = None
+
+    def with_default_model(self, blueprint: Blueprint, settings: Settings) -> RunOverrides:
+        """These overrides keeping the settings' ``default_model`` when an agent of ``blueprint`` (or of a
+        blueprint it imports) runs it, and none is kept yet (a resumed run keeps the one it recorded)."""
+        if self.default_model is not None or settings.default_model is None or not blueprint.takes_default_model:
+            return self
+        return replace(self, default_model=settings.default_model)
+
+    def setting_assignments(self) -> list[str]:
+        """The command-line layer of the settings as ``KEY=VALUE`` texts: the kept ``default_model``, under
+        the ``--set`` values."""
+        kept = [f"default_model={self.default_model}"] if self.default_model is not None else []
+        return [*kept, *self.settings]
+
+    def setting_overrides(self) -> dict[str, Any]:
+        """The command-line layer of the settings (``setting_assignments``), parsed."""
+        from core import overrides_from_assignments
+
+        return overrides_from_assignments(self.setting_assignments())
 
     def to_options(self) -> dict[str, Any] | None:
         """These overrides as the run records them (None when there are none). A secret (``--set
@@ -63,6 +86,8 @@ class RunOverrides:
             options["max_cost_usd"] = self.max_cost_usd
         if self.models:
             options["models"] = list(self.models)
+        if self.default_model is not None:
+            options["default_model"] = self.default_model
         return options or None
 
     def over(self, recorded: Mapping[str, Any] | None) -> RunOverrides:
@@ -72,9 +97,11 @@ class RunOverrides:
             return self
         settings, models = _strings(recorded.get("set")), _strings(recorded.get("models"))
         tokens, cost = recorded.get("max_tokens"), recorded.get("max_cost_usd")
+        default_model = recorded.get("default_model")
         return RunOverrides(
             settings=[*settings, *self.settings],
             models=[*models, *self.models],
+            default_model=default_model if isinstance(default_model, str) else self.default_model,
             max_tokens=self.max_tokens if self.max_tokens is not None else tokens if isinstance(tokens, int) else None,
             max_cost_usd=(
                 self.max_cost_usd if self.max_cost_usd is not None else cost if isinstance(cost, int | float) else None
@@ -170,6 +197,40 @@ def run_blueprint(
     debug: bool,
 ) -> int:
     """Run blueprint ``file``; in ``thread``, or (``continue_last``) in the thread of its latest run."""
+    with collection.paused():  # until the run starts (flujo_cli/collection.py)
+        return _run_blueprint(
+            file,
+            input_text=input_text,
+            answers=answers,
+            answers_file=answers_file,
+            no_input=no_input,
+            json_output=json_output,
+            overrides=overrides,
+            thread=thread,
+            continue_last=continue_last,
+            answer_flags=answer_flags,
+            state=state,
+            events=events,
+            debug=debug,
+        )
+
+
+def _run_blueprint(
+    file: Path,
+    *,
+    input_text: str | None,
+    answers: Sequence[str],
+    answers_file: Path | None,
+    no_input: bool,
+    json_output: bool,
+    overrides: RunOverrides,
+    thread: str | None,
+    continue_last: bool,
+    answer_flags: AnswerFlags,
+    state: str | None,
+    events: EventFlags,
+    debug: bool,
+) -> int:
     require_file(file, "blueprint file", "check the path; examples live in blueprints/examples/")
     overrides = replace(overrides, models=checked_models(overrides.models))
     if thread is not None:
@@ -220,6 +281,36 @@ def resume_run(
     answer_flags: AnswerFlags = NO_ANSWER_FLAGS,
     state: str | None = None,
     events: EventFlags = NO_EVENTS,
+    debug: bool,
+) -> int:
+    with collection.paused():  # until the run starts (flujo_cli/collection.py)
+        return _resume_run(
+            run_id,
+            answers=answers,
+            answers_file=answers_file,
+            no_input=no_input,
+            json_output=json_output,
+            overrides=overrides,
+            force=force,
+            answer_flags=answer_flags,
+            state=state,
+            events=events,
+            debug=debug,
+        )
+
+
+def _resume_run(
+    run_id: str,
+    *,
+    answers: Sequence[str],
+    answers_file: Path | None,
+    no_input: bool,
+    json_output: bool,
+    overrides: RunOverrides,
+    force: bool,
+    answer_flags: AnswerFlags,
+    state: str | None,
+    events: EventFlags,
     debug: bool,
 ) -> int:
     if answers_file is not None:
@@ -276,7 +367,6 @@ async def _run(
         StepPaths,
         check_thread,
         new_run_id,
-        overrides_from_assignments,
         secret_values,
         use_bounds,
     )
@@ -296,7 +386,7 @@ async def _run(
     from flujo_cli.store_access import elsewhere, open_for, settings_with_state, where
 
     console = stderr()
-    settings = settings_with_state(state, overrides_from_assignments(overrides.settings))
+    settings = settings_with_state(state, overrides.setting_overrides())
     invocation.settings = settings
     positional, by_step = _answers(answers, answers_file, settings.bounds)
     # Answers given up front come first; the terminal (or a pause) comes after any replay or simulated person.
@@ -350,7 +440,7 @@ async def _run(
                 taken = await given_answers_taken(store, record.run_id)  # passed over once the keys are known
             if record.options:  # the run continues under the settings it started with (ours on top)
                 overrides = overrides.over(record.options)
-                settings = settings_with_state(state, overrides_from_assignments(overrides.settings))
+                settings = settings_with_state(state, overrides.setting_overrides())
                 redactor = Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings))
             if record.parent_run_id is not None:  # the engine refuses it too; here the hint names the store
                 raise ResumeRefused(
@@ -373,12 +463,13 @@ async def _run(
             replayed_run = await store.get_run(answer_flags.replay)  # (ours on top); none: said below, exit 2
             if replayed_run is not None and replayed_run.options:
                 overrides = overrides.over(replayed_run.options)
-                settings = settings_with_state(state, overrides_from_assignments(overrides.settings))
+                settings = settings_with_state(state, overrides.setting_overrides())
                 redactor = Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings))
         assert file is not None
         use_bounds(settings.bounds)  # what templates and expressions of this run may make and do
         try:  # absolute: resume works from anywhere
             blueprint = load_blueprint(file.resolve(), settings=settings, models=model_overrides(overrides.models))
+            overrides = overrides.with_default_model(blueprint, settings)  # recorded: a resume runs the same
             # A replay calls a model only once it diverges (live): a missing API key is said then, not now.
             factory = functools.partial(build_agent, defer_missing_key=True) if answer_flags.replay else None
             pipeline = compile_pipeline(blueprint, settings, agent_factory=factory)
@@ -414,7 +505,7 @@ async def _run(
             error_line(exc.message, exc.hint)
             return exit_codes.USAGE
         pipeline = _with_limits(pipeline, overrides)
-        gc.freeze()  # what is loaded now lives as long as the run: full collections need not scan it again
+        collection.loaded()  # frozen: full collections need not scan it again; collection resumes
         if thread is not None:
             try:
                 check_thread(pipeline, thread)

@@ -156,7 +156,9 @@ async def _submit(
         return exit_codes.USAGE
     records = []
     for run in runs:
-        options: dict[str, Any] = RunOverrides(models=models).to_options() or {}  # the worker runs with them
+        # The worker runs with them, and with the default_model an agent took here (its settings may differ).
+        kept = RunOverrides(models=models).with_default_model(blueprint, settings)
+        options: dict[str, Any] = kept.to_options() or {}
         if run.answers:
             options["answers"] = run.answers
         if run.answers_by_step:

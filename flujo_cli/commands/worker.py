@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import os
 import signal
 import sys
@@ -38,13 +39,14 @@ from rich.markup import escape
 
 import flujo_cli.exit_codes as exit_codes
 from core import StoreUnavailable
+from flujo_cli.blueprint_cache import BlueprintCache
 from flujo_cli.messages import fail, stderr
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from core import Redactor, RunOutcome
-    from core.store import PostgresStore, SqliteStore
+    from core.store import PostgresStore, SqliteStore, Taken
     from flujo_cli.live_traces import LiveTraces
 
     Store = SqliteStore | PostgresStore
@@ -72,17 +74,24 @@ class _Worker:
     interrupt_now: bool = False
     lost: StoreUnavailable | None = None  # the store became unavailable: the runs in hand are given up
     traces: LiveTraces | None = None  # runs sent to the configured collector as they end (docs/observability.md)
+    cache: BlueprintCache = field(init=False)  # the settings and blueprints of its runs (flujo_cli.blueprint_cache)
+    asked_cancel: float = 0.0  # when it last read the cancel requests (time.monotonic)
+    unsaid: list[str] = field(default_factory=list)  # log lines not written yet (_say)
+    flushing: asyncio.TimerHandle | None = None
+
+    def __post_init__(self) -> None:
+        self.cache = BlueprintCache(self.state)
 
     def stop(self, *, now: bool) -> None:
         """SIGTERM (``now`` False) or Ctrl-C. A second Ctrl-C exits at once, as a crash would (the claims go
         with the process; the runs in hand resume from their last commit): the first one's interrupted runs
         may be waiting for the store, up to ``sqlite.busy_timeout_s`` for a file another process keeps locked."""
         if now and self.interrupt_now:
-            self.console.print("interrupted again: exiting now; the runs in hand resume from their last finished step")
+            self._print("interrupted again: exiting now; the runs in hand resume from their last finished step")
             sys.stderr.flush()
             os._exit(exit_codes.INTERRUPTED)
         if now and self.tasks:
-            self.console.print(f"interrupting {len(self.tasks)} run(s) in hand (Ctrl-C again exits at once)")
+            self._print(f"interrupting {len(self.tasks)} run(s) in hand (Ctrl-C again exits at once)")
         self.interrupt_now = self.interrupt_now or now
         self.stopping.set()
 
@@ -101,11 +110,11 @@ class _Worker:
         """Take runs up to the concurrency, wait a little, pass on cancel requests; True when idle and done."""
         took = False
         while len(self.tasks) < self.concurrency and not self.stopping.is_set() and self.lost is None:
-            run_id = await self.store.take_queued()
-            if run_id is None:
+            taken = await self.store.take_queued()
+            if taken is None:
                 break
             took = True
-            self.tasks[run_id] = asyncio.create_task(self._execute(run_id))
+            self.tasks[taken.record.run_id] = asyncio.create_task(self._execute(taken))
         if until_idle and not took and not self.tasks and await self.store.queue_waiting() == 0:
             return True
         await self._wait(POLL_S)
@@ -117,7 +126,7 @@ class _Worker:
         """The store became unavailable: say so, once (the runs in hand will each find it out too)."""
         if self.lost is None:
             self.lost = exc
-            self.console.print(
+            self._print(
                 f"the run store is unavailable: {escape(exc.message)}; the runs in hand stop, resumable from their"
                 f" last finished step; trying to reach it again for up to {self.reconnect_for_s:g}s"
             )
@@ -150,7 +159,7 @@ class _Worker:
             pause = min(pause * 2, LONGEST_RETRY_S)
         self.lost = None
         self.cancelled.clear()
-        self.console.print(f"the run store is back after {time.monotonic() - since:.1f}s; taking runs again")
+        self._print(f"the run store is back after {time.monotonic() - since:.1f}s; taking runs again")
 
     async def _wait(self, timeout: float) -> None:
         stop = asyncio.create_task(self.stopping.wait())
@@ -158,8 +167,11 @@ class _Worker:
         stop.cancel()
 
     async def _cancel_requested(self) -> None:
-        if not self.tasks:
+        """Cancel the runs in hand that ``flujo cancel`` asked to stop: read at most twice every ``POLL_S`` (a worker
+        whose runs are short would otherwise ask after each one)."""
+        if not self.tasks or time.monotonic() - self.asked_cancel < POLL_S / 2:
             return
+        self.asked_cancel = time.monotonic()
         for run_id in await self.store.cancel_requests(list(self.tasks)):
             if run_id not in self.cancelled and run_id in self.tasks:
                 self.cancelled.add(run_id)
@@ -167,7 +179,7 @@ class _Worker:
 
     async def _wind_down(self) -> None:
         if self.tasks and not self.interrupt_now:
-            self.console.print(
+            self._print(
                 f"stopping: {len(self.tasks)} run(s) in hand get {self.grace_s:g}s to finish, then are interrupted"
             )
             deadline = time.monotonic() + self.grace_s
@@ -179,14 +191,15 @@ class _Worker:
         if self.tasks:
             await asyncio.wait(list(self.tasks.values()))
 
-    async def _execute(self, run_id: str) -> None:
-        """Execute ``run_id`` and record how it ended; never raises (but CancelledError of its own task), so no
-        task ends with an exception nobody retrieves."""
+    async def _execute(self, taken: Taken) -> None:
+        """Execute the run ``taken`` and record how it ended; never raises (but CancelledError of its own task),
+        so no task ends with an exception nobody retrieves."""
         from core import FlujoError
 
+        run_id = taken.record.run_id
         started = time.perf_counter()
         try:
-            await self._settle(run_id, started)
+            await self._settle(taken, started)
         except StoreUnavailable as exc:  # from the run, or from recording how it ended
             self._lose(exc)
             self._report(run_id, "interrupted", "the run store is unavailable; resumable from its last finished step",
@@ -197,13 +210,17 @@ class _Worker:
             self.tasks.pop(run_id, None)
             await self.store.release_run(run_id)
 
-    async def _settle(self, run_id: str, started: float) -> None:
+    async def _settle(self, taken: Taken, started: float) -> None:
+        """Execute the run and record how it ended. A run that ends, pauses, fails or is cancelled leaves the
+        queue in the transaction that records its status (``update_run``: ``core.store.rows.queue_rows``), so
+        that one transaction finishes it; an interrupted one is given back to the queue."""
         from core import FlujoError, RunUpdate
 
+        run_id = taken.record.run_id
         took = time.time()  # what this worker does of the run starts now (the spans it sends)
         try:
-            self.console.print(f"started {run_id}")
-            outcome = await self._resume(run_id)
+            self._say(f"started {run_id}", now=True)
+            outcome = await self._resume(taken)
             if outcome is None:  # settled elsewhere while it was queued (a row an older flujo left behind)
                 await self.store.leave_queued(run_id)
                 self._report(run_id, "skipped", "it is no longer queued", started)
@@ -213,7 +230,6 @@ class _Worker:
                 raise self.lost from None
             if run_id in self.cancelled:
                 await self.store.update_run(run_id, RunUpdate(status="cancelled", finished_at=time.time()))
-                await self.store.leave_queued(run_id)
                 self._report(run_id, "cancelled", "", started)
             else:  # resumable: back to the queue, for this worker or another
                 await self.store.leave_queued(run_id, requeue=True)
@@ -223,10 +239,8 @@ class _Worker:
         except Exception as exc:  # the blueprint is gone or changed, an agent cannot be built (or a bug): failed
             message = exc.message if isinstance(exc, FlujoError) else f"unexpected {type(exc).__name__}: {exc}"
             await self.store.update_run(run_id, RunUpdate(status="failed", error=message, finished_at=time.time()))
-            await self.store.leave_queued(run_id)
             self._report(run_id, "failed", message, started)
-        else:
-            await self.store.leave_queued(run_id)
+        else:  # the engine recorded how it ended, and it left the queue with that
             self._report(run_id, outcome.status, _detail(outcome), started)
             if self.traces is not None:
                 await self.traces.add(self.store, run_id, redactor=self._redactor(), since=took)
@@ -242,29 +256,60 @@ class _Worker:
     def _report(self, run_id: str, status: str, detail: str, started: float) -> None:
         self.ended[status] += 1
         seconds = time.perf_counter() - started
-        self.console.print(f"{status} {run_id} · {seconds:.2f}s" + (f" · {escape(detail)}" if detail else ""))
+        self._say(f"{status} {run_id} · {seconds:.2f}s" + (f" · {detail}" if detail else ""))
 
-    async def _resume(self, run_id: str) -> RunOutcome | None:
-        """Execute the run taken from the queue as ``flujo run`` would have, with what was submitted."""
-        from blueprints import ModelOverrides, compile_pipeline, load_blueprint, simulated_user
-        from core import Answering, Engine, Redactor, RunError, StepPaths, overrides_from_assignments, secret_values
+    def _say(self, line: str, *, now: bool = False) -> None:
+        """One line of the worker's log of its runs: through the console on a terminal; else (a service's log)
+        written as it is, rendering it through rich costing more than a short run: ``now`` (a run started:
+        said before it executes anything, so a killed worker's log names the runs it held) with the lines
+        waiting, the others within ``POLL_S / 2`` or with the next line said ``now`` (a worker whose runs are
+        short writes once per run)."""
+        if self.console.is_terminal:
+            self.console.print(escape(line))
+            return
+        self.unsaid.append(line)
+        if now:
+            self._flush()
+        elif self.flushing is None:
+            self.flushing = asyncio.get_running_loop().call_later(POLL_S / 2, self._flush)
+
+    def _flush(self) -> None:
+        """Write the log lines waiting (before anything else the worker prints)."""
+        if self.flushing is not None:
+            self.flushing.cancel()
+            self.flushing = None
+        if self.unsaid:
+            self.console.file.write("".join(f"{line}\n" for line in self.unsaid))
+            self.unsaid.clear()
+            self.console.file.flush()
+
+    def _print(self, text: str) -> None:
+        """``text`` through the console, after the log lines waiting."""
+        self._flush()
+        self.console.print(text)
+
+    async def _resume(self, taken: Taken) -> RunOutcome | None:
+        """Execute the run taken from the queue as ``flujo run`` would have, with what was submitted: a fresh
+        run as ``flujo run`` starts one, a run taken again (its worker died, or SIGTERM put it back) resumed
+        from its journal."""
+        from blueprints import compile_pipeline, simulated_user
+        from core import Answering, Engine, RunError, StepPaths
         from core.store import RUNNABLE
         from flujo_cli.answering import given_answers_taken
         from flujo_cli.commands.run import RunOverrides, _with_limits
         from flujo_cli.human import TerminalHuman
-        from flujo_cli.store_access import settings_with_state
 
-        record = await self.store.get_run(run_id)
-        assert record is not None
+        record = taken.record
+        run_id = record.run_id
         if record.status not in RUNNABLE:  # it ended, paused or was cancelled: nothing to execute
             return None
         options: dict[str, Any] = record.options or {}
         overrides = RunOverrides().over(options)
-        settings = settings_with_state(self.state, overrides_from_assignments(overrides.settings))
         if record.source is None or not Path(record.source).is_file():
             raise RunError(f"the blueprint of run {run_id} ({record.source}) is no longer there")
-        models = ModelOverrides.parse(overrides.models)  # as submitted (--model)
-        blueprint = load_blueprint(Path(record.source), settings=settings, models=models)
+        # The settings and --model overrides it was submitted with; loaded again only when a file changed.
+        prepared = self.cache.prepared(Path(record.source), overrides.setting_assignments(), overrides.models)
+        settings, blueprint = prepared.settings, prepared.blueprint
         pipeline = _with_limits(compile_pipeline(blueprint, settings), overrides)
         ref = options.get("simulate_user")
         person = simulated_user(blueprint, settings, ref) if isinstance(ref, str) else None
@@ -281,14 +326,13 @@ class _Worker:
                 f"the answers key {key!r} names {len(paths)} steps: {', '.join(paths)}",
                 hint=f"key the answers by a step's path instead, e.g. {paths[-1]}: ...",
             )
+        answering = Answering(given=given, simulated_user=person)
+        engine = Engine(store=self.store, redactor=prepared.redactor, answering=answering)
+        if taken.fresh:  # nothing of it is stored yet but its record: nothing to read back
+            return await engine.start_taken(pipeline, record)
         # Re-executed from its journal (its worker died, or SIGTERM put it back in the queue): the questions
         # answered already took the first of its answers, and they are not asked again.
         given.pass_over(await given_answers_taken(self.store, run_id))
-        engine = Engine(
-            store=self.store,
-            redactor=Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings)),
-            answering=Answering(given=given, simulated_user=person),
-        )
         return await engine.resume(pipeline, run_id, claimed=True)
 
 
@@ -339,12 +383,16 @@ async def _work(
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, lambda: worker.stop(now=False))
     loop.add_signal_handler(signal.SIGINT, lambda: worker.stop(now=True))
+    # What executing a run needs, loaded before the first run is taken rather than during it.
+    for module in ("blueprints", "flujo_cli.answering", "flujo_cli.commands.run", "flujo_cli.human"):
+        importlib.import_module(module)
     console.print(f"worker {process_label()} on {where(settings)}: up to {concurrency} run(s) at a time")
     try:
         await worker.loop(until_idle=until_idle)
     finally:
         loop.remove_signal_handler(signal.SIGTERM)
         loop.remove_signal_handler(signal.SIGINT)
+        worker._flush()
         waits = store.lock_waits if isinstance(store, SqliteStore) else 0
         await store.close()
         if waits:

@@ -50,7 +50,7 @@ def test_unknown_references_suggest_the_closest_name() -> None:
 
 def test_rules_across_values() -> None:
     assert rows("rules", severity="error") == [
-        (3, 3, "missing-field", "agent 'nothing' needs one of model, python or command"),
+        (3, 3, "missing-field", "agent 'nothing' has no model: give it model: (or python: or command:), or set default_model in the settings"),
         (4, 16, "bad-value", "agent 'bot': unknown provider 'opanai' — did you mean 'openai'?"),
         (5, 3, "missing-field", "agent 'script': model scripted needs replies: [...]"),
         (11, 7, "bad-value", "use either exit_expression or exit_condition, not both"),

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from core.agents.child_process import end_leftovers, group_mark
+from core.model import codec
 from tests.support.cli_helpers import ROOT, alive, flujo_process, wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process groups are read from /proc")
@@ -68,7 +69,7 @@ def test_resume_ends_what_a_killed_runs_command_started_before_running_the_step_
         with contextlib.closing(sqlite3.connect(tmp_path / "flujo.db")) as db:
             [(run_id,)] = db.execute("SELECT run_id FROM runs").fetchall()
             [(payload,)] = db.execute("SELECT payload FROM events WHERE kind = 'agent.process'").fetchall()
-        assert json.loads(payload)["group"] == command
+        assert json.loads(codec.grow(codec.unpack(payload)))["group"] == command
         resumed = flujo_process(["resume", run_id, "--json"], env={"FLUJO_STATE_URI": str(tmp_path / "flujo.db")})
         assert resumed.returncode == 0, resumed.stderr
         assert json.loads(resumed.stdout)["output"] == "attempt 2"

@@ -160,6 +160,35 @@ def test_a_worker_killed_mid_run_leaves_it_to_another_with_no_committed_step_run
     assert _runs(uri)[run_id].status == "completed"
 
 
+SAYS = """\
+version: "0.1"
+agents:
+  speaker: {model: scripted, replies: ["%s"]}
+steps:
+  - {kind: step, name: say, uses: agents.speaker}
+"""
+
+
+def test_a_worker_executes_the_blueprint_as_it_is_when_each_run_was_submitted(tmp_path: Path, uri: str) -> None:
+    """One worker, alive throughout: two runs of a blueprint (each with scripted agents of its own: both get
+    the first reply), then the file is edited and a third run submitted, which the worker executes as edited
+    (the blueprint it loaded for the first two is not used again: the third run's source hash would refuse it)."""
+    workdir = _workdir(tmp_path, SAYS % "v1")
+    worker = _worker(workdir, uri)
+    try:
+        first = _submit(workdir, uri, "--input", "one") + _submit(workdir, uri, "--input", "two")
+        wait_until(lambda: {_runs(uri)[run_id].status for run_id in first} == {"completed"}, process=worker)
+        (workdir / "bp.yaml").write_text(SAYS % "v2", encoding="utf-8")
+        [edited] = _submit(workdir, uri, "--input", "three")
+        wait_until(lambda: _runs(uri)[edited].status not in ("queued", "running"), process=worker)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+    log = _finish(worker)
+    runs = _runs(uri)
+    assert [runs[run_id].output for run_id in [*first, edited]] == ["v1", "v1", "v2"], log
+    assert runs[edited].status == "completed"
+
+
 # Three questions; between the first and the second, a step that waits for the file "go".
 THREE_QUESTIONS = """\
 version: "0.1"

@@ -34,6 +34,7 @@ from core import (
     TraceEvent,
     Usage,
 )
+from core.model import codec
 from core.store import SCHEMA_VERSION, MemoryStore, SqliteStore, open_store
 from core.store.rows import text_cache
 from core.store.sqlite_backend import batch as sqlite_batch
@@ -48,9 +49,10 @@ def test_exports() -> None:
     for_the_cli = {"ELSEWHERE_HINT", "OpenMode", "PostgresStore", "RUNNABLE", "copy_runs", "describe", "is_postgres"}
     for_the_cli |= {"process_label"}
     for_the_cli |= {"StorePeek", "peek_store", "project_state_uri"}  # shell completion (issue 35)
+    for_the_cli |= {"Taken"}  # what flujo worker is given when it takes a queued run (issue 36)
     assert set(core.store.__all__) - for_the_cli == {"MemoryStore", "SCHEMA_VERSION", "SqliteStore", "open_store"}
     assert for_the_cli <= set(core.store.__all__)
-    assert SCHEMA_VERSION == 9
+    assert SCHEMA_VERSION == 10
 
 
 def run(run_id: str, *, created_at: float = 1000.0, **fields: Any) -> RunRecord:
@@ -620,10 +622,11 @@ async def test_sqlite_stores_a_long_turn_once_with_the_step_that_said_it(tmp_pat
         assert [t.content for t in await store.thread_turns("trip")] == [LONG, "short"]
     assert _query(path, "SELECT COUNT(*) FROM texts") == [(1,)]
     [(text_id,)] = _query(path, "SELECT id FROM texts")
-    assert _query(path, "SELECT idx, role, content FROM thread_turns ORDER BY idx") == [
-        (0, "assistant", f'{{"$text":{text_id}}}'),
-        (1, "user", '"short"'),
-    ]
+    contents = [(idx, role, codec.grow(content)) for idx, role, content in _query(path, _TURNS_STORED)]
+    assert contents == [(0, "assistant", f'{{"$text":{text_id}}}'), (1, "user", '"short"')]
+
+
+_TURNS_STORED = "SELECT idx, role, content FROM thread_turns ORDER BY idx"
 
 
 async def test_sqlite_inserts_a_new_text_of_a_run_it_created_without_looking_it_up(

@@ -167,7 +167,7 @@ async def test_prompt_events_of_an_unbounded_history_read_back_as_written(tmp_pa
         assert [e.payload for e in await store.events("r")] == written
     # Each call's list is stored as the one before it plus what follows.
     [(payload,)] = _query(path, "SELECT payload FROM events ORDER BY seq DESC LIMIT 1")
-    assert '"messages":{"$text":[' in payload
+    assert '"messages":{"$text":[' in codec.grow(codec.unpack(payload))
 
 
 async def test_prompt_events_grow_linearly_with_the_conversation(tmp_path: Path) -> None:
@@ -186,7 +186,7 @@ async def test_prompt_events_of_a_bounded_history_store_what_slid_in(tmp_path: P
             await store.record_step(_step("r", n), [TraceEvent("agent.prompt", f"chat/{n}/ask", payload, float(n))])
         assert [e.payload for e in await store.events("r")] == written
     rows = _query(path, "SELECT body FROM texts WHERE hash = x'' ORDER BY id")
-    bodies = [json.loads(codec.unpack(row[0])) for row in rows]
+    bodies = [json.loads(codec.grow(codec.unpack(row[0]))) for row in rows]
     assert [len(body) for body in bodies[-20:]] == [4] * 20  # each call: a slide of the one before
     assert all(len(body[3]) == 2 for body in bodies[-20:])
 
@@ -357,5 +357,6 @@ def test_each_participant_of_an_ensemble_extends_its_own_earlier_prompt(tmp_path
             return (await engine.run(load_pipeline(blueprint, load_settings()), "Plan the offsite")).status
 
     assert asyncio.run(run()) == "completed"
-    bases = [json.loads(codec.unpack(body))[0] for (body,) in _query(path, "SELECT body FROM texts WHERE hash = x''")]
+    rows = _query(path, "SELECT body FROM texts WHERE hash = x''")
+    bases = [json.loads(codec.grow(codec.unpack(body)))[0] for (body,) in rows]
     assert len(bases) > 40 and sum(base is None for base in bases) == 3  # notes, writer, critic

@@ -89,7 +89,7 @@ async def test_a_loop_s_prompts_are_stored_once_each_extending_the_last(tmp_path
         outcome = await Engine(store=store).run(_step(tool, replies), "Look up twelve.")
         assert outcome.status == "completed", outcome.error
     with contextlib.closing(sqlite3.connect(tmp_path / "flujo.db")) as db:
-        stored = [codec.unpack(body) for (body,) in db.execute("SELECT body FROM texts")]
+        stored = [codec.grow(codec.unpack(body)) for (body,) in db.execute("SELECT body FROM texts")]
     # Turn K sends 2K - 1 messages; from turn 5 (nine messages) on, a prompt is a stored list. Whole each
     # time, they would be 9 + 11 + ... + 25 = 153 messages; extending the last, 9 and then 2 a turn.
     assert sum(body.count('"role"') for body in stored) == 9 + 2 * 8

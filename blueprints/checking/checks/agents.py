@@ -1,6 +1,8 @@
 """Checks of agent definitions and of how ``kind: step`` steps name their agent.
 
-An agent is exactly one of a model, a python callable or a command; model names are checked against
+An agent is exactly one of a model, a python callable or a command (one that names none of them has already
+been given the settings' ``default_model``, if there is one: ``blueprints.checking.default_model``, so here it
+has no model at all); model names are checked against
 the known providers; python callables are imported now, so an unimportable path is an error at its
 line instead of a silent echo at run time.
 """
@@ -41,9 +43,12 @@ def check_agent_definition(checker: Checker, name: str, agent: AgentModel) -> No
     if not chosen:
         checker.error(
             "missing-field",
-            f"agent {name!r} needs one of model, python or command",
+            f"agent {name!r} has no model: give it model: (or python: or command:), or set default_model in the"
+            " settings",
             checker.key_at(path),
-            "e.g. model: openai:gpt-4o-mini, or model: scripted with replies: [...] for offline runs",
+            "e.g. model: openai:gpt-4o-mini (model: scripted with replies: [...] for offline runs); or"
+            ' default_model = "openai:gpt-4o-mini" in flujo.toml or ~/.config/flujo/config.toml (or'
+            " FLUJO_DEFAULT_MODEL), for every agent that names no model",
         )
     elif len(chosen) > 1:
         checker.error(

@@ -141,6 +141,9 @@ PG_MIGRATIONS: tuple[tuple[str, Sequence[LiteralString]], ...] = (
     # core.store.sqlite_backend.migrations).
     ("m008_shared_lists", ()),
     ("m009_thread_turn_text", ("ALTER TABLE thread_turns ADD COLUMN shown TEXT",)),
+    # No table changes: SQLite's texts index and its compressed values (see m010 in
+    # core.store.sqlite_backend.migrations); PostgreSQL keeps its index and compresses values itself.
+    ("m010_texts_by_hash", ()),
 )
 
 

@@ -265,6 +265,8 @@ class PostgresStore:
             [encoded_output] = await self._encode(db, run_id, [update.output])
             values = codec.update_row(update, encoded_output)
             cursor = await db.execute(_UPDATE_RUN, (*values, run_id))
+            if update.status in queue_rows.LEAVES:  # settled: out of the queue with it (core.store.rows.queue_rows)
+                await db.execute(_Q_REMOVE, (run_id,))
             if await cursor.fetchone() is None:
                 raise StoreError(f"no run {run_id} to update", hint="create the run first")
 
@@ -315,30 +317,46 @@ class PostgresStore:
                 )
                 await db.execute(_Q_INSERT, (run.run_id, run.thread))
 
-    async def take_queued(self) -> str | None:
+    async def take_queued(self) -> queue_rows.Taken | None:
         """As ``SqliteStore.take_queued``: the candidates are locked ``FOR UPDATE SKIP LOCKED``, so workers
-        on any machine pass over each other's, and each taken run is claimed by its advisory lock."""
-        cancelled: list[str] = []
+        on any machine pass over each other's, and each taken run is claimed by its advisory lock. The claims
+        of the runs it found cancelled, and of the one it took when the transaction fails, are given back."""
+        took: list[str] = []  # the runs whose claim it took, in order: the last is the one taken, if any
+        found: tuple[str, tuple[Any, ...]] | None = None
         try:
-            async with self._write("take a queued run") as db:
-                offered = await (await db.execute(_Q_OFFERED, (queue_rows.BATCH,))).fetchall()
-                for row in offered:
-                    if await self._lock_run(str(row[0])) and await self._lock_thread(str(row[0]), row[1]):
-                        return await _mark_taken(db, str(row[0]))
-                for row in await (await db.execute(_Q_TAKEN, (500,))).fetchall():
-                    run_id = str(row[0])
-                    if not await self._lock_run(run_id):
-                        continue  # a live worker executes it
-                    if not row[1]:
-                        if await self._lock_thread(run_id, row[2]):
-                            return await _mark_taken(db, run_id)
-                        continue
-                    cancelled.append(run_id)
-                    await db.execute(_Q_MARK_CANCELLED, (time.time(), run_id))
-                    await db.execute(_Q_REMOVE, (run_id,))
-        finally:
-            for run_id in cancelled:
+            found = await self._take(took)
+            [record] = await row_reads.runs([found[1]], self._texts) if found is not None else [None]
+        except BaseException:
+            for run_id in took:
                 await self.release_run(run_id)
+            raise
+        for run_id in took:
+            if found is None or run_id != found[0]:
+                await self.release_run(run_id)
+        return queue_rows.taken(record, process_label()) if record is not None else None
+
+    async def _take(self, took: list[str]) -> tuple[str, tuple[Any, ...]] | None:
+        """The transaction of ``take_queued``: the run it took, with its row. Each run whose claim it takes
+        goes to ``took``: the one taken, and those it found cancelled and removed."""
+        async with self._write("take a queued run") as db:
+            offered = await (await db.execute(_Q_OFFERED, (queue_rows.BATCH,))).fetchall()
+            for row in offered:
+                run_id = str(row[0])
+                if await self._lock_run(run_id):
+                    took.append(run_id)
+                    if await self._lock_thread(run_id, row[1]):
+                        return await _mark_taken(db, run_id)
+            for row in await (await db.execute(_Q_TAKEN, (500,))).fetchall():
+                run_id = str(row[0])
+                if not await self._lock_run(run_id):
+                    continue  # a live worker executes it
+                took.append(run_id)
+                if not row[1]:
+                    if await self._lock_thread(run_id, row[2]):
+                        return await _mark_taken(db, run_id)
+                    continue
+                await db.execute(_Q_MARK_CANCELLED, (time.time(), run_id))
+                await db.execute(_Q_REMOVE, (run_id,))
         return None
 
     async def _lock_thread(self, run_id: str, thread: str | None) -> bool:
@@ -726,7 +744,10 @@ def _halves(key: int) -> tuple[int, int]:
     return unsigned >> 32, unsigned & 0xFFFF_FFFF
 
 
-async def _mark_taken(db: Connection, run_id: str) -> str:
+async def _mark_taken(db: Connection, run_id: str) -> tuple[str, tuple[Any, ...]]:
+    """Mark ``run_id`` taken and running by this process; its id and its row as it was before."""
+    row = await (await db.execute(_RUN, (run_id,))).fetchone()
+    assert row is not None  # its queue row refers to it (ON DELETE CASCADE)
     await db.execute(_Q_MARK_TAKEN, (run_id,))
     await db.execute(_Q_MARK_RUNNING, (process_label(), run_id))
-    return run_id
+    return run_id, tuple(row)

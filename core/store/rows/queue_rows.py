@@ -16,6 +16,9 @@ Invariants:
   (under its claim, before executing it): from then on it is that process's, like any run started with
   ``flujo run``. A row whose run is no longer queued, running or interrupted is never executed again: it is
   taken only to be removed (``MARK_RUNNING`` leaves such a run as it is).
+* A run leaves the queue in the transaction that records it ended, paused or was cancelled (``LEAVES``:
+  ``update_run`` removes its row with the status), so a worker killed between the two leaves no row behind;
+  an interrupted run stays, to be taken again.
 * Offers are in submission order. On PostgreSQL the worker locks the rows it looks at with ``FOR UPDATE
   SKIP LOCKED``, so workers never wait on each other's candidates; on SQLite the pick is one ``BEGIN
   IMMEDIATE`` transaction, one worker at a time.
@@ -23,7 +26,10 @@ Invariants:
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Literal
+
+from core.model.records import RunRecord, RunStatus
 
 OFFERED = (
     "SELECT q.run_id, q.thread FROM queue q WHERE q.taken = 0 AND q.cancel = 0"
@@ -45,6 +51,8 @@ MARK_RUNNING = (
 )
 RUNNABLE = ("queued", "running", "interrupted")
 """The statuses of a run a worker executes when it takes it from the queue; any other was settled elsewhere."""
+LEAVES: tuple[RunStatus, ...] = ("completed", "failed", "paused", "limit_reached", "aborted", "cancelled")
+"""The statuses with which a run leaves the queue (in the transaction that records them)."""
 REQUEUE = "UPDATE queue SET taken = 0 WHERE run_id = ?"
 REMOVE = "DELETE FROM queue WHERE run_id = ?"
 ONE = "SELECT taken FROM queue WHERE run_id = ?"
@@ -57,3 +65,21 @@ BATCH = 16
 Cancelled = Literal["cancelled", "requested", "not_queued"]
 """What ``cancel_queued`` did: cancelled the run itself (nobody executes it), asked the worker executing it
 to stop, or nothing (the run is not in the queue: it ended, paused, was resumed by hand or never submitted)."""
+
+
+@dataclass(frozen=True)
+class Taken:
+    """A run a worker took from the queue (``take_queued``), as the taking transaction read it: ``record``
+    with the status it was given then (``running``, when it was runnable; as it was, when it was settled
+    elsewhere), and whether it is ``fresh``: queued and never started, so it has no journal, no trace and no
+    answered question yet (a run taken again after its worker died, or put back in the queue, is not)."""
+
+    record: RunRecord
+    fresh: bool
+
+
+def taken(record: RunRecord, owner: str) -> Taken:
+    """What taking ``record`` (read before it was marked running by ``owner``) gives the worker."""
+    if record.status not in RUNNABLE:
+        return Taken(record, fresh=False)
+    return Taken(replace(record, status="running", owner=owner), fresh=record.status == "queued")

@@ -414,7 +414,7 @@ def expand(parsed: Mapping[int, Parsed], known: Mapping[int, list[Any]] | None =
 
 def _parse(list_id: int, body: str) -> Parsed:
     try:
-        value = json.loads(body)
+        value = json.loads(codec.grow(body))  # SQLite's store writes it shrunk (``codec.pack_json``)
     except json.JSONDecodeError:
         value = None
     if type(value) is list and len(value) in (2, 4) and (value[0] is None or type(value[0]) is int):

@@ -12,8 +12,9 @@ Invariants:
   ``$literal`` is wrapped as ``{"$literal": ...}``).
 * A list of many items (a prompt event's messages) may be stored once too, as ``{"$text": [id]}``
   (``core.store.rows.shared_lists``): only event payloads are written so; ``join`` reads it given the lists.
-* A text's id is found by its BLAKE2b digest; the body is compared too, so a digest collision can never
-  make one text stand for another (``SqliteStore`` stores the second text under a new row).
+* A text's id is found by its BLAKE2b digest (``digest``; on SQLite ``run_digest``); the body is compared
+  too, so a digest collision can never make one text stand for another (``SqliteStore`` stores the second
+  text under a new row).
 """
 
 from __future__ import annotations
@@ -35,7 +36,17 @@ RESERVED_KEYS = frozenset({TEXT_KEY, LITERAL_KEY})
 
 
 def digest(text: str) -> bytes:
+    """A text's digest as PostgreSQL's store (and SQLite's before ``m010_texts_by_hash``) keeps it."""
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+
+
+def run_digest(run_id: str, text: str) -> bytes:
+    """The digest SQLite's store keeps of ``text`` as a text of run ``run_id``: 8 bytes, of the run and the
+    text together, so that its index needs no run id (the same text in two runs has two digests)."""
+    found = hashlib.blake2b(run_id.encode("utf-8"), digest_size=8)
+    found.update(b"\0")
+    found.update(text.encode("utf-8"))
+    return found.digest()
 
 
 def shared_texts(value: Any) -> Iterator[str]:

@@ -36,7 +36,9 @@ _REPLACE_STEP = (
 )
 _INSERT_EVENT = "INSERT INTO events (run_id, path, kind, ts, payload) VALUES (?, ?, ?, ?, ?)"
 _INSERT_TEXT = "INSERT INTO texts (run_id, hash, body) VALUES (?, ?, ?)"
-_FIND_TEXT = "SELECT id, body FROM texts WHERE run_id = ? AND hash = ?"
+# ``hash != x''`` lets SQLite use the partial index ``texts_by_hash`` (m010); the second digest finds a text
+# stored before it, by its digest of then (``texts.digest``).
+_FIND_TEXT = "SELECT id, body FROM texts WHERE hash IN (?, ?) AND hash != x'' AND run_id = ?"
 _UPDATE_RUN = f"UPDATE runs SET {codec.UPDATE_RUN_SET.format('?')} WHERE run_id = ?"
 
 
@@ -76,6 +78,8 @@ class Batch:
         cursor = self._conn.execute(_UPDATE_RUN, (*values, run_id))
         if cursor.rowcount == 0:
             raise StoreError(f"no run {run_id} to update", hint="create the run first")
+        if update.status in queue_rows.LEAVES:  # settled: out of the queue with it (core.store.rows.queue_rows)
+            cursor.execute(queue_rows.REMOVE, (run_id,))
 
     def queue_runs(self, runs: Sequence[RunRecord]) -> None:
         self._conn.execute("PRAGMA defer_foreign_keys = ON")
@@ -141,13 +145,13 @@ class Batch:
                 stored = shared_lists.finish(cut, run_id, self._pending, split, store)
             else:
                 stored = split(codec.plain(value))
-            encoded.append(codec.pack(codec.compact(stored)))
+            encoded.append(codec.pack_json(codec.compact(stored)))
         return encoded
 
     def _store_list(self, run_id: str) -> Callable[[str], int]:
         def store(body: str) -> int:
             # Found by its id only, never by its digest: an empty one keeps it out of text look-ups.
-            cursor = self._writes.execute(_INSERT_TEXT, (run_id, _BLOB(), codec.pack(body)))
+            cursor = self._writes.execute(_INSERT_TEXT, (run_id, _BLOB(), codec.pack_json(body)))
             assert cursor.lastrowid is not None
             return cursor.lastrowid
 
@@ -158,7 +162,7 @@ class Batch:
         known = self._cache.get(run_id, text, self._pending)
         if known is not None:
             return known
-        digest = texts.digest(text)
+        digest = texts.run_digest(run_id, text)
         found = None if self._cache.complete(run_id) else self._find_text(run_id, text, digest)
         if found is None:
             cursor = self._writes.execute(_INSERT_TEXT, (run_id, _BLOB(digest), codec.pack(text)))
@@ -168,7 +172,8 @@ class Batch:
         return found
 
     def _find_text(self, run_id: str, text: str, digest: bytes) -> int | None:
-        for row_id, body in self._conn.execute(_FIND_TEXT, (run_id, digest)):
+        found = self._conn.execute(_FIND_TEXT, (_BLOB(digest), _BLOB(texts.digest(text)), run_id))
+        for row_id, body in found:
             if codec.unpack(body) == text:  # the body too: a digest collision never swaps two texts
                 return int(row_id)
         return None

@@ -187,6 +187,18 @@ async def m009_thread_turn_text(db: aiosqlite.Connection) -> None:
     await db.execute("ALTER TABLE thread_turns ADD COLUMN shown")
 
 
+@migration
+async def m010_texts_by_hash(db: aiosqlite.Connection) -> None:
+    # A text is found by an 8-byte digest of its run and its body (``texts.run_digest``) in an index of the
+    # digests alone, which leaves out the lists' rows (their digest is empty): a third of the index of
+    # m003, which held each row's run id and 16-byte digest. Rows stored before keep their digests, found
+    # by them too. From here on a stored value may also be compressed against a preset dictionary
+    # (``core.model.codec.pack``), which an older flujo could not read: recording this migration makes it
+    # refuse the database ("written by a newer flujo") instead.
+    await db.execute("DROP INDEX texts_by_run_and_hash")
+    await db.execute("CREATE INDEX texts_by_hash ON texts(hash) WHERE hash != x''")
+
+
 SCHEMA_VERSION = len(MIGRATIONS)
 """How many migrations this flujo knows; a database with more was written by a newer flujo."""
 

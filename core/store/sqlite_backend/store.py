@@ -3,9 +3,10 @@
 Invariants:
 
 * An aiosqlite connection per store, opened with WAL, ``synchronous=NORMAL``, a busy timeout of at most 10 s
-  and foreign keys on, for reads and the writes that store no values (claims, queue, pruning); and for a file,
-  a second connection on the event loop's thread for the writes that store values (steps, events, runs,
-  thread turns: ``core.store.sqlite_backend.writer``), which waits for another process's lock with the loop free.
+  and foreign keys on, for reads and the writes that store no values (claims, cancelling, pruning); and for a
+  file, a second connection on the event loop's thread for the writes that store values (steps, events, runs,
+  thread turns: ``core.store.sqlite_backend.writer``) and for a worker's taking and leaving of a queued run,
+  which waits for another process's lock with the loop free.
   Calls on a store are serialised by an ``asyncio.Lock``, so concurrent tasks never interleave inside a
   transaction, and the two connections of a store never write at once.
 * Every write is one ``BEGIN IMMEDIATE`` transaction committed before the method returns;
@@ -45,7 +46,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import aiosqlite
 
@@ -74,6 +75,8 @@ from core.store.sqlite_backend.migrations import has_tables, migrate, refuse_for
 from core.store.sqlite_backend.transaction import immediate, in_one_call
 from core.store.sqlite_backend.writer import Writer
 from core.text.turns import ConversationTurn
+
+T = TypeVar("T")
 
 _CHUNK = 500  # ids per "IN (...)" query, well under SQLite's limit on parameters
 
@@ -283,32 +286,71 @@ class SqliteStore:
         (``core.store.rows.queue_rows``)."""
         await self._in_one_call(f"queue {len(runs)} run(s)", lambda batch: batch.queue_runs(runs))
 
-    async def take_queued(self) -> str | None:
+    async def take_queued(self) -> queue_rows.Taken | None:
         """Claim the oldest queued run a worker may start now (or a started one whose worker died), mark it
-        taken and running, and return its id; None when there is none. The caller holds its claim."""
-        async with self._write("take a queued run") as db:
-            for row in await db.execute_fetchall(queue_rows.OFFERED, (queue_rows.BATCH,)):
-                if self._take_claim(str(row[0])) and self._take_thread(str(row[0]), row[1]):
-                    return await _mark_taken(db, str(row[0]))
-            for row in await db.execute_fetchall(queue_rows.TAKEN, (_CHUNK,)):
-                run_id = str(row[0])
-                if not self._take_claim(run_id):
+        taken and running, and return it as the same transaction read it (``queue_rows.Taken``); None when
+        there is none. The caller holds its claim.
+
+        One transaction, done in one call like a step's write (``_transaction``), tried again whole while
+        another process holds the write lock: the claims an attempt took are given back when it is rolled
+        back, before the next attempt, and when the last one fails."""
+        took: list[str] = []  # the claims the latest attempt took (runs; their threads go with them)
+        label = claims.process_label()
+
+        def attempt(conn: sqlite3.Connection) -> tuple[str, tuple[Any, ...]] | None:
+            self._let_go(took)
+            cursor = conn.cursor()
+            for run_id, thread in cursor.execute(queue_rows.OFFERED, (queue_rows.BATCH,)).fetchall():
+                if self._take_claim(str(run_id)):
+                    took.append(str(run_id))
+                    if self._take_thread(str(run_id), thread):
+                        return _mark_taken(cursor, str(run_id), label)
+            for run_id, cancel, thread in cursor.execute(queue_rows.TAKEN, (_CHUNK,)).fetchall():
+                if not self._take_claim(str(run_id)):
                     continue  # a live worker executes it
-                if not row[1]:
-                    if self._take_thread(run_id, row[2]):
-                        return await _mark_taken(db, run_id)
+                took.append(str(run_id))
+                if not cancel:
+                    if self._take_thread(str(run_id), thread):
+                        return _mark_taken(cursor, str(run_id), label)
                     continue
-                await db.execute(queue_rows.MARK_CANCELLED, (time.time(), run_id))
-                await db.execute(queue_rows.REMOVE, (run_id,))
-                self._claimed.discard(run_id)
-                self._release_lock(run_id)
-        return None
+                cursor.execute(queue_rows.MARK_CANCELLED, (time.time(), run_id))
+                cursor.execute(queue_rows.REMOVE, (run_id,))
+            return None
+
+        try:
+            async with self._lock:
+                self._usable("take a queued run")
+                found = await self._transaction("take a queued run", attempt)
+        except BaseException:
+            self._let_go(took)
+            raise
+        if found is None:
+            self._let_go(took)  # the claims of the cancelled runs it removed
+            return None
+        run_id, row = found
+        self._let_go([other for other in took if other != run_id])  # the cancelled runs' claims
+        [record] = await row_reads.runs([row], self._texts)
+        return queue_rows.taken(record, label)
+
+    def _let_go(self, run_ids: list[str]) -> None:
+        """Give back the claims of ``run_ids`` (and of their threads) that this store holds; empty the list."""
+        for run_id in run_ids:
+            thread = self._run_threads.pop(run_id, None)
+            for key in (run_id, claims.thread_key(thread)) if thread is not None else (run_id,):
+                if key in self._claimed:
+                    self._claimed.discard(key)
+                    self._release_lock(key)
+        run_ids.clear()
 
     async def leave_queued(self, run_id: str, *, requeue: bool = False) -> None:
         """Take ``run_id`` out of the queue (it ended, paused or was cancelled), or with ``requeue`` give it
-        back to be taken again (it was interrupted)."""
-        async with self._write(f"update the queue entry of run {run_id}") as db:
-            await db.execute(queue_rows.REQUEUE if requeue else queue_rows.REMOVE, (run_id,))
+        back to be taken again (it was interrupted). ``update_run`` does the former with the status that
+        settles it (``queue_rows.LEAVES``)."""
+        sql = queue_rows.REQUEUE if requeue else queue_rows.REMOVE
+        async with self._lock:
+            action = f"update the queue entry of run {run_id}"
+            self._usable(action)
+            await self._transaction(action, lambda conn: conn.execute(sql, (run_id,)).close())
 
     async def cancel_queued(self, run_id: str) -> queue_rows.Cancelled:
         """Cancel queued run ``run_id`` when nobody executes it, else ask its worker to (see ``Cancelled``)."""
@@ -637,8 +679,7 @@ class SqliteStore:
                     yield db
 
     async def _in_one_call(self, action: str, write: Callable[[Batch], None]) -> None:
-        """``write`` a ``Batch`` in one transaction, done in one call on the connection's thread."""
-        db = self._connection()
+        """``write`` a ``Batch`` in one transaction, done in one call (``_transaction``)."""
 
         def attempt(conn: sqlite3.Connection) -> Pending:
             pending = Pending()  # each attempt's own: one rolled back (or cancelled) leaves nothing behind
@@ -647,15 +688,21 @@ class SqliteStore:
 
         async with self._lock:
             self._usable(action)
-            try:  # what _translated does, without a generator per step
-                if self._writer is None:  # an in-memory store: its database is the one connection's own
-                    pending = await in_one_call(db, attempt)
-                else:
-                    pending = await self._writer.run(attempt, timeout_s=self.busy_timeout_s)
-            except sqlite3.Error as exc:
-                raise self._failed(action, exc) from exc
+            pending = await self._transaction(action, attempt)
             # Committed: the texts and lists it stored can now be referred to without a look-up.
             self._cache.commit(pending)
+
+    async def _transaction(self, action: str, work: Callable[[sqlite3.Connection], T]) -> T:
+        """``work(connection)`` in one ``BEGIN IMMEDIATE`` transaction done in one call: on the writer connection
+        (on the loop's thread, tried again whole while another process holds the lock), or for an in-memory
+        store on aiosqlite's thread. The caller holds ``_lock``; ``work`` must be safe to run again."""
+        try:  # what _translated does, without a generator per step
+            if self._writer is None:  # an in-memory store: its database is the one connection's own
+                return await in_one_call(self._connection(), work)
+            self._connection()
+            return await self._writer.run(work, timeout_s=self.busy_timeout_s)
+        except sqlite3.Error as exc:
+            raise self._failed(action, exc) from exc
 
     async def _read(self, action: str, sql: str, params: tuple[Any, ...]) -> list[Any]:
         db = self._connection()
@@ -668,7 +715,9 @@ def _marks_n(count: int) -> str:
     return ", ".join("?" for _ in range(count))
 
 
-async def _mark_taken(db: aiosqlite.Connection, run_id: str) -> str:
-    await db.execute(queue_rows.MARK_TAKEN, (run_id,))
-    await db.execute(queue_rows.MARK_RUNNING, (claims.process_label(), run_id))
-    return run_id
+def _mark_taken(cursor: sqlite3.Cursor, run_id: str, owner: str) -> tuple[str, tuple[Any, ...]]:
+    """Mark ``run_id`` taken and running by ``owner``; its id and its row as it was before."""
+    row: tuple[Any, ...] = cursor.execute(row_reads.RUN, (run_id,)).fetchone()
+    cursor.execute(queue_rows.MARK_TAKEN, (run_id,))
+    cursor.execute(queue_rows.MARK_RUNNING, (owner, run_id))
+    return run_id, row
