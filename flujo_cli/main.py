@@ -788,7 +788,7 @@ def lens_trace(
         typer.Option(
             "--why",
             help="For each agent call (of --step's step), say where each message came from and what history"
-            " was left out, by which rule.",
+            " was left out, by which rule (with --tui, the viewer says it in its detail pane).",
         ),
     ] = False,
     json_output: JsonOption = False,

@@ -51,7 +51,7 @@ class Provenance:
                 continue
             history = call.prompt.history or {}
             why = self._why[id(call)] = read(stored, history)
-            conversation = (call.run_id, str(history.get("conversation")))
+            conversation = (call.run_id, str(history.get("conversation") or why.get("conversation")))
             turns = known.setdefault(conversation, {})
             said = why.get("said")
             if isinstance(said, list) and said and isinstance(said[0], int):
@@ -126,7 +126,10 @@ def _current_index(messages: Sequence[Mapping[str, Any]], turn: bool) -> int:
 
 
 _UNKNOWN: Origin = {"unknown": True}
-_CODES = {"s": "seed", "a": "answer", "u": "user", "i": "input", "t": "thread", "r": "reply", "m": "summary"}
+_CODES = {
+    **{"s": "seed", "a": "answer", "u": "user", "i": "input", "t": "thread", "r": "reply", "m": "summary"},
+    **{"p": "turn", "c": "cue"},  # an ensemble's
+}
 
 
 def parsed(origin: Any, source: str = "?") -> Origin:
@@ -175,6 +178,12 @@ def _said_words(origin: Origin) -> str:
     if "summary" in origin:
         first, last = _pair(origin["summary"])
         return f"a summary of {_turns(first, last)}, made by agent {origin.get('by', '?')}"
+    if "turn" in origin:
+        path = str(origin["turn"])
+        *_, round_number, name = ["", "", *path.split("/")]
+        return f"participant {name}'s turn in round {round_number} ({path})"
+    if "cue" in origin:
+        return "the ensemble's cue: it is this participant's turn (it spoke last)"
     if "thread" in origin:
         return f"a turn of the thread's earlier run {origin['thread']}"
     if "request" in origin:
@@ -194,7 +203,10 @@ def left_out_words(note: Mapping[str, Any], path: str, agent: str) -> str:
     turns = _turns(first, last)
     rule = note.get("rule")
     if rule == "window":
-        budget = note.get("budget")
+        budget, reply = note.get("budget"), note.get("reply")
+        if isinstance(budget, int) and isinstance(reply, int):
+            window = f"the model's window of {budget + reply:,} tokens minus {reply:,} for the reply"
+            return f"{turns} dropped to fit {window} (agent {agent})"
         room = f" of {budget:,} tokens" if isinstance(budget, int) else ""
         share = "its context window minus the reply's share"
         return f"{turns} dropped to fit the prompt budget{room} of agent {agent} ({share})"

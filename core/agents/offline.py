@@ -31,6 +31,7 @@ class _OfflineModel(BaseAgent):
 
     is_model = True
     prompt_budget: int | None = None
+    reply_reserve: int | None = None  # the window's tokens kept for the reply (prompt_budget + this = the window)
 
     def __init__(
         self, *, system_prompt: str | None, examples: Sequence[tuple[str, str]], prompt_budget: int | None

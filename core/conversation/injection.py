@@ -172,13 +172,13 @@ def _why(
     strategy, source = conversation  # the history's strategy and its ai_turn_source
     left: list[dict[str, Any]] = []
     if bounded < end - head:  # the bound dropped the oldest turns after the summary: say by which rule
-        rule, numbers = _rule(strategy, turns, head, end, bounded, max_turns, max_tokens, room, agent.prompt_budget)
+        rule, numbers = _rule(strategy, turns, head, end, bounded, max_turns, max_tokens, room, agent)
         left.append(left_out(rule, head + 1 + offset, end - bounded + offset, **numbers))
     summarized = head == 1 and kept[:1] == turns[:1]
     fitted = len(kept) - (1 if summarized else 0)
     if fitted < bounded or (head and not summarized):  # cut again to fit the prompt as sent in the budget
         first = end - bounded + 1 + offset if summarized or not head else 1  # the summary's turns went too
-        left.append(left_out("window", first, end - fitted + offset, budget=agent.prompt_budget))
+        left.append(left_out("window", first, end - fitted + offset, **_room_numbers(agent)))
     why: dict[str, Any] = {"message": said, "left_out": left}
     if summarized:
         why["summary"] = kept[0].origin
@@ -224,7 +224,7 @@ def _rule(
     max_turns: int | None,
     max_tokens: int | None,
     room: int | None,
-    budget: int | None,
+    agent: Agent,
 ) -> tuple[str, dict[str, Any]]:
     """Which rule made ``bound`` keep ``bounded`` of the ``end - head`` turns after the summary: the
     strategy's ``max_turns`` when it alone keeps as many; else the tokens, the strategy's ``max_tokens``
@@ -236,8 +236,15 @@ def _rule(
         if end - oldest == bounded:
             return strategy, {"max_turns": max_turns}
     if room is not None and (max_tokens is None or room < max_tokens):
-        return "window", {"budget": budget}
+        return "window", _room_numbers(agent)
     return strategy, {"max_tokens": max_tokens}
+
+
+def _room_numbers(agent: Agent) -> dict[str, Any]:
+    """A ``window`` note's numbers: the agent's prompt budget and, when known, the window's tokens kept for the
+    reply (the two make its context window)."""
+    reply = getattr(agent, "reply_reserve", None)  # the model agents' (core.agents.factory)
+    return {"budget": agent.prompt_budget} if reply is None else {"budget": agent.prompt_budget, "reply": reply}
 
 
 def _none(active: ActiveConversation, end: int) -> dict[str, Any]:

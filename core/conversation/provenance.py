@@ -21,6 +21,8 @@ may hold spaces, is always last:
 - ``r PATH`` the reply of the step at ``PATH``, a turn because of the conversation's ``ai_turn_source``
   (given once, as ``source``, by the event whose ``said`` starts at turn 1); ``u PATH`` the output of a step
   named in ``user_turn_sources``;
+- ``p PATH`` an ensemble participant's turn (its path ends with the round and the participant's name);
+  ``c PATH`` the cue of an ensemble participant that spoke last (whose turn it is, at ``PATH``);
 - ``m FIRST LAST AGENT`` a summary of turns FIRST to LAST (1-based) made by ``AGENT``;
 - ``t RUN_ID`` a turn an earlier run of the thread said;
 - ``i PATH`` a current message that is the step's own input (not a turn).
@@ -74,8 +76,20 @@ def seed_origin(step: str | None) -> str:
 def step_origin(path: str, *, role: str, hitl: bool) -> str:
     """The origin of the turn the step at ``path`` made: a person's answer, a reply, or a user turn."""
     if hitl:
-        return f"a {path}"
+        return answer_origin(path)
     return f"r {path}" if role == "assistant" else f"u {path}"
+
+
+def answer_origin(path: str) -> str:
+    return f"a {path}"
+
+
+def participant_origin(path: str) -> str:
+    return f"p {path}"
+
+
+def cue_origin(path: str) -> str:
+    return f"c {path}"
 
 
 def thread_origin(run_id: str) -> str:

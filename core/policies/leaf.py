@@ -12,6 +12,7 @@ from typing import Any
 
 from core.context import RunContext
 from core.conversation import capture, default_question, message_for, prepare, replay_summary, replayed_call
+from core.conversation.ensemble.view import Speaker
 from core.model.calls import AgentCall, OutputRepair, Retry
 from core.model.codec import normalize
 from core.model.errors import AgentOutputError, ControlSignal, FlujoError, PromptTooLarge, ReplyCutOff, RunError
@@ -138,7 +139,8 @@ async def run_agent_step(
                 on_activity=lambda activity: frame.reporter.activity(path, activity),
             )
             refuse_oversized(step.name, agent, call)
-            prompt = PromptSent(agent.label, (), injection.injected, history=injection.trace or None, why=injection.why)
+            why = injection.why if not isinstance(agent, Speaker) else agent.why  # an ensemble's participant
+            prompt = PromptSent(agent.label, (), injection.injected, history=injection.trace or None, why=why)
             if step.tools is not None:  # each turn of the loop is journaled, reserved and traced on its own
                 spend = LoopSpend(prompt=prompt)
                 try:

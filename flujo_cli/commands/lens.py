@@ -141,8 +141,6 @@ def trace_run(run_id: str, options: TraceOptions, *, json_output: bool, state: s
     interactive = options.tui if options.tui is not None else (terminal and not json_output and not options.why)
     if interactive and json_output:
         usage_error("--tui and --json do not go together", "drop one of them")
-    if interactive and options.why:
-        usage_error("--tui and --why do not go together", "--why prints; drop --tui")
     if interactive and not terminal:
         usage_error("--tui needs a terminal", "without it, the trace is printed (add --plain to be explicit)")
     shown: list[RunNode] = []
@@ -178,14 +176,14 @@ def trace_run(run_id: str, options: TraceOptions, *, json_output: bool, state: s
         if tree is None or expanded is None:
             return exit_codes.FAILED
         shown_expansion.append(expanded)
-        if options.why:
-            _print_why(whole, tree, json_output=json_output)
-        elif interactive:
+        if interactive:  # with --why too: its detail pane says why each message is there
             shown.append(tree)  # the viewer runs its own event loop, after this one is closed
             # The tree lives until the process ends: out of the collector's sight (frozen while it is
             # paused, before it can scan them), its objects are not scanned at every collection while the
             # viewer runs (with a 10,000-event run, that was 0.3 s at opening alone).
             gc.freeze()
+        elif options.why:
+            _print_why(whole, tree, json_output=json_output)
         elif json_output:
             _print_json(masked_document(trace_document(tree), redactor))
         elif not piped:

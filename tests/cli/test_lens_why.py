@@ -255,18 +255,24 @@ def test_a_call_recorded_without_provenance_names_what_it_can(state_db: Path, tm
     ]
 
 
-def test_why_and_the_viewer_do_not_go_together(state_db: Path, tmp_path: Path) -> None:
+def test_why_with_tui_asks_for_the_viewer(state_db: Path, tmp_path: Path) -> None:
+    """``--why --tui`` opens the viewer, whose detail pane says why (tests/lens/test_viewer.py): without a
+    terminal it is refused as ``--tui`` alone is."""
     flow = 'version: "0.1"\nagents:\n  bot: {model: scripted, replies: [ok]}\n'
     run_id = run(tmp_path, flow + "steps:\n  - {kind: step, name: one, uses: agents.bot}\n", "--input", "hi")
     code, _, err = flujo(["lens", "trace", run_id, "--why", "--tui"])
-    assert code == exit_codes.USAGE and "--why" in err
+    assert code == exit_codes.USAGE and "--tui needs a terminal" in err
 
 
 WINDOW = """\
 version: "0.1"
 name: window
 agents:
-  bot: {model: scripted, context_window: 30, replies: [q1 is a question of some length, q2 asks more things, q3, q4]}
+  bot:
+    model: scripted
+    context_window: 40
+    model_settings: {max_tokens: 10}
+    replies: [q1 is a question of some length, q2 asks more things, q3, q4]
 steps:
   - kind: loop
     name: chat
@@ -283,6 +289,66 @@ def test_turns_dropped_to_fit_the_agent_s_window_say_its_budget(state_db: Path, 
     run_id = run(tmp_path, WINDOW, *ANSWERS)
     [call] = why_json(run_id, "chat/4/talk")
     [note] = call["left_out"]
-    assert note["rule"] == "window" and note["budget"] == 30 and note["turns"][0] == 1
-    budget = "the prompt budget of 30 tokens of agent scripted (its context window minus the reply's share)"
-    assert why(run_id, "chat/4/talk")[-1].endswith(f"dropped to fit {budget}")
+    assert note["rule"] == "window" and (note["budget"], note["reply"]) == (30, 10) and note["turns"][0] == 1
+    window = "the model's window of 40 tokens minus 10 for the reply (agent scripted)"
+    assert why(run_id, "chat/4/talk")[-1].endswith(f"dropped to fit {window}")
+
+
+ENSEMBLE = """\
+version: "0.1"
+name: debate
+agents:
+  writer: {model: scripted, system_prompt: "You write.", replies: [draft 1, draft 2, draft 3, draft 4]}
+  critic: {model: scripted, replies: [too long, better, fine]}
+steps:
+  - kind: ensemble
+    name: review
+    ensemble:
+      history_management: {strategy: truncate_turns, max_turns: 2}
+      participants:
+        - {name: writer, uses: agents.writer, max_turns: 4}
+        - name: critic
+          uses: agents.critic
+          max_turns: 3
+          depends_on: [{participant: writer, condition: "history[-1].participant == 'writer'"}]
+        - name: editor
+          ask: "Good? {{ steps.writer.output }}"
+          depends_on: [{participant: critic, condition: "history[-1].participant == 'critic'"}]
+      max_total_turns: 9
+"""
+
+
+def test_an_ensemble_s_participants_say_whose_turns_they_were_sent(state_db: Path, tmp_path: Path) -> None:
+    """A participant's messages: the ensemble's input, each participant's turn by round, a person's answer, the
+    cue when it spoke last; and the turns its history policy left out. The turns are numbered as said: the
+    input 1, then the rounds' turns in the participants' order (round 2: writer 3, critic 4; round 3: writer
+    5, the editor's answer 6)."""
+    run_id = run(tmp_path, ENSEMBLE, "--input", "Write a haiku", "--answer", "ok", "--answer", "ok")
+    assert why(run_id, "review/2/writer")[1:] == [
+        "    1 system    the system prompt of agent scripted",
+        "    2 user      the seed turn, from the run's input",
+        "    3 assistant participant writer's turn in round 1 (review/1/writer)",
+        "    4 user      the ensemble's cue: it is this participant's turn (it spoke last)",
+    ]
+    assert why(run_id, "review/2/critic")[1:] == [  # in the same round as the writer's: it hears round 1
+        "    1 user      the seed turn, from the run's input",
+        "    2 user      participant writer's turn in round 1 (review/1/writer)",
+    ]
+    assert why(run_id, "review/4/writer")[1:] == [
+        "    1 system    the system prompt of agent scripted",
+        "    2 assistant participant writer's turn in round 3 (review/3/writer)",
+        "    3 user      the person's answer to the question at review/3/editor",
+        "  left out: turns 1–4 dropped by truncate_turns (max_turns 2)",
+    ]
+    [call] = why_json(run_id, "review/3/writer")
+    assert [message["origin"] for message in call["messages"]] == [
+        {"system": "scripted"}, {"turn": "review/2/writer"}, {"turn": "review/2/critic"},
+    ]  # fmt: skip
+    assert call["left_out"] == [
+        {
+            "rule": "truncate_turns",
+            "turns": [1, 2],
+            "max_turns": 2,
+            "why": "turns 1–2 dropped by truncate_turns (max_turns 2)",
+        }
+    ]
