@@ -25,6 +25,7 @@ import core.conversation.turns as turns
 from benchmarks import sizes
 from benchmarks.test_conversation import ANSWER, _loop
 from core import Engine, Pipeline, RunOutcome
+from core.conversation.provenance import read
 from core.store import MemoryStore
 from core.testing import ScriptedHuman
 
@@ -34,9 +35,10 @@ ROUNDS = sizes.size(7, 1)
 
 def _conversation(provenance: bool) -> tuple[RunOutcome, MemoryStore]:
     """One whole conversation through the engine, with the provenance or without it."""
-    saved = injection._why, turns.step_origin
+    saved = injection._why, injection.stored, turns.step_origin
     if not provenance:
-        injection._why = lambda *args: None  # type: ignore[assignment]
+        injection._why = lambda *args: {}  # type: ignore[assignment]
+        injection.stored = lambda why, history: None  # type: ignore[assignment]
         turns.step_origin = lambda *args, **kwargs: None  # type: ignore[assignment]
     try:
         store = MemoryStore()
@@ -44,7 +46,7 @@ def _conversation(provenance: bool) -> tuple[RunOutcome, MemoryStore]:
         pipeline = Pipeline(steps=(_loop(ITERATIONS),), name="bench")
         return asyncio.run(engine.run(pipeline, "Plan the offsite")), store
     finally:
-        injection._why, turns.step_origin = saved
+        injection._why, injection.stored, turns.step_origin = saved
 
 
 def test_thousand_iteration_conversation_with_and_without(benchmark: BenchmarkFixture) -> None:
@@ -72,6 +74,8 @@ def test_thousand_iteration_conversation_with_and_without(benchmark: BenchmarkFi
         whys = [event.payload.get("why") for event in prompts]
         if provenance:
             assert all(isinstance(why, dict) for why in whys)
-            assert whys[-1]["message"] == 2 * ITERATIONS - 1  # the number of the last answer, its origin said
+            last = read(whys[-1], prompts[-1].payload["history"])
+            assert last["message"] == 2 * ITERATIONS - 1  # the number of the last answer, its origin said
+            assert whys[-1]["said"][1:] == [f"r chat/{ITERATIONS - 1}/clarify", f"a chat/{ITERATIONS - 1}/answer"]
         else:
             assert whys == [None] * ITERATIONS

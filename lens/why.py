@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from core.conversation.provenance import read
+from core.conversation.provenance import read, step_key
 from lens.tree import CallNode, Node
 
 Origin = Mapping[str, Any]
@@ -45,13 +45,17 @@ class Provenance:
         self._why: dict[int, Mapping[str, Any]] = {}  # id(call) → its why, whole (``provenance.read``)
         known: dict[tuple[str, str], dict[int, str]] = {}  # (run, conversation) → turn number → origin
         sources: dict[tuple[str, str], str] = {}  # (run, conversation) → its ai_turn_source
+        noted: dict[tuple[str, str, str], Any] = {}  # (run, conversation, step) → its last call's notes
         for call in calls:
             stored = call.prompt.why
             if not isinstance(stored, Mapping):
                 continue
             history = call.prompt.history or {}
-            why = self._why[id(call)] = read(stored, history)
-            conversation = (call.run_id, str(history.get("conversation") or why.get("conversation")))
+            conversation = (call.run_id, str(history.get("conversation") or stored.get("conversation")))
+            step = (*conversation, step_key(call.path))
+            if "left_out" in stored:
+                noted[step] = stored["left_out"]
+            why = self._why[id(call)] = read(stored, history, noted.get(step, ()))
             turns = known.setdefault(conversation, {})
             said = why.get("said")
             if isinstance(said, list) and said and isinstance(said[0], int):

@@ -23,7 +23,7 @@ from typing import Any
 from core.context import RunContext
 from core.conversation.current_message import current_message
 from core.conversation.history import as_messages, bound, drop_oldest, history_block, prompt_turns, question_of
-from core.conversation.provenance import input_origin, left_out, stored
+from core.conversation.provenance import input_origin, left_out, step_key, stored
 from core.conversation.run_frame import RunFrame
 from core.conversation.summary import summarize
 from core.conversation.turns import ActiveConversation, active_in
@@ -83,10 +83,12 @@ async def prepare(
     # The current message: the number of the turn it is (its origin is in ``said``), or the step's input.
     said: Any = end + 1 + offset if end < len(turns) else input_origin(path)
     if step.use_history is False:
-        return Injection(message, why=stored(_unsent(ctx, said, "use_history", end, offset), None))
+        why = stored(_unsent(ctx, said, "use_history", end, offset), None)
+        return Injection(message, why=_as_before(why, ctx.conversation_history, path))
     if not agent.takes_history:  # a builtin moving its input along: a history block would join its output
         unsent = {**_none(active, end), "mode": "none (the agent takes no history)"}
-        return Injection(message, (), unsent, stored(_unsent(ctx, said, "takes_history", end, offset), unsent))
+        why = stored(_unsent(ctx, said, "takes_history", end, offset), unsent)
+        return Injection(message, (), unsent, _as_before(why, ctx.conversation_history, path))
     template = active.settings.history_template
     as_text = not agent.is_model or template is not None
     if as_text and agent.is_model and not isinstance(message, str):
@@ -130,6 +132,7 @@ async def prepare(
         ),
         trace,
     )
+    why = _as_before(why, ctx.conversation_history, path)
     if not kept:
         return Injection(message, (), trace, why)
     if not as_text:
@@ -140,7 +143,8 @@ async def prepare(
     reason = "the input is structured (not text); the agent can read context.conversation_history"
     events.append(frame.event(path, HistoryNotInjected(len(kept), reason)))
     trace = {**_none(active, end), "mode": "none (structured input)"}
-    return Injection(message, (), trace, stored(_unsent(ctx, said, "structured", end, offset), trace))
+    why = stored(_unsent(ctx, said, "structured", end, offset), trace)
+    return Injection(message, (), trace, _as_before(why, ctx.conversation_history, path))
 
 
 def replayed_call(step: AgentStep, agent: Agent, ctx: RunContext) -> None:
@@ -185,6 +189,24 @@ def _why(
     if fitted:
         why["turns"] = [end - fitted + 1 + offset, end + offset]
     return _with_new_origins(why, history, source)
+
+
+def _as_before(why: dict[str, Any], history: Sequence[ConversationTurn], path: str) -> dict[str, Any]:
+    """``why`` without its notes of what was left out when they are those of the previous call of the step at
+    ``path`` in this conversation (``provenance.step_key``): a bounded conversation says its bound's note once,
+    not at every iteration. Said (an empty list when nothing was left out) at a step's first call in this
+    process (a resumed run's first call too) and where the history keeps no memory."""
+    notes = why.get("left_out") or []
+    if not isinstance(history, Turns):
+        why["left_out"] = notes
+        return why
+    key = step_key(path)
+    if key in history.noted and history.noted[key] == notes:
+        why.pop("left_out", None)
+    else:
+        why["left_out"] = notes
+    history.noted[key] = notes
+    return why
 
 
 def _with_new_origins(why: dict[str, Any], history: Sequence[ConversationTurn], source: str) -> dict[str, Any]:

@@ -36,6 +36,7 @@ along); ``structured`` (a script's structured input, which no text block can go 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -109,14 +110,22 @@ def left_out(rule: str, first: int, last: int, **numbers: Any) -> dict[str, Any]
     return {"rule": rule, "turns": [first, last], **numbers}
 
 
+_ITERATION = re.compile(r"(?<=/)\d+(?=/|$)")
+
+
+def step_key(path: str) -> str:
+    """The step of a call whatever its iteration: ``chat/3/talk`` → ``chat/*/talk``. A call's notes of what
+    was left out are stored only when they differ from those of the previous call of its step
+    (``PromptSent.why`` without ``left_out``: the same as that call's)."""
+    return _ITERATION.sub("*", path)
+
+
 def stored(why: dict[str, Any], history: Mapping[str, Any] | None) -> dict[str, Any]:
     """``why`` as an event stores it: without what ``history`` gives (``derived``): the turns sent, the current
-    message's number when it is the newest turn, a single note's turns when they are all those dropped, and
-    an empty list of notes."""
+    message's number when it is the newest turn, and a single note's turns when they are all those
+    dropped."""
     known = derived(history)
     notes = why.get("left_out")
-    if not notes:
-        why.pop("left_out", None)
     if known is None:
         return why
     if why.get("message") == known.message:
@@ -128,11 +137,12 @@ def stored(why: dict[str, Any], history: Mapping[str, Any] | None) -> dict[str, 
     return why
 
 
-def read(why: Mapping[str, Any], history: Mapping[str, Any] | None) -> dict[str, Any]:
+def read(why: Mapping[str, Any], history: Mapping[str, Any] | None, previous: Any = ()) -> dict[str, Any]:
     """A stored ``why`` whole again (``stored`` undone): ``message``, ``turns`` (when any were sent) and each
-    note's ``turns`` filled in from ``history``."""
+    note's ``turns`` filled in from ``history``; without ``left_out``, the notes ``previous`` (those of the
+    previous call of the step, as stored)."""
     whole = dict(why)
-    notes = [dict(note) for note in why.get("left_out") or () if isinstance(note, Mapping)]
+    notes = [dict(note) for note in why.get("left_out", previous) or () if isinstance(note, Mapping)]
     whole["left_out"] = notes
     known = derived(history)
     if known is None:

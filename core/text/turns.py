@@ -94,7 +94,7 @@ class Turns(list[ConversationTurn]):
         which so lives as long as the conversation, and how many of its turns' origins the trace has said
     (``described``)."""
 
-    __slots__ = ("__weakref__", "described", "sent")
+    __slots__ = ("__weakref__", "described", "noted", "sent")
 
     def __init__(self, turns: Iterable[ConversationTurn] = ()) -> None:
         super().__init__(turns)
@@ -102,6 +102,9 @@ class Turns(list[ConversationTurn]):
         # How many of the oldest turns the run's trace has said the origins of (``core.conversation.injection``):
         # each prompt event says those of the turns after them only.
         self.described = 0
+        # The notes of what was left out of each step's last call (``core.conversation.injection``), by
+        # ``provenance.step_key``: a call whose notes are the same stores none.
+        self.noted: dict[str, Any] = {}
 
     def __reduce__(self) -> tuple[type[Turns], tuple[list[ConversationTurn]]]:
         """Copied and pickled as its turns: what its prompts sent is remembered, not state."""

@@ -108,6 +108,21 @@ def test_truncate_turns_says_which_turns_it_dropped(state_db: Path, tmp_path: Pa
             "why": "turns 1–3 dropped by truncate_turns (max_turns 3)",
         }
     ]
+    # Stored once: the event of chat/4/talk leaves out the bound's note, the same as chat/3/talk's.
+    stored = {path: why for path, why in stored_whys(state_db, run_id).items() if path.endswith("/talk")}
+    assert stored["chat/3/talk"]["left_out"] == [{"rule": "truncate_turns", "max_turns": 3}]
+    assert "left_out" not in stored["chat/4/talk"]
+    assert why(run_id, "chat/3/talk")[-1] == "  left out: turn 1 dropped by truncate_turns (max_turns 3)"
+
+
+def stored_whys(db: Path, run_id: str) -> dict[str, Any]:
+    """The ``why`` of each agent call of run ``run_id`` as its event stores it, by step path."""
+
+    async def read() -> dict[str, Any]:
+        async with await open_store(str(db)) as store:
+            return {e.path: e.payload.get("why") for e in await store.events(run_id) if e.kind == "agent.prompt"}
+
+    return asyncio.run(read())
 
 
 def test_truncate_tokens_says_its_bound(state_db: Path, tmp_path: Path) -> None:

@@ -94,8 +94,8 @@ def ensemble_why(
     why: dict[str, Any] = {"conversation": state.step.name, "message": cue_origin(cued) if cued else total}
     if first <= last:
         why["turns"] = [first, last]
-    if first > 1 and rule is not None:
-        why["left_out"] = [left_out(rule.pop("rule"), 1, first - 1, **rule)]
+    # Said at every call (no memory of a step's previous call here): empty when nothing was left out.
+    why["left_out"] = [left_out(rule.pop("rule"), 1, first - 1, **rule)] if first > 1 and rule is not None else []
     if state.told_from < total:
         why["said"] = [state.told_from + 1, *(_origin(state, number) for number in range(state.told_from, total))]
     return why
