@@ -120,25 +120,22 @@ _Q_REMOVE = _pg(queue_rows.REMOVE)
 _Q_ONE = _pg(queue_rows.ONE) + " FOR UPDATE"
 _Q_ASK_CANCEL = _pg(queue_rows.ASK_CANCEL)
 _Q_MARK_CANCELLED = _pg(queue_rows.MARK_CANCELLED)
-_RUN_NAMES = codec.RUN_COLUMNS.split(", ")
-_STEP_NAMES = codec.STEP_COLUMNS.split(", ")
-# The writes of a run's life, each one statement (``_statement``) of one parameter, a JSON document
-# (``pg_encoding.document``): the run id, the rows of the new texts it refers to (``pg_encoding.WITH_TEXTS``
-# stores them) and its own rows: ``row`` (as ``json_populate_record`` reads a row of the table) and ``events``.
+_RUN_MARKS = ", ".join("%s" for _ in codec.RUN_COLUMNS.split(","))
+_STEP_MARKS = ", ".join("%s" for _ in codec.STEP_COLUMNS.split(","))
+# The writes of a run's life, each one statement (``_statement``): its first parameter a JSON document
+# (``pg_encoding.document``) of the run id, the rows of the new texts it refers to (``pg_encoding.WITH_TEXTS``
+# stores them) and its events, then the columns of its row. (A row read from the document by
+# ``json_populate_record`` made the statement slower on the server, and so the wait for it.)
 _WITH_TEXTS = pg_encoding.WITH_TEXTS
 _INSERT_EVENTS = (
     "INSERT INTO events (run_id, path, kind, ts, payload) SELECT w.d->>'run', e->>0, e->>1, (e->>2)::float8, e->>3"
     " FROM w, json_array_elements(w.d->'events') WITH ORDINALITY AS x(e, n) ORDER BY n"
 )
-_INSERT_RUN = (
-    f"{_WITH_TEXTS} INSERT INTO runs ({codec.RUN_COLUMNS})"
-    f" SELECT {codec.RUN_COLUMNS} FROM w, json_populate_record(NULL::runs, w.d->'row') RETURNING run_id"
-)
+_INSERT_RUN = f"{_WITH_TEXTS} INSERT INTO runs ({codec.RUN_COLUMNS}) VALUES ({_RUN_MARKS}) RETURNING run_id"
 # A step recorded again at its path replaces the row, with a new seq: it sorts after the others.
 _STEP_SET = ", ".join(f"{c} = EXCLUDED.{c}" for c in codec.STEP_COLUMNS.split(", ") if c not in ("run_id", "path"))
 _RECORD_STEP = (
-    f"{_WITH_TEXTS}, step AS (INSERT INTO steps ({codec.STEP_COLUMNS})"
-    f" SELECT {codec.STEP_COLUMNS} FROM w, json_populate_record(NULL::steps, w.d->'row')"
+    f"{_WITH_TEXTS}, step AS (INSERT INTO steps ({codec.STEP_COLUMNS}) VALUES ({_STEP_MARKS})"
     f" ON CONFLICT (run_id, path) DO UPDATE SET {_STEP_SET}, seq = DEFAULT) {_INSERT_EVENTS}"
 )
 _RECORD_EVENTS = f"{_WITH_TEXTS} {_INSERT_EVENTS}"
@@ -267,8 +264,8 @@ class PostgresStore:
         encoded = await self._encode(db, run.run_id, [run.input, run.output], new_run=True)
         input, output = encoded.values
         try:
-            row = dict(zip(_RUN_NAMES, codec.run_row(run, input, output), strict=True))
-            await (await db.execute(_INSERT_RUN, (pg_encoding.document(run.run_id, encoded, row=row),))).fetchone()
+            row = codec.run_row(run, input, output)
+            await (await db.execute(_INSERT_RUN, (pg_encoding.document(run.run_id, encoded), *row))).fetchone()
         except psycopg.errors.UniqueViolation as exc:
             if exc.diag.constraint_name != "runs_pkey":
                 raise
@@ -281,9 +278,8 @@ class PostgresStore:
             values = [step.input, step.output, *_payloads(events)]
             encoded = await self._encode(db, step.run_id, values, payloads_from=2)
             input, output, *payloads = encoded.values
-            row = dict(zip(_STEP_NAMES, codec.step_row(step, input, output), strict=True))
-            rows = _event_rows(events, payloads)
-            await db.execute(_RECORD_STEP, (pg_encoding.document(step.run_id, encoded, row=row, events=rows),))
+            document = pg_encoding.document(step.run_id, encoded, events=_event_rows(events, payloads))
+            await db.execute(_RECORD_STEP, (document, *codec.step_row(step, input, output)))
 
     async def record_events(self, run_id: str, events: Sequence[TraceEvent]) -> None:
         if not events:
