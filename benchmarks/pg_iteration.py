@@ -66,7 +66,7 @@ async def _flujo_backends(uri: str) -> list[int]:
     return [int(row[0]) for row in rows]
 
 
-async def _measure(iterations: int, rounds: int, server_uri: str) -> list[dict[str, float | None]]:
+async def measure(iterations: int, rounds: int, server_uri: str) -> list[dict[str, float | None]]:
     from benchmarks import conversation_run
     from blueprints import load_pipeline
     from core import Engine, NullReporter, Redactor, load_settings
@@ -168,11 +168,11 @@ def _trees(args: argparse.Namespace, uri: str) -> None:
             print(f"{tree}: {_line(result)}", flush=True)
     print(f"medians over {args.rounds} rounds of {args.iterations} iterations:")
     for tree, results in found.items():
-        median = {key: _median([r[key] for r in results]) for key in results[0]}
-        print(f"{tree}: {_line(median)}")
+        middle = {key: median([r[key] for r in results]) for key in results[0]}
+        print(f"{tree}: {_line(middle)}")
 
 
-def _median(values: list[float | None]) -> float | None:
+def median(values: list[float | None]) -> float | None:
     known = [value for value in values if value is not None]
     return statistics.median(known) if known else None
 
@@ -200,7 +200,7 @@ def main() -> None:
         if args.tree:
             _trees(args, uri)
             return
-        results = asyncio.run(_measure(args.iterations, args.rounds, uri))
+        results = asyncio.run(measure(args.iterations, args.rounds, uri))
     finally:
         stop()
     if args.json:

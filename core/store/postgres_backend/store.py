@@ -11,10 +11,12 @@ Invariants:
   that refers to them (``ON DELETE CASCADE``) and their child runs.
 * Writes are serialised inside a store by an ``asyncio.Lock`` (the ids a transaction stores, its
   ``Pending``, join the text cache when it commits); reads take a pooled connection each and run side by
-  side. A write transaction is sent in pipeline mode: its statements go out without waiting for each
-  reply, so a step costs a few round trips, not one per statement; a statement whose result is needed
-  (``RETURNING``) waits for it. The texts and lists a write stores take one round trip together
-  (``core.store.postgres_backend.encoding``).
+  side. The writes of a run's life (``create_run``, ``record_step``, ``record_events``, ``update_run``) are
+  each one statement in autocommit mode, its own transaction (``_statement``): the new texts and lists it
+  refers to travel in it as one JSON parameter, with ids taken from the server a block at a time, so a
+  committed step is one round trip (plus a look-up of texts for a run this store did not create, and one
+  per block of ids: ``core.store.postgres_backend.encoding``). The other writes are transactions of several
+  statements sent in pipeline mode (``_write``).
 * Claims are session advisory locks (``pg_try_advisory_lock``) on one connection outside the pool, opened
   at the first claim and closed when the store holds none: a pooled connection goes back to the pool and
   would carry the lock to whoever takes it next. The server drops the locks when that session ends, so a
@@ -31,7 +33,7 @@ Invariants:
 * psycopg errors become ``StoreError`` in one place, ``core.store.postgres_backend.errors``; the URI's password never
   appears in a message (``core.settings.location``).
 
-The module is longer than most (about 560 lines) for the reason ``core.store.sqlite_backend.store`` is: the store owns
+The module is longer than most (about 800 lines) for the reason ``core.store.sqlite_backend.store`` is: the store owns
 its pool, its claims connection, its locks and the text cache, and every method is a transaction over
 them; the schema, the error translation, the encoding of values, the reading of records, the queries of
 threads and the choice of runs to prune live in their own modules.
