@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, ClassVar
 
 from core.model.calls import AgentCall, AgentReply, ChatMessage
 
@@ -34,6 +34,12 @@ def input_text(value: Any) -> str:
 class BaseAgent(ABC):
     """The defaults of ``core.ports.Agent`` (see the module's docstring); ``label`` and ``run`` are the
     subclass's."""
+
+    keeps_run_state: ClassVar[bool] = False
+    """Whether the agent keeps, from call to call, state that belongs to one run (a scripted model takes its
+    replies in turn, each run from the first): such an agent is built for each run, never shared between runs
+    (``flujo worker`` shares a compiled pipeline between the runs of a blueprint only when none of its agents
+    keeps run state: ``flujo_cli.blueprint_cache``)."""
 
     @property
     @abstractmethod
