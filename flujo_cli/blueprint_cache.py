@@ -108,8 +108,7 @@ class BlueprintCache:
     def _pipeline(self, loaded: _Loaded, settings: Settings) -> Pipeline:
         """The pipeline of ``loaded``: the shared one, or one compiled now (kept when runs may share it)."""
         from blueprints import compile_pipeline
-        from core.agents import build_agent
-        from core.agents.base import BaseAgent
+        from core.agents import build_agent, shareable_between_runs
 
         if loaded.shared is not None:
             return loaded.shared
@@ -117,7 +116,7 @@ class BlueprintCache:
 
         def built(spec: AgentSpec, settings: Settings) -> Agent:
             agent = build_agent(spec, settings)
-            if not isinstance(agent, BaseAgent) or agent.keeps_run_state:
+            if not shareable_between_runs(agent):
                 kept_state.append(agent)
             return agent
 

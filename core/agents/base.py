@@ -18,6 +18,7 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 from core.model.calls import AgentCall, AgentReply, ChatMessage
+from core.ports import Agent
 
 # ``json.dumps(value, ensure_ascii=False, default=str)``'s encoder, made once (json.dumps with arguments makes
 # one per call: every agent call with a structured input).
@@ -80,3 +81,9 @@ class BaseAgent(ABC):
 
     def replayed(self) -> None:
         return None
+
+
+def shareable_between_runs(agent: Agent) -> bool:
+    """Whether ``agent`` may serve the calls of several runs: one of flujo's (a ``BaseAgent``) that keeps no run
+    state (``keeps_run_state``). Any other agent is not known to keep none."""
+    return isinstance(agent, BaseAgent) and not agent.keeps_run_state
