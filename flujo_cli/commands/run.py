@@ -547,7 +547,9 @@ async def _answers_given(store: Any, run_id: str) -> list[str]:
 
 
 def _with_limits(pipeline: Any, overrides: RunOverrides) -> Any:
-    """``pipeline`` with the limits given on the command line in place of its own."""
+    """``pipeline`` with the limits given on the command line in place of its own (itself when none is given)."""
+    if overrides.max_tokens is None and overrides.max_cost_usd is None:
+        return pipeline
     limits = pipeline.limits
     if overrides.max_tokens is not None:
         limits = replace(limits, max_tokens=overrides.max_tokens)
