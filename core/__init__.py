@@ -105,7 +105,7 @@ if TYPE_CHECKING:
         settings_from_layers,
         settings_layers,
     )
-    from core.settings.layers import SettingsLayer, find_project_file, user_config_path
+    from core.settings.layers import SettingsLayer, project_file_candidates, user_config_path
     from core.settings.sources import SettingSource, setting_sources
     from core.steps.kinds import (
         CHILD_PATH_ROOTS,
@@ -316,7 +316,7 @@ _WHERE = {
     "settings_from_layers": "core.settings.config",
     "settings_layers": "core.settings.config",
     "user_config_path": "core.settings.layers",
-    "find_project_file": "core.settings.layers",
+    "project_file_candidates": "core.settings.layers",
     "sensitive_key": "core.text.redaction",
     "step_references": "core.text.templates",
     "template_scope": "core.policies.frame:scope",
@@ -462,7 +462,6 @@ __all__ = [
     "canonical",
     "check_thread",
     "check_thread_name",
-    "find_project_file",
     "find_provider",
     "fork_thread",
     "is_context",
@@ -474,6 +473,7 @@ __all__ = [
     "new_run_id",
     "overrides_from_assignments",
     "parse_answer",
+    "project_file_candidates",
     "provider_of",
     "read_gguf",
     "recorded_answers",

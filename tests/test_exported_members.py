@@ -23,7 +23,7 @@ CORE_FOR_LENS_AND_CLI = {
     "sensitive_key", "use_bounds",
     # flujo config show: the settings' layers and where each setting came from.
     "SettingSource", "SettingsLayer", "setting_sources", "settings_from_layers", "settings_layers", "user_config_path",
-    "find_project_file",  # flujo worker: the settings files whose change makes it read its settings again
+    "project_file_candidates",  # flujo worker: the settings files whose change makes it read its settings again
 }  # fmt: skip
 
 

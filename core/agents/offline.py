@@ -54,6 +54,7 @@ class ScriptedAgent(_OfflineModel):
     """
 
     label = "scripted"
+    keeps_run_state = True  # its next reply: each run starts from the first
 
     def __init__(
         self,
