@@ -184,9 +184,9 @@ class TraceViewer(App[None]):
 
     def _provenance(self) -> Provenance:
         if self.provenance is None:
-            from lens.why import Provenance, calls_below
+            from lens.why import Provenance
 
-            self.provenance = Provenance(calls_below(self.model.children))
+            self.provenance = Provenance(self.model.children)
         return self.provenance
 
     def _status(self, text: str) -> None:

@@ -15,11 +15,13 @@ and its input named.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from core.conversation.provenance import read, step_key
-from lens.tree import CallNode, Node
+from core.model.events import ChildRunStarted, QuestionAnswered
+from core.model.records import TraceEvent
+from lens.tree import CallNode, EventNode, Node, StepNode
 
 Origin = Mapping[str, Any]
 
@@ -36,42 +38,88 @@ def calls_below(nodes: Sequence[Node]) -> list[CallNode]:
 
 
 class Provenance:
-    """The origins of the turns of a run's conversations, read from its agent calls in order (``calls``: every
-    call of the run, as ``calls_below`` gives them), to place on the messages of any of those calls."""
+    """The origins of the turns of a run's conversations, read in order from its agent calls and from the
+    events of the steps that made turns (``nodes``: the run's tree, or the whole of the runs it shows), to
+    place on the messages of any of those calls.
 
-    def __init__(self, calls: Sequence[CallNode]) -> None:
+    A turn's origin comes from one of two places: a prompt event's ``said`` (the seed, a thread's earlier
+    turns), or the event of the step that made it (a reply's ``agent.reply``, an answer's ``hitl.answer``, a
+    sub-workflow's ``workflow.child``), which carries its number (``turn``, ``user_turn``). Such an event
+    belongs to the innermost conversational loop on its path: the last segment that names a conversation
+    of the run's calls and is followed by an iteration number."""
+
+    def __init__(self, nodes: Sequence[Node]) -> None:
         self._sent: dict[int, list[Origin]] = {}  # id(call) → the origins of the history turns it sent
         self._message: dict[int, Origin] = {}  # id(call) → its current message's, when that is a turn
         self._why: dict[int, Mapping[str, Any]] = {}  # id(call) → its why, whole (``provenance.read``)
-        known: dict[tuple[str, str], dict[int, str]] = {}  # (run, conversation) → turn number → origin
-        sources: dict[tuple[str, str], str] = {}  # (run, conversation) → its ai_turn_source
-        noted: dict[tuple[str, str, str], Any] = {}  # (run, conversation, step) → its last call's notes
-        for call in calls:
-            stored = call.prompt.why
-            if not isinstance(stored, Mapping):
+        self._known: dict[tuple[str, str], dict[int, str]] = {}  # (run, conversation) → turn number → origin
+        self._sources: dict[tuple[str, str], str] = {}  # (run, conversation) → its ai_turn_source
+        self._noted: dict[tuple[str, str, str], Any] = {}  # (run, conversation, step) → its last call's notes
+        order = list(_in_order(nodes))
+        calls = [item for item in order if isinstance(item, CallNode) and isinstance(item.prompt.why, Mapping)]
+        self._names = {_conversation(call)[1] for call in calls}  # the conversations: their loops' names
+        self._names.discard("None")
+        for item in order:
+            if isinstance(item, CallNode):
+                self._read_call(item)
+                reply = item.reply
+                if reply is not None:
+                    self._told(item.run_id, item.path, reply.turn, reply.user_turn, "r ")
                 continue
-            history = call.prompt.history or {}
-            conversation = (call.run_id, str(history.get("conversation") or stored.get("conversation")))
-            step = (*conversation, step_key(call.path))
-            if "left_out" in stored:
-                noted[step] = stored["left_out"]
-            why = self._why[id(call)] = read(stored, history, noted.get(step, ()))
-            turns = known.setdefault(conversation, {})
-            said = why.get("said")
-            if isinstance(said, list) and said and isinstance(said[0], int):
-                if said[0] == 1:
-                    turns.clear()  # the conversation anew (a loop entered again, a run resumed)
-                turns.update(zip(range(said[0], said[0] + len(said) - 1), said[1:], strict=True))
-            if isinstance(why.get("source"), str):
-                sources[conversation] = why["source"]
-            source = sources.get(conversation, "?")
-            sent = [parsed(why["summary"])] if "summary" in why else []
-            first, last = _pair(why.get("turns"))
-            sent += [parsed(turns.get(number), source) for number in range(first, last + 1)] if first else []
-            self._sent[id(call)] = sent
-            message = why.get("message")
-            if isinstance(message, int):  # the current message is turn N: its origin
-                self._message[id(call)] = parsed(turns.get(message), source)
+            run_id, event = item
+            data = event.data
+            if isinstance(data, QuestionAnswered):
+                self._told(run_id, event.path, data.turn, None, "a ")
+            elif isinstance(data, ChildRunStarted):
+                self._told(run_id, event.path, data.turn, data.user_turn, "r ")
+
+    def _read_call(self, call: CallNode) -> None:
+        stored = call.prompt.why
+        history = call.prompt.history or {}
+        conversation = _conversation(call)
+        if not isinstance(stored, Mapping):
+            # Nothing new to say is stored as no why; a run recorded before why was (its conversation's first
+            # call, which says its notes, has none either) gets none.
+            if conversation not in self._known:
+                return
+            stored = {}
+        step = (*conversation, step_key(call.path))
+        if "left_out" in stored:
+            self._noted[step] = stored["left_out"]
+        why = self._why[id(call)] = read(stored, history, self._noted.get(step, ()))
+        turns = self._known.setdefault(conversation, {})
+        said = why.get("said")
+        if isinstance(said, list):
+            number = 0
+            for each in said:  # runs of origins, each after the number of its first turn
+                if isinstance(each, int):
+                    number = each
+                elif number:
+                    turns[number] = each
+                    number += 1
+        if isinstance(why.get("source"), str):
+            self._sources[conversation] = why["source"]
+        source = self._sources.get(conversation, "?")
+        sent = [parsed(why["summary"])] if "summary" in why else []
+        first, last = _pair(why.get("turns"))
+        sent += [parsed(turns.get(number), source) for number in range(first, last + 1)] if first else []
+        self._sent[id(call)] = sent
+        message = why.get("message")
+        if isinstance(message, int):  # the current message is turn N: its origin
+            self._message[id(call)] = parsed(turns.get(message), source)
+
+    def _told(self, run_id: str, path: str, turn: int | None, user_turn: int | None, code: str) -> None:
+        """The origin of the turn the step at ``path`` made, as its event numbers it."""
+        if turn is None and user_turn is None:
+            return
+        name = _loop_of(path, self._names)
+        if name is None:
+            return
+        turns = self._known.setdefault((run_id, name), {})
+        if turn is not None:
+            turns[turn] = code + path
+        if user_turn is not None:
+            turns[user_turn] = "u " + path
 
     def message(self, call: CallNode) -> Origin | None:
         """The origin of ``call``'s current message when that is a turn of the conversation."""
@@ -84,6 +132,45 @@ class Provenance:
     def why(self, call: CallNode) -> Mapping[str, Any]:
         """``call``'s why, whole (what its event leaves to its ``history`` filled in); empty when not recorded."""
         return self._why.get(id(call), {})
+
+
+def _in_order(nodes: Sequence[Node], seen: set[int] | None = None) -> Iterator[CallNode | tuple[str, TraceEvent]]:
+    """The agent calls below ``nodes`` and the events that number a turn (``_TURN_EVENTS``), in the order they
+    happened: a step's calls and children before its own events (a sub-workflow's turn is made when its
+    child run ends). An event shown as a node of its own is given there, once."""
+    seen = set() if seen is None else seen
+    for node in nodes:
+        if isinstance(node, CallNode):
+            yield node
+        elif isinstance(node, EventNode):
+            if node.event.kind in _TURN_EVENTS and id(node.event) not in seen:
+                seen.add(id(node.event))
+                yield node.run_id, node.event
+        else:
+            yield from _in_order(node.children, seen)
+            if isinstance(node, StepNode):
+                for event in node.events:
+                    if event.kind in _TURN_EVENTS and id(event) not in seen:
+                        seen.add(id(event))
+                        yield node.run_id, event
+
+
+_TURN_EVENTS = frozenset({QuestionAnswered.kind, ChildRunStarted.kind})
+
+
+def _conversation(call: CallNode) -> tuple[str, str]:
+    why = call.prompt.why if isinstance(call.prompt.why, Mapping) else {}
+    return call.run_id, str((call.prompt.history or {}).get("conversation") or why.get("conversation"))
+
+
+def _loop_of(path: str, names: set[str]) -> str | None:
+    """The conversation an event at ``path`` belongs to: the innermost segment naming one of ``names`` that
+    an iteration number follows (``chat/3/answer`` → ``chat``)."""
+    segments = path.split("/")
+    for index in range(len(segments) - 2, -1, -1):
+        if segments[index] in names and segments[index + 1].isdigit():
+            return segments[index]
+    return None
 
 
 def message_origins(call: CallNode, provenance: Provenance) -> list[Origin]:

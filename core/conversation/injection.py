@@ -15,7 +15,6 @@ it). The conversation itself is never cut.
 from __future__ import annotations
 
 import math
-import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +22,7 @@ from typing import Any
 from core.context import RunContext
 from core.conversation.current_message import current_message
 from core.conversation.history import as_messages, bound, drop_oldest, history_block, prompt_turns, question_of
-from core.conversation.provenance import input_origin, left_out, step_key, stored
+from core.conversation.provenance import by_event, input_origin, left_out, step_key, stored
 from core.conversation.run_frame import RunFrame
 from core.conversation.summary import summarize
 from core.conversation.turns import ActiveConversation, active_in
@@ -84,6 +83,7 @@ async def prepare(
     said: Any = end + 1 + offset if end < len(turns) else input_origin(path)
     if step.use_history is False:
         why = stored(_unsent(ctx, said, "use_history", end, offset), None)
+        why["conversation"] = active.loop  # no history to say it: lens places the turns' events by it
         return Injection(message, why=_as_before(why, ctx.conversation_history, path))
     if not agent.takes_history:  # a builtin moving its input along: a history block would join its output
         unsent = {**_none(active, end), "mode": "none (the agent takes no history)"}
@@ -210,17 +210,29 @@ def _as_before(why: dict[str, Any], history: Sequence[ConversationTurn], path: s
 
 
 def _with_new_origins(why: dict[str, Any], history: Sequence[ConversationTurn], source: str) -> dict[str, Any]:
-    """``why`` with ``said``: the number of the first turn of ``history`` whose origin no earlier prompt event
-    of this conversation gave, then the origins of it and the turns after it. A prompt event so costs the
-    turns said since the last one (two an iteration), not the turns it sent; lens reads the origins of the
-    turns a call sent from the events before it (a run resumed in a new process says them all again once).
-    Saying them from the first, it also gives the conversation's ``ai_turn_source`` (``source``), which its
-    replies' origins leave out."""
+    """``why`` with ``said``: the origins of the turns of ``history`` no earlier prompt event of this
+    conversation gave and no step's event gives (a reply's, an answer's: ``provenance.by_event``), each run
+    of them after the number of its first turn (``[1, "s input"]``). A prompt event so costs the seed and a
+    thread's turns once, and nothing for the turns its steps said; lens reads the origins of the turns a call
+    sent from the events before it (a run resumed in a new process says its seed again once). Saying them
+    from the first, it also gives the conversation's ``ai_turn_source`` (``source``), which its replies'
+    origins leave out."""
     start = history.described if isinstance(history, Turns) else 0
     if start > len(history):  # turns given back (a stopped iteration): say them again
         start = 0
     if start < len(history):
-        why["said"] = [start + 1, *map(_ORIGIN, history[start:])]
+        said: list[Any] = []
+        following = False  # whether the last origin said is that of the turn before this one
+        for number, turn in enumerate(history[start:], start + 1):
+            if by_event(turn.origin):
+                following = False
+                continue
+            if not following:
+                said.append(number)
+            said.append(turn.origin)
+            following = True
+        if said:
+            why["said"] = said
         if start == 0:
             why["source"] = source
         if isinstance(history, Turns):
@@ -274,7 +286,6 @@ def _none(active: ActiveConversation, end: int) -> dict[str, Any]:
     return {"conversation": active.loop, "turns": 0, "dropped": end}
 
 
-_ORIGIN = operator.attrgetter("origin")
 _MESSAGES = "messages"  # _fit_window's "as chat messages" (a template is the text block's form)
 
 

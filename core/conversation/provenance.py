@@ -1,17 +1,20 @@
 """Why each part of a prompt is there: where a conversation's turns came from, and what a prompt left out.
 
 A turn's ``origin`` (``ConversationTurn.origin``) is made once, when the turn is said: one short text of
-ids (a step path, a run id, turn numbers), never a copy of what was said. The ``why`` of an ``agent.prompt``
-event (``PromptSent.why``, made by ``core.conversation.injection``) is ``{"message": origin of the current
+ids (a step path, a run id, turn numbers), never a copy of what was said. A turn a step made is numbered by
+that step's own event (``told``: ``agent.reply``, ``hitl.answer``, ``workflow.child`` carry ``turn`` or
+``user_turn``), whose kind and path are its origin. The ``why`` of an ``agent.prompt`` event
+(``PromptSent.why``, made by ``core.conversation.injection``) is ``{"message": origin of the current
 message, "turns": [FIRST, LAST] (the numbers, 1-based, of the conversation's turns sent), "summary": origin
-of the summary sent, "said": [N, origin of turn N, of turn N+1, ...], "left_out": [note, ...]}`` (a key
-without a value left out). ``said`` gives the origins of the turns no earlier prompt event of the
-conversation gave (``Turns.described``): so a prompt event costs the turns said since the last one (two
-an iteration), not the turns it sent, and lens reads the origin of turn K from the events before it
-(docs/lens.md, "Why each message is there"; benchmarks/test_provenance.py). What the event's ``history``
-already says is not stored again (``stored``, ``read``): the turns sent, the current message's number when
-it is the newest turn, the turns a single note left out when they are all those dropped; so a call in a
-bounded conversation stores ``{"said": [...]}`` and its bound's note.
+of the summary sent, "said": [N, origin of turn N, of turn N+1, ..., M, origin of turn M, ...],
+"left_out": [note, ...]}`` (a key without a value left out, and the whole ``why`` when none is left).
+``said`` gives the origins of the turns no earlier prompt event of the conversation gave and no step's
+event gives (``by_event``): the seed, a thread's earlier turns. So a prompt event costs nothing for the
+turns its steps said, and lens reads the origin of turn K from the events before it (docs/lens.md, "Why
+each message is there"; benchmarks/test_provenance.py). What the event's ``history`` already says is not
+stored again (``stored``, ``read``): the turns sent, the current message's number when it is the newest
+turn, the turns a single note left out when they are all those dropped; so a call in a bounded
+conversation stores its bound's note when it changes, and nothing else.
 
 An origin is a one-letter code, a space, then its fields, separated by one space; a path or a name, which
 may hold spaces, is always last:
@@ -19,7 +22,7 @@ may hold spaces, is always last:
   ``init.history.start_with``'s step;
 - ``a PATH`` a person's answer to the question asked at ``PATH``;
 - ``r PATH`` the reply of the step at ``PATH``, a turn because of the conversation's ``ai_turn_source``
-  (given once, as ``source``, by the event whose ``said`` starts at turn 1); ``u PATH`` the output of a step
+  (given once, as ``source``, by the conversation's first prompt event); ``u PATH`` the output of a step
   named in ``user_turn_sources``;
 - ``p PATH`` an ensemble participant's turn (its path ends with the round and the participant's name);
   ``c PATH`` the cue of an ensemble participant that spoke last (whose turn it is, at ``PATH``);
@@ -79,6 +82,23 @@ def step_origin(path: str, *, role: str, hitl: bool) -> str:
     if hitl:
         return answer_origin(path)
     return f"r {path}" if role == "assistant" else f"u {path}"
+
+
+def told(origin: str | None, number: int) -> dict[str, int]:
+    """What the event of the step that made turn ``number`` (whose origin is ``origin``, ``step_origin``'s)
+    says of it: ``{"turn": N}`` for a reply or an answer, ``{"user_turn": N}`` for a user turn. Its origin so
+    never goes in a prompt event's ``said`` (``by_event``): lens reads it from the step's event."""
+    if origin is None:
+        return {}
+    return {"user_turn": number} if origin.startswith("u ") else {"turn": number}
+
+
+def by_event(origin: str | None) -> bool:
+    """Whether a turn whose origin is ``origin`` is said by its step's event (``told``), not by ``said``."""
+    return origin is not None and origin[:2] in _TOLD
+
+
+_TOLD = ("r ", "a ", "u ")
 
 
 def answer_origin(path: str) -> str:

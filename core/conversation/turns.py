@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from core.context import RunContext
-from core.conversation.provenance import step_origin
+from core.conversation.provenance import step_origin, told
 from core.conversation.replies import shown_text
 from core.model.calls import Role
 from core.steps.kinds import (
@@ -153,23 +153,26 @@ def makes_turn(ctx: RunContext, step: str, *, hitl: bool) -> bool:
 
 def capture(
     ctx: RunContext, step: str, value: Any, *, hitl: bool, shown: str | None = None, path: str | None = None
-) -> None:
+) -> dict[str, int]:
     """Add the turn that ``step``'s result makes in the active conversation, if it makes one. A person reads
     ``shown`` of it (a step's ``turn_text``) when given, else the text of a structured reply
     (``core.conversation.replies.shown_text``), else the result itself. ``path`` is the step's path, which
-    the turn's origin names."""
+    the turn's origin names. Returns what the step's event says of the turn (``provenance.told``): its
+    number, as ``turn`` (a reply, an answer) or ``user_turn``; empty when the result made no turn."""
     active = active_in(ctx)
     if active is None:
-        return
+        return {}
     role: Role
     if step in active.user_steps or (hitl and active.hitl_is_user):
         role = "user"
     elif step in active.assistant_steps and not hitl:
         role = "assistant"
     else:
-        return
+        return {}
     text = turn_text(value)
-    if text.strip():
-        origin = None if path is None else step_origin(path, role=role, hitl=hitl)
-        shown = shown if shown is not None and shown.strip() else shown_text(value)
-        add_turn(ctx, role, text, shown=shown, origin=origin)
+    if not text.strip():
+        return {}
+    origin = None if path is None else step_origin(path, role=role, hitl=hitl)
+    shown = shown if shown is not None and shown.strip() else shown_text(value)
+    add_turn(ctx, role, text, shown=shown, origin=origin)
+    return told(origin, len(ctx.conversation_history))

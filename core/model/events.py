@@ -149,6 +149,10 @@ class ReplyReceived(_Event):
     # A reply served from a recording (``flujo run --replay``): the id of the run that recorded it. No model
     # was called; ``usage`` is what the recorded call used, which this run did not spend.
     replayed_from: str | None = _when_set()
+    # The number (1-based) of the conversation's turn the reply made (``core.conversation.provenance``): an
+    # assistant's turn as ``turn``, a user's (the step is one of ``user_turn_sources``) as ``user_turn``.
+    turn: int | None = _when_set()
+    user_turn: int | None = _when_set()
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +220,7 @@ class QuestionAnswered(_Event):
     answer: Any
     source: str | None = _when_set()
     by: str | None = _when_set()
+    turn: int | None = _when_set()  # the number of the conversation's turn the answer made
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,6 +253,9 @@ class ChildRunStarted(_Event):
     kind: ClassVar[Literal["workflow.child"]] = "workflow.child"
     child_run_id: str
     pipeline: str
+    # The conversation's turn the child's output made, as ``ReplyReceived`` says it.
+    turn: int | None = _when_set()
+    user_turn: int | None = _when_set()
 
 
 @dataclass(frozen=True, slots=True)

@@ -74,6 +74,7 @@ JSON_CODES = (
     ',"result":',
     '{"$text":[',
     '{"$text":',
+    ',"turn":',
 )
 """JSON fragments by their code: ``chr(1 + index)``; the longer of two that begin alike first (``codec.shrink``
 replaces them in this order)."""
@@ -81,6 +82,6 @@ replaces them in this order)."""
 JSON_CODE_KEYS = (
     '"history', '"dropped"', '"mode"', '"role"', '"agent"', '"messages"', '"turns"', '"output"', '"model"',
     '"usage"', '"output_tokens"', '"requests"', '"cost_usd"', '"message"', '"answer"', '"tool"', '"arguments"',
-    '"result"', '"$text"',
+    '"result"', '"$text"', '"turn"',
 )  # fmt: skip
 """What ``codec.shrink`` looks for before it replaces the fragments whose first key (in this order) it is."""

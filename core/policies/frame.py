@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from core.answering.order import Answering
@@ -94,7 +94,7 @@ class Frame:
             masked = self.redactor.value(payload)
             if sent is not None:
                 masked["messages"] = self.redactor.messages(sent)
-                if why is not None:
+                if why:  # nothing to say (the turns' origins all said before, the notes as before): none
                     masked["why"] = why
         except Exception as exc:  # a tracing failure must not become the step's failure
             masked = {"trace_error": f"this {event.kind} event could not be recorded: {type(exc).__name__}: {exc}"}
@@ -446,3 +446,22 @@ def step_error(exc: Exception, what: str) -> FlujoError:
     if isinstance(exc, FlujoError):
         return exc
     return RunError(f"{what} failed: {type(exc).__name__}: {exc}")
+
+
+def numbered(events: list[TraceEvent], kind: str, told: Mapping[str, int]) -> None:
+    """The newest event of ``kind`` in ``events`` replaced by one that also says the number of the
+    conversation's turn its step made (``told``: ``core.conversation.provenance.told``); a stored payload is
+    never changed, so the event is made again with a payload of its own."""
+    for index in range(len(events) - 1, -1, -1):
+        event = events[index]
+        if event.kind == kind:
+            events[index] = replace(event, payload=_with_turn(event.payload, told))
+            return
+
+
+def _with_turn(payload: Mapping[str, Any], told: Mapping[str, int]) -> dict[str, Any]:
+    """``payload`` with ``told`` after its first key (``{"output": ..., "turn": 3, "model": ...}``): where the
+    store's codes of the keys after it (``core.model.pack_tables.JSON_CODES``) still match."""
+    items = iter(payload.items())
+    first = next(items, None)
+    return {**told} if first is None else {first[0]: first[1], **told, **dict(items)}

@@ -451,7 +451,7 @@ def _print_why(whole: RunNode, tree: RunNode, *, json_output: bool) -> None:
     and what was left out."""
     from lens import Provenance, calls_below, why_document, why_lines
 
-    provenance = Provenance(calls_below(whole.children))
+    provenance = Provenance(whole.children)
     calls = calls_below(tree.children)
     if json_output:
         _print_json({"run_id": tree.run_id, **why_document(calls, provenance)})

@@ -108,10 +108,11 @@ def test_truncate_turns_says_which_turns_it_dropped(state_db: Path, tmp_path: Pa
             "why": "turns 1–3 dropped by truncate_turns (max_turns 3)",
         }
     ]
-    # Stored once: the event of chat/4/talk leaves out the bound's note, the same as chat/3/talk's.
+    # Stored once: the event of chat/4/talk leaves out the bound's note, the same as chat/3/talk's; and the
+    # origins of the turns since, said by the events of the steps that made them: it stores no why at all.
     stored = {path: why for path, why in stored_whys(state_db, run_id).items() if path.endswith("/talk")}
     assert stored["chat/3/talk"]["left_out"] == [{"rule": "truncate_turns", "max_turns": 3}]
-    assert "left_out" not in stored["chat/4/talk"]
+    assert stored["chat/4/talk"] is None
     assert why(run_id, "chat/3/talk")[-1] == "  left out: turn 1 dropped by truncate_turns (max_turns 3)"
 
 
@@ -366,4 +367,109 @@ def test_an_ensemble_s_participants_say_whose_turns_they_were_sent(state_db: Pat
             "max_turns": 2,
             "why": "turns 1–2 dropped by truncate_turns (max_turns 2)",
         }
+    ]
+
+
+WRITER = """\
+version: "0.1"
+name: writer
+agents:
+  pen: {model: scripted, replies: [d1, d2]}
+steps:
+  - {kind: step, name: write, uses: agents.pen}
+"""
+
+SOURCES = """\
+version: "0.1"
+name: chat
+agents:
+  bot: {model: scripted, system_prompt: "You plan trips.", replies: [t1, t2]}
+imports:
+  writer: writer.yaml
+steps:
+  - kind: loop
+    name: chat
+    loop:
+      conversation: true
+      max_loops: 2
+      ai_turn_source: named_steps
+      named_steps: [draft]
+      user_turn_sources: [note]
+      body:
+        - {kind: step, name: draft, uses: imports.writer}
+        - {kind: step, name: note, agent: {id: flujo.builtins.stringify}, input: "noted {{ steps.draft.output }}"}
+        - {kind: step, name: talk, uses: agents.bot}
+"""
+
+
+def test_a_sub_workflow_s_reply_and_a_user_turn_source_are_named_by_their_steps_events(
+    state_db: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "writer.yaml").write_text(WRITER, encoding="utf-8")
+    run_id = run(tmp_path, SOURCES, "--input", "Plan")
+    assert why(run_id, "chat/2/talk")[1:] == [
+        "    1 system    the system prompt of agent scripted",
+        "    2 user      the seed turn, from the run's input",
+        "    3 assistant the reply of chat/1/draft (ai_turn_source: named_steps)",
+        "    4 user      the output of chat/1/note, a user turn (user_turn_sources)",
+        "    5 assistant the reply of chat/2/draft (ai_turn_source: named_steps)",
+        "    6 user      the output of chat/2/note, a user turn (user_turn_sources)",
+    ]
+
+    async def turns() -> dict[str, Any]:
+        async with await open_store(str(state_db)) as store:
+            events = await store.events(run_id)
+        return {f"{e.path} {e.kind}": e.payload.get("turn", e.payload.get("user_turn")) for e in events}
+
+    # The turns' numbers are on the events of the steps that made them; no prompt event repeats their origins.
+    numbered = asyncio.run(turns())
+    assert [numbered[f"chat/{i}/{step}"] for i in (1, 2) for step in ("draft workflow.child", "note agent.reply")] == [
+        2,
+        3,
+        4,
+        5,
+    ]
+    assert all(
+        "said" not in (why or {}) or why["said"] == [1, "s input"] for why in stored_whys(state_db, run_id).values()
+    )
+
+
+NESTED = """\
+version: "0.1"
+name: nested
+agents:
+  planner: {model: scripted, replies: [o1, o2]}
+  detailer: {model: scripted, replies: [i1, i2, i3, i4]}
+steps:
+  - kind: loop
+    name: outer
+    loop:
+      conversation: true
+      max_loops: 2
+      body:
+        - {kind: step, name: plan, uses: agents.planner}
+        - {kind: hitl, name: answer, message: "{{ steps.plan.output }}"}
+        - kind: loop
+          name: inner
+          loop:
+            conversation: true
+            max_loops: 2
+            body:
+              - {kind: step, name: detail, uses: agents.detailer}
+              - {kind: hitl, name: detail_answer, message: "{{ steps.detail.output }}"}
+"""
+
+
+def test_a_turn_in_a_nested_conversation_belongs_to_the_innermost(state_db: Path, tmp_path: Path) -> None:
+    answers = [arg for answer in ("r1", "d1", "d2", "r2", "d3", "d4") for arg in ("--answer", answer)]
+    run_id = run(tmp_path, NESTED, "--input", "goal", *answers)
+    # The inner conversation's turn 2 is i3, not the outer's turn 2 (the answer r1).
+    assert why(run_id, "outer/2/inner/2/detail")[1:] == [
+        "    1 user      the seed turn, from the run's input",
+        "    2 assistant the reply of outer/2/inner/1/detail (ai_turn_source: last)",
+        "    3 user      the person's answer to the question at outer/2/inner/1/detail_answer",
+    ]
+    assert why(run_id, "outer/2/plan")[1:] == [
+        "    1 user      the seed turn, from the run's input",
+        "    2 user      the person's answer to the question at outer/1/answer",
     ]

@@ -104,11 +104,13 @@ def prompt_events(events: Sequence[TraceEvent]) -> dict[str, dict[str, Any]]:
 async def prompts(store: MemoryStore, run_id: str) -> dict[str, dict[str, Any]]:
     """The ``agent.prompt`` payload of each step path, its ``why`` read whole (``provenance.read``, as lens reads
     it): a resumed run's first call of a step says its notes of what was left out where an uninterrupted run's
-    leaves them to the step's previous call; what the two mean is the same."""
+    leaves them to the step's previous call; what the two mean is the same. A call in a conversation with
+    nothing new to say stores no ``why``: read as an empty one."""
     found = prompt_events(await store.events(run_id))
     noted: dict[tuple[str, str], Any] = {}
     for path, payload in found.items():  # in the events' order
-        why, history = payload.get("why"), payload.get("history") or {}
+        history = payload.get("history") or {}
+        why = payload.get("why", {} if history.get("conversation") else None)
         if isinstance(why, Mapping):
             key = (str(history.get("conversation") or why.get("conversation")), step_key(path))
             if "left_out" in why:
