@@ -27,7 +27,7 @@ import core.conversation.turns as turns
 from benchmarks import sizes
 from benchmarks.test_conversation import ANSWER, _loop
 from core import Engine, Pipeline, RunOutcome
-from core.conversation.provenance import read
+from core.model.provenance import read_why
 from core.store import MemoryStore
 from core.testing import ScriptedHuman
 
@@ -80,7 +80,7 @@ def test_thousand_iteration_conversation_with_and_without(benchmark: BenchmarkFi
         answers = [e.payload.get("turn") for e in events if e.kind == "hitl.answer"]
         if provenance:
             assert whys[0] == {"left_out": [], "said": [1, "s input"], "source": "last"}
-            last = read(whys[-1] or {}, prompts[-1].payload["history"])
+            last = read_why(whys[-1] or {}, prompts[-1].payload["history"])
             assert last["message"] == 2 * ITERATIONS - 1  # the number of the last answer, which its event gives
             assert answers[-2:] == [2 * ITERATIONS - 1, 2 * ITERATIONS + 1]  # each iteration: a reply, an answer
         else:

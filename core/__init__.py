@@ -70,6 +70,7 @@ if TYPE_CHECKING:
         ToolCalled,
         UnknownEvent,
     )
+    from core.model.provenance import read_why, step_key
     from core.model.providers import OFFLINE_MODELS, PROVIDER_NAMES, PROVIDERS, find_provider, provider_of
     from core.model.records import (
         FORK_OPTION,
@@ -322,6 +323,8 @@ _WHERE = {
     "template_scope": "core.policies.frame:scope",
     "translate_handlebars": "core.text.templates",
     "turn_text": "core.conversation",
+    "read_why": "core.model.provenance",
+    "step_key": "core.model.provenance",
     "use_bounds": "core.text.bounds",
     "whole_references": "core.text.templates",
 }
@@ -476,6 +479,7 @@ __all__ = [
     "project_file_candidates",
     "provider_of",
     "read_gguf",
+    "read_why",
     "recorded_answers",
     "referenced_names",
     "schema_errors",
@@ -485,6 +489,7 @@ __all__ = [
     "setting_sources",
     "settings_from_layers",
     "settings_layers",
+    "step_key",
     "step_references",
     "template_scope",
     "translate_handlebars",

@@ -1,7 +1,7 @@
 """Why each message of an agent call is there, and what was left out (``flujo lens trace --why``).
 
 An ``agent.prompt`` event of a call in a conversation carries ``why`` (``PromptSent.why``,
-``core.conversation.provenance``): the origin of its current message, the numbers of the conversation's
+``core.model.provenance``): the origin of its current message, the numbers of the conversation's
 turns it sent, the summary's origin, the origins of the turns no earlier event gave (``said``), and notes of
 what was left out. ``Provenance`` reads the events of a run in order, so the origin of each turn sent is
 known from the event that first gave it; each origin (a short text of ids: ``answer chat/2/answer``) is
@@ -18,9 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from core.conversation.provenance import read, step_key
-from core.model.events import ChildRunStarted, QuestionAnswered
-from core.model.records import TraceEvent
+from core import ChildRunStarted, QuestionAnswered, TraceEvent, read_why, step_key
 from lens.tree import CallNode, EventNode, Node, StepNode
 
 Origin = Mapping[str, Any]
@@ -51,7 +49,7 @@ class Provenance:
     def __init__(self, nodes: Sequence[Node]) -> None:
         self._sent: dict[int, list[Origin]] = {}  # id(call) → the origins of the history turns it sent
         self._message: dict[int, Origin] = {}  # id(call) → its current message's, when that is a turn
-        self._why: dict[int, Mapping[str, Any]] = {}  # id(call) → its why, whole (``provenance.read``)
+        self._why: dict[int, Mapping[str, Any]] = {}  # id(call) → its why, whole (``provenance.read_why``)
         self._known: dict[tuple[str, str], dict[int, str]] = {}  # (run, conversation) → turn number → origin
         self._sources: dict[tuple[str, str], str] = {}  # (run, conversation) → its ai_turn_source
         self._noted: dict[tuple[str, str, str], Any] = {}  # (run, conversation, step) → its last call's notes
@@ -86,7 +84,7 @@ class Provenance:
         step = (*conversation, step_key(call.path))
         if "left_out" in stored:
             self._noted[step] = stored["left_out"]
-        why = self._why[id(call)] = read(stored, history, self._noted.get(step, ()))
+        why = self._why[id(call)] = read_why(stored, history, self._noted.get(step, ()))
         turns = self._known.setdefault(conversation, {})
         said = why.get("said")
         if isinstance(said, list):

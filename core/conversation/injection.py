@@ -22,12 +22,12 @@ from typing import Any
 from core.context import RunContext
 from core.conversation.current_message import current_message
 from core.conversation.history import as_messages, bound, drop_oldest, history_block, prompt_turns, question_of
-from core.conversation.provenance import by_event, input_origin, left_out, step_key, stored
 from core.conversation.run_frame import RunFrame
 from core.conversation.summary import summarize
 from core.conversation.turns import ActiveConversation, active_in
 from core.model.calls import AgentCall, ChatMessage
 from core.model.events import HistoryNotInjected
+from core.model.provenance import by_event, input_origin, left_out, step_key, stored
 from core.model.records import TraceEvent
 from core.ports import Agent
 from core.steps.kinds import AgentStep

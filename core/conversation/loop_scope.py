@@ -22,9 +22,9 @@ from typing import Any
 
 from core.context import RunContext
 from core.conversation.current_message import current_message
-from core.conversation.provenance import seed_origin
 from core.conversation.threads import ThreadBinding
 from core.conversation.turns import ActiveConversation, active_in, add_turn, start
+from core.model.provenance import seed_origin
 from core.steps.kinds import LoopStep
 from core.text.turns import ConversationTurn, Summary, Turns, turn_text
 

@@ -24,13 +24,13 @@ from typing import Any
 
 from core.context import RunContext
 from core.conversation.history import SUMMARY_PREFIX, history_block, needs_summary, prompt_turns, summary_cut
-from core.conversation.provenance import summary_origin
 from core.conversation.run_frame import RunFrame
 from core.conversation.turns import ActiveConversation, active_in
 from core.model.calls import AgentCall
 from core.model.codec import normalize
 from core.model.errors import AgentOutputError, ControlSignal, FlujoError, RunError
 from core.model.events import SUMMARY, HistorySummarized, PromptSent, ReplyReceived, SummaryFailed
+from core.model.provenance import summary_origin
 from core.model.records import TraceEvent
 from core.model.usage import ZERO_USAGE, Usage
 from core.ports import Agent

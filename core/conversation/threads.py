@@ -42,8 +42,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from core.context import RunContext
-from core.conversation.provenance import thread_origin
 from core.model.errors import RunError
+from core.model.provenance import thread_origin
 from core.model.records import FORK_OPTION, RunRecord, ThreadSummary
 from core.ports import RunStore
 from core.steps.kinds import ConditionalStep, EnsembleStep, LoopStep, MapStep, ParallelStep, Pipeline, Step

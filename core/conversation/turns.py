@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from core.context import RunContext
-from core.conversation.provenance import step_origin, told
 from core.conversation.replies import shown_text
 from core.model.calls import Role
+from core.model.provenance import step_origin, told
 from core.steps.kinds import (
     AgentStep,
     ConditionalStep,
@@ -131,7 +131,7 @@ def _leaf_steps(steps: Sequence[Step]) -> Iterator[Step]:
 def add_turn(ctx: RunContext, role: Role, content: str, *, shown: str | None = None, origin: str | None = None) -> None:
     """Add a turn said now to the history (and, in the thread's conversation, to the run's thread turns);
     ``shown`` is what a person reads of it when that is not ``content``, ``origin`` where it came from
-    (``core.conversation.provenance``)."""
+    (``core.model.provenance``)."""
     if shown == content:
         shown = None
     # Its tokens are counted when a bound first needs them.

@@ -107,7 +107,7 @@ class PromptSent(_Event):
     ``purpose`` is ``"summarize"`` for the call that condenses a conversation's oldest turns, and
     ``simulated_person`` names the agent playing the person when it answers a question. ``why`` (a call in a
     conversation) says, as ids, which turns were sent, where the current message and the turns no earlier
-    call gave came from, and what was left out (``core.conversation.provenance``)."""
+    call gave came from, and what was left out (``core.model.provenance``)."""
 
     kind: ClassVar[Literal["agent.prompt"]] = "agent.prompt"
     agent: str
@@ -149,7 +149,7 @@ class ReplyReceived(_Event):
     # A reply served from a recording (``flujo run --replay``): the id of the run that recorded it. No model
     # was called; ``usage`` is what the recorded call used, which this run did not spend.
     replayed_from: str | None = _when_set()
-    # The number (1-based) of the conversation's turn the reply made (``core.conversation.provenance``): an
+    # The number (1-based) of the conversation's turn the reply made (``core.model.provenance``): an
     # assistant's turn as ``turn``, a user's (the step is one of ``user_turn_sources``) as ``user_turn``.
     turn: int | None = _when_set()
     user_turn: int | None = _when_set()

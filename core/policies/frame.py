@@ -86,7 +86,7 @@ class Frame:
         a payload that cannot be prepared is replaced by a note saying why. ``sent`` is the messages of an
         ``agent.prompt`` event, given as the message objects (and left out of ``event``): they are masked
         through ``Redactor.messages``, which masks each message object once. Its ``why`` is ids only (step
-        paths, agent names, run ids, turn numbers: ``core.conversation.provenance``), never masked, as an
+        paths, agent names, run ids, turn numbers: ``core.model.provenance``), never masked, as an
         event's path is not: walking it for secrets was most of what recording it cost."""
         try:
             payload = event.to_payload()
@@ -450,7 +450,7 @@ def step_error(exc: Exception, what: str) -> FlujoError:
 
 def numbered(events: list[TraceEvent], kind: str, told: Mapping[str, int]) -> None:
     """The newest event of ``kind`` in ``events`` replaced by one that also says the number of the
-    conversation's turn its step made (``told``: ``core.conversation.provenance.told``); a stored payload is
+    conversation's turn its step made (``told``: ``core.model.provenance.told``); a stored payload is
     never changed, so the event is made again with a payload of its own."""
     for index in range(len(events) - 1, -1, -1):
         event = events[index]

@@ -11,8 +11,15 @@ from dataclasses import replace
 from typing import Any
 
 from core.context import RunContext
-from core.conversation import capture, default_question, message_for, prepare, replay_summary, replayed_call
-from core.conversation.ensemble.view import Speaker
+from core.conversation import (
+    Speaker,
+    capture,
+    default_question,
+    message_for,
+    prepare,
+    replay_summary,
+    replayed_call,
+)
 from core.model.calls import AgentCall, OutputRepair, Retry
 from core.model.codec import normalize
 from core.model.errors import AgentOutputError, ControlSignal, FlujoError, PromptTooLarge, ReplyCutOff, RunError

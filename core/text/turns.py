@@ -31,7 +31,7 @@ class ConversationTurn:
     ``content`` is what was said, as it was said: what prompts send. ``shown``, when set, is what a person
     reads instead (``line``): the text of a structured reply (``core.conversation.replies``) or a step's
     ``turn_text``. It never reaches a prompt. ``origin``, when known, says where the turn came from, as a short
-    text of ids and never what was said (``core.conversation.provenance``): made once with the turn, so each prompt that
+    text of ids and never what was said (``core.model.provenance``): made once with the turn, so each prompt that
     sends the turn says why at the cost of a reference.
     """
 

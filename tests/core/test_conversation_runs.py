@@ -31,7 +31,7 @@ from core import (
     TraceEvent,
     load_settings,
 )
-from core.conversation.provenance import read, step_key
+from core.model.provenance import read_why, step_key
 from core.store import MemoryStore, open_store
 from core.testing import ScriptedHuman
 from core.text.tokens import count_messages
@@ -102,7 +102,7 @@ def prompt_events(events: Sequence[TraceEvent]) -> dict[str, dict[str, Any]]:
 
 
 async def prompts(store: MemoryStore, run_id: str) -> dict[str, dict[str, Any]]:
-    """The ``agent.prompt`` payload of each step path, its ``why`` read whole (``provenance.read``, as lens reads
+    """The ``agent.prompt`` payload of each step path, its ``why`` read whole (``provenance.read_why``, as lens reads
     it): a resumed run's first call of a step says its notes of what was left out where an uninterrupted run's
     leaves them to the step's previous call; what the two mean is the same. A call in a conversation with
     nothing new to say stores no ``why``: read as an empty one."""
@@ -115,7 +115,7 @@ async def prompts(store: MemoryStore, run_id: str) -> dict[str, dict[str, Any]]:
             key = (str(history.get("conversation") or why.get("conversation")), step_key(path))
             if "left_out" in why:
                 noted[key] = why["left_out"]
-            payload["why"] = read(why, history, noted.get(key, ()))
+            payload["why"] = read_why(why, history, noted.get(key, ()))
     return found
 
 

@@ -21,9 +21,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.conversation.provenance import SEED_INPUT, answer_origin, participant_origin
 from core.conversation.replies import parse_reply
 from core.model.calls import ChatMessage
+from core.model.provenance import SEED_INPUT, answer_origin, participant_origin
 from core.steps.kinds import Dependency, EnsembleStep, Participant
 from core.text.turns import ConversationTurn, Turns, turn_text
 

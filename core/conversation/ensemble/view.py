@@ -16,9 +16,9 @@ from typing import Any
 
 from core.conversation.ensemble.state import EnsembleState
 from core.conversation.history import bound
-from core.conversation.provenance import cue_origin, left_out
 from core.model.calls import AgentCall, AgentReply, ChatMessage
 from core.model.codec import normalize
+from core.model.provenance import cue_origin, left_out
 from core.ports import Agent
 from core.steps.kinds import HistoryPolicy, Participant
 from core.text.tokens import count_messages
@@ -82,7 +82,7 @@ def chat(
 def ensemble_why(
     state: EnsembleState, round_number: int, first: int, cued: str | None, rule: dict[str, Any] | None
 ) -> dict[str, Any]:
-    """``PromptSent.why`` of a participant's call (``core.conversation.provenance``): the conversation (the
+    """``PromptSent.why`` of a participant's call (``core.model.provenance``): the conversation (the
     ensemble's name), the numbers of the turns sent from ``first``, the current message (the newest turn, or,
     when the participant spoke last, the cue of its turn at ``cued``), what ``rule`` left out, and the
     origins of the turns said since the last round. Every call of a round says the same ones, so that lens

@@ -12,7 +12,7 @@ of the summary sent, "said": [N, origin of turn N, of turn N+1, ..., M, origin o
 event gives (``by_event``): the seed, a thread's earlier turns. So a prompt event costs nothing for the
 turns its steps said, and lens reads the origin of turn K from the events before it (docs/lens.md, "Why
 each message is there"; benchmarks/test_provenance.py). What the event's ``history`` already says is not
-stored again (``stored``, ``read``): the turns sent, the current message's number when it is the newest
+stored again (``stored``, ``read_why``): the turns sent, the current message's number when it is the newest
 turn, the turns a single note left out when they are all those dropped; so a call in a bounded
 conversation stores its bound's note when it changes, and nothing else.
 
@@ -157,7 +157,7 @@ def stored(why: dict[str, Any], history: Mapping[str, Any] | None) -> dict[str, 
     return why
 
 
-def read(why: Mapping[str, Any], history: Mapping[str, Any] | None, previous: Any = ()) -> dict[str, Any]:
+def read_why(why: Mapping[str, Any], history: Mapping[str, Any] | None, previous: Any = ()) -> dict[str, Any]:
     """A stored ``why`` whole again (``stored`` undone): ``message``, ``turns`` (when any were sent) and each
     note's ``turns`` filled in from ``history``; without ``left_out``, the notes ``previous`` (those of the
     previous call of the step, as stored)."""
