@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from core.answering.order import Answering
@@ -455,7 +455,7 @@ def numbered(events: list[TraceEvent], kind: str, told: Mapping[str, int]) -> No
     for index in range(len(events) - 1, -1, -1):
         event = events[index]
         if event.kind == kind:
-            events[index] = replace(event, payload=_with_turn(event.payload, told))
+            events[index] = TraceEvent(event.kind, event.path, _with_turn(event.payload, told), event.ts)
             return
 
 
