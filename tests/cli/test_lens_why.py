@@ -473,3 +473,22 @@ def test_a_turn_in_a_nested_conversation_belongs_to_the_innermost(state_db: Path
         "    1 user      the seed turn, from the run's input",
         "    2 user      the person's answer to the question at outer/1/answer",
     ]
+
+
+def test_a_run_resumed_in_another_process_says_what_an_uninterrupted_one_says(state_db: Path, tmp_path: Path) -> None:
+    blueprint = CHAT % "{strategy: truncate_turns, max_turns: 3}"
+    straight = run(tmp_path, blueprint, *ANSWERS)
+    (tmp_path / "flow.yaml").write_text(blueprint, encoding="utf-8")
+    code, out, err = flujo(["run", "flow.yaml", "--json", "--input", "Plan a trip", "--answer", "a1", "--no-input"])
+    assert code == exit_codes.PAUSED, err
+    paused = str(json.loads(out)["run_id"])
+    code, _, err = flujo(["resume", paused, "--json", "--answer", "a2", "--answer", "a3", "--answer", "a4"])
+    assert code == exit_codes.OK, err
+    # The turns said before the pause are numbered by the events the first process stored; the resumed
+    # process's first call says its notes again; lens reads both as one conversation.
+    for step in ("chat/2/talk", "chat/3/talk", "chat/4/talk"):
+        assert why(paused, step) == why(straight, step), step
+        assert [call["messages"] for call in why_json(paused, step)] == [
+            call["messages"] for call in why_json(straight, step)
+        ]
+    assert "reply of chat/2/talk" in "\n".join(why(paused, "chat/4/talk"))
