@@ -10,8 +10,9 @@ and +31 MB).
   at most 100 tokens) with the standard library, printing the replies.
 
 Both are whole processes, alternated round by round (the first of each pair alternating too); the figures
-are the medians of their wall-clock times and peak RSS (``os.wait4``) and the ratio and difference of the
-medians. Nothing is downloaded::
+are the medians of their wall-clock times, CPU times and peak RSS (``os.wait4``), and the ratios and
+difference of the medians (CPU time moves less than wall-clock time with the machine's other work). Nothing
+is downloaded::
 
     .venv/bin/python -m benchmarks.local_overhead --rounds 10
 """
@@ -106,6 +107,7 @@ def direct(model: str, threads: int, batch_threads: int) -> None:
 @dataclass
 class Cost:
     wall_s: float
+    cpu_s: float  # user + system, every thread of the process (the server's included)
     max_rss_mb: float
 
 
@@ -119,6 +121,10 @@ class Overhead:
     @property
     def wall_ratio(self) -> float:
         return self.median("flujo", "wall_s") / self.median("direct", "wall_s")
+
+    @property
+    def cpu_ratio(self) -> float:
+        return self.median("flujo", "cpu_s") / self.median("direct", "cpu_s")
 
     @property
     def rss_added_mb(self) -> float:
@@ -156,7 +162,7 @@ def run(kind: str, store: Path) -> Cost:
         if child.returncode != 0:
             err.seek(0)
             raise RuntimeError(f"{kind} failed ({child.returncode}): {err.read().decode()[-2000:]}")
-    return Cost(wall, usage.ru_maxrss / 1024)
+    return Cost(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
 
 
 def sitting(rounds: int) -> Overhead:
@@ -184,9 +190,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         walls = sorted(cost.wall_s for cost in overhead.costs[kind])
         print(
             f"{kind}: wall median {overhead.median(kind, 'wall_s'):.2f} s ({walls[0]:.2f}–{walls[-1]:.2f}), "
+            f"CPU median {overhead.median(kind, 'cpu_s'):.2f} s, "
             f"peak RSS median {overhead.median(kind, 'max_rss_mb'):.0f} MB"
         )
-    print(f"flujo / direct: wall {overhead.wall_ratio:.2f}×, RSS +{overhead.rss_added_mb:.0f} MB")
+    print(
+        f"flujo / direct: wall {overhead.wall_ratio:.2f}×, CPU {overhead.cpu_ratio:.2f}×, "
+        f"RSS +{overhead.rss_added_mb:.0f} MB"
+    )
 
 
 if __name__ == "__main__":

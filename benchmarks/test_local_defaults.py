@@ -42,8 +42,9 @@ def test_thread_settings_idle_and_busy(benchmark: BenchmarkFixture) -> None:
 def test_flujo_over_xllamacpp_directly(benchmark: BenchmarkFixture) -> None:
     overhead = benchmark.pedantic(local_overhead.sitting, args=(size(10, 1),), rounds=1)
     benchmark.extra_info.update(
-        {"wall_ratio": overhead.wall_ratio, "rss_added_mb": overhead.rss_added_mb}
+        {"wall_ratio": overhead.wall_ratio, "cpu_ratio": overhead.cpu_ratio, "rss_added_mb": overhead.rss_added_mb}
         | {f"{kind}_wall_s": overhead.median(kind, "wall_s") for kind in local_overhead.KINDS}
+        | {f"{kind}_cpu_s": overhead.median(kind, "cpu_s") for kind in local_overhead.KINDS}
         | {f"{kind}_max_rss_mb": overhead.median(kind, "max_rss_mb") for kind in local_overhead.KINDS}
     )
     assert overhead.median("direct", "max_rss_mb") > 0
