@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parent.parent))  # after PYTHONPATH: the tree under test first
 
+from core.model.codec import kind_name
 from core.store import open_store
 from tests.support.storage_growth import Growth, History, measure
 
@@ -79,7 +80,7 @@ def _where(db_path: Path) -> None:
         for kind, count, size in db.execute(
             "SELECT kind, count(*), sum(length(payload)) FROM events GROUP BY kind ORDER BY 3 DESC"
         ):
-            print(f"    events {kind}: {count} rows, {size} bytes of payload")
+            print(f"    events {kind_name(kind)}: {count} rows, {size} bytes of payload")
     finally:
         db.close()
 

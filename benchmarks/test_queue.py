@@ -17,17 +17,10 @@ import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
 from benchmarks.sizes import size
+from benchmarks.worker_floor import BLUEPRINT  # the runs the floor measures, queued
 from tests.support.cli_helpers import ROOT
 
 RUNS = int(os.environ.get("FLUJO_BENCH_QUEUE_RUNS", str(size(100, 4))))
-BLUEPRINT = """\
-version: "0.1"
-name: queued
-steps:
-  - kind: step
-    name: echo
-    agent: {id: flujo.builtins.stringify}
-"""
 
 
 def _flujo(workdir: Path, uri: str, *args: str, tree: Path = ROOT) -> subprocess.Popen[str]:

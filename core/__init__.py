@@ -70,6 +70,7 @@ if TYPE_CHECKING:
         ToolCalled,
         UnknownEvent,
     )
+    from core.model.provenance import read_why, step_key
     from core.model.providers import OFFLINE_MODELS, PROVIDER_NAMES, PROVIDERS, find_provider, provider_of
     from core.model.records import (
         FORK_OPTION,
@@ -105,7 +106,7 @@ if TYPE_CHECKING:
         settings_from_layers,
         settings_layers,
     )
-    from core.settings.layers import SettingsLayer, find_project_file, user_config_path
+    from core.settings.layers import SettingsLayer, project_file_candidates, user_config_path
     from core.settings.sources import SettingSource, setting_sources
     from core.steps.kinds import (
         CHILD_PATH_ROOTS,
@@ -316,12 +317,14 @@ _WHERE = {
     "settings_from_layers": "core.settings.config",
     "settings_layers": "core.settings.config",
     "user_config_path": "core.settings.layers",
-    "find_project_file": "core.settings.layers",
+    "project_file_candidates": "core.settings.layers",
     "sensitive_key": "core.text.redaction",
     "step_references": "core.text.templates",
     "template_scope": "core.policies.frame:scope",
     "translate_handlebars": "core.text.templates",
     "turn_text": "core.conversation",
+    "read_why": "core.model.provenance",
+    "step_key": "core.model.provenance",
     "use_bounds": "core.text.bounds",
     "whole_references": "core.text.templates",
 }
@@ -462,7 +465,6 @@ __all__ = [
     "canonical",
     "check_thread",
     "check_thread_name",
-    "find_project_file",
     "find_provider",
     "fork_thread",
     "is_context",
@@ -474,8 +476,10 @@ __all__ = [
     "new_run_id",
     "overrides_from_assignments",
     "parse_answer",
+    "project_file_candidates",
     "provider_of",
     "read_gguf",
+    "read_why",
     "recorded_answers",
     "referenced_names",
     "schema_errors",
@@ -485,6 +489,7 @@ __all__ = [
     "setting_sources",
     "settings_from_layers",
     "settings_layers",
+    "step_key",
     "step_references",
     "template_scope",
     "translate_handlebars",

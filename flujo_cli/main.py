@@ -783,6 +783,14 @@ def lens_trace(
             show_default=False,
         ),
     ] = None,
+    why: Annotated[
+        bool,
+        typer.Option(
+            "--why",
+            help="For each agent call (of --step's step), say where each message came from and what history"
+            " was left out, by which rule (with --tui, the viewer says it in its detail pane).",
+        ),
+    ] = False,
     json_output: JsonOption = False,
     store: StateOption = None,
 ) -> None:
@@ -790,7 +798,7 @@ def lens_trace(
     redacted, and where conversation history was injected, trimmed or summarised."""
     from flujo_cli.commands.lens import TraceOptions, trace_run
 
-    options = TraceOptions(step=step, expand=expand or (), tui=tui)
+    options = TraceOptions(step=step, expand=expand or (), tui=tui, why=why)
     raise SystemExit(trace_run(run_id, options, json_output=json_output, state=store, debug=state.debug))
 
 

@@ -54,25 +54,15 @@ def _within(number: float, info: ParameterInfo) -> bool:
     return (info.min is None or number >= info.min) and (info.max is None or number <= info.max)
 
 
-def _whole(info: ParameterInfo) -> Callable[[Any], Any]:
+def _number(kind: type[int] | type[float], pattern: re.Pattern[str], info: ParameterInfo) -> Callable[[Any], Any]:
+    """The converter of a ``kind`` option (``int`` or ``float``): a value already of that kind, or a text
+    ``pattern`` matches whole, within the option's bounds; anything else is Typer's to convert."""
+
     def convert(value: Any) -> Any:
-        if type(value) is int:
+        if type(value) is kind:
             number = value
-        elif isinstance(value, str) and _WHOLE.fullmatch(value):
-            number = int(value)
-        else:
-            return UNSURE
-        return number if _within(number, info) else UNSURE
-
-    return convert
-
-
-def _decimal(info: ParameterInfo) -> Callable[[Any], Any]:
-    def convert(value: Any) -> Any:
-        if type(value) is float:
-            number = value
-        elif isinstance(value, str) and _DECIMAL.fullmatch(value):
-            number = float(value)
+        elif isinstance(value, str) and pattern.fullmatch(value):
+            number = kind(value)
         else:
             return UNSURE
         return number if _within(number, info) else UNSURE
@@ -132,9 +122,9 @@ def converter(annotation: Any, info: ParameterInfo) -> Callable[[Any], Any] | No
     if annotation is bool:
         return _flag
     if annotation is int:
-        return _whole(info)
+        return _number(int, _WHOLE, info)
     if annotation is float:
-        return _decimal(info)
+        return _number(float, _DECIMAL, info)
     if annotation is Path and _plain_path(info):
         return _path
     return None

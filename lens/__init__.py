@@ -47,10 +47,11 @@ if TYPE_CHECKING:
     from lens.otel.target import EXTRA as OTEL_EXTRA
     from lens.otel.target import OtlpTarget, otel_installed
     from lens.stream import run_lines, trace_lines
+    from lens.why import Provenance, calls_below, why_document, why_lines
 
 # Imported when first asked for: only ``flujo lens trace`` into a pipe writes the trace line by line,
-# ``flujo lens trace --json`` a part at a time, only ``flujo lens diff`` compares two runs, and only a run
-# sent to a collector needs OpenTelemetry.
+# ``flujo lens trace --json`` a part at a time, only ``flujo lens diff`` compares two runs, only ``--why``
+# says where each message came from, and only a run sent to a collector needs OpenTelemetry.
 _LAZY = {
     "run_lines": "lens.stream",
     "trace_lines": "lens.stream",
@@ -61,6 +62,10 @@ _LAZY = {
     "diff_document": "lens.diff",
     "diff_lines": "lens.diff",
     "in_step_order": "lens.call_order",
+    "Provenance": "lens.why",
+    "calls_below": "lens.why",
+    "why_document": "lens.why",
+    "why_lines": "lens.why",
     "LiveExport": "lens.otel.sending",
     "export_run": "lens.otel.sending",
     "OTEL_EXTRA": "lens.otel.target:EXTRA",
@@ -78,6 +83,7 @@ __all__ = [
     "MessageNode",
     "Node",
     "OtlpTarget",
+    "Provenance",
     "RunDiff",
     "RunNode",
     "RunRow",
@@ -85,6 +91,7 @@ __all__ = [
     "StepNode",
     "as_shown",
     "build_tree",
+    "calls_below",
     "compare_runs",
     "compared_runs",
     "diff_document",
@@ -114,6 +121,8 @@ __all__ = [
     "trace_lines",
     "trace_view",
     "walk",
+    "why_document",
+    "why_lines",
     "write_trace",
 ]
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import tzinfo
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from rich.console import RenderableType
+from rich.console import Group, RenderableType
+from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
@@ -27,7 +28,10 @@ from textual.widgets.tree import TreeNode
 import lens.labels as labels
 from lens.detail import detail, search_text
 from lens.plain import Expansion
-from lens.tree import CallNode, Node, RunNode, walk
+from lens.tree import CallNode, MessageNode, Node, RunNode, walk
+
+if TYPE_CHECKING:
+    from lens.why import Provenance
 
 EXPAND_ALL_LIMIT = 5_000
 """``e`` opens agent calls too (showing every message) only in runs of at most this many nodes."""
@@ -107,6 +111,7 @@ class TraceViewer(App[None]):
         self.match_index = -1
         self.query_text = ""
         self.index: list[tuple[Node, str]] | None = None
+        self.provenance: Provenance | None = None  # where each call's messages came from, made when first shown
 
     def compose(self) -> ComposeResult:
         with Horizontal():
@@ -154,7 +159,35 @@ class TraceViewer(App[None]):
         self.query_one("#detail-pane", VerticalScroll).scroll_home(animate=False)
 
     def _detail(self, node: Node) -> RenderableType:
-        return detail(node, tz=self.tz)
+        shown = detail(node, tz=self.tz)
+        origins = self._origins(node)
+        return shown if origins is None else Group(shown, Text(), origins)
+
+    def _origins(self, node: Node) -> RenderableType | None:
+        """What ``lens trace --why`` says of a call (where each of its messages came from, and what history was
+        left out), or of one message; None for other nodes."""
+        from lens.why import message_origins, origin_words, why_lines
+
+        if isinstance(node, CallNode):
+            lines = why_lines(node, self._provenance())[1:]
+            return Group(Text("why each message is there", style="bold"), *(Text(line) for line in lines))
+        if isinstance(node, MessageNode):
+            widget = self.widgets.get(id(node))
+            call = widget.parent.data if widget is not None and widget.parent is not None else None
+            if not isinstance(call, CallNode):
+                return None
+            origins = message_origins(call, self._provenance())
+            if node.index >= len(origins):
+                return None
+            return Text.assemble(("why  ", "bold"), origin_words(origins[node.index]))
+        return None
+
+    def _provenance(self) -> Provenance:
+        if self.provenance is None:
+            from lens.why import Provenance
+
+            self.provenance = Provenance(self.model.children)
+        return self.provenance
 
     def _status(self, text: str) -> None:
         self.query_one("#status", Static).update(text)

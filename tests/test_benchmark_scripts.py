@@ -76,3 +76,40 @@ def test_the_worker_floor_runs_its_runs_and_reports_them() -> None:
     assert result.returncode == 0, result.stderr[-2000:]
     ready, report = result.stdout.splitlines()
     assert ready == "ready" and report.startswith("3 runs in") and report.endswith("runs/s")
+
+
+def test_the_postgresql_iteration_script_compares_the_stores(postgres_server: str) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "pg_iteration.py"),
+            "2",
+            "--rounds",
+            "1",
+            "--state",
+            postgres_server,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    [line] = result.stdout.splitlines()
+    assert line.startswith("CPU per iteration: SQLite ") and "round trips per committed step" in line
+    assert int(line.split("(at most ")[1].split(")")[0]) <= 3
+
+
+@pytest.mark.parametrize(("mode", "whys"), [("on", "2 with a why"), ("off", "0 with a why")])
+def test_the_provenance_script_runs_with_and_without(mode: str, whys: str) -> None:
+    # With it, the first call says the seed's origin and the call whose bound first drops turns says so; the
+    # other calls have nothing new to say. Without it, none says anything.
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "provenance_run.py"), "30", mode],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout == f"completed: 30 prompt events, {whys}\n", result.stdout

@@ -23,7 +23,7 @@ CORE_FOR_LENS_AND_CLI = {
     "sensitive_key", "use_bounds",
     # flujo config show: the settings' layers and where each setting came from.
     "SettingSource", "SettingsLayer", "setting_sources", "settings_from_layers", "settings_layers", "user_config_path",
-    "find_project_file",  # flujo worker: the settings files whose change makes it read its settings again
+    "project_file_candidates",  # flujo worker: the settings files whose change makes it read its settings again
 }  # fmt: skip
 
 
@@ -46,7 +46,7 @@ def test_core_exports() -> None:
         "AiTurnSource", "BranchFailure", "CHILD_PATH_ROOTS", "HistoryStrategy", "InputTarget", "MergeStrategy",
         "ReduceMode", "ScopeFunction", "SimulatedPerson", "LazyView", "VIEW_KEYS",
         "builds_structure", "referenced_names", "step_references", "translate_handlebars", "whole_references",
-        "template_scope", "scratchpad_slot", "is_context", "turn_text",
+        "template_scope", "scratchpad_slot", "is_context", "turn_text", "read_why", "step_key",
         # The blueprint's tools: their definitions, the Python tool (flujo validate reads its signature), the factory.
         "McpServerSpec", "PythonTool", "Tool", "ToolSource", "ToolSpec", "ToolUse", "build_tools",
     }  # fmt: skip
@@ -60,7 +60,7 @@ def test_conversation_exports() -> None:
         "ActiveConversation", "BranchRecords", "Injection", "LoopConversation", "RunFrame", "ThreadBinding",
         "bind_thread", "bound", "branch_records", "capture", "check_thread", "check_thread_name", "default_question",
         "enter_loop", "is_context", "makes_turn", "message_for", "newest_message", "prepare", "replay_summary",
-        "shown_text", "turn_text", "active_in",
+        "replayed_call", "shown_text", "turn_text", "active_in",
         "EnsembleState", "Speaker", "Turn", "chat", "cue", "envelope", "parse_reply",
         "fork_thread",
     }  # fmt: skip
@@ -86,6 +86,7 @@ def test_lens_exports() -> None:
         "nested", "open_viewer", "parse_age", "parse_moment", "prune_document", "prune_summary", "recent_runs",
         "runs_table", "show_document", "show_view", "step_paths_named", "trace_document", "trace_view", "walk",
         "RunDiff", "compare_runs", "compared_runs", "diff_document", "diff_lines", "in_step_order",
-    } | {"run_lines", "trace_lines", "write_trace"} | LENS_OTEL  # fmt: skip
+        "run_lines", "trace_lines", "write_trace", "Provenance", "calls_below", "why_document", "why_lines",
+    } | LENS_OTEL  # fmt: skip
     for name in lens.__all__:
         assert hasattr(lens, name), name

@@ -61,6 +61,9 @@ LENS_MAY_IMPORT = {
     # A run's recorded calls (plain values read from its journal) and the diffs of two prompts: flujo lens diff.
     "core.replay.recording",
     "core.replay.diffs",
+    # How a prompt event's why is stored and read back (ids only, plain functions): lens reads it as the
+    # conversation writes it, with the same code (flujo lens trace --why).
+    "core.model.provenance",
 }
 
 

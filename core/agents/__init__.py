@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from core.agents.base import shareable_between_runs
 from core.agents.factory import build_agent
 from core.agents.offline import EchoAgent, ScriptedAgent
 from core.agents.script import CommandAgent, PassthroughAgent, PythonAgent, StringifyAgent
@@ -36,6 +37,7 @@ __all__ = [
     "ScriptedAgent",
     "StringifyAgent",
     "build_agent",
+    "shareable_between_runs",
 ]
 
 _LAZY = {

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, ClassVar
 
 from core.model.calls import AgentCall, AgentReply, ChatMessage
+from core.ports import Agent
 
 # ``json.dumps(value, ensure_ascii=False, default=str)``'s encoder, made once (json.dumps with arguments makes
 # one per call: every agent call with a structured input).
@@ -34,6 +35,12 @@ def input_text(value: Any) -> str:
 class BaseAgent(ABC):
     """The defaults of ``core.ports.Agent`` (see the module's docstring); ``label`` and ``run`` are the
     subclass's."""
+
+    keeps_run_state: ClassVar[bool] = False
+    """Whether the agent keeps, from call to call, state that belongs to one run (a scripted model takes its
+    replies in turn, each run from the first): such an agent is built for each run, never shared between runs
+    (``flujo worker`` shares a compiled pipeline between the runs of a blueprint only when none of its agents
+    keeps run state: ``flujo_cli.blueprint_cache``)."""
 
     @property
     @abstractmethod
@@ -74,3 +81,9 @@ class BaseAgent(ABC):
 
     def replayed(self) -> None:
         return None
+
+
+def shareable_between_runs(agent: Agent) -> bool:
+    """Whether ``agent`` may serve the calls of several runs: one of flujo's (a ``BaseAgent``) that keeps no run
+    state (``keeps_run_state``). Any other agent is not known to keep none."""
+    return isinstance(agent, BaseAgent) and not agent.keeps_run_state

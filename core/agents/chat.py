@@ -110,6 +110,7 @@ class ChatModelAgent(BaseAgent):
     is_model = True
     provider_served = True
     prompt_budget: int | None = None
+    reply_reserve: int | None = None  # the window's tokens kept for the reply (prompt_budget + this = the window)
 
     def __init__(
         self, spec: AgentSpec, *, price: ModelInfo, schema_in_prompt: bool, prompt_budget: int | None = None

@@ -10,7 +10,7 @@ only when an agent needs them, so importing ``core.agents`` stays cheap (no http
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, assert_never
+from typing import TYPE_CHECKING, Protocol, TypeVar, assert_never
 from urllib.parse import urlsplit
 
 from core.agents.spec import AgentSpec
@@ -67,13 +67,34 @@ def build_agent(
 
 
 def prompt_budget(spec: AgentSpec, window: int | None, reserve: int) -> int | None:
-    """The context window minus the tokens kept free for the reply (``model_settings.max_tokens`` when set,
-    else ``reserve``); None when the window is unknown. Never below 1."""
+    """The context window minus the tokens kept free for the reply (``reply_share``); None when the window is
+    unknown. Never below 1."""
     if window is None:
         return None
+    return max(1, window - reply_share(spec, reserve))
+
+
+def reply_share(spec: AgentSpec, reserve: int) -> int:
+    """The tokens of the context window kept free for the reply: ``model_settings.max_tokens`` when set, else
+    ``reserve``."""
     wanted = spec.model_settings.get("max_tokens")
-    keep = wanted if isinstance(wanted, int) and not isinstance(wanted, bool) and wanted > 0 else reserve
-    return max(1, window - keep)
+    return wanted if isinstance(wanted, int) and not isinstance(wanted, bool) and wanted > 0 else reserve
+
+
+class _Budgeted(Protocol):
+    prompt_budget: int | None
+    reply_reserve: int | None
+
+
+A = TypeVar("A", bound=_Budgeted)
+
+
+def _sharing(agent: A, spec: AgentSpec, reserve: int) -> A:
+    """``agent`` knowing its reply's share of the window (``reply_reserve``), which ``lens trace --why`` names
+    beside its prompt budget."""
+    if agent.prompt_budget is not None:
+        agent.reply_reserve = reply_share(spec, reserve)
+    return agent
 
 
 def _model_agent(
@@ -84,8 +105,9 @@ def _model_agent(
 
         offline_budget = prompt_budget(spec, spec.context_window, 0)
         if model == "echo":
-            return EchoAgent(system_prompt=spec.system_prompt, examples=spec.examples, prompt_budget=offline_budget)
-        return ScriptedAgent(
+            echo = EchoAgent(system_prompt=spec.system_prompt, examples=spec.examples, prompt_budget=offline_budget)
+            return _sharing(echo, spec, 0)
+        scripted = ScriptedAgent(
             spec.replies,
             name=spec.name,
             system_prompt=spec.system_prompt,
@@ -93,6 +115,7 @@ def _model_agent(
             output_schema=spec.output_schema,
             prompt_budget=offline_budget,
         )
+        return _sharing(scripted, spec, 0)
 
     provider_name, colon, name = model.partition(":")
     row = find_provider(provider_name)
@@ -131,12 +154,9 @@ def _local_agent(spec: AgentSpec, file: str | None, settings: Settings, backoff:
         unreachable_hint="the local model's server stopped; run again (flujo resume RUN_ID)",
         agent=spec.name,
     )
-    budget = prompt_budget(
-        spec,
-        spec.context_window or local.context_window,
-        reply if isinstance(reply, int) and not isinstance(reply, bool) else settings.local.max_tokens,
-    )
-    return LocalChatAgent(spec, endpoint, local, prompt_budget=budget)
+    reserve = reply if isinstance(reply, int) and not isinstance(reply, bool) else settings.local.max_tokens
+    budget = prompt_budget(spec, spec.context_window or local.context_window, reserve)
+    return _sharing(LocalChatAgent(spec, endpoint, local, prompt_budget=budget), spec, reserve)
 
 
 def _http_agent(
@@ -180,7 +200,8 @@ def _http_agent(
             unreachable_hint=row.unreachable_hint,
             missing_key=missing,
         )
-        return AnthropicChatAgent(spec, endpoint, model=name, price=price, prompt_budget=budget)
+        anthropic = AnthropicChatAgent(spec, endpoint, model=name, price=price, prompt_budget=budget)
+        return _sharing(anthropic, spec, settings.response_reserve_tokens)
 
     from core.agents.openai_chat import OpenAIChatAgent, openai_headers
 
@@ -203,7 +224,8 @@ def _http_agent(
         missing_key=missing,
     )
     mode = conf.structured_output or row.structured_output
-    return OpenAIChatAgent(spec, endpoint, model=name, price=price, structured_output=mode, prompt_budget=budget)
+    openai = OpenAIChatAgent(spec, endpoint, model=name, price=price, structured_output=mode, prompt_budget=budget)
+    return _sharing(openai, spec, settings.response_reserve_tokens)
 
 
 def _endpoint(

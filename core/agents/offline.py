@@ -31,6 +31,7 @@ class _OfflineModel(BaseAgent):
 
     is_model = True
     prompt_budget: int | None = None
+    reply_reserve: int | None = None  # the window's tokens kept for the reply (prompt_budget + this = the window)
 
     def __init__(
         self, *, system_prompt: str | None, examples: Sequence[tuple[str, str]], prompt_budget: int | None
@@ -53,6 +54,7 @@ class ScriptedAgent(_OfflineModel):
     """
 
     label = "scripted"
+    keeps_run_state = True  # its next reply: each run starts from the first
 
     def __init__(
         self,

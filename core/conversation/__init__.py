@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from core.conversation.ensemble.state import EnsembleState, Turn
     from core.conversation.ensemble.view import Speaker, chat, cue, envelope
     from core.conversation.history import bound
-    from core.conversation.injection import Injection, prepare
+    from core.conversation.injection import Injection, prepare, replayed_call
     from core.conversation.loop_scope import LoopConversation, enter_loop
     from core.conversation.replies import parse_reply, shown_text
     from core.conversation.run_frame import RunFrame
@@ -71,6 +71,7 @@ _WHERE = {
     "newest_message": "core.conversation.current_message",
     "parse_reply": "core.conversation.replies",
     "prepare": "core.conversation.injection",
+    "replayed_call": "core.conversation.injection",
     "replay_summary": "core.conversation.summary",
     "shown_text": "core.conversation.replies",
     "turn_text": "core.text.turns",
@@ -106,6 +107,7 @@ __all__ = [
     "parse_reply",
     "prepare",
     "replay_summary",
+    "replayed_call",
     "shown_text",
     "turn_text",
 ]

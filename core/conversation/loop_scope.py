@@ -24,6 +24,7 @@ from core.context import RunContext
 from core.conversation.current_message import current_message
 from core.conversation.threads import ThreadBinding
 from core.conversation.turns import ActiveConversation, active_in, add_turn, start
+from core.model.provenance import seed_origin
 from core.steps.kinds import LoopStep
 from core.text.turns import ConversationTurn, Summary, Turns, turn_text
 
@@ -100,4 +101,4 @@ def seed(
     if prefix and prefix.strip().rstrip(":").strip().lower() != "user":  # "User: " is what a user turn is
         text = f"{prefix}{text}"
     if text.strip():
-        add_turn(ctx, "user", text)
+        add_turn(ctx, "user", text, origin=seed_origin(settings.seed_from_step))

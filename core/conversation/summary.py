@@ -30,6 +30,7 @@ from core.model.calls import AgentCall
 from core.model.codec import normalize
 from core.model.errors import AgentOutputError, ControlSignal, FlujoError, RunError
 from core.model.events import SUMMARY, HistorySummarized, PromptSent, ReplyReceived, SummaryFailed
+from core.model.provenance import summary_origin
 from core.model.records import TraceEvent
 from core.model.usage import ZERO_USAGE, Usage
 from core.ports import Agent
@@ -82,7 +83,10 @@ def _apply_summary(ctx: RunContext, cut: int, summary: str) -> None:
     content = f"{SUMMARY_PREFIX}{summary}"
     before = ctx.summary
     covers = cut if before is None else before.covers + cut - 1
-    ctx.summary = Summary(covers, ConversationTurn("assistant", content, count_tokens(content)))
+    active = active_in(ctx)
+    summarizer = active.settings.history.summarizer if active is not None else None
+    origin = summary_origin(1, covers, summarizer.label if summarizer is not None else "?")
+    ctx.summary = Summary(covers, ConversationTurn("assistant", content, count_tokens(content), origin=origin))
 
 
 async def summarize(active: ActiveConversation, ctx: RunContext, path: str, frame: RunFrame[Any]) -> None:

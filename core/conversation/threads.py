@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 from core.context import RunContext
 from core.model.errors import RunError
+from core.model.provenance import thread_origin
 from core.model.records import FORK_OPTION, RunRecord, ThreadSummary
 from core.ports import RunStore
 from core.steps.kinds import ConditionalStep, EnsembleStep, LoopStep, MapStep, ParallelStep, Pipeline, Step
@@ -133,7 +134,7 @@ async def bind(store: RunStore, record: RunRecord) -> ThreadBinding | None:
     turns = await store.thread_turns(record.thread, before_run=record.run_id)
     return ThreadBinding(
         name=record.thread,
-        earlier=tuple(ConversationTurn(t.role, t.content, t.tokens, t.shown) for t in turns),
+        earlier=tuple(ConversationTurn(t.role, t.content, t.tokens, t.shown, thread_origin(t.run_id)) for t in turns),
         runs=len({t.run_id for t in turns}),
     )
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from core.context import RunContext
 from core.conversation.replies import shown_text
 from core.model.calls import Role
+from core.model.provenance import step_origin, told
 from core.steps.kinds import (
     AgentStep,
     ConditionalStep,
@@ -127,12 +128,14 @@ def _leaf_steps(steps: Sequence[Step]) -> Iterator[Step]:
                 yield from _leaf_steps(step.default_branch)
 
 
-def add_turn(ctx: RunContext, role: Role, content: str, *, shown: str | None = None) -> None:
+def add_turn(ctx: RunContext, role: Role, content: str, *, shown: str | None = None, origin: str | None = None) -> None:
     """Add a turn said now to the history (and, in the thread's conversation, to the run's thread turns);
-    ``shown`` is what a person reads of it when that is not ``content``."""
+    ``shown`` is what a person reads of it when that is not ``content``, ``origin`` where it came from
+    (``core.model.provenance``)."""
     if shown == content:
         shown = None
-    turn = ConversationTurn(role, content, shown=shown)  # its tokens are counted when a bound first needs them
+    # Its tokens are counted when a bound first needs them.
+    turn = ConversationTurn(role, content, shown=shown, origin=origin)
     ctx.conversation_history.append(turn)
     if ctx.conversation is not None and ctx.conversation.threaded:
         ctx.thread_turns.append(turn)
@@ -148,20 +151,28 @@ def makes_turn(ctx: RunContext, step: str, *, hitl: bool) -> bool:
     return step in active.assistant_steps and not hitl
 
 
-def capture(ctx: RunContext, step: str, value: Any, *, hitl: bool, shown: str | None = None) -> None:
+def capture(
+    ctx: RunContext, step: str, value: Any, *, hitl: bool, shown: str | None = None, path: str | None = None
+) -> dict[str, int]:
     """Add the turn that ``step``'s result makes in the active conversation, if it makes one. A person reads
     ``shown`` of it (a step's ``turn_text``) when given, else the text of a structured reply
-    (``core.conversation.replies.shown_text``), else the result itself."""
+    (``core.conversation.replies.shown_text``), else the result itself. ``path`` is the step's path, which
+    the turn's origin names. Returns what the step's event says of the turn (``provenance.told``): its
+    number, as ``turn`` (a reply, an answer) or ``user_turn``; empty when the result made no turn."""
     active = active_in(ctx)
     if active is None:
-        return
+        return {}
     role: Role
     if step in active.user_steps or (hitl and active.hitl_is_user):
         role = "user"
     elif step in active.assistant_steps and not hitl:
         role = "assistant"
     else:
-        return
+        return {}
     text = turn_text(value)
-    if text.strip():
-        add_turn(ctx, role, text, shown=shown if shown is not None and shown.strip() else shown_text(value))
+    if not text.strip():
+        return {}
+    origin = None if path is None else step_origin(path, role=role, hitl=hitl)
+    shown = shown if shown is not None and shown.strip() else shown_text(value)
+    add_turn(ctx, role, text, shown=shown, origin=origin)
+    return told(origin, len(ctx.conversation_history))

@@ -262,8 +262,28 @@ def run_status(text: str) -> RunStatus:
     return text  # type: ignore[return-value]  # checked against get_args(RunStatus) above
 
 
+_KIND_CODE = {kind: chr(1 + index) for index, kind in enumerate(pack_tables.EVENT_KINDS)}
+_KIND_NAME = {code: kind for kind, code in _KIND_CODE.items()}
+
+
+def kind_code(kind: str) -> str:
+    """How a SQLite store writes the event kind ``kind`` (``pack_tables.EVENT_KINDS``): its code, or itself."""
+    return _KIND_CODE.get(kind, kind)
+
+
+def kind_name(stored: str) -> str:
+    """The event kind a store holds as ``stored`` (``kind_code``'s undone; a kind that is no code is itself)."""
+    return _KIND_NAME.get(stored, stored)
+
+
+_STATUS_CODE = {status: chr(1 + index) for index, status in enumerate(pack_tables.STEP_STATUSES)}
+_STATUS_NAME = {code: status for status, code in _STATUS_CODE.items()}
+
+
 def step_status(text: str) -> StepStatus:
-    """``text`` checked against the step statuses flujo knows."""
+    """``text`` checked against the step statuses flujo knows (a SQLite store's code of one read as its name:
+    ``pack_tables.STEP_STATUSES``)."""
+    text = _STATUS_NAME.get(text, text)
     if text not in _STEP_STATUSES:
         raise StoreError(f"unknown step status {text!r} in the store", hint="upgrade flujo")
     return text  # type: ignore[return-value]  # checked against get_args(StepStatus) above
@@ -330,10 +350,14 @@ def update_row(update: RunUpdate, output: str | bytes | None) -> tuple[Any, ...]
     )  # fmt: skip
 
 
-def step_row(step: StepRecord, input: str | bytes | None, output: str | bytes | None) -> tuple[Any, ...]:
-    """The values of ``STEP_COLUMNS`` for ``step``, its input and output already encoded."""
+def step_row(
+    step: StepRecord, input: str | bytes | None, output: str | bytes | None, *, coded: bool = False
+) -> tuple[Any, ...]:
+    """The values of ``STEP_COLUMNS`` for ``step``, its input and output already encoded; with ``coded`` (a
+    SQLite store, since ``m011_event_kind_codes``) its status as one character (``pack_tables.STEP_STATUSES``)."""
+    status = _STATUS_CODE[step.status] if coded else step.status
     return (
-        step.run_id, step.path, step.name, step.kind, step.status, input, output,
+        step.run_id, step.path, step.name, step.kind, status, input, output,
         step.error, step.started_at, step.duration_s, dump_usage(step.usage),
     )  # fmt: skip
 

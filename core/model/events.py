@@ -105,7 +105,9 @@ class PromptSent(_Event):
     """An agent call: the messages sent to ``agent``, redacted, exactly as sent. ``history`` says what of a
     conversation went with them (``conversation``, ``turns``, ``dropped``, ``mode``, ``summary_of``);
     ``purpose`` is ``"summarize"`` for the call that condenses a conversation's oldest turns, and
-    ``simulated_person`` names the agent playing the person when it answers a question."""
+    ``simulated_person`` names the agent playing the person when it answers a question. ``why`` (a call in a
+    conversation) says, as ids, which turns were sent, where the current message and the turns no earlier
+    call gave came from, and what was left out (``core.model.provenance``)."""
 
     kind: ClassVar[Literal["agent.prompt"]] = "agent.prompt"
     agent: str
@@ -114,6 +116,7 @@ class PromptSent(_Event):
     history: Mapping[str, Any] | None = _when_set()
     purpose: str | None = _when_set()
     simulated_person: str | None = _when_set()
+    why: Mapping[str, Any] | None = _when_set()
 
     @property
     def summarizes(self) -> bool:
@@ -146,6 +149,10 @@ class ReplyReceived(_Event):
     # A reply served from a recording (``flujo run --replay``): the id of the run that recorded it. No model
     # was called; ``usage`` is what the recorded call used, which this run did not spend.
     replayed_from: str | None = _when_set()
+    # The number (1-based) of the conversation's turn the reply made (``core.model.provenance``): an
+    # assistant's turn as ``turn``, a user's (the step is one of ``user_turn_sources``) as ``user_turn``.
+    turn: int | None = _when_set()
+    user_turn: int | None = _when_set()
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +220,7 @@ class QuestionAnswered(_Event):
     answer: Any
     source: str | None = _when_set()
     by: str | None = _when_set()
+    turn: int | None = _when_set()  # the number of the conversation's turn the answer made
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,6 +253,9 @@ class ChildRunStarted(_Event):
     kind: ClassVar[Literal["workflow.child"]] = "workflow.child"
     child_run_id: str
     pipeline: str
+    # The conversation's turn the child's output made, as ``ReplyReceived`` says it.
+    turn: int | None = _when_set()
+    user_turn: int | None = _when_set()
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,8 @@
   and of messages; references to stored texts), each written as one control character (the first as
   ``\x01``, the second as ``\x02``, ...). JSON text holds no control character (a JSON string escapes them),
   so a stored JSON text that holds one holds codes, and one that holds none reads as it is.
+* ``EVENT_KINDS``: the trace event kinds, each stored as one control character in a SQLite store's
+  ``events.kind`` (``codec.kind_code``, ``codec.kind_name``); ``STEP_STATUSES`` likewise in ``steps.status``.
 * ``DICTIONARY``: what a text is compressed against (deflate's ``zdict``). A text of a few hundred bytes
   compressed alone finds few repeats in itself; against a dictionary of common English words and phrases
   (written by hand, from no particular text) they become references of two or three bytes. Deflate finds
@@ -74,13 +76,29 @@ JSON_CODES = (
     ',"result":',
     '{"$text":[',
     '{"$text":',
+    ',"turn":',
 )
 """JSON fragments by their code: ``chr(1 + index)``; the longer of two that begin alike first (``codec.shrink``
 replaces them in this order)."""
 
+EVENT_KINDS = (
+    "agent.prompt", "agent.reply", "hitl.answer", "agent.call", "agent.started", "agent.process", "agent.repair",
+    "agent.cut", "step.error", "history.not_injected", "history.summarized", "history.summarize_failed",
+    "hitl.rejected", "loop.exit", "workflow.child", "conditional.branch", "parallel.done", "ensemble.done",
+    "tool.call",
+)  # fmt: skip
+"""The trace event kinds a SQLite store writes as one control character each in ``events.kind`` (the first as
+``\x01``): a conversation's iteration stores two or three events, and the kind's text was a tenth of an
+event's row. A kind not here (a newer one) is written as it is; a stored kind that is no code reads as it is
+(every store wrote those before ``m011_event_kind_codes``)."""
+
+STEP_STATUSES = ("completed", "failed", "skipped", "paused")
+"""The step statuses a SQLite store writes as one control character each in ``steps.status`` (the first as
+``\x01``), as ``EVENT_KINDS``: a status that is no code reads as it is."""
+
 JSON_CODE_KEYS = (
     '"history', '"dropped"', '"mode"', '"role"', '"agent"', '"messages"', '"turns"', '"output"', '"model"',
     '"usage"', '"output_tokens"', '"requests"', '"cost_usd"', '"message"', '"answer"', '"tool"', '"arguments"',
-    '"result"', '"$text"',
+    '"result"', '"$text"', '"turn"',
 )  # fmt: skip
 """What ``codec.shrink`` looks for before it replaces the fragments whose first key (in this order) it is."""

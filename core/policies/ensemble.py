@@ -196,7 +196,7 @@ class Conversation:
             output = await self._ask(participant, number, path)
         elif participant.workflow is not None:
             workflow = replace(participant.workflow, name=participant.name, input=None)
-            message, _ = chat(self.state, participant, _NO_AGENT, number)
+            message, _, _ = chat(self.state, participant, _NO_AGENT, number)
             output = await self.body(
                 (workflow,), message, RunContext(initial_prompt=self.ctx.initial_prompt), here, self.frame
             )
@@ -209,8 +209,8 @@ class Conversation:
         agent = participant.agent
         assert agent is not None
         if agent.is_model:
-            message, history = chat(self.state, participant, agent, number)
-            speaker = Speaker(agent, message, history, streams=self.alone)
+            message, history, why = chat(self.state, participant, agent, number, path)
+            speaker = Speaker(agent, message, history, why, streams=self.alone)
         else:
             speaker = Speaker(agent, envelope(self.state, participant, self.data, number))
         # What the turn record keeps as its input: a reference to the round, never a copy of the history.

@@ -85,11 +85,17 @@ class Frame:
         """``event`` of the step at ``path`` with secrets masked, ready to store. Tracing never fails a run:
         a payload that cannot be prepared is replaced by a note saying why. ``sent`` is the messages of an
         ``agent.prompt`` event, given as the message objects (and left out of ``event``): they are masked
-        through ``Redactor.messages``, which masks each message object once."""
+        through ``Redactor.messages``, which masks each message object once. Its ``why`` is ids only (step
+        paths, agent names, run ids, turn numbers: ``core.model.provenance``), never masked, as an
+        event's path is not: walking it for secrets was most of what recording it cost."""
         try:
-            masked = self.redactor.value(event.to_payload())
+            payload = event.to_payload()
+            why = payload.pop("why", None) if sent is not None else None
+            masked = self.redactor.value(payload)
             if sent is not None:
                 masked["messages"] = self.redactor.messages(sent)
+                if why:  # nothing to say (the turns' origins all said before, the notes as before): none
+                    masked["why"] = why
         except Exception as exc:  # a tracing failure must not become the step's failure
             masked = {"trace_error": f"this {event.kind} event could not be recorded: {type(exc).__name__}: {exc}"}
         return TraceEvent(kind=event.kind, path=path, payload=masked, ts=time.time())
@@ -440,3 +446,22 @@ def step_error(exc: Exception, what: str) -> FlujoError:
     if isinstance(exc, FlujoError):
         return exc
     return RunError(f"{what} failed: {type(exc).__name__}: {exc}")
+
+
+def numbered(events: list[TraceEvent], kind: str, told: Mapping[str, int]) -> None:
+    """The newest event of ``kind`` in ``events`` replaced by one that also says the number of the
+    conversation's turn its step made (``told``: ``core.model.provenance.told``); a stored payload is
+    never changed, so the event is made again with a payload of its own."""
+    for index in range(len(events) - 1, -1, -1):
+        event = events[index]
+        if event.kind == kind:
+            events[index] = TraceEvent(event.kind, event.path, _with_turn(event.payload, told), event.ts)
+            return
+
+
+def _with_turn(payload: Mapping[str, Any], told: Mapping[str, int]) -> dict[str, Any]:
+    """``payload`` with ``told`` after its first key (``{"output": ..., "turn": 3, "model": ...}``): where the
+    store's codes of the keys after it (``core.model.pack_tables.JSON_CODES``) still match."""
+    items = iter(payload.items())
+    first = next(items, None)
+    return {**told} if first is None else {first[0]: first[1], **told, **dict(items)}

@@ -11,7 +11,15 @@ from dataclasses import replace
 from typing import Any
 
 from core.context import RunContext
-from core.conversation import capture, default_question, message_for, prepare, replay_summary
+from core.conversation import (
+    Speaker,
+    capture,
+    default_question,
+    message_for,
+    prepare,
+    replay_summary,
+    replayed_call,
+)
 from core.model.calls import AgentCall, OutputRepair, Retry
 from core.model.codec import normalize
 from core.model.errors import AgentOutputError, ControlSignal, FlujoError, PromptTooLarge, ReplyCutOff, RunError
@@ -21,7 +29,7 @@ from core.model.usage import ZERO_USAGE, Usage
 from core.model.views import copied
 from core.policies.body import BodyRunner
 from core.policies.context_writes import note_agent_command, record_output, sink, update_context
-from core.policies.frame import Frame, Reservation, scope
+from core.policies.frame import Frame, Reservation, numbered, scope
 from core.policies.person import ask_person, person_question
 from core.policies.tool_loop import LoopSpend, run_tool_loop
 from core.policies.turn_text import shown_turn
@@ -64,10 +72,16 @@ def refuse_oversized(step: str, agent: Agent, call: AgentCall) -> None:
     )
 
 
-def _apply_agent_output(step: AgentStep, ctx: RunContext, data: Any, output: Any) -> None:
+def _apply_agent_output(
+    step: AgentStep, ctx: RunContext, data: Any, output: Any, path: str, events: list[TraceEvent] | None = None
+) -> None:
+    """The step's output lands: its turn in the conversation (which its ``agent.reply`` in ``events``, when
+    there is one, numbers: ``provenance.told``), the context, the sink."""
     shown = shown_turn(step, ctx, data, output)
     record_output(ctx, step.name, output)
-    capture(ctx, step.name, output, hitl=False, shown=shown)
+    told = capture(ctx, step.name, output, hitl=False, shown=shown, path=path)
+    if told and events:
+        numbered(events, ReplyReceived.kind, told)
     if step.agent is not None:
         note_agent_command(ctx, output)
     if step.sink_to:
@@ -90,7 +104,8 @@ async def run_agent_step(
         if step.agent is not None:
             step.agent.replayed()
             replay_summary(ctx, path, frame)
-        _apply_agent_output(step, ctx, data, replay.output)
+            replayed_call(step, step.agent, ctx)
+        _apply_agent_output(step, ctx, data, replay.output, path)
         frame.add_usage(replay.usage)
         return replay.output
 
@@ -137,7 +152,8 @@ async def run_agent_step(
                 on_activity=lambda activity: frame.reporter.activity(path, activity),
             )
             refuse_oversized(step.name, agent, call)
-            prompt = PromptSent(agent.label, (), injection.injected, history=injection.trace or None)
+            why = injection.why if not isinstance(agent, Speaker) else agent.why  # an ensemble's participant
+            prompt = PromptSent(agent.label, (), injection.injected, history=injection.trace or None, why=why)
             if step.tools is not None:  # each turn of the loop is journaled, reserved and traced on its own
                 spend = LoopSpend(prompt=prompt)
                 try:
@@ -164,12 +180,11 @@ async def run_agent_step(
                     output = normalize(reply.output)
                     if reply.repair is not None:
                         events.append(frame.event(path, _repaired(reply.repair)))
-                    events.append(
-                        frame.event(path, ReplyReceived(output, reply.model, reply.attempts, usage.to_dict()))
-                    )
+                    received = ReplyReceived(output, reply.model, reply.attempts, usage.to_dict())
+                    events.append(frame.event(path, received))
             if agent.is_model:
                 frame.reporter.agent_replied(path, step.name, output)
-        _apply_agent_output(step, ctx, data, output)
+        _apply_agent_output(step, ctx, data, output, path, events)
     except ControlSignal:
         frame.abandon(held)
         raise
@@ -243,12 +258,14 @@ async def _fail(
     frame.add_usage(usage if unpaid is None else unpaid, releasing=held)
 
 
-def _apply_answer(step: HitlStep, ctx: RunContext, message: str, answer: Any) -> None:
+def _apply_answer(step: HitlStep, ctx: RunContext, message: str, answer: Any, path: str) -> dict[str, int]:
+    """The answer lands; what its ``hitl.answer`` event says of the turn it made (``provenance.told``)."""
     ctx.hitl_history.append(HitlEntry(step=step.name, message=message, answer=answer))
     record_output(ctx, step.name, answer)
-    capture(ctx, step.name, answer, hitl=True)
+    told = capture(ctx, step.name, answer, hitl=True, path=path)
     if step.sink_to:
         sink(ctx, step.sink_to, answer)
+    return told
 
 
 async def run_hitl_step(step: HitlStep, data: Any, ctx: RunContext, path: str, frame: Frame) -> Any:
@@ -268,7 +285,7 @@ async def run_hitl_step(step: HitlStep, data: Any, ctx: RunContext, path: str, f
     replay = frame.replayed(path)
     if replay is not None:
         frame.replays += 1
-        _apply_answer(step, ctx, message, replay.output)
+        _apply_answer(step, ctx, message, replay.output, path)
         frame.add_usage(replay.usage)  # a simulated person's calls
         return replay.output
     frame.reporter.step_started(path, step.name, step.kind)
@@ -278,8 +295,8 @@ async def run_hitl_step(step: HitlStep, data: Any, ctx: RunContext, path: str, f
     except FlujoError as exc:
         await _fail(frame, step.name, step.kind, path, started, message, exc, [], ZERO_USAGE)
         raise
-    _apply_answer(step, ctx, message, answer.value)
-    events = answer.trace(frame, path, message)
+    told = _apply_answer(step, ctx, message, answer.value, path)
+    events = answer.trace(frame, path, message, told)
     await frame.commit(
         path=path,
         name=step.name,

@@ -75,10 +75,11 @@ class PersonAnswer:
             return {"source": self.source, "by": self.by}
         return {}
 
-    def trace(self, frame: Frame, path: str, message: str) -> list[TraceEvent]:
+    def trace(self, frame: Frame, path: str, message: str, told: Mapping[str, int] | None = None) -> list[TraceEvent]:
         """The events the asking step commits: the simulated person's calls, then ``hitl.answer`` (with who
-        answered, when it was not the person)."""
-        answered = frame.event(path, QuestionAnswered(message, self.value, **self.marks()))
+        answered, when it was not the person, and the number of the turn the answer made: ``told``)."""
+        turn = (told or {}).get("turn")
+        answered = frame.event(path, QuestionAnswered(message, self.value, **self.marks(), turn=turn))
         return [*self.events, answered]
 
 

@@ -154,7 +154,9 @@ async def run_workflow(
     except FlujoError as exc:
         await _fail(step, path, started, value, exc, frame, event)
         raise
-    _apply_output(step, ctx, data, output)
+    told = _apply_output(step, ctx, data, output, path)
+    if told:  # the conversation's turn the child's output made, numbered by the step's one event
+        event = replace(event, payload={**event.payload, **told})
     await frame.commit(
         path=path, name=step.name, kind=step.kind, status="completed", started=started,
         input=value, output=output, events=[event],
@@ -199,14 +201,16 @@ async def _enter(step: WorkflowStep, value: Any, child_id: str, path: str, frame
     return child, completed
 
 
-def _apply_output(step: WorkflowStep, ctx: RunContext, data: Any, output: Any) -> None:
-    """The child's output lands in the parent as an agent step's output does."""
+def _apply_output(step: WorkflowStep, ctx: RunContext, data: Any, output: Any, path: str) -> dict[str, int]:
+    """The child's output lands in the parent as an agent step's output does; what the step's event says of
+    the turn it made (``provenance.told``)."""
     shown = shown_turn(step, ctx, data, output)
     record_output(ctx, step.name, output)
-    capture(ctx, step.name, output, hitl=False, shown=shown)
+    told = capture(ctx, step.name, output, hitl=False, shown=shown, path=path)
     note_agent_command(ctx, output)
     if step.sink_to:
         sink(ctx, step.sink_to, output)
+    return told
 
 
 async def _fail(

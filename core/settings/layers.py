@@ -15,7 +15,7 @@ user file (a test that passes ``env={}`` reads nobody's).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -75,11 +75,16 @@ def user_config_path(env: Mapping[str, str]) -> Path | None:
 
 def find_project_file(start: Path, name: str = PROJECT_FILE) -> Path | None:
     """The nearest ``name`` in ``start`` or a parent directory."""
-    for folder in (start, *start.parents):
-        candidate = folder / name
+    for candidate in project_file_candidates(start, name):
         if candidate.is_file():
             return candidate
     return None
+
+
+def project_file_candidates(start: Path, name: str = PROJECT_FILE) -> Iterator[Path]:
+    """Where ``find_project_file`` looks, nearest first: ``name`` in ``start`` and in each parent directory."""
+    for folder in (start, *start.parents):
+        yield folder / name
 
 
 def user_layer(env: Mapping[str, str]) -> SettingsLayer | None:

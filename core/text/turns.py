@@ -30,13 +30,16 @@ class ConversationTurn:
 
     ``content`` is what was said, as it was said: what prompts send. ``shown``, when set, is what a person
     reads instead (``line``): the text of a structured reply (``core.conversation.replies``) or a step's
-    ``turn_text``. It never reaches a prompt.
+    ``turn_text``. It never reaches a prompt. ``origin``, when known, says where the turn came from, as a short
+    text of ids and never what was said (``core.model.provenance``): made once with the turn, so each prompt that
+    sends the turn says why at the cost of a reference.
     """
 
     role: Role
     content: str
     counted: int | None = field(default=None, compare=False, repr=False)
     shown: str | None = field(default=None, compare=False, repr=False)
+    origin: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def tokens(self) -> int:
@@ -85,16 +88,23 @@ class ConversationTurn:
 
 class Turns(list[ConversationTurn]):
     """A conversational loop's history list (``conversation_history``), which only grows at its end: a list
-    that can be referred to weakly, so that what is remembered of it (the costs of its newest turns,
-    ``core.conversation.costs``) is known to be its own without keeping it alive after its run, and that
-    carries what its prompts sent (``sent``: their chat messages, ``core.conversation.history.as_messages``),
-    which so lives as long as the conversation."""
+        that can be referred to weakly, so that what is remembered of it (the costs of its newest turns,
+        ``core.conversation.costs``) is known to be its own without keeping it alive after its run, and that
+        carries what its prompts sent (``sent``: their chat messages, ``core.conversation.history.as_messages``),
+        which so lives as long as the conversation, and how many of its turns' origins the trace has said
+    (``described``)."""
 
-    __slots__ = ("__weakref__", "sent")
+    __slots__ = ("__weakref__", "described", "noted", "sent")
 
     def __init__(self, turns: Iterable[ConversationTurn] = ()) -> None:
         super().__init__(turns)
         self.sent: WindowMap[ConversationTurn, ChatMessage] = WindowMap()
+        # How many of the oldest turns the run's trace has said the origins of (``core.conversation.injection``):
+        # each prompt event says those of the turns after them only.
+        self.described = 0
+        # The notes of what was left out of each step's last call (``core.conversation.injection``), by
+        # ``provenance.step_key``: a call whose notes are the same stores none.
+        self.noted: dict[str, Any] = {}
 
     def __reduce__(self) -> tuple[type[Turns], tuple[list[ConversationTurn]]]:
         """Copied and pickled as its turns: what its prompts sent is remembered, not state."""

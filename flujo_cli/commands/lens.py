@@ -43,6 +43,7 @@ class TraceOptions:
     step: str | None = None
     expand: Sequence[str] = ()
     tui: bool | None = None  # None: the viewer when stdout is a terminal (and no --json)
+    why: bool = False  # --why: each call's messages with where they came from, instead of the trace
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,7 @@ def trace_run(run_id: str, options: TraceOptions, *, json_output: bool, state: s
     if expansion.everything and expansion.nothing:
         usage_error("--expand all and --expand none contradict each other", "give one of them")
     terminal = sys.stdout.isatty() and sys.stdin.isatty()  # the viewer reads keys and draws on the screen
-    interactive = options.tui if options.tui is not None else (terminal and not json_output)
+    interactive = options.tui if options.tui is not None else (terminal and not json_output and not options.why)
     if interactive and json_output:
         usage_error("--tui and --json do not go together", "drop one of them")
     if interactive and not terminal:
@@ -161,7 +162,7 @@ def trace_run(run_id: str, options: TraceOptions, *, json_output: bool, state: s
         console = plain_console(file=sys.stdout, color_system=None, width=_width())
         # Into a pipe, the run's own line needs its record only: written now, before its steps and events
         # are read (a second for 10,000 events), unless --step or --expand NAME may yet turn it into an error.
-        early = piped and options.step is None and not expansion.paths
+        early = piped and options.step is None and not expansion.paths and not options.why
         if early:
             from lens import run_lines
 
@@ -175,12 +176,14 @@ def trace_run(run_id: str, options: TraceOptions, *, json_output: bool, state: s
         if tree is None or expanded is None:
             return exit_codes.FAILED
         shown_expansion.append(expanded)
-        if interactive:
+        if interactive:  # with --why too: its detail pane says why each message is there
             shown.append(tree)  # the viewer runs its own event loop, after this one is closed
             # The tree lives until the process ends: out of the collector's sight (frozen while it is
             # paused, before it can scan them), its objects are not scanned at every collection while the
             # viewer runs (with a 10,000-event run, that was 0.3 s at opening alone).
             gc.freeze()
+        elif options.why:
+            _print_why(whole, tree, json_output=json_output)
         elif json_output:
             _print_json(masked_document(trace_document(tree), redactor))
         elif not piped:
@@ -440,6 +443,21 @@ def _print_output(output: Any) -> None:
     """The run's output as ``flujo run`` prints it: a text as it is, anything else as indented JSON."""
     text = output if isinstance(output, str) else json.dumps(output, indent=2, ensure_ascii=False, default=str)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def _print_why(whole: RunNode, tree: RunNode, *, json_output: bool) -> None:
+    """``--why``: each agent call of ``tree`` (``whole`` focused on ``--step``) with where each of its messages
+    came from (read from all of ``whole``'s calls: a turn's origin is given by the first call that sent it),
+    and what was left out."""
+    from lens import Provenance, calls_below, why_document, why_lines
+
+    provenance = Provenance(whole.children)
+    calls = calls_below(tree.children)
+    if json_output:
+        _print_json({"run_id": tree.run_id, **why_document(calls, provenance)})
+        return
+    for call in calls:
+        sys.stdout.write("\n".join(why_lines(call, provenance)) + "\n")
 
 
 def _print_json(data: Any) -> None:

@@ -180,6 +180,7 @@ def _drive(coroutine: Coroutine[Any, Any, int], invocation: _Invocation, *, debu
         fail(exc, debug=debug)
 
 
+@collection.paused()  # until the run starts (flujo_cli/collection.py)
 def run_blueprint(
     file: Path,
     *,
@@ -197,40 +198,6 @@ def run_blueprint(
     debug: bool,
 ) -> int:
     """Run blueprint ``file``; in ``thread``, or (``continue_last``) in the thread of its latest run."""
-    with collection.paused():  # until the run starts (flujo_cli/collection.py)
-        return _run_blueprint(
-            file,
-            input_text=input_text,
-            answers=answers,
-            answers_file=answers_file,
-            no_input=no_input,
-            json_output=json_output,
-            overrides=overrides,
-            thread=thread,
-            continue_last=continue_last,
-            answer_flags=answer_flags,
-            state=state,
-            events=events,
-            debug=debug,
-        )
-
-
-def _run_blueprint(
-    file: Path,
-    *,
-    input_text: str | None,
-    answers: Sequence[str],
-    answers_file: Path | None,
-    no_input: bool,
-    json_output: bool,
-    overrides: RunOverrides,
-    thread: str | None,
-    continue_last: bool,
-    answer_flags: AnswerFlags,
-    state: str | None,
-    events: EventFlags,
-    debug: bool,
-) -> int:
     require_file(file, "blueprint file", "check the path; examples live in blueprints/examples/")
     overrides = replace(overrides, models=checked_models(overrides.models))
     if thread is not None:
@@ -269,6 +236,7 @@ def _check_thread_name(thread: str) -> None:
         usage_error(exc.message, exc.hint)
 
 
+@collection.paused()  # until the run starts (flujo_cli/collection.py)
 def resume_run(
     run_id: str,
     *,
@@ -281,36 +249,6 @@ def resume_run(
     answer_flags: AnswerFlags = NO_ANSWER_FLAGS,
     state: str | None = None,
     events: EventFlags = NO_EVENTS,
-    debug: bool,
-) -> int:
-    with collection.paused():  # until the run starts (flujo_cli/collection.py)
-        return _resume_run(
-            run_id,
-            answers=answers,
-            answers_file=answers_file,
-            no_input=no_input,
-            json_output=json_output,
-            overrides=overrides,
-            force=force,
-            answer_flags=answer_flags,
-            state=state,
-            events=events,
-            debug=debug,
-        )
-
-
-def _resume_run(
-    run_id: str,
-    *,
-    answers: Sequence[str],
-    answers_file: Path | None,
-    no_input: bool,
-    json_output: bool,
-    overrides: RunOverrides,
-    force: bool,
-    answer_flags: AnswerFlags,
-    state: str | None,
-    events: EventFlags,
     debug: bool,
 ) -> int:
     if answers_file is not None:
@@ -609,7 +547,9 @@ async def _answers_given(store: Any, run_id: str) -> list[str]:
 
 
 def _with_limits(pipeline: Any, overrides: RunOverrides) -> Any:
-    """``pipeline`` with the limits given on the command line in place of its own."""
+    """``pipeline`` with the limits given on the command line in place of its own (itself when none is given)."""
+    if overrides.max_tokens is None and overrides.max_cost_usd is None:
+        return pipeline
     limits = pipeline.limits
     if overrides.max_tokens is not None:
         limits = replace(limits, max_tokens=overrides.max_tokens)

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
+import flujo_cli.collection as collection
 import flujo_cli.exit_codes as exit_codes
 from core import StoreUnavailable
 from flujo_cli.blueprint_cache import BlueprintCache
@@ -292,7 +293,7 @@ class _Worker:
         """Execute the run taken from the queue as ``flujo run`` would have, with what was submitted: a fresh
         run as ``flujo run`` starts one, a run taken again (its worker died, or SIGTERM put it back) resumed
         from its journal."""
-        from blueprints import compile_pipeline, simulated_user
+        from blueprints import simulated_user
         from core import Answering, Engine, RunError, StepPaths
         from core.store import RUNNABLE
         from flujo_cli.answering import given_answers_taken
@@ -305,12 +306,13 @@ class _Worker:
             return None
         options: dict[str, Any] = record.options or {}
         overrides = RunOverrides().over(options)
-        if record.source is None or not Path(record.source).is_file():
+        if record.source is None or not os.path.isfile(record.source):
             raise RunError(f"the blueprint of run {run_id} ({record.source}) is no longer there")
-        # The settings and --model overrides it was submitted with; loaded again only when a file changed.
+        # The settings and --model overrides it was submitted with, the blueprint and its pipeline: loaded and
+        # compiled again only when a file changed (or, for agents that keep run state, compiled for each run).
         prepared = self.cache.prepared(Path(record.source), overrides.setting_assignments(), overrides.models)
         settings, blueprint = prepared.settings, prepared.blueprint
-        pipeline = _with_limits(compile_pipeline(blueprint, settings), overrides)
+        pipeline = _with_limits(prepared.pipeline, overrides)
         ref = options.get("simulate_user")
         person = simulated_user(blueprint, settings, ref) if isinstance(ref, str) else None
         given = TerminalHuman(
@@ -348,15 +350,16 @@ def work(
     *, concurrency: int, until_idle: bool, grace_s: float, reconnect_for_s: float, state: str | None, debug: bool
 ) -> int:
     try:
-        return asyncio.run(
-            _work(
-                concurrency=concurrency,
-                until_idle=until_idle,
-                grace_s=grace_s,
-                reconnect_for_s=reconnect_for_s,
-                state=state,
+        with collection.paused():  # until the worker is ready to take runs (flujo_cli/collection.py)
+            return asyncio.run(
+                _work(
+                    concurrency=concurrency,
+                    until_idle=until_idle,
+                    grace_s=grace_s,
+                    reconnect_for_s=reconnect_for_s,
+                    state=state,
+                )
             )
-        )
     except Exception as exc:  # the CLI's top level: one clear line
         fail(exc, debug=debug)
 
@@ -386,6 +389,9 @@ async def _work(
     # What executing a run needs, loaded before the first run is taken rather than during it.
     for module in ("blueprints", "flujo_cli.answering", "flujo_cli.commands.run", "flujo_cli.human"):
         importlib.import_module(module)
+    # What is loaded now lives as long as the worker: frozen, so that neither the collections during its runs
+    # nor the ones at its exit (a quarter of a second here) scan it; collection resumes for what runs make.
+    collection.loaded()
     console.print(f"worker {process_label()} on {where(settings)}: up to {concurrency} run(s) at a time")
     try:
         await worker.loop(until_idle=until_idle)

@@ -5,6 +5,7 @@ appears; a file that became broken fails, and is not kept."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -95,3 +96,43 @@ def test_a_broken_edit_fails_each_time_and_its_fix_is_loaded(folder: Path) -> No
             cache.prepared(folder / "main.yaml", [], [])
     (folder / "helper.yaml").write_text(HELPER % "cccc", encoding="utf-8")
     assert _steps(cache, folder / "main.yaml") == ["cccc"]
+
+
+SCRIPTED = """\
+version: "0.1"
+agents:
+  speaker: {model: scripted, replies: ["first", "second"]}
+steps:
+  - {kind: step, name: say, uses: agents.speaker}
+"""
+
+
+def test_a_pipeline_of_agents_without_run_state_is_compiled_once_and_shared(folder: Path) -> None:
+    cache = BlueprintCache(None)
+    first = cache.prepared(folder / "main.yaml", [], [])
+    again = cache.prepared(folder / "main.yaml", [], [])
+    assert again.pipeline is first.pipeline and cache.compiles == 1
+    (folder / "helper.yaml").write_text(HELPER % "bbbb", encoding="utf-8")
+    assert cache.prepared(folder / "main.yaml", [], []).pipeline is not first.pipeline and cache.compiles == 2
+
+
+def test_two_runs_of_a_scripted_agent_each_get_its_first_reply(folder: Path) -> None:
+    """A scripted model takes its replies in turn: each run is given a pipeline of its own, as flujo run
+    compiles one for each run, so each starts from the first reply."""
+    from core import Engine, NullReporter
+    from core.store import open_store
+
+    (folder / "talk.yaml").write_text(SCRIPTED, encoding="utf-8")
+    cache = BlueprintCache(None)
+
+    async def two_runs() -> list[object]:
+        outputs = []
+        async with await open_store(str(folder / "flujo.db")) as store:
+            for text in ("one", "two"):
+                prepared = cache.prepared(folder / "talk.yaml", [], [])
+                engine = Engine(store=store, reporter=NullReporter(), redactor=prepared.redactor)
+                outputs.append((await engine.run(prepared.pipeline, text)).output)
+        return outputs
+
+    assert asyncio.run(two_runs()) == ["first", "first"]
+    assert cache.loads == 1 and cache.compiles == 2

@@ -68,7 +68,8 @@ def test_resume_ends_what_a_killed_runs_command_started_before_running_the_step_
         assert alive(grandchild)  # what the command started outlives it: the defect this fixes
         with contextlib.closing(sqlite3.connect(tmp_path / "flujo.db")) as db:
             [(run_id,)] = db.execute("SELECT run_id FROM runs").fetchall()
-            [(payload,)] = db.execute("SELECT payload FROM events WHERE kind = 'agent.process'").fetchall()
+            process = codec.kind_code("agent.process")  # as the store writes the kind (m011)
+            [(payload,)] = db.execute("SELECT payload FROM events WHERE kind = ?", (process,)).fetchall()
         assert json.loads(codec.grow(codec.unpack(payload)))["group"] == command
         resumed = flujo_process(["resume", run_id, "--json"], env={"FLUJO_STATE_URI": str(tmp_path / "flujo.db")})
         assert resumed.returncode == 0, resumed.stderr

@@ -74,8 +74,12 @@ def _only_run(db: Path) -> str:
     return str(run_id)
 
 
+# A completed step's status as the SQLite store writes it (one character: core.model.pack_tables.STEP_STATUSES).
+COMPLETED = "status = char(1)"
+
+
 def _answered(db: Path, run_id: str) -> int:
-    sql = "SELECT COUNT(*) FROM steps WHERE run_id = ? AND kind = 'hitl' AND status = 'completed'"
+    sql = f"SELECT COUNT(*) FROM steps WHERE run_id = ? AND kind = 'hitl' AND {COMPLETED}"
     return int(_rows(db, sql, (run_id,))[0][0])
 
 
@@ -95,7 +99,7 @@ def _sent_prompts(db: Path, run_id: str) -> dict[str, Any]:
 
 
 def _completed_steps(db: Path, run_id: str) -> list[tuple[str, str]]:
-    sql = "SELECT path, output FROM steps WHERE run_id = ? AND status = 'completed' ORDER BY path"
+    sql = f"SELECT path, output FROM steps WHERE run_id = ? AND {COMPLETED} ORDER BY path"
     return [(str(path), str(output)) for path, output in _rows(db, sql, (run_id,))]
 
 
@@ -274,7 +278,7 @@ def test_eight_processes_run_on_one_database_at_once(workdir: Path) -> None:
         result = json.loads(out)
         writer = result["output"].split("(writer ")[1][0]
         assert all(f"(writer {writer})" in line for line in result["output"].splitlines() if line.startswith("User"))
-    per_run = _rows(db, "SELECT run_id, COUNT(*) FROM steps WHERE status = 'completed' GROUP BY run_id")
+    per_run = _rows(db, f"SELECT run_id, COUNT(*) FROM steps WHERE {COMPLETED} GROUP BY run_id")
     assert len(per_run) == 8 and len({count for _, count in per_run}) == 1  # every run has all its steps
     assert _rows(db, "SELECT COUNT(*) FROM runs WHERE status = 'completed'") == [(8,)]
     assert _rows(db, "PRAGMA integrity_check") == [("ok",)]

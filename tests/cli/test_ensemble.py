@@ -259,7 +259,8 @@ steps:
     db = crashed_dir / "flujo.db"
     with contextlib.closing(sqlite3.connect(db)) as conn:
         [(run_id,)] = conn.execute("SELECT run_id FROM runs").fetchall()
-        committed = [path for (path,) in conn.execute("SELECT path FROM steps WHERE status = 'completed'")]
+        # A completed step's status, as the store writes it (one character: core.model.pack_tables.STEP_STATUSES).
+        committed = [path for (path,) in conn.execute("SELECT path FROM steps WHERE status = char(1)")]
     assert "chat/2/crasher" in committed and "chat/3/crasher" not in committed
 
     resumed = run(crashed_dir, "resume", run_id, "--json", ENSEMBLE_KILL_AT="3")

@@ -59,6 +59,9 @@ _CLOCK = re.compile(r'((?:duration_s|timestamp)\\*":) [-+.e0-9]+')
 # Kinds recorded since the old store was written, each before what was recorded then (a command's process
 # group, a provider's call before it is sent): today's run stores them too, on top of the same events.
 _SINCE = {"agent.process", "agent.call"}
+# Fields recorded since, in the events recorded then: why each message of a prompt is there (its ids), and
+# the number of the conversation's turn a step made (docs/lens.md, "Why each message is there").
+_FIELDS_SINCE = {"why", "turn", "user_turn"}
 
 
 def _stored_events(db: Path, run_id: str) -> list[tuple[str, str, Any]]:
@@ -73,7 +76,8 @@ def _stored_events(db: Path, run_id: str) -> list[tuple[str, str, Any]]:
                 for event in await store.events(run):
                     if event.kind in _SINCE:
                         continue
-                    payload = json.dumps(event.payload, sort_keys=True)
+                    kept = {key: value for key, value in event.payload.items() if key not in _FIELDS_SINCE}
+                    payload = json.dumps(kept, sort_keys=True)
                     for real, alias in runs.items():
                         payload = payload.replace(real, alias)
                     payload = _CLOCK.sub(r"\1 0", payload)  # an ensemble's turns, quoted in later prompts

@@ -189,6 +189,16 @@ def test_a_worker_executes_the_blueprint_as_it_is_when_each_run_was_submitted(tm
     assert runs[edited].status == "completed"
 
 
+def test_each_run_a_worker_executes_gets_a_scripted_agents_first_reply(tmp_path: Path) -> None:
+    """A worker shares a blueprint's compiled pipeline between its runs, but not a scripted agent, which takes
+    its replies in turn: each run starts from the first, as with flujo run."""
+    workdir = _workdir(tmp_path, SAYS.replace('["%s"]', '["first", "second"]'))
+    uri = str(tmp_path / "state" / "flujo.db")
+    runs = _submit(workdir, uri, "--input", "one") + _submit(workdir, uri, "--input", "two")
+    _finish(_worker(workdir, uri, "--until-idle"))
+    assert [_runs(uri)[run_id].output for run_id in runs] == ["first", "first"]
+
+
 # Three questions; between the first and the second, a step that waits for the file "go".
 THREE_QUESTIONS = """\
 version: "0.1"

@@ -31,7 +31,7 @@ SCHEMA = {"type": "object", "properties": {"action": {"type": "string"}}, "requi
 def test_exports_are_pinned() -> None:
     assert set(core.agents.__all__) == {
         "AgentSpec", "AnthropicChatAgent", "Backoff", "CommandAgent", "EchoAgent", "OpenAIChatAgent",
-        "PassthroughAgent", "PythonAgent", "ScriptedAgent", "StringifyAgent", "build_agent",
+        "PassthroughAgent", "PythonAgent", "ScriptedAgent", "StringifyAgent", "build_agent", "shareable_between_runs",
     }  # fmt: skip
     for name in core.agents.__all__:
         assert getattr(core.agents, name) is not None, name

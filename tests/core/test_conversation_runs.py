@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from core import (
     TraceEvent,
     load_settings,
 )
+from core.model.provenance import read_why, step_key
 from core.store import MemoryStore, open_store
 from core.testing import ScriptedHuman
 from core.text.tokens import count_messages
@@ -101,7 +102,21 @@ def prompt_events(events: Sequence[TraceEvent]) -> dict[str, dict[str, Any]]:
 
 
 async def prompts(store: MemoryStore, run_id: str) -> dict[str, dict[str, Any]]:
-    return prompt_events(await store.events(run_id))
+    """The ``agent.prompt`` payload of each step path, its ``why`` read whole (``provenance.read_why``, as lens reads
+    it): a resumed run's first call of a step says its notes of what was left out where an uninterrupted run's
+    leaves them to the step's previous call; what the two mean is the same. A call in a conversation with
+    nothing new to say stores no ``why``: read as an empty one."""
+    found = prompt_events(await store.events(run_id))
+    noted: dict[tuple[str, str], Any] = {}
+    for path, payload in found.items():  # in the events' order
+        history = payload.get("history") or {}
+        why = payload.get("why", {} if history.get("conversation") else None)
+        if isinstance(why, Mapping):
+            key = (str(history.get("conversation") or why.get("conversation")), step_key(path))
+            if "left_out" in why:
+                noted[key] = why["left_out"]
+            payload["why"] = read_why(why, history, noted.get(key, ()))
+    return found
 
 
 def sent(payload: dict[str, Any]) -> list[tuple[str, str]]:

@@ -52,7 +52,7 @@ def test_exports() -> None:
     for_the_cli |= {"Taken"}  # what flujo worker is given when it takes a queued run (issue 36)
     assert set(core.store.__all__) - for_the_cli == {"MemoryStore", "SCHEMA_VERSION", "SqliteStore", "open_store"}
     assert for_the_cli <= set(core.store.__all__)
-    assert SCHEMA_VERSION == 10
+    assert SCHEMA_VERSION == 11
 
 
 def run(run_id: str, *, created_at: float = 1000.0, **fields: Any) -> RunRecord:
@@ -627,6 +627,29 @@ async def test_sqlite_stores_a_long_turn_once_with_the_step_that_said_it(tmp_pat
 
 
 _TURNS_STORED = "SELECT idx, role, content FROM thread_turns ORDER BY idx"
+
+
+async def test_sqlite_stores_event_kinds_and_step_statuses_as_codes_and_reads_old_text_too(tmp_path: Path) -> None:
+    path = tmp_path / "flujo.db"
+    async with await open_store(str(path)) as store:
+        await store.create_run(run("r1"))
+        await store.record_step(step("r1", "0"), [event("0", kind="agent.prompt", n=1), event("0", n=2)])
+    # One character each (core.model.pack_tables): a conversation's iteration stores two or three events.
+    assert _query(path, "SELECT kind FROM events ORDER BY seq") == [("\x01",), ("\x02",)]
+    assert _query(path, "SELECT status FROM steps") == [("\x01",)]
+    # Rows an older flujo wrote (and a kind no code names) keep their text, and read as they did.
+    with contextlib.closing(sqlite3.connect(path)) as db, db:
+        db.execute("UPDATE steps SET status = 'failed'")
+        db.execute("INSERT INTO events (run_id, path, kind, ts, payload) VALUES ('r1', '1', 'agent.reply', 1, '{}')")
+        db.execute("INSERT INTO events (run_id, path, kind, ts, payload) VALUES ('r1', '2', 'x.new', 2, '{}')")
+    async with await open_store(str(path)) as store:
+        assert [e.kind for e in await store.events("r1")] == ["agent.prompt", "agent.reply", "agent.reply", "x.new"]
+        assert [e.path for e in await store.events("r1", kind="agent.reply")] == ["0", "1"]
+        assert [m.kind for m in await store.marks("r1", of="events")] == [
+            "agent.prompt", "agent.reply", "agent.reply", "x.new",
+        ]  # fmt: skip
+        [recorded] = await store.steps("r1")
+        assert recorded.status == "failed"
 
 
 async def test_sqlite_inserts_a_new_text_of_a_run_it_created_without_looking_it_up(

@@ -206,3 +206,78 @@ async def test_a_long_text_is_stored_once_per_run(postgres_uri: str) -> None:
         assert [s.output for s in await store.steps("r1")] == [said] * 3
     assert _sql(postgres_uri, "SELECT count(*) FROM texts") == [(1,)]
     assert all(said not in str(row) for row in _sql(postgres_uri, "SELECT output FROM steps"))
+
+
+async def test_a_committed_step_is_one_round_trip(postgres_uri: str) -> None:
+    """A step, its events and its new texts go to the server as one statement (issue 36): one round trip for a
+    run this store created (its texts are all known here); one more for a run another store created, whose
+    texts are looked up first. Counted on the wire (tests/support/round_trips.py)."""
+    from core import StepRecord, TraceEvent
+    from tests.support.round_trips import RoundTripProxy
+
+    said = "a long answer that the next prompt injects again, " * 4
+    with RoundTripProxy(postgres_uri) as proxy:
+        async with await open_store(proxy.proxied) as store:
+            before = proxy.count
+            await store.create_run(RunRecord("r1", "demo", "running", created_at=1.0, input=said))
+            assert proxy.count - before == 2  # a first block of text ids, then the statement
+            trips = []
+            for n in range(5):
+                messages = [{"role": "user", "content": f"{said} {m}"} for m in range(n + 8)]
+                events = [TraceEvent("agent.prompt", f"s{n}", {"messages": messages}, 1.0)]
+                before = proxy.count
+                await store.record_step(StepRecord("r1", f"s{n}", "s", "step", "completed", said, f"{said}{n}"), events)
+                trips.append(proxy.count - before)
+            assert trips == [1] * 5
+        async with await open_store(proxy.proxied) as resumed:
+            before = proxy.count
+            await resumed.record_step(StepRecord("r1", "s9", "s", "step", "completed", said, f"{said}9"), [])
+            assert proxy.count - before <= 3  # the look-up, a block of ids, the statement
+    async with await open_store(postgres_uri) as store:
+        steps = await store.steps("r1")
+        assert [s.output for s in steps] == [f"{said}{n}" for n in (0, 1, 2, 3, 4, 9)]
+        prompts = await store.events("r1", kind="agent.prompt")
+        assert [len(e.payload["messages"]) for e in prompts] == [8, 9, 10, 11, 12]
+    assert _sql(postgres_uri, "SELECT count(*) FROM texts WHERE body = %s", (said.encode(),)) == [(1,)]
+
+
+async def test_text_ids_are_unique_across_stores_writing_at_once(postgres_uri: str) -> None:
+    """Ids of new texts are taken from the server's sequence a block at a time: two stores writing the same
+    database at once never give one id twice, and each reads back what it wrote."""
+    import asyncio
+
+    from core import StepRecord
+
+    async def write(store: Any, run_id: str) -> None:
+        await store.create_run(RunRecord(run_id, "demo", "running", created_at=1.0))
+        for n in range(150):
+            text = f"{run_id} says {n}, long enough to be stored once and referred to by its id"
+            await store.record_step(StepRecord(run_id, f"s{n}", "s", "step", "completed", output=text), [])
+
+    async with await open_store(postgres_uri) as first, await open_store(postgres_uri) as second:
+        await asyncio.gather(write(first, "a"), write(second, "b"))
+        for store, run_id in ((first, "a"), (second, "b")):
+            outputs = [s.output for s in await store.steps(run_id)]
+            assert outputs == [
+                f"{run_id} says {n}, long enough to be stored once and referred to by its id" for n in range(150)
+            ]
+    assert _sql(postgres_uri, "SELECT count(*), count(DISTINCT id) FROM texts") == [(300, 300)]
+
+
+async def test_a_text_holding_nul_is_stored_once_and_read_back(postgres_uri: str) -> None:
+    from core import StepRecord, TraceEvent
+
+    text = "before \x00 after, and long enough to be stored once for the run: " + "é" * 40
+    async with await open_store(postgres_uri) as store:
+        await store.create_run(RunRecord("r1", "demo", "running", created_at=1.0, input=text))
+        event = TraceEvent("agent.reply", "s", {"text": text}, 2.5)
+        await store.record_step(StepRecord("r1", "s", "s", "step", "completed", output=text), [event])
+        await store.record_events("r1", [TraceEvent("note", "s", {"again": [text] * 9}, 3.0)])
+        [step] = await store.steps("r1")
+        assert step.output == text
+        events = await store.events("r1")
+        assert [e.payload for e in events] == [{"text": text}, {"again": [text] * 9}]
+        assert [e.ts for e in events] == [2.5, 3.0]
+        record = await store.get_run("r1")
+        assert record is not None and record.input == text
+    assert _sql(postgres_uri, "SELECT count(*) FROM texts WHERE body = %s", (text.encode(),)) == [(1,)]

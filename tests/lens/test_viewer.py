@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from rich.console import Console, RenderableType
@@ -17,6 +18,7 @@ from core import Redactor
 from core.store import MemoryStore
 from lens import CallNode, MessageNode, Node, RunNode, StepNode, build_tree, load_run, walk
 from lens.viewer import TraceViewer
+from tests.core.test_conversation_runs import compile_text, run
 from tests.support.lens_runs import DEMO, SYSTEM_PROMPT, record_demo
 
 SIZE = (120, 40)
@@ -170,3 +172,43 @@ async def test_q_quits(viewer: tuple[TraceViewer, Pilot[None]]) -> None:
     await pilot.press("q")
     await pilot.pause()
     assert not app.is_running
+
+
+WHY_CHAT = """\
+version: "0.1"
+name: chat
+agents:
+  bot: {model: scripted, system_prompt: "You plan trips.", replies: [q1, q2, q3]}
+steps:
+  - kind: loop
+    name: chat
+    loop:
+      conversation: true
+      max_loops: 3
+      history_management: {strategy: truncate_turns, max_turns: 2}
+      body:
+        - {kind: step, name: talk, uses: agents.bot}
+        - {kind: hitl, name: answer, message: "{{ steps.talk.output }}"}
+"""
+
+
+async def test_the_detail_of_a_call_and_of_a_message_says_why_it_is_there(tmp_path: Path) -> None:
+    """The viewer says what ``lens trace --why`` says: on a call, where each message came from and what was left
+    out; on a message, where it came from."""
+    outcome, store, _ = await run(compile_text(tmp_path, WHY_CHAT), "Plan a trip", ["a1", "a2", "a3"])
+    root = build_tree(await load_run(store, outcome.run_id, redactor=Redactor()))
+    app = TraceViewer(root)
+    app.animation_level = "none"
+    [call] = [each for each in walk(root) if isinstance(each, CallNode) and each.path == "chat/3/talk"]
+    async with app.run_test(size=SIZE) as pilot:
+        app.reveal(call)
+        await pilot.pause()
+        assert cursor(app) is call
+        detail = shown(app)
+        assert "why each message is there" in detail
+        assert "the system prompt of agent scripted" in detail
+        assert "the person's answer to the question at chat/2/answer" in detail
+        assert "left out: turns 1–3 dropped by truncate_turns (max_turns 2)" in detail
+        await pilot.press("right", "down")  # the call's first message: its system prompt
+        assert isinstance(cursor(app), MessageNode)
+        assert "why  the system prompt of agent scripted" in shown(app)

@@ -23,6 +23,7 @@ from typing import Any
 
 from core.conversation.replies import parse_reply
 from core.model.calls import ChatMessage
+from core.model.provenance import SEED_INPUT, answer_origin, participant_origin
 from core.steps.kinds import Dependency, EnsembleStep, Participant
 from core.text.turns import ConversationTurn, Turns, turn_text
 
@@ -70,6 +71,11 @@ class EnsembleState:
     # What each participant is sent of ``said``, as chat messages from its own point of view: made once per
     # turn (``core.conversation.ensemble.view``), the same objects in every round's prompt. Derived, not state.
     views: dict[str, list[ChatMessage]] = field(default_factory=dict, compare=False, repr=False)
+    # How many turns (the thread's earlier ones, the input, the ensemble's) the trace has given the origins of:
+    # ``told``, from ``told_from`` in round ``told_in`` (``core.conversation.ensemble.view.ensemble_why``).
+    told: int = field(default=0, compare=False, repr=False)
+    told_from: int = field(default=0, compare=False, repr=False)
+    told_in: int = field(default=0, compare=False, repr=False)
 
     @classmethod
     def start(cls, step: EnsembleStep, opening: Any, *, earlier: tuple[ConversationTurn, ...] = ()) -> EnsembleState:
@@ -78,7 +84,7 @@ class EnsembleState:
         seed = None
         if opening is not None and turn_text(opening).strip():
             text = turn_text(opening)
-            seed = ConversationTurn("user", text)  # tokens counted when a bound needs them
+            seed = ConversationTurn("user", text, origin=SEED_INPUT)  # tokens counted when a bound needs them
         return cls(step=step, opening=opening, seed=seed, earlier=earlier)
 
     def limit(self, participant: Participant) -> int:
@@ -143,7 +149,8 @@ class EnsembleState:
             self.turns.append(turn)
             self.history.append({"turn": turn.round, "participant": name, "output": value})
             text = f"{name}: {turn_text(turn.output)}"
-            self.said.append(ConversationTurn("user", text))  # tokens counted when a bound needs them
+            origin = answer_origin(turn.path) if participant.is_person else participant_origin(turn.path)
+            self.said.append(ConversationTurn("user", text, origin=origin))  # tokens counted when a bound needs them
 
     def result(self, reason: str) -> dict[str, Any]:
         """The conversation's result: {final_state, history, turn_count, completion_reason}."""

@@ -18,6 +18,7 @@ from core.conversation.ensemble.state import EnsembleState
 from core.conversation.history import bound
 from core.model.calls import AgentCall, AgentReply, ChatMessage
 from core.model.codec import normalize
+from core.model.provenance import cue_origin, left_out
 from core.ports import Agent
 from core.steps.kinds import HistoryPolicy, Participant
 from core.text.tokens import count_messages
@@ -47,9 +48,10 @@ def _kept_from(said: Sequence[ConversationTurn], policy: HistoryPolicy | None, *
 
 
 def chat(
-    state: EnsembleState, participant: Participant, agent: Agent, round_number: int
-) -> tuple[Any, tuple[ChatMessage, ...]]:
-    """The current message and the history messages of a model participant."""
+    state: EnsembleState, participant: Participant, agent: Agent, round_number: int, path: str = ""
+) -> tuple[Any, tuple[ChatMessage, ...], dict[str, Any]]:
+    """The current message and the history messages of a model participant, and where they came from (the
+    ``why`` of its ``agent.prompt`` event, ``ensemble_why``; the participant's turn is at ``path``)."""
     room = None
     if agent.prompt_budget is not None:
         call = AgentCall(input=cue(participant, round_number), step=participant.name)
@@ -57,8 +59,9 @@ def chat(
         room = max(0, agent.prompt_budget - fixed)
     start = kept_range(state, state.step.history, room=room)
     messages: list[ChatMessage] = []
+    cut = _kept_from(state.earlier, state.step.history, room=room) if start == 0 else len(state.earlier)
     if start == 0 and state.earlier:  # a thread's earlier turns, within the same bounds
-        earlier = state.earlier[_kept_from(state.earlier, state.step.history, room=room) :]
+        earlier = state.earlier[cut:]
         own = f"{participant.name}: "
         for old in earlier:  # from its point of view too: its own turns are the assistant's, others' the user's
             if old.role == "assistant" and old.content.startswith(own):
@@ -68,9 +71,60 @@ def chat(
     if start == 0 and state.seed is not None:
         messages.append(state.seed.message)
     messages += _point_of_view(state, participant.name)[start:]
+    # The turns are numbered as sent: the thread's earlier ones, the input, then the ensemble's.
+    first = cut + 1 if start == 0 else len(state.earlier) + (state.seed is not None) + start + 1
+    rule = _bound_rule(state, start, cut, room, agent)
     if messages and messages[-1].role == "user":
-        return messages[-1].content, tuple(messages[:-1])
-    return cue(participant, round_number), tuple(messages)
+        return messages[-1].content, tuple(messages[:-1]), ensemble_why(state, round_number, first, None, rule)
+    return cue(participant, round_number), tuple(messages), ensemble_why(state, round_number, first, path, rule)
+
+
+def ensemble_why(
+    state: EnsembleState, round_number: int, first: int, cued: str | None, rule: dict[str, Any] | None
+) -> dict[str, Any]:
+    """``PromptSent.why`` of a participant's call (``core.model.provenance``): the conversation (the
+    ensemble's name), the numbers of the turns sent from ``first``, the current message (the newest turn, or,
+    when the participant spoke last, the cue of its turn at ``cued``), what ``rule`` left out, and the
+    origins of the turns said since the last round. Every call of a round says the same ones, so that lens
+    reads them whatever order the round's calls are in."""
+    total = len(state.earlier) + (state.seed is not None) + len(state.said)
+    if state.told_in != round_number:
+        state.told_from, state.told_in, state.told = state.told, round_number, total
+    last = total if cued is not None else total - 1
+    why: dict[str, Any] = {"conversation": state.step.name, "message": cue_origin(cued) if cued else total}
+    if first <= last:
+        why["turns"] = [first, last]
+    # Said at every call (no memory of a step's previous call here): empty when nothing was left out.
+    why["left_out"] = [left_out(rule.pop("rule"), 1, first - 1, **rule)] if first > 1 and rule is not None else []
+    if state.told_from < total:
+        why["said"] = [state.told_from + 1, *(_origin(state, number) for number in range(state.told_from, total))]
+    return why
+
+
+def _origin(state: EnsembleState, index: int) -> str | None:
+    """The origin of the turn at ``index`` (0-based) of the thread's earlier turns, the input, the ensemble's."""
+    if index < len(state.earlier):
+        return state.earlier[index].origin
+    index -= len(state.earlier)
+    if state.seed is not None:
+        if index == 0:
+            return state.seed.origin
+        index -= 1
+    return state.said[index].origin
+
+
+def _bound_rule(state: EnsembleState, start: int, cut: int, room: int | None, agent: Agent) -> dict[str, Any] | None:
+    """Which rule left the oldest turns out: the ensemble's history policy when it alone cuts as much, else
+    the agent's prompt budget."""
+    policy = state.step.history
+    if start == 0 and cut == 0:
+        return None
+    alone = kept_range(state, policy) if start else _kept_from(state.earlier, policy, room=None)
+    if policy is not None and (alone == (start or cut) or room is None):
+        numbers = {"max_turns": policy.max_turns} if policy.strategy == "truncate_turns" else {}
+        return {"rule": policy.strategy, **(numbers or {"max_tokens": policy.max_tokens})}
+    reply = getattr(agent, "reply_reserve", None)
+    return {"rule": "window", "budget": agent.prompt_budget, **({} if reply is None else {"reply": reply})}
 
 
 def _point_of_view(state: EnsembleState, name: str) -> list[ChatMessage]:
@@ -113,6 +167,7 @@ class Speaker:
     inner: Agent
     message: Any
     history: tuple[ChatMessage, ...] = ()
+    why: dict[str, Any] | None = None  # where its messages came from (``ensemble_why``)
     # False when other agents speak in the same round: replies are then shown whole, as they end, so
     # two streams never interleave within a line.
     streams: bool = True

@@ -144,6 +144,9 @@ PG_MIGRATIONS: tuple[tuple[str, Sequence[LiteralString]], ...] = (
     # No table changes: SQLite's texts index and its compressed values (see m010 in
     # core.store.sqlite_backend.migrations); PostgreSQL keeps its index and compresses values itself.
     ("m010_texts_by_hash", ()),
+    # No table changes: SQLite's event kinds stored as codes (see m011 in core/store/sqlite_backend/migrations.py);
+    # PostgreSQL stores them as they are, and reads either.
+    ("m011_event_kind_codes", ()),
 )
 
 

@@ -11,10 +11,12 @@ Invariants:
   that refers to them (``ON DELETE CASCADE``) and their child runs.
 * Writes are serialised inside a store by an ``asyncio.Lock`` (the ids a transaction stores, its
   ``Pending``, join the text cache when it commits); reads take a pooled connection each and run side by
-  side. A write transaction is sent in pipeline mode: its statements go out without waiting for each
-  reply, so a step costs a few round trips, not one per statement; a statement whose result is needed
-  (``RETURNING``) waits for it. The texts and lists a write stores take one round trip together
-  (``core.store.postgres_backend.encoding``).
+  side. The writes of a run's life (``create_run``, ``record_step``, ``record_events``, ``update_run``) are
+  each one statement in autocommit mode, its own transaction (``_statement``): the new texts and lists it
+  refers to travel in it as one JSON parameter, with ids taken from the server a block at a time, so a
+  committed step is one round trip (plus a look-up of texts for a run this store did not create, and one
+  per block of ids: ``core.store.postgres_backend.encoding``). The other writes are transactions of several
+  statements sent in pipeline mode (``_write``).
 * Claims are session advisory locks (``pg_try_advisory_lock``) on one connection outside the pool, opened
   at the first claim and closed when the store holds none: a pooled connection goes back to the pool and
   would carry the lock to whoever takes it next. The server drops the locks when that session ends, so a
@@ -31,7 +33,7 @@ Invariants:
 * psycopg errors become ``StoreError`` in one place, ``core.store.postgres_backend.errors``; the URI's password never
   appears in a message (``core.settings.location``).
 
-The module is longer than most (about 560 lines) for the reason ``core.store.sqlite_backend.store`` is: the store owns
+The module is longer than most (about 800 lines) for the reason ``core.store.sqlite_backend.store`` is: the store owns
 its pool, its claims connection, its locks and the text cache, and every method is a transaction over
 them; the schema, the error translation, the encoding of values, the reading of records, the queries of
 threads and the choice of runs to prune live in their own modules.
@@ -120,9 +122,34 @@ _Q_REMOVE = _pg(queue_rows.REMOVE)
 _Q_ONE = _pg(queue_rows.ONE) + " FOR UPDATE"
 _Q_ASK_CANCEL = _pg(queue_rows.ASK_CANCEL)
 _Q_MARK_CANCELLED = _pg(queue_rows.MARK_CANCELLED)
-_UPDATE_RUN = _pg(f"UPDATE runs SET {codec.UPDATE_RUN_SET.format('?')} WHERE run_id = ?") + " RETURNING run_id"
 _RUN_MARKS = ", ".join("%s" for _ in codec.RUN_COLUMNS.split(","))
 _STEP_MARKS = ", ".join("%s" for _ in codec.STEP_COLUMNS.split(","))
+# The writes of a run's life, each one statement (``_statement``): its first parameter a JSON document
+# (``pg_encoding.document``) of the run id, the rows of the new texts it refers to (``pg_encoding.WITH_TEXTS``
+# stores them) and its events, then the columns of its row. (A row read from the document by
+# ``json_populate_record`` made the statement slower on the server, and so the wait for it.)
+_WITH_TEXTS = pg_encoding.WITH_TEXTS
+_INSERT_EVENTS = (
+    "INSERT INTO events (run_id, path, kind, ts, payload) SELECT w.d->>'run', e->>0, e->>1, (e->>2)::float8, e->>3"
+    " FROM w, json_array_elements(w.d->'events') WITH ORDINALITY AS x(e, n) ORDER BY n"
+)
+_INSERT_RUN = f"{_WITH_TEXTS} INSERT INTO runs ({codec.RUN_COLUMNS}) VALUES ({_RUN_MARKS}) RETURNING run_id"
+# A step recorded again at its path replaces the row, with a new seq: it sorts after the others.
+_STEP_SET = ", ".join(f"{c} = EXCLUDED.{c}" for c in codec.STEP_COLUMNS.split(", ") if c not in ("run_id", "path"))
+_RECORD_STEP = (
+    f"{_WITH_TEXTS}, step AS (INSERT INTO steps ({codec.STEP_COLUMNS}) VALUES ({_STEP_MARKS})"
+    f" ON CONFLICT (run_id, path) DO UPDATE SET {_STEP_SET}, seq = DEFAULT) {_INSERT_EVENTS}"
+)
+_RECORD_EVENTS = f"{_WITH_TEXTS} {_INSERT_EVENTS}"
+_SET_RUN = _pg(f"UPDATE runs SET {codec.UPDATE_RUN_SET.format('?')} WHERE run_id = ?")
+# The texts of an unknown run are not inserted (nor anything else): "no run to update", not a foreign key's error.
+_UPDATE_RUN = (
+    f"WITH w AS (SELECT %s::json AS d), new_texts AS ({pg_encoding.INSERT_TEXTS}"
+    " WHERE EXISTS (SELECT FROM runs WHERE run_id = w.d->>'run')),"
+    f" updated AS ({_SET_RUN} RETURNING run_id),"
+    " left_queue AS (DELETE FROM queue WHERE %s AND run_id IN (SELECT run_id FROM updated))"
+    " SELECT run_id FROM updated"
+)
 
 
 class PostgresStore:
@@ -150,6 +177,7 @@ class PostgresStore:
         self._cache = TextCache()  # the ids of texts and lists this store committed
         self._read_lists = ReadLists()  # the lists it read last (pages of a run: RunStore.event_page)
         self._pending = Pending()  # what the write transaction in progress stored
+        self._ids = pg_encoding.Ids()  # ids for new texts rows, taken from the server a block at a time
         self._unavailable: StoreUnavailable | None = None  # set when the server was lost: writes refused
 
     def _connect_options(self) -> dict[str, Any]:
@@ -230,43 +258,46 @@ class PostgresStore:
         await self.close()
 
     async def create_run(self, run: RunRecord) -> None:
-        async with self._write(f"create run {run.run_id}") as db:
+        async with self._statement(f"create run {run.run_id}") as db:
             await self._insert_run(db, run)
 
     async def _insert_run(self, db: Connection, run: RunRecord) -> None:
-        input, output = await self._encode(db, run.run_id, [run.input, run.output])
-        cursor = await db.execute(
-            f"INSERT INTO runs ({codec.RUN_COLUMNS}) VALUES ({_RUN_MARKS}) ON CONFLICT (run_id) DO NOTHING"
-            " RETURNING run_id",
-            codec.run_row(run, input, output),
-        )
-        if await cursor.fetchone() is None:
-            raise StoreError(f"run {run.run_id} already exists", hint="every run needs a new id")
+        """Insert ``run`` with its texts, one statement (alone, or in the caller's transaction)."""
+        encoded = await self._encode(db, run.run_id, [run.input, run.output], new_run=True)
+        input, output = encoded.values
+        try:
+            row = codec.run_row(run, input, output)
+            await (await db.execute(_INSERT_RUN, (pg_encoding.document(run.run_id, encoded), *row))).fetchone()
+        except psycopg.errors.UniqueViolation as exc:
+            if exc.diag.constraint_name != "runs_pkey":
+                raise
+            raise StoreError(f"run {run.run_id} already exists", hint="every run needs a new id") from None
+        self._pending.created_runs.append(run.run_id)  # every text of it is this store's (TextCache.complete)
 
     async def record_step(self, step: StepRecord, events: Sequence[TraceEvent]) -> None:
-        """Store ``step`` (replacing any earlier step at its path) and its events in one transaction."""
-        async with self._write(f"record step {step.path!r} of run {step.run_id}") as db:
+        """Store ``step`` (replacing any earlier step at its path) and its events: one statement."""
+        async with self._statement(f"record step {step.path!r} of run {step.run_id}") as db:
             values = [step.input, step.output, *_payloads(events)]
-            input, output, *payloads = await self._encode(db, step.run_id, values, payloads_from=2)
-            await db.execute("DELETE FROM steps WHERE run_id = %s AND path = %s", (step.run_id, step.path))
-            await db.execute(
-                f"INSERT INTO steps ({codec.STEP_COLUMNS}) VALUES ({_STEP_MARKS})",
-                codec.step_row(step, input, output),
-            )
-            await _insert_events(db, step.run_id, events, payloads)
+            encoded = await self._encode(db, step.run_id, values, payloads_from=2)
+            input, output, *payloads = encoded.values
+            document = pg_encoding.document(step.run_id, encoded, events=_event_rows(events, payloads))
+            await db.execute(_RECORD_STEP, (document, *codec.step_row(step, input, output)))
 
     async def record_events(self, run_id: str, events: Sequence[TraceEvent]) -> None:
-        async with self._write(f"record events of run {run_id}") as db:
-            payloads = await self._encode(db, run_id, _payloads(events), payloads_from=0)
-            await _insert_events(db, run_id, events, payloads)
+        if not events:
+            return
+        async with self._statement(f"record events of run {run_id}") as db:
+            encoded = await self._encode(db, run_id, _payloads(events), payloads_from=0)
+            rows = _event_rows(events, encoded.values)
+            await db.execute(_RECORD_EVENTS, (pg_encoding.document(run_id, encoded, events=rows),))
 
     async def update_run(self, run_id: str, update: RunUpdate) -> None:
-        async with self._write(f"update run {run_id}") as db:
-            [encoded_output] = await self._encode(db, run_id, [update.output])
-            values = codec.update_row(update, encoded_output)
-            cursor = await db.execute(_UPDATE_RUN, (*values, run_id))
-            if update.status in queue_rows.LEAVES:  # settled: out of the queue with it (core.store.rows.queue_rows)
-                await db.execute(_Q_REMOVE, (run_id,))
+        async with self._statement(f"update run {run_id}") as db:
+            encoded = await self._encode(db, run_id, [update.output])
+            values = codec.update_row(update, encoded.values[0])
+            # Settled: out of the queue in the same statement (core.store.rows.queue_rows).
+            leaves = update.status in queue_rows.LEAVES
+            cursor = await db.execute(_UPDATE_RUN, (pg_encoding.document(run_id, encoded), *values, run_id, leaves))
             if await cursor.fetchone() is None:
                 raise StoreError(f"no run {run_id} to update", hint="create the run first")
 
@@ -311,10 +342,7 @@ class PostgresStore:
         """Store ``runs`` (status ``queued``) and queue them, in this order, in one transaction."""
         async with self._write(f"queue {len(runs)} run(s)") as db:
             for run in runs:
-                input, output = await self._encode(db, run.run_id, [run.input, run.output])
-                await db.execute(
-                    f"INSERT INTO runs ({codec.RUN_COLUMNS}) VALUES ({_RUN_MARKS})", codec.run_row(run, input, output)
-                )
+                await self._insert_run(db, run)
                 await db.execute(_Q_INSERT, (run.run_id, run.thread))
 
     async def take_queued(self) -> queue_rows.Taken | None:
@@ -557,7 +585,8 @@ class PostgresStore:
         if kind is None:
             rows = await self._read(f"read the events of run {run_id}", _EVENTS, (run_id,))
         else:
-            rows = await self._read(f"read the events of run {run_id}", _EVENTS_OF_KIND, (run_id, kind))
+            coded = (run_id, codec.kind_code(kind), kind)
+            rows = await self._read(f"read the events of run {run_id}", _EVENTS_OF_KIND, coded)
         return await row_reads.events(rows, self._texts)
 
     async def step_page(
@@ -603,8 +632,10 @@ class PostgresStore:
             await self._insert_turns(db, run_id, turns)
 
     async def _insert_turns(self, db: Connection, run_id: str, turns: Sequence[ConversationTurn]) -> None:
-        stored = await self._encode(db, run_id, [turn.content for turn in turns] + [turn.shown for turn in turns])
-        contents, shown = stored[: len(turns)], stored[len(turns) :]
+        encoded = await self._encode(db, run_id, [turn.content for turn in turns] + [turn.shown for turn in turns])
+        if encoded.texts:
+            await db.execute(f"{_WITH_TEXTS} SELECT", (pg_encoding.document(run_id, encoded),))
+        contents, shown = encoded.values[: len(turns)], encoded.values[len(turns) :]
         if turns:
             async with db.cursor() as cursor:
                 await cursor.executemany(
@@ -666,10 +697,19 @@ class PostgresStore:
         return found
 
     async def _encode(
-        self, db: Connection, run_id: str, values: Sequence[Any], *, payloads_from: int | None = None
-    ) -> list[str | None]:
-        """``values`` as stored (``core.store.postgres_backend.encoding``), inside the write transaction in progress."""
-        return await pg_encoding.encode(db, self._cache, self._pending, run_id, values, payloads_from=payloads_from)
+        self,
+        db: Connection,
+        run_id: str,
+        values: Sequence[Any],
+        *,
+        payloads_from: int | None = None,
+        new_run: bool = False,
+    ) -> pg_encoding.Encoded:
+        """``values`` as stored, and their new texts (``core.store.postgres_backend.encoding``), for the write
+        in progress; ``new_run``: of a run this write creates (it has no texts to look up)."""
+        return await pg_encoding.encode(
+            db, self._cache, self._pending, self._ids, run_id, values, payloads_from=payloads_from, new_run=new_run
+        )
 
     def _pool_or_error(self) -> AsyncConnectionPool[Connection]:
         if self._pool is None:
@@ -715,6 +755,23 @@ class PostgresStore:
             self._cache.commit(self._pending)
             self._pending = Pending()
 
+    @asynccontextmanager
+    async def _statement(self, action: str) -> AsyncIterator[Connection]:
+        """A write that is one statement on a pooled connection in autocommit mode, its own transaction: the
+        body may read first (``_encode``: texts looked up, a block of ids) and ends with that statement. No
+        pipeline: a statement that waits for its reply costs a round trip either way, and psycopg's pipeline
+        spends CPU polling while it waits."""
+        pool = self._pool_or_error()
+        async with self._write_lock:
+            self._usable(action)
+            self._pending = Pending()
+            with self._translated(action):
+                async with pool.connection() as db:
+                    yield db
+            # Committed: the texts this statement stored can now be referred to without a look-up.
+            self._cache.commit(self._pending)
+            self._pending = Pending()
+
     async def _read(self, action: str, sql: LiteralString, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         pool = self._pool_or_error()
         with self._translated(action):
@@ -726,15 +783,11 @@ def _payloads(events: Sequence[TraceEvent]) -> list[dict[str, Any]]:
     return [dict(event.payload) for event in events]
 
 
-async def _insert_events(
-    db: Connection, run_id: str, events: Sequence[TraceEvent], payloads: Sequence[str | None]
-) -> None:
-    if events:
-        async with db.cursor() as cursor:
-            await cursor.executemany(
-                "INSERT INTO events (run_id, path, kind, ts, payload) VALUES (%s, %s, %s, %s, %s)",
-                [(run_id, e.path, e.kind, e.ts, p) for e, p in zip(events, payloads, strict=True)],
-            )
+def _event_rows(
+    events: Sequence[TraceEvent], payloads: Sequence[str | None]
+) -> list[tuple[str, str, float, str | None]]:
+    """The rows of ``_INSERT_EVENTS``: path, kind, time and payload (stored) of each event, in order."""
+    return [(e.path, e.kind, e.ts, p) for e, p in zip(events, payloads, strict=True)]
 
 
 def _halves(key: int) -> tuple[int, int]:

@@ -21,7 +21,8 @@ from core.store.rows.shared_lists import Fetch, ReadLists
 RUN = f"SELECT {codec.RUN_COLUMNS} FROM runs WHERE run_id = ?"
 STEPS = f"SELECT {codec.STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY seq"
 EVENTS = "SELECT kind, path, payload, ts FROM events WHERE run_id = ? ORDER BY seq"
-EVENTS_OF_KIND = "SELECT kind, path, payload, ts FROM events WHERE run_id = ? AND kind = ? ORDER BY seq"
+# A kind is looked for as its code (a SQLite store's since m011) and as itself (before it, and PostgreSQL's).
+EVENTS_OF_KIND = "SELECT kind, path, payload, ts FROM events WHERE run_id = ? AND kind IN (?, ?) ORDER BY seq"
 LATEST_OF_SOURCE = (
     f"SELECT {codec.RUN_COLUMNS} FROM runs WHERE source = ? AND parent_run_id IS NULL"
     " ORDER BY created_at DESC, rowid DESC LIMIT 1"
@@ -55,7 +56,7 @@ def page_query(
 
 
 def marks(rows: Sequence[Any]) -> list[RowMark]:
-    return [RowMark(int(row[0]), row[1], float(row[2]), row[3]) for row in rows]
+    return [RowMark(int(row[0]), row[1], float(row[2]), codec.kind_name(row[3])) for row in rows]
 
 
 async def runs(rows: Sequence[Any], fetch: Fetch) -> list[RunRecord]:
@@ -77,7 +78,7 @@ async def events(rows: Sequence[Any], fetch: Fetch, *, recent: ReadLists | None 
     payloads = [codec.load_payload(row[2]) for row in rows]
     known = await shared_lists.gather(payloads, fetch, recent=recent)
     return [
-        TraceEvent(kind=row[0], path=row[1], payload=known.join(payload), ts=row[3])
+        TraceEvent(kind=_KIND_NAME(row[0]), path=row[1], payload=known.join(payload), ts=row[3])
         for row, payload in zip(rows, payloads, strict=True)
     ]
 
@@ -90,3 +91,6 @@ async def turns(rows: Sequence[Any], fetch: Fetch) -> list[ThreadTurn]:
         thread_rows.turn_from_row(row, known.join(content), known.join(text))
         for row, content, text in zip(rows, contents, shown, strict=True)
     ]
+
+
+_KIND_NAME = codec.kind_name

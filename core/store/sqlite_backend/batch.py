@@ -66,7 +66,7 @@ class Batch:
             step.run_id, [step.input, step.output, *_payloads(events)], payloads_from=2
         )
         # REPLACE deletes a row at the same (run_id, path) before inserting: the new row gets a new seq.
-        self._writes.execute(_REPLACE_STEP, codec.step_row(step, input, output))
+        self._writes.execute(_REPLACE_STEP, codec.step_row(step, input, output, coded=True))
         self._insert_events(step.run_id, events, payloads)
 
     def record_events(self, run_id: str, events: Sequence[TraceEvent]) -> None:
@@ -181,13 +181,15 @@ class Batch:
     def _insert_events(self, run_id: str, events: Sequence[TraceEvent], payloads: Sequence[str | bytes | None]) -> None:
         if events:
             self._writes.executemany(
-                _INSERT_EVENT, [(run_id, e.path, e.kind, e.ts, p) for e, p in zip(events, payloads, strict=True)]
+                _INSERT_EVENT,
+                [(run_id, e.path, _KIND_CODE(e.kind), e.ts, p) for e, p in zip(events, payloads, strict=True)],
             )
 
 
 # A digest is bound as a bytearray, the same BLOB: sqlite3 passes a bytes parameter through its adaptation
 # protocol first, which costs a formatted AttributeError (``PrepareProtocol.__adapt__``) every time.
 _BLOB = bytearray
+_KIND_CODE = codec.kind_code  # an event's kind as one character (m011)
 
 
 def _payloads(events: Sequence[TraceEvent]) -> list[dict[str, Any]]:

@@ -199,6 +199,15 @@ async def m010_texts_by_hash(db: aiosqlite.Connection) -> None:
     await db.execute("CREATE INDEX texts_by_hash ON texts(hash) WHERE hash != x''")
 
 
+@migration
+async def m011_event_kind_codes(db: aiosqlite.Connection) -> None:
+    # No table changes: from here on an event's kind and a step's status are stored as one control character
+    # each (``core.model.pack_tables.EVENT_KINDS``, ``STEP_STATUSES``), which an older flujo would show as they
+    # are or refuse: recording this migration makes it refuse the database ("written by a newer flujo")
+    # instead. Rows stored before keep their text, read as it is.
+    del db
+
+
 SCHEMA_VERSION = len(MIGRATIONS)
 """How many migrations this flujo knows; a database with more was written by a newer flujo."""
 

@@ -543,7 +543,8 @@ class SqliteStore:
         if kind is None:
             rows = await self._read(f"read the events of run {run_id}", row_reads.EVENTS, (run_id,))
         else:
-            rows = await self._read(f"read the events of run {run_id}", row_reads.EVENTS_OF_KIND, (run_id, kind))
+            coded = (run_id, codec.kind_code(kind), kind)
+            rows = await self._read(f"read the events of run {run_id}", row_reads.EVENTS_OF_KIND, coded)
         return await row_reads.events(rows, self._texts)
 
     async def step_page(
