@@ -18,10 +18,7 @@
   process with SIGSEGV after it had saved the run, about one exit in three).
 
 Threads: llama.cpp's default (every core) swings wildly on a shared 2-core machine; one thread is steady
-(docs/performance.md), so generation gets 1 thread on machines with 2 cores or fewer, half the cores on larger
-ones, at most 8. Reading the prompt gets every core (at most 8) while the machine is not busy (load average
-below the cores when the model starts), else as many as generation: a prompt read on 2 threads is faster on a
-quiet 2-core machine and slower on a busy one (issue 36, item 5).
+(docs/performance.md), so machines with 2 cores or fewer get 1, larger ones half their cores, at most 8.
 """
 
 from __future__ import annotations
@@ -72,25 +69,11 @@ def default_threads(cores: int | None = None) -> int:
     return 1 if count <= 2 else min(8, count // 2)
 
 
-def load_average() -> float | None:
-    """The machine's load average over the last minute (None where the system has none)."""
-    try:
-        return os.getloadavg()[0]
-    except (AttributeError, OSError):
-        return None
-
-
-def default_batch_threads(cores: int | None = None, load: float | None = None) -> int:
-    """Threads that read a prompt when ``[local] batch_threads`` is unset, chosen when the model starts: every
-    core (at most 8) while the load average (``load``, else the machine's) is below the cores, else as many as
-    generate (``default_threads``: 1 on ≤ 2 cores). On this project's 2-core machine, 2 threads read a prompt
-    1.7× faster than 1 when it was quiet, and 1 thread was faster once other work kept both cores busy
-    (docs/performance.md, issue 36)."""
-    count = cores if cores is not None else _cores()
-    busy = load if load is not None else load_average()
-    if busy is not None and busy >= count:
-        return default_threads(count)
-    return max(1, min(8, count))
+def default_batch_threads(cores: int | None = None) -> int:
+    """Threads that read a prompt when ``[local] batch_threads`` is unset: every core, at most 8 (on this
+    project's 2-core machine 2 threads read a 39-token prompt in 0.20 s against 0.34 s on one;
+    docs/performance.md)."""
+    return max(1, min(8, cores if cores is not None else _cores()))
 
 
 def default_model_path() -> Path:

