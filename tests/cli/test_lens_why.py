@@ -16,6 +16,7 @@ from core.steps.kinds import ToolUse
 from core.store import open_store
 from core.testing import ScriptedHuman
 from flujo_cli import exit_codes
+from tests.core.test_conversation_runs import NESTED, NESTED_ANSWERS
 from tests.support.cli_helpers import flujo
 from tests.support.tool_loops import FunctionTool, with_tools
 
@@ -434,36 +435,10 @@ def test_a_sub_workflow_s_reply_and_a_user_turn_source_are_named_by_their_steps_
     )
 
 
-NESTED = """\
-version: "0.1"
-name: nested
-agents:
-  planner: {model: scripted, replies: [o1, o2]}
-  detailer: {model: scripted, replies: [i1, i2, i3, i4]}
-steps:
-  - kind: loop
-    name: outer
-    loop:
-      conversation: true
-      max_loops: 2
-      body:
-        - {kind: step, name: plan, uses: agents.planner}
-        - {kind: hitl, name: answer, message: "{{ steps.plan.output }}"}
-        - kind: loop
-          name: inner
-          loop:
-            conversation: true
-            max_loops: 2
-            body:
-              - {kind: step, name: detail, uses: agents.detailer}
-              - {kind: hitl, name: detail_answer, message: "{{ steps.detail.output }}"}
-"""
-
-
 def test_a_turn_in_a_nested_conversation_belongs_to_the_innermost(state_db: Path, tmp_path: Path) -> None:
-    answers = [arg for answer in ("r1", "d1", "d2", "r2", "d3", "d4") for arg in ("--answer", answer)]
+    answers = [arg for answer in NESTED_ANSWERS for arg in ("--answer", answer)]
     run_id = run(tmp_path, NESTED, "--input", "goal", *answers)
-    # The inner conversation's turn 2 is i3, not the outer's turn 2 (the answer r1).
+    # The inner conversation's turn 2 is i3, not the outer's turn 2 (the reply o1).
     assert why(run_id, "outer/2/inner/2/detail")[1:] == [
         "    1 user      the seed turn, from the run's input",
         "    2 assistant the reply of outer/2/inner/1/detail (ai_turn_source: last)",
@@ -471,7 +446,8 @@ def test_a_turn_in_a_nested_conversation_belongs_to_the_innermost(state_db: Path
     ]
     assert why(run_id, "outer/2/plan")[1:] == [
         "    1 user      the seed turn, from the run's input",
-        "    2 user      the person's answer to the question at outer/1/answer",
+        "    2 assistant the reply of outer/1/plan (ai_turn_source: named_steps)",
+        "    3 user      the person's answer to the question at outer/1/reply",
     ]
 
 
