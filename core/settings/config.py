@@ -471,16 +471,38 @@ def secret_values(settings: Settings, *, env: Mapping[str, str] | None = None) -
     """The literal values redaction must mask (``Redactor(secret_values=...)``): those of the environment
     variables whose names look secret (``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*_KEY``, ``*PASSWORD``)
     or are listed in ``settings.secret_env_vars``, the providers' API keys, which ``flujo.toml`` may
-    hold without any variable naming them, and the password of a PostgreSQL ``state_uri``. ``env``
-    defaults to the process environment."""
+    hold without any variable naming them, the password of a PostgreSQL ``state_uri``, and the values of
+    the OpenTelemetry exporter's headers (``OTEL_EXPORTER_OTLP_HEADERS``, ``..._TRACES_HEADERS``:
+    ``name=value,...``, an ``Authorization`` or a collector's API key). ``env`` defaults to the process
+    environment."""
     env = os.environ if env is None else env
     named = set(settings.secret_env_vars)
     values = [value for name, value in env.items() if name in named or _SECRET_NAME.search(name)]
+    for name in _OTLP_HEADERS:
+        values.extend(_header_values(env.get(name, "")))
     for provider in settings.provider_sections().values():
         if provider.api_key is not None:
             values.append(provider.api_key.get_secret_value())
     values.extend(secrets(settings.state_uri))  # a postgresql:// state URI may carry a password
     return values
+
+
+_OTLP_HEADERS = ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS")
+
+
+def _header_values(headers: str) -> list[str]:
+    """The values of an OTLP headers variable (``name=value,name=value``; a value may be percent-encoded, as
+    the OpenTelemetry specification allows): each as written and decoded, the empty ones left out."""
+    from urllib.parse import unquote
+
+    found: list[str] = []
+    for pair in headers.split(","):
+        value = pair.partition("=")[2].strip()
+        if value:
+            found.append(value)
+            if unquote(value) != value:
+                found.append(unquote(value))
+    return found
 
 
 def child_environment(extra: Mapping[str, str]) -> dict[str, str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import sqlite3
 from pathlib import Path
 
@@ -142,3 +143,28 @@ def test_values_under_sensitive_keys_are_masked_in_every_view(state_db: Path, ar
     assert code == 0, err
     assert not [secret for secret in KEYED_SECRETS if secret in out], out
     assert "[REDACTED]" in out and "4711" in out
+
+
+def test_the_otlp_exporters_header_values_are_secrets(
+    state_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An OTLP collector's key travels in ``OTEL_EXPORTER_OTLP_HEADERS`` (``name=value,...``, values perhaps
+    percent-encoded), whose name looks like no secret: its values are masked as the API keys are."""
+    headers = "authorization=Bearer%20otlp-sekrit-1,x-team-key=otlp-sekrit-2"
+    env = {"OTEL_EXPORTER_OTLP_TRACES_HEADERS": "x-other=otlp-sekrit-3", "OTEL_EXPORTER_OTLP_HEADERS": headers}
+    masked = secret_values(load_settings(), env=env)
+    assert {"Bearer otlp-sekrit-1", "Bearer%20otlp-sekrit-1", "otlp-sekrit-2", "otlp-sekrit-3"} <= set(masked)
+    blueprint = tmp_path / "echo.yaml"
+    blueprint.write_text(
+        'version: "0.1"\nagents:\n  parrot: {model: echo}\nsteps:\n  - {kind: step, name: say, uses: agents.parrot}\n'
+    )
+    told = "the collector wants Bearer otlp-sekrit-1 and otlp-sekrit-2"
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    code, out, err = flujo(["run", str(blueprint), "--input", told, "--json"])
+    assert code == 0, err
+    run_id = json.loads(out)["run_id"]
+    for view in (["lens", "show", run_id, "--json"], ["lens", "trace", run_id, "--json"]):
+        code, shown, err = flujo(view)
+        assert code == 0, err
+        assert "the collector wants" in shown and "otlp-sekrit" not in shown, view
