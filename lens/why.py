@@ -257,7 +257,7 @@ def origin_words(origin: Origin) -> str:
 def _said_words(origin: Origin) -> str:
     if "seed" in origin:
         seed = origin["seed"]
-        return "the seed turn, from the run's input" if seed == "input" else f"the seed turn, from step {seed}"
+        return "the seed turn, from the loop's input" if seed == "input" else f"the seed turn, from step {seed}"
     if "answer" in origin:
         return f"the person's answer to the question at {origin['answer']}"
     if "reply" in origin:

@@ -70,12 +70,12 @@ def test_a_conversation_with_a_person_says_each_message_s_origin(state_db: Path,
     assert why(run_id, "chat/1/talk") == [
         "chat/1/talk · call 1 · scripted",
         "    1 system    the system prompt of agent scripted",
-        "    2 user      the seed turn, from the run's input",
+        "    2 user      the seed turn, from the loop's input",
     ]
     assert why(run_id, "chat/3/talk") == [
         "chat/3/talk · call 1 · scripted",
         "    1 system    the system prompt of agent scripted",
-        "    2 user      the seed turn, from the run's input",
+        "    2 user      the seed turn, from the loop's input",
         "    3 assistant the reply of chat/1/talk (ai_turn_source: last)",
         "    4 user      the person's answer to the question at chat/1/answer",
         "    5 assistant the reply of chat/2/talk (ai_turn_source: last)",
@@ -343,12 +343,12 @@ def test_an_ensemble_s_participants_say_whose_turns_they_were_sent(state_db: Pat
     run_id = run(tmp_path, ENSEMBLE, "--input", "Write a haiku", "--answer", "ok", "--answer", "ok")
     assert why(run_id, "review/2/writer")[1:] == [
         "    1 system    the system prompt of agent scripted",
-        "    2 user      the seed turn, from the run's input",
+        "    2 user      the seed turn, from the loop's input",
         "    3 assistant participant writer's turn in round 1 (review/1/writer)",
         "    4 user      the ensemble's cue: it is this participant's turn (it spoke last)",
     ]
     assert why(run_id, "review/2/critic")[1:] == [  # in the same round as the writer's: it hears round 1
-        "    1 user      the seed turn, from the run's input",
+        "    1 user      the seed turn, from the loop's input",
         "    2 user      participant writer's turn in round 1 (review/1/writer)",
     ]
     assert why(run_id, "review/4/writer")[1:] == [
@@ -410,7 +410,7 @@ def test_a_sub_workflow_s_reply_and_a_user_turn_source_are_named_by_their_steps_
     run_id = run(tmp_path, SOURCES, "--input", "Plan")
     assert why(run_id, "chat/2/talk")[1:] == [
         "    1 system    the system prompt of agent scripted",
-        "    2 user      the seed turn, from the run's input",
+        "    2 user      the seed turn, from the loop's input",
         "    3 assistant the reply of chat/1/draft (ai_turn_source: named_steps)",
         "    4 user      the output of chat/1/note, a user turn (user_turn_sources)",
         "    5 assistant the reply of chat/2/draft (ai_turn_source: named_steps)",
@@ -440,12 +440,12 @@ def test_a_turn_in_a_nested_conversation_belongs_to_the_innermost(state_db: Path
     run_id = run(tmp_path, NESTED, "--input", "goal", *answers)
     # The inner conversation's turn 2 is i3, not the outer's turn 2 (the reply o1).
     assert why(run_id, "outer/2/inner/2/detail")[1:] == [
-        "    1 user      the seed turn, from the run's input",
+        "    1 user      the seed turn, from the loop's input",
         "    2 assistant the reply of outer/2/inner/1/detail (ai_turn_source: last)",
         "    3 user      the person's answer to the question at outer/2/inner/1/detail_answer",
     ]
     assert why(run_id, "outer/2/plan")[1:] == [
-        "    1 user      the seed turn, from the run's input",
+        "    1 user      the seed turn, from the loop's input",
         "    2 assistant the reply of outer/1/plan (ai_turn_source: named_steps)",
         "    3 user      the person's answer to the question at outer/1/reply",
     ]
