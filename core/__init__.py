@@ -70,7 +70,7 @@ if TYPE_CHECKING:
         ToolCalled,
         UnknownEvent,
     )
-    from core.model.provenance import read_why, step_key
+    from core.model.provenance import read_why, step_key, told_turns
     from core.model.providers import OFFLINE_MODELS, PROVIDER_NAMES, PROVIDERS, find_provider, provider_of
     from core.model.records import (
         FORK_OPTION,
@@ -325,6 +325,7 @@ _WHERE = {
     "turn_text": "core.conversation",
     "read_why": "core.model.provenance",
     "step_key": "core.model.provenance",
+    "told_turns": "core.model.provenance",
     "use_bounds": "core.text.bounds",
     "whole_references": "core.text.templates",
 }
@@ -492,6 +493,7 @@ __all__ = [
     "step_key",
     "step_references",
     "template_scope",
+    "told_turns",
     "translate_handlebars",
     "turn_text",
     "unified",

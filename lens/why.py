@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from core import ChildRunStarted, QuestionAnswered, TraceEvent, read_why, step_key
+from core import ChildRunStarted, QuestionAnswered, TraceEvent, read_why, step_key, told_turns
 from lens.tree import CallNode, EventNode, Node, StepNode
 
 Origin = Mapping[str, Any]
@@ -55,21 +55,20 @@ class Provenance:
         self._noted: dict[tuple[str, str, str], Any] = {}  # (run, conversation, step) → its last call's notes
         order = list(_in_order(nodes))
         calls = [item for item in order if isinstance(item, CallNode) and isinstance(item.prompt.why, Mapping)]
-        self._names = {_conversation(call)[1] for call in calls}  # the conversations: their loops' names
-        self._names.discard("None")
+        self._names = {_conversation(call)[1] for call in calls} - {""}  # the conversations: their loops' names
         for item in order:
             if isinstance(item, CallNode):
                 self._read_call(item)
                 reply = item.reply
                 if reply is not None:
-                    self._told(item.run_id, item.path, reply.turn, reply.user_turn, "r ")
+                    self._told(item.run_id, item.path, told_turns(item.path, reply.turn, reply.user_turn, answer=False))
                 continue
             run_id, event = item
             data = event.data
             if isinstance(data, QuestionAnswered):
-                self._told(run_id, event.path, data.turn, None, "a ")
+                self._told(run_id, event.path, told_turns(event.path, data.turn, None, answer=True))
             elif isinstance(data, ChildRunStarted):
-                self._told(run_id, event.path, data.turn, data.user_turn, "r ")
+                self._told(run_id, event.path, told_turns(event.path, data.turn, data.user_turn, answer=False))
 
     def _read_call(self, call: CallNode) -> None:
         stored = call.prompt.why
@@ -106,18 +105,12 @@ class Provenance:
         if isinstance(message, int):  # the current message is turn N: its origin
             self._message[id(call)] = parsed(turns.get(message), source)
 
-    def _told(self, run_id: str, path: str, turn: int | None, user_turn: int | None, code: str) -> None:
-        """The origin of the turn the step at ``path`` made, as its event numbers it."""
-        if turn is None and user_turn is None:
-            return
-        name = _loop_of(path, self._names)
-        if name is None:
-            return
-        turns = self._known.setdefault((run_id, name), {})
-        if turn is not None:
-            turns[turn] = code + path
-        if user_turn is not None:
-            turns[user_turn] = "u " + path
+    def _told(self, run_id: str, path: str, told: Mapping[int, str]) -> None:
+        """The origins of the turns the step at ``path`` made, as its event numbers them, in the conversation
+        its path is in."""
+        name = _loop_of(path, self._names) if told else None
+        if name is not None:
+            self._known.setdefault((run_id, name), {}).update(told)
 
     def message(self, call: CallNode) -> Origin | None:
         """The origin of ``call``'s current message when that is a turn of the conversation."""
@@ -158,7 +151,7 @@ _TURN_EVENTS = frozenset({QuestionAnswered.kind, ChildRunStarted.kind})
 
 def _conversation(call: CallNode) -> tuple[str, str]:
     why = call.prompt.why if isinstance(call.prompt.why, Mapping) else {}
-    return call.run_id, str((call.prompt.history or {}).get("conversation") or why.get("conversation"))
+    return call.run_id, str((call.prompt.history or {}).get("conversation") or why.get("conversation") or "")
 
 
 def _loop_of(path: str, names: set[str]) -> str | None:

@@ -93,6 +93,17 @@ def told(origin: str | None, number: int) -> dict[str, int]:
     return {"user_turn": number} if origin.startswith("u ") else {"turn": number}
 
 
+def told_turns(path: str, turn: Any, user_turn: Any, *, answer: bool) -> dict[int, str]:
+    """``told`` read back: the turns the event of the step at ``path`` numbers (``turn``, ``user_turn``, as
+    its payload holds them), each with its origin; ``answer`` for a ``hitl.answer`` event."""
+    found: dict[int, str] = {}
+    if isinstance(turn, int):
+        found[turn] = step_origin(path, role="assistant", hitl=answer)
+    if isinstance(user_turn, int):
+        found[user_turn] = step_origin(path, role="user", hitl=False)
+    return found
+
+
 def by_event(origin: str | None) -> bool:
     """Whether a turn whose origin is ``origin`` is said by its step's event (``told``), not by ``said``."""
     return origin is not None and origin[:2] in _TOLD

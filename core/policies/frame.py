@@ -449,19 +449,19 @@ def step_error(exc: Exception, what: str) -> FlujoError:
 
 
 def numbered(events: list[TraceEvent], kind: str, told: Mapping[str, int]) -> None:
-    """The newest event of ``kind`` in ``events`` replaced by one that also says the number of the
-    conversation's turn its step made (``told``: ``core.model.provenance.told``); a stored payload is
-    never changed, so the event is made again with a payload of its own."""
+    """The newest event of ``kind`` in ``events`` replaced by ``with_turn`` of it."""
     for index in range(len(events) - 1, -1, -1):
-        event = events[index]
-        if event.kind == kind:
-            events[index] = TraceEvent(event.kind, event.path, _with_turn(event.payload, told), event.ts)
+        if events[index].kind == kind:
+            events[index] = with_turn(events[index], told)
             return
 
 
-def _with_turn(payload: Mapping[str, Any], told: Mapping[str, int]) -> dict[str, Any]:
-    """``payload`` with ``told`` after its first key (``{"output": ..., "turn": 3, "model": ...}``): where the
-    store's codes of the keys after it (``core.model.pack_tables.JSON_CODES``) still match."""
-    items = iter(payload.items())
+def with_turn(event: TraceEvent, told: Mapping[str, int]) -> TraceEvent:
+    """``event`` made again to also say the number of the conversation's turn its step made (``told``:
+    ``core.model.provenance.told``; a stored payload is never changed), after its payload's first key
+    (``{"output": ..., "turn": 3, "model": ...}``): where the store's codes of the keys after it
+    (``core.model.pack_tables.JSON_CODES``) still match."""
+    items = iter(event.payload.items())
     first = next(items, None)
-    return {**told} if first is None else {first[0]: first[1], **told, **dict(items)}
+    payload = {**told} if first is None else {first[0]: first[1], **told, **dict(items)}
+    return TraceEvent(event.kind, event.path, payload, event.ts)

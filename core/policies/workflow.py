@@ -38,7 +38,7 @@ from core.model.records import RunUpdate, StepRecord, TraceEvent
 from core.policies.body import BodyRunner
 from core.policies.child_context import child_start, give_back
 from core.policies.context_writes import note_agent_command, record_output, sink
-from core.policies.frame import Frame, joined_path, scope
+from core.policies.frame import Frame, joined_path, scope, with_turn
 from core.policies.turn_text import shown_turn
 from core.ports import Reporter
 from core.steps.kinds import WorkflowStep
@@ -156,7 +156,7 @@ async def run_workflow(
         raise
     told = _apply_output(step, ctx, data, output, path)
     if told:  # the conversation's turn the child's output made, numbered by the step's one event
-        event = replace(event, payload={**event.payload, **told})
+        event = with_turn(event, told)
     await frame.commit(
         path=path, name=step.name, kind=step.kind, status="completed", started=started,
         input=value, output=output, events=[event],
