@@ -13,9 +13,11 @@ stored a ``why``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parent.parent))  # after PYTHONPATH: the tree under test first
@@ -29,12 +31,20 @@ from core.store import open_store
 from core.testing import ScriptedHuman
 
 
-def _off() -> None:
+@contextlib.contextmanager
+def provenance_off() -> Iterator[None]:
+    """Within it, the engine records no provenance: no origins on the turns, no turn numbers on the steps'
+    events, no ``why`` on the prompts (``benchmarks/test_provenance.py``'s "without" too)."""
+    saved = injection._why, injection.stored, injection._as_before, turns.step_origin, turns.told
     injection._why = lambda *args: {}  # type: ignore[assignment]
     injection.stored = lambda why, history: {}  # type: ignore[assignment]
     injection._as_before = lambda why, history, path: why  # type: ignore[assignment]
     turns.step_origin = lambda *args, **kwargs: None  # type: ignore[assignment]
     turns.told = lambda origin, number: {}  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        injection._why, injection.stored, injection._as_before, turns.step_origin, turns.told = saved
 
 
 async def _run(iterations: int, folder: Path) -> str:
@@ -58,9 +68,7 @@ def main() -> None:
     iterations, mode = int(sys.argv[1]), sys.argv[2]
     if mode not in ("on", "off"):
         raise SystemExit("usage: provenance_run.py N on|off")
-    if mode == "off":
-        _off()
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory() as folder, provenance_off() if mode == "off" else contextlib.nullcontext():
         print(asyncio.run(_run(iterations, Path(folder))))
 
 

@@ -17,14 +17,14 @@ which rule), run through the engine into an in-memory store. Target: "with" with
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import statistics
 import time
 
 from pytest_benchmark.fixture import BenchmarkFixture
 
-import core.conversation.injection as injection
-import core.conversation.turns as turns
 from benchmarks import sizes
+from benchmarks.provenance_run import provenance_off
 from benchmarks.test_conversation import ANSWER, _loop
 from core import Engine, Pipeline, RunOutcome
 from core.model.provenance import read_why
@@ -37,20 +37,11 @@ ROUNDS = sizes.size(7, 1)
 
 def _conversation(provenance: bool) -> tuple[RunOutcome, MemoryStore]:
     """One whole conversation through the engine, with the provenance or without it."""
-    saved = injection._why, injection.stored, injection._as_before, turns.step_origin, turns.told
-    if not provenance:
-        injection._why = lambda *args: {}  # type: ignore[assignment]
-        injection.stored = lambda why, history: {}  # type: ignore[assignment]
-        injection._as_before = lambda why, history, path: why  # type: ignore[assignment]
-        turns.step_origin = lambda *args, **kwargs: None  # type: ignore[assignment]
-        turns.told = lambda origin, number: {}  # type: ignore[assignment]
-    try:
+    with contextlib.nullcontext() if provenance else provenance_off():
         store = MemoryStore()
         engine = Engine(store=store, human=ScriptedHuman([ANSWER] * ITERATIONS))
         pipeline = Pipeline(steps=(_loop(ITERATIONS),), name="bench")
         return asyncio.run(engine.run(pipeline, "Plan the offsite")), store
-    finally:
-        injection._why, injection.stored, injection._as_before, turns.step_origin, turns.told = saved
 
 
 def test_thousand_iteration_conversation_with_and_without(benchmark: BenchmarkFixture) -> None:
