@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from blueprints import load_pipeline
-from core import Engine, Settings
+from core import Engine, Settings, TraceEvent
 from core.steps.kinds import ToolUse
 from core.store import open_store
 from core.testing import ScriptedHuman
@@ -117,14 +117,19 @@ def test_truncate_turns_says_which_turns_it_dropped(state_db: Path, tmp_path: Pa
     assert why(run_id, "chat/3/talk")[-1] == "  left out: turn 1 dropped by truncate_turns (max_turns 3)"
 
 
-def stored_whys(db: Path, run_id: str) -> dict[str, Any]:
-    """The ``why`` of each agent call of run ``run_id`` as its event stores it, by step path."""
+def stored_events(db: Path, run_id: str) -> list[TraceEvent]:
+    """The events of run ``run_id`` as the store holds them."""
 
-    async def read() -> dict[str, Any]:
+    async def read() -> list[TraceEvent]:
         async with await open_store(str(db)) as store:
-            return {e.path: e.payload.get("why") for e in await store.events(run_id) if e.kind == "agent.prompt"}
+            return await store.events(run_id)
 
     return asyncio.run(read())
+
+
+def stored_whys(db: Path, run_id: str) -> dict[str, Any]:
+    """The ``why`` of each agent call of run ``run_id`` as its event stores it, by step path."""
+    return {e.path: e.payload.get("why") for e in stored_events(db, run_id) if e.kind == "agent.prompt"}
 
 
 def test_truncate_tokens_says_its_bound(state_db: Path, tmp_path: Path) -> None:
@@ -417,13 +422,9 @@ def test_a_sub_workflow_s_reply_and_a_user_turn_source_are_named_by_their_steps_
         "    6 user      the output of chat/2/note, a user turn (user_turn_sources)",
     ]
 
-    async def turns() -> dict[str, Any]:
-        async with await open_store(str(state_db)) as store:
-            events = await store.events(run_id)
-        return {f"{e.path} {e.kind}": e.payload.get("turn", e.payload.get("user_turn")) for e in events}
-
     # The turns' numbers are on the events of the steps that made them; no prompt event repeats their origins.
-    numbered = asyncio.run(turns())
+    events = stored_events(state_db, run_id)
+    numbered = {f"{e.path} {e.kind}": e.payload.get("turn", e.payload.get("user_turn")) for e in events}
     assert [numbered[f"chat/{i}/{step}"] for i in (1, 2) for step in ("draft workflow.child", "note agent.reply")] == [
         2,
         3,
