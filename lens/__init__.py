@@ -129,9 +129,11 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 
-def open_viewer(root: RunNode, *, expand: Expansion | None = None, tz: tzinfo | None = None) -> None:
-    """Open the interactive viewer of ``root`` in the terminal and return when the user quits (``q``).
-    Textual is imported here, on first use, not when lens is."""
+def open_viewer(
+    root: RunNode, *, expand: Expansion | None = None, tz: tzinfo | None = None, whole: RunNode | None = None
+) -> None:
+    """Open the interactive viewer of ``root`` (a part of ``whole``, the run, when given) in the terminal and
+    return when the user quits (``q``). Textual is imported here, on first use, not when lens is."""
     from lens.viewer import TraceViewer
 
-    TraceViewer(root, expand=expand, tz=tz).run()
+    TraceViewer(root, expand=expand, tz=tz, whole=whole).run()

@@ -100,9 +100,19 @@ class TraceViewer(App[None]):
         Binding("escape", "close_search", "Close search", show=False),
     ]
 
-    def __init__(self, root: RunNode, *, expand: Expansion | None = None, tz: tzinfo | None = None) -> None:
+    def __init__(
+        self,
+        root: RunNode,
+        *,
+        expand: Expansion | None = None,
+        tz: tzinfo | None = None,
+        whole: RunNode | None = None,
+    ) -> None:
+        """``root`` is what the viewer shows; ``whole`` the whole run when ``root`` is a part of it (``--step``):
+        the origins of the turns a call sent are read from the events of every step that made one."""
         super().__init__()
         self.model = root
+        self.whole = whole or root
         self.expansion = expand or Expansion()
         self.tz = tz
         self.parents: dict[int, Node] | None = None  # id(model node) → its parent, made at the first reveal
@@ -186,7 +196,7 @@ class TraceViewer(App[None]):
         if self.provenance is None:
             from lens.why import Provenance
 
-            self.provenance = Provenance(self.model.children)
+            self.provenance = Provenance(self.whole.children)
         return self.provenance
 
     def _status(self, text: str) -> None:

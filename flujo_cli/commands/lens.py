@@ -177,7 +177,7 @@ def trace_run(run_id: str, options: TraceOptions, *, json_output: bool, state: s
             return exit_codes.FAILED
         shown_expansion.append(expanded)
         if interactive:  # with --why too: its detail pane says why each message is there
-            shown.append(tree)  # the viewer runs its own event loop, after this one is closed
+            shown.extend((tree, whole))  # the viewer runs its own event loop, after this one is closed
             # The tree lives until the process ends: out of the collector's sight (frozen while it is
             # paused, before it can scan them), its objects are not scanned at every collection while the
             # viewer runs (with a 10,000-event run, that was 0.3 s at opening alone).
@@ -200,7 +200,7 @@ def trace_run(run_id: str, options: TraceOptions, *, json_output: bool, state: s
         from lens import open_viewer
 
         try:
-            open_viewer(shown[0], expand=shown_expansion[0])
+            open_viewer(shown[0], expand=shown_expansion[0], whole=shown[1])
         except Exception as exc:  # the CLI's top level
             fail(exc, debug=debug)
     return code

@@ -16,7 +16,7 @@ from textual.widgets.tree import TreeNode
 
 from core import Redactor
 from core.store import MemoryStore
-from lens import CallNode, MessageNode, Node, RunNode, StepNode, build_tree, load_run, walk
+from lens import CallNode, MessageNode, Node, RunNode, StepNode, build_tree, focus, load_run, walk
 from lens.viewer import TraceViewer
 from tests.core.test_conversation_runs import compile_text, run
 from tests.support.lens_runs import DEMO, SYSTEM_PROMPT, record_demo
@@ -212,3 +212,21 @@ async def test_the_detail_of_a_call_and_of_a_message_says_why_it_is_there(tmp_pa
         await pilot.press("right", "down")  # the call's first message: its system prompt
         assert isinstance(cursor(app), MessageNode)
         assert "why  the system prompt of agent scripted" in shown(app)
+
+
+async def test_a_viewer_of_one_step_reads_the_origins_from_the_whole_run(tmp_path: Path) -> None:
+    """``lens trace RUN --step PATH --tui`` shows a part of the run; the turns its call sent were made by steps
+    outside that part, whose events say where they came from."""
+    outcome, store, _ = await run(compile_text(tmp_path, WHY_CHAT), "Plan a trip", ["a1", "a2", "a3"])
+    whole = build_tree(await load_run(store, outcome.run_id, redactor=Redactor()))
+    part = focus(whole, "chat/3/talk")
+    assert part is not None
+    app = TraceViewer(part, whole=whole)
+    app.animation_level = "none"
+    [call] = [each for each in walk(part) if isinstance(each, CallNode)]
+    async with app.run_test(size=SIZE) as pilot:
+        app.reveal(call)
+        await pilot.pause()
+        detail = shown(app)
+        assert "the reply of chat/2/talk (ai_turn_source: last)" in detail
+        assert "the person's answer to the question at chat/2/answer" in detail
