@@ -22,11 +22,16 @@ def _remember(signum: int, frame: FrameType | None) -> None:
     _interrupted = True
 
 
+def started_as_command() -> bool:
+    """Whether this process is the ``flujo`` command (the console script, or ``python -m flujo_cli.main``
+    while it imports the package), not a program or a test importing ``flujo_cli``."""
+    return (os.path.basename(sys.argv[0]) if sys.argv else "") in ("flujo", "-m")
+
+
 def defer_when_started_as_command() -> None:
     """Remember Ctrl-C instead of raising it, until ``restore`` (the ``flujo`` command only)."""
     global _deferring
-    started_as = os.path.basename(sys.argv[0]) if sys.argv else ""
-    if started_as not in ("flujo", "-m"):  # "-m" while ``python -m flujo_cli.main`` imports the package
+    if not started_as_command():
         return
     if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:  # ignored, or someone else's
         return

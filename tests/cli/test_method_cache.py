@@ -1,0 +1,167 @@
+"""The compiled methods of dataclasses, kept between ``flujo`` processes (flujo_cli/method_cache.py; issue 36,
+item 4: a thousand compilations were a quarter of a one-step run's start-up)."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import marshal
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import flujo_cli.method_cache as method_cache
+from flujo_cli.method_cache import MethodCache
+
+ROOT = Path(__file__).resolve().parents[2]
+ONE_STEP = 'version: "0.1"\nagents:\n  a: {model: echo}\nsteps:\n  - {kind: step, name: s, uses: agents.a}\n'
+
+
+def _point_class() -> type[Any]:
+    """The same definition each call, as a module makes it in each process."""
+
+    @dataclasses.dataclass(frozen=True)
+    class Point:
+        x: int
+        y: int = 0
+        tags: list[str] = dataclasses.field(default_factory=list, hash=False)
+
+    return Point
+
+
+def _made_through(cache: MethodCache, monkeypatch: pytest.MonkeyPatch) -> type[Any]:
+    with monkeypatch.context() as patch:
+        patch.setattr(dataclasses, "exec", cache.exec, raising=False)
+        return _point_class()
+
+
+def _behaves(point: type[Any]) -> None:
+    a, b = point(1), point(1)
+    assert a == b and a is not b and hash(a) == hash(b)
+    assert a != point(1, 2)
+    assert repr(point(3, 4, ["t"])) == "_point_class.<locals>.Point(x=3, y=4, tags=['t'])"
+    assert a.tags == [] and a.tags is not b.tags  # each instance its own list
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.x = 2
+
+
+def test_methods_compiled_by_one_process_are_reused_by_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "methods.marshal"
+    first = MethodCache(path)
+    _behaves(_made_through(first, monkeypatch))
+    assert first.added >= 5  # __init__, __repr__, __eq__, __setattr__, __delattr__, __hash__
+    first.save()
+
+    second = MethodCache(path)
+    assert set(second.codes) == set(first.codes)
+    _behaves(_made_through(second, monkeypatch))
+    assert second.added == 0  # nothing compiled
+    mtime = path.stat().st_mtime_ns
+    second.save()
+    assert path.stat().st_mtime_ns == mtime  # nothing new: not written again
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"not marshal at all", importlib.util.MAGIC_NUMBER + b"\x00\xff", b"\x00\x00\r\n" + marshal.dumps({})],
+    ids=["empty", "garbage", "truncated", "another-python"],
+)
+def test_a_damaged_or_foreign_file_is_compiled_around_and_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: bytes
+) -> None:
+    path = tmp_path / "methods.marshal"
+    path.write_bytes(content)
+    cache = MethodCache(path)
+    assert cache.codes == {}
+    _behaves(_made_through(cache, monkeypatch))
+    cache.save()
+    assert MethodCache(path).codes.keys() == cache.codes.keys() != set()
+
+
+def test_a_file_of_other_values_is_not_trusted(tmp_path: Path) -> None:
+    path = tmp_path / "methods.marshal"
+    path.write_bytes(importlib.util.MAGIC_NUMBER + marshal.dumps({"def f(): pass": "not code", 1: b""}))
+    assert MethodCache(path).codes == {}
+
+
+def test_nothing_is_written_where_python_keeps_no_bytecode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "__pycache__" / "methods.marshal"
+    cache = MethodCache(path)
+    _made_through(cache, monkeypatch)
+    cache.save()
+    assert not path.parent.exists()  # the folder is not made: it is Python's (or pip's) to make
+
+
+def test_a_read_only_folder_leaves_no_partial_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root writes into read-only folders")
+    folder = tmp_path / "__pycache__"
+    folder.mkdir()
+    cache = MethodCache(folder / "methods.marshal")
+    _made_through(cache, monkeypatch)
+    folder.chmod(0o555)
+    try:
+        cache.save()
+    finally:
+        folder.chmod(0o755)
+    assert list(folder.iterdir()) == []
+
+
+def test_past_the_limit_a_save_keeps_only_what_its_process_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "methods.marshal"
+    stale = {f"def old_{n}(): pass": compile(f"def old_{n}(): pass", "<string>", "exec") for n in range(5)}
+    path.write_bytes(importlib.util.MAGIC_NUMBER + marshal.dumps(stale))
+    monkeypatch.setattr(method_cache, "LIMIT", 5)
+    cache = MethodCache(path)
+    _made_through(cache, monkeypatch)
+    cache.save()
+    kept = MethodCache(path).codes
+    assert kept.keys() == cache.used and not kept.keys() & stale.keys()
+
+
+def _flujo(tmp_path: Path, prefix: Path) -> None:
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    env |= {"FLUJO_STATE_URI": str(tmp_path / "s.db"), "PYTHONPYCACHEPREFIX": str(prefix)}
+    done = subprocess.run(
+        [sys.executable, "-m", "flujo_cli.main", "run", "one.yaml", "--input", "hi", "--no-input"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "hi"
+
+
+@pytest.mark.slow
+def test_the_flujo_command_compiles_its_dataclasses_methods_once(tmp_path: Path) -> None:
+    (tmp_path / "one.yaml").write_text(ONE_STEP)
+    prefix = tmp_path / "bytecode"  # this test's own: other processes of the suite use the package's folder
+    package = ROOT / "flujo_cli"  # under a prefix, bytecode goes to the prefix + the source's folder
+    cache = prefix / package.relative_to(package.anchor) / f"dataclass_methods.{sys.implementation.cache_tag}.marshal"
+    cache.parent.mkdir(parents=True)
+
+    _flujo(tmp_path, prefix)
+    kept = MethodCache(cache).codes
+    assert len(kept) > 300  # flujo's dataclasses and pydantic's, made as the run loaded
+    before = cache.stat()
+
+    _flujo(tmp_path, prefix)
+    after = cache.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)  # nothing new to keep
+
+
+def test_a_program_importing_flujo_keeps_the_standard_library_untouched(tmp_path: Path) -> None:
+    probe = "import flujo_cli, dataclasses; print('exec' in vars(dataclasses))"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, env={"PYTHONPATH": str(ROOT)}
+    )
+    assert done.stdout.strip() == "False", done.stderr
