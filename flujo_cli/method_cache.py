@@ -38,17 +38,22 @@ class MethodCache:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.codes: dict[str, CodeType] = _read(path)
+        # Each method's code stays marshalled until a class asks for it: a command makes only some of them.
+        self.codes: dict[str, bytes] = _read(path)
         self.used: set[str] = set()
         self.added = 0
 
     def compile(self, source: str) -> CodeType:
-        code = self.codes.get(source)
-        if code is None:
-            code = compile(source, "<string>", "exec")
-            self.codes[source] = code
-            self.added += 1
         self.used.add(source)
+        kept = self.codes.get(source)
+        if kept is not None:
+            with contextlib.suppress(EOFError, ValueError, TypeError):
+                code = marshal.loads(kept)
+                if isinstance(code, CodeType):
+                    return code
+        code = compile(source, "<string>", "exec")
+        self.codes[source] = marshal.dumps(code)
+        self.added += 1
         return code
 
     def exec(self, source: str | CodeType, globals_: Any = None, locals_: Any = None, /) -> None:
@@ -69,7 +74,7 @@ class MethodCache:
         self.added = 0
 
 
-def _read(path: Path) -> dict[str, CodeType]:
+def _read(path: Path) -> dict[str, bytes]:
     """The file's methods; none when it is missing, damaged or another Python's (its bytecode's magic)."""
     magic = importlib.util.MAGIC_NUMBER
     try:
@@ -79,7 +84,7 @@ def _read(path: Path) -> dict[str, CodeType]:
         return {}
     if not isinstance(found, dict):
         return {}
-    return {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, CodeType)}
+    return {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, bytes)}
 
 
 def cache_path() -> Path:

@@ -84,10 +84,18 @@ def test_a_damaged_or_foreign_file_is_compiled_around_and_replaced(
     assert MethodCache(path).codes.keys() == cache.codes.keys() != set()
 
 
-def test_a_file_of_other_values_is_not_trusted(tmp_path: Path) -> None:
+def test_a_file_of_other_values_is_not_trusted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "methods.marshal"
-    path.write_bytes(importlib.util.MAGIC_NUMBER + marshal.dumps({"def f(): pass": "not code", 1: b""}))
+    path.write_bytes(importlib.util.MAGIC_NUMBER + marshal.dumps({"def f(): pass": "not bytes", 1: b""}))
     assert MethodCache(path).codes == {}
+    first = MethodCache(path)
+    _made_through(first, monkeypatch)
+    first.save()
+    damaged = {source: b"\xff" + kept for source, kept in MethodCache(path).codes.items()}
+    path.write_bytes(importlib.util.MAGIC_NUMBER + marshal.dumps(damaged))  # entries that are not code
+    cache = MethodCache(path)
+    _behaves(_made_through(cache, monkeypatch))
+    assert cache.added == len(damaged)  # compiled again, each of them
 
 
 def test_nothing_is_written_where_python_keeps_no_bytecode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -117,7 +125,9 @@ def test_past_the_limit_a_save_keeps_only_what_its_process_used(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "methods.marshal"
-    stale = {f"def old_{n}(): pass": compile(f"def old_{n}(): pass", "<string>", "exec") for n in range(5)}
+    stale = {
+        f"def old_{n}(): pass": marshal.dumps(compile(f"def old_{n}(): pass", "<string>", "exec")) for n in range(5)
+    }
     path.write_bytes(importlib.util.MAGIC_NUMBER + marshal.dumps(stale))
     monkeypatch.setattr(method_cache, "LIMIT", 5)
     cache = MethodCache(path)
