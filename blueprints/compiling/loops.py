@@ -24,7 +24,7 @@ from blueprints.compiling.loop_hooks import (
     OutputField,
     ShapeOutput,
 )
-from blueprints.compiling.predicates import CallableTest, ExpressionTest, agent_finished
+from blueprints.compiling.predicates import AgentFinishedTest, CallableTest, ExpressionTest, agent_finished
 from blueprints.reading.positions import Path
 from blueprints.schema import (
     AgentStepModel,
@@ -41,7 +41,6 @@ from blueprints.schema import (
 from core import Agent, BlueprintError, Conversation, HistoryPolicy, LoopStep, MapStep, ScopeFunction
 
 DEFAULT_MAX_LOOPS = 10
-_AGENT_FINISHED = agent_finished()  # one instance: the loop also ends its iteration early on it
 
 
 def compile_loop(c: CompilerBase, model: LoopStepModel, path: Path) -> LoopStep:
@@ -57,7 +56,7 @@ def compile_loop(c: CompilerBase, model: LoopStepModel, path: Path) -> LoopStep:
         next_input=_propagation(c, loop, here),
         output=_output(c, loop.output_template, loop.output, here),
         conversation=_conversation(c, loop, here) if loop.conversation else None,
-        finish_early=exit_when is not None and exit_when is _AGENT_FINISHED,
+        finish_early=isinstance(exit_when, AgentFinishedTest),  # the loop also ends its iteration early on it
         position=c.position(path),
     )
 
@@ -83,9 +82,9 @@ def _exit(c: CompilerBase, loop: LoopSettingsModel, path: Path) -> tuple[ScopeFu
         function = c.function(loop.exit_condition, (*path, "exit_condition"), role="exit_condition")
         return CallableTest(function, loop.exit_condition), loop.exit_condition
     if loop.stop_when == "agent_finished":
-        return _AGENT_FINISHED, "stop_when: agent_finished"
+        return agent_finished(), "stop_when: agent_finished"
     if loop.conversation:
-        return _AGENT_FINISHED, "stop_when: agent_finished (implied by conversation: true)"
+        return agent_finished(), "stop_when: agent_finished (implied by conversation: true)"
     return None, None
 
 

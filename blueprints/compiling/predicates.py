@@ -7,6 +7,7 @@ The scope mapping is what the engine passes (``previous_step``, ``context``, ``s
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -108,6 +109,7 @@ def _says_finish(value: Any) -> bool | None:
     return None
 
 
+@functools.cache  # one test for every loop, compiled (a Jinja expression) the first time a loop asks for it
 def agent_finished() -> ExpressionTest:
     """``stop_when: agent_finished``: the iteration's last agent command is ``{"action": "finish"}``."""
     return AgentFinishedTest(Expression(AGENT_FINISHED))
