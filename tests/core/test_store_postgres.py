@@ -281,3 +281,52 @@ async def test_a_text_holding_nul_is_stored_once_and_read_back(postgres_uri: str
         record = await store.get_run("r1")
         assert record is not None and record.input == text
     assert _sql(postgres_uri, "SELECT count(*) FROM texts WHERE body = %s", (text.encode(),)) == [(1,)]
+
+
+def _flujo_backends() -> set[tuple[int, Any]]:
+    """The server processes of flujo's connections: pid and start time (a reconnection is a new pair)."""
+    uri = os.environ["FLUJO_TEST_POSTGRES_URI"]
+    return set(_sql(uri, "SELECT pid, backend_start FROM pg_stat_activity WHERE application_name = 'flujo'"))
+
+
+async def test_writes_hold_one_connection_within_the_pool_size(postgres_uri: str) -> None:
+    """One-statement writes go through one held connection (issue 36: a check-out of the pool per write cost
+    30-60 µs of CPU), counted within ``pool_max_size``: reads and writes at once never open more."""
+    import asyncio
+
+    from core import StepRecord
+    from core.settings.config import PostgresSettings
+    from core.store import PostgresStore
+
+    async with PostgresStore(postgres_uri, settings=PostgresSettings(pool_max_size=2)) as store:
+        await store.create_run(RunRecord("r1", "demo", "running", created_at=1.0))
+        opened = _flujo_backends()
+        assert len(opened) == 2  # the writer's and the pool's one
+
+        async def write(n: int) -> None:
+            await store.record_step(StepRecord("r1", f"s{n}", "s", "step", "completed", output=f"out {n}"), [])
+
+        await asyncio.gather(*(write(n) for n in range(20)), *(store.steps("r1") for _ in range(20)))
+        assert _flujo_backends() == opened  # the same two: none opened again, none added
+        assert [s.output for s in await store.steps("r1")] == [f"out {n}" for n in range(20)]
+    async with PostgresStore(postgres_uri, settings=PostgresSettings(pool_max_size=1)) as store:
+        await store.create_run(RunRecord("r2", "demo", "running", created_at=1.0))
+        assert len(_flujo_backends()) == 1  # a size of one: the writes share the pool's only connection
+
+
+async def test_a_writer_connection_lost_between_writes_is_refused_then_replaced(postgres_uri: str) -> None:
+    """The server ends the writer's session between two writes: the next write is refused as unavailable
+    (never lost silently), and after ``reconnect`` writes go on over a new connection."""
+    from core import StepRecord, StoreUnavailable
+
+    async with await open_store(postgres_uri) as store:
+        await store.create_run(RunRecord("r1", "demo", "running", created_at=1.0))
+        uri = os.environ["FLUJO_TEST_POSTGRES_URI"]
+        _sql(uri, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'flujo'")
+        with pytest.raises(StoreUnavailable):
+            await store.record_step(StepRecord("r1", "s1", "s", "step", "completed", output="lost?"), [])
+        with pytest.raises(StoreUnavailable):  # refused at once until the store reconnects
+            await store.record_step(StepRecord("r1", "s1", "s", "step", "completed", output="lost?"), [])
+        await store.reconnect()
+        await store.record_step(StepRecord("r1", "s1", "s", "step", "completed", output="kept"), [])
+        assert [s.output for s in await store.steps("r1")] == ["kept"]
