@@ -33,8 +33,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-import httpx
-
+from core.agents.httpx_import import httpx
 from core.model.calls import Retry
 from core.model.errors import ConfigError, ProviderError, ProviderUnreachable, ReplyCutOff
 from core.text.bounds import current_bounds
