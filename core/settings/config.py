@@ -156,8 +156,8 @@ class PostgresSettings(BaseModel):
     """How the run store talks to PostgreSQL when ``state_uri`` is a ``postgresql://`` URI (docs/scale.md).
 
     Each process holds at most ``pool_max_size`` connections (one of them kept for writes when it is 2 or
-    more, the others pooled), plus one outside them while it executes runs (their claims are advisory
-    locks held on it). ``sslmode`` is libpq's (``disable``,
+    more, the others pooled), plus one outside them from its first run on (their claims are advisory locks
+    held on it). ``sslmode`` is libpq's (``disable``,
     ``require``, ``verify-full`` ...); None leaves it to the URI. TCP keepalives are always on: the server
     ends the session of a client that vanished after about ``keepalive_idle_s`` + 3 × 10 s, and with it
     the claims that client held."""

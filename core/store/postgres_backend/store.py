@@ -241,6 +241,8 @@ class PostgresStore:
         """Release this store's claims and close its connections; closing twice is harmless."""
         for run_id in list(self._claimed):
             await self.release_run(run_id)
+        async with self._claim_lock:
+            await self._close_claims()
         pool, self._pool = self._pool, None
         if pool is not None:
             async with self._write_lock:
@@ -346,15 +348,26 @@ class PostgresStore:
             with self._translated(f"claim run {run_id}"):
                 if self._claims is not None and self._claims.closed and self._claimed:
                     raise self._claims_lost(f"claim run {run_id}")
-                if self._claims is None or self._claims.closed:
-                    self._claims = await self._connect()
-                lock = await self._claims.execute("SELECT pg_try_advisory_lock(%s)", (self._key(run_id),))
-                row = await lock.fetchone()
-            if not (row and row[0]):
-                await self._close_claims_if_unused()
+                taken = await self._try_lock(self._key(run_id))
+            if not taken:
                 return False
             self._claimed.add(run_id)
             return True
+
+    async def _try_lock(self, key: int) -> bool:
+        """``pg_try_advisory_lock(key)`` on the claims connection, which stays open between runs (opening it
+        cost each run 5-7 ms of CPU, most of it the password's SCRAM exchange). One that broke while it held
+        no claim (the server restarted, a network device dropped it while idle) is replaced, once: nothing
+        was lost with it."""
+        if self._claims is not None and not self._claims.closed and not self._claimed:
+            try:
+                return await _try_lock_on(self._claims, key)
+            except psycopg.OperationalError:
+                with suppress(psycopg.Error, OSError):
+                    await self._claims.close()
+        if self._claims is None or self._claims.closed:
+            self._claims = await self._connect()
+        return await _try_lock_on(self._claims, key)
 
     async def queue_runs(self, runs: Sequence[RunRecord]) -> None:
         """Store ``runs`` (status ``queued``) and queue them, in this order, in one transaction."""
@@ -484,7 +497,6 @@ class PostgresStore:
                     await claims.close()  # the session is gone, and with it the server dropped the lock
                     if self._claimed:  # and every other claim it held: those runs are no longer this store's
                         self._claims_lost(f"release run {run_id}")
-            await self._close_claims_if_unused()
 
     async def claimed_runs(self, run_ids: Sequence[str]) -> set[str]:
         """The runs of ``run_ids`` this store claims, and those whose advisory lock another session holds
@@ -496,10 +508,11 @@ class PostgresStore:
         rows = await self._read("read which runs are being executed", _ADVISORY_LOCKS, ())
         return mine | {halves[key] for key in ((int(row[0]), int(row[1])) for row in rows) if key in halves}
 
-    async def _close_claims_if_unused(self) -> None:
-        if not self._claimed and self._claims is not None:
-            claims, self._claims = self._claims, None
-            await claims.close()
+    async def _close_claims(self) -> None:
+        claims, self._claims = self._claims, None
+        if claims is not None:
+            with suppress(psycopg.Error, OSError):
+                await claims.close()
 
     def _key(self, run_id: str) -> int:
         """The advisory lock key of ``run_id`` in this store's schema: 64 bits of a BLAKE2b digest (two ids
@@ -810,6 +823,11 @@ class PostgresStore:
         with self._translated(action):
             async with pool.connection() as db:
                 return await (await db.execute(sql, params)).fetchall()
+
+
+async def _try_lock_on(db: Connection, key: int) -> bool:
+    row = await (await db.execute("SELECT pg_try_advisory_lock(%s)", (key,))).fetchone()
+    return bool(row and row[0])
 
 
 def _idle(db: Connection | None) -> bool:
