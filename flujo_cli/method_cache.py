@@ -31,6 +31,7 @@ from typing import Any
 # Methods kept at most (about 1 KB each; every command of flujo makes fewer than 1,500). Past it, a save keeps
 # only what its process used, which drops the methods of classes since changed.
 LIMIT = 3_000
+MAX_BYTES = 16 * 1024 * 1024  # a file this size is not one this module wrote
 
 
 class MethodCache:
@@ -75,10 +76,14 @@ class MethodCache:
 
 
 def _read(path: Path) -> dict[str, bytes]:
-    """The file's methods; none when it is missing, damaged or another Python's (its bytecode's magic)."""
+    """The file's methods; none when it is missing, damaged, another Python's (its bytecode's magic) or
+    larger than ``LIMIT`` methods can make (it is then replaced, never read into memory)."""
     magic = importlib.util.MAGIC_NUMBER
     try:
-        data = path.read_bytes()
+        with path.open("rb") as file:
+            data = file.read(MAX_BYTES + 1)
+        if len(data) > MAX_BYTES:
+            return {}
         found = marshal.loads(data[len(magic) :]) if data.startswith(magic) else None
     except (OSError, EOFError, ValueError, TypeError):
         return {}

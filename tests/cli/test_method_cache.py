@@ -84,6 +84,18 @@ def test_a_damaged_or_foreign_file_is_compiled_around_and_replaced(
     assert MethodCache(path).codes.keys() == cache.codes.keys() != set()
 
 
+def test_an_oversized_file_is_not_read_but_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "methods.marshal"
+    monkeypatch.setattr(method_cache, "MAX_BYTES", 64)
+    path.write_bytes(importlib.util.MAGIC_NUMBER + marshal.dumps({"def f(): pass": b"x" * 100}))
+    cache = MethodCache(path)
+    assert cache.codes == {}
+    _made_through(cache, monkeypatch)
+    monkeypatch.setattr(method_cache, "MAX_BYTES", 16 * 1024 * 1024)
+    cache.save()
+    assert MethodCache(path).codes.keys() == cache.codes.keys()
+
+
 def test_a_file_of_other_values_is_not_trusted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "methods.marshal"
     path.write_bytes(importlib.util.MAGIC_NUMBER + marshal.dumps({"def f(): pass": "not bytes", 1: b""}))
