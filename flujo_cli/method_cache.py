@@ -32,6 +32,8 @@ from typing import Any
 # only what its process used, which drops the methods of classes since changed.
 LIMIT = 3_000
 MAX_BYTES = 16 * 1024 * 1024  # a file this size is not one this module wrote
+# After the interpreter's bytecode magic: this file's format (a new one ignores, then replaces, older files).
+FORMAT = b"flujo dataclass methods 2\n"
 
 
 class MethodCache:
@@ -52,7 +54,9 @@ class MethodCache:
                 code = marshal.loads(kept)
                 if isinstance(code, CodeType):
                     return code
-        code = compile(source, "<string>", "exec")
+        # As dataclasses' own exec compiles it: without this module's ``from __future__`` (postponed
+        # annotations would turn the methods' annotations into their names' text).
+        code = compile(source, "<string>", "exec", dont_inherit=True)
         self.codes[source] = marshal.dumps(code)
         self.added += 1
         return code
@@ -67,7 +71,7 @@ class MethodCache:
         codes = self.codes if len(self.codes) <= LIMIT else {source: self.codes[source] for source in self.used}
         part = self.path.with_name(f"{self.path.name}.{os.getpid()}")
         try:
-            part.write_bytes(importlib.util.MAGIC_NUMBER + marshal.dumps(codes))
+            part.write_bytes(_HEADER + marshal.dumps(codes))
             os.replace(part, self.path)  # whole or not at all, when two processes save at once
         except (OSError, ValueError):  # a read-only or full disk: the next process compiles, as now
             with contextlib.suppress(OSError):
@@ -77,19 +81,21 @@ class MethodCache:
 
 def _read(path: Path) -> dict[str, bytes]:
     """The file's methods; none when it is missing, damaged, another Python's (its bytecode's magic) or
-    larger than ``LIMIT`` methods can make (it is then replaced, never read into memory)."""
-    magic = importlib.util.MAGIC_NUMBER
+    format's, or larger than ``LIMIT`` methods can make (it is then replaced, never read into memory)."""
     try:
         with path.open("rb") as file:
             data = file.read(MAX_BYTES + 1)
         if len(data) > MAX_BYTES:
             return {}
-        found = marshal.loads(data[len(magic) :]) if data.startswith(magic) else None
+        found = marshal.loads(data[len(_HEADER) :]) if data.startswith(_HEADER) else None
     except (OSError, EOFError, ValueError, TypeError):
         return {}
     if not isinstance(found, dict):
         return {}
     return {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, bytes)}
+
+
+_HEADER = importlib.util.MAGIC_NUMBER + FORMAT
 
 
 def cache_path() -> Path:

@@ -49,6 +49,28 @@ def _behaves(point: type[Any]) -> None:
         a.x = 2
 
 
+def test_a_class_made_through_the_cache_is_the_class_python_makes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same code as dataclasses' own exec: signature, annotations and docstring included (compiled here,
+    postponed annotations would have made them text)."""
+    plain = _point_class()
+    for cache in (MethodCache(tmp_path / "m.marshal"), None):
+        if cache is None:  # the second time, from the file
+            cache = MethodCache(tmp_path / "m.marshal")
+        cached = _made_through(cache, monkeypatch)
+        assert cached.__doc__ == plain.__doc__ and "_type_" not in str(cached.__doc__)
+        assert cached.__init__.__annotations__ == plain.__init__.__annotations__
+        for name in ("__init__", "__repr__", "__eq__", "__setattr__", "__delattr__", "__hash__"):
+            made, expected = getattr(cached, name).__code__, getattr(plain, name).__code__
+            assert (made.co_code, made.co_flags, made.co_names) == (
+                expected.co_code,
+                expected.co_flags,
+                expected.co_names,
+            )
+        cache.save()
+
+
 def test_methods_compiled_by_one_process_are_reused_by_the_next(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -69,8 +91,14 @@ def test_methods_compiled_by_one_process_are_reused_by_the_next(
 
 @pytest.mark.parametrize(
     "content",
-    [b"", b"not marshal at all", importlib.util.MAGIC_NUMBER + b"\x00\xff", b"\x00\x00\r\n" + marshal.dumps({})],
-    ids=["empty", "garbage", "truncated", "another-python"],
+    [
+        b"",
+        b"not marshal at all",
+        method_cache._HEADER + b"\x00\xff",
+        b"\x00\x00\r\n" + method_cache.FORMAT + marshal.dumps({}),
+        importlib.util.MAGIC_NUMBER + b"flujo dataclass methods 1\n" + marshal.dumps({}),
+    ],
+    ids=["empty", "garbage", "truncated", "another-python", "an-older-format"],
 )
 def test_a_damaged_or_foreign_file_is_compiled_around_and_replaced(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: bytes
@@ -87,7 +115,7 @@ def test_a_damaged_or_foreign_file_is_compiled_around_and_replaced(
 def test_an_oversized_file_is_not_read_but_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "methods.marshal"
     monkeypatch.setattr(method_cache, "MAX_BYTES", 64)
-    path.write_bytes(importlib.util.MAGIC_NUMBER + marshal.dumps({"def f(): pass": b"x" * 100}))
+    path.write_bytes(method_cache._HEADER + marshal.dumps({"def f(): pass": b"x" * 100}))
     cache = MethodCache(path)
     assert cache.codes == {}
     _made_through(cache, monkeypatch)
@@ -98,13 +126,13 @@ def test_an_oversized_file_is_not_read_but_replaced(tmp_path: Path, monkeypatch:
 
 def test_a_file_of_other_values_is_not_trusted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "methods.marshal"
-    path.write_bytes(importlib.util.MAGIC_NUMBER + marshal.dumps({"def f(): pass": "not bytes", 1: b""}))
+    path.write_bytes(method_cache._HEADER + marshal.dumps({"def f(): pass": "not bytes", 1: b""}))
     assert MethodCache(path).codes == {}
     first = MethodCache(path)
     _made_through(first, monkeypatch)
     first.save()
     damaged = {source: b"\xff" + kept for source, kept in MethodCache(path).codes.items()}
-    path.write_bytes(importlib.util.MAGIC_NUMBER + marshal.dumps(damaged))  # entries that are not code
+    path.write_bytes(method_cache._HEADER + marshal.dumps(damaged))  # entries that are not code
     cache = MethodCache(path)
     _behaves(_made_through(cache, monkeypatch))
     assert cache.added == len(damaged)  # compiled again, each of them
@@ -140,7 +168,7 @@ def test_past_the_limit_a_save_keeps_only_what_its_process_used(
     stale = {
         f"def old_{n}(): pass": marshal.dumps(compile(f"def old_{n}(): pass", "<string>", "exec")) for n in range(5)
     }
-    path.write_bytes(importlib.util.MAGIC_NUMBER + marshal.dumps(stale))
+    path.write_bytes(method_cache._HEADER + marshal.dumps(stale))
     monkeypatch.setattr(method_cache, "LIMIT", 5)
     cache = MethodCache(path)
     _made_through(cache, monkeypatch)
