@@ -24,6 +24,7 @@ import importlib.util
 import marshal
 import os
 import sys
+import zlib
 from pathlib import Path
 from types import CodeType
 from typing import Any
@@ -33,7 +34,7 @@ from typing import Any
 LIMIT = 3_000
 MAX_BYTES = 16 * 1024 * 1024  # a file this size is not one this module wrote
 # After the interpreter's bytecode magic: this file's format (a new one ignores, then replaces, older files).
-FORMAT = b"flujo dataclass methods 2\n"
+FORMAT = b"flujo dataclass methods 3\n"
 
 
 class MethodCache:
@@ -50,7 +51,7 @@ class MethodCache:
         self.used.add(source)
         kept = self.codes.get(source)
         if kept is not None:
-            with contextlib.suppress(EOFError, ValueError, TypeError):
+            with contextlib.suppress(Exception):  # the file's checksum held, so this is not expected
                 code = marshal.loads(kept)
                 if isinstance(code, CodeType):
                     return code
@@ -66,29 +67,42 @@ class MethodCache:
         builtins.exec(self.compile(source) if isinstance(source, str) else source, globals_, locals_)
 
     def save(self) -> None:
-        if not self.added or not self.path.parent.is_dir():
+        if not self.added:
             return
-        codes = self.codes if len(self.codes) <= LIMIT else {source: self.codes[source] for source in self.used}
-        part = self.path.with_name(f"{self.path.name}.{os.getpid()}")
+        self.added = 0
+        codes = self.codes
+        if len(codes) > LIMIT:
+            codes = {source: codes[source] for source in self.used if source in codes}
+        payload = marshal.dumps(codes)
+        part = self.path.with_name(f"{self.path.name}.{os.getpid()}-{os.urandom(4).hex()}")
         try:
-            part.write_bytes(_HEADER + marshal.dumps(codes))
+            if not self.path.parent.is_dir():
+                return
+            part.write_bytes(_HEADER + zlib.crc32(payload).to_bytes(4, "big") + payload)
             os.replace(part, self.path)  # whole or not at all, when two processes save at once
         except (OSError, ValueError):  # a read-only or full disk: the next process compiles, as now
             with contextlib.suppress(OSError):
                 part.unlink(missing_ok=True)
-        self.added = 0
 
 
 def _read(path: Path) -> dict[str, bytes]:
-    """The file's methods; none when it is missing, damaged, another Python's (its bytecode's magic) or
-    format's, or larger than ``LIMIT`` methods can make (it is then replaced, never read into memory)."""
+    """The file's methods; none when it is missing, another Python's (its bytecode's magic) or format's,
+    damaged (its checksum: a damaged code object can crash the interpreter), or larger than ``LIMIT``
+    methods can make (it is then replaced, never read into memory)."""
     try:
         with path.open("rb") as file:
             data = file.read(MAX_BYTES + 1)
-        if len(data) > MAX_BYTES:
-            return {}
-        found = marshal.loads(data[len(_HEADER) :]) if data.startswith(_HEADER) else None
-    except (OSError, EOFError, ValueError, TypeError):
+    except OSError:
+        return {}
+    start = len(_HEADER) + 4
+    if len(data) > MAX_BYTES or not data.startswith(_HEADER):
+        return {}
+    payload = memoryview(data)[start:]
+    if int.from_bytes(data[len(_HEADER) : start], "big") != zlib.crc32(payload):
+        return {}
+    try:
+        found = marshal.loads(payload)
+    except Exception:  # written by this module and checked: anything here means "damaged"
         return {}
     if not isinstance(found, dict):
         return {}

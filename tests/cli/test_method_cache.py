@@ -9,6 +9,7 @@ import marshal
 import os
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,12 @@ from flujo_cli.method_cache import MethodCache
 
 ROOT = Path(__file__).resolve().parents[2]
 ONE_STEP = 'version: "0.1"\nagents:\n  a: {model: echo}\nsteps:\n  - {kind: step, name: s, uses: agents.a}\n'
+
+
+def _file(codes: object) -> bytes:
+    """A cache file's bytes, as ``MethodCache.save`` writes them."""
+    payload = marshal.dumps(codes)
+    return method_cache._HEADER + zlib.crc32(payload).to_bytes(4, "big") + payload
 
 
 def _point_class() -> type[Any]:
@@ -94,7 +101,7 @@ def test_methods_compiled_by_one_process_are_reused_by_the_next(
     [
         b"",
         b"not marshal at all",
-        method_cache._HEADER + b"\x00\xff",
+        method_cache._HEADER + b"\x00\x00\x00\x00\x00\xff",
         b"\x00\x00\r\n" + method_cache.FORMAT + marshal.dumps({}),
         importlib.util.MAGIC_NUMBER + b"flujo dataclass methods 1\n" + marshal.dumps({}),
     ],
@@ -112,10 +119,24 @@ def test_a_damaged_or_foreign_file_is_compiled_around_and_replaced(
     assert MethodCache(path).codes.keys() == cache.codes.keys() != set()
 
 
+def test_a_file_damaged_anywhere_is_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every byte of a saved file changed in turn: never read (a damaged code object can crash Python)."""
+    path = tmp_path / "methods.marshal"
+    first = MethodCache(path)
+    _made_through(first, monkeypatch)
+    first.save()
+    saved = path.read_bytes()
+    for at in range(0, len(saved), max(1, len(saved) // 400)):
+        path.write_bytes(saved[:at] + bytes([saved[at] ^ 0x41]) + saved[at + 1 :])
+        assert MethodCache(path).codes == {}, at
+    path.write_bytes(saved)
+    assert MethodCache(path).codes == first.codes
+
+
 def test_an_oversized_file_is_not_read_but_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "methods.marshal"
     monkeypatch.setattr(method_cache, "MAX_BYTES", 64)
-    path.write_bytes(method_cache._HEADER + marshal.dumps({"def f(): pass": b"x" * 100}))
+    path.write_bytes(_file({"def f(): pass": b"x" * 100}))
     cache = MethodCache(path)
     assert cache.codes == {}
     _made_through(cache, monkeypatch)
@@ -126,13 +147,13 @@ def test_an_oversized_file_is_not_read_but_replaced(tmp_path: Path, monkeypatch:
 
 def test_a_file_of_other_values_is_not_trusted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "methods.marshal"
-    path.write_bytes(method_cache._HEADER + marshal.dumps({"def f(): pass": "not bytes", 1: b""}))
+    path.write_bytes(_file({"def f(): pass": "not bytes", 1: b""}))
     assert MethodCache(path).codes == {}
     first = MethodCache(path)
     _made_through(first, monkeypatch)
     first.save()
     damaged = {source: b"\xff" + kept for source, kept in MethodCache(path).codes.items()}
-    path.write_bytes(method_cache._HEADER + marshal.dumps(damaged))  # entries that are not code
+    path.write_bytes(_file(damaged))  # entries that are not code
     cache = MethodCache(path)
     _behaves(_made_through(cache, monkeypatch))
     assert cache.added == len(damaged)  # compiled again, each of them
@@ -168,7 +189,7 @@ def test_past_the_limit_a_save_keeps_only_what_its_process_used(
     stale = {
         f"def old_{n}(): pass": marshal.dumps(compile(f"def old_{n}(): pass", "<string>", "exec")) for n in range(5)
     }
-    path.write_bytes(method_cache._HEADER + marshal.dumps(stale))
+    path.write_bytes(_file(stale))
     monkeypatch.setattr(method_cache, "LIMIT", 5)
     cache = MethodCache(path)
     _made_through(cache, monkeypatch)
