@@ -361,13 +361,30 @@ class PostgresStore:
         was lost with it."""
         if self._claims is not None and not self._claims.closed and not self._claimed:
             try:
-                return await _try_lock_on(self._claims, key)
+                return await self._lock_on_claims(key)
             except psycopg.OperationalError:
-                with suppress(psycopg.Error, OSError):
-                    await self._claims.close()
+                await self._close_claims()
         if self._claims is None or self._claims.closed:
             self._claims = await self._connect()
-        return await _try_lock_on(self._claims, key)
+        return await self._lock_on_claims(key)
+
+    async def _lock_on_claims(self, key: int) -> bool:
+        """The lock statement itself. Interrupted (cancelled mid-statement, or failed), the server may have
+        taken the lock all the same, and no claim records it: while this store holds no other claim its
+        connection is closed, which surely gives that lock back; otherwise it is given back by hand."""
+        assert self._claims is not None
+        try:
+            return await _try_lock_on(self._claims, key)
+        except BaseException:
+            await asyncio.shield(self._give_back_stray(key))
+            raise
+
+    async def _give_back_stray(self, key: int) -> None:
+        if not self._claimed:
+            await self._close_claims()
+        elif self._claims is not None and _idle(self._claims):
+            with suppress(psycopg.Error, OSError):
+                await self._claims.execute("SELECT pg_advisory_unlock(%s)", (key,))
 
     async def queue_runs(self, runs: Sequence[RunRecord]) -> None:
         """Store ``runs`` (status ``queued``) and queue them, in this order, in one transaction."""
@@ -497,6 +514,10 @@ class PostgresStore:
                     await claims.close()  # the session is gone, and with it the server dropped the lock
                     if self._claimed:  # and every other claim it held: those runs are no longer this store's
                         self._claims_lost(f"release run {run_id}")
+                except BaseException:  # cancelled mid-statement: the lock may still be held, and is not recorded
+                    if not self._claimed:
+                        await asyncio.shield(self._close_claims())
+                    raise
 
     async def claimed_runs(self, run_ids: Sequence[str]) -> set[str]:
         """The runs of ``run_ids`` this store claims, and those whose advisory lock another session holds
