@@ -43,9 +43,11 @@ install: $(RUN_STAMP) ## Create .venv; install flujo and the local model (what m
 dev: $(DEV_STAMP) ## Also install the dev tools: ruff, mypy, pytest (make test does this)
 
 # Compile flujo's modules once, so that no process recompiles them on start (about 0.2 s each where
-# PYTHONDONTWRITEBYTECODE is set, as on CI machines; pip already compiled the dependencies).
+# PYTHONDONTWRITEBYTECODE is set, as on CI machines; pip already compiled the dependencies), and the methods
+# of its dataclasses (flujo_cli/method_cache.py), which the flujo command does not write there either.
 bytecode: $(RUN_STAMP)
 	@$(BIN)/python -m compileall -q -j 0 core blueprints lens flujo_cli
+	@$(BIN)/python -m flujo_cli.compile_methods >/dev/null
 
 run: bytecode ## Chat with a small model on this machine (interactive; no key, no server)
 	$(BIN)/flujo run $(EXAMPLE)

@@ -138,10 +138,20 @@ class Commands:
         return timed(self.argv(kind), env, self.directory)
 
 
+def compile_methods(tree: Path) -> None:
+    """Keep the methods of ``tree``'s dataclasses, as ``make`` does (flujo_cli/method_cache.py): where
+    ``PYTHONDONTWRITEBYTECODE`` is set the flujo command never writes them. A tree from before has none."""
+    if (tree / "flujo_cli" / "compile_methods.py").exists():
+        env = {**os.environ, "PYTHONPATH": str(tree)}
+        subprocess.run([sys.executable, "-m", "flujo_cli.compile_methods"], env=env, check=True, capture_output=True)
+
+
 def sitting(trees: list[Path], rounds: int, directory: Path, *, warmup: int = 1) -> list[Sitting]:
     """``rounds`` measured rounds (after ``warmup`` unmeasured ones): in each, for each tree in turn, the
     three kinds of process one after the other. One ``Sitting`` per tree, in the order given."""
     commands = [Commands(tree.resolve(), directory / f"tree{number}") for number, tree in enumerate(trees)]
+    for made in commands:
+        compile_methods(made.tree)
     sittings = [Sitting() for _ in trees]
     for round_number in range(warmup + rounds):
         for made, found in zip(commands, sittings, strict=True):

@@ -8,10 +8,12 @@ by the next process: the same exec, of a code object instead of its text.
 
 The cache is one file in ``flujo_cli``'s ``__pycache__`` (wherever Python keeps the package's bytecode,
 ``PYTHONPYCACHEPREFIX`` included), named for the interpreter, so it is trusted exactly as the ``.pyc`` files
-beside it are. It is written only into a ``__pycache__`` that exists (pip, ``compileall`` or Python made
-it: ``PYTHONDONTWRITEBYTECODE`` stops Python from writing bytecode, not from reading what an install
-compiled) and is writable; an unreadable or damaged file is compiled around and replaced. Installed only
-when the process is the ``flujo`` command: a program importing flujo keeps the standard library untouched.
+beside it are. Like them, it is written by the first process that needs it, only into a ``__pycache__`` that
+exists and is writable, and not where Python writes no bytecode (``-B``, ``PYTHONDONTWRITEBYTECODE``): there
+``python -m flujo_cli.compile_methods`` writes it ahead, as ``compileall`` does modules (``make`` runs both).
+It is read back only by the same Python and format, whole (a checksum), else compiled around and replaced.
+Installed only when the process is the ``flujo`` command: a program importing flujo keeps the standard
+library untouched.
 """
 
 from __future__ import annotations
@@ -66,8 +68,11 @@ class MethodCache:
         """``exec`` as ``dataclasses`` calls it (the text it generated), with the compilation looked up first."""
         builtins.exec(self.compile(source) if isinstance(source, str) else source, globals_, locals_)
 
-    def save(self) -> None:
-        if not self.added:
+    def save(self, *, always: bool = False) -> None:
+        """Write the file when something new was compiled, unless Python writes no bytecode here (``-B``,
+        ``PYTHONDONTWRITEBYTECODE``); ``always``: whatever that says (``python -m flujo_cli.method_cache``,
+        as ``compileall`` does for modules)."""
+        if not self.added or (sys.dont_write_bytecode and not always):
             return
         self.added = 0
         codes = self.codes
@@ -134,3 +139,23 @@ def install() -> MethodCache | None:
     atexit.register(cache.save)
     _installed = cache
     return cache
+
+
+def prime() -> int:
+    """Make every dataclass of flujo (and the libraries' it loads), then keep their methods; the number kept.
+    Modules of an extra that is not installed are left out."""
+    import importlib
+    import pkgutil
+
+    cache = install()
+    if cache is None:
+        return 0
+    for package in ("core", "blueprints", "lens", "flujo_cli"):
+        root = importlib.import_module(package)
+        for found in pkgutil.walk_packages(root.__path__, f"{package}."):
+            if found.name.endswith("__main__"):
+                continue
+            with contextlib.suppress(ImportError):
+                importlib.import_module(found.name)
+    cache.save(always=True)
+    return len(cache.codes)

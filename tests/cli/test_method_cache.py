@@ -22,6 +22,25 @@ ROOT = Path(__file__).resolve().parents[2]
 ONE_STEP = 'version: "0.1"\nagents:\n  a: {model: echo}\nsteps:\n  - {kind: step, name: s, uses: agents.a}\n'
 
 
+@pytest.fixture(autouse=True)
+def python_writes_bytecode(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As on a user's machine (the suite runs with ``PYTHONDONTWRITEBYTECODE``, see the test near the end)."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+
+
+def test_where_python_writes_no_bytecode_a_save_writes_nothing_unless_told(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "methods.marshal"
+    cache = MethodCache(path)
+    _made_through(cache, monkeypatch)
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    cache.save()
+    assert not path.exists()
+    cache.save(always=True)  # python -m flujo_cli.compile_methods
+    assert MethodCache(path).codes.keys() == cache.codes.keys()
+
+
 def _file(codes: object) -> bytes:
     """A cache file's bytes, as ``MethodCache.save`` writes them."""
     payload = marshal.dumps(codes)
@@ -198,8 +217,8 @@ def test_past_the_limit_a_save_keeps_only_what_its_process_used(
     assert kept.keys() == cache.used and not kept.keys() & stale.keys()
 
 
-def _flujo(tmp_path: Path, prefix: Path) -> None:
-    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
+def _flujo(tmp_path: Path, prefix: Path, extra: dict[str, str] | None = None) -> None:
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PYTHONPATH": str(ROOT), **(extra or {})}
     env |= {"FLUJO_STATE_URI": str(tmp_path / "s.db"), "PYTHONPYCACHEPREFIX": str(prefix)}
     done = subprocess.run(
         [sys.executable, "-m", "flujo_cli.main", "run", "one.yaml", "--input", "hi", "--no-input"],
@@ -236,3 +255,31 @@ def test_a_program_importing_flujo_keeps_the_standard_library_untouched(tmp_path
         [sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, env={"PYTHONPATH": str(ROOT)}
     )
     assert done.stdout.strip() == "False", done.stderr
+
+
+@pytest.mark.slow
+def test_where_python_writes_no_bytecode_only_compile_methods_keeps_them(tmp_path: Path) -> None:
+    """``PYTHONDONTWRITEBYTECODE``: the command writes nothing, as Python writes no ``.pyc``;
+    ``python -m flujo_cli.compile_methods`` (``make`` runs it) writes them ahead, and runs then reuse them."""
+    (tmp_path / "one.yaml").write_text(ONE_STEP)
+    prefix = tmp_path / "bytecode"
+    package = ROOT / "flujo_cli"
+    cache = prefix / package.relative_to(package.anchor) / f"dataclass_methods.{sys.implementation.cache_tag}.marshal"
+    cache.parent.mkdir(parents=True)
+    quiet = {"PYTHONDONTWRITEBYTECODE": "1"}
+
+    _flujo(tmp_path, prefix, quiet)
+    assert not cache.exists()
+
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(ROOT), "PYTHONPYCACHEPREFIX": str(prefix), **quiet}
+    done = subprocess.run(
+        [sys.executable, "-m", "flujo_cli.compile_methods"], capture_output=True, text=True, cwd=tmp_path, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    kept = MethodCache(cache).codes
+    assert len(kept) > 1000 and str(cache) in done.stdout  # every module's classes, the run's among them
+    before = cache.stat()
+    _flujo(tmp_path, prefix, quiet)
+    _flujo(tmp_path, prefix, {})  # Python may write here: still nothing new to keep
+    after = cache.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
