@@ -113,3 +113,19 @@ def test_the_provenance_script_runs_with_and_without(mode: str, whys: str) -> No
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout == f"completed: 30 prompt events, {whys}\n", result.stdout
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgresql"])
+def test_the_instruction_count_script_runs_its_iterations(store: str, postgres_server: str) -> None:
+    """What ``benchmarks/pg_instructions.py`` runs under callgrind, on each store (callgrind itself is slow)."""
+    from tests.support.postgres_server import empty_store_uri
+
+    uri = "sqlite" if store == "sqlite" else empty_store_uri(postgres_server)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "pg_instructions.py"), "run", "3", uri],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
