@@ -143,7 +143,7 @@ def install() -> MethodCache | None:
 
 def prime() -> int:
     """Make every dataclass of flujo (and the libraries' it loads), then keep their methods; the number kept.
-    Modules of an extra that is not installed are left out."""
+    Modules that cannot be imported here (an extra not installed) are left out."""
     import importlib
     import pkgutil
 
@@ -152,10 +152,10 @@ def prime() -> int:
         return 0
     for package in ("core", "blueprints", "lens", "flujo_cli"):
         root = importlib.import_module(package)
-        for found in pkgutil.walk_packages(root.__path__, f"{package}."):
+        for found in pkgutil.walk_packages(root.__path__, f"{package}.", onerror=lambda name: None):
             if found.name.endswith("__main__"):
                 continue
-            with contextlib.suppress(ImportError):
+            with contextlib.suppress(Exception):  # an extra not installed, or one that cannot load here
                 importlib.import_module(found.name)
     cache.save(always=True)
     return len(cache.codes)
