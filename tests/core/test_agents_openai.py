@@ -446,3 +446,31 @@ def test_sse_parser_handles_comments_event_names_and_multiline_data() -> None:
     events = [event for line in lines if (event := parser.feed(line)) is not None]
     assert events == [SSEEvent("delta", '{"a":\n1}'), SSEEvent(None, "[DONE]")]
     assert parser.flush() is None
+
+
+async def test_every_call_of_a_process_verifies_tls_with_one_context(
+    fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """httpx makes a TLS context for each client it builds, reading the CA bundle (50-85 ms of CPU here), and
+    each call builds a client: they are given the process's one context instead (core/agents/http.py)."""
+    import ssl
+
+    import httpx
+
+    from core.agents import http
+
+    given: list[object] = []
+    real_init = httpx.AsyncClient.__init__
+
+    def recording(self: httpx.AsyncClient, *args: Any, **kwargs: Any) -> None:
+        given.append(kwargs.get("verify"))
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(httpx.AsyncClient, "__init__", recording)
+    agent = make(fake_llm)
+    for n in range(3):
+        fake_llm.reply(f"reply {n}")
+        assert (await agent.run(AgentCall(input=f"message {n}", step="s"))).output == f"reply {n}"
+    assert len(given) == 3 and isinstance(given[0], ssl.SSLContext)
+    assert all(context is http.tls_context() for context in given)
+    assert http.tls_context().verify_mode == ssl.CERT_REQUIRED  # httpx's default: certificates checked
