@@ -20,7 +20,7 @@ This is the one place where httpx exceptions and HTTP error statuses become fluj
   ``ProviderError``: a partial reply is never returned as if it were the whole.
 
 Each request uses its own ``httpx.AsyncClient``, closed before the function returns; they share one TLS
-context (``tls_context``).
+context (``tls_context``), and plain HTTP without a proxy (a local server) makes none.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import functools
 import json
 import ssl
 import time
+import urllib.request
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
@@ -279,7 +280,7 @@ async def _with_retries(endpoint: Endpoint, once: Callable[[httpx.AsyncClient], 
     if endpoint.missing_key is not None:
         raise endpoint.missing_key
     client = httpx.AsyncClient(
-        timeout=httpx.Timeout(endpoint.timeout), headers=dict(endpoint.headers), verify=tls_context()
+        timeout=httpx.Timeout(endpoint.timeout), headers=dict(endpoint.headers), verify=_verify(endpoint.base_url)
     )
     async with client:
         attempt = 0
@@ -296,6 +297,15 @@ async def _with_retries(endpoint: Endpoint, once: Callable[[httpx.AsyncClient], 
                 if listener is not None:
                     listener(Retry(attempt + 1, endpoint.max_retries + 1, delay, failure.reason, cut=failure.cut))
                 await asyncio.sleep(delay)
+
+
+def _verify(base_url: str) -> ssl.SSLContext | bool:
+    """What the client of a call to ``base_url`` verifies TLS with: the process's one context, or False for
+    plain HTTP reached without a proxy (a local server): no TLS is spoken there (httpx follows no redirect),
+    and httpx then makes no context at all."""
+    if base_url.lower().startswith("http://") and not {"http", "all"} & set(urllib.request.getproxies()):
+        return False
+    return tls_context()
 
 
 @functools.cache

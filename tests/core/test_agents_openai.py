@@ -448,17 +448,16 @@ def test_sse_parser_handles_comments_event_names_and_multiline_data() -> None:
     assert parser.flush() is None
 
 
-async def test_every_call_of_a_process_verifies_tls_with_one_context(
+async def test_calls_make_no_tls_context_where_none_is_spoken(
     fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """httpx makes a TLS context for each client it builds, reading the CA bundle (50-85 ms of CPU here), and
-    each call builds a client: they are given the process's one context instead (core/agents/http.py)."""
-    import ssl
-
+    each call builds a client. A plain-HTTP server reached without a proxy (here the fake; a local model,
+    Ollama) speaks no TLS: its clients get none (core/agents/http.py)."""
     import httpx
 
-    from core.agents import http
-
+    for name in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
     given: list[object] = []
     real_init = httpx.AsyncClient.__init__
 
@@ -471,6 +470,20 @@ async def test_every_call_of_a_process_verifies_tls_with_one_context(
     for n in range(3):
         fake_llm.reply(f"reply {n}")
         assert (await agent.run(AgentCall(input=f"message {n}", step="s"))).output == f"reply {n}"
-    assert len(given) == 3 and isinstance(given[0], ssl.SSLContext)
-    assert all(context is http.tls_context() for context in given)
-    assert http.tls_context().verify_mode == ssl.CERT_REQUIRED  # httpx's default: certificates checked
+    assert given == [False, False, False]
+
+
+def test_tls_is_verified_with_one_context_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """HTTPS, or plain HTTP through a proxy (which may be HTTPS): httpx's default verification, made once."""
+    import ssl
+
+    from core.agents.http import _verify, tls_context
+
+    for name in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    context = _verify("https://api.openai.com/v1")
+    assert isinstance(context, ssl.SSLContext) and context.verify_mode == ssl.CERT_REQUIRED
+    assert _verify("https://api.anthropic.com") is context is tls_context()
+    assert _verify("http://127.0.0.1:8080/v1") is False
+    monkeypatch.setenv("HTTP_PROXY", "https://proxy.example:3128")
+    assert _verify("http://127.0.0.1:8080/v1") is context
