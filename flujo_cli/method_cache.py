@@ -70,7 +70,7 @@ class MethodCache:
 
     def save(self, *, always: bool = False) -> None:
         """Write the file when something new was compiled, unless Python writes no bytecode here (``-B``,
-        ``PYTHONDONTWRITEBYTECODE``); ``always``: whatever that says (``python -m flujo_cli.method_cache``,
+        ``PYTHONDONTWRITEBYTECODE``); ``always``: whatever that says (``python -m flujo_cli.compile_methods``,
         as ``compileall`` does for modules)."""
         if not self.added or (sys.dont_write_bytecode and not always):
             return
