@@ -9,13 +9,12 @@ of flujo's dataclasses (``python -m flujo_cli.compile_methods``), which ``make``
 from __future__ import annotations
 
 import compileall
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from benchmarks import sizes
+from benchmarks.startup_ratio import compile_methods
 from tests.conftest import isolated_environment, postgres_server, postgres_uri, pytest_collection_modifyitems
 
 # The tests' rules hold here too (tests/conftest.py): each benchmark starts isolated, with a time limit.
@@ -29,5 +28,4 @@ def pytest_configure(config: pytest.Config) -> None:
         root = Path(__file__).resolve().parent.parent
         for package in ("core", "blueprints", "lens", "flujo_cli"):
             compileall.compile_dir(root / package, quiet=1, workers=0)
-        # And the methods of flujo's dataclasses (flujo_cli/method_cache.py), in a process of their own.
-        subprocess.run([sys.executable, "-m", "flujo_cli.compile_methods"], cwd=root, check=True, capture_output=True)
+        compile_methods(root)  # and the methods of flujo's dataclasses, as make does
