@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from blueprints.checking.loader import Blueprint, InvalidBlueprint, load_blueprint, validate_file
 from blueprints.checking.model_overrides import ModelOverrideError, ModelOverrides
+from blueprints.checking.validated import ValidatedFiles
 from blueprints.compiling.agents import AgentFactory
 from blueprints.compiling.compiler import compile_pipeline
 from blueprints.compiling.persona import simulated_user
@@ -100,6 +101,7 @@ __all__ = [
     "ParsedYaml",
     "RunFacts",
     "ScaffoldError",
+    "ValidatedFiles",
     "WizardAnswers",
     "case_text",
     "check_expectations",

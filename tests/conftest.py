@@ -1,8 +1,9 @@
 """Shared pytest fixtures and the suite's rules. Append new fixtures below; keep each one small and documented.
 
 Every test starts isolated (``isolated_environment``, autouse; the benchmarks use it too): its working
-directory is its own ``tmp_path``; ``HOME`` is an empty folder of its own and ``XDG_CONFIG_HOME`` is not set, so
-no test reads the user's settings file (``~/.config/flujo/config.toml``); no ``FLUJO_*`` (except the test
+directory is its own ``tmp_path``; ``HOME`` is an empty folder of its own and neither ``XDG_CONFIG_HOME`` nor
+``XDG_CACHE_HOME`` is set, so no test reads the user's settings file (``~/.config/flujo/config.toml``) or
+another test's cache (flujo_cli/user_cache.py); no ``FLUJO_*`` (except the test
 suite's own ``FLUJO_TEST_*``), ``OPENAI_*``, ``ANTHROPIC_*``, ``OLLAMA_*`` or ``OTEL_*`` variable, no variable whose
 name flujo reads as a secret (``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*_KEY``, ``*PASSWORD``: their
 values are masked in every trace) and none that sets a terminal's width or colours (``COLUMNS``, ``LINES``,
@@ -38,7 +39,8 @@ _INHERITED_PREFIXES = ("FLUJO_", "OPENAI_", "ANTHROPIC_", "OLLAMA_", "OTEL_")
 _KEPT_PREFIXES = ("FLUJO_TEST_",)  # the test suite's own settings (tests/support/postgres_server.py)
 _SECRET_NAME = re.compile(r"(?i)(_API_KEY|_TOKEN|_SECRET|_KEY|PASSWORD)$")  # as core.settings.config.secret_values
 _TERMINAL = frozenset({"COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR"})
-_USER_FILES = frozenset({"XDG_CONFIG_HOME"})  # where the user's settings file is (core.settings.layers)
+# Where the user's settings file is (core.settings.layers) and the command's cache (flujo_cli/user_cache.py).
+_USER_FILES = frozenset({"XDG_CONFIG_HOME", "XDG_CACHE_HOME"})
 
 
 def pytest_configure(config: pytest.Config) -> None:

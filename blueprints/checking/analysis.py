@@ -18,13 +18,14 @@ from pydantic import ValidationError
 from blueprints.checking.checks import run_checks
 from blueprints.checking.default_model import with_default_model
 from blueprints.checking.model_overrides import NO_MODEL_OVERRIDES, ModelOverrides
+from blueprints.checking.validated import Validated, ValidatedFiles
 from blueprints.checking.validation import validation_findings
 from blueprints.reading.ensemble_file import is_ensemble_file, reword, translate, translate_index
 from blueprints.reading.file_kinds import not_a_file
 from blueprints.reading.findings import Finding, sort_findings
 from blueprints.reading.positions import PositionIndex
 from blueprints.reading.yaml_source import parse_yaml
-from blueprints.schema import BlueprintModel
+from blueprints.schema import BlueprintModel, complete_models
 from core import BoundsSettings, HistorySettings, SourcePosition
 
 
@@ -57,12 +58,14 @@ def analyse_file(
     bounds: BoundsSettings | None = None,
     models: ModelOverrides = NO_MODEL_OVERRIDES,
     default_model: str | None = None,
+    kept: ValidatedFiles | None = None,
 ) -> FileAnalysis:
     """Every finding of the blueprint file at ``path`` (named as given in positions), its loops checked
     against the settings' ``history`` defaults and its YAML read within ``bounds`` (the built-in ones
     when None), its agents that name no model running ``default_model`` (the settings'), and the models
     ``models`` gives them (``--model``) over any. ModelOverrideError when ``models`` names an agent the file
-    does not define: the command line's mistake, not the file's."""
+    does not define: the command line's mistake, not the file's. With ``kept``, a file whose structure
+    validated before is not parsed nor validated again (``blueprints.checking.validated``); its checks run."""
     file = str(path)
     found = not_a_file(path)  # before opening it: a FIFO would wait for a writer
     if found == "nothing":
@@ -92,6 +95,16 @@ def analyse_file(
         )  # fmt: skip
         return FileAnalysis([bad])
     source_hash = hashlib.sha256(raw).hexdigest()
+    key = None
+    if kept is not None:
+        key = kept.key(file, source_hash, bounds=bounds or BoundsSettings(), models=models, default_model=default_model)
+        known = kept.recall(key)
+        if known is not None:
+            checked = run_checks(
+                known.model, known.index, path.parent, history=history, profiles=profiles, bounds=bounds
+            )
+            findings = sort_findings([*known.findings, *checked])
+            return FileAnalysis(findings, known.model, known.index, source_hash, known.defaulted)
     parsed = parse_yaml(text.removeprefix("\ufeff"), file, bounds=bounds)
     if not parsed.ok:
         return FileAnalysis(parsed.findings)
@@ -111,6 +124,7 @@ def analyse_file(
         parsed.data = models.apply(parsed.data, file=file)
         defaulted = frozenset(name for name in defaulted if models.model_for(name) is None)
     try:
+        complete_models()
         model = BlueprintModel.model_validate(parsed.data)
     except ValidationError as exc:
         invalid = validation_findings(exc, parsed.data, index)
@@ -123,6 +137,8 @@ def analyse_file(
         later = run_checks(rescued.model, index, path.parent, history=history, profiles=profiles, bounds=bounds)
         findings = [*schema, *rescued.later_findings(later, index)]
         return FileAnalysis(sort_findings(findings), rescued.model, index, source_hash, defaulted)
+    if kept is not None and key is not None:
+        kept.keep(key, Validated(model, index, tuple(parsed.findings), defaulted))
     findings = [
         *parsed.findings,
         *run_checks(model, index, path.parent, history=history, profiles=profiles, bounds=bounds),

@@ -19,6 +19,7 @@ from pathlib import Path
 from blueprints.checking.analysis import FileAnalysis, analyse_file
 from blueprints.checking.checks.sites import names_under, walk
 from blueprints.checking.model_overrides import NO_MODEL_OVERRIDES, ModelOverrides
+from blueprints.checking.validated import ValidatedFiles
 from blueprints.reading.file_kinds import not_a_file
 from blueprints.reading.findings import Finding, FindingCode, sort_findings
 from blueprints.reading.positions import Path as DataPath
@@ -50,8 +51,10 @@ class ImportGraph:
         bounds: BoundsSettings | None = None,
         models: ModelOverrides = NO_MODEL_OVERRIDES,
         default_model: str | None = None,
+        kept: ValidatedFiles | None = None,
     ) -> None:
         self._files: dict[Path, ImportedFile] = {}
+        self._kept = kept
         self._models = models
         self._default_model = default_model
         self._history = history
@@ -80,6 +83,7 @@ class ImportGraph:
             bounds=self._bounds,
             models=models,
             default_model=self._default_model,
+            kept=self._kept,
         )
         node = ImportedFile(path, analysis, list(analysis.findings))
         self._files[key] = node

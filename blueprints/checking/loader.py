@@ -20,6 +20,7 @@ from pathlib import Path
 
 from blueprints.checking.import_graph import ImportedFile, ImportGraph
 from blueprints.checking.model_overrides import NO_MODEL_OVERRIDES, ModelOverrides
+from blueprints.checking.validated import ValidatedFiles
 from blueprints.reading.findings import Finding
 from blueprints.reading.positions import Path as DataPath
 from blueprints.reading.positions import PositionIndex
@@ -82,13 +83,16 @@ class Blueprint:
         return digest.hexdigest()
 
 
-def _load(path: Path, settings: Settings | None, models: ModelOverrides) -> tuple[list[Finding], ImportedFile]:
+def _load(
+    path: Path, settings: Settings | None, models: ModelOverrides, kept: ValidatedFiles | None = None
+) -> tuple[list[Finding], ImportedFile]:
     graph = ImportGraph(
         history=settings.history if settings is not None else None,
         profiles=list(settings.profiles) if settings is not None else None,
         bounds=settings.bounds if settings is not None else None,
         models=models,
         default_model=settings.default_model if settings is not None else None,
+        kept=kept,
     )
     root = graph.load(path)
     return [finding for file in graph.files for finding in file.findings], root
@@ -104,12 +108,17 @@ def validate_file(
 
 
 def load_blueprint(
-    path: str | Path, *, settings: Settings | None = None, models: ModelOverrides = NO_MODEL_OVERRIDES
+    path: str | Path,
+    *,
+    settings: Settings | None = None,
+    models: ModelOverrides = NO_MODEL_OVERRIDES,
+    kept: ValidatedFiles | None = None,
 ) -> Blueprint:
     """The blueprint at ``path``, validated against ``settings`` (the built-in defaults when None), its
     agents running the models ``models`` gives them (``--model``); InvalidBlueprint (a BlueprintError) if it
-    or an import has an error, ModelOverrideError when ``models`` names an agent it lacks."""
-    findings, root = _load(Path(path), settings, models)
+    or an import has an error, ModelOverrideError when ``models`` names an agent it lacks. With ``kept``,
+    files validated before are taken from there (``blueprints.checking.validated``); their checks run."""
+    findings, root = _load(Path(path), settings, models, kept)
     # A damaged model file is the machine's problem, not the blueprint's: the run reports it when it builds
     # the agent, as a configuration error (blueprints.checking.checks.agents).
     if any(f.is_error and f.code != "model-file" for f in findings):

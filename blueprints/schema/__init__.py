@@ -39,6 +39,7 @@ from blueprints.schema.steps import (
     ParallelStepModel,
     StepModel,
     StepModelBase,
+    complete_models,
 )
 from blueprints.schema.tools import McpModel, ToolModel
 
@@ -81,4 +82,5 @@ __all__ = [
     "StepModelBase",
     "TextOutputModel",
     "ToolModel",
+    "complete_models",
 ]

@@ -17,7 +17,7 @@ from pydantic_core import PydanticCustomError
 class StrictModel(BaseModel):
     """Base of every blueprint model: strict types, unknown keys rejected, immutable."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
     label: ClassVar[str] = "mapping"
 
 

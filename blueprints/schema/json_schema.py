@@ -27,7 +27,10 @@ from blueprints.schema.agents import AgentModel, LimitsModel
 from blueprints.schema.base import Name, StrictModel
 from blueprints.schema.document import BlueprintModel
 from blueprints.schema.ensemble import DependencyModel, EnsembleSettingsModel, ParticipantModel
+from blueprints.schema.steps import complete_models
 from core import Settings
+
+complete_models()  # the fields below are read from models made with defer_build
 
 SchemaKind = Literal["blueprint", "ensemble", "config"]
 SCHEMA_KINDS: tuple[SchemaKind, ...] = ("blueprint", "ensemble", "config")

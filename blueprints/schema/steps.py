@@ -243,5 +243,11 @@ AnyStepModel = (
     | EnsembleStepModel
 )
 
-for _model in (LoopSettingsModel, ParallelSettingsModel, ParallelStepModel, ConditionalStepModel, MapSettingsModel):
-    _model.model_rebuild()
+
+def complete_models() -> None:
+    """Build the models' validators, and resolve the fields that name a step (``StepModel`` is defined after
+    the models that contain steps). Every model is made with ``defer_build``: a run whose blueprint was
+    validated before (``blueprints.checking.validated``) never builds them, and the first validation does.
+    Call this before validating, or before reading ``model_fields`` to explain a validation error."""
+    for model in (LoopSettingsModel, ParallelSettingsModel, ParallelStepModel, ConditionalStepModel, MapSettingsModel):
+        model.model_rebuild()

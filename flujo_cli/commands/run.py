@@ -322,6 +322,7 @@ async def _run(
     from flujo_cli.progress import LiveReporter
     from flujo_cli.run_claims import hold_thread, take_for_resume
     from flujo_cli.store_access import elsewhere, open_for, settings_with_state, where
+    from flujo_cli.user_cache import validated_files
 
     console = stderr()
     settings = settings_with_state(state, overrides.setting_overrides())
@@ -406,7 +407,9 @@ async def _run(
         assert file is not None
         use_bounds(settings.bounds)  # what templates and expressions of this run may make and do
         try:  # absolute: resume works from anywhere
-            blueprint = load_blueprint(file.resolve(), settings=settings, models=model_overrides(overrides.models))
+            blueprint = load_blueprint(
+                file.resolve(), settings=settings, models=model_overrides(overrides.models), kept=validated_files()
+            )
             overrides = overrides.with_default_model(blueprint, settings)  # recorded: a resume runs the same
             # A replay calls a model only once it diverges (live): a missing API key is said then, not now.
             factory = functools.partial(build_agent, defer_missing_key=True) if answer_flags.replay else None

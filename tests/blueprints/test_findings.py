@@ -22,6 +22,7 @@ def test_public_api_is_pinned() -> None:
         "not_a_file",
         "ModelOverrides", "ModelOverrideError",
         "SCHEMA_KINDS", "file_schema",
+        "ValidatedFiles",  # blueprint files validated before, kept on disk (blueprints.checking.validated)
     } | {  # case files (flujo lens export --case, flujo test)
         "CASE_SUFFIX", "Case", "case_text", "read_case", "ExpectationResult", "Expectations", "RunFacts",
         "check_expectations",

@@ -1,0 +1,35 @@
+"""Where the ``flujo`` command keeps what it can make again: ``$XDG_CACHE_HOME/flujo`` (an absolute
+``XDG_CACHE_HOME``, as the XDG spec says), else ``~/.cache/flujo``; nowhere when neither is set.
+
+Everything in it can be deleted at any time; the next command makes it again. Today it holds the blueprint
+files validated before (``validated/``, ``blueprints.checking.validated``), which ``flujo run``, ``flujo
+resume`` and ``flujo explain`` read instead of validating an unchanged file again.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from blueprints import ValidatedFiles
+
+
+def cache_folder(env: Mapping[str, str] = os.environ) -> Path | None:
+    """The command's cache folder (whether or not it exists yet); None when ``env`` names neither an
+    absolute ``XDG_CACHE_HOME`` nor ``HOME``."""
+    xdg = env.get("XDG_CACHE_HOME", "")
+    if xdg and Path(xdg).is_absolute():
+        return Path(xdg) / "flujo"
+    home = env.get("HOME", "")
+    return Path(home) / ".cache" / "flujo" if home else None
+
+
+def validated_files(env: Mapping[str, str] = os.environ) -> ValidatedFiles | None:
+    """The validated blueprint files of this user, or None when there is no cache folder."""
+    from blueprints import ValidatedFiles
+
+    folder = cache_folder(env)
+    return ValidatedFiles(folder / "validated") if folder is not None else None
