@@ -143,7 +143,9 @@ def compile_methods(tree: Path) -> None:
     ``PYTHONDONTWRITEBYTECODE`` is set the flujo command never writes them. A tree from before has none."""
     if (tree / "flujo_cli" / "compile_methods.py").exists():
         env = {**os.environ, "PYTHONPATH": str(tree)}
-        subprocess.run([sys.executable, "-m", "flujo_cli.compile_methods"], env=env, check=True, capture_output=True)
+        # From ``tree``: ``-m`` puts the working directory first on the path, before ``PYTHONPATH``.
+        run = [sys.executable, "-m", "flujo_cli.compile_methods"]
+        subprocess.run(run, env=env, cwd=tree, check=True, capture_output=True)
 
 
 def sitting(trees: list[Path], rounds: int, directory: Path, *, warmup: int = 1) -> list[Sitting]:

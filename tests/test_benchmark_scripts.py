@@ -129,3 +129,20 @@ def test_the_instruction_count_script_runs_its_iterations(store: str, postgres_s
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_startup_ratio_compiles_the_methods_of_the_tree_it_is_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From the repository's folder too, where ``python -m`` would find this tree's ``flujo_cli`` first."""
+    from benchmarks.startup_ratio import compile_methods
+
+    tree = tmp_path / "tree"
+    (tree / "flujo_cli").mkdir(parents=True)
+    (tree / "flujo_cli" / "__init__.py").write_text("")
+    (tree / "flujo_cli" / "compile_methods.py").write_text(
+        "from pathlib import Path\nPath(__file__).with_name('compiled').write_text('yes')\n"
+    )
+    monkeypatch.chdir(ROOT)
+    compile_methods(tree)
+    assert (tree / "flujo_cli" / "compiled").read_text() == "yes"
