@@ -87,3 +87,13 @@ def test_the_cache_is_kept_under_xdg_cache_home(tmp_path: Path) -> None:
     assert not (Path(os.environ["HOME"]) / ".cache").exists()
     _, built = _run(tmp_path, {"XDG_CACHE_HOME": str(cache)})
     assert not built
+
+
+def test_the_folder_follows_the_xdg_rules() -> None:
+    from flujo_cli.user_cache import cache_folder, validated_files
+
+    assert cache_folder({"XDG_CACHE_HOME": "/c", "HOME": "/h"}) == Path("/c/flujo")
+    assert cache_folder({"XDG_CACHE_HOME": "relative", "HOME": "/h"}) == Path("/h/.cache/flujo")  # ignored
+    assert cache_folder({}) is None and validated_files({}) is None
+    kept = validated_files({"HOME": "/h"})
+    assert kept is not None and kept.folder == Path("/h/.cache/flujo/validated")
