@@ -22,6 +22,7 @@ import atexit
 import builtins
 import contextlib
 import dataclasses
+import hashlib
 import importlib.util
 import marshal
 import os
@@ -36,22 +37,29 @@ from typing import Any
 LIMIT = 3_000
 MAX_BYTES = 16 * 1024 * 1024  # a file this size is not one this module wrote
 # After the interpreter's bytecode magic: this file's format (a new one ignores, then replaces, older files).
-FORMAT = b"flujo dataclass methods 3\n"
+FORMAT = b"flujo dataclass methods 4\n"
+
+
+def source_key(source: str) -> bytes:
+    """What a method is kept under: a digest of its source text (holding the texts took 1 MB)."""
+    return hashlib.blake2b(source.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 class MethodCache:
-    """Source text → compiled code, read from ``path`` and written back when something new was compiled."""
+    """Source text (its ``source_key``) → compiled code, read from ``path`` and written back when something new
+    was compiled."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         # Each method's code stays marshalled until a class asks for it: a command makes only some of them.
-        self.codes: dict[str, bytes] = _read(path)
-        self.used: set[str] = set()
+        self.codes: dict[bytes, bytes] = _read(path)
+        self.used: set[bytes] = set()
         self.added = 0
 
     def compile(self, source: str) -> CodeType:
-        self.used.add(source)
-        kept = self.codes.get(source)
+        key = source_key(source)
+        self.used.add(key)
+        kept = self.codes.get(key)
         if kept is not None:
             with contextlib.suppress(Exception):  # the file's checksum held, so this is not expected
                 code = marshal.loads(kept)
@@ -60,7 +68,7 @@ class MethodCache:
         # As dataclasses' own exec compiles it: without this module's ``from __future__`` (postponed
         # annotations would turn the methods' annotations into their names' text).
         code = compile(source, "<string>", "exec", dont_inherit=True)
-        self.codes[source] = marshal.dumps(code)
+        self.codes[key] = marshal.dumps(code)
         self.added += 1
         return code
 
@@ -77,7 +85,7 @@ class MethodCache:
         self.added = 0
         codes = self.codes
         if len(codes) > LIMIT:
-            codes = {source: codes[source] for source in self.used if source in codes}
+            codes = {key: codes[key] for key in self.used if key in codes}
         payload = marshal.dumps(codes)
         part = self.path.with_name(f"{self.path.name}.{os.getpid()}-{os.urandom(4).hex()}")
         try:
@@ -90,7 +98,7 @@ class MethodCache:
                 part.unlink(missing_ok=True)
 
 
-def _read(path: Path) -> dict[str, bytes]:
+def _read(path: Path) -> dict[bytes, bytes]:
     """The file's methods; none when it is missing, another Python's (its bytecode's magic) or format's,
     damaged (its checksum: a damaged code object can crash the interpreter), or larger than ``LIMIT``
     methods can make (it is then replaced, never read into memory)."""
@@ -111,10 +119,11 @@ def _read(path: Path) -> dict[str, bytes]:
         return {}
     if not isinstance(found, dict):
         return {}
-    return {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, bytes)}
+    return {k: v for k, v in found.items() if isinstance(k, bytes) and len(k) == _KEY_SIZE and isinstance(v, bytes)}
 
 
 _HEADER = importlib.util.MAGIC_NUMBER + FORMAT
+_KEY_SIZE = 16
 
 
 def cache_path() -> Path:

@@ -108,6 +108,8 @@ def test_methods_compiled_by_one_process_are_reused_by_the_next(
 
     second = MethodCache(path)
     assert set(second.codes) == set(first.codes)
+    # Kept under digests of the methods' source: neither the file nor the process holds the texts.
+    assert all(len(key) == 16 for key in second.codes) and b"def __init__(" not in path.read_bytes()
     _behaves(_made_through(second, monkeypatch))
     assert second.added == 0  # nothing compiled
     mtime = path.stat().st_mtime_ns
@@ -123,8 +125,9 @@ def test_methods_compiled_by_one_process_are_reused_by_the_next(
         method_cache._HEADER + b"\x00\x00\x00\x00\x00\xff",
         b"\x00\x00\r\n" + method_cache.FORMAT + marshal.dumps({}),
         importlib.util.MAGIC_NUMBER + b"flujo dataclass methods 1\n" + marshal.dumps({}),
+        _file({"def f(): pass": marshal.dumps(compile("def f(): pass", "<string>", "exec"))}),  # format 3's keys
     ],
-    ids=["empty", "garbage", "truncated", "another-python", "an-older-format"],
+    ids=["empty", "garbage", "truncated", "another-python", "an-older-format", "text-keys"],
 )
 def test_a_damaged_or_foreign_file_is_compiled_around_and_replaced(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: bytes
@@ -206,7 +209,10 @@ def test_past_the_limit_a_save_keeps_only_what_its_process_used(
 ) -> None:
     path = tmp_path / "methods.marshal"
     stale = {
-        f"def old_{n}(): pass": marshal.dumps(compile(f"def old_{n}(): pass", "<string>", "exec")) for n in range(5)
+        method_cache.source_key(f"def old_{n}(): pass"): marshal.dumps(
+            compile(f"def old_{n}(): pass", "<string>", "exec")
+        )
+        for n in range(5)
     }
     path.write_bytes(_file(stale))
     monkeypatch.setattr(method_cache, "LIMIT", 5)
