@@ -11,7 +11,9 @@ alike:
   clarifier asks, the answer comes from ``--answers``).
 
 No network and no API key: ``echo`` and ``scripted`` are flujo's offline models. Each kind keeps its store
-across rounds (a warm-up round creates and migrates it), as a user's store exists before the run. The figures
+across rounds (a warm-up round creates and migrates it), as a user's store exists before the run, and the
+blueprint files it validated (``~/.cache/flujo``), as a user runs a blueprint again; with ``--cold`` each
+run validates its blueprint, as the first run after an edit does. The figures
 are the medians of wall-clock and CPU time (user + system, from ``RUSAGE_CHILDREN``) of each kind, and their
 ratios to ``deps``; the targets are ``TARGETS``. Used by ``benchmarks/test_cli_startup.py``, and from a shell,
 to compare trees in one sitting (each ``--tree`` is put first on ``PYTHONPATH``; rounds alternate between them)::
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -114,6 +117,7 @@ class Commands:
 
     tree: Path
     directory: Path  # where the stores, the conversation's files and the empty home are
+    cold: bool = False  # each run without the validated blueprint files of the runs before (user_cache.py)
 
     def environment(self, store: str) -> dict[str, str]:
         env = {name: value for name, value in os.environ.items() if not name.startswith("FLUJO_")}
@@ -135,6 +139,8 @@ class Commands:
 
     def run(self, kind: str) -> Cost:
         env = self.environment(str(self.directory / f"{kind}.db"))
+        if self.cold:
+            shutil.rmtree(self.directory / "home" / ".cache", ignore_errors=True)
         return timed(self.argv(kind), env, self.directory)
 
 
@@ -148,10 +154,11 @@ def compile_methods(tree: Path) -> None:
         subprocess.run(run, env=env, cwd=tree, check=True, capture_output=True)
 
 
-def sitting(trees: list[Path], rounds: int, directory: Path, *, warmup: int = 1) -> list[Sitting]:
+def sitting(trees: list[Path], rounds: int, directory: Path, *, warmup: int = 1, cold: bool = False) -> list[Sitting]:
     """``rounds`` measured rounds (after ``warmup`` unmeasured ones): in each, for each tree in turn, the
-    three kinds of process one after the other. One ``Sitting`` per tree, in the order given."""
-    commands = [Commands(tree.resolve(), directory / f"tree{number}") for number, tree in enumerate(trees)]
+    three kinds of process one after the other. One ``Sitting`` per tree, in the order given. ``cold``:
+    every run validates its blueprint, as the first run after an edit does."""
+    commands = [Commands(tree.resolve(), directory / f"tree{number}", cold) for number, tree in enumerate(trees)]
     for made in commands:
         compile_methods(made.tree)
     sittings = [Sitting() for _ in trees]
@@ -168,10 +175,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--tree", type=Path, action="append", help="a tree of flujo's code (default: this one)")
+    parser.add_argument("--cold", action="store_true", help="no blueprint validated before: as after an edit")
     arguments = parser.parse_args()
     trees = arguments.tree or [HERE.parent]
     with tempfile.TemporaryDirectory() as scratch:
-        found = sitting(trees, arguments.rounds, Path(scratch))
+        found = sitting(trees, arguments.rounds, Path(scratch), cold=arguments.cold)
     print(f"{arguments.rounds} rounds, interleaved; medians (ms) and ratios to the dependencies' import (pooled)")
     deps = pooled(found)
     for tree, measured in zip(trees, found, strict=True):

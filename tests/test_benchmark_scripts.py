@@ -146,3 +146,16 @@ def test_startup_ratio_compiles_the_methods_of_the_tree_it_is_given(
     monkeypatch.chdir(ROOT)
     compile_methods(tree)
     assert (tree / "flujo_cli" / "compiled").read_text() == "yes"
+
+
+def test_startup_ratio_cold_runs_validate_every_time(tmp_path: Path) -> None:
+    """``--cold``: no run finds the validated blueprint files of the runs before it."""
+    from benchmarks.startup_ratio import Commands
+
+    commands = Commands(ROOT, tmp_path, cold=True)
+    commands.run("one_step")
+    kept = tmp_path / "home" / ".cache" / "flujo" / "validated"
+    assert len(list(kept.glob("*.validated"))) == 1
+    (kept / "marker.validated").write_text("")
+    commands.run("one_step")
+    assert not (kept / "marker.validated").exists() and len(list(kept.glob("*.validated"))) == 1
