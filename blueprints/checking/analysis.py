@@ -124,9 +124,9 @@ def analyse_file(
         parsed.data = models.apply(parsed.data, file=file)
         defaulted = frozenset(name for name in defaulted if models.model_for(name) is None)
     try:
-        complete_models()
-        model = BlueprintModel.model_validate(parsed.data)
+        model = BlueprintModel.model_validate(parsed.data)  # its first validation builds its validator
     except ValidationError as exc:
+        complete_models()  # explaining the errors reads the fields of the models inside it
         invalid = validation_findings(exc, parsed.data, index)
         schema = [*parsed.findings, *(reword(invalid) if ensemble_file else invalid)]
         from blueprints.checking.salvage import salvage  # here: only a blueprint with errors is salvaged

@@ -245,9 +245,10 @@ AnyStepModel = (
 
 
 def complete_models() -> None:
-    """Build the models' validators, and resolve the fields that name a step (``StepModel`` is defined after
-    the models that contain steps). Every model is made with ``defer_build``: a run whose blueprint was
-    validated before (``blueprints.checking.validated``) never builds them, and the first validation does.
-    Call this before validating, or before reading ``model_fields`` to explain a validation error."""
+    """Resolve the fields that name a step (``StepModel`` is defined after the models that contain steps), and
+    build those models' validators. Every model is made with ``defer_build``: a run whose blueprint was
+    validated before (``blueprints.checking.validated``) builds none, and a first validation builds only
+    ``BlueprintModel``'s, which holds the others. Call this before reading these models' ``model_fields``
+    (to explain a validation error, or to write the JSON Schema)."""
     for model in (LoopSettingsModel, ParallelSettingsModel, ParallelStepModel, ConditionalStepModel, MapSettingsModel):
         model.model_rebuild()
