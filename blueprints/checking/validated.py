@@ -31,7 +31,7 @@ import hashlib
 import os
 import pickle
 import sys
-import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +45,7 @@ FORMAT = b"flujo validated blueprint 1\n"
 KEPT = 256
 MAX_BYTES = 16 * 1024 * 1024  # an entry larger than this is not kept (a blueprint is at most 5 MB of text)
 _SUFFIX = ".validated"
+_WRITING = ".writing-"
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,8 @@ class ValidatedFiles:
             return
         try:
             self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(dir=self.folder, prefix=".writing-")
+            temporary = self.folder / f"{_WRITING}{os.getpid()}-{os.urandom(6).hex()}"
+            handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
                 with os.fdopen(handle, "wb") as out:
                     out.write(FORMAT + hashlib.sha256(payload).digest() + payload)
@@ -151,9 +153,15 @@ class ValidatedFiles:
             return
 
     def _prune(self) -> None:
-        """Remove the oldest entries while there are more than ``KEPT``."""
+        """Remove the oldest entries while there are more than ``KEPT``, and what a process that was killed as
+        it wrote an entry left (an hour old)."""
         with os.scandir(self.folder) as found:
-            entries = [entry for entry in found if entry.name.endswith(_SUFFIX)]
+            listed = list(found)
+        entries = [entry for entry in listed if entry.name.endswith(_SUFFIX)]
+        for entry in listed:
+            if entry.name.startswith(_WRITING) and entry.stat().st_mtime < time.time() - 3600:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
         if len(entries) <= KEPT:
             return
         entries.sort(key=lambda entry: entry.stat().st_mtime_ns)

@@ -210,3 +210,16 @@ def _key(kept: ValidatedFiles, path: Path) -> str:
 
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     return kept.key(str(path), digest, bounds=BoundsSettings(), models=ModelOverrides(), default_model=None)
+
+
+def test_what_a_killed_writer_left_is_removed_once_an_hour_old(tmp_path: Path) -> None:
+    kept = ValidatedFiles(tmp_path / "kept")
+    kept.folder.mkdir()
+    old, recent = kept.folder / ".writing-1-aaaa", kept.folder / ".writing-2-bbbb"
+    old.write_bytes(b"half an entry")
+    recent.write_bytes(b"being written")
+    os.utime(old, (0, 0))
+    path = tmp_path / "flow.yaml"
+    path.write_text(WARNED, encoding="utf-8")
+    load_blueprint(path, kept=kept)
+    assert not old.exists() and recent.exists() and len(_entries(kept)) == 1
