@@ -3,7 +3,7 @@
 
 Everything in it can be deleted at any time; the next command makes it again. Today it holds the blueprint
 files validated before (``validated/``, ``blueprints.checking.validated``), which ``flujo run``, ``flujo
-resume`` and ``flujo explain`` read instead of validating an unchanged file again.
+resume``, ``flujo submit`` and ``flujo explain`` read instead of validating an unchanged file again.
 """
 
 from __future__ import annotations

@@ -127,11 +127,13 @@ async def _submit(
     from flujo_cli.commands.run import RunOverrides, _report_blueprint_error
     from flujo_cli.model_flags import model_overrides, refused_at_load
     from flujo_cli.store_access import open_for, settings_with_state, where
+    from flujo_cli.user_cache import validated_files
 
     console = stderr()
     settings = settings_with_state(state)
     try:  # absolute: workers run anywhere
-        blueprint = load_blueprint(file.resolve(), settings=settings, models=model_overrides(models))
+        kept = validated_files()
+        blueprint = load_blueprint(file.resolve(), settings=settings, models=model_overrides(models), kept=kept)
         pipeline = compile_pipeline(blueprint, settings)
     except ModelOverrideError as exc:  # --model names an agent the blueprint does not have: nothing is queued
         return refused_at_load(exc)
