@@ -19,6 +19,10 @@ ratios to ``deps``; the targets are ``TARGETS``. Used by ``benchmarks/test_cli_s
 to compare trees in one sitting (each ``--tree`` is put first on ``PYTHONPATH``; rounds alternate between them)::
 
     .venv/bin/python -m benchmarks.startup_ratio --rounds 30 --tree /tmp/su-before --tree .
+
+Times on these machines move by ±20 % between sittings. ``--instructions`` counts instead, with callgrind
+(``valgrind``, not installed by ``make``), the instructions of one process of each kind per tree, after the
+warm-up round: the same count in any sitting, and the ratios of those counts.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -137,11 +142,25 @@ class Commands:
             write(1, folder)
         return [*flujo, *conversation_argv(blueprint, answers)]
 
-    def run(self, kind: str) -> Cost:
+    def run(self, kind: str, *, prefix: Sequence[str] = ()) -> Cost:
         env = self.environment(str(self.directory / f"{kind}.db"))
         if self.cold:
             shutil.rmtree(self.directory / "home" / ".cache", ignore_errors=True)
-        return timed(self.argv(kind), env, self.directory)
+        return timed([*prefix, *self.argv(kind)], env, self.directory)
+
+    def instructions(self, kind: str) -> int:
+        """The instructions callgrind counts in one process of ``kind`` (all its threads)."""
+        out = self.directory / f"callgrind-{kind}.out"
+        self.run(kind, prefix=["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"])
+        return callgrind_total(out.read_text())
+
+
+def callgrind_total(report: str) -> int:
+    """The total count of a callgrind output file."""
+    for line in report.splitlines():
+        if line.startswith(("totals:", "summary:")):
+            return int(line.split()[1])
+    raise ValueError("callgrind wrote no total")
 
 
 def compile_methods(tree: Path) -> None:
@@ -171,13 +190,32 @@ def sitting(trees: list[Path], rounds: int, directory: Path, *, warmup: int = 1,
     return sittings
 
 
+def instruction_counts(trees: list[Path], directory: Path, *, cold: bool = False) -> list[dict[str, int]]:
+    """Each tree's instructions per kind of process, counted after one warm-up round."""
+    commands = [Commands(tree.resolve(), directory / f"tree{number}", cold) for number, tree in enumerate(trees)]
+    for made in commands:
+        compile_methods(made.tree)
+        for kind in KINDS:
+            made.run(kind)
+    return [{kind: made.instructions(kind) for kind in KINDS} for made in commands]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--tree", type=Path, action="append", help="a tree of flujo's code (default: this one)")
     parser.add_argument("--cold", action="store_true", help="no blueprint validated before: as after an edit")
+    parser.add_argument("--instructions", action="store_true", help="count instructions with callgrind instead")
     arguments = parser.parse_args()
     trees = arguments.tree or [HERE.parent]
+    if arguments.instructions:
+        with tempfile.TemporaryDirectory() as scratch:
+            counts = instruction_counts(trees, Path(scratch), cold=arguments.cold)
+        print("instructions (callgrind), and ratios to the dependencies' import")
+        for tree, count in zip(trees, counts, strict=True):
+            ratios = "  ".join(f"{kind} {count[kind] / count['deps']:.2f}" for kind in KINDS[1:])
+            print(f"{tree}: " + "  ".join(f"{kind} {count[kind] / 1e6:,.0f} M" for kind in KINDS) + f"   {ratios}")
+        return
     with tempfile.TemporaryDirectory() as scratch:
         found = sitting(trees, arguments.rounds, Path(scratch), cold=arguments.cold)
     print(f"{arguments.rounds} rounds, interleaved; medians (ms) and ratios to the dependencies' import (pooled)")

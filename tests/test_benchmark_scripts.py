@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -159,3 +160,28 @@ def test_startup_ratio_cold_runs_validate_every_time(tmp_path: Path) -> None:
     (kept / "marker.validated").write_text("")
     commands.run("one_step")
     assert not (kept / "marker.validated").exists() and len(list(kept.glob("*.validated"))) == 1
+
+
+def test_startup_ratio_counts_a_process_instructions_through_callgrind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--instructions``: each process runs under ``valgrind --tool=callgrind`` and its total is read back. A
+    stand-in ``valgrind`` on ``PATH`` writes the file callgrind would, then runs the command it was given."""
+    from benchmarks.startup_ratio import Commands, callgrind_total
+
+    bin_folder = tmp_path / "bin"
+    bin_folder.mkdir()
+    fake = bin_folder / "valgrind"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'out="${2#--callgrind-out-file=}"\n'
+        "shift 2\n"
+        'printf "events: Ir\\nsummary: 4242\\n" > "$out"\n'
+        'exec "$@"\n'
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_folder}:{os.environ['PATH']}")
+    assert Commands(ROOT, tmp_path / "work").instructions("deps") == 4242
+    assert callgrind_total("version: 1\ntotals: 17 3\n") == 17
+    with pytest.raises(ValueError):
+        callgrind_total("events: Ir\n")
