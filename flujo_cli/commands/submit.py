@@ -132,8 +132,8 @@ async def _submit(
     console = stderr()
     settings = settings_with_state(state)
     try:  # absolute: workers run anywhere
-        kept = validated_files()
-        blueprint = load_blueprint(file.resolve(), settings=settings, models=model_overrides(models), kept=kept)
+        found = validated_files()
+        blueprint = load_blueprint(file.resolve(), settings=settings, models=model_overrides(models), kept=found)
         pipeline = compile_pipeline(blueprint, settings)
     except ModelOverrideError as exc:  # --model names an agent the blueprint does not have: nothing is queued
         return refused_at_load(exc)
