@@ -19,12 +19,12 @@ if TYPE_CHECKING:
 
 def cache_folder(env: Mapping[str, str] = os.environ) -> Path | None:
     """The command's cache folder (whether or not it exists yet); None when ``env`` names neither an
-    absolute ``XDG_CACHE_HOME`` nor ``HOME``."""
+    absolute ``XDG_CACHE_HOME`` nor a ``HOME`` that exists (a home folder is never made for a cache)."""
     xdg = env.get("XDG_CACHE_HOME", "")
     if xdg and Path(xdg).is_absolute():
         return Path(xdg) / "flujo"
     home = env.get("HOME", "")
-    return Path(home) / ".cache" / "flujo" if home else None
+    return Path(home) / ".cache" / "flujo" if home and os.path.isdir(home) else None
 
 
 def validated_files(env: Mapping[str, str] = os.environ) -> ValidatedFiles | None:

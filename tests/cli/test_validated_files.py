@@ -89,11 +89,13 @@ def test_the_cache_is_kept_under_xdg_cache_home(tmp_path: Path) -> None:
     assert not built
 
 
-def test_the_folder_follows_the_xdg_rules() -> None:
+def test_the_folder_follows_the_xdg_rules(tmp_path: Path) -> None:
     from flujo_cli.user_cache import cache_folder, validated_files
 
-    assert cache_folder({"XDG_CACHE_HOME": "/c", "HOME": "/h"}) == Path("/c/flujo")
-    assert cache_folder({"XDG_CACHE_HOME": "relative", "HOME": "/h"}) == Path("/h/.cache/flujo")  # ignored
+    home = str(tmp_path)
+    assert cache_folder({"XDG_CACHE_HOME": "/c", "HOME": home}) == Path("/c/flujo")
+    assert cache_folder({"XDG_CACHE_HOME": "relative", "HOME": home}) == tmp_path / ".cache" / "flujo"  # ignored
     assert cache_folder({}) is None and validated_files({}) is None
-    kept = validated_files({"HOME": "/h"})
-    assert kept is not None and kept.folder == Path("/h/.cache/flujo/validated")
+    assert cache_folder({"HOME": str(tmp_path / "nowhere")}) is None  # no home folder is made for a cache
+    kept = validated_files({"HOME": home})
+    assert kept is not None and kept.folder == tmp_path / ".cache" / "flujo" / "validated"
