@@ -16,7 +16,7 @@ import pytest
 from blueprints import InvalidBlueprint, ModelOverrides, ValidatedFiles, compile_pipeline, load_blueprint
 from blueprints.checking import validated as validated_module
 from blueprints.checking.validated import FORMAT, _code_stamp
-from core import Settings
+from core import Settings, load_settings
 from tests.support.cli_helpers import EXAMPLES
 
 WARNED = """\
@@ -50,22 +50,41 @@ def _copy(example: Path, folder: Path) -> Path:
     return folder / example.name
 
 
-@pytest.mark.parametrize("example", sorted(EXAMPLES.glob("*.yaml")), ids=lambda path: path.stem)
-def test_every_example_read_from_its_entry_is_the_blueprint_validation_makes(example: Path, tmp_path: Path) -> None:
+DOCS_EXAMPLES = EXAMPLES.parents[1] / "docs" / "examples"
+# Every example of the repository: the scripted and local ones, imports (subworkflow.yaml), tools, MCP
+# servers, ensembles, the ensemble file format and people simulated.
+ALL_EXAMPLES = (
+    sorted(EXAMPLES.glob("*.yaml"))
+    + sorted(DOCS_EXAMPLES.glob("*.yaml"))
+    + sorted((DOCS_EXAMPLES / "ensemble_file").glob("*.yaml"))
+)
+
+
+@pytest.mark.parametrize("example", ALL_EXAMPLES, ids=lambda path: f"{path.parent.name}/{path.stem}")
+def test_every_example_read_from_its_entry_is_the_blueprint_validation_makes(
+    example: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = _copy(example, tmp_path / "work")
+    monkeypatch.chdir(path.parent)  # with the flujo.toml beside it, if it has one
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):  # compiling builds agents; nothing is called
+        monkeypatch.setenv(name, "test-key-not-used")
+    settings = load_settings()
     kept = ValidatedFiles(tmp_path / "kept")
-    fresh = load_blueprint(path, settings=Settings())
-    first = load_blueprint(path, settings=Settings(), kept=kept)
+    fresh = load_blueprint(path, settings=settings)
+    first = load_blueprint(path, settings=settings, kept=kept)
     written = {entry: (entry.stat().st_ino, entry.stat().st_mtime_ns) for entry in _entries(kept)}
     assert written  # the file, and each file it imports
-    again = load_blueprint(path, settings=Settings(), kept=kept)
+    again = load_blueprint(path, settings=settings, kept=kept)
     assert {entry: (entry.stat().st_ino, entry.stat().st_mtime_ns) for entry in _entries(kept)} == written  # read
     for loaded in (first, again):
         assert loaded.model == fresh.model and loaded.findings == fresh.findings
         assert loaded.defaulted == fresh.defaulted and loaded.tree_hash == fresh.tree_hash
         assert [loaded.position(("steps", 0))] == [fresh.position(("steps", 0))]
-    assert [step.name for step in compile_pipeline(again, Settings()).steps] == [
-        step.name for step in compile_pipeline(fresh, Settings()).steps
+        assert {alias: child.model for alias, child in loaded.imports.items()} == {
+            alias: child.model for alias, child in fresh.imports.items()
+        }
+    assert [step.name for step in compile_pipeline(again, settings).steps] == [
+        step.name for step in compile_pipeline(fresh, settings).steps
     ]
 
 
