@@ -9,7 +9,7 @@ say the file is invalid. Imports are not followed here (``blueprints.checking.im
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,16 +95,40 @@ def analyse_file(
         )  # fmt: skip
         return FileAnalysis([bad])
     source_hash = hashlib.sha256(raw).hexdigest()
-    key = None
+
+    def checks(model: BlueprintModel, index: PositionIndex) -> list[Finding]:
+        return run_checks(model, index, path.parent, history=history, profiles=profiles, bounds=bounds)
+
+    key = ""
+    known = None
     if kept is not None:
         key = kept.key(file, source_hash, bounds=bounds or BoundsSettings(), models=models, default_model=default_model)
         known = kept.recall(key)
-        if known is not None:
-            checked = run_checks(
-                known.model, known.index, path.parent, history=history, profiles=profiles, bounds=bounds
-            )
-            findings = sort_findings([*known.findings, *checked])
-            return FileAnalysis(findings, known.model, known.index, source_hash, known.defaulted)
+    if known is None:
+        made = _validate(
+            text, file, source_hash, bounds=bounds, models=models, default_model=default_model, checks=checks
+        )
+        if isinstance(made, FileAnalysis):  # errors: reported, and nothing kept
+            return made
+        known = made
+        if kept is not None:
+            kept.keep(key, known)
+    findings = sort_findings([*known.findings, *checks(known.model, known.index)])
+    return FileAnalysis(findings, known.model, known.index, source_hash, known.defaulted)
+
+
+def _validate(
+    text: str,
+    file: str,
+    source_hash: str,
+    *,
+    bounds: BoundsSettings | None,
+    models: ModelOverrides,
+    default_model: str | None,
+    checks: Callable[[BlueprintModel, PositionIndex], list[Finding]],
+) -> Validated | FileAnalysis:
+    """The structure of the file ``text``, validated (its model, positions and YAML warnings); or, when it has
+    errors, the file's whole analysis (``checks`` run on the parts salvaged)."""
     parsed = parse_yaml(text.removeprefix("\ufeff"), file, bounds=bounds)
     if not parsed.ok:
         return FileAnalysis(parsed.findings)
@@ -134,13 +158,6 @@ def analyse_file(
         rescued = salvage(parsed.data, exc, index)
         if rescued is None:
             return FileAnalysis(sort_findings(schema))
-        later = run_checks(rescued.model, index, path.parent, history=history, profiles=profiles, bounds=bounds)
-        findings = [*schema, *rescued.later_findings(later, index)]
+        findings = [*schema, *rescued.later_findings(checks(rescued.model, index), index)]
         return FileAnalysis(sort_findings(findings), rescued.model, index, source_hash, defaulted)
-    if kept is not None and key is not None:
-        kept.keep(key, Validated(model, index, tuple(parsed.findings), defaulted))
-    findings = [
-        *parsed.findings,
-        *run_checks(model, index, path.parent, history=history, profiles=profiles, bounds=bounds),
-    ]
-    return FileAnalysis(sort_findings(findings), model, index, source_hash, defaulted)
+    return Validated(model, index, tuple(parsed.findings), defaulted)
