@@ -173,13 +173,19 @@ def compile_methods(tree: Path) -> None:
         subprocess.run(run, env=env, cwd=tree, check=True, capture_output=True)
 
 
+def _prepared(trees: list[Path], directory: Path, cold: bool) -> list[Commands]:
+    """The processes of each tree, in a folder of its own, its dataclass methods compiled."""
+    commands = [Commands(tree.resolve(), directory / f"tree{number}", cold) for number, tree in enumerate(trees)]
+    for made in commands:
+        compile_methods(made.tree)
+    return commands
+
+
 def sitting(trees: list[Path], rounds: int, directory: Path, *, warmup: int = 1, cold: bool = False) -> list[Sitting]:
     """``rounds`` measured rounds (after ``warmup`` unmeasured ones): in each, for each tree in turn, the
     three kinds of process one after the other. One ``Sitting`` per tree, in the order given. ``cold``:
     every run validates its blueprint, as the first run after an edit does."""
-    commands = [Commands(tree.resolve(), directory / f"tree{number}", cold) for number, tree in enumerate(trees)]
-    for made in commands:
-        compile_methods(made.tree)
+    commands = _prepared(trees, directory, cold)
     sittings = [Sitting() for _ in trees]
     for round_number in range(warmup + rounds):
         for made, found in zip(commands, sittings, strict=True):
@@ -192,9 +198,8 @@ def sitting(trees: list[Path], rounds: int, directory: Path, *, warmup: int = 1,
 
 def instruction_counts(trees: list[Path], directory: Path, *, cold: bool = False) -> list[dict[str, int]]:
     """Each tree's instructions per kind of process, counted after one warm-up round."""
-    commands = [Commands(tree.resolve(), directory / f"tree{number}", cold) for number, tree in enumerate(trees)]
+    commands = _prepared(trees, directory, cold)
     for made in commands:
-        compile_methods(made.tree)
         for kind in KINDS:
             made.run(kind)
     return [{kind: made.instructions(kind) for kind in KINDS} for made in commands]
