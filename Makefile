@@ -49,8 +49,10 @@ bytecode: $(RUN_STAMP)
 	@$(BIN)/python -m compileall -q -j 0 core blueprints lens flujo_cli
 	@$(BIN)/python -m flujo_cli.compile_methods >/dev/null
 
+# Exit code 4 is a chat left paused (Ctrl-D or Ctrl-C at a prompt): flujo has printed how to resume it.
 run: bytecode ## Chat with a small model on this machine (interactive; no key, no server)
-	$(BIN)/flujo run $(EXAMPLE)
+	@echo '$(BIN)/flujo run $(EXAMPLE)'
+	@$(BIN)/flujo run $(EXAMPLE) || test $$? -eq 4
 
 lint: $(DEV_STAMP) ## ruff lint and format check
 	$(BIN)/ruff check .
