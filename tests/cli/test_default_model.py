@@ -128,6 +128,8 @@ def test_without_a_default_model_the_agent_is_an_error_at_its_line(state_db: Pat
     assert "default_model" in err and "Traceback" not in err
     code, _out, err = flujo(["validate", str(flow)])  # validate's exit code for errors is 1
     assert code == exit_codes.FAILED and f"{flow}:4:3: error: agent 'writer' has no model" in err
+    # Its system_prompt is not said to be wasted on an agent that "is not a model": it is one, missing its model.
+    assert "no effect" not in err and "1 error(s), 0 warning(s)" in err
 
 
 def test_a_bad_default_model_is_named_at_its_line(user_file: Path, flow: Path) -> None:
