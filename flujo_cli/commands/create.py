@@ -48,6 +48,15 @@ def _refuse_existing(path: Path, force: bool) -> str | None:
     return None
 
 
+def _free_name(name: str) -> str:
+    """``name``, or when ``NAME.yaml`` exists here, the first of ``name_2``, ``name_3``... whose file does not."""
+    candidate, number = name, 1
+    while Path(f"{candidate}.yaml").exists():
+        number += 1
+        candidate = f"{name}_{number}"
+    return candidate
+
+
 class _Terminal:
     """Asks one question at a time on ``console`` until the answer fits."""
 
@@ -67,6 +76,8 @@ class _Terminal:
             text += " [yes/no]"
         for line in question.help:
             self.console.print(f"  [dim]{escape(line)}[/]")
+        if question.key == "name" and self.output is None and not self.force and isinstance(default, str):
+            default = _free_name(default)  # Enter keeps the default: never one refused below
         shown = _shown(default)
         while True:
             typed = self.line.read(text, default=shown)

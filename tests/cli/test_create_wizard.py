@@ -192,6 +192,18 @@ def test_an_existing_file_is_not_replaced_without_force(workdir: Path) -> None:
     assert target.read_text(encoding="utf-8").startswith("# mine.yaml — a loop to clarify a goal.")
 
 
+def test_the_name_offered_is_one_whose_file_is_free(workdir: Path) -> None:
+    # The default name's file exists: Enter must not take a name that is then refused, again and again.
+    (workdir / "plan_a_trip.yaml").write_text("# mine\n", encoding="utf-8")
+    (workdir / "plan_a_trip_2.yaml").write_text("# mine too\n", encoding="utf-8")
+    typed = ["", "", "", "", "", "", "", "", "", "", "", ""]
+    code, _, err = flujo(["create", "--purpose", "plan a trip", "--no-human"], input="\n".join(typed) + "\n")
+    assert code == exit_codes.OK, err
+    assert "? Name of the blueprint (plan_a_trip_3)" in err and "already exists" not in err
+    assert "name: plan_a_trip_3" in (workdir / "plan_a_trip_3.yaml").read_text(encoding="utf-8")
+    assert (workdir / "plan_a_trip.yaml").read_text(encoding="utf-8") == "# mine\n"
+
+
 def test_the_default_file_is_named_after_the_blueprint(workdir: Path) -> None:
     code, _, err = flujo(["create", "--no-interactive", "--purpose", "Plan a Trip to Lima!"])
     assert code == exit_codes.OK, err
