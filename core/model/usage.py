@@ -71,3 +71,5 @@ class Usage:
 ZERO_USAGE = Usage()
 INTERRUPTED_CALL = Usage(requests=1, cost_usd=None, interrupted=1)
 """What a call whose reply was never recorded counts: one request, of unknown tokens and cost."""
+FREE_INTERRUPTED_CALL = Usage(requests=1, cost_usd=0.0, interrupted=1)
+"""The same for a model that costs nothing (a local one): its tokens are unknown, its cost is 0."""

@@ -24,7 +24,7 @@ from core.model.calls import ChatMessage
 from core.model.errors import FlujoError, LimitReached, RunError, StoreUnavailable
 from core.model.events import AgentStarted, CallSent, KnownEvent, ProcessStarted, ReplyReceived
 from core.model.records import StepRecord, StepStatus, TraceEvent, interrupted_calls
-from core.model.usage import INTERRUPTED_CALL, ZERO_USAGE, Usage
+from core.model.usage import FREE_INTERRUPTED_CALL, INTERRUPTED_CALL, ZERO_USAGE, Usage
 from core.model.views import ATOMIC, LazyView, copied
 from core.ports import Agent, HumanInput, Reporter, RunStore, ToolSessions
 from core.steps.kinds import Limits
@@ -262,8 +262,10 @@ class Frame:
 
     def charge_interrupted(self, call: CallSent) -> None:
         """Count ``call``, sent but its reply never recorded, as one request of unknown usage
-        (``INTERRUPTED_CALL``), and hold what it may have used against the limits from now on."""
-        self.add_usage(INTERRUPTED_CALL)
+        (``INTERRUPTED_CALL``), and hold what it may have used against the limits from now on. Its cost is
+        known when the most it could cost, prompt and capped reply, is nothing (a local model): 0."""
+        free = call.cost_usd == 0.0 and call.reply_cap is not None
+        self.add_usage(FREE_INTERRUPTED_CALL if free else INTERRUPTED_CALL)
         top = self
         while top.parent is not None:  # the limits are the top-level run's
             top = top.parent

@@ -35,6 +35,7 @@ from core import (
 from core.agents import AgentSpec, Backoff, build_agent
 from core.model.codec import dump_usage, load_usage
 from core.model.records import RunRecord, RunStatus, StepRecord, TraceEvent, call_interrupted, interrupted_calls
+from core.settings.config import ModelInfo
 from core.store import MemoryStore, open_store
 from core.testing import ScriptedHuman
 from flujo_cli import exit_codes
@@ -163,6 +164,21 @@ async def test_a_call_cancelled_after_its_reply_is_counted_once_and_resume_asks_
         assert record is not None and record.usage == outcome.usage
         step = {step.path: step for step in await store.steps(run_id)}["draft"]
         assert step.usage.requests == 1  # the step's record holds its own call; the run counts the lost one
+
+
+async def test_a_free_models_lost_call_costs_nothing(fake_llm: FakeLLM, tmp_path: Path) -> None:
+    # A model priced at 0 (as model: local is): the lost call's tokens are unknown, its cost is not.
+    fake_llm.reply("lost answer", usage=(12, 3), hold=True).reply("second answer", usage=(20, 4))
+    free = {"openai:gpt-free": ModelInfo(input_per_mtok=0.0, output_per_mtok=0.0)}
+    spec = AgentSpec(name="writer", model="openai:gpt-free", model_settings={"max_tokens": 100})
+    draft = AgentStep(name="draft", agent=build_agent(spec, fake_llm.settings(models=free), backoff=FAST))
+    pipeline = Pipeline(steps=(draft,))
+    async with await open_store(str(tmp_path / "flujo.db")) as store:
+        engine = Engine(store=store, redactor=Redactor())
+        run_id = await _cancelled_mid_reply(engine, pipeline, fake_llm)
+        outcome = await engine.resume(pipeline, run_id)
+        assert outcome.status == "completed" and len(fake_llm.requests) == 2
+        assert (outcome.usage.requests, outcome.usage.interrupted, outcome.usage.cost_usd) == (2, 1, 0.0)
 
 
 async def test_a_lost_calls_reservation_stays_charged_against_max_tokens(fake_llm: FakeLLM, tmp_path: Path) -> None:
