@@ -127,7 +127,8 @@ ModelOption = Annotated[
     typer.Option(
         "--model",
         metavar="agents.NAME=MODEL",
-        help="Run agents.NAME with another model, e.g. --model agents.writer=openai:gpt-4o-mini; '*=MODEL' for"
+        help="Run agents.NAME with another model: --model agents.writer=ollama:llama3 runs agent writer on"
+        " ollama:llama3; '*=MODEL' for"
         " every agent that has a model, e.g. --model '*=local' (repeatable; agents.NAME beats '*'). The YAML"
         " is unchanged.",
         show_default=False,
@@ -192,7 +193,7 @@ StateOption = Annotated[
     str | None,
     typer.Option(
         "--state",
-        help="The run store: a SQLite file path or a postgresql://user:pass@host:port/db URI (beats"
+        help="The run store: a SQLite file path or a postgresql:// URI (beats"
         " FLUJO_STATE_URI and state_uri in flujo.toml; default .flujo/flujo.db).",
         show_default=False,
         metavar="URI",
@@ -453,7 +454,7 @@ def validate(
             "--set",
             metavar="KEY=VALUE",
             help="Check with this setting, as flujo run --set would run with it (repeatable), e.g."
-            " --set history.summarizer_model=openai:gpt-4o-mini.",
+            " --set history.max_tokens=2000.",
             show_default=False,
         ),
     ] = None,

@@ -44,3 +44,28 @@ def test_run_help_says_what_to_type() -> None:
 def test_a_docstring_over_several_lines_is_one_paragraph() -> None:
     shown = _help([])
     assert "steps already done are not run again (a run started with --thread stays in its thread)" in shown
+
+
+def _every_command() -> list[list[str]]:
+    """Every command and group of ``flujo``, as the words that name it."""
+    import typer.main
+
+    found: list[list[str]] = []
+
+    def walk(command: object, words: list[str]) -> None:
+        found.append(words)
+        for name, sub in sorted(getattr(command, "commands", {}).items()):
+            walk(sub, [*words, name])
+
+    walk(typer.main.get_command(app), [])
+    return found
+
+
+def test_no_help_is_cut_in_an_80_column_terminal() -> None:
+    # A word longer than its column used to be cut with "…" (--model's example lost its end at 80 columns).
+    commands = _every_command()
+    assert ["lens", "trace"] in commands and ["worker"] in commands
+    for command in commands:
+        result = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "80", "NO_COLOR": "1"})
+        assert result.exit_code == 0, (command, result.output)
+        assert "…" not in result.output, (command, result.output)
