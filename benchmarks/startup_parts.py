@@ -1,0 +1,88 @@
+"""Where a 1-step run's start-up goes, part by part, against the dependencies' import (issue 36, item 4).
+
+``startup_ratio.py`` says how far a run is from its target; this says what each layer adds on the way. Each
+part is one process that does what the parts before it did, and one thing more, counted by callgrind (the
+same count in any sitting):
+
+- ``deps``: the floor, ``python -c "import typer, pydantic, jinja2, yaml, rich, aiosqlite"``;
+- ``pydantic``: the floor, then one pydantic model made and validated (``import pydantic`` imports almost
+  nothing: its internals are loaded by the first model);
+- ``settings``: then flujo's settings read (``load_settings``: their models made and validated);
+- ``core``: then the modules of ``core`` a run executes with (the engine, the SQLite store, the agents);
+- ``blueprints``: then the blueprint language (its schema's models, checks and compiler);
+- ``run``: ``flujo run benchmarks/data_one_step.yaml`` itself, its blueprint validated before.
+
+Every part but ``deps`` and ``run`` installs the dataclass-method cache first, as the ``flujo`` command
+does (flujo_cli/method_cache.py). ``valgrind`` is not installed by ``make``::
+
+    .venv/bin/python -m benchmarks.startup_parts [--tree DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from benchmarks.startup_ratio import DEPENDENCIES, HERE, Commands, callgrind_total, compile_methods
+
+_CACHE = "from flujo_cli.method_cache import install\ninstall()\n"
+_PROBE = "from pydantic import BaseModel\nclass Probe(BaseModel):\n    x: int\nProbe(x=1)\n"
+_CORE = "import core.engine, core.store.sqlite_backend, core.agents, core.steps.kinds\n"
+# Each part's code, after the parts before it (``run`` is the flujo command itself).
+PARTS = {
+    "deps": DEPENDENCIES,
+    "pydantic": f"{_CACHE}{DEPENDENCIES}\n{_PROBE}",
+    "settings": f"{_CACHE}{DEPENDENCIES}\n{_PROBE}from core import load_settings\nload_settings()\n",
+    "core": f"{_CACHE}{DEPENDENCIES}\n{_PROBE}from core import load_settings\nload_settings()\n{_CORE}",
+    "blueprints": f"{_CACHE}{DEPENDENCIES}\n{_PROBE}from core import load_settings\nload_settings()\n{_CORE}"
+    "import blueprints\n",
+    "run": "",
+}
+
+
+def counts(tree: Path, directory: Path) -> dict[str, int]:
+    """The instructions of each part's process, for ``tree``'s code."""
+    commands = Commands(tree.resolve(), directory)
+    # As ``make`` does: where PYTHONDONTWRITEBYTECODE is set a changed module would be compiled in every process.
+    packages = ["core", "blueprints", "lens", "flujo_cli"]
+    subprocess.run([sys.executable, "-m", "compileall", "-q", *packages], cwd=commands.tree, check=True,
+                   capture_output=True)  # fmt: skip
+    compile_methods(commands.tree)
+    commands.run("one_step")  # its store made, its blueprint validated, as a user's second run finds them
+    found: dict[str, int] = {}
+    for part, code in PARTS.items():
+        if part == "run":
+            found[part] = commands.instructions("one_step")
+            continue
+        out = directory / f"callgrind-{part}.out"
+        valgrind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
+        run = [*valgrind, sys.executable, "-c", code]
+        subprocess.run(run, env=commands.environment(str(directory / "flujo.db")), cwd=directory, check=True,
+                       capture_output=True)  # fmt: skip
+        found[part] = callgrind_total(out.read_text())
+    return found
+
+
+def report(found: dict[str, int]) -> str:
+    """A line per part: its count, its ratio to ``deps``, and what it adds to the part before."""
+    lines, before = [], None
+    for part, count in found.items():
+        added = "" if before is None else f"  +{(count - before) / 1e6:,.0f} M"
+        lines.append(f"{part:<11} {count / 1e6:>7,.0f} M  {count / found['deps']:.2f}x{added}")
+        before = count
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tree", type=Path, default=HERE.parent, help="a tree of flujo's code (default: this one)")
+    arguments = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        print(report(counts(arguments.tree, Path(scratch))), flush=True)
+
+
+if __name__ == "__main__":
+    main()
