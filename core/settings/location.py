@@ -76,8 +76,9 @@ def password(uri: str) -> str | None:
     try:
         parts = urlsplit(uri)
         found = parts.password
-    except ValueError:
-        return None
+    except ValueError:  # too malformed to parse (an unclosed [ in its host), yet the driver may quote it whole
+        written = _written_password(uri)
+        return unquote(written) if written else None
     if found:
         return unquote(found)
     return next((value for key, value in parse_qsl(parts.query) if key == "password" and value), None)
@@ -89,8 +90,22 @@ def secrets(uri: str) -> list[str]:
     found = password(uri)
     if found is None:
         return []
-    raw = urlsplit(uri).password
+    try:
+        raw = urlsplit(uri).password
+    except ValueError:
+        raw = _written_password(uri)
     return list(dict.fromkeys(value for value in (found, raw) if value))
+
+
+def _written_password(uri: str) -> str | None:
+    """The password in the user part of ``uri`` as written (``scheme://user:PASSWORD@host...``), read
+    without parsing the rest: for a URI too malformed for ``urlsplit``."""
+    netloc = uri.partition("://")[2]
+    for end in "/?#":
+        netloc = netloc.partition(end)[0]
+    userinfo, at, _ = netloc.rpartition("@")
+    _, colon, written = userinfo.partition(":")
+    return written if at and colon and written else None
 
 
 def _masked(uri: str) -> str:

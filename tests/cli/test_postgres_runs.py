@@ -183,6 +183,14 @@ def test_an_unreachable_server_is_one_line(state_db: Path) -> None:
         assert line.startswith(f"error: cannot reach the PostgreSQL server of postgresql://flujo:***@127.0.0.1:{port}")
 
 
+def test_a_uri_too_malformed_to_parse_keeps_its_password_out_of_the_error(state_db: Path) -> None:
+    # The driver quotes the whole URI in its message; an unclosed [ made the password unreadable to the mask.
+    for uri in ("postgresql://flujo:hunter2-secret@[::1", "postgresql://flujo:hunter2%2Dsecret@[::1/runs"):
+        code, _, err = flujo(["lens", "list", "--state", uri])
+        assert code == exit_codes.STORE and "Traceback" not in err, err
+        assert "hunter2" not in err and "flujo:***@" in err, err
+
+
 def test_wrong_credentials_are_one_line(state_db: Path, postgres_server: str) -> None:
     uri = postgres_server.replace(":pg-test-s3cret@", ":wrong-s3cret@")
     code, _, err = flujo(["lens", "list", "--state", uri])

@@ -11,6 +11,7 @@ message, log or listing can show it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from core.model.errors import StoreError, StoreUnavailable
@@ -33,11 +34,11 @@ _SHUTTING_DOWN = ("57P01", "57P02", "57P03")  # admin_shutdown, crash_shutdown, 
 _RETRY_HINT = "run the command again once the server is back; a run that was executing resumes with flujo resume"
 
 
-def store_error(label: str, action: str, exc: psycopg.Error, *, secret: str | None) -> StoreError:
+def store_error(label: str, action: str, exc: psycopg.Error, *, secrets: Sequence[str] = ()) -> StoreError:
     """``exc``, raised while trying to ``action`` on the store ``label``, as a one-line ``StoreError``."""
     from psycopg_pool import PoolTimeout
 
-    detail = _first_line(str(exc), secret)
+    detail = _first_line(str(exc), secrets)
     lowered = detail.lower()
     state = exc.sqlstate
     if isinstance(exc, PoolTimeout):
@@ -84,8 +85,10 @@ def store_error(label: str, action: str, exc: psycopg.Error, *, secret: str | No
     return StoreError(f"cannot {action}: {detail} ({label})")
 
 
-def _first_line(text: str, secret: str | None) -> str:
+def _first_line(text: str, secrets: Sequence[str]) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     line = lines[0] if lines else "unknown error"
     line = line.removeprefix("connection failed: ")
-    return line.replace(secret, MASK) if secret else line
+    for secret in sorted(secrets, key=len, reverse=True):  # the longest first: one form may hold another
+        line = line.replace(secret, MASK)
+    return line

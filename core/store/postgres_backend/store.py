@@ -67,7 +67,7 @@ from core.model.records import (
     TraceEvent,
 )
 from core.settings.config import PostgresSettings
-from core.settings.location import describe, password
+from core.settings.location import describe, secrets
 from core.store.postgres_backend import encoding as pg_encoding
 from core.store.postgres_backend.errors import store_error
 from core.store.postgres_backend.schema import migrate
@@ -166,7 +166,7 @@ class PostgresStore:
         self.label = describe(uri)
         self.create = create
         self.settings = settings or PostgresSettings()
-        self._secret = password(uri)
+        self._secrets = secrets(uri)  # the password in each form a driver's message may quote it
         self._pool: AsyncConnectionPool[Connection] | None = None
         self._schema = ""
         self._write_lock = asyncio.Lock()
@@ -773,7 +773,7 @@ class PostgresStore:
         try:
             yield
         except psycopg.Error as exc:
-            error = store_error(self.label, action, exc, secret=self._secret)
+            error = store_error(self.label, action, exc, secrets=self._secrets)
             if isinstance(error, StoreUnavailable):
                 self._unavailable = error
             raise error from None
