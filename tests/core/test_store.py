@@ -746,6 +746,22 @@ async def test_sqlite_reports_a_directory_it_cannot_create(tmp_path: Path) -> No
         await open_store(str(tmp_path / "a-file" / "flujo.db"))
 
 
+async def test_a_store_that_cannot_be_opened_leaves_no_thread_behind(tmp_path: Path) -> None:
+    # aiosqlite's thread answered the loop once more after a failed connect: once asyncio.run had closed the
+    # loop, the thread printed a traceback under the one-line error (--state naming a folder, say). The
+    # failure is raised only once that thread has ended.
+    import threading
+
+    def workers() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t.name.endswith("(_connection_worker_thread)") and t.is_alive()]
+
+    before = workers()
+    for _ in range(5):
+        with pytest.raises(StoreError, match="cannot open the run store"):
+            await open_store(str(tmp_path))  # a folder, not a file
+        assert workers() == before
+
+
 @pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="needs a non-root POSIX user")
 async def test_sqlite_reports_an_unwritable_directory(tmp_path: Path) -> None:
     folder = tmp_path / "ro"

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -97,6 +98,22 @@ OpenMode = Literal["create", "existing", "read"]
 only; or ``read`` an existing file without changing it (see ``SqliteStore``)."""
 
 
+async def _connected(connection: aiosqlite.Connection) -> aiosqlite.Connection:
+    """``connection``, connected. When connecting fails, aiosqlite stops its thread, which answers the event
+    loop once more: after the failure has ended ``asyncio.run`` (one line, exit code 7), that answer found
+    the loop closed and printed a traceback from the thread. So the failure waits for the thread to end."""
+    try:
+        return await connection
+    except BaseException:
+        thread = getattr(connection, "_thread", None)  # aiosqlite has no public way to wait for it
+        if isinstance(thread, threading.Thread) and thread.is_alive():
+            await asyncio.to_thread(thread.join, _STOP_WAIT_S)
+        raise
+
+
+_STOP_WAIT_S = 10.0  # at most: the thread has only to close a connection that never opened
+
+
 class SqliteStore:
     """A ``RunStore`` in the SQLite file ``path`` (``":memory:"`` for a private in-memory database).
 
@@ -143,7 +160,7 @@ class SqliteStore:
                 (self.path, False) if in_memory or self.mode == "create" else (files.no_create_uri(self.path), True)
             )
             attempt_s = min(ATTEMPT_S, self.busy_timeout_s)
-            db = await aiosqlite.connect(target, timeout=attempt_s, isolation_level=None, uri=uri)
+            db = await _connected(aiosqlite.connect(target, timeout=attempt_s, isolation_level=None, uri=uri))
             try:
                 await db.execute(f"PRAGMA busy_timeout = {int(attempt_s * 1000)}")
                 await db.execute("PRAGMA foreign_keys = ON")
