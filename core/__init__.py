@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         SourcePosition,
         StepFailed,
         StoreError,
+        StoreGone,
         StoreUnavailable,
         TemplateError,
     )
@@ -271,6 +272,7 @@ _WHERE = {
     "StepPaths": "core.steps.paths",
     "StepRecord": "core.model.records",
     "StoreError": "core.model.errors",
+    "StoreGone": "core.model.errors",
     "StoreUnavailable": "core.model.errors",
     "SummaryFailed": "core.model.events",
     "Tool": "core.ports",
@@ -443,6 +445,7 @@ __all__ = [
     "StepPaths",
     "StepRecord",
     "StoreError",
+    "StoreGone",
     "StoreUnavailable",
     "SummaryFailed",
     "Template",

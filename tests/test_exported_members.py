@@ -38,7 +38,7 @@ def test_core_exports() -> None:
         "CONTAINER_STEP_KINDS", "KEYED_STEP_KINDS",
         "Reporter", "ResumeRefused", "RunContext", "RunError", "RunOutcome", "RunRecord", "RunStore", "RunUpdate",
         "SourcePosition",
-        "Step", "StepFailed", "StepRecord", "StoreError", "StoreUnavailable", "Template", "TemplateError",
+        "Step", "StepFailed", "StepRecord", "StoreError", "StoreGone", "StoreUnavailable", "Template", "TemplateError",
         "TemplateSyntax", "ThreadSummary", "ThreadTurn", "TraceEvent", "Usage", "WorkflowStep", "new_run_id",
         # What blueprints needs besides (it imports core only through its front doors):
         "BoundsSettings", "HistorySettings", "LimitSettings", "ModelInfo", "Settings",

@@ -168,6 +168,12 @@ class StoreUnavailable(StoreError):
     committed step (docs/durability.md)."""
 
 
+class StoreGone(StoreUnavailable):
+    """The run store's SQLite file was deleted or replaced while this process used it: what it would write
+    from then on would go to a file nobody can open again, so it writes nothing more. Not resumable from
+    that store: what the run stored is gone with the file."""
+
+
 class ResumeRefused(RunError):
     """A run cannot be resumed as asked: it completed, another live process is executing it, or its
     blueprint changed since it started (``force`` overrides only the last)."""

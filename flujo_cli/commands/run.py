@@ -156,12 +156,12 @@ def _drive(coroutine: Coroutine[Any, Any, int], invocation: _Invocation, *, debu
     """Run the async command; turn Ctrl-C and errors into one clear line and an exit code. A store that became
     unavailable during the run (its server lost, its file locked too long) left the run resumable: the hint
     says how to continue it."""
-    from core import StoreUnavailable
+    from core import StoreGone, StoreUnavailable
 
     try:
         return asyncio.run(coroutine)
     except StoreUnavailable as exc:
-        if invocation.run_id is not None:
+        if invocation.run_id is not None and not isinstance(exc, StoreGone):  # gone: nothing to resume from
             exc.hint = (
                 f"run {invocation.run_id} is saved up to its last finished step; once the store is back, continue"
                 f" it with: {flujo_command()} resume {invocation.run_id}{invocation.state_option()}"

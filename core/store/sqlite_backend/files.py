@@ -12,7 +12,7 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
-from core.model.errors import StoreError, StoreUnavailable
+from core.model.errors import StoreError, StoreGone, StoreUnavailable
 from core.store.rows.lookup import NO_RUN_HINT
 
 MOVE_HINT = "point FLUJO_STATE_URI (or state_uri in flujo.toml) at another file"
@@ -133,3 +133,20 @@ def is_full(folder: str) -> bool:
     except OSError as exc:
         return exc.errno in (errno.ENOSPC, errno.EDQUOT)
     return False
+
+
+def identity(path: str) -> tuple[int, int] | None:
+    """Which file ``path`` is now (device and inode), or None when there is none."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+def gone(label: str, action: str) -> StoreGone:
+    """The store's file was deleted or replaced under this process (``identity`` changed)."""
+    return StoreGone(
+        f"cannot {action}: the run store {label} was deleted or replaced while this process was using it",
+        hint="what was written to it is gone with the file; runs started from now on go to a new store",
+    )

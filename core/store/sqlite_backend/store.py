@@ -52,7 +52,7 @@ from typing import Any, Literal, TypeVar
 import aiosqlite
 
 from core.model import codec
-from core.model.errors import StoreError, StoreUnavailable
+from core.model.errors import StoreError, StoreGone, StoreUnavailable
 from core.model.records import (
     PAGE_SIZE,
     PruneResult,
@@ -135,6 +135,7 @@ class SqliteStore:
         self.mode: OpenMode = mode
         self.busy_timeout_s = BUSY_TIMEOUT_S if busy_timeout_s is None else busy_timeout_s
         self._unavailable: StoreUnavailable | None = None  # set when a wait ran out: writes refused
+        self._file: tuple[int, int] | None = None  # the file opened (files.identity): a write checks it is still there
         self._db: aiosqlite.Connection | None = None
         self._writer: Writer | None = None  # writes of values, on the loop's thread (core.store.sqlite_backend.writer)
         self._lock = asyncio.Lock()
@@ -179,6 +180,7 @@ class SqliteStore:
                 await migrate(db, label=self.path)
                 if not in_memory and self.mode != "read":  # ":memory:" would be another database
                     self._writer = Writer(target, uri=uri)
+                    self._file = files.identity(self.path)
             except BaseException:
                 await db.close()
                 raise
@@ -208,6 +210,8 @@ class SqliteStore:
         no wait; ``StoreUnavailable`` again while one does). Its claims stay as they are (``release_run``)."""
         if self._unavailable is None:
             return
+        if isinstance(self._unavailable, StoreGone):  # the file is not coming back: a new one is another store
+            raise files.gone(describe(self.path), "use the run store again")
         if self._writer is not None:
             try:
                 await self._writer.run(lambda conn: None, timeout_s=0)
@@ -681,10 +685,15 @@ class SqliteStore:
         """StoreUnavailable at once while the store is unavailable: no write waits for the lock again (the
         engine's and the worker's writes after the first gave up would each wait the whole timeout)."""
         if self._unavailable is not None:
+            if isinstance(self._unavailable, StoreGone):
+                raise files.gone(describe(self.path), action)
             raise StoreUnavailable(
                 f"cannot {action}: the run store is unavailable since an earlier write ({self._unavailable.message})",
                 hint=self._unavailable.hint,
             )
+        if self._file is not None and files.identity(self.path) != self._file:  # deleted or replaced under us
+            self._unavailable = files.gone(describe(self.path), action)
+            raise self._unavailable
 
     @asynccontextmanager
     async def _write(self, action: str) -> AsyncIterator[aiosqlite.Connection]:
