@@ -72,6 +72,7 @@ class LiveReporter:
         self._asked: dict[str, deque[tuple[str, Any]]] = {}
         # Where the run's trace events go as they are committed (``flujo run --events``: flujo_cli.event_lines).
         self.events: Callable[[Sequence[TraceEvent]], None] | None = None
+        self.started = False  # a step started: the run was stored (and claimed) before it
 
     def _stop_status(self) -> None:
         if self._status is not None:
@@ -79,6 +80,7 @@ class LiveReporter:
             self._status = None
 
     def step_started(self, path: str, name: str, kind: str) -> None:
+        self.started = True
         self._stop_status()
         if kind == TOOL_CALL_KIND:
             self._tool_started(path, name)

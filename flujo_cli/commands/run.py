@@ -143,6 +143,7 @@ class _Invocation:
 
     run_id: str | None = None
     settings: Settings | None = None  # the run's, to name its store in the command that continues it
+    stored: Callable[[], bool] = lambda: True  # whether the run is in the store (a new one: once a step started)
 
     def state_option(self) -> str:
         """`` --state URI`` when the run's store must be named to find it again (``store_access``); computed
@@ -161,14 +162,15 @@ def _drive(coroutine: Coroutine[Any, Any, int], invocation: _Invocation, *, debu
     try:
         return asyncio.run(coroutine)
     except StoreUnavailable as exc:
-        if invocation.run_id is not None and not isinstance(exc, StoreGone):  # gone: nothing to resume from
+        # Gone, or never stored (the store failed as the run was created): nothing to resume.
+        if invocation.run_id is not None and invocation.stored() and not isinstance(exc, StoreGone):
             exc.hint = (
                 f"run {invocation.run_id} is saved up to its last finished step; once the store is back, continue"
                 f" it with: {flujo_command()} resume {invocation.run_id}{invocation.state_option()}"
             )
         fail(exc, debug=debug)
     except KeyboardInterrupt:
-        if invocation.run_id is None:
+        if invocation.run_id is None or not invocation.stored():
             error_line("interrupted before the run started")
         else:
             error_line(
@@ -473,6 +475,7 @@ async def _run(
             outcome = await engine.resume(pipeline, resumed.run_id, force=force, options=options or None, claimed=True)
         else:
             invocation.run_id = new_run_id()
+            invocation.stored = lambda: reporter.started
             if thread is not None:
                 await hold_thread(store, thread)
             outcome = await engine.run(
