@@ -330,7 +330,8 @@ class _Planner:
             if "content" in result:
                 attributes[genai.TOOL_RESULT] = genai.text_of(result["content"])
         error = _failed(step, attributes)
-        if error is None and result.get("error") is True:  # the model was told the tool failed
+        # The model was told the tool failed; one the person declined did not fail (flujo.tool.declined says so).
+        if error is None and result.get("error") is True and result.get("declined") is not True:
             attributes[genai.ERROR_TYPE] = "tool_error"
             error = genai.text_of(result.get("content")) if self.capture else "the tool call failed"
         end = step.started_at + step.duration_s

@@ -125,6 +125,21 @@ async def test_a_tool_loop_is_an_agent_span_over_its_model_calls_and_tool_calls(
     assert all(span.status.status_code == StatusCode.UNSET for span in spans)
 
 
+async def test_a_call_the_person_declined_is_no_error() -> None:
+    store = MemoryStore()
+    lookup = FunctionTool("lookup", lambda arguments: "customer 42: Ada")
+    delete = FunctionTool("delete", lambda arguments: "deleted", approve="ask")
+    use = ToolUse(tools=(lookup, delete), agent="helper")
+    pipeline = Pipeline(steps=(AgentStep(name="answer", agent=ScriptedAgent(REPLIES), tools=use),), name="support")
+    outcome = await Engine(store=store, human=ScriptedHuman(["n"])).run(pipeline, "Who is 42?", run_id=RUN)
+    assert outcome.status == "completed", outcome.error
+    spans = await _spans(store, RUN)
+    delete_span = _one(spans, "execute_tool delete")
+    assert _attributes(delete_span)["flujo.tool.declined"] is True
+    assert "error.type" not in _attributes(delete_span)
+    assert all(span.status.status_code == StatusCode.UNSET for span in spans)
+
+
 async def test_content_is_left_out_unless_asked_and_then_masked_as_lens_shows_it() -> None:
     store = MemoryStore()
     await _tool_run(store)
