@@ -107,7 +107,8 @@ class PromptSent(_Event):
     ``purpose`` is ``"summarize"`` for the call that condenses a conversation's oldest turns, and
     ``simulated_person`` names the agent playing the person when it answers a question. ``why`` (a call in a
     conversation) says, as ids, which turns were sent, where the current message and the turns no earlier
-    call gave came from, and what was left out (``core.model.provenance``)."""
+    call gave came from, and what was left out (``core.model.provenance``). ``tools`` (a model turn of a
+    tool loop) are the definitions of the tools offered with the messages, as sent (``ToolDef.to_dict``)."""
 
     kind: ClassVar[Literal["agent.prompt"]] = "agent.prompt"
     agent: str
@@ -117,6 +118,7 @@ class PromptSent(_Event):
     purpose: str | None = _when_set()
     simulated_person: str | None = _when_set()
     why: Mapping[str, Any] | None = _when_set()
+    tools: tuple[Mapping[str, Any], ...] | None = _when_set()
 
     @property
     def summarizes(self) -> bool:

@@ -106,8 +106,12 @@ class Frame:
         live). ReplayStop when it diverges and the replay stops there."""
         if self.replay is None:
             return None
-        messages = prompt.payload.get("messages")
-        return self.replay.agent_reply(prompt.path, messages if isinstance(messages, list | tuple) else ())
+        messages, tools = prompt.payload.get("messages"), prompt.payload.get("tools")
+        return self.replay.agent_reply(
+            prompt.path,
+            messages if isinstance(messages, list | tuple) else (),
+            tools=tools if isinstance(tools, list | tuple) else None,
+        )
 
     def served_event(self, path: str, call: RecordedCall, output: Any = None) -> TraceEvent:
         """The ``agent.reply`` event of a reply served from the recording (``output``: the reply as the

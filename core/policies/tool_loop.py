@@ -145,7 +145,8 @@ async def _model_turn(
         return turn
     started = time.time()
     sent = fit_window(step, agent, turns, call, said, tools, mode)
-    events = [frame.event(tpath, spend.prompt, sent)]
+    # The tools offered are sent with the messages: recorded with them (a replay compares both).
+    events = [frame.event(tpath, replace(spend.prompt, tools=tuple(tool.to_dict() for tool in tools)), sent)]
     held: Reservation | None = None
     served = frame.served_reply(events[0])
     if served is not None:  # a replay: the recorded turn (text and calls asked for), no model called

@@ -44,7 +44,8 @@ class RecordedCall:
     """One call a run made, at ``path``: an agent call (``agent``, the ``messages`` it was sent, its reply's
     ``output``, ``model`` and ``usage``; ``simulated_person`` when it played the person; ``error`` and
     ``hint`` instead of a reply when it failed) or a tool call (``tool``, its ``arguments``, and ``output``:
-    its outcome, as ``ToolOutcome.to_dict()``)."""
+    its outcome, as ``ToolOutcome.to_dict()``). ``tools``: the definitions of the tools an agent call offered
+    (a model turn of a tool loop; None for a call that offered none, or one recorded before they were kept)."""
 
     path: str
     kind: CallKind
@@ -58,6 +59,7 @@ class RecordedCall:
     arguments: Any = None
     error: str | None = None
     hint: str | None = None
+    tools: tuple[Mapping[str, Any], ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         if self.kind == "tool":
@@ -79,6 +81,8 @@ class RecordedCall:
         }
         if self.simulated_person is not None:
             data["simulated_person"] = self.simulated_person
+        if self.tools is not None:
+            data["tools"] = [dict(tool) for tool in self.tools]
         if self.error is not None:
             data["error"] = self.error
             if self.hint is not None:
@@ -99,7 +103,9 @@ class RecordedCall:
         messages = data.get("messages")
         if not isinstance(messages, list) or not all(isinstance(m, Mapping) for m in messages):
             raise ValueError(f"the agent call at {path} needs 'messages', a list of messages")
-        usage = data.get("usage")
+        usage, tools = data.get("usage"), data.get("tools")
+        if tools is not None and not (isinstance(tools, list) and all(isinstance(t, Mapping) for t in tools)):
+            raise ValueError(f"the agent call at {path} has 'tools' that are not a list of tool definitions")
         return cls(
             path,
             "agent",
@@ -111,6 +117,7 @@ class RecordedCall:
             simulated_person=_text(data.get("simulated_person")),
             error=_text(data.get("error")),
             hint=_text(data.get("hint")),
+            tools=tuple(tools) if tools is not None else None,
         )
 
 
@@ -250,6 +257,7 @@ async def _collect(
                 agent=prompt.agent,
                 messages=tuple(prompt.messages),
                 simulated_person=prompt.simulated_person,
+                tools=prompt.tools,
                 **outcome,
             )
         )

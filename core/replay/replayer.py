@@ -79,10 +79,13 @@ class Replay:
         """Whether every call so far was served, none diverged."""
         return not self.log.divergences
 
-    def agent_reply(self, path: str, messages: Sequence[Mapping[str, Any]]) -> RecordedCall | None:
-        """The recorded call to serve for an agent call at ``path`` sending ``messages`` (masked), or None when
-        the run is live (the call is made). ReplayStop when it diverges with mode ``stop``; RunError, the
-        recorded one, when the recorded call failed."""
+    def agent_reply(
+        self, path: str, messages: Sequence[Mapping[str, Any]], *, tools: Sequence[Mapping[str, Any]] | None = None
+    ) -> RecordedCall | None:
+        """The recorded call to serve for an agent call at ``path`` sending ``messages`` (masked) with the
+        definitions of ``tools`` (a tool loop's model turn), or None when the run is live (the call is made).
+        ReplayStop when it diverges with mode ``stop``; RunError, the recorded one, when the recorded call
+        failed. The tools are compared when the recording kept them."""
         if self.log.live:
             return None
         full = self.prefix + path
@@ -95,6 +98,9 @@ class Replay:
             return self._diverge(
                 full, "the prompt differs from the recorded one", messages_diff(call.messages, messages, path=full)
             )
+        if call.tools is not None and canonical(list(call.tools)) != canonical(list(tools or ())):
+            diff = unified(value_lines(list(call.tools)), value_lines(list(tools or ())), path=full)
+            return self._diverge(full, "the tools offered differ from the recorded ones", diff)
         assert index is not None
         served = self._serve(index)
         if served.error is not None:  # it failed as it did then, without a call

@@ -394,6 +394,31 @@ def test_tool_calls_are_served_without_running_the_tools(llm: FakeLLM, tmp_path:
     assert f'bump({{"by": 2}}) → 2  (served from run {original["run_id"]})' in out
 
 
+def test_a_tool_offered_otherwise_diverges(llm: FakeLLM, tmp_path: Path) -> None:
+    """The tools offered go with the messages (natively, beside them): a tool removed or described otherwise
+    is another request, and the replay says so rather than serving the recorded turn (and its call of a tool
+    the agent no longer has)."""
+    flow = blueprint(tmp_path, TOOLS)
+    blueprint(tmp_path, LOOKUP, "lookup.yaml")
+    blueprint(tmp_path, SIDE_EFFECTS, "side_effects.py")
+    blueprint(tmp_path, NOTE, "note.py")
+    llm.reply("Bumping.", tool_calls=[("bump", {"by": 2})])
+    llm.reply("Done: 2.")
+    original = recorded(str(flow), "--input", "go")
+    replay_clean(llm, flow, original)
+    for changed in (
+        TOOLS.replace("Write a note to notes.txt.", "Write a note to a file."),
+        TOOLS.replace("tools: [bump, note, ask_lookup]", "tools: [bump, note]"),
+    ):
+        blueprint(tmp_path, changed)
+        code, result, err = run_json(str(flow), "--replay", original["run_id"])
+        assert code == exit_codes.REPLAY_DIVERGED, err
+        [divergence] = result["replay"]["diverged"]
+        assert divergence["path"] == "work/model/1"
+        assert divergence["reason"] == "the tools offered differ from the recorded ones", divergence
+    assert (tmp_path / "counter.txt").read_text() == "2"  # no tool ran again
+
+
 # -- composite steps ---------------------------------------------------------------------------------------
 
 COMPOSITE = f"""
