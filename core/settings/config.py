@@ -31,8 +31,9 @@ from core.settings.location import secrets
 from core.text.bounds import BoundsSettings
 
 
+# Every section refuses inf and nan (allow_inf_nan=False): sqlite.busy_timeout_s = inf would wait for ever.
 class ProviderSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     base_url: str
     api_key: SecretStr | None = None
@@ -56,7 +57,7 @@ class LocalSettings(BaseModel):
     (parallel branches); ``max_tokens`` the reply cap sent when an agent sets none.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     model_path: str | None = None
     threads: int | None = Field(default=None, gt=0)
@@ -73,7 +74,7 @@ class LocalSettings(BaseModel):
 class ModelInfo(BaseModel):
     """Per-model facts: context window and price in USD per million tokens."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     context_window: int | None = Field(default=None, gt=0)
     input_per_mtok: float | None = None
@@ -101,7 +102,7 @@ class HistorySettings(BaseModel):
     name a summarizer stops ``flujo validate`` and ``flujo run`` alike, before anything runs.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     strategy: Literal["truncate_tokens", "truncate_turns", "summarize"] = "truncate_tokens"
     max_tokens: int = Field(default=4096, gt=0)
@@ -146,7 +147,7 @@ class LimitSettings(BaseModel):
     """Run-wide usage limits (``core.steps.kinds.Limits``) for blueprints that set none; a blueprint's ``limits``
     overrides each key, and ``flujo run --max-tokens/--max-cost-usd`` override both for one run."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     max_tokens: int | None = Field(default=None, gt=0)
     max_cost_usd: float | None = Field(default=None, ge=0)
@@ -162,7 +163,7 @@ class PostgresSettings(BaseModel):
     ends the session of a client that vanished after about ``keepalive_idle_s`` + 3 × 10 s, and with it
     the claims that client held."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     pool_min_size: int = Field(default=1, ge=0)
     pool_max_size: int = Field(default=4, ge=1)
@@ -176,7 +177,7 @@ class SqliteSettings(BaseModel):
     for another process's write lock before the store gives up as unavailable (``StoreUnavailable``: the
     run in hand stops, resumable, and is never failed for it)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     busy_timeout_s: float = Field(default=300.0, gt=0)
 
@@ -190,7 +191,7 @@ class OtelSettings(BaseModel):
     MESSAGE_CONTENT``); ``timeout_s`` is how long ``flujo lens export --otlp`` keeps trying an unreachable
     collector."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     endpoint: str | None = None
     capture_content: bool = False
@@ -211,7 +212,7 @@ class OtelSettings(BaseModel):
 class ProfileSettings(BaseModel):
     """``[profiles.NAME]``: a model an ensemble participant names with ``model_profile: NAME``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     model: str
     system_prompt: str | None = None
@@ -230,7 +231,7 @@ def _endpoint(name: str) -> ProviderSettings:
 class Settings(BaseModel):
     """All settings flujo reads. Build with ``load_settings``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     state_uri: str = ".flujo/flujo.db"
     # The model of every agent a blueprint (or an ensemble file) defines with none of model:, python: and

@@ -49,7 +49,7 @@ class BoundsSettings(BaseModel):
     error that names the bound; nothing hangs or runs out of memory. See docs/blueprints.md#limits. Not the
     run's usage limits (``LimitSettings``): the words are in this module's docstring."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     yaml_max_depth: int = Field(default=100, gt=0, le=300)  # deeper recursion would exhaust Python's stack
     yaml_max_values: int = Field(default=100_000, gt=0)

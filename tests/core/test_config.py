@@ -137,6 +137,20 @@ def test_a_window_or_reserve_that_cannot_be_is_a_config_error(tmp_path: Path, va
         load_settings(cwd=tmp_path, env={variable: value})
 
 
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("FLUJO_SQLITE__BUSY_TIMEOUT_S", "inf"),  # a locked store would be waited on for ever
+        ("FLUJO_OPENAI__TIMEOUT_S", "Infinity"),
+        ("FLUJO_LIMITS__MAX_COST_USD", "nan"),
+    ],
+)
+def test_a_number_that_is_not_finite_is_a_config_error(tmp_path: Path, variable: str, value: str) -> None:
+    setting = ".".join(variable.removeprefix("FLUJO_").lower().split("__"))
+    with pytest.raises(ConfigError, match=f"setting {setting}: Input should be a finite number"):
+        load_settings(cwd=tmp_path, env={variable: value})
+
+
 def test_a_models_table_window_that_cannot_be_is_a_config_error(tmp_path: Path) -> None:
     # 0 would be skipped silently for the default window (the window is the first one set), so it is refused.
     (tmp_path / "flujo.toml").write_text('[models."openai:local-a"]\ncontext_window = 0\n', encoding="utf-8")
