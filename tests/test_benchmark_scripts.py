@@ -185,3 +185,29 @@ def test_startup_ratio_counts_a_process_instructions_through_callgrind(
     assert callgrind_total("version: 1\ntotals: 17 3\n") == 17
     with pytest.raises(ValueError):
         callgrind_total("events: Ir\n")
+
+
+def test_startup_parts_counts_each_part_s_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``startup_parts``: a process per part under callgrind (a stand-in ``valgrind`` on ``PATH`` that counts
+    each process's code as its size, then runs it), the real run last; each line its ratio and what it adds."""
+    from benchmarks.startup_parts import PARTS, counts, report
+
+    bin_folder = tmp_path / "bin"
+    bin_folder.mkdir()
+    fake = bin_folder / "valgrind"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'out="${2#--callgrind-out-file=}"\n'
+        "shift 2\n"
+        'printf "events: Ir\\nsummary: %s\\n" "$(printf %s "$*" | wc -c)" > "$out"\n'
+        'exec "$@"\n'
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_folder}:{os.environ['PATH']}")
+    found = counts(ROOT, tmp_path / "work")
+    assert list(found) == list(PARTS) == ["deps", "pydantic", "settings", "core", "blueprints", "run"]
+    sizes = [found[part] for part in PARTS if part != "run"]
+    assert sizes == sorted(sizes) and len(set(sizes)) == len(sizes)  # each part's code holds the one before
+    lines = report({"deps": 100_000_000, "pydantic": 150_000_000}).splitlines()
+    assert lines[0].split() == ["deps", "100", "M", "1.00x"]
+    assert lines[1].split() == ["pydantic", "150", "M", "1.50x", "+50", "M"]
