@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from blueprints.checking.checks import run_checks
 from blueprints.checking.default_model import with_default_model
-from blueprints.checking.model_overrides import NO_MODEL_OVERRIDES, ModelOverrides
+from blueprints.checking.model_overrides import NO_MODEL_OVERRIDES, ModelOverrideError, ModelOverrides
 from blueprints.checking.validated import Validated, ValidatedFiles
 from blueprints.checking.validation import validation_findings
 from blueprints.reading.ensemble_file import is_ensemble_file, reword, translate, translate_index
@@ -142,6 +142,13 @@ def _validate(
         return FileAnalysis([empty])
     ensemble_file = is_ensemble_file(parsed.data)
     if ensemble_file:  # the ensemble file format: one ensemble step
+        if models:  # its participants name no model of their own: --model has nothing to replace
+            raise ModelOverrideError(
+                f"--model {models.given[0]}: {Path(file).name} is an ensemble file; its participants run the"
+                " model of their model_profile (or their script), which --model does not replace",
+                hint="change the profile's model in flujo.toml ([profiles.NAME] model = ...), or with"
+                " FLUJO_PROFILES__NAME__MODEL",
+            )
         parsed.data, index = translate(parsed.data), translate_index(index)
     parsed.data, defaulted = with_default_model(parsed.data, default_model)
     if models:

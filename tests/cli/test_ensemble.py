@@ -187,6 +187,17 @@ conversation_limits:
     assert "18 warning max_agent_executions: judge: 5 can never be reached: its max_turns is 1" in messages
 
 
+@pytest.mark.parametrize("value", ["*=echo", "agents.llm_analyzer=echo"])
+def test_model_flags_say_an_ensemble_file_s_participants_run_their_profiles(state_db: Path, value: str) -> None:
+    # '*' was ignored without a word, and agents.NAME said the file "defines no agents" (the participants were
+    # called agents.NAME by the missing key's error): the flag is refused, saying where the model comes from.
+    for command in ("run", "validate"):
+        code, _, err = flujo([command, str(FILE_EXAMPLE / "ensemble.yaml"), "--model", value])
+        assert code == exit_codes.USAGE, err
+        assert f"--model {value}: ensemble.yaml is an ensemble file; its participants run the model of" in err
+        assert "[profiles.NAME] model = ..." in err and "Traceback" not in err
+
+
 def test_validate_lists_the_known_profiles_and_finds_cycles(state_db: Path) -> None:
     folder = state_db.parent.parent
     (folder / "flujo.toml").write_text('[profiles.fast]\nmodel = "echo"\n', encoding="utf-8")
