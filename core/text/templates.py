@@ -392,6 +392,9 @@ class Expression:
         return f"Expression({self.source!r})"
 
 
+_MACRO_NAMES = frozenset(("caller", "varargs", "kwargs"))
+
+
 def referenced_names(source: str) -> set[str]:
     """Top-level names a template or expression reads, e.g. {'steps', 'context'}."""
     try:
@@ -399,7 +402,15 @@ def referenced_names(source: str) -> set[str]:
     except (TemplateSyntaxError, TemplateSyntax, RecursionError):
         return set()
     assigned = {node.name for node in ast.find_all(nodes.Name) if node.ctx in ("store", "param")}
-    return {node.name for node in ast.find_all(nodes.Name) if node.ctx == "load"} - assigned - {"this", "loop"}
+    assigned |= {node.name for node in ast.find_all(nodes.Macro)}  # {% macro g(n) %} defines g
+    # Inside a macro, Jinja defines caller (for {% call %}), varargs and kwargs.
+    in_macros = {id(name) for macro in ast.find_all(nodes.Macro) for name in macro.find_all(nodes.Name)}
+    read = {
+        node.name
+        for node in ast.find_all(nodes.Name)
+        if node.ctx == "load" and not (node.name in _MACRO_NAMES and id(node) in in_macros)
+    }
+    return read - assigned - {"this", "loop"}
 
 
 def builds_structure(source: str) -> bool:
