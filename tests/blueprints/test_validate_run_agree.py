@@ -125,3 +125,53 @@ def test_a_recursive_schema_through_properties_is_valid_and_runs(state_db: Path,
     code, out, err = flujo(["run", str(path), "--answers", str(tmp_path / "answers.yaml")])
     assert code == 0, err
     assert "next" in out
+
+
+WHOLE_SCRATCHPAD = """version: "0.1"
+imports: {child: child.yaml}
+steps:
+  - kind: step
+    name: a
+    agent: {id: flujo.builtins.passthrough}
+    sink_to: scratchpad
+  - kind: hitl
+    name: ask
+    message: "?"
+    sink_to: context.scratchpad
+  - kind: loop
+    name: l
+    loop:
+      max_loops: 1
+      init:
+        - set: {target: context.scratchpad, value: "x"}
+      body:
+        - {kind: step, name: b, agent: {id: flujo.builtins.passthrough}, sink_to: context}
+  - kind: step
+    name: c
+    uses: imports.child
+    config:
+      outputs: {steps.inner.output: scratchpad}
+"""
+CHILD = 'version: "0.1"\nsteps:\n  - {kind: step, name: inner, agent: {id: flujo.builtins.passthrough}}\n'
+
+
+def test_a_write_to_the_whole_scratchpad_is_located(state_db: Path, tmp_path: Path) -> None:
+    """The run writes a step's output to a key of the scratchpad, never to the scratchpad (or the context)
+    itself: ``sink_to: scratchpad`` failed the run with "cannot write to 'scratchpad'"."""
+    path = tmp_path / "sinks.yaml"
+    path.write_text(WHOLE_SCRATCHPAD, encoding="utf-8")
+    (tmp_path / "child.yaml").write_text(CHILD, encoding="utf-8")
+    found = [
+        (f.position.line, f.position.column, f.code, f.message, f.hint)
+        for f in validate_file(path)
+        if f.is_error and f.position
+    ]
+    assert found == [
+        (7, 14, "bad-value", "sink_to: 'scratchpad' names no key in the scratchpad", "e.g. sink_to: scratchpad.a"),
+        (11, 14, "bad-value", "sink_to: 'context.scratchpad' names no key in the scratchpad", "e.g. sink_to: scratchpad.ask"),
+        (17, 25, "bad-value", "init set target 'context.scratchpad' names no key in the scratchpad", "e.g. target: context.scratchpad.history"),
+        (19, 83, "bad-value", "sink_to: 'context' names no key in the scratchpad", "e.g. sink_to: scratchpad.b"),
+        (24, 37, "bad-value", "outputs: 'scratchpad' names no key in the parent's scratchpad", "e.g. scratchpad.result"),
+    ]  # fmt: skip
+    code, _, err = flujo(["run", str(path), "--input", "x"])
+    assert code == 3 and "sinks.yaml:7:14: error: sink_to: 'scratchpad' names no key in the scratchpad" in err, err
