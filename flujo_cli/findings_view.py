@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from blueprints import Finding
+from blueprints import Finding, source_window
 
 _STYLE = {"error": "bold red", "warning": "yellow", "note": "cyan"}
 
@@ -33,9 +33,10 @@ def render_findings(findings: Sequence[Finding], console: Console) -> None:
         if finding.position is not None:
             text = _source_line(finding.position.file, finding.position.line, cache)
             if text is not None:
+                shown, column = source_window(text, finding.position.column)  # a long line: the part around it
                 width = max(4, len(str(finding.position.line)))  # line 11113 of a long file: the caret stays
-                console.print(f"  [dim]{finding.position.line:>{width}} |[/] {escape(text)}")
+                console.print(f"  [dim]{finding.position.line:>{width}} |[/] {escape(shown)}")
                 gutter = " " * (width + 1)
-                console.print(f"  [dim]{gutter}|[/] " + " " * (finding.position.column - 1) + f"[{style}]^[/]")
+                console.print(f"  [dim]{gutter}|[/] " + " " * (column - 1) + f"[{style}]^[/]")
         if finding.hint:
             console.print(f"  [dim]hint:[/] {escape(finding.hint)}")

@@ -97,9 +97,26 @@ class PositionIndex:
         return 0
 
     def excerpt(self, position: SourcePosition | None) -> str | None:
-        """The source line at ``position`` with a caret under its column."""
+        """The source line at ``position`` (a window of it, when long) with a caret under its column."""
         if position is None or not 1 <= position.line <= len(self.lines):
             return None
-        text = self.lines[position.line - 1].rstrip("\r\n")
+        text, column = source_window(self.lines[position.line - 1].rstrip("\r\n"), position.column)
         gutter = f"{position.line} | "
-        return f"{gutter}{text}\n{' ' * (len(gutter) + max(position.column - 1, 0))}^"
+        return f"{gutter}{text}\n{' ' * (len(gutter) + column - 1)}^"
+
+
+EXCERPT_WIDTH = 120
+
+
+def source_window(text: str, column: int, *, width: int = EXCERPT_WIDTH) -> tuple[str, int]:
+    """At most ``width`` characters of the line ``text`` around the 1-based ``column``, each cut end marked
+    with …, and the column of the same character in what is shown. A hostile file's line can be megabytes
+    long: a finding shows where it is, not the whole line."""
+    column = max(column, 1)
+    if len(text) <= width:
+        return text, column
+    start = min(max(column - 1 - width // 2, 0), len(text) - width)
+    shown = text[start : start + width]
+    before = "…" if start > 0 else ""
+    after = "…" if start + width < len(text) else ""
+    return before + shown + after, column - start + len(before)

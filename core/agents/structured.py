@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from core.model.errors import ConfigError
+from core.text.schema_check import local_validator, violations
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
@@ -44,11 +45,12 @@ class OutputSchema:
                 f"{owner} has an invalid output_schema: {exc.message}",
                 hint="output_schema must be a JSON Schema, e.g. {type: object, properties: {...}}",
             ) from None
-        self._validator: Validator = validator_cls(self.schema)
+        self._validator: Validator = local_validator(self.schema)
+        self._owner = owner
 
     def check_value(self, value: Any) -> Checked:
-        """Validate an already-parsed value."""
-        errors = sorted(self._validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+        """Validate an already-parsed value (RunError when the schema's $refs cannot be followed)."""
+        errors = violations(self._validator, value, owner=f"{self._owner} has an output_schema that")
         if not errors:
             return Checked(value=value)
         first = errors[0]

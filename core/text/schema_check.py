@@ -1,19 +1,52 @@
-"""JSON Schema checks for human answers and agent outputs (jsonschema, imported only when needed)."""
+"""JSON Schema checks for human answers and agent outputs (jsonschema, imported only when needed).
+
+A ``$ref`` resolves only inside its schema (and the drafts' own meta-schemas): nothing is fetched, where
+jsonschema by default would fetch a remote one. A schema that cannot be used — a ``$ref`` that does not
+resolve, ``$ref``s that lead back to themselves — is a RunError naming the problem (``flujo validate``
+refuses such schemas first).
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from core.model.errors import RunError
+
+if TYPE_CHECKING:
+    from jsonschema import ValidationError
+    from jsonschema.protocols import Validator
+
+_REF_HINT = "make each $ref point inside the schema (e.g. '#/$defs/name'), to a schema that is not only a $ref"
+
+
+def local_validator(schema: Mapping[str, Any]) -> Validator:
+    """jsonschema's validator for ``schema`` (its draft by ``$schema``), fetching no ``$ref``."""
+    import jsonschema  # lazy: ~60 ms of imports, only for blueprints that declare schemas
+    from referencing import Registry
+
+    validator_cls = jsonschema.validators.validator_for(schema)
+    return validator_cls(schema, registry=Registry())
+
+
+def violations(validator: Validator, value: Any, *, owner: str = "the schema") -> list[ValidationError]:
+    """What is wrong with ``value`` under ``validator``'s schema, by place; RunError ("``owner`` cannot be
+    used: ...") when the schema itself cannot be used."""
+    from referencing.exceptions import Unresolvable
+
+    try:
+        return sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+    except Unresolvable as exc:
+        message = f"{owner} cannot be used: $ref {exc.ref!r} does not resolve inside the schema"
+        raise RunError(message + " (a remote reference is never fetched)", hint=_REF_HINT) from None
+    except RecursionError:
+        raise RunError(f"{owner} cannot be used: its $refs lead back to themselves", hint=_REF_HINT) from None
 
 
 def schema_errors(value: Any, schema: Mapping[str, Any]) -> str | None:
     """None when ``value`` satisfies ``schema``, else one short line saying what is wrong."""
-    import jsonschema  # lazy: ~60 ms of imports, only for blueprints that declare schemas
-
-    validator_cls = jsonschema.validators.validator_for(schema)
-    validator = validator_cls(schema)
-    errors = sorted(validator.iter_errors(value), key=lambda e: list(e.path))
+    errors = violations(local_validator(schema), value)
     if not errors:
         return None
     first = errors[0]

@@ -174,9 +174,17 @@ def _check_expression_constants(source: str) -> None:
     _check_constants(tree)
 
 
+def _quoted(source: str, *, limit: int = 100) -> str:
+    """``source`` quoted for an error message: its start and its end when longer than ``limit``, cut with …
+    (a template can be megabytes long; its error stays one readable line)."""
+    if len(source) > limit:
+        source = source[: limit // 2] + "…" + source[-(limit // 2) :]
+    return repr(source)
+
+
 def _bound_error(kind: str, source: str, exc: BoundExceeded, where: str = "") -> TemplateError:
     return TemplateError(
-        f"{where}{kind} {source!r} was stopped: {exc.message}",
+        f"{where}{kind} {_quoted(source)} was stopped: {exc.message}",
         hint=f"make it smaller; the limit is the setting bounds.{exc.setting}",
     )
 
@@ -315,15 +323,15 @@ class Template:
         except UndefinedError as exc:
             message = _NO_ATTRIBUTE.sub(r"'\2' is undefined (no such key)", exc.message or str(exc))
             raise TemplateError(
-                f"{self._where}template {self.source!r}: {message}",
+                f"{self._where}template {_quoted(self.source)}: {message}",
                 hint="check the variable name; available: context, previous_step, steps, initial_prompt",
             ) from None
         except SecurityError as exc:
-            raise TemplateError(f"{self._where}template {self.source!r} tried something unsafe: {exc}") from None
+            raise TemplateError(f"{self._where}template {_quoted(self.source)} tried something unsafe: {exc}") from None
         except TemplateError:
             raise
         except Exception as exc:  # a filter or a value misbehaved: report it as the template's failure
-            raise TemplateError(f"{self._where}template {self.source!r} failed: {exc}") from None
+            raise TemplateError(f"{self._where}template {_quoted(self.source)} failed: {exc}") from None
 
     def render_text(self, variables: Mapping[str, Any]) -> str:
         """Render and always return text (values are JSON-encoded when they are not strings)."""
@@ -382,14 +390,19 @@ class Expression:
         except BoundExceeded as exc:
             raise _bound_error("expression", self.source, exc, self._where) from None
         except SecurityError as exc:
-            raise TemplateError(f"{self._where}expression {self.source!r} tried something unsafe: {exc}") from None
+            raise TemplateError(
+                f"{self._where}expression {_quoted(self.source)} tried something unsafe: {exc}"
+            ) from None
         except Exception as exc:  # e.g. comparing a str with an int: report it as the expression's failure
-            raise TemplateError(f"{self._where}expression {self.source!r} failed: {exc}") from None
+            raise TemplateError(f"{self._where}expression {_quoted(self.source)} failed: {exc}") from None
         # Missing is None, also inside a list or mapping the expression built.
         return value if _undefined_inside(value) is None else _undefined_to_none(value)
 
     def __repr__(self) -> str:
         return f"Expression({self.source!r})"
+
+
+_MACRO_NAMES = frozenset(("caller", "varargs", "kwargs"))
 
 
 def referenced_names(source: str) -> set[str]:
@@ -399,7 +412,15 @@ def referenced_names(source: str) -> set[str]:
     except (TemplateSyntaxError, TemplateSyntax, RecursionError):
         return set()
     assigned = {node.name for node in ast.find_all(nodes.Name) if node.ctx in ("store", "param")}
-    return {node.name for node in ast.find_all(nodes.Name) if node.ctx == "load"} - assigned - {"this", "loop"}
+    assigned |= {node.name for node in ast.find_all(nodes.Macro)}  # {% macro g(n) %} defines g
+    # Inside a macro, Jinja defines caller (for {% call %}), varargs and kwargs.
+    in_macros = {id(name) for macro in ast.find_all(nodes.Macro) for name in macro.find_all(nodes.Name)}
+    read = {
+        node.name
+        for node in ast.find_all(nodes.Name)
+        if node.ctx == "load" and not (node.name in _MACRO_NAMES and id(node) in in_macros)
+    }
+    return read - assigned - {"this", "loop"}
 
 
 def builds_structure(source: str) -> bool:

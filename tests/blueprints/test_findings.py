@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import blueprints
 from blueprints import findings_to_json, validate_file
@@ -27,7 +28,7 @@ def test_public_api_is_pinned() -> None:
         "CASE_SUFFIX", "Case", "case_text", "read_case", "ExpectationResult", "Expectations", "RunFacts",
         "check_expectations",
     } | {  # what flujo_cli takes besides (it imports blueprints only through this front door)
-        "Note", "StepExplanation", "StepGroup", "WizardQuestion", "parse_wizard_answer",
+        "Note", "StepExplanation", "StepGroup", "WizardQuestion", "parse_wizard_answer", "source_window",
     }  # fmt: skip
     for name in blueprints.__all__:
         assert hasattr(blueprints, name), name
@@ -85,3 +86,25 @@ def test_keys_that_would_do_nothing_warn() -> None:
         (17, 11, "ignored-key", "output_schema has no effect on step 'plain', which has no agent"),
         (21, 7, "ignored-key", "named_steps has no effect unless ai_turn_source is named_steps"),
     ]  # fmt: skip
+
+
+def test_the_excerpt_of_a_long_line_is_a_window_around_the_column(tmp_path: Path) -> None:
+    """A finding at the end of a 5,000-character line shows about 120 characters around its column, cut with
+    …, the caret still under the column (the whole line, printed, was megabytes for a hostile file)."""
+    path = tmp_path / "long.yaml"
+    filler = "x" * 5000
+    path.write_text(
+        'version: "0.1"\nsteps:\n  - kind: step\n    name: s\n    agent: {id: flujo.builtins.passthrough}\n'
+        f'    input: "{filler} {{{{ contxt }}}} {filler}"\n',
+        encoding="utf-8",
+    )
+    [finding] = [f for f in validate_file(path) if f.is_error]
+    assert finding.position is not None and finding.excerpt is not None
+    assert finding.message.startswith("template reads 'contxt'")
+    line, caret = finding.excerpt.split("\n")
+    assert line.startswith("6 | …") and line.endswith("…") and len(line) <= 130, line
+    assert caret.index("^") == line.index("contxt")
+    short = tmp_path / "short.yaml"
+    short.write_text(path.read_text(encoding="utf-8").replace(filler, "x"), encoding="utf-8")
+    [finding] = [f for f in validate_file(short) if f.is_error]
+    assert finding.excerpt == '6 |     input: "x {{ contxt }} x"\n                     ^'

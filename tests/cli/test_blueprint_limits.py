@@ -128,3 +128,32 @@ def test_a_loop_nothing_can_end_is_warned_about(
     assert code == exit_codes.OK, err
     shown = f"spin.yaml:8:18: warning: this loop runs all {int(max_loops):,} iterations: it has no exit_expression"
     assert (shown in err) is warned, err
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        (
+            'version: "0.1"\nsteps:\n  - {kind: step, name: s, agent: {id: flujo.builtins.passthrough}, input: "'
+            + "x" * 4_900_000
+            + '{{ contxt }}"}\n',
+            "contxt",
+        ),
+        ('version: "0.1"\nx: ' + "[" * 30000 + "]" * 30000 + "\nsteps: []\n", "["),
+    ],
+    ids=["long-template", "deep-nesting"],
+)
+def test_a_finding_on_a_very_long_line_shows_a_window_of_it(tmp_path: Path, text: str, found: str) -> None:
+    """The source line of a finding is cut to about 120 characters around its column (it was printed whole:
+    4.9 MB), the caret under the same character."""
+    (tmp_path / "long.yaml").write_text(text, encoding="utf-8")
+    code, _, err = flujo(["validate", str(tmp_path / "long.yaml")])
+    assert code == exit_codes.FAILED
+    lines = err.splitlines()
+    assert max(len(line) for line in lines) < 300, [len(line) for line in lines]
+    first = next(n for n, line in enumerate(lines) if ": error: " in line)
+    line, column = (int(part) for part in lines[first].split("long.yaml:")[1].split(":")[:2])
+    source, caret = lines[first + 1], lines[first + 2]
+    assert "…" in source, source
+    assert source[caret.index("^") :].startswith(found)
+    assert text.splitlines()[line - 1][column - 1 :].startswith(found)

@@ -106,3 +106,16 @@ def test_a_run_time_template_error_names_the_blueprint_line(state_db: Path, tmp_
     code, out, _ = flujo(["run", "init.yaml", "--input", "x", "--json"])
     assert code == exit_codes.FAILED
     assert ":10:29: template '{{ previous_step.nope }}'" in json.loads(out)["error"], out
+
+
+def test_a_long_template_that_fails_is_quoted_shortened(state_db: Path, tmp_path: Path) -> None:
+    """The error quotes the start and the end of a long template, not all of it (a 4.9 MB one was printed
+    whole)."""
+    template = "x" * 100_000 + "{{ previous_step.nope }}"
+    step = f'{{kind: step, name: s, agent: {{id: flujo.builtins.passthrough}}, input: "{template}"}}'
+    (tmp_path / "long.yaml").write_text(f'version: "0.1"\nsteps:\n  - {step}\n', encoding="utf-8")
+    code, _, err = flujo(["run", "long.yaml", "--input", "x"])
+    assert code == exit_codes.FAILED
+    assert max(len(line) for line in err.splitlines()) < 300, err[:300]
+    assert "long.yaml:3:75: template 'xxx" in err and "…" in err
+    assert "{{ previous_step.nope }}': 'nope' is undefined (no such key)" in err

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from core import ConfigError, load_settings
+from core import ConfigError, Settings, load_settings
 
 
 @pytest.mark.parametrize(
@@ -226,3 +227,16 @@ def test_an_otel_setting_that_cannot_be_is_a_config_error_naming_the_variables(
         load_settings(cwd=tmp_path, env=env)
     assert raised.value.message.startswith(message)
     assert raised.value.hint == "check FLUJO_* or OTEL_* environment"
+
+
+def test_the_docs_give_the_default_wait_for_a_locked_sqlite_store() -> None:
+    """Every line of docs/ that says how long a locked SQLite store is waited for says the default of
+    ``sqlite.busy_timeout_s`` (docs/configuration.md said 10 seconds; the default is 300)."""
+    default = Settings().sqlite.busy_timeout_s
+    said = []
+    for page in sorted((Path(__file__).parents[2] / "docs").glob("*.md")):
+        for line in page.read_text(encoding="utf-8").splitlines():
+            if "locked" in line:
+                for amount, unit in re.findall(r"(\d+) (seconds|minutes)", line):
+                    said.append((page.name, int(amount) * (60 if unit == "minutes" else 1)))
+    assert said and all(seconds == default for _, seconds in said), said

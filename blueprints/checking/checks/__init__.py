@@ -28,6 +28,7 @@ from blueprints.checking.checks.sites import walk
 from blueprints.checking.checks.tools import check_agent_tools, check_tool_definition, check_tools_reach
 from blueprints.checking.checks.turn_text import check_turn_text
 from blueprints.checking.checks.workflows import check_workflow_step
+from blueprints.checking.checks.write_targets import check_sinks
 from blueprints.reading.findings import Finding
 from blueprints.reading.positions import PositionIndex
 from blueprints.schema import (
@@ -59,6 +60,7 @@ def run_checks(
     step_names = [site.step.name for site in sites]
     checker.writes = blueprint_writes(checker, sites)
     check_unique_names(checker, sites)
+    check_sinks(checker, sites)
     for name, tool in model.tools.items():
         check_tool_definition(checker, name, tool)
     for name, agent in model.agents.items():

@@ -25,6 +25,7 @@ from jinja2 import Environment, TemplateSyntaxError, nodes
 
 from blueprints.checking.checks.checker import Checker, Writes
 from blueprints.checking.checks.sites import StepSite
+from blueprints.checking.checks.write_targets import scratchpad_key
 from blueprints.reading.positions import Path
 from blueprints.reading.suggestions import closest
 from blueprints.schema import (
@@ -47,16 +48,6 @@ class Read:
 
     key: str
     scratchpad: bool
-
-
-def _target_key(target: str) -> str | None:
-    """The scratchpad key a write target names (``context.scratchpad.goal``, ``scratchpad.goal``, ``goal``)."""
-    parts = target.split(".")
-    if parts[0] == "context":
-        parts = parts[1:]
-    if parts and parts[0] == "scratchpad":
-        parts = parts[1:]
-    return parts[0] if parts and parts[0] else None
 
 
 def _fixed_keys(checker: Checker, step: AgentStepModel) -> frozenset[str] | None:
@@ -110,7 +101,7 @@ def blueprint_writes(checker: Checker, sites: Sequence[StepSite], *, opened: boo
                 keys.add("history")
         elif isinstance(step, MapStepModel):
             targets.extend(_init_targets(step.map.init))
-    keys |= {key for key in map(_target_key, targets) if key is not None}
+    keys |= {key for key in map(scratchpad_key, targets) if key is not None}
     return Writes(frozenset(keys), any_key)
 
 

@@ -16,6 +16,7 @@ from blueprints.checking.checks.loop_bounds import check_loop_iterations
 from blueprints.checking.checks.sites import StepSite, names_under
 from blueprints.checking.checks.summarizer import check_summarizer
 from blueprints.checking.checks.texts import check_text
+from blueprints.checking.checks.write_targets import check_write_target
 from blueprints.reading.positions import Path
 from blueprints.reading.suggestions import did_you_mean
 from blueprints.schema import (
@@ -100,6 +101,9 @@ def check_init_ops(checker: Checker, ops: Sequence[InitOpModel], path: Path, ste
                     checker.at(target_path),
                     "write under context.scratchpad.<name>",
                 )
+            else:
+                example = "target: context.scratchpad.history"
+                check_write_target(checker, target_path, operand.target, f"init {verb} target", example)
             _check_values(checker, operand.value, (*here, verb, "value"), step_names)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from blueprints.checking.checks.checker import Checker
 from blueprints.checking.checks.sites import StepSite
+from blueprints.checking.checks.write_targets import check_write_target
 from blueprints.reading.positions import Path
 from blueprints.reading.suggestions import one_of
 from blueprints.schema import AgentStepModel, ImportConfigModel
@@ -85,6 +86,8 @@ def _check_config(checker: Checker, config: ImportConfigModel, path: Path) -> No
                 f"start the child path with {one_of(CHILD_PATH_ROOTS)}",
             )
         parent_root = parent.removeprefix("context.").split(".")[0]
+        if not check_write_target(checker, parent_at, parent, "outputs:", "scratchpad.result"):
+            continue
         if parent_root in _READ_ONLY:
             checker.error(
                 "bad-value",
