@@ -162,13 +162,9 @@ def test_startup_ratio_cold_runs_validate_every_time(tmp_path: Path) -> None:
     assert not (kept / "marker.validated").exists() and len(list(kept.glob("*.validated"))) == 1
 
 
-def test_startup_ratio_counts_a_process_instructions_through_callgrind(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """``--instructions``: each process runs under ``valgrind --tool=callgrind`` and its total is read back. A
-    stand-in ``valgrind`` on ``PATH`` writes the file callgrind would, then runs the command it was given."""
-    from benchmarks.startup_ratio import Commands, callgrind_total
-
+def _fake_valgrind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, total: str) -> None:
+    """A stand-in ``valgrind`` first on ``PATH``: it writes the file callgrind would, with ``total`` (shell
+    text) as the count, then runs the command it was given."""
     bin_folder = tmp_path / "bin"
     bin_folder.mkdir()
     fake = bin_folder / "valgrind"
@@ -176,11 +172,21 @@ def test_startup_ratio_counts_a_process_instructions_through_callgrind(
         "#!/bin/sh\n"
         'out="${2#--callgrind-out-file=}"\n'
         "shift 2\n"
-        'printf "events: Ir\\nsummary: 4242\\n" > "$out"\n'
+        f'printf "events: Ir\\nsummary: %s\\n" "{total}" > "$out"\n'
         'exec "$@"\n'
     )
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_folder}:{os.environ['PATH']}")
+
+
+def test_startup_ratio_counts_a_process_instructions_through_callgrind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--instructions``: each process runs under ``valgrind --tool=callgrind`` and its total is read back. A
+    stand-in ``valgrind`` on ``PATH`` writes the file callgrind would, then runs the command it was given."""
+    from benchmarks.startup_ratio import Commands, callgrind_total
+
+    _fake_valgrind(tmp_path, monkeypatch, "4242")
     assert Commands(ROOT, tmp_path / "work").instructions("deps") == 4242
     assert callgrind_total("version: 1\ntotals: 17 3\n") == 17
     with pytest.raises(ValueError):
@@ -192,18 +198,7 @@ def test_startup_parts_counts_each_part_s_process(tmp_path: Path, monkeypatch: p
     each process's code as its size, then runs it), the real run last; each line its ratio and what it adds."""
     from benchmarks.startup_parts import PARTS, counts, report
 
-    bin_folder = tmp_path / "bin"
-    bin_folder.mkdir()
-    fake = bin_folder / "valgrind"
-    fake.write_text(
-        "#!/bin/sh\n"
-        'out="${2#--callgrind-out-file=}"\n'
-        "shift 2\n"
-        'printf "events: Ir\\nsummary: %s\\n" "$(printf %s "$*" | wc -c)" > "$out"\n'
-        'exec "$@"\n'
-    )
-    fake.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_folder}:{os.environ['PATH']}")
+    _fake_valgrind(tmp_path, monkeypatch, '$(printf %s "$*" | wc -c)')
     found = counts(ROOT, tmp_path / "work")
     assert list(found) == list(PARTS) == ["deps", "pydantic", "settings", "core", "blueprints", "run"]
     sizes = [found[part] for part in PARTS if part != "run"]
