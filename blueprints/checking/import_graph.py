@@ -70,7 +70,7 @@ class ImportGraph:
         return self._visit(path, ())
 
     def _visit(self, path: Path, chain: tuple[Path, ...]) -> ImportedFile:
-        key = path.resolve()
+        key = Path(os.path.realpath(path))  # not path.resolve(): it raises for a symlink loop, which analysis reports
         known = self._files.get(key)
         if known is not None:
             return known

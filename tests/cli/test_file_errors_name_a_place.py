@@ -23,14 +23,16 @@ def odd_paths(tmp_path: Path) -> dict[str, tuple[str, str]]:
     """Paths that exist but are not files, with what each is called."""
     (tmp_path / "folder").mkdir()
     os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "loop.yaml").symlink_to("loop.yaml")
     return {
         "folder": (str(tmp_path / "folder"), "a folder"),
         "/dev/null": ("/dev/null", "a device"),
         "fifo": (str(tmp_path / "pipe"), "a FIFO (named pipe)"),
+        "symlink loop": (str(tmp_path / "loop.yaml"), "a symlink loop"),
     }
 
 
-@pytest.mark.parametrize("kind", ["folder", "/dev/null", "fifo"])
+@pytest.mark.parametrize("kind", ["folder", "/dev/null", "fifo", "symlink loop"])
 def test_a_path_that_is_not_a_file_is_said_to_be_what_it_is(
     state_db: Path, tmp_path: Path, odd_paths: dict[str, tuple[str, str]], kind: str
 ) -> None:
@@ -63,6 +65,28 @@ def test_an_import_that_is_a_folder_is_said_to_be_one(tmp_path: Path) -> None:
     [finding] = [f for f in validate_file(tmp_path / "main.yaml") if f.is_error]
     assert finding.message.startswith("imports.helper: 'sub' is a folder, not a blueprint file")
     assert finding.position is not None and finding.position.line == 2
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        ("loop.yaml", "imports.helper: 'loop.yaml' is a symlink loop, not a blueprint file"),
+    ],
+)
+def test_an_import_that_is_a_symlink_loop_or_holds_a_nul_byte_is_an_error_at_its_entry(
+    state_db: Path, tmp_path: Path, target: str, expected: str
+) -> None:
+    (tmp_path / "loop.yaml").symlink_to("loop.yaml")
+    main = tmp_path / "main.yaml"
+    main.write_text(ECHO.replace("steps:", f'imports: {{helper: "{target}"}}\nsteps:'), encoding="utf-8")
+    [finding] = [f for f in validate_file(main) if f.is_error]
+    assert finding.message.startswith(expected), finding.message
+    assert finding.position is not None and (finding.position.line, finding.position.column) == (2, 19)
+    for args in (["validate", str(main)], ["run", str(main), "--input", "x"], ["explain", str(main)]):
+        code, _, err = flujo(args)
+        assert code in (exit_codes.FAILED, exit_codes.BLUEPRINT), (args, err)
+        assert f"{main}:2:19: error: {expected}" in err, (args, err)
+        assert "unexpected" not in err, (args, err)
 
 
 def test_a_blueprint_that_is_not_utf8_is_refused_at_the_bad_byte(tmp_path: Path) -> None:
