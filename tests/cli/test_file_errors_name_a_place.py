@@ -71,6 +71,7 @@ def test_an_import_that_is_a_folder_is_said_to_be_one(tmp_path: Path) -> None:
     ("target", "expected"),
     [
         ("loop.yaml", "imports.helper: 'loop.yaml' is a symlink loop, not a blueprint file"),
+        ("\\0bad", "imports.helper: '\\x00bad' holds a NUL byte, which no file name can"),
     ],
 )
 def test_an_import_that_is_a_symlink_loop_or_holds_a_nul_byte_is_an_error_at_its_entry(
@@ -87,6 +88,19 @@ def test_an_import_that_is_a_symlink_loop_or_holds_a_nul_byte_is_an_error_at_its
         assert code in (exit_codes.FAILED, exit_codes.BLUEPRINT), (args, err)
         assert f"{main}:2:19: error: {expected}" in err, (args, err)
         assert "unexpected" not in err, (args, err)
+
+
+def test_a_local_model_file_that_holds_a_nul_byte_is_an_error_at_its_model(state_db: Path, tmp_path: Path) -> None:
+    blueprint = tmp_path / "local.yaml"
+    blueprint.write_text(
+        'version: "0.1"\nagents:\n  a: {model: "local:\\0x.gguf"}\nsteps:\n  - {kind: step, name: s, uses: agents.a}\n',
+        encoding="utf-8",
+    )
+    expected = "error: agent 'a': the model file '\\x00x.gguf' holds a NUL byte, which no file name can"
+    for args, exit_code in (([], exit_codes.FAILED), (["--input", "x"], exit_codes.BLUEPRINT)):
+        code, _, err = flujo(["validate" if not args else "run", str(blueprint), *args])
+        assert code == exit_code, err
+        assert f"{blueprint}:3:14: {expected}" in err, err
 
 
 def test_a_blueprint_that_is_not_utf8_is_refused_at_the_bad_byte(tmp_path: Path) -> None:
