@@ -38,6 +38,7 @@ from core import (
 )
 from flujo_cli.line_input import LineInput
 from flujo_cli.line_writer import LineWriter
+from flujo_cli.messages import not_utf8_at
 
 EMPTY_ANSWER_HINT = "type an answer, or Ctrl-D to pause the run"
 _LEAST_ROOM = 30
@@ -182,9 +183,12 @@ class TerminalHuman:
         try:
             while True:
                 answer = self._line.read(question.message)
-                if answer.strip() or accepts_empty(question.input_schema):
+                if (at := not_utf8_at(answer)) is not None:
+                    self._console.print(f"[red]✗ the answer is not UTF-8 text (byte {at})[/] — please answer again.")
+                elif answer.strip() or accepts_empty(question.input_schema):
                     return answer
-                self._console.print(f"  [dim]{EMPTY_ANSWER_HINT}[/]")
+                else:
+                    self._console.print(f"  [dim]{EMPTY_ANSWER_HINT}[/]")
         except (KeyboardInterrupt, EOFError):
             self._console.print()
             return None
@@ -214,10 +218,14 @@ class TerminalHuman:
         if self._stdin.isatty():
             return self._prompt(question)
         self._lines.line(("bold cyan", "?"), " ", question.message)
-        line: str = await asyncio.to_thread(self._stdin.readline)
-        if not line:
-            return None  # end of piped input: pause
-        answer = line.rstrip("\n").rstrip("\r")
+        while True:
+            line: str = await asyncio.to_thread(self._stdin.readline)
+            if not line:
+                return None  # end of piped input: pause
+            answer = line.rstrip("\n").rstrip("\r")
+            if (at := not_utf8_at(answer)) is None:
+                break
+            self._console.print(f"[red]✗ the answer is not UTF-8 text (byte {at})[/] — please answer again.")
         self._line.remember(answer)
         self._lines.line("  ", ("dim", f"> {one_line(answer, self._console.width - 4)}"))
         return answer
