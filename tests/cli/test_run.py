@@ -396,3 +396,18 @@ def test_a_piped_answer_that_is_not_utf8_is_asked_again(state_db: Path) -> None:
     assert "Ada" in json.loads(proc.stdout)["output"]
     proc = flujo_bytes(["run", hello, "--json"], b"Ad\xffa\n", state_db)  # no line after it: the run pauses
     assert proc.returncode == exit_codes.PAUSED, proc.stderr.decode()
+
+
+def test_an_answer_of_more_digits_than_python_prints_is_a_rejected_answer(state_db: Path, tmp_path: Path) -> None:
+    hitl = str(ROOT / "docs" / "examples" / "hitl.yaml")
+    code, _, err = flujo(["run", hitl, "--answer", "9" * 5000])
+    assert code == exit_codes.FAILED, err
+    assert "the answer given for 'guests' was rejected: " in err and "is not of type 'integer'" in err
+    assert "ValueError" not in err and "--debug" not in err
+    proc = flujo_process(["run", hitl, "--json"], input="9" * 5000 + "\n4\ny\nwindow\nnone\n")
+    assert proc.returncode == exit_codes.OK, proc.stderr[-500:]
+    assert "please answer again" in proc.stderr
+    answers = write(tmp_path, "answers.yaml", "guests: 0x" + "f" * 5000 + "\n")
+    code, _, err = flujo(["run", hitl, "--answers", answers])
+    assert code == exit_codes.CONFIG, err
+    assert err.startswith(f"error: answers file {answers}:1:9: cannot read this value: Exceeds the limit (4300 digits)")
