@@ -19,6 +19,7 @@ import signal
 import sys
 import threading
 from collections.abc import Mapping, Sequence
+from datetime import date
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -84,9 +85,17 @@ def load_answers_file(path: Path, *, bounds: BoundsSettings | None = None) -> tu
         where = problem.position or path
         raise ConfigError(f"answers file {where}: {problem.message}", hint=problem.hint)
     data = parsed.data
+    binary = _binary_at(data, ())
+    if binary is not None:
+        where = parsed.index.value(binary) or path
+        raise ConfigError(
+            f"answers file {where}: a binary value (!!binary) cannot be an answer", hint="write the answer as text"
+        )
 
     def text(value: Any) -> str:
-        return value if isinstance(value, str) else json.dumps(value)
+        if isinstance(value, str):
+            return value
+        return value.isoformat() if isinstance(value, date) else json.dumps(value, default=_json_value)
 
     if isinstance(data, list):
         return [text(item) for item in data], {}
@@ -101,6 +110,23 @@ def load_answers_file(path: Path, *, bounds: BoundsSettings | None = None) -> tu
         f"answers file {root}: it must hold a list of answers or a mapping of step name to answer(s)",
         hint='e.g. ["first answer", "second"] or {get_goal: "plan a trip", answer: ["yes", "done"]}',
     )
+
+
+def _binary_at(value: Any, path: tuple[str | int, ...]) -> tuple[str | int, ...] | None:
+    """The path of the first binary value (YAML's ``!!binary``: bytes) in an answers file's data, if any."""
+    if isinstance(value, bytes):
+        return path
+    parts = value.items() if isinstance(value, Mapping) else enumerate(value) if isinstance(value, list) else ()
+    return next((found for key, item in parts if (found := _binary_at(item, (*path, key))) is not None), None)
+
+
+def _json_value(value: Any) -> Any:
+    """The JSON of a value YAML reads that JSON has none for: a date or a time (``2001-12-14``) as ISO 8601 text.
+    (The reader builds every list and mapping itself: the other values are JSON's own or binary,
+    refused before.)"""
+    if isinstance(value, date):  # datetime too
+        return value.isoformat()
+    raise TypeError(f"an answer cannot hold a {type(value).__name__}")
 
 
 def accepts_empty(schema: Mapping[str, Any] | None) -> bool:

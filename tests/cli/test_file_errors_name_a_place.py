@@ -13,7 +13,7 @@ import pytest
 
 from blueprints import validate_file
 from flujo_cli import exit_codes
-from tests.support.cli_helpers import flujo
+from tests.support.cli_helpers import ROOT, flujo
 
 ECHO = 'version: "0.1"\nsteps:\n  - {kind: step, name: say, agent: {id: flujo.builtins.passthrough}}\n'
 
@@ -123,3 +123,19 @@ def test_answers_file_errors_name_the_place(state_db: Path, tmp_path: Path) -> N
     code, _, err = flujo(["run", "echo.yaml", "--answers", "text.yaml"])
     assert code == exit_codes.CONFIG
     assert "error: answers file text.yaml:2:1: it must hold a list of answers" in err
+
+
+def test_answers_that_yaml_reads_as_dates_are_their_text_and_binary_is_refused(state_db: Path, tmp_path: Path) -> None:
+    hello = str(ROOT / "docs" / "examples" / "hello.yaml")
+    (tmp_path / "date.yaml").write_text("ask_name: 2001-12-14\n", encoding="utf-8")
+    code, out, err = flujo(["run", hello, "--answers", "date.yaml"])
+    assert code == exit_codes.OK, err
+    assert "Please greet 2001-12-14." in out
+    (tmp_path / "when.yaml").write_text("- {at: 2001-12-14 21:59:43.10, days: [mon]}\n", encoding="utf-8")
+    code, out, err = flujo(["run", hello, "--answers", "when.yaml"])
+    assert code == exit_codes.OK, err
+    assert '{"at": "2001-12-14T21:59:43.100000", "days": ["mon"]}' in out
+    (tmp_path / "binary.yaml").write_text("# answers\nask_name: [Ada, !!binary aGVsbG8=]\n", encoding="utf-8")
+    code, _, err = flujo(["run", hello, "--answers", "binary.yaml"])
+    assert code == exit_codes.CONFIG, err
+    assert err.startswith("error: answers file binary.yaml:2:17: a binary value (!!binary) cannot be an answer\n"), err
