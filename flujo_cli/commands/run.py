@@ -507,6 +507,13 @@ async def _run(
         state_option=invocation.state_option() if outcome.status != "completed" else "",
         retry=retry,
     )  # fmt: skip
+    if lines is not None and lines.failure is not None:  # the run went on without its lines: said, exit 2
+        error_line(
+            f"{lines.name}: cannot write it: {lines.failure}",
+            f"the run's events are in the store: {flujo_command()} lens trace {outcome.run_id}"
+            f"{invocation.state_option()}",
+        )
+        code = exit_codes.USAGE if code == exit_codes.OK else code
     if traces is not None:  # after the run's result is printed: the spans may take a moment to go
         traces.close(state_option=invocation.state_option())
     if code == exit_codes.OK and replay is not None and replay.mode == "stop" and not replay.clean:
