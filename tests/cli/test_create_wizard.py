@@ -225,6 +225,9 @@ def test_the_default_file_is_named_after_the_blueprint(workdir: Path) -> None:
         (["--stop", "expression", "--exit-expression", "iteration >="], "the expression does not compile"),
         (["--no-conversation", "--returns", "conversation"], "conversation needs a conversation (--conversation)"),
         (["--output", "nowhere/x.yaml"], "the folder nowhere does not exist"),
+        (["--max-loops", "0"], "--max-loops: give a whole number from 1 to 1,000,000"),
+        (["--max-loops", "1000001"], "--max-loops: give a whole number from 1 to 1,000,000 (the rounds a loop may"),
+        (["--max-loops", "99999999999"], "--max-loops: give a whole number from 1 to 1,000,000"),
     ],
 )
 def test_answers_that_cannot_make_a_working_blueprint_are_refused(
