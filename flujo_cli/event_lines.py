@@ -11,7 +11,8 @@ messages stay on stderr); with ``--events-file F`` they go to ``F`` and stdout i
 
 The engine tells the run's reporter of each commit (``Reporter.events_committed``); nothing is written, or
 made, when neither option is given. A reader that stops reading (``| head``) does not stop the run: its lines
-stop, the run goes on and is stored as ever.
+stop, the run goes on and is stored as ever. So does a write that fails (a full disk): the lines stop, and the
+command says so when the run has ended (``failure``), its events still in the store.
 """
 
 from __future__ import annotations
@@ -57,9 +58,9 @@ class EventFlags:
                 out = self.file.open("w", encoding="utf-8")
             except OSError as exc:
                 usage_error(f"--events-file {self.file}: cannot write it: {exc.strerror or exc}")
-            return EventLines(out, stdout=False)
+            return EventLines(out, stdout=False, name=f"--events-file {self.file}")
         if self.format is not None:
-            return EventLines(sys.stdout, stdout=True)
+            return EventLines(sys.stdout, stdout=True, name="stdout")
         return None
 
 
@@ -67,12 +68,15 @@ NO_EVENTS = EventFlags()
 
 
 class EventLines:
-    """Writes events to ``out`` as JSON lines; ``stdout``: ``out`` is stdout, which then holds nothing else."""
+    """Writes events to ``out`` as JSON lines; ``stdout``: ``out`` is stdout, which then holds nothing else;
+    ``name`` says where they go, in messages (``--events-file F``)."""
 
-    def __init__(self, out: IO[str], *, stdout: bool) -> None:
+    def __init__(self, out: IO[str], *, stdout: bool, name: str) -> None:
         self.out = out
         self.stdout = stdout
-        self._gone = False  # the reader stopped reading
+        self.name = name
+        self._gone = False  # the reader stopped reading, or a write failed
+        self.failure: str | None = None  # why a write failed, for the command to say once the run has ended
 
     def write(self, events: Sequence[TraceEvent]) -> None:
         """Write ``events`` (masked, as committed), one line each."""
@@ -95,7 +99,10 @@ class EventLines:
 
     def close(self) -> None:
         if not self.stdout:
-            self.out.close()
+            try:
+                self.out.close()
+            except OSError as exc:  # what was still buffered could not be written
+                self.failure = self.failure or exc.strerror or str(exc)
 
     def _lines(self, lines: Any) -> None:
         if self._gone:
@@ -107,6 +114,9 @@ class EventLines:
             self._gone = True  # the run goes on; what it stores does not depend on its lines being read
             if self.stdout:
                 quiet_stdout()
+        except OSError as exc:  # a full disk, a file of /proc: the run goes on, and this is said when it ends
+            self._gone = True
+            self.failure = exc.strerror or str(exc)
 
 
 def _line(path: str, kind: str, ts: float, payload: Any) -> str:

@@ -19,6 +19,7 @@ import signal
 import sys
 import threading
 from collections.abc import Mapping, Sequence
+from datetime import date
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -38,6 +39,7 @@ from core import (
 )
 from flujo_cli.line_input import LineInput
 from flujo_cli.line_writer import LineWriter
+from flujo_cli.messages import not_utf8_at
 
 EMPTY_ANSWER_HINT = "type an answer, or Ctrl-D to pause the run"
 _LEAST_ROOM = 30
@@ -83,9 +85,17 @@ def load_answers_file(path: Path, *, bounds: BoundsSettings | None = None) -> tu
         where = problem.position or path
         raise ConfigError(f"answers file {where}: {problem.message}", hint=problem.hint)
     data = parsed.data
+    binary = _binary_at(data, ())
+    if binary is not None:
+        where = parsed.index.value(binary) or path
+        raise ConfigError(
+            f"answers file {where}: a binary value (!!binary) cannot be an answer", hint="write the answer as text"
+        )
 
     def text(value: Any) -> str:
-        return value if isinstance(value, str) else json.dumps(value)
+        if isinstance(value, str):
+            return value
+        return value.isoformat() if isinstance(value, date) else json.dumps(value, default=_json_value)
 
     if isinstance(data, list):
         return [text(item) for item in data], {}
@@ -100,6 +110,23 @@ def load_answers_file(path: Path, *, bounds: BoundsSettings | None = None) -> tu
         f"answers file {root}: it must hold a list of answers or a mapping of step name to answer(s)",
         hint='e.g. ["first answer", "second"] or {get_goal: "plan a trip", answer: ["yes", "done"]}',
     )
+
+
+def _binary_at(value: Any, path: tuple[str | int, ...]) -> tuple[str | int, ...] | None:
+    """The path of the first binary value (YAML's ``!!binary``: bytes) in an answers file's data, if any."""
+    if isinstance(value, bytes):
+        return path
+    parts = value.items() if isinstance(value, Mapping) else enumerate(value) if isinstance(value, list) else ()
+    return next((found for key, item in parts if (found := _binary_at(item, (*path, key))) is not None), None)
+
+
+def _json_value(value: Any) -> Any:
+    """The JSON of a value YAML reads that JSON has none for: a date or a time (``2001-12-14``) as ISO 8601 text.
+    (The reader builds every list and mapping itself: the other values are JSON's own or binary,
+    refused before.)"""
+    if isinstance(value, date):  # datetime too
+        return value.isoformat()
+    raise TypeError(f"an answer cannot hold a {type(value).__name__}")
 
 
 def accepts_empty(schema: Mapping[str, Any] | None) -> bool:
@@ -182,9 +209,12 @@ class TerminalHuman:
         try:
             while True:
                 answer = self._line.read(question.message)
-                if answer.strip() or accepts_empty(question.input_schema):
+                if (at := not_utf8_at(answer)) is not None:
+                    self._console.print(f"[red]✗ the answer is not UTF-8 text (byte {at})[/] — please answer again.")
+                elif answer.strip() or accepts_empty(question.input_schema):
                     return answer
-                self._console.print(f"  [dim]{EMPTY_ANSWER_HINT}[/]")
+                else:
+                    self._console.print(f"  [dim]{EMPTY_ANSWER_HINT}[/]")
         except (KeyboardInterrupt, EOFError):
             self._console.print()
             return None
@@ -214,10 +244,14 @@ class TerminalHuman:
         if self._stdin.isatty():
             return self._prompt(question)
         self._lines.line(("bold cyan", "?"), " ", question.message)
-        line: str = await asyncio.to_thread(self._stdin.readline)
-        if not line:
-            return None  # end of piped input: pause
-        answer = line.rstrip("\n").rstrip("\r")
+        while True:
+            line: str = await asyncio.to_thread(self._stdin.readline)
+            if not line:
+                return None  # end of piped input: pause
+            answer = line.rstrip("\n").rstrip("\r")
+            if (at := not_utf8_at(answer)) is None:
+                break
+            self._console.print(f"[red]✗ the answer is not UTF-8 text (byte {at})[/] — please answer again.")
         self._line.remember(answer)
         self._lines.line("  ", ("dim", f"> {one_line(answer, self._console.width - 4)}"))
         return answer

@@ -25,6 +25,11 @@ app = typer.Typer(
 )
 
 
+# The most runs --limit and --offset may name: more than any store holds, and far below the 2**63 - 1 a SQLite
+# or PostgreSQL integer stops at (a larger number was an OverflowError from the store).
+MOST_RUNS = 1_000_000_000
+
+
 class _State:
     debug: bool = os.environ.get("FLUJO_DEBUG", "") not in ("", "0")
 
@@ -692,7 +697,9 @@ def lens_list(
             show_default=False,
         ),
     ] = None,
-    limit: Annotated[int, typer.Option("--limit", "-n", min=0, help="How many runs, newest first.")] = 20,
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", min=0, max=MOST_RUNS, help="How many runs, newest first.")
+    ] = 20,
     thread: Annotated[
         str | None,
         typer.Option(
@@ -723,7 +730,10 @@ def lens_list(
         ),
     ] = None,
     offset: Annotated[
-        int, typer.Option("--offset", metavar="N", min=0, help="Skip the N newest matching runs (the next page).")
+        int,
+        typer.Option(
+            "--offset", metavar="N", min=0, max=MOST_RUNS, help="Skip the N newest matching runs (the next page)."
+        ),
     ] = 0,
     json_output: JsonOption = False,
     store: StateOption = None,

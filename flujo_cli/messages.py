@@ -122,6 +122,25 @@ def require_file(path: Path, what: str, hint: str | None = None) -> None:
         usage_error(f"{path} is {found}, not {a} {what}", f"give the path of {a} {what}")
 
 
+def not_utf8_at(text: str) -> int | None:
+    """Where (a byte offset) ``text`` held the first byte that is not UTF-8 when it was read, None when it
+    held none: Python gives such bytes of the command line and of stdin as lone surrogates
+    (``surrogateescape``), which no text written later (the store, JSON, the terminal) can encode."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return len(text[: exc.start].encode("utf-8", "surrogateescape"))
+    return None
+
+
+def require_text(text: str, what: str) -> str:
+    """``text``, or stop with a usage error when it is not UTF-8 text (``--input is not UTF-8 text (byte 2)``)."""
+    at = not_utf8_at(text)
+    if at is not None:
+        usage_error(f"{what} is not UTF-8 text (byte {at})", "give it as UTF-8 text")
+    return text
+
+
 def usage_error(message: str, hint: str | None = None) -> NoReturn:
     error_line(message, hint)
     raise SystemExit(exit_codes.USAGE)

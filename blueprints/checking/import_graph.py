@@ -70,7 +70,7 @@ class ImportGraph:
         return self._visit(path, ())
 
     def _visit(self, path: Path, chain: tuple[Path, ...]) -> ImportedFile:
-        key = path.resolve()
+        key = Path(os.path.realpath(path))  # not path.resolve(): it raises for a symlink loop, which analysis reports
         known = self._files.get(key)
         if known is not None:
             return known
@@ -92,8 +92,13 @@ class ImportGraph:
         here = (*chain, key)
         for alias, target in analysis.model.imports.items():
             file = Path(os.path.normpath(path.parent / target))
-            found = not_a_file(file)
-            if found == "nothing":
+            if "\0" in target:  # checked first: the OS refuses to look such a path up
+                _error(
+                    node, "unknown-reference", ("imports", alias),
+                    f"imports.{alias}: {target!r} holds a NUL byte, which no file name can",
+                    "name the .yaml file of the blueprint to import",
+                )  # fmt: skip
+            elif (found := not_a_file(file)) == "nothing":
                 _error(
                     node, "unknown-reference", ("imports", alias),
                     f"imports.{alias}: file {target!r} not found (looked for {file})",

@@ -7,6 +7,7 @@ a writer that may never come.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -15,14 +16,15 @@ from pathlib import Path
 def not_a_file(path: Path) -> str | None:
     """None when ``path`` is a regular file (or a link to one); otherwise what is there instead, to follow
     "PATH is": ``"nothing"`` (no such path, or a broken link), ``"a folder"``, ``"a device"``,
-    ``"a FIFO (named pipe)"``, ``"a socket"``. None too when the path cannot be looked at (a folder on the
+    ``"a FIFO (named pipe)"``, ``"a socket"``, ``"a symlink loop"`` (links that lead back to themselves: no
+    path can be resolved through them). None too when the path cannot be looked at (a folder on the
     way that cannot be searched): reading it then reports the reason."""
     try:
         mode = os.stat(path).st_mode
     except (FileNotFoundError, NotADirectoryError):  # NotADirectoryError: a part of the path is a file
         return "nothing"
-    except OSError:
-        return None
+    except OSError as exc:
+        return "a symlink loop" if exc.errno == errno.ELOOP else None
     if stat.S_ISREG(mode):
         return None
     if stat.S_ISDIR(mode):

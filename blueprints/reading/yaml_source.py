@@ -20,6 +20,7 @@ character PyYAML refuses) is read again by the Python loader, so every message s
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -214,7 +215,7 @@ class _Walker:
 
     def scalar(self, node: ScalarNode) -> Any:
         try:
-            return self.loader.construct_object(node, deep=True)
+            return _printable(self.loader.construct_object(node, deep=True))
         except (ValueError, OverflowError) as exc:  # !!timestamp 2020-99-99, an integer of 5,000 digits
             at = self.position(node.start_mark)
             problem = str(exc).partition(";")[0]
@@ -272,6 +273,17 @@ class _Walker:
             )
             result[key] = self.walk(value_node, (*path, key))
         return result
+
+
+def _printable(value: Any) -> Any:
+    """``value``; ValueError, as Python's for a decimal one, for an integer of more digits than Python turns
+    into text (``sys.get_int_max_str_digits``): PyYAML reads ``0x``, octal and ``0b`` integers of any length,
+    and the first message or JSON that printed one would fail."""
+    limit = sys.get_int_max_str_digits()
+    # Below 2**(3 * limit) a number has fewer than ``limit`` digits; only longer ones are compared.
+    if isinstance(value, int) and limit and value.bit_length() > 3 * limit and abs(value) >= 10**limit:
+        raise ValueError(f"Exceeds the limit ({limit} digits) for integer string conversion")
+    return value
 
 
 def _style(node: Node) -> str | None:

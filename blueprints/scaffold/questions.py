@@ -31,7 +31,7 @@ from blueprints.scaffold.answers import (
     WizardAnswers,
 )
 from core import PROVIDERS as PROVIDER_ROWS
-from core import Expression, TemplateSyntax, provider_of
+from core import BoundsSettings, Expression, TemplateSyntax, provider_of
 
 Values = Mapping[str, Any]
 Kind = Literal["text", "choice", "yes_no", "number", "names", "amount"]
@@ -129,6 +129,15 @@ def _model_help() -> tuple[str, ...]:
 
 def _check_positive(value: Any, values: Values) -> str | None:
     return None if value is None or value >= 1 else "give a whole number of at least 1"
+
+
+def _check_rounds(value: Any, values: Values) -> str | None:
+    """``max_loops`` within the ceiling ``flujo validate`` holds a loop to (the default ``bounds.loop_max_iterations``,
+    which the wizard's own check of the file it writes uses)."""
+    ceiling = BoundsSettings().loop_max_iterations
+    if value is None or 1 <= value <= ceiling:
+        return None
+    return f"give a whole number from 1 to {ceiling:,} (the rounds a loop may run: bounds.loop_max_iterations)"
 
 
 def _check_score(value: Any, values: Values) -> str | None:
@@ -235,7 +244,7 @@ QUESTIONS: tuple[Question, ...] = (
                    "expression: your own exit_expression")),
     Question("max_loops", "--max-loops",
              lambda v: "How many rounds?" if v["stop"] == "rounds" else "At most how many rounds?", "number",
-             lambda v: 5, check=_check_positive),
+             lambda v: 5, check=_check_rounds),
     Question("score", "--score", _text("Stop when the score (1-10) reaches"), "number", lambda v: 8,
              applies=lambda v: v["stop"] == "score", needs="--stop score", check=_check_score),
     Question("exit_expression", "--exit-expression", _text("Stop when this expression is true"), "text",

@@ -19,9 +19,9 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import UnionType
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
 from core.model.errors import ConfigError
@@ -220,6 +220,17 @@ class ProfileSettings(BaseModel):
     timeout: float | None = Field(default=None, gt=0)
 
 
+def _a_pattern(value: str) -> str:
+    """``value`` when it compiles as a regular expression (a ``redact_patterns`` item), else a validation
+    error saying why: found when the settings are read, not as the first text is masked."""
+    try:
+        re.compile(value)
+    except re.error as exc:
+        problem = f"{value!r} is not a regular expression ({exc})"
+        raise PydanticCustomError("redact_pattern", "{problem}", {"problem": problem}) from None
+    return value
+
+
 def _endpoint(name: str) -> ProviderSettings:
     """The ``[name]`` section as it is by default: the provider's base URL, from the provider table."""
     provider = find_provider(name)
@@ -251,7 +262,7 @@ class Settings(BaseModel):
     response_reserve_tokens: int = Field(default=1024, ge=0)
     # Not ``default_factory=list``: pydantic reads a factory's signature, and reading ``list``'s costs a start-up ~7 ms.
     secret_env_vars: list[str] = Field(default_factory=lambda: [])
-    redact_patterns: list[str] = Field(default_factory=lambda: [])
+    redact_patterns: list[Annotated[str, AfterValidator(_a_pattern)]] = Field(default_factory=lambda: [])
     profiles: dict[str, ProfileSettings] = Field(default_factory=dict)
     otel: OtelSettings = Field(default_factory=OtelSettings)
 

@@ -71,5 +71,5 @@ def parse_answer(text: str, schema: Mapping[str, Any] | None) -> Any:
         return text
     try:
         return json.loads(stripped)
-    except json.JSONDecodeError:
+    except ValueError:  # not JSON, or an integer of more digits than Python reads (sys.get_int_max_str_digits)
         return text

@@ -39,8 +39,11 @@ def _shown(value: Any) -> str:
 
 
 def _refuse_existing(path: Path, force: bool) -> str | None:
-    if path.is_dir():
-        return f"{path} is a folder; give a file name with --output"
+    from blueprints import not_a_file
+
+    found = not_a_file(path)
+    if found not in (None, "nothing"):  # a folder, a device (/dev/full): nowhere to write a blueprint file
+        return f"{path} is {found}; give a file name with --output"
     if path.exists() and not force:
         return f"{path} already exists; flujo create does not replace a file without --force"
     if not path.parent.is_dir():
@@ -137,7 +140,10 @@ def create_blueprint(
         if problem is not None:
             usage_error(problem, "choose another --output (or --name), or add --force to replace it")
         shown = shlex.quote(str(path))
-        path.write_text(render_blueprint(answers, file=shown), encoding="utf-8")
+        try:
+            path.write_text(render_blueprint(answers, file=shown), encoding="utf-8")
+        except OSError as exc:  # a full disk, a file of /proc
+            usage_error(f"cannot write {path}: {exc.strerror or exc}", "choose another --output")
         findings = validate_file(path)
         render_findings(findings, console)
         if any(finding.is_error for finding in findings):

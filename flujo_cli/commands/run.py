@@ -20,7 +20,7 @@ import flujo_cli.collection as collection
 import flujo_cli.exit_codes as exit_codes
 from flujo_cli.answering import NO_ANSWER_FLAGS, AnswerFlags
 from flujo_cli.event_lines import NO_EVENTS, EventFlags
-from flujo_cli.messages import error_line, fail, flujo_command, require_file, stderr, usage_error
+from flujo_cli.messages import error_line, fail, flujo_command, require_file, require_text, stderr, usage_error
 from flujo_cli.model_flags import checked_models, model_overrides, refused_at_load
 
 if TYPE_CHECKING:
@@ -115,9 +115,10 @@ def _strings(recorded: Any) -> list[str]:
 
 
 def _read_input(input_text: str | None) -> str | None:
+    """The run's input: ``--input``'s, or stdin's with ``--input -``; a usage error when it is not UTF-8 text."""
     if input_text == "-":
-        return sys.stdin.read().rstrip("\n")
-    return input_text
+        return require_text(sys.stdin.read().rstrip("\n"), "the input read from stdin")
+    return input_text if input_text is None else require_text(input_text, "--input")
 
 
 def _print_output(output: Any) -> None:
@@ -201,6 +202,7 @@ def run_blueprint(
 ) -> int:
     """Run blueprint ``file``; in ``thread``, or (``continue_last``) in the thread of its latest run."""
     require_file(file, "blueprint file", "check the path; examples live in blueprints/examples/")
+    answers = [require_text(answer, "--answer") for answer in answers]
     overrides = replace(overrides, models=checked_models(overrides.models))
     if thread is not None:
         _check_thread_name(thread)
@@ -255,6 +257,7 @@ def resume_run(
 ) -> int:
     if answers_file is not None:
         require_file(answers_file, "answers file")
+    answers = [require_text(answer, "--answer") for answer in answers]
     overrides = replace(overrides, models=checked_models(overrides.models))
     invocation = _Invocation()
     return _drive(
@@ -507,6 +510,13 @@ async def _run(
         state_option=invocation.state_option() if outcome.status != "completed" else "",
         retry=retry,
     )  # fmt: skip
+    if lines is not None and lines.failure is not None:  # the run went on without its lines: said, exit 2
+        error_line(
+            f"{lines.name}: cannot write it: {lines.failure}",
+            f"the run's events are in the store: {flujo_command()} lens trace {outcome.run_id}"
+            f"{invocation.state_option()}",
+        )
+        code = exit_codes.USAGE if code == exit_codes.OK else code
     if traces is not None:  # after the run's result is printed: the spans may take a moment to go
         traces.close(state_option=invocation.state_option())
     if code == exit_codes.OK and replay is not None and replay.mode == "stop" and not replay.clean:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import flujo_cli.exit_codes as exit_codes
-from flujo_cli.messages import error_line, fail, require_file, stderr, usage_error
+from flujo_cli.messages import error_line, fail, require_file, require_text, stderr, usage_error
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,11 @@ def submit(
     if inputs_file is not None:
         runs = read_inputs(inputs_file, thread=thread)
     else:
-        runs = [QueuedInput(input=sys.stdin.read().rstrip("\n") if input_text == "-" else input_text, thread=thread)]
+        if input_text == "-":
+            input_text = require_text(sys.stdin.read().rstrip("\n"), "the input read from stdin")
+        elif input_text is not None:
+            input_text = require_text(input_text, "--input")
+        runs = [QueuedInput(input=input_text, thread=thread)]
     runs = [
         replace(run, answers=run.answers or positional, answers_by_step=run.answers_by_step or by_step) for run in runs
     ]

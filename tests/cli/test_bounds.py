@@ -89,6 +89,24 @@ def test_a_nul_byte_and_an_unreadable_scalar_are_located(tmp_path: Path) -> None
     assert code == 1 and "bp.yaml:2:7: error: cannot read this value: Exceeds the limit (4300 digits)" in err
 
 
+@pytest.mark.parametrize(
+    "digits",
+    ["0x" + "f" * 5000, "0" + "7" * 5000, "0b" + "1" * 15000, "-0x" + "f" * 5000],
+    ids=["hex", "octal", "binary", "negative"],
+)
+@pytest.mark.parametrize("key", ["name", "limits: {max_tokens", "loop_max"])
+def test_an_integer_too_long_to_print_is_refused_in_any_base(tmp_path: Path, digits: str, key: str) -> None:
+    if key == "name":
+        text, where = f'version: "0.1"\nname: {digits}\nsteps: []\n', "bp.yaml:2:7"
+    elif key == "loop_max":
+        loop = f"  - {{kind: loop, name: l, loop: {{max_loops: {digits}, body: []}}}}\n"
+        text, where = f'version: "0.1"\nsteps:\n{loop}', "bp.yaml:3:45"
+    else:
+        text, where = f'version: "0.1"\nlimits: {{max_tokens: {digits}}}\nsteps: []\n', "bp.yaml:2:22"
+    code, err = _validate(tmp_path, text)
+    assert code == 1 and f"{where}: error: cannot read this value: Exceeds the limit (4300 digits)" in err, err[-300:]
+
+
 def test_a_long_import_chain_is_refused_at_the_import_that_passes_the_limit(tmp_path: Path) -> None:
     for number in range(200):
         uses = "uses: imports.next" if number < 199 else "agent: {id: flujo.builtins.passthrough}"

@@ -225,6 +225,9 @@ def test_the_default_file_is_named_after_the_blueprint(workdir: Path) -> None:
         (["--stop", "expression", "--exit-expression", "iteration >="], "the expression does not compile"),
         (["--no-conversation", "--returns", "conversation"], "conversation needs a conversation (--conversation)"),
         (["--output", "nowhere/x.yaml"], "the folder nowhere does not exist"),
+        (["--max-loops", "0"], "--max-loops: give a whole number from 1 to 1,000,000"),
+        (["--max-loops", "1000001"], "--max-loops: give a whole number from 1 to 1,000,000 (the rounds a loop may"),
+        (["--max-loops", "99999999999"], "--max-loops: give a whole number from 1 to 1,000,000"),
     ],
 )
 def test_answers_that_cannot_make_a_working_blueprint_are_refused(
@@ -269,3 +272,19 @@ def test_the_documented_wizard_blueprints_are_what_it_writes(
 def test_the_golden_blueprints_are_the_scenarios() -> None:
     assert sorted(path.stem for path in (GOLDEN / "wizard").glob("*.yaml")) == sorted(SCENARIOS)
     assert ROOT.joinpath("tests", "golden", "README.md").is_file()
+
+
+@pytest.mark.parametrize(
+    ("output", "message"),
+    [
+        ("/dev/full", "/dev/full is a device; give a file name with --output"),
+        ("/proc/version", "cannot write /proc/version: "),
+    ],
+)
+def test_a_file_that_cannot_be_written_is_a_usage_error(workdir: Path, output: str, message: str) -> None:
+    if not Path(output).exists():
+        pytest.skip(f"needs {output}")
+    code, out, err = flujo(["create", "--no-interactive", "--output", output, "--force"])
+    assert code == exit_codes.USAGE, err
+    assert err.startswith(f"error: {message}") and out == "", err
+    assert "unexpected" not in err

@@ -142,3 +142,16 @@ def test_the_lines_come_as_the_run_goes(state_db: Path) -> None:
     lines = early + parsed(out)
     assert lines[-1]["kind"] == "run.finished"
     assert lines[:-1] == as_lines(stored_events(state_db, lines[-1]["payload"]["run_id"]))
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full, where every write fails")
+def test_an_events_file_whose_writes_fail_is_one_line_and_the_run_is_kept(state_db: Path) -> None:
+    answers = ["-a", "Plan a trip", "-a", "My family", "-a", "June"]
+    code, out, err = flujo(["run", CLARIFY, "--events-file", "/dev/full", *answers])
+    assert code == exit_codes.USAGE, err
+    assert "error: --events-file /dev/full: cannot write it: No space left on device" in err
+    assert "unexpected" not in err and out.startswith("The goal is clear.")  # the run went on to its end
+    code, out, _ = flujo(["lens", "list", "--json"])
+    [run] = json.loads(out)["runs"]
+    assert run["status"] == "completed"
+    assert stored_events(state_db, run["run_id"])  # its events are in the store

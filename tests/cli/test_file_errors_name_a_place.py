@@ -13,7 +13,7 @@ import pytest
 
 from blueprints import validate_file
 from flujo_cli import exit_codes
-from tests.support.cli_helpers import flujo
+from tests.support.cli_helpers import ROOT, flujo
 
 ECHO = 'version: "0.1"\nsteps:\n  - {kind: step, name: say, agent: {id: flujo.builtins.passthrough}}\n'
 
@@ -23,14 +23,16 @@ def odd_paths(tmp_path: Path) -> dict[str, tuple[str, str]]:
     """Paths that exist but are not files, with what each is called."""
     (tmp_path / "folder").mkdir()
     os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "loop.yaml").symlink_to("loop.yaml")
     return {
         "folder": (str(tmp_path / "folder"), "a folder"),
         "/dev/null": ("/dev/null", "a device"),
         "fifo": (str(tmp_path / "pipe"), "a FIFO (named pipe)"),
+        "symlink loop": (str(tmp_path / "loop.yaml"), "a symlink loop"),
     }
 
 
-@pytest.mark.parametrize("kind", ["folder", "/dev/null", "fifo"])
+@pytest.mark.parametrize("kind", ["folder", "/dev/null", "fifo", "symlink loop"])
 def test_a_path_that_is_not_a_file_is_said_to_be_what_it_is(
     state_db: Path, tmp_path: Path, odd_paths: dict[str, tuple[str, str]], kind: str
 ) -> None:
@@ -65,6 +67,42 @@ def test_an_import_that_is_a_folder_is_said_to_be_one(tmp_path: Path) -> None:
     assert finding.position is not None and finding.position.line == 2
 
 
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        ("loop.yaml", "imports.helper: 'loop.yaml' is a symlink loop, not a blueprint file"),
+        ("\\0bad", "imports.helper: '\\x00bad' holds a NUL byte, which no file name can"),
+    ],
+)
+def test_an_import_that_is_a_symlink_loop_or_holds_a_nul_byte_is_an_error_at_its_entry(
+    state_db: Path, tmp_path: Path, target: str, expected: str
+) -> None:
+    (tmp_path / "loop.yaml").symlink_to("loop.yaml")
+    main = tmp_path / "main.yaml"
+    main.write_text(ECHO.replace("steps:", f'imports: {{helper: "{target}"}}\nsteps:'), encoding="utf-8")
+    [finding] = [f for f in validate_file(main) if f.is_error]
+    assert finding.message.startswith(expected), finding.message
+    assert finding.position is not None and (finding.position.line, finding.position.column) == (2, 19)
+    for args in (["validate", str(main)], ["run", str(main), "--input", "x"], ["explain", str(main)]):
+        code, _, err = flujo(args)
+        assert code in (exit_codes.FAILED, exit_codes.BLUEPRINT), (args, err)
+        assert f"{main}:2:19: error: {expected}" in err, (args, err)
+        assert "unexpected" not in err, (args, err)
+
+
+def test_a_local_model_file_that_holds_a_nul_byte_is_an_error_at_its_model(state_db: Path, tmp_path: Path) -> None:
+    blueprint = tmp_path / "local.yaml"
+    blueprint.write_text(
+        'version: "0.1"\nagents:\n  a: {model: "local:\\0x.gguf"}\nsteps:\n  - {kind: step, name: s, uses: agents.a}\n',
+        encoding="utf-8",
+    )
+    expected = "error: agent 'a': the model file '\\x00x.gguf' holds a NUL byte, which no file name can"
+    for args, exit_code in (([], exit_codes.FAILED), (["--input", "x"], exit_codes.BLUEPRINT)):
+        code, _, err = flujo(["validate" if not args else "run", str(blueprint), *args])
+        assert code == exit_code, err
+        assert f"{blueprint}:3:14: {expected}" in err, err
+
+
 def test_a_blueprint_that_is_not_utf8_is_refused_at_the_bad_byte(tmp_path: Path) -> None:
     (tmp_path / "latin.yaml").write_bytes(b'version: "0.1"\nname: caf\xe9\nsteps: []\n')
     code, _, err = flujo(["validate", str(tmp_path / "latin.yaml")])
@@ -85,3 +123,19 @@ def test_answers_file_errors_name_the_place(state_db: Path, tmp_path: Path) -> N
     code, _, err = flujo(["run", "echo.yaml", "--answers", "text.yaml"])
     assert code == exit_codes.CONFIG
     assert "error: answers file text.yaml:2:1: it must hold a list of answers" in err
+
+
+def test_answers_that_yaml_reads_as_dates_are_their_text_and_binary_is_refused(state_db: Path, tmp_path: Path) -> None:
+    hello = str(ROOT / "docs" / "examples" / "hello.yaml")
+    (tmp_path / "date.yaml").write_text("ask_name: 2001-12-14\n", encoding="utf-8")
+    code, out, err = flujo(["run", hello, "--answers", "date.yaml"])
+    assert code == exit_codes.OK, err
+    assert "Please greet 2001-12-14." in out
+    (tmp_path / "when.yaml").write_text("- {at: 2001-12-14 21:59:43.10, days: [mon]}\n", encoding="utf-8")
+    code, out, err = flujo(["run", hello, "--answers", "when.yaml"])
+    assert code == exit_codes.OK, err
+    assert '{"at": "2001-12-14T21:59:43.100000", "days": ["mon"]}' in out
+    (tmp_path / "binary.yaml").write_text("# answers\nask_name: [Ada, !!binary aGVsbG8=]\n", encoding="utf-8")
+    code, _, err = flujo(["run", hello, "--answers", "binary.yaml"])
+    assert code == exit_codes.CONFIG, err
+    assert err.startswith("error: answers file binary.yaml:2:17: a binary value (!!binary) cannot be an answer\n"), err

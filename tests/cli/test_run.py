@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from core.store import open_store
 from flujo_cli import exit_codes
-from tests.support.cli_helpers import EXAMPLES, flujo, flujo_process
+from tests.support.cli_helpers import EXAMPLES, ROOT, flujo, flujo_process
 from tests.support.fakes.openai_server import FakeLLM
 
 CLARIFY = str(EXAMPLES / "clarify.yaml")
@@ -355,3 +358,56 @@ def test_a_resumed_run_keeps_the_settings_and_limits_it_was_started_with(state_d
     assert third["dropped"], third  # history.max_tokens=12 still bounds what is sent after the resume
     # What the resume added is recorded too, for a later resume: its own flags on top of the first ones.
     assert calls["options"] == {"set": ["history.max_tokens=12"], "max_tokens": 900, "max_cost_usd": 5}
+
+
+def flujo_bytes(args: list[str | bytes], stdin: bytes, db: Path) -> subprocess.CompletedProcess[bytes]:
+    """flujo as a process given bytes that are not UTF-8 on its command line or stdin, as a shell can give them."""
+    return subprocess.run(
+        [sys.executable, "-m", "flujo_cli.main", *args],
+        input=stdin,
+        capture_output=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "FLUJO_STATE_URI": str(db)},
+    )
+
+
+def test_input_or_answers_that_are_not_utf8_are_refused_before_anything_runs(state_db: Path) -> None:
+    echo = str(ROOT / "docs" / "examples" / "hello.yaml")
+    cases: list[tuple[list[str | bytes], bytes, str]] = [
+        (["run", echo, "--input", "-"], b"\xff\xfe", "error: the input read from stdin is not UTF-8 text (byte 0)"),
+        (["run", echo, "--input", b"ok\xff"], b"", "error: --input is not UTF-8 text (byte 2)"),
+        (["run", echo, "--answer", b"Ad\xffa"], b"", "error: --answer is not UTF-8 text (byte 2)"),
+        (["submit", echo, "--input", "-"], b"\xff", "error: the input read from stdin is not UTF-8 text (byte 0)"),
+    ]
+    for args, stdin, expected in cases:
+        proc = flujo_bytes(args, stdin, state_db)
+        err = proc.stderr.decode()
+        assert proc.returncode == exit_codes.USAGE, (args, err)
+        assert err.startswith(expected), (args, err)
+        assert "unexpected" not in err
+    assert not state_db.exists()  # nothing was stored
+
+
+def test_a_piped_answer_that_is_not_utf8_is_asked_again(state_db: Path) -> None:
+    hello = str(ROOT / "docs" / "examples" / "hello.yaml")
+    proc = flujo_bytes(["run", hello, "--json"], b"Ad\xffa\nAda\n", state_db)
+    err = proc.stderr.decode()
+    assert proc.returncode == exit_codes.OK, err
+    assert "the answer is not UTF-8 text (byte 2) — please answer again" in err
+    assert "Ada" in json.loads(proc.stdout)["output"]
+    proc = flujo_bytes(["run", hello, "--json"], b"Ad\xffa\n", state_db)  # no line after it: the run pauses
+    assert proc.returncode == exit_codes.PAUSED, proc.stderr.decode()
+
+
+def test_an_answer_of_more_digits_than_python_prints_is_a_rejected_answer(state_db: Path, tmp_path: Path) -> None:
+    hitl = str(ROOT / "docs" / "examples" / "hitl.yaml")
+    code, _, err = flujo(["run", hitl, "--answer", "9" * 5000])
+    assert code == exit_codes.FAILED, err
+    assert "the answer given for 'guests' was rejected: " in err and "is not of type 'integer'" in err
+    assert "ValueError" not in err and "--debug" not in err
+    proc = flujo_process(["run", hitl, "--json"], input="9" * 5000 + "\n4\ny\nwindow\nnone\n")
+    assert proc.returncode == exit_codes.OK, proc.stderr[-500:]
+    assert "please answer again" in proc.stderr
+    answers = write(tmp_path, "answers.yaml", "guests: 0x" + "f" * 5000 + "\n")
+    code, _, err = flujo(["run", hitl, "--answers", answers])
+    assert code == exit_codes.CONFIG, err
+    assert err.startswith(f"error: answers file {answers}:1:9: cannot read this value: Exceeds the limit (4300 digits)")

@@ -89,3 +89,22 @@ def test_a_value_from_the_environment_is_not_blamed_on_the_file(tmp_path: Path) 
     with pytest.raises(ConfigError) as caught:
         load_settings(cwd=tmp_path, env={})
     assert caught.value.message.startswith(f"{tmp_path / 'flujo.toml'}:2:1: setting openai.timeout_s: ")
+
+
+def test_a_redact_pattern_that_is_not_a_regular_expression_is_a_setting_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "echo.yaml").write_text(ECHO, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("FLUJO_STATE_URI", raising=False)
+    code, _, err = flujo(["run", "echo.yaml", "--input", "x", "--set", 'redact_patterns=["("]'])
+    assert code == exit_codes.CONFIG, err
+    assert err.splitlines()[0].startswith("error: setting redact_patterns.0: '(' is not a regular expression"), err
+    assert "unexpected" not in err
+    (tmp_path / "flujo.toml").write_text('state_uri = "x.db"\nredact_patterns = ["ok", "["]\n', encoding="utf-8")
+    for args in (["config", "show"], ["run", "echo.yaml", "--input", "x"], ["validate", "echo.yaml"]):
+        code, _, err = flujo(args)
+        assert code == exit_codes.CONFIG, (args, err)
+        expected = f"error: {tmp_path / 'flujo.toml'}:2:1: setting redact_patterns.1: '[' is not a regular expression"
+        assert err.splitlines()[0].startswith(expected), (args, err)
+    assert not (tmp_path / "x.db").exists()

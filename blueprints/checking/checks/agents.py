@@ -103,6 +103,12 @@ def _check_model_file(checker: Checker, name: str, file: str, path: tuple[str, .
 
     from core import ConfigError, read_gguf
 
+    if "\0" in file:  # the OS refuses to look such a path up
+        checker.error(
+            "bad-value", f"agent {name!r}: the model file {file!r} holds a NUL byte, which no file name can",
+            checker.at(path), "name the model's .gguf file",
+        )  # fmt: skip
+        return
     model_path = Path(file).expanduser()
     model_path = model_path if model_path.is_absolute() else checker.folder / model_path
     if not model_path.exists():
