@@ -242,10 +242,12 @@ class RunStore(Protocol):
         parent_run_id: str | None = None,
         created_after: float | None = None,
         offset: int = 0,
+        values: bool = True,
     ) -> list[RunRecord]:
         """Up to ``limit`` runs, newest first, after skipping the ``offset`` newest; only those with
         ``status`` / in ``thread`` / whose parent is ``parent_run_id`` (a sub-workflow's child runs) / created
-        at ``created_after`` or later (seconds since the epoch) when given."""
+        at ``created_after`` or later (seconds since the epoch) when given. ``values=False``: each run's
+        ``input`` and ``output`` are None, not read (a listing that shows neither: a run's may be 40 MB)."""
         ...
 
     async def latest_run(self, *, source: str) -> RunRecord | None:

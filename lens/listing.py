@@ -4,6 +4,12 @@ the run that started them.
 A run the store says is ``running`` is being executed only if a live process holds its claim
 (``RunStore.claimed_runs``); otherwise the process that ran it is gone (killed, crashed) and the run is
 shown as what it is, ``interrupted`` (``flujo resume`` takes it at once), with the process named.
+
+The list shows no run's input or output, so the store is asked for none (``values=False``): a run's may be
+tens of MB, and 20 such runs took 257 MB to list. ``--search`` must read them: in pages whose size follows
+the texts it has read (``_next_size``: as many runs as ``_PAGE_CHARS`` characters of texts, at least one),
+so runs of 40 MB are read one at a time and runs of a few KB 200 at a time (a query each); it masks each
+run's with a ``Masker`` of its own and casefolds them a window at a time.
 """
 
 from __future__ import annotations
@@ -11,8 +17,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from core import Redactor, RunRecord, RunStatus, RunStore
 from lens.masking import Masker
@@ -57,7 +64,8 @@ async def recent_runs(
     ``offset`` newest of those that match: ``status`` (a ``running`` run no live process executes is
     abandoned, and counts as ``interrupted``), ``thread``, created at ``since`` or later, and whose input or
     output, as masked, holds ``search`` (any case). The search reads the masked texts only, so a secret's
-    value never matches; the store is read in pages until enough runs match."""
+    value never matches; the store is read in pages until enough runs match. The rows' records have no
+    ``input`` or ``output`` (None): the list shows neither."""
     if limit <= 0:
         return []
     masker = Masker(redactor)
@@ -65,12 +73,11 @@ async def recent_runs(
     direct = needle is None and status not in ("running", "interrupted")
     rows: list[RunRow] = []
     skip = 0 if direct else offset  # a direct read skips them in the store
-    first, size = (offset, limit) if direct else (0, max(limit, _PAGE))
-    async for records, gone in _pages(store, status=status, thread=thread, since=since, first=first, size=size):
-        for record in records:
+    first, size = (offset, limit) if direct else (0, 1 if needle else max(limit, _PAGE))
+    pages = _pages(store, status=status, thread=thread, since=since, first=first, size=size, values=bool(needle))
+    async for records, gone in pages:
+        for record in records if needle is None else _found(records, redactor, needle):
             masked = masker.run(record)
-            if needle is not None and needle not in _searched_text(masked):
-                continue
             if skip:
                 skip -= 1
                 continue
@@ -84,47 +91,113 @@ async def recent_runs(
 
 
 _PAGE = 200  # runs read at a time while looking for runs that match
+_PAGE_CHARS = 4_000_000  # characters of input and output a search reads at a time, about (``_next_size``)
 
 
 async def _pages(
-    store: RunStore, *, status: RunStatus | None, thread: str | None, since: float | None, first: int, size: int
+    store: RunStore,
+    *,
+    status: RunStatus | None,
+    thread: str | None,
+    since: float | None,
+    first: int,
+    size: int,
+    values: bool,
 ) -> AsyncIterator[tuple[list[RunRecord], set[str]]]:
     """The runs with ``status`` (as ``recent_runs`` counts it), in ``thread``, created at ``since`` or later,
-    newest first from the ``first``, ``size`` at a time, each page with the ids of its abandoned runs."""
+    newest first from the ``first``, ``size`` at a time (with their input and output, ``values``: then as many
+    as the last page's texts say, ``_next_size``), each page with the ids of its abandoned runs."""
     if status == "interrupted":  # stored so, or running with no live process: both lists, merged by age
-        running = await _all(store, "running", thread, since)
+        running = await _all(store, "running", thread, since, values)
         gone = await abandoned(store, running)
-        stored = await _all(store, "interrupted", thread, since)
+        stored = await _all(store, "interrupted", thread, since, values)
         merged = [*stored, *(r for r in running if r.run_id in gone)]
         yield sorted(merged, key=lambda r: r.created_at, reverse=True), gone
         return
     offset = first
     while True:
-        page = await store.list_runs(limit=size, offset=offset, status=status, thread=thread, created_after=since)
+        page = await store.list_runs(
+            limit=size, offset=offset, status=status, thread=thread, created_after=since, values=values
+        )
         gone = await abandoned(store, page)
+        read, following = len(page), _next_size(size, page) if values else size  # before they are let go of
         yield ([r for r in page if r.run_id not in gone] if status == "running" else page), gone
-        if len(page) < size:
+        del page  # a page of values is let go before the next is read
+        if read < size:
             return
-        offset += size
+        offset, size = offset + read, following
 
 
-async def _all(store: RunStore, status: RunStatus, thread: str | None, since: float | None) -> list[RunRecord]:
+def _next_size(size: int, page: Sequence[RunRecord]) -> int:
+    """How many runs a search reads next: as many as hold ``_PAGE_CHARS`` characters of texts if they are
+    like the ``size`` of ``page``, at least one (a run of 40 MB at a time) and at most ``_PAGE``."""
+    chars = sum(_chars(run.input) + _chars(run.output) for run in page)
+    return max(1, min(_PAGE, size * _PAGE_CHARS // max(chars, 1)))
+
+
+def _chars(value: Any) -> int:
+    """The characters of the texts in a JSON-like ``value``, keys included."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, Mapping):
+        return sum(_chars(key) + _chars(item) for key, item in value.items())
+    if isinstance(value, list | tuple):
+        return sum(map(_chars, value))
+    return 0
+
+
+async def _all(
+    store: RunStore, status: RunStatus, thread: str | None, since: float | None, values: bool
+) -> list[RunRecord]:
     """Every run with ``status`` (as stored), a page at a time: the running and interrupted runs are few."""
     found: list[RunRecord] = []
     while True:
-        page = await store.list_runs(limit=_PAGE, offset=len(found), status=status, thread=thread, created_after=since)
+        page = await store.list_runs(
+            limit=_PAGE, offset=len(found), status=status, thread=thread, created_after=since, values=values
+        )
         found += page
         if len(page) < _PAGE:
             return found
 
 
-def _searched_text(record: RunRecord) -> str:
-    """What ``--search`` looks in: the run's input and output as masked, as text (anything else as JSON)."""
-    return "\n".join(
+def _found(records: list[RunRecord], redactor: Redactor, needle: str) -> Iterator[RunRecord]:
+    """The ``records`` whose input or output holds ``needle`` (``_holds``), in order, without them (the list
+    shows neither). Each record is taken out of ``records`` as it is looked at, so that no run's texts are
+    held once looked at: the next page is not read while this one's are (a search reads 40 MB runs alone)."""
+    records.reverse()
+    while records:
+        record = records.pop()
+        if _holds(redactor, needle, record.input, record.output):
+            yield dataclasses.replace(record, input=None, output=None)
+
+
+def _holds(redactor: Redactor, needle: str, input: Any, output: Any) -> bool:
+    """Whether a run's ``input`` or ``output``, as masked, holds ``needle`` (casefolded): what ``--search``
+    looks in is their texts (anything else as JSON) joined by a line break. Masked by a ``Masker`` of its
+    own, which lets go of them when it returns."""
+    masker = Masker(redactor)
+    texts = [
         value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-        for value in (record.input, record.output)
+        for value in (masker.value(input), masker.value(output))
         if value is not None
-    ).casefold()
+    ]
+    reach = len(needle)  # a match of the casefolded needle spans at most this many characters of the text
+    if len(texts) == 2 and "\n" in needle and needle in f"{texts[0][-reach:]}\n{texts[1][:reach]}".casefold():
+        return True
+    return any(_holds_text(text, needle) for text in texts)
+
+
+_WINDOW = 1 << 20  # characters of a text casefolded at a time by a search
+
+
+def _holds_text(text: str, needle: str) -> bool:
+    """Whether ``text`` casefolded holds ``needle``, casefolding a window at a time: ``casefold`` maps each
+    character on its own to one or more, so a match spans at most ``len(needle)`` characters of ``text``,
+    and windows that overlap by that many less one find every match."""
+    if len(text) <= _WINDOW:
+        return needle in text.casefold()
+    overlap = len(needle) - 1
+    return any(needle in text[at : at + _WINDOW + overlap].casefold() for at in range(0, len(text), _WINDOW))
 
 
 async def as_shown(store: RunStore, record: RunRecord) -> RunRecord:

@@ -293,6 +293,9 @@ RUN_COLUMNS = (
     "run_id, pipeline_name, status, source, source_hash, input, output, error, created_at, finished_at,"
     " usage, parent_run_id, thread, pause_path, pause_message, owner, options"
 )
+RUN_COLUMNS_WITHOUT_VALUES = RUN_COLUMNS.replace(" input, output,", " NULL, NULL,")
+"""``RUN_COLUMNS`` with NULL for the input and output: a listing's rows (``RunStore.list_runs(values=False)``),
+which read and decompress none of the runs' texts."""
 STEP_COLUMNS = "run_id, path, name, kind, status, input, output, error, started_at, duration_s, usage"
 
 

@@ -117,9 +117,11 @@ class MemoryStore:
         parent_run_id: str | None = None,
         created_after: float | None = None,
         offset: int = 0,
+        values: bool = True,
     ) -> list[RunRecord]:
         """Up to ``limit`` runs, newest first, past the ``offset`` newest; only those with ``status`` / in
-        ``thread`` / of ``parent_run_id`` / created at ``created_after`` or later when given."""
+        ``thread`` / of ``parent_run_id`` / created at ``created_after`` or later when given; without their
+        input and output unless ``values``."""
         runs = [
             r
             for r in self._newest_first()
@@ -129,7 +131,10 @@ class MemoryStore:
             and (created_after is None or r.created_at >= created_after)
         ]
         start = max(offset, 0)
-        return [_fresh_run(r) for r in runs[start : start + max(limit, 0)]]
+        listed = runs[start : start + max(limit, 0)]
+        if not values:
+            return [dataclasses.replace(r, input=None, output=None, options=codec.normalize(r.options)) for r in listed]
+        return [_fresh_run(r) for r in listed]
 
     async def latest_run(self, *, source: str) -> RunRecord | None:
         """The newest top-level run of the blueprint file ``source``; None when there is none."""

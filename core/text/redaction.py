@@ -26,6 +26,11 @@ from core.text.embedded_json import mask_keyed_values
 
 MASK = "[REDACTED]"
 _MEMO_SIZE = 4096  # distinct texts (and message objects) remembered per redactor
+# Characters of the long texts remembered, at most (the short ones are at most _MEMO_SIZE * _SHORT): a text
+# is held as long as it is remembered, and the runs ``flujo lens list --search`` reads may be 40 MB each. A
+# longer text is masked again if it comes back.
+_MEMO_CHARS = 1 << 24
+_SHORT = 4096
 
 
 class ChatMessageLike(Protocol):
@@ -153,6 +158,7 @@ class Redactor:
         # Conversation turns are traced again on every call that injects them: remember recent results
         # (redaction is a pure function of the text), so tracing costs the new text, not the whole history.
         self._memo: dict[str, str] = {}
+        self._long_chars = 0  # of the texts over ``_SHORT`` characters in ``_memo``
         self._ordinary_keys: set[Any] = set()  # mapping keys seen not to be sensitive (``sensitive_key``)
         # Message objects masked (``messages``): their masked dicts by id, and the objects themselves by id,
         # held so that while a message is remembered no other object can have its id.
@@ -164,9 +170,18 @@ class Redactor:
         done = self._memo.get(value)
         if done is not None:
             return done
-        if len(self._memo) >= _MEMO_SIZE:
-            self._memo.clear()
-        done = self._memo[value] = self._mask(value)
+        memo = self._memo
+        if len(memo) >= _MEMO_SIZE:
+            memo.clear()
+            self._long_chars = 0
+        if len(value) > _SHORT:  # only long texts are counted: a short one costs a comparison more
+            if len(value) > _MEMO_CHARS:
+                return self._mask(value)
+            if self._long_chars + len(value) > _MEMO_CHARS:
+                memo.clear()
+                self._long_chars = 0
+            self._long_chars += len(value)
+        done = memo[value] = self._mask(value)
         return done
 
     def _mask(self, value: str) -> str:

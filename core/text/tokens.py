@@ -28,6 +28,14 @@ ASCII text in o200k_base (history turns, English prompts) is counted by ``core.t
 same count, from a table of o200k's ASCII tokens that loads in ~6 ms and ~3.4 MB, so a run that counts only
 ASCII never loads tiktoken. Text with any other character, and every cl100k_base count, goes to tiktoken.
 
+Long text. tiktoken's ``encode_ordinary`` returns a Python list of every token and, for one long piece, keeps
+~40 bytes per byte in Rust while it merges: a 40 MB ``--input`` took 2 GB to count whole. So a text over
+``_PART`` characters is counted in parts of at most ``_PART``, cut where a piece of both encodings' patterns
+surely ends (``_PART_END``); the sum is then tiktoken's count of the whole (each piece is encoded on its own
+anyway). A window of ``_PART // 2`` characters with no such place (one "word" of 32,768 letters, a blob of
+base64, a line of CJK text with no ASCII in it) is not text anyone reads: it is counted in parts of
+``_FORCED`` characters, cut anywhere, which may differ from tiktoken's whole count by about a token a cut.
+
 Invariant: a missing or damaged rank file is a ConfigError (reinstall flujo), never a silent fallback to
 the estimate.
 """
@@ -38,9 +46,10 @@ import binascii
 import functools
 import gzip
 import hashlib
+import re
 import threading
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Final, Literal
@@ -119,7 +128,10 @@ def count_tokens(text: str, model: str | None = None) -> int:
         count = _ascii_counter().count(text)  # exact, without tiktoken's ~0.3 s load (core.text.ascii_tokens)
         if count is not None:
             return count
-    return len(_encoding(name).encode_ordinary(text))
+    encode = _encoding(name).encode_ordinary
+    if len(text) <= _PART:
+        return len(encode(text))
+    return sum(len(encode(part)) for part in _parts(text))  # memory bounded by a part, not by the text
 
 
 def count_messages(messages: Sequence[ChatMessage], model: str | None = None) -> int:
@@ -130,6 +142,43 @@ def count_messages(messages: Sequence[ChatMessage], model: str | None = None) ->
     return REPLY_PRIMING + sum(
         MESSAGE_OVERHEAD + count_tokens(m.role, model) + count_tokens(m.content, model) for m in messages
     )
+
+
+# Long texts are counted in parts (the module docstring says why): at most this many characters each.
+_PART: Final = 1 << 16
+_FORCED: Final = 4096  # a window with no sure end of a piece is cut every this many characters
+# Where a piece of o200k_base's and cl100k_base's patterns surely ends, whatever follows: the match's start.
+# 1. After an ASCII letter and before an ASCII character that is not a letter or an apostrophe: a letter is
+#    only ever in a piece of letters (the optional character before them is no letter, digit or line
+#    break), which goes on with letters, marks or a contraction ('s, 're, ...) only.
+# 2. After an ASCII digit and before an ASCII character that is not a digit: digits are pieces of their own
+#    (\p{N}{1,3}); an apostrophe is harmless here, no contraction follows a digit.
+# 3. After a line break and before a character that is not white space or "/": a piece holding a line break
+#    goes on only with white space, line breaks or, after punctuation, "/" (o200k's ``[\r\n/]*``).
+#    Python's \s is wider than Unicode's White_Space (\x1c-\x1f), which only makes it stricter; U+180E was
+#    white space before Unicode 6.3.
+# In each case the piece's last match also reads the next character only to stop at it, as it would stop
+# at the end of the text (``\s++$`` in cl100k matches where ``\s*[\r\n]`` would have, the same piece), so
+# the part before counts as it does inside the whole text, and the part after starts a piece.
+# tests/core/test_tokens.py checks sums of parts against whole counts on texts cut at every such place.
+_PART_END: Final = re.compile(
+    r"(?<=[A-Za-z])[\x00-\x26\x28-\x40\x5b-\x60\x7b-\x7f]|(?<=[0-9])[\x00-\x2f\x3a-\x7f]|(?<=\n)[^\s/\u180e]"
+)
+
+
+def _parts(text: str) -> Iterator[str]:
+    """``text`` in parts of at most ``_PART`` characters whose counts add up to the whole text's (see the
+    module docstring), each cut at the first sure end of a piece past its middle."""
+    start, end = 0, len(text)
+    while end - start > _PART:
+        cut = _PART_END.search(text, start + _PART // 2, start + _PART)
+        if cut is not None:
+            yield text[start : cut.start()]
+            start = cut.start()
+        else:  # no sure end in half a part: not text anyone reads; cut anywhere (a token or so a cut)
+            yield from (text[at : at + _FORCED] for at in range(start, start + _PART, _FORCED))
+            start += _PART
+    yield text[start:]
 
 
 @dataclass(frozen=True)

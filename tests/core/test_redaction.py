@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from core.model.tools import ToolCall
 from core.settings.config import ProviderSettings, Settings, secret_values
 from core.store import MemoryStore, open_store
 from core.testing import FuncAgent, ScriptedHuman
+from core.text import redaction
 from core.text.redaction import MASK, Redactor, normalized_key, sensitive_key
 from tests.support.cli_helpers import flujo
 
@@ -266,3 +268,21 @@ def test_skipping_texts_no_pattern_can_match_changes_nothing(extra: tuple[str, .
     for text in samples:
         for variant in (text, text.upper(), text.lower(), text.swapcase()):
             assert redactor._mask(variant) == _every_substitution(redactor, variant), variant
+
+
+def test_a_redactor_remembers_texts_up_to_a_number_of_characters() -> None:
+    """It remembers what it masked, so a turn sent again is not masked again; but a remembered text is held,
+    and ``lens list --search`` masks every run's input and output (40 MB each, say) with one redactor."""
+    redactor = Redactor()
+    size = 4_000_000
+    tracemalloc.start()
+    try:
+        for number in range(10):  # 40 MB of texts, each let go once masked
+            assert redactor.text(f"{number}" * size) == f"{number}" * size
+        assert tracemalloc.get_traced_memory()[0] < 5 * size  # at most 16,777,216 characters of long texts
+        alone = "y" * (redaction._MEMO_CHARS + 1)
+        assert redactor.text(alone) is alone
+        del alone
+        assert tracemalloc.get_traced_memory()[0] < 5 * size  # over the bound: masked, not remembered
+    finally:
+        tracemalloc.stop()

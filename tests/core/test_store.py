@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import sqlite3
 import subprocess
@@ -183,6 +184,26 @@ async def test_list_runs_since_a_moment_and_past_an_offset(store: RunStore) -> N
     assert [r.run_id for r in await store.list_runs(offset=2, created_after=2.0)] == newest_first[2:4]
     assert await store.list_runs(offset=5) == []
     assert [r.run_id for r in await store.list_runs(created_after=3.5, status="running")] == ["r4"]
+
+
+async def test_list_runs_without_values_reads_no_input_or_output(store: RunStore) -> None:
+    """``lens list`` shows no run's input or output, which may be tens of MB each: it asks for none."""
+    long = "a long input, stored once in the texts table " * 100
+    await store.create_run(run("r1", input=long, created_at=1.0))
+    await store.update_run("r1", RunUpdate(status="completed", output={"answer": long}, error="none"))
+    await store.create_run(run("r2", input="short", created_at=2.0, thread="t"))
+    [second, first] = await store.list_runs(values=False)
+    assert (first.run_id, first.input, first.output, first.error, first.status) == (
+        "r1",
+        None,
+        None,
+        "none",
+        "completed",
+    )
+    assert (second.run_id, second.input, second.output, second.thread) == ("r2", None, None, "t")
+    assert [(r.input, r.output) for r in await store.list_runs()] == [("short", None), (long, {"answer": long})]
+    whole = await store.list_runs(offset=1)
+    assert [dataclasses.replace(r, input=None, output=None) for r in whole] == [first]
 
 
 async def test_get_run_by_full_id_or_unique_prefix(store: RunStore) -> None:

@@ -16,9 +16,12 @@ import sys
 import textwrap
 import threading
 import tomllib
+import tracemalloc
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core import ChatMessage, ConfigError
 from core.text import tokens
@@ -288,3 +291,61 @@ def test_a_loaded_tokenizer_keeps_no_python_copy_of_its_ranks() -> None:
     encoding = tokens._encoding("o200k_base")
     assert encoding._mergeable_ranks == {}
     assert encoding.encode_ordinary("hello world") == [24912, 2375]
+
+
+# Long texts are counted in parts (core.text.tokens._parts): the parts' counts add up to the whole text's.
+EDGES = "aAsStTdDmMlLvVrReEzZ' \t\n\r\x0b\x0c\x1c/0123456789.,;:!?-_=*#()[]{}\"\\`~|<>@$%^&+\x00\x7f"
+EDGES += "\x85\xa0\u180e\u2028\u3000é\u0301ßΣ中文。，こ한\U0001f600"  # other white space, marks, letters, emoji
+
+
+# Texts where a cut one character off would change the count ("It" + "'s", "x.\n" + "/", "12" + "3").
+NEAR_MISSES = [
+    "It's what I'll say, can't you?\nThat's 12345 678'9 x1y22",
+    "x.\n/y x)\n//z !\n/x\n\n  \nDef\r\nA\n\tb\n\x1cc\n\u180ed",
+    "こんにちは世界、元気ですか。\n元気です。\nOK\n",
+    '{"k": [1, 22, 333], "v": "x\'s"}\n',
+]
+
+
+@pytest.mark.parametrize("text", NEAR_MISSES)
+def test_each_sure_end_of_a_piece_cuts_where_parts_add_up(text: str) -> None:
+    assert_cuts_add_up(text)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.text(alphabet=EDGES, max_size=60))
+def test_each_sure_end_of_a_piece_cuts_a_random_text_where_parts_add_up(text: str) -> None:
+    assert_cuts_add_up(text)
+
+
+def assert_cuts_add_up(text: str) -> None:
+    for name in ("o200k_base", "cl100k_base"):
+        encode = tokens._encoding(name).encode_ordinary
+        whole = len(encode(text))
+        for cut in tokens._PART_END.finditer(text):
+            at = cut.start()
+            assert len(encode(text[:at])) + len(encode(text[at:])) == whole, (name, text, at)
+
+
+@pytest.mark.parametrize("model", [None, "gpt-4"])
+def test_a_long_text_is_counted_in_parts_as_tiktoken_counts_it_whole(model: str | None) -> None:
+    prose = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
+    code = (ROOT / "core" / "text" / "tokens.py").read_text(encoding="utf-8")
+    text = prose + code + "こんにちは世界、元気ですか。\n" * 5000 + '{"k": [1, 22, 333], "v": "x\'s"}' * 5000
+    assert len(list(tokens._parts(text))) > 4
+    assert count_tokens(text, model) == len(tokens._encoding(encoding_name(model)).encode_ordinary(text))
+
+
+def test_a_run_of_one_letter_is_counted_in_little_memory() -> None:
+    """tiktoken counted 40 MB of one letter with 2 GB (its list of tokens and its merge of one 40 MB piece);
+    a piece is now counted in parts of ``_FORCED`` characters. "BBBB" is one token, so the count is exact."""
+    text = "B" * 2_000_000
+    assert count_tokens("é") == 1  # the encoding loaded before measuring
+    tracemalloc.start()
+    try:
+        count = count_tokens(text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert count == len(text) // 4 == 4 * len(tokens._encoding("o200k_base").encode_ordinary("B" * 500_000))
+    assert peak < 1_000_000  # the whole text's list of tokens took 18 MB

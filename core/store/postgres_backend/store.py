@@ -566,6 +566,7 @@ class PostgresStore:
         parent_run_id: str | None = None,
         created_after: float | None = None,
         offset: int = 0,
+        values: bool = True,
     ) -> list[RunRecord]:
         filters = {"status": status, "thread": thread, "parent_run_id": parent_run_id}
         conditions = [f"{column} = %s" for column, value in filters.items() if value is not None]
@@ -574,9 +575,10 @@ class PostgresStore:
             conditions.append("created_at >= %s")
             params = (*params, created_after)
         where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
+        columns = codec.RUN_COLUMNS if values else codec.RUN_COLUMNS_WITHOUT_VALUES
         rows = await self._read(
             "list runs",
-            f"SELECT {codec.RUN_COLUMNS} FROM runs {where} ORDER BY created_at DESC, seq DESC LIMIT %s OFFSET %s",
+            f"SELECT {columns} FROM runs {where} ORDER BY created_at DESC, seq DESC LIMIT %s OFFSET %s",
             (*params, max(limit, 0), max(offset, 0)),
         )
         return await row_reads.runs(rows, self._texts)

@@ -447,9 +447,11 @@ class SqliteStore:
         parent_run_id: str | None = None,
         created_after: float | None = None,
         offset: int = 0,
+        values: bool = True,
     ) -> list[RunRecord]:
         """Up to ``limit`` runs, newest first, past the ``offset`` newest; only those with ``status`` / in
-        ``thread`` / of ``parent_run_id`` / created at ``created_after`` or later when given."""
+        ``thread`` / of ``parent_run_id`` / created at ``created_after`` or later when given; without their
+        input and output unless ``values``."""
         filters = {"status": status, "thread": thread, "parent_run_id": parent_run_id}
         conditions = [f"{column} = ?" for column, value in filters.items() if value is not None]
         params: tuple[Any, ...] = tuple(value for value in filters.values() if value is not None)
@@ -457,9 +459,10 @@ class SqliteStore:
             conditions.append("created_at >= ?")
             params = (*params, created_after)
         where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
+        columns = codec.RUN_COLUMNS if values else codec.RUN_COLUMNS_WITHOUT_VALUES
         rows = await self._read(
             "list runs",
-            f"SELECT {codec.RUN_COLUMNS} FROM runs {where} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
+            f"SELECT {columns} FROM runs {where} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
             (*params, max(limit, 0), max(offset, 0)),
         )
         return await row_reads.runs(rows, self._texts)
