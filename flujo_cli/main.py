@@ -1073,9 +1073,13 @@ def main() -> None:
     except KeyboardInterrupt:  # Ctrl-C while Typer builds the command line, before any command starts
         _interrupted_before_start()
     except Exception as exc:
-        if not _ctrl_c_inside(exc):
-            raise
-        _interrupted_before_start()  # Ctrl-C while a command still imported what it needs
+        if _ctrl_c_inside(exc):
+            _interrupted_before_start()  # Ctrl-C while a command still imported what it needs
+        from flujo_cli.messages import cannot_write, fail
+
+        if cannot_write(exc):  # output a command wrote without catching it, to a full disk (> /dev/full)
+            fail(exc, debug=False)
+        raise
     except BrokenPipeError:  # output that no command caught, written after its reader went away
         from flujo_cli.messages import output_closed, stdout_reader_gone
 

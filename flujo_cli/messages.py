@@ -7,6 +7,7 @@ an emoji (flujo's own texts use none); its markup is escaped where text is put i
 
 from __future__ import annotations
 
+import errno
 import os
 import select
 import sys
@@ -72,11 +73,36 @@ def fail(exc: BaseException, *, debug: bool, code: int | None = None) -> NoRetur
         traceback.print_exception(exc, file=sys.stderr)
     if isinstance(exc, BrokenPipeError) and stdout_reader_gone():
         output_closed()
+    if isinstance(exc, OSError) and cannot_write(exc):  # the disk's, not flujo's: say what it is
+        if not _stdout_writable():  # ``> /dev/full``: Python's own flush at exit would fail again
+            quiet_stdout()
+        what = exc.filename if exc.filename is not None else "the output"
+        error_line(
+            f"cannot write {what}: {exc.strerror}", "make room there, or write elsewhere; runs are stored as they go"
+        )
+        raise SystemExit(exit_codes.USAGE if code is None else code)
     if isinstance(exc, FlujoError):
         error_line(str(exc), exc.hint)
     else:
         error_line(f"unexpected {type(exc).__name__}: {exc}", "run again with --debug and report this as a bug")
     raise SystemExit(exit_code_for(exc) if code is None else code)
+
+
+# A write the disk refused (full, over quota, failing, read-only, too large): not a bug of flujo's.
+_CANNOT_WRITE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EFBIG})
+
+
+def cannot_write(exc: BaseException) -> bool:
+    """Whether ``exc`` is a write the disk refused (``flujo run ... > /dev/full``): ``fail`` says so in a line."""
+    return isinstance(exc, OSError) and exc.errno in _CANNOT_WRITE
+
+
+def _stdout_writable() -> bool:
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def stdout_reader_gone() -> bool:

@@ -411,3 +411,29 @@ def test_an_answer_of_more_digits_than_python_prints_is_a_rejected_answer(state_
     code, _, err = flujo(["run", hitl, "--answers", answers])
     assert code == exit_codes.CONFIG, err
     assert err.startswith(f"error: answers file {answers}:1:9: cannot read this value: Exceeds the limit (4300 digits)")
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full, where every write fails")
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", str(ROOT / "docs" / "examples" / "hello.yaml"), "--answer", "Ada"],
+        ["schema"],
+        ["lens", "list"],
+        ["--help"],
+    ],
+    ids=["run", "schema", "lens list", "help"],
+)
+def test_output_to_a_full_disk_is_one_line_and_exit_2(tmp_path: Path, args: list[str]) -> None:
+    # `flujo run ... > /dev/full` was "unexpected OSError ... report this as a bug"; `flujo schema` a traceback.
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "FLUJO_STATE_URI": str(tmp_path / "f.db")}
+    hello = ["run", str(ROOT / "docs" / "examples" / "hello.yaml"), "--answer", "Ada"]
+    assert flujo_process(hello, env=env, cwd=tmp_path).returncode == exit_codes.OK  # a store to list
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "flujo_cli.main", *args], stdout=full, stderr=subprocess.PIPE, text=True,
+            env=env, cwd=tmp_path, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    assert done.returncode == exit_codes.USAGE, done.stderr
+    assert "error: cannot write the output: No space left on device" in done.stderr
+    assert "Traceback" not in done.stderr and "unexpected" not in done.stderr and "Exception ignored" not in done.stderr
