@@ -10,17 +10,30 @@ tab (which Rich expands by cell width) still goes through Rich. At a terminal, o
 prints it with its styles.
 
 Texts are never read as Rich markup or emoji codes (``[bold]``, ``:fire:`` in an agent's reply stay as
-written): parts are given as plain text, each with an optional style.
+written): parts are given as plain text, each with an optional style. Nor are they read by the terminal: a
+reply or a tool's output holding an escape sequence (``ESC ]0;title BEL``, colours, a clipboard write) or
+another control character is shown with the character's picture (``␛``, ``␀``), never sent raw; the codes
+Rich strips are stripped, and line breaks and tabs are kept.
 """
 
 from __future__ import annotations
 
 from rich.console import Console
-from rich.control import strip_control_codes
 from rich.markup import escape
 
 # A part of a line: plain text, or (Rich style, plain text).
 Part = str | tuple[str, str]
+
+# What a terminal would act on, made visible: C0 controls as their pictures (U+2400...), DEL as ␡, C1 controls
+# as �; BEL, BS, VT, FF and CR removed, as Rich removes them; line feeds and tabs kept.
+_SHOWN: dict[int, str | None] = {code: chr(0x2400 + code) for code in range(0x20) if code not in (0x09, 0x0A)}
+_SHOWN.update({0x07: None, 0x08: None, 0x0B: None, 0x0C: None, 0x0D: None, 0x7F: "\u2421"})
+_SHOWN.update({code: "\ufffd" for code in range(0x80, 0xA0)})
+
+
+def shown(text: str) -> str:
+    """``text`` with nothing a terminal acts on (see ``_SHOWN``)."""
+    return text.translate(_SHOWN)
 
 
 class LineWriter:
@@ -37,11 +50,11 @@ class LineWriter:
         if self._plain:
             text = "".join(part if isinstance(part, str) else part[1] for part in parts)
             if "\t" not in text:
-                console.file.write(strip_control_codes(text) + end)
+                console.file.write(shown(text) + end)
                 console.file.flush()
                 return
         console.print("".join(_markup(part) for part in parts), end=end, emoji=False)
 
 
 def _markup(part: Part) -> str:
-    return escape(part) if isinstance(part, str) else f"[{part[0]}]{escape(part[1])}[/]"
+    return escape(shown(part)) if isinstance(part, str) else f"[{part[0]}]{escape(shown(part[1]))}[/]"

@@ -7,12 +7,12 @@ from io import StringIO
 import pytest
 from rich.console import Console
 
-from flujo_cli.line_writer import LineWriter, Part
+from flujo_cli.line_writer import LineWriter, Part, shown
 
 LINES: list[tuple[Part, ...]] = [
     (("bold green", "clarify"), " › ", "Which [bold]matters[/] most? [link=x]y[/link] \\[z]"),
     (("bold cyan", "?"), " ", "Où ça? 東京 🙂 :fire: 10:30:00", " ", ("dim", "(answered)"), " ", "x" * 300),
-    ("a bell\x07, a carriage return\r, a form feed\x0c, an escape \x1b[31m stays", ("dim", "")),
+    ("a bell\x07, a carriage return\r, a form feed\x0c, an escape \x1b[31m shown", ("dim", "")),
     ("tab\tseparated",),
 ]
 
@@ -28,9 +28,24 @@ def test_a_piped_line_is_what_rich_writes(parts: tuple[Part, ...]) -> None:
     rich, rich_out = piped()
     LineWriter(fast).line(*parts)
     LineWriter(fast).line(*parts, end="")
-    rich.print("".join(p if isinstance(p, str) else p[1] for p in parts), markup=False, emoji=False)
-    rich.print("".join(p if isinstance(p, str) else p[1] for p in parts), markup=False, emoji=False, end="")
+    text = shown("".join(p if isinstance(p, str) else p[1] for p in parts))
+    rich.print(text, markup=False, emoji=False)
+    rich.print(text, markup=False, emoji=False, end="")
     assert fast_out.getvalue() == rich_out.getvalue()
+
+
+@pytest.mark.parametrize("terminal", [False, True], ids=["piped", "terminal"])
+def test_no_escape_sequence_of_a_text_reaches_the_terminal(terminal: bool) -> None:
+    # A model's reply or a tool's output could set the window's title, write the clipboard (OSC 52) or hide
+    # text: each control character is shown as its picture instead.
+    buffer = StringIO()
+    console = Console(file=buffer, force_terminal=terminal, color_system="standard" if terminal else None,
+                      soft_wrap=True, highlight=False)  # fmt: skip
+    hostile = "a\x1b]0;pwned\x07b\x1b]52;c;ZXZpbA==\x07c\x00d\x9b31me\x7f\r\n"
+    LineWriter(console).line(("bold", "tool"), " → ", hostile, end="")
+    out = buffer.getvalue()
+    assert "\x1b]" not in out and "\x00" not in out and "\x9b" not in out and "\x07" not in out
+    assert "a␛]0;pwned" in out and "b␛]52;c;ZXZpbA==" in out and "c␀d�31me␡\n" in out
 
 
 def test_a_piped_line_does_not_go_through_rich() -> None:
