@@ -152,6 +152,7 @@ if TYPE_CHECKING:
         translate_handlebars,
         whole_references,
     )
+    from core.text.terminal import terminal_safe
     from core.text.turns import ConversationTurn, HitlEntry
     from core.tools.factory import build_tools
     from core.tools.python_tool import PythonTool
@@ -322,6 +323,7 @@ _WHERE = {
     "project_file_candidates": "core.settings.layers",
     "sensitive_key": "core.text.redaction",
     "step_references": "core.text.templates",
+    "terminal_safe": "core.text.terminal",
     "template_scope": "core.policies.frame:scope",
     "translate_handlebars": "core.text.templates",
     "turn_text": "core.conversation",
@@ -496,6 +498,7 @@ __all__ = [
     "step_key",
     "step_references",
     "template_scope",
+    "terminal_safe",
     "told_turns",
     "translate_handlebars",
     "turn_text",

@@ -21,19 +21,15 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
+from core import terminal_safe
+
 # A part of a line: plain text, or (Rich style, plain text).
 Part = str | tuple[str, str]
 
-# What a terminal would act on, made visible: C0 controls as their pictures (U+2400...), DEL as ␡, C1 controls
-# as �; BEL, BS, VT, FF and CR removed, as Rich removes them; line feeds and tabs kept.
-_SHOWN: dict[int, str | None] = {code: chr(0x2400 + code) for code in range(0x20) if code not in (0x09, 0x0A)}
-_SHOWN.update({0x07: None, 0x08: None, 0x0B: None, 0x0C: None, 0x0D: None, 0x7F: "\u2421"})
-_SHOWN.update({code: "\ufffd" for code in range(0x80, 0xA0)})
-
 
 def shown(text: str) -> str:
-    """``text`` with nothing a terminal acts on (see ``_SHOWN``)."""
-    return text.translate(_SHOWN)
+    """``text`` with nothing a terminal acts on (``core.text.terminal``)."""
+    return terminal_safe(text)
 
 
 class LineWriter:

@@ -20,7 +20,7 @@ from rich.tree import Tree
 
 import lens.figures as figures
 import lens.labels as labels
-from core import RunRecord
+from core import RunRecord, terminal_safe
 from lens.listing import RunRow
 from lens.preview import Collapsed, collapse, compact, full_text, one_line
 from lens.selection import steps_named
@@ -299,6 +299,7 @@ def _reply(call: CallNode, output: Any, opened: Opening) -> str:
 
 def _content(text: str, opened: Opening) -> tuple[Text, bool]:
     """A message's text, whole or collapsed, and whether anything of it is hidden."""
+    text = terminal_safe(text)  # as a terminal may show it: its escape sequences as pictures
     if opened == "whole":
         return Text(text), False
     shown: Collapsed = collapse(text)

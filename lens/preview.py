@@ -1,11 +1,14 @@
 """Values as text: whole (for details and ``--expand``), on one line (for previews), or collapsed to a few
-lines with a count of what is hidden (for long prompts in ``flujo lens trace``)."""
+lines with a count of what is hidden (for long prompts in ``flujo lens trace``). All as a terminal may show
+them: a stored text's escape sequences are shown as pictures (``core.text.terminal``)."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from typing import Any
+
+from core import terminal_safe
 
 ONE_LINE_WIDTH = 72
 COLLAPSED_LINES = 3
@@ -14,17 +17,17 @@ LINE_CHARS = 200
 
 
 def full_text(value: Any) -> str:
-    """``value`` whole: a text as it is, anything else as indented JSON."""
+    """``value`` whole: a text as it is, anything else as indented JSON; as a terminal may show it."""
     if isinstance(value, str):
-        return value
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+        return terminal_safe(value)
+    return terminal_safe(json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
 
 def compact(value: Any) -> str:
-    """``value`` as a text: as it is, or compact JSON on one line."""
+    """``value`` as a text: as it is, or compact JSON on one line; as a terminal may show it."""
     if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False, default=str)
+        return terminal_safe(value)
+    return terminal_safe(json.dumps(value, ensure_ascii=False, default=str))
 
 
 def one_line(value: Any, width: int = ONE_LINE_WIDTH) -> str:

@@ -47,6 +47,7 @@ def test_core_exports() -> None:
         "ReduceMode", "ScopeFunction", "SimulatedPerson", "LazyView", "VIEW_KEYS",
         "builds_structure", "referenced_names", "step_references", "translate_handlebars", "whole_references",
         "template_scope", "scratchpad_slot", "is_context", "turn_text", "read_why", "step_key", "told_turns",
+        "terminal_safe",  # a text as a terminal may show it: lens and a run's lines
         # The blueprint's tools: their definitions, the Python tool (flujo validate reads its signature), the factory.
         "McpServerSpec", "PythonTool", "Tool", "ToolSource", "ToolSpec", "ToolUse", "build_tools",
     }  # fmt: skip

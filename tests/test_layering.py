@@ -64,6 +64,8 @@ LENS_MAY_IMPORT = {
     # How a prompt event's why is stored and read back (ids only, plain functions): lens reads it as the
     # conversation writes it, with the same code (flujo lens trace --why).
     "core.model.provenance",
+    # Stored texts as a terminal may show them (escape sequences as pictures), as a run's lines show them.
+    "core.text.terminal",
 }
 
 
