@@ -27,11 +27,6 @@ from core import terminal_safe
 Part = str | tuple[str, str]
 
 
-def shown(text: str) -> str:
-    """``text`` with nothing a terminal acts on (``core.text.terminal``)."""
-    return terminal_safe(text)
-
-
 class LineWriter:
     """Writes lines made of plain-text parts to ``console``; see the module docstring."""
 
@@ -46,11 +41,11 @@ class LineWriter:
         if self._plain:
             text = "".join(part if isinstance(part, str) else part[1] for part in parts)
             if "\t" not in text:
-                console.file.write(shown(text) + end)
+                console.file.write(terminal_safe(text) + end)
                 console.file.flush()
                 return
         console.print("".join(_markup(part) for part in parts), end=end, emoji=False)
 
 
 def _markup(part: Part) -> str:
-    return escape(shown(part)) if isinstance(part, str) else f"[{part[0]}]{escape(shown(part[1]))}[/]"
+    return escape(terminal_safe(part)) if isinstance(part, str) else f"[{part[0]}]{escape(terminal_safe(part[1]))}[/]"

@@ -100,6 +100,8 @@ async def run_tool_loop(
         who=use.agent or agent.label,
     )
     definitions, tools, spend.listed = offered.definitions, offered.tools, offered.listed
+    # The tools offered are sent with every turn's messages: recorded with them (a replay compares both).
+    spend.prompt = replace(spend.prompt, tools=tuple(tool.to_dict() for tool in definitions))
     said: list[ChatMessage] = []  # this step's assistant messages and tool results, in order
     while True:
         spend.turns += 1
@@ -145,8 +147,7 @@ async def _model_turn(
         return turn
     started = time.time()
     sent = fit_window(step, agent, turns, call, said, tools, mode)
-    # The tools offered are sent with the messages: recorded with them (a replay compares both).
-    events = [frame.event(tpath, replace(spend.prompt, tools=tuple(tool.to_dict() for tool in tools)), sent)]
+    events = [frame.event(tpath, spend.prompt, sent)]
     held: Reservation | None = None
     served = frame.served_reply(events[0])
     if served is not None:  # a replay: the recorded turn (text and calls asked for), no model called

@@ -7,7 +7,8 @@ from io import StringIO
 import pytest
 from rich.console import Console
 
-from flujo_cli.line_writer import LineWriter, Part, shown
+from core import terminal_safe
+from flujo_cli.line_writer import LineWriter, Part
 
 LINES: list[tuple[Part, ...]] = [
     (("bold green", "clarify"), " › ", "Which [bold]matters[/] most? [link=x]y[/link] \\[z]"),
@@ -28,7 +29,7 @@ def test_a_piped_line_is_what_rich_writes(parts: tuple[Part, ...]) -> None:
     rich, rich_out = piped()
     LineWriter(fast).line(*parts)
     LineWriter(fast).line(*parts, end="")
-    text = shown("".join(p if isinstance(p, str) else p[1] for p in parts))
+    text = terminal_safe("".join(p if isinstance(p, str) else p[1] for p in parts))
     rich.print(text, markup=False, emoji=False)
     rich.print(text, markup=False, emoji=False, end="")
     assert fast_out.getvalue() == rich_out.getvalue()
