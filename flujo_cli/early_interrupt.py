@@ -8,6 +8,7 @@ flujo_cli.main``): importing ``flujo_cli`` elsewhere (tests, a program) leaves C
 
 from __future__ import annotations
 
+import _thread
 import os
 import signal
 import sys
@@ -37,6 +38,40 @@ def defer_when_started_as_command() -> None:
         return
     signal.signal(signal.SIGINT, _remember)
     _deferring = True
+
+
+def redeliver_swallowed() -> None:
+    """A Ctrl-C that lands while Python or a library calls back from C code that cannot raise (a finalizer;
+    pydantic-core building a validator) is only printed, "Exception ignored in: ...", with its traceback, and
+    lost: the command then goes on as if it never came. From now on such an interrupt is not printed but
+    raised again in the next Python code that runs, where it can propagate, so the command ends as at any
+    Ctrl-C."""
+    previous = sys.unraisablehook
+
+    def hook(unraisable: sys.UnraisableHookArgs) -> None:
+        if unraisable.exc_type is None or not issubclass(unraisable.exc_type, KeyboardInterrupt):
+            previous(unraisable)
+        elif _thread.get_ident() == _main_thread_ident():
+            sys.setprofile(_raise_interrupt_once)
+        else:  # only the main thread gets Ctrl-C; the main thread will raise it at its next instruction
+            _thread.interrupt_main()
+
+    sys.unraisablehook = hook
+
+
+def _main_thread_ident() -> int | None:
+    import threading
+
+    return threading.main_thread().ident
+
+
+def _raise_interrupt_once(frame: FrameType, event: str, arg: object) -> None:
+    """A profile function: at the first event outside ``redeliver_swallowed``'s hook (its own return is one),
+    it removes itself and raises ``KeyboardInterrupt`` there."""
+    if frame.f_code.co_name == "hook" and frame.f_code.co_filename == __file__:
+        return
+    sys.setprofile(None)
+    raise KeyboardInterrupt
 
 
 def restore() -> bool:

@@ -1064,6 +1064,7 @@ def main() -> None:
 
     if early_interrupt.restore():  # Ctrl-C while Python loaded the command line
         _interrupted_before_start()
+    early_interrupt.redeliver_swallowed()
     import sys
 
     from flujo_cli.one_command import narrowed

@@ -191,3 +191,32 @@ def test_a_ctrl_c_wrapped_by_a_library_is_still_a_ctrl_c() -> None:
             raise RuntimeError("wrapped") from interrupt
     except RuntimeError as wrapped:
         assert _ctrl_c_inside(wrapped)
+
+
+# The console script's start, where Python can only report a Ctrl-C as "Exception ignored in" (pydantic-core
+# building a validator, a finalizer): here a finalizer raises it as the command line is built.
+_CTRL_C_SWALLOWED = """\
+import sys
+sys.argv = ["flujo", *sys.argv[1:]]
+import flujo_cli
+import flujo_cli.one_command as one_command
+real_narrowed = one_command.narrowed
+class Dropped:
+    def __del__(self):
+        raise KeyboardInterrupt
+def narrowed(*args):
+    Dropped()
+    return real_narrowed(*args)
+one_command.narrowed = narrowed
+from flujo_cli.main import main
+main()
+"""
+
+
+def test_a_ctrl_c_python_could_only_report_still_ends_the_command(tmp_path: Path) -> None:
+    process = _start([sys.executable, "-c", _CTRL_C_SWALLOWED, *_run_args()], tmp_path)
+    _, stderr = process.communicate()
+    assert "Traceback" not in stderr and "Exception ignored" not in stderr, stderr
+    assert process.returncode == 130, stderr
+    assert stderr == "error: interrupted before the command started\n"
+    assert not (tmp_path / "flujo.db").exists()  # the run never started
