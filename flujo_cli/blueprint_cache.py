@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from flujo_cli.file_stamps import Stamp
+from flujo_cli.redacting import command_redactor
 
 if TYPE_CHECKING:
     from blueprints import Blueprint
@@ -128,7 +129,7 @@ class BlueprintCache:
         return pipeline
 
     def _entry(self, assignments: tuple[str, ...]) -> _SettingsEntry:
-        from core import Redactor, overrides_from_assignments, secret_values
+        from core import overrides_from_assignments
         from flujo_cli.store_access import settings_with_state
 
         where = (os.getcwd(), os.environ.get("XDG_CONFIG_HOME"), os.environ.get("HOME"))
@@ -138,7 +139,7 @@ class BlueprintCache:
         self._settings.pop(assignments, None)
         stamps = tuple(Stamp.read(path) for path in _settings_files(Path(where[0])))  # before they are loaded
         settings = settings_with_state(self.state, overrides_from_assignments(list(assignments)))
-        redactor = Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings))
+        redactor = command_redactor(settings)
         entry = _SettingsEntry(where, stamps, settings, redactor)
         _keep(self._settings, assignments, entry)
         return entry

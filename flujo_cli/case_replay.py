@@ -28,6 +28,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from flujo_cli.redacting import command_redactor
+
 if TYPE_CHECKING:
     from blueprints import Blueprint, Case, ExpectationResult, RunFacts
     from core import Pipeline, Replay, RunOutcome, RunStore, Settings
@@ -110,10 +112,8 @@ async def _replay(file: Path, shown: str, store: RunStore, base: Settings, loade
         Answering,
         BlueprintError,
         Engine,
-        Redactor,
         Replay,
         overrides_from_assignments,
-        secret_values,
         use_bounds,
     )
     from core.agents import build_agent
@@ -139,7 +139,7 @@ async def _replay(file: Path, shown: str, store: RunStore, base: Settings, loade
     person = simulated_user(blueprint, settings, person_ref, agent_factory=factory) if person_ref else None
     recording = case.recording
     replay = Replay(recording, "live" if case.expect is not None else "stop")
-    redactor = Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings))
+    redactor = command_redactor(settings)
     engine = Engine(
         store=store,
         redactor=redactor,

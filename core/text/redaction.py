@@ -16,13 +16,16 @@ import base64
 import functools
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from core.model.calls import ChatMessage
 from core.model.views import NOT_TEXT
 from core.model.window_map import WindowMap
 from core.text.embedded_json import mask_keyed_values
+
+if TYPE_CHECKING:
+    import regex
 
 MASK = "[REDACTED]"
 _MEMO_SIZE = 4096  # distinct texts (and message objects) remembered per redactor
@@ -31,6 +34,12 @@ _MEMO_SIZE = 4096  # distinct texts (and message objects) remembered per redacto
 # longer text is masked again if it comes back.
 _MEMO_CHARS = 1 << 24
 _SHORT = 4096
+# A user's pattern (``redact_patterns``) may backtrack without end on some text (``(a+)+$`` on ``aaa…b``), and
+# Python's own engine cannot be stopped, not even by Ctrl-C. Those patterns run on the ``regex`` engine
+# (tiktoken's dependency, so always installed), which gives up after this many seconds per search or
+# substitution; a plain pattern goes through megabytes in milliseconds. The text is then masked whole.
+USER_PATTERN_SECONDS = 1.0
+SLOW_MASK = "[REDACTED: a redact pattern ran too long on this text]"
 
 
 class ChatMessageLike(Protocol):
@@ -134,6 +143,17 @@ def masked_under_key(value: Any) -> Any:
     return MASK
 
 
+def _user_patterns(patterns: Iterable[str]) -> list[regex.Pattern[str]]:
+    """``patterns`` compiled by the ``regex`` engine (imported only when there are some), which can stop a
+    search that runs too long; its default mode reads a pattern as Python's ``re`` does."""
+    texts = list(patterns)
+    if not texts:
+        return []
+    import regex
+
+    return [regex.compile(text) for text in texts]
+
+
 def _may_match(value: str) -> bool:
     if not value.isascii() or _LITERAL_STARTS.search(value) is not None:
         return True
@@ -150,9 +170,18 @@ class Redactor:
     ``extra_patterns`` (regular expressions), and every one of ``secret_values`` (6 characters or more)
     wherever it appears."""
 
-    def __init__(self, *, extra_patterns: Iterable[str] = (), secret_values: Iterable[str] = ()) -> None:
-        self._extra = [re.compile(p) for p in extra_patterns]
-        self._patterns = [re.compile(p) for p in _BUILTIN_PATTERNS] + self._extra
+    def __init__(
+        self,
+        *,
+        extra_patterns: Iterable[str] = (),
+        secret_values: Iterable[str] = (),
+        on_slow: Callable[[str], None] | None = None,
+    ) -> None:
+        self._extra = _user_patterns(extra_patterns)
+        self._patterns = [re.compile(p) for p in _BUILTIN_PATTERNS]
+        # A pattern of ``extra_patterns`` that ran out of time on a text (``SLOW_MASK``), said once each.
+        self._on_slow = on_slow
+        self.slow_patterns: list[str] = []
         # Longest first so a value containing another is masked whole.
         self._values = sorted({v for v in secret_values if len(v) >= 6}, key=len, reverse=True)
         # Conversation turns are traced again on every call that injects them: remember recent results
@@ -188,11 +217,20 @@ class Redactor:
         for secret in self._values:
             if secret in value:
                 value = value.replace(secret, MASK)
-        if not _may_match(value) and not any(pattern.search(value) for pattern in self._extra):
+        may_match = _may_match(value)
+        if not may_match and not self._extra:
             return value  # no pattern can match: every substitution below would leave it as it is
         aws = _AWS_CONTEXT.search(value) is not None  # before the key id is masked
-        for pattern in self._patterns:
-            value = pattern.sub(MASK, value)
+        if may_match:
+            for pattern in self._patterns:
+                value = pattern.sub(MASK, value)
+        for extra in self._extra:
+            try:
+                value = extra.sub(MASK, value, timeout=USER_PATTERN_SECONDS)
+            except TimeoutError:
+                return self._too_slow(extra.pattern)
+        if not may_match and not _may_match(value):
+            return value
         if aws:
             value = _AWS_SECRET.sub(_mask_aws_secret, value)
         value = _BASIC.sub(_mask_basic, value)
@@ -204,6 +242,14 @@ class Redactor:
         if '"' in value or "'" in value:  # JSON, or a Python mapping printed: its keys are quoted
             value = mask_keyed_values(value, sensitive=_sensitive_name, mask=MASK)
         return _ASSIGNMENT.sub(_mask_assignment, value)
+
+    def _too_slow(self, pattern: str) -> str:
+        """``SLOW_MASK``, for a text ``pattern`` ran out of time on; the first time, ``on_slow`` is told."""
+        if pattern not in self.slow_patterns:
+            self.slow_patterns.append(pattern)
+            if self._on_slow is not None:
+                self._on_slow(pattern)
+        return SLOW_MASK
 
     def messages(self, sent: Sequence[ChatMessageLike]) -> list[dict[str, Any]]:
         """``sent`` as ``{"role": ..., "content": ...}`` dicts, masked as ``value`` masks them, in a new list. A

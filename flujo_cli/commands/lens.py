@@ -32,6 +32,7 @@ from rich.console import RenderableType
 
 import flujo_cli.exit_codes as exit_codes
 from flujo_cli.messages import error_line, fail, plain_console, stderr, usage_error
+from flujo_cli.redacting import command_redactor
 
 if TYPE_CHECKING:
     from core import Redactor, RunRecord, RunStatus, RunStore
@@ -222,7 +223,7 @@ def diff_runs(
     async def main() -> int:
         from contextlib import AsyncExitStack
 
-        from core import Redactor, load_recording, secret_values
+        from core import load_recording
         from flujo_cli.store_access import open_for, settings_with_state, where
         from lens import (
             as_shown,
@@ -236,7 +237,7 @@ def diff_runs(
 
         settings = settings_with_state(state)
         other = settings if other_state is None else settings_with_state(other_state)
-        redactor = Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings))
+        redactor = command_redactor(settings)
         async with AsyncExitStack() as stores:
             store_a = await open_for(settings, "read")
             stores.push_async_callback(store_a.close)
@@ -386,11 +387,10 @@ def _with_store(
     ``body`` with them and the store's name (``flujo_cli.store_access.where``)."""
 
     async def main() -> int:
-        from core import Redactor, secret_values
         from flujo_cli.store_access import open_for, settings_with_state, where
 
         settings = settings_with_state(state)
-        redactor = Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings))
+        redactor = command_redactor(settings)
         store = await open_for(settings, mode)
         try:
             return await body(store, redactor, where(settings))

@@ -22,6 +22,7 @@ from flujo_cli.answering import NO_ANSWER_FLAGS, AnswerFlags
 from flujo_cli.event_lines import NO_EVENTS, EventFlags
 from flujo_cli.messages import error_line, fail, flujo_command, require_file, require_text, stderr, usage_error
 from flujo_cli.model_flags import checked_models, model_overrides, refused_at_load
+from flujo_cli.redacting import command_redactor
 
 if TYPE_CHECKING:
     from blueprints import Blueprint
@@ -303,14 +304,12 @@ async def _run(
     from core import (
         BlueprintError,
         Engine,
-        Redactor,
         ReplayDiverged,
         ResumeRefused,
         RunError,
         StepPaths,
         check_thread,
         new_run_id,
-        secret_values,
         use_bounds,
     )
     from core.agents import build_agent
@@ -340,7 +339,7 @@ async def _run(
     lines = events.open()  # the run's events as they are committed (flujo_cli.event_lines), if asked for
     if lines is not None:
         reporter.events = lines.write
-    redactor = Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings))
+    redactor = command_redactor(settings)
     started = time.perf_counter()
     # A resume only looks the run up: it never creates a store (a missing one is named, exit code 7).
     store = await open_for(settings, "create" if resume_id is None else "existing")
@@ -385,7 +384,7 @@ async def _run(
             if record.options:  # the run continues under the settings it started with (ours on top)
                 overrides = overrides.over(record.options)
                 settings = settings_with_state(state, overrides.setting_overrides())
-                redactor = Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings))
+                redactor = command_redactor(settings)
             if record.parent_run_id is not None:  # the engine refuses it too; here the hint names the store
                 raise ResumeRefused(
                     f"run {record.run_id} is a sub-workflow of run {record.parent_run_id}; resume that run instead",
@@ -408,7 +407,7 @@ async def _run(
             if replayed_run is not None and replayed_run.options:
                 overrides = overrides.over(replayed_run.options)
                 settings = settings_with_state(state, overrides.setting_overrides())
-                redactor = Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings))
+                redactor = command_redactor(settings)
         assert file is not None
         use_bounds(settings.bounds)  # what templates and expressions of this run may make and do
         try:  # absolute: resume works from anywhere

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import flujo_cli.exit_codes as exit_codes
 from flujo_cli.messages import error_line, fail, stderr, usage_error
+from flujo_cli.redacting import command_redactor
 
 if TYPE_CHECKING:
     from core import RunRecord, RunStore, ThreadSummary, ThreadTurn
@@ -175,10 +176,10 @@ def _with_store(
 
 def _masked(turns: Sequence[ThreadTurn]) -> list[ThreadTurn]:
     """``turns`` with secrets masked as lens masks them: the store keeps what was typed, as typed."""
-    from core import Redactor, load_settings, secret_values
+    from core import load_settings
 
     settings = load_settings()
-    redactor = Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings))
+    redactor = command_redactor(settings)
     return [
         replace(
             turn,

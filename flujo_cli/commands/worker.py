@@ -42,6 +42,7 @@ import flujo_cli.exit_codes as exit_codes
 from core import StoreUnavailable
 from flujo_cli.blueprint_cache import BlueprintCache
 from flujo_cli.messages import fail, stderr
+from flujo_cli.redacting import command_redactor
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -248,11 +249,10 @@ class _Worker:
 
     def _redactor(self) -> Redactor:
         """The redactor of the worker's settings (what it sends is masked as lens shows it)."""
-        from core import Redactor, secret_values
         from flujo_cli.store_access import settings_with_state
 
         settings = settings_with_state(self.state)
-        return Redactor(extra_patterns=settings.redact_patterns, secret_values=secret_values(settings))
+        return command_redactor(settings)
 
     def _report(self, run_id: str, status: str, detail: str, started: float) -> None:
         self.ended[status] += 1

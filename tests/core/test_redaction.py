@@ -239,6 +239,8 @@ def _every_substitution(redactor: Redactor, value: str) -> str:
     aws = redaction._AWS_CONTEXT.search(value) is not None
     for pattern in redactor._patterns:
         value = pattern.sub(MASK, value)
+    for extra in redactor._extra:
+        value = extra.sub(MASK, value)
     if aws:
         value = redaction._AWS_SECRET.sub(redaction._mask_aws_secret, value)
     value = redaction._BASIC.sub(redaction._mask_basic, value)
@@ -286,3 +288,45 @@ def test_a_redactor_remembers_texts_up_to_a_number_of_characters() -> None:
         assert tracemalloc.get_traced_memory()[0] < 5 * size  # over the bound: masked, not remembered
     finally:
         tracemalloc.stop()
+
+
+# A user's pattern that backtracks without end on some texts: Python's re never returns from it (2**60 ways to
+# split the a's between the alternatives), nor answers Ctrl-C.
+_BACKTRACKS = "(a|aa)+$"
+
+
+def test_a_users_pattern_that_backtracks_without_end_masks_the_text_whole_and_is_said_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(redaction, "USER_PATTERN_SECONDS", 0.05)
+    said: list[str] = []
+    redactor = Redactor(extra_patterns=[r"acct-\d{6}", _BACKTRACKS], on_slow=said.append)
+    assert redactor.text("acct-123456 and aaa") == f"{MASK} and [REDACTED]"  # the pattern masks what it matches
+    assert redactor.text("a" * 60 + "b acct-123456") == redaction.SLOW_MASK  # fails closed: nothing shown
+    assert redactor.text("a" * 61 + "b") == redaction.SLOW_MASK
+    assert said == [_BACKTRACKS] and redactor.slow_patterns == [_BACKTRACKS]
+    assert redactor.text("no secret here") == "no secret here"
+
+
+def test_a_run_whose_redact_pattern_backtracks_without_end_completes_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's texts go through the user's patterns as they are traced, and lens's as they are shown: one of
+    them runs out of time, the command goes on and shows the mask, never the text."""
+    monkeypatch.setenv("FLUJO_REDACT_PATTERNS", json.dumps([_BACKTRACKS]))
+    monkeypatch.setattr(redaction, "USER_PATTERN_SECONDS", 0.05)  # flujo runs in this process
+    blueprint = tmp_path / "echo.yaml"
+    blueprint.write_text(
+        'version: "0.1"\nagents:\n  e: {model: echo}\nsteps:\n  - {name: say, uses: agents.e}\n', encoding="utf-8"
+    )
+    text = "a" * 60 + "b"
+    state = tmp_path / "flujo.db"
+    code, out, err = flujo(["run", str(blueprint), "--input", text, "--json", "--state", str(state)])
+    assert code == 0, err
+    assert json.loads(out)["output"] == text  # the run's own output is the text as it is
+    assert f"the redact pattern {_BACKTRACKS!r} ran too long on a text" in err
+    assert err.count("warning:") == 1, err
+    code, shown, err = flujo(["lens", "trace", json.loads(out)["run_id"], "--json", "--state", str(state)])
+    assert code == 0, err
+    assert err.count("warning: the redact pattern") == 1, err
+    assert redaction.SLOW_MASK in shown and text not in shown
