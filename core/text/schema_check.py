@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from core.model.errors import RunError
+from core.text.excerpts import source_window
 
 if TYPE_CHECKING:
     from jsonschema import ValidationError
@@ -45,13 +46,18 @@ def violations(validator: Validator, value: Any, *, owner: str = "the schema") -
 
 
 def schema_errors(value: Any, schema: Mapping[str, Any]) -> str | None:
-    """None when ``value`` satisfies ``schema``, else one short line saying what is wrong."""
+    """None when ``value`` satisfies ``schema``, else one short line saying what is wrong. jsonschema's
+    message repeats the value it rejects: a long one (a pasted answer) is shown as its first
+    ``EXCERPT_WIDTH`` characters; the value itself is the caller's, unchanged."""
     errors = violations(local_validator(schema), value)
     if not errors:
         return None
     first = errors[0]
+    quoted = repr(first.instance)
+    shown, _ = source_window(quoted, 1)
+    message = first.message.replace(quoted, shown, 1) if shown != quoted else first.message
     where = "/".join(str(part) for part in first.path)
-    return f"{where}: {first.message}" if where else first.message
+    return f"{where}: {message}" if where else message
 
 
 def parse_answer(text: str, schema: Mapping[str, Any] | None) -> Any:
