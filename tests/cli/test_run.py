@@ -433,6 +433,16 @@ def test_a_long_rejected_answer_is_shown_as_an_excerpt_and_kept_whole(state_db: 
     assert asyncio.run(read()) == [pasted]  # what the person gave is kept whole
 
 
+def test_an_answer_to_a_schema_that_is_only_a_ref_is_read_as_json(state_db: Path, tmp_path: Path) -> None:
+    plan = write(tmp_path, "plan.yaml", (
+        'version: "0.1"\nsteps:\n  - kind: hitl\n    name: plan\n    message: "Plan?"\n    input_schema:\n'
+        '      $ref: "#/$defs/Plan"\n      $defs: {Plan: {type: object, required: [steps]}}\n'
+    ))  # fmt: skip
+    code, out, err = flujo(["run", plan, "--answer", '{"steps": ["draft", "ship"]}', "--json"])
+    assert code == exit_codes.OK, err
+    assert json.loads(out)["output"] == {"steps": ["draft", "ship"]}
+
+
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full, where every write fails")
 @pytest.mark.parametrize(
     "args",
