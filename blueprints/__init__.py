@@ -21,7 +21,6 @@ from blueprints.compiling.compiler import compile_pipeline
 from blueprints.compiling.persona import simulated_user
 from blueprints.reading.file_kinds import not_a_file
 from blueprints.reading.findings import Finding, findings_to_json
-from blueprints.reading.positions import source_window
 from blueprints.reading.yaml_source import ParsedYaml, parse_yaml
 from core import Pipeline, Settings
 from core.front_door import lazy_exports
@@ -126,5 +125,4 @@ __all__ += [  # flujo_cli (the block at the end of _LAZY)
     "StepGroup",
     "WizardQuestion",
     "parse_wizard_answer",
-    "source_window",  # the part of a long source line a finding shows
 ]

@@ -140,6 +140,7 @@ if TYPE_CHECKING:
     )
     from core.steps.paths import StepPaths
     from core.text.bounds import BoundsSettings, use_bounds
+    from core.text.excerpts import source_window
     from core.text.redaction import Redactor, masked_under_key, sensitive_key
     from core.text.schema_check import parse_answer, schema_errors
     from core.text.templates import (
@@ -324,6 +325,7 @@ _WHERE = {
     "sensitive_key": "core.text.redaction",
     "step_references": "core.text.templates",
     "terminal_safe": "core.text.terminal",
+    "source_window": "core.text.excerpts",
     "template_scope": "core.policies.frame:scope",
     "translate_handlebars": "core.text.templates",
     "turn_text": "core.conversation",
@@ -495,6 +497,7 @@ __all__ = [
     "setting_sources",
     "settings_from_layers",
     "settings_layers",
+    "source_window",
     "step_key",
     "step_references",
     "template_scope",

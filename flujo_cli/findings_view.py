@@ -8,7 +8,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from blueprints import Finding, source_window
+from blueprints import Finding
+from core import source_window
 
 _STYLE = {"error": "bold red", "warning": "yellow", "note": "cyan"}
 

@@ -10,7 +10,7 @@ collect, and the collector is back as it was (enabled or not) when ``load_tree``
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 from core import Redactor, RunRecord, RunStore
@@ -18,12 +18,19 @@ from lens.snapshot import load_run
 from lens.tree import RunNode, build_tree
 
 
-async def load_tree(store: RunStore, run_id: str, *, redactor: Redactor, record: RunRecord | None = None) -> RunNode:
+async def load_tree(
+    store: RunStore,
+    run_id: str,
+    *,
+    redactor: Redactor,
+    record: RunRecord | None = None,
+    kinds: Mapping[str, str] | None = None,
+) -> RunNode:
     """The span tree of the run ``run_id`` names (a unique prefix is enough), masked with ``redactor``;
     the errors of ``load_run`` when no run or several match. ``record``: the run's record when the caller
-    already read it (``load_run``)."""
+    already read it (``load_run``). ``kinds``: its steps' kinds by step path, from its blueprint (``RunSnapshot``)."""
     with _collector_paused():
-        return build_tree(await load_run(store, run_id, redactor=redactor, record=record))
+        return build_tree(await load_run(store, run_id, redactor=redactor, record=record, kinds=kinds))
 
 
 @contextmanager

@@ -8,6 +8,7 @@ lens loop).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -28,6 +29,9 @@ class RunSnapshot:
     events: tuple[TraceEvent, ...]
     children: Mapping[str, RunSnapshot] = field(default_factory=dict)
     child_paths: Mapping[str, str] = field(default_factory=dict)
+    # The kind of each step by step path (``chat/clarify``), from the run's blueprint when the caller read it:
+    # what says a step is a loop before it records itself (when it ends). Empty: the records alone say.
+    kinds: Mapping[str, str] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         # Not the dataclass's repr of every step and event (megabytes, for a large run): asyncio.run computes
@@ -35,16 +39,25 @@ class RunSnapshot:
         return f"RunSnapshot({self.record.run_id!r}, steps={len(self.steps)}, events={len(self.events)})"
 
 
-async def load_run(store: RunStore, run_id: str, *, redactor: Redactor, record: RunRecord | None = None) -> RunSnapshot:
+async def load_run(
+    store: RunStore,
+    run_id: str,
+    *,
+    redactor: Redactor,
+    record: RunRecord | None = None,
+    kinds: Mapping[str, str] | None = None,
+) -> RunSnapshot:
     """The run ``run_id`` names (a unique prefix is enough) with its child runs; ``RunError`` when no run
     matches, ``StoreError`` when the prefix matches several (the error names them). ``record``: the run's
     record as the caller already read it (``store.get_run(run_id)``), so that what it showed of it and the
-    snapshot agree (a running run changes between two reads); the store is not asked again."""
+    snapshot agree (a running run changes between two reads); the store is not asked again. ``kinds``: the
+    kinds of its steps by step path, from its blueprint (``RunSnapshot.kinds``)."""
     if record is None:
         record = await store.get_run(run_id)
     if record is None:
         raise RunError(f"no run matches {run_id!r}", hint="list the runs with: flujo lens list")
-    return await load_record(store, record, Masker(redactor), seen={record.run_id}, depth=0)
+    snapshot = await load_record(store, record, Masker(redactor), seen={record.run_id}, depth=0)
+    return dataclasses.replace(snapshot, kinds=kinds) if kinds else snapshot
 
 
 async def load_record(store: RunStore, record: RunRecord, masker: Masker, *, seen: set[str], depth: int) -> RunSnapshot:

@@ -351,9 +351,11 @@ class _Builder:
         segments = path.split("/")
         parent: Container = self.root
         prefix = ""
+        above = ""  # the step path of the step the node is in: its names, without the keys between them
         i = 0
         while True:
             here = f"{prefix}/{segments[i]}" if prefix else segments[i]
+            named = f"{above}/{segments[i]}" if above else segments[i]
             node = self.steps.get(here)
             if node is None:
                 node = StepNode(self.run_id, here, segments[i], self.records.get(here))
@@ -367,28 +369,36 @@ class _Builder:
                 return node
             loop = f"{here}/{segments[i + 1]}"
             if loop in self.loops and i + 2 < len(segments):  # a turn or a call of the step's tool loop
-                parent, prefix, i = node, loop, i + 2
+                parent, prefix, above, i = node, loop, f"{named}/{segments[i + 1]}", i + 2
                 continue
-            if prefix in self.loops or not self._has_groups(node, segments[i + 1]):  # below a call: its approval
-                parent, prefix, i = node, here, i + 1
+            if prefix in self.loops or not self._has_groups(node, named, segments[i + 1]):  # below a call: its approval
+                parent, prefix, above, i = node, here, named, i + 1
                 continue
             key = segments[i + 1]
             group_path = f"{here}/{key}"
             group = self.groups.get(group_path)
             if group is None:
-                word = core.KEYED_STEP_KINDS.get(node.record.kind if node.record else "", "iteration or branch")
+                word = core.KEYED_STEP_KINDS.get(self._kind(node, named), "iteration or branch")
                 group = self.groups[group_path] = GroupNode(self.run_id, group_path, key, word)
                 node.children.append(group)
-            parent, prefix, i = group, group_path, i + 2
+            parent, prefix, above, i = group, group_path, named, i + 2
             if i >= len(segments):  # a path that ends at a key: no step recorded there; keep the group
                 return node
 
-    def _has_groups(self, node: StepNode, following: str) -> bool:
-        """Whether the segment after ``node``'s is a key (iteration, branch) rather than a step's name: the
-        step's kind says; for a step with no recorded result, a key is what has no record of its own (a
-        step's history summary, below it, has one)."""
+    def _kind(self, node: StepNode, named: str) -> str:
+        """The kind of the step of ``node``, whose step path is ``named``: its record's; for a step with no
+        record yet (a loop records itself when it ends), its blueprint's, when lens was given it; else ""."""
         if node.record is not None:
-            return node.record.kind in core.KEYED_STEP_KINDS
+            return node.record.kind
+        return self.snapshot.kinds.get(named, "")
+
+    def _has_groups(self, node: StepNode, named: str, following: str) -> bool:
+        """Whether the segment after ``node``'s is a key (iteration, branch) rather than a step's name: the
+        step's kind says (``_kind``); for a step of unknown kind, a key is what has no record of its own (a
+        step's history summary, below it, has one)."""
+        kind = self._kind(node, named)
+        if kind:
+            return kind in core.KEYED_STEP_KINDS
         return f"{node.path}/{following}" not in self.records
 
     def _add_event(self, event: TraceEvent) -> None:

@@ -21,6 +21,7 @@ CORE_FOR_LENS_AND_CLI = {
     "FORK_OPTION", "fork_thread",  # flujo threads fork, and how flujo threads show names a fork's run
     "overrides_from_assignments", "parse_answer", "recorded_answers", "schema_errors", "secret_values",
     "sensitive_key", "use_bounds",
+    "source_window",  # the part of a long source line a blueprint finding shows
     # flujo config show: the settings' layers and where each setting came from.
     "SettingSource", "SettingsLayer", "setting_sources", "settings_from_layers", "settings_layers", "user_config_path",
     "project_file_candidates",  # flujo worker: the settings files whose change makes it read its settings again

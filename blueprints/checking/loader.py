@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from blueprints.checking.checks.sites import step_kinds
 from blueprints.checking.import_graph import ImportedFile, ImportGraph
 from blueprints.checking.model_overrides import NO_MODEL_OVERRIDES, ModelOverrides
 from blueprints.checking.validated import ValidatedFiles
@@ -64,6 +65,11 @@ class Blueprint:
     @property
     def name(self) -> str:
         return self.model.name or self.path.stem
+
+    def step_kinds(self) -> dict[str, str]:
+        """The kind of each of its steps by step path (``chat/clarify``: no iteration numbers), as a run records
+        them: what tells lens a loop's iterations before the loop records itself."""
+        return step_kinds(self.model.steps)
 
     @property
     def takes_default_model(self) -> bool:

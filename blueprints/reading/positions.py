@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core import SourcePosition
+from core import SourcePosition, source_window
 
 Path = tuple[str | int, ...]
 
@@ -103,20 +103,3 @@ class PositionIndex:
         text, column = source_window(self.lines[position.line - 1].rstrip("\r\n"), position.column)
         gutter = f"{position.line} | "
         return f"{gutter}{text}\n{' ' * (len(gutter) + column - 1)}^"
-
-
-EXCERPT_WIDTH = 120
-
-
-def source_window(text: str, column: int, *, width: int = EXCERPT_WIDTH) -> tuple[str, int]:
-    """At most ``width`` characters of the line ``text`` around the 1-based ``column``, each cut end marked
-    with …, and the column of the same character in what is shown. A hostile file's line can be megabytes
-    long: a finding shows where it is, not the whole line."""
-    column = max(column, 1)
-    if len(text) <= width:
-        return text, column
-    start = min(max(column - 1 - width // 2, 0), len(text) - width)
-    shown = text[start : start + width]
-    before = "…" if start > 0 else ""
-    after = "…" if start + width < len(text) else ""
-    return before + shown + after, column - start + len(before)

@@ -108,7 +108,7 @@ def show_run(run_id: str, *, final_output: bool, json_output: bool, state: str |
         if found is None:
             return exit_codes.FAILED
         found = await as_shown(store, found)
-        tree = await load_tree(store, run_id, redactor=redactor, record=found)
+        tree = await load_tree(store, run_id, redactor=redactor, record=found, kinds=_blueprint_kinds(found))
         record = tree.record
         if final_output:
             if record.output is None and record.status != "completed":
@@ -169,7 +169,7 @@ def trace_run(run_id: str, options: TraceOptions, *, json_output: bool, state: s
 
             _write_lines(run_lines(record, console, redactor=redactor))
             sys.stdout.flush()
-        whole = await load_tree(store, run_id, redactor=redactor, record=record)
+        whole = await load_tree(store, run_id, redactor=redactor, record=record, kinds=_blueprint_kinds(record))
         if _ambiguous(whole, options.step, expansion.paths):
             return exit_codes.USAGE
         expanded = _expanded(whole, expansion)
@@ -316,6 +316,23 @@ async def _found_in_other(store: RunStore, run_id: str, where: str) -> RunRecord
             f"list its runs with: flujo lens list --state {shlex.quote(where)}; or give another --other-state",
         )
     return record
+
+
+def _blueprint_kinds(record: RunRecord) -> dict[str, str]:
+    """The kinds of the run's steps by step path, from its blueprint file when that file is still the one the
+    run started with (its hash): what labels a paused or stopped loop's iterations as iterations, before the
+    loop records itself (when it ends). Empty for a finished run (its records say), a blueprint changed,
+    moved or now invalid."""
+    if record.status == "completed" or record.source is None or record.source_hash is None:
+        return {}
+    from blueprints import load_blueprint
+    from core import FlujoError
+
+    try:
+        blueprint = load_blueprint(record.source)
+    except (FlujoError, OSError, ValueError):  # gone, unreadable or invalid now: the records alone say
+        return {}
+    return blueprint.step_kinds() if blueprint.tree_hash == record.source_hash else {}
 
 
 def _expanded(tree: RunNode, expansion: Expansion) -> Expansion | None:

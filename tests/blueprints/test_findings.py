@@ -28,7 +28,7 @@ def test_public_api_is_pinned() -> None:
         "CASE_SUFFIX", "Case", "case_text", "read_case", "ExpectationResult", "Expectations", "RunFacts",
         "check_expectations",
     } | {  # what flujo_cli takes besides (it imports blueprints only through this front door)
-        "Note", "StepExplanation", "StepGroup", "WizardQuestion", "parse_wizard_answer", "source_window",
+        "Note", "StepExplanation", "StepGroup", "WizardQuestion", "parse_wizard_answer",
     }  # fmt: skip
     for name in blueprints.__all__:
         assert hasattr(blueprints, name), name

@@ -413,6 +413,36 @@ def test_an_answer_of_more_digits_than_python_prints_is_a_rejected_answer(state_
     assert err.startswith(f"error: answers file {answers}:1:9: cannot read this value: Exceeds the limit (4300 digits)")
 
 
+def test_a_long_rejected_answer_is_shown_as_an_excerpt_and_kept_whole(state_db: Path, tmp_path: Path) -> None:
+    pick = write(tmp_path, "pick.yaml", (
+        'version: "0.1"\nsteps:\n  - kind: hitl\n    name: pick\n    message: "Pick one"\n'
+        "    input_schema: {enum: [red, green, blue]}\n"
+    ))  # fmt: skip
+    pasted = "word " * 400 + "THE END"
+    code, _, err = flujo(["run", pick, "--answer", pasted, "--json"])
+    assert code == exit_codes.FAILED, err
+    rejected = next(line for line in err.splitlines() if "was rejected" in line)
+    assert "is not one of ['red', 'green', 'blue']" in rejected
+    assert "word word…" in rejected and "THE END" not in rejected and len(rejected) < 250
+
+    async def read() -> list[object]:
+        async with await open_store(str(state_db), mode="read") as store:
+            (run,) = await store.list_runs()
+            return [event.payload["answer"] for event in await store.events(run.run_id, kind="hitl.rejected")]
+
+    assert asyncio.run(read()) == [pasted]  # what the person gave is kept whole
+
+
+def test_an_answer_to_a_schema_that_is_only_a_ref_is_read_as_json(state_db: Path, tmp_path: Path) -> None:
+    plan = write(tmp_path, "plan.yaml", (
+        'version: "0.1"\nsteps:\n  - kind: hitl\n    name: plan\n    message: "Plan?"\n    input_schema:\n'
+        '      $ref: "#/$defs/Plan"\n      $defs: {Plan: {type: object, required: [steps]}}\n'
+    ))  # fmt: skip
+    code, out, err = flujo(["run", plan, "--answer", '{"steps": ["draft", "ship"]}', "--json"])
+    assert code == exit_codes.OK, err
+    assert json.loads(out)["output"] == {"steps": ["draft", "ship"]}
+
+
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full, where every write fails")
 @pytest.mark.parametrize(
     "args",

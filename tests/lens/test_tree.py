@@ -11,6 +11,7 @@ from typing import Any
 
 from core import Redactor, ReplyReceived, RunRecord, RunUpdate, StepRecord, TraceEvent
 from core.store import MemoryStore, open_store
+from flujo_cli import exit_codes
 from lens import CallNode, EventNode, GroupNode, Node, RunNode, StepNode, build_tree, load_run, walk
 from lens.labels import history_badge
 from tests.support.cli_helpers import EXAMPLES, flujo
@@ -78,6 +79,35 @@ async def test_steps_without_a_result_take_their_runs_state() -> None:
     assert "step chat [interrupted]" in shape(await tree_of(store, "r"))[1]
     await store.update_run("r", RunUpdate(status="failed"))
     assert "step chat [not recorded]" in shape(await tree_of(store, "r"))[1]
+
+
+async def test_a_loop_not_recorded_yet_has_iterations_when_its_blueprint_says_it_is_a_loop() -> None:
+    store = MemoryStore()
+    await store.create_run(RunRecord("r", "demo", "paused", created_at=1.0, pause_path="chat/2/ask"))
+    await store.record_step(StepRecord("r", "chat/1/ask", "ask", "hitl", "completed", started_at=2.0), [])
+    snapshot = await load_run(store, "r", redactor=Redactor(), kinds={"chat": "loop", "chat/ask": "hitl"})
+    assert shape(build_tree(snapshot))[1:] == [
+        "  step chat [paused]",
+        "    iteration 1",
+        "      step chat/1/ask [completed]",
+        "    iteration 2",
+        "      step chat/2/ask [paused]",
+    ]
+
+
+def test_lens_labels_a_paused_loops_iterations_from_the_runs_blueprint(state_db: Path, tmp_path: Path) -> None:
+    blueprint = tmp_path / "clarify.yaml"
+    blueprint.write_text((EXAMPLES / "clarify.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    code, out, err = flujo(["run", str(blueprint), "--answer", "ship v1", "--answer", "devs", "--no-input", "--json"])
+    assert code == exit_codes.PAUSED, err  # in the loop's second iteration, at its question
+    run_id = json.loads(out)["run_id"]
+    for command in ("show", "trace"):
+        code, out, err = flujo(["lens", command, run_id])
+        assert code == 0, err
+        assert "iteration 1" in out and "iteration 2" in out and "iteration or branch" not in out, out
+    blueprint.write_text(blueprint.read_text(encoding="utf-8") + "# changed\n", encoding="utf-8")
+    code, out, err = flujo(["lens", "show", run_id])  # not the blueprint the run started with: not read
+    assert code == 0 and "iteration or branch 2" in out, err
 
 
 async def test_a_summary_with_no_agent_step_recorded_stays_below_that_step() -> None:

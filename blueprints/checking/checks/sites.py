@@ -72,3 +72,15 @@ def walk(
 def names_under(steps: Sequence[AnyStepModel]) -> list[str]:
     """Names of all steps in ``steps`` and nested inside them."""
     return [site.step.name for site in walk(steps, ())]
+
+
+def step_kinds(steps: Sequence[AnyStepModel], prefix: str = "") -> dict[str, str]:
+    """The kind of each step under ``steps`` by its step path: the names of the steps it is in and its own,
+    without the iterations, items, branches or rounds between them (``chat/clarify``)."""
+    kinds: dict[str, str] = {}
+    for step in steps:
+        here = f"{prefix}/{step.name}" if prefix else step.name
+        kinds[here] = step.kind
+        for children, _ in child_lists(step, ()):
+            kinds.update(step_kinds(children, here))
+    return kinds
