@@ -34,7 +34,7 @@ _MEMO_SIZE = 4096  # distinct texts (and message objects) remembered per redacto
 # longer text is masked again if it comes back.
 _MEMO_CHARS = 1 << 24
 _SHORT = 4096
-# A user's pattern (``redact_patterns``) may backtrack without end on some text (``(a+)+$`` on ``aaa…b``), and
+# A user's pattern (``redact_patterns``) may backtrack without end on some text (``(a|aa)+$`` on ``aaa…b``), and
 # Python's own engine cannot be stopped, not even by Ctrl-C. Those patterns run on the ``regex`` engine
 # (tiktoken's dependency, so always installed), which gives up after this many seconds per search or
 # substitution; a plain pattern goes through megabytes in milliseconds. The text is then masked whole.
