@@ -360,3 +360,28 @@ def test_each_participant_of_an_ensemble_extends_its_own_earlier_prompt(tmp_path
     rows = _query(path, "SELECT body FROM texts WHERE hash = x''")
     bases = [json.loads(codec.grow(codec.unpack(body)))[0] for (body,) in rows]
     assert len(bases) > 40 and sum(base is None for base in bases) == 3  # notes, writer, critic
+
+
+async def test_a_copy_holds_one_runs_values_at_a_time(tmp_path: Path) -> None:
+    """``flujo store copy`` reads a run's input and output as it copies it, and the store copied into remembers
+    at most ``TEXT_CACHE_CHARS`` of the texts it wrote: a store of 40 runs of 2 MB each is copied holding a
+    few runs' worth of text, never all of them at once."""
+    import tracemalloc
+
+    big = 2_000_000
+    async with await open_store(str(tmp_path / "source.db")) as store:
+        for n in range(40):
+            text = f"run {n} " + "x" * big
+            await store.create_run(RunRecord(f"r{n}", "p", "completed", input=text, output=text, created_at=float(n)))
+    tracemalloc.start()
+    try:
+        source = await open_store(str(tmp_path / "source.db"), mode="read")
+        target = await open_store(str(tmp_path / "target.db"))
+        async with source, target:
+            copied, _ = await copy_runs(source, target)
+            _, peak = tracemalloc.get_traced_memory()
+            assert (await target.get_run("r7")) == (await source.get_run("r7"))
+    finally:
+        tracemalloc.stop()
+    assert copied.runs == 40
+    assert peak < 20 * big, peak  # all 40 runs' texts are 80 MB

@@ -16,6 +16,9 @@ from core.store.rows.shared_lists import ListMemory, Pending
 
 TEXT_CACHE_SIZE = 4096
 """How many texts' ids a store remembers (text → id), so a conversation's turns are looked up once."""
+TEXT_CACHE_CHARS = 1 << 24
+"""How many characters those texts may hold in all: a remembered text is held, and a run's input may be
+40 MB (``flujo store copy`` writes every run of a store through one)."""
 
 
 class TextCache:
@@ -23,6 +26,7 @@ class TextCache:
 
     def __init__(self) -> None:
         self._ids: dict[tuple[str, str], int] = {}  # (run, text) → id, committed texts only
+        self._chars = 0  # of the texts in _ids
         self._complete: set[str] = set()  # runs whose every committed text id is in _ids
         self.lists = ListMemory()
 
@@ -36,15 +40,23 @@ class TextCache:
         return self._ids.get(key) or pending.text_ids.get(key)
 
     def commit(self, pending: Pending) -> None:
-        """Adopt what a transaction stored, once it committed."""
-        if len(self._ids) + len(pending.text_ids) > TEXT_CACHE_SIZE:
-            self._ids.clear()
-            self._complete.clear()  # their texts' ids are forgotten: look them up again
-        self._ids.update(pending.text_ids)
-        self._complete.update(pending.created_runs)
+        """Adopt what a transaction stored, once it committed; a transaction whose texts alone are more than
+        the cache may hold is not remembered (nor are the runs it created complete: their texts are looked
+        up)."""
+        chars = sum(len(text) for _, text in pending.text_ids) if pending.text_ids else 0
+        if len(self._ids) + len(pending.text_ids) > TEXT_CACHE_SIZE or self._chars + chars > TEXT_CACHE_CHARS:
+            self._forget()  # their texts' ids are forgotten: look them up again
+        if chars <= TEXT_CACHE_CHARS:
+            self._ids.update(pending.text_ids)
+            self._chars += chars
+            self._complete.update(pending.created_runs)
         self.lists.commit(pending)
 
-    def clear(self) -> None:
+    def _forget(self) -> None:
         self._ids.clear()
+        self._chars = 0
         self._complete.clear()
+
+    def clear(self) -> None:
+        self._forget()
         self.lists.clear()

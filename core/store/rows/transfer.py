@@ -42,10 +42,15 @@ async def copy_runs(
     called with (runs copied, runs in all) after each run."""
     if await target.list_runs(limit=1):
         raise StoreError("the store to copy into already holds runs", hint="copy into a new file or an empty database")
-    runs = list(reversed(await source.list_runs(limit=ALL)))  # oldest first
+    # Oldest first; each run's input and output are read as it is copied, so that one run's values are held
+    # at a time, not every run's (a run's may be 40 MB).
+    runs = list(reversed(await source.list_runs(limit=ALL, values=False)))
     turns_by_run = await _turns_by_run(source, runs)
     steps = events = turns = 0
-    for done, run in enumerate(runs, start=1):
+    for done, listed in enumerate(runs, start=1):
+        run = await source.get_run(listed.run_id)
+        if run is None:
+            raise StoreError(f"run {listed.run_id} was deleted from the source during the copy", hint="copy again")
         await target.create_run(run)
         for step in await source.steps(run.run_id):
             await target.record_step(step, [])
@@ -71,8 +76,9 @@ async def copy_runs(
 
 
 async def count(store: RunStore) -> Counts:
-    """Runs, steps, events and thread turns in ``store`` (reads every run)."""
-    runs = await store.list_runs(limit=ALL)
+    """Runs, steps, events and thread turns in ``store`` (reads every run's steps and events, one run at a
+    time)."""
+    runs = await store.list_runs(limit=ALL, values=False)
     steps = sum((await store.step_counts([run.run_id for run in runs])).values())
     events = sum([len(await store.events(run.run_id)) for run in runs])
     turns = sum(len(said) for said in (await _turns_by_run(store, runs)).values())
