@@ -102,7 +102,10 @@ async def run_agent_step(
     if replay is not None:
         frame.replays += 1
         if step.agent is not None:
-            for _ in range(turns_taken(path, frame) if step.tools is not None else 1):
+            # A stateful agent (``model: scripted``) advances past every reply the step took: each turn of its
+            # tool loop, or a reply and its repair (two requests).
+            taken = turns_taken(path, frame) if step.tools is not None else max(1, replay.usage.requests)
+            for _ in range(taken):
                 step.agent.replayed()
             replay_summary(ctx, path, frame)
             replayed_call(step, step.agent, ctx)
