@@ -210,11 +210,36 @@ async def as_shown(store: RunStore, record: RunRecord) -> RunRecord:
 
 async def abandoned(store: RunStore, records: Sequence[RunRecord]) -> set[str]:
     """The ids of the ``running`` runs of ``records`` that no live process executes. A run never claimed (no
-    owner: the moment between its creation and its claim) is not judged."""
-    running = [r.run_id for r in records if r.status == "running" and r.owner is not None]
-    if not running:
-        return set()
-    return set(running) - await store.claimed_runs(running)
+    owner: the moment between its creation and its claim) is not judged, but for a sub-workflow's child run,
+    which is never claimed: the process of the run that started it executes it, so it is abandoned when its
+    top run is not ``running`` or is abandoned itself."""
+    running = [r for r in records if r.status == "running"]
+    judged = {r.run_id: r.run_id for r in running if r.owner is not None}  # a run -> the run whose claim tells
+    known = {r.run_id: r for r in records}
+    gone: set[str] = set()
+    for record in running:
+        if record.owner is None and record.parent_run_id is not None:
+            top = await _top_run(store, record, known)
+            if top is not None and top.status != "running":
+                gone.add(record.run_id)
+            elif top is not None and top.owner is not None:
+                judged[record.run_id] = top.run_id
+    if judged:
+        claimed = await store.claimed_runs(sorted(set(judged.values())))
+        gone |= {run for run, claim in judged.items() if claim not in claimed}
+    return gone
+
+
+async def _top_run(store: RunStore, record: RunRecord, known: Mapping[str, RunRecord]) -> RunRecord | None:
+    """The run at the top of the child run ``record``'s parents (None when one is not in the store)."""
+    for _ in range(16):  # parent links that loop (a damaged store) must not go on forever
+        if record.parent_run_id is None:
+            return record
+        parent = known.get(record.parent_run_id) or await store.get_run(record.parent_run_id)
+        if parent is None:
+            return None
+        record = parent
+    return None
 
 
 def nested(rows: Sequence[RunRow]) -> list[RunRow]:

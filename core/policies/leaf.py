@@ -31,7 +31,7 @@ from core.policies.body import BodyRunner
 from core.policies.context_writes import note_agent_command, record_output, sink, update_context
 from core.policies.frame import Frame, Reservation, numbered, scope
 from core.policies.person import ask_person, person_question
-from core.policies.tool_loop import LoopSpend, run_tool_loop
+from core.policies.tool_loop import LoopSpend, run_tool_loop, turns_taken
 from core.policies.turn_text import shown_turn
 from core.ports import Agent
 from core.steps.kinds import AgentStep, HitlStep
@@ -102,7 +102,11 @@ async def run_agent_step(
     if replay is not None:
         frame.replays += 1
         if step.agent is not None:
-            step.agent.replayed()
+            # A stateful agent (``model: scripted``) advances past every reply the step took: each turn of its
+            # tool loop, or a reply and its repair (two requests).
+            taken = turns_taken(path, frame) if step.tools is not None else max(1, replay.usage.requests)
+            for _ in range(taken):
+                step.agent.replayed()
             replay_summary(ctx, path, frame)
             replayed_call(step, step.agent, ctx)
         _apply_agent_output(step, ctx, data, replay.output, path)

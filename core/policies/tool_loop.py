@@ -64,6 +64,16 @@ class LoopSpend:
     listed: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
+def turns_taken(path: str, frame: Frame) -> int:
+    """How many model turns the finished tool loop of the step at ``path`` took, from the journal (each is
+    recorded at ``path/model/K``): a stateful agent (``model: scripted``) replaying the step advances past
+    each of them, not past one reply."""
+    turns = 0
+    while frame.replayed(f"{path}/{MODEL_KIND}/{turns + 1}") is not None:
+        turns += 1
+    return max(turns, 1)
+
+
 def tool_agent(step: AgentStep, agent: Agent) -> ToolTurns:
     """``agent`` as one that takes tool turns (the blueprint checker refuses tools on any other agent)."""
     if not isinstance(agent, ToolTurns):

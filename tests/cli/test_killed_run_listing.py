@@ -53,6 +53,14 @@ steps:
   - {kind: step, name: work, uses: agents.worker}
 """
 
+PARENT = """\
+version: "0.1"
+name: parent
+imports: {long: child.yaml}
+steps:
+  - {kind: step, name: work, uses: imports.long}
+"""
+
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def uri(request: pytest.FixtureRequest, tmp_path: Path) -> str:
@@ -75,11 +83,15 @@ def _listed(folder: Path, uri: str) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def _busy_run(folder: Path, uri: str) -> Iterator[tuple[subprocess.Popen[str], int]]:
-    """A ``flujo run`` inside its agent call, waiting there; with the pid of the agent's process."""
+def _busy_run(folder: Path, uri: str, *, child: bool = False) -> Iterator[tuple[subprocess.Popen[str], int]]:
+    """A ``flujo run`` inside its agent call, waiting there; with the pid of the agent's process. ``child``:
+    the agent's step is in a sub-workflow, whose child run the run's process executes."""
     (folder / "agent.py").write_text(AGENT, encoding="utf-8")
     names = {"python": sys.executable, "agent": folder / "agent.py", "folder": folder}
-    (folder / "bp.yaml").write_text(BLUEPRINT % {k: json.dumps(str(v)) for k, v in names.items()}, encoding="utf-8")
+    blueprint = BLUEPRINT % {k: json.dumps(str(v)) for k, v in names.items()}
+    (folder / ("child.yaml" if child else "bp.yaml")).write_text(blueprint, encoding="utf-8")
+    if child:
+        (folder / "bp.yaml").write_text(PARENT, encoding="utf-8")
     for fifo in ("started", "release"):
         os.mkfifo(folder / fifo)
     started = os.open(folder / "started", os.O_RDONLY | os.O_NONBLOCK)  # before the agent opens it to write
@@ -142,3 +154,29 @@ def test_a_killed_run_is_listed_interrupted_and_resumes_at_once(tmp_path: Path, 
         assert json.loads(resumed.stdout)["output"] == "done"
         done = _listed(tmp_path, uri)
         assert (done["status"], done["status_note"]) == ("completed", None)
+
+
+def test_the_child_run_of_a_killed_run_is_listed_interrupted_too(tmp_path: Path) -> None:
+    # A child run is never claimed (its parent's process executes it): it was listed "running" for ever.
+    uri = str(tmp_path / "state" / "flujo.db")
+    with _busy_run(tmp_path, uri, child=True) as (run, _):
+        live = json.loads(_flujo(tmp_path, uri, "lens", "list", "--json").stdout)["runs"]
+        assert [r["status"] for r in live] == ["running", "running"]  # the run and its child
+        run.send_signal(signal.SIGKILL)
+        run.wait(timeout=60)
+        gone = json.loads(_flujo(tmp_path, uri, "lens", "list", "--json").stdout)["runs"]
+        assert sorted((r["parent_run_id"] is None, r["status"], r["status_note"]) for r in gone) == [
+            (False, "interrupted", "its process is gone"),
+            (True, "interrupted", f"process {run.pid} is gone"),
+        ]
+        [child] = [r["run_id"] for r in gone if r["parent_run_id"] is not None]
+        shown = json.loads(_flujo(tmp_path, uri, "lens", "show", child, "--json").stdout)
+        assert shown["run"]["status"] == "interrupted"
+        listed = _flujo(tmp_path, uri, "lens", "list", "--status", "running", "--json").stdout
+        assert json.loads(listed)["runs"] == []
+
+        [parent] = [r["run_id"] for r in gone if r["parent_run_id"] is None]
+        resumed = _flujo(tmp_path, uri, "resume", parent, "--json")
+        assert resumed.returncode == 0, resumed.stderr
+        done = json.loads(_flujo(tmp_path, uri, "lens", "list", "--json").stdout)["runs"]
+        assert {r["status"] for r in done} == {"completed"}

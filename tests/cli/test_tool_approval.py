@@ -119,3 +119,49 @@ def test_an_answers_file_approves_under_approve_tool_and_replay_answers_approves
     assert again.returncode == exit_codes.OK, again.stderr  # the recorded approval answers, nobody is asked
     assert json.loads(again.stdout)["status"] == "completed"
     assert _calls(folder) == ["42", "42"]
+
+
+TWO_STEPS = """\
+version: "0.1"
+tools:
+  note: {python: "approval_tools:note"}
+  lookup: {python: "approval_tools:lookup", approve: ask}
+agents:
+  helper:
+    model: scripted
+    tools: [note, lookup]
+    replies:
+      - {tool: note, arguments: {text: "one"}}
+      - {tool: note, arguments: {text: "two"}}
+      - "Noted twice."
+      - {tool: lookup, arguments: {id: "42"}}
+      - "Customer 42 is Ada Lovelace."
+steps:
+  - {kind: step, name: notes, uses: agents.helper}
+  - {kind: step, name: answer, uses: agents.helper, input: "who is 42?"}
+"""
+
+NOTE = '''
+
+def note(text: str) -> str:
+    """Keep a note."""
+    with open(Path(__file__).with_name("calls.txt"), "a", encoding="utf-8") as calls:
+        calls.write("note " + text + "\\n")
+    return "kept"
+'''
+
+
+def test_a_resume_replays_an_earlier_tool_step_s_every_turn_of_a_scripted_model(tmp_path: Path) -> None:
+    # The first step took three turns of the scripted model: replayed, it skips three replies, not one (the
+    # second step's turns were the first step's replies, and called its tools again: notes after a resume).
+    folder = _folder(tmp_path)
+    (folder / "approval_tools.py").write_text(TOOLS + NOTE, encoding="utf-8")
+    (folder / "flow.yaml").write_text(TWO_STEPS, encoding="utf-8")
+    paused = _run(folder, "run", "flow.yaml", "--input", "note twice", "--no-input", "--json")
+    assert paused.returncode == exit_codes.PAUSED, paused.stderr
+    assert _calls(folder) == ["note one", "note two"]
+    resumed = _run(folder, "resume", json.loads(paused.stdout)["run_id"], "--answer", "y", "--json")
+    assert resumed.returncode == exit_codes.OK, resumed.stderr
+    result = json.loads(resumed.stdout)
+    assert (result["status"], result["output"]) == ("completed", "Customer 42 is Ada Lovelace.")
+    assert _calls(folder) == ["note one", "note two", "42"]

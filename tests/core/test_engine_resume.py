@@ -32,6 +32,7 @@ from core import (
     Template,
     TraceEvent,
 )
+from core.agents import ScriptedAgent
 from core.store import MemoryStore
 from core.testing import FuncAgent, ScriptedHuman
 
@@ -383,3 +384,28 @@ async def test_failed_parallel_branch_resumes_without_rerunning_its_finished_sib
     assert calls.count == {"a1": 1, "b1": 3}  # a1 replayed; b1: the failed call, then two iterations
     assert resumed.output["scratchpad"] == {"a": 1, "qa": "answer@p/a/qa", "b": {"b": 1}}  # 2 iterations
     assert [entry["step"] for entry in resumed.output["hitl_history"]] == ["qa"]
+
+
+async def test_a_replayed_step_of_a_scripted_model_skips_its_reply_and_its_repair() -> None:
+    """A scripted model whose first reply did not match its output_schema took the next reply as the repair:
+    the step took two replies, so replaying it skips two, and the step after the pause gets the reply it got
+    in an uninterrupted run."""
+
+    def pipeline() -> Pipeline:  # a fresh agent each attempt, as a new process would have
+        schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+        model = ScriptedAgent(["not json", {"n": 1}, {"n": 2}], output_schema=schema)
+        return Pipeline(
+            steps=(
+                AgentStep(name="first", agent=model),
+                HitlStep(name="ask", message=Template("go on?")),
+                AgentStep(name="second", agent=model),
+            )
+        )
+
+    uninterrupted = await Engine(store=MemoryStore(), human=ScriptedHuman(["yes"])).run(pipeline(), "go")
+    assert uninterrupted.output == {"n": 2}
+    store = MemoryStore()
+    paused = await Engine(store=store, human=ScriptedHuman([])).run(pipeline(), "go")
+    assert paused.status == "paused"
+    resumed = await Engine(store=store, human=ScriptedHuman(["yes"])).resume(pipeline(), paused.run_id)
+    assert (resumed.status, resumed.output) == ("completed", {"n": 2})
