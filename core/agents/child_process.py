@@ -119,7 +119,7 @@ async def run_command(
         kill_group(process)
         await process.communicate()  # reap it and close its pipes
         raise CommandFailed(
-            f"{owner}: {shown} did not finish within {timeout:g}s",
+            f"{owner}: {shown} did not finish within {timeout:g} s",
             hint=f"raise {owner}.timeout, or make the command faster",
         ) from None
     except _TooMuchOutput:

@@ -151,7 +151,7 @@ async def test_non_zero_exit_is_a_run_error_with_the_stderr_tail() -> None:
 
 async def test_timeout_kills_the_command() -> None:
     agent = command("import time; time.sleep(30)", timeout=0.5)
-    with pytest.raises(RunError, match=r"did not finish within 0\.5s"):
+    with pytest.raises(RunError, match=r"did not finish within 0\.5 s"):
         await agent.run(AgentCall(input="", step="s"))
 
 

@@ -100,7 +100,7 @@ class MemoryToolSessions:
             {},
             "exited with status 2: no customer 42",
         ),
-        ("import time; time.sleep(600)", {"timeout": 0.5}, "did not finish within 0.5s"),
+        ("import time; time.sleep(600)", {"timeout": 0.5}, "did not finish within 0.5 s"),
         ("print('x' * 5000)", {}, "printed more than 2,000 bytes"),
     ],
     ids=["exit-status", "timeout", "too-much-output"],
