@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 
 from blueprints.cases.expectations import Expectations, read_expectations
+from blueprints.reading.file_kinds import not_a_file
 from blueprints.reading.positions import Path as DataPath
 from blueprints.reading.positions import PositionIndex
 from blueprints.reading.suggestions import did_you_mean
@@ -65,6 +66,12 @@ def read_case(path: Path, *, bounds: BoundsSettings | None = None) -> Case:
     """The case in the file at ``path``; BlueprintError (file:line:col, a hint) when it cannot be read or is
     not a case of this format."""
     file = str(path)
+    kind = not_a_file(path)  # before opening it: a FIFO would wait for a writer, a device never end
+    if kind is not None:
+        hint = "a case file is a regular file, written by: flujo lens export RUN --case FILE"
+        raise BlueprintError(
+            f"no such file: {file}" if kind == "nothing" else f"{file} is {kind}, not a case file", hint=hint
+        )
     try:
         raw = path.read_bytes()
     except OSError as exc:

@@ -104,7 +104,10 @@ class AgentBuilder:
             history = self.settings.history
             assert history.summarizer_model is not None, "the compiler asks only when one is configured"
             spec = AgentSpec(
-                name="default_summarizer", model=history.summarizer_model, system_prompt=history.summarizer_prompt
+                name="default_summarizer",
+                model=history.summarizer_model,
+                system_prompt=history.summarizer_prompt,
+                model_setting="history.summarizer_model",
             )
             try:
                 self._default_summarizer = self.factory(spec, self.settings)

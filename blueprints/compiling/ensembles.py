@@ -122,6 +122,7 @@ def _agent(c: CompilerBase, model: ParticipantModel, path: Path) -> Agent:
             system_prompt=profile.system_prompt,
             model_settings=dict(profile.model_settings),
             timeout=profile.timeout,
+            model_setting=f"profiles.{model.model_profile}.model",
         )
     else:  # validation reports this; kept for models built in code
         raise BlueprintError(

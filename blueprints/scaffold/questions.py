@@ -127,8 +127,32 @@ def _model_help() -> tuple[str, ...]:
     )
 
 
-def _check_positive(value: Any, values: Values) -> str | None:
-    return None if value is None or value >= 1 else "give a whole number of at least 1"
+# The most tokens or turns --history-limit and --max-tokens may give. The schema asks only for a whole number
+# from 1 (history_management.max_tokens/max_turns, limits.max_tokens), so a file with more is valid, but it
+# says nothing a file with this says: a billion tokens is hundreds of times the largest context window a
+# provider offers (a history budget past the prompt's room is cut to it anyway) and, as a run's budget,
+# thousands of dollars at any listed price; a billion turns outlasts 1,000,000 rounds
+# (bounds.loop_max_iterations) of a thousand speakers. 10**30 was written as given.
+MOST_TOKENS = 1_000_000_000
+
+
+def _check_count(what: Callable[[Values], str]) -> Callable[[Any, Values], str | None]:
+    """A check of a whole number from 1 to ``MOST_TOKENS``; its message names the range and ``what`` it counts."""
+
+    def check(value: Any, values: Values) -> str | None:
+        if value is None or 1 <= value <= MOST_TOKENS:
+            return None
+        return f"give a whole number from 1 to {MOST_TOKENS:,} ({what(values)})"
+
+    return check
+
+
+def _limit_words(values: Values) -> str:
+    return {
+        "truncate_tokens": "the tokens of history sent: history_management.max_tokens",
+        "truncate_turns": "the turns of history sent: history_management.max_turns",
+        "summarize": "the turns kept before summarizing: history_management.max_turns",
+    }[values["history"]]
 
 
 def _check_rounds(value: Any, values: Values) -> str | None:
@@ -219,7 +243,7 @@ QUESTIONS: tuple[Question, ...] = (
                    "summarize: a summarizer agent condenses the older turns")),
     Question("history_limit", "--history-limit", _limit_text, "number",
              lambda v: _LIMIT_DEFAULTS[v["history"]], applies=_conversation,
-             needs="a conversation (--conversation)", check=_check_positive),
+             needs="a conversation (--conversation)", check=_check_count(_limit_words)),
     Question("model", "--model", _text("Which model?"), "text", lambda v: "scripted", check=_check_model,
              help=_model_help()),
     Question("step", "--step", _text("Name of the agent's step"), "text",
@@ -266,7 +290,7 @@ QUESTIONS: tuple[Question, ...] = (
              check=_check_amount),
     Question("max_tokens", "--max-tokens", _text("Token limit for a run"), "number", lambda v: None,
              applies=lambda v: v["model"] != "scripted", needs="a real model (--model)", ask_if=lambda v: False,
-             check=_check_positive),
+             check=_check_count(_text("the tokens a run may use: limits.max_tokens"))),
 )  # fmt: skip
 
 Ask = Callable[[Question, Any, Values], Any]

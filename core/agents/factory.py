@@ -258,9 +258,18 @@ def _endpoint(
 
 
 def _missing_key(spec: AgentSpec, model: str, variable: str, alternative: str) -> ConfigError:
+    """The error of a model whose API key is not set. Its hint's other way out is the ``model:`` the blueprint
+    gives the agent, or, for a model taken from the settings (an ensemble participant's profile), that
+    setting: ``model: scripted`` is no way out there (a profile has no replies), ``echo`` is."""
+    setting = spec.model_setting
+    other = (
+        "use model: scripted for an offline run"
+        if setting is None
+        else f"set {setting} to another model in flujo.toml (--set {setting}=echo runs offline)"
+    )
     return ConfigError(
         f"agents.{spec.name} uses {model} but {variable} is not set",
-        hint=f"export {variable}=...{alternative}, or use model: scripted for an offline run",
+        hint=f"export {variable}=...{alternative}, or {other}",
     )
 
 

@@ -22,6 +22,10 @@ class AgentSpec:
     ``examples`` are worked (user, assistant) exchanges a chat model is sent as earlier turns of the
     conversation, after the system prompt and before the history: small models copy a reply's length and
     tone from them better than from instructions.
+    ``model_setting`` names the setting ``model`` was taken from when the blueprint does not say it
+    (``profiles.NAME.model`` for an ensemble participant's ``model_profile``, ``history.summarizer_model``):
+    an error about the model (a missing API key) tells the person to change that setting, since there is no
+    ``model:`` of theirs to change.
     """
 
     name: str
@@ -38,6 +42,7 @@ class AgentSpec:
     builtin: str | None = None
     context_window: int | None = None
     base_url: str | None = None
+    model_setting: str | None = None
 
     @property
     def provider(self) -> str | None:

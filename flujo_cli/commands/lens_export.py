@@ -50,14 +50,17 @@ def export_run(run_id: str, *, case: Path | None, state: str | None, debug: bool
 
 def _kept_expectations(case: Path) -> str | None:
     """The ``expect:`` block of the case file at ``case`` to keep (None when there is none); a usage error
-    when ``case`` is a folder or a file that is not a case file."""
-    from blueprints import read_case
+    when ``case`` is not a regular file (a folder, a symlink loop, a FIFO) or a file that is not a case file."""
+    from blueprints import not_a_file, read_case
     from core import BlueprintError
 
-    if case.is_dir():
-        usage_error(f"{case} is a folder", "give the case file to write, e.g. tests/cases/trip.case.yaml")
-    if not case.exists():
+    found = not_a_file(case)  # before opening it: a FIFO would wait for a writer
+    if found == "nothing":
         return None
+    if found is not None:  # a folder, a symlink loop, a FIFO, a device
+        usage_error(
+            f"{case} is {found}, not a case file", "give the case file to write, e.g. tests/cases/trip.case.yaml"
+        )
     try:
         return read_case(case).expect_text
     except BlueprintError as exc:

@@ -12,9 +12,9 @@ failed one with its file:line:col), then a summary line; with ``--json`` one JSO
 ``--junit FILE`` writes a JUnit XML report besides (``flujo_cli.junit_report``).
 
 Exit codes: 0 when every case passed; 1 when any diverged or failed; 2 for a bad command line: a PATH that
-does not exist, no case file found (a test run that tests nothing is a mistake, not a success), a
-``--junit`` file that cannot be written (the cases were replayed and said); 7 when the run store cannot be
-used.
+does not exist or is neither a file nor a folder (a symlink loop, a FIFO), no case file found (a test run
+that tests nothing is a mistake, not a success), a ``--junit`` file that cannot be written (the cases were
+replayed and said); 7 when the run store cannot be used.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from rich.markup import escape
 
 import flujo_cli.exit_codes as exit_codes
-from flujo_cli.messages import error_line, fail, plain_console, usage_error
+from flujo_cli.messages import error_line, fail, plain_console, require_file, usage_error
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -88,12 +88,18 @@ def _write_report(junit: Path, results: Sequence[CaseResult], seconds: float) ->
 
 def case_files(paths: Sequence[Path], suffix: str) -> list[Path]:
     """The case files ``paths`` name: a file as it is, a folder's ``*suffix`` files at any depth (sorted,
-    ``SKIPPED_FOLDERS`` left out). A usage error for a path that does not exist, or when none is found."""
+    ``SKIPPED_FOLDERS`` left out). A usage error for a path that does not exist, is neither a file nor a folder
+    (a symlink loop, a FIFO: ``flujo_cli.messages.require_file``), or when none is found."""
+    from blueprints import not_a_file
+
+    hint = "give case files (*.case.yaml) or folders holding them"
     found: dict[str, Path] = {}
     for path in paths:
-        if not path.exists():
-            usage_error(f"no such file or folder: {path}", "give case files (*.case.yaml) or folders holding them")
-        if not path.is_dir():
+        kind = not_a_file(path)
+        if kind == "nothing":
+            usage_error(f"no such file or folder: {path}", hint)
+        if kind != "a folder":  # a symlink loop, a FIFO, a device: said as flujo run says it, and never opened
+            require_file(path, "case file", hint)
             found.setdefault(os.path.normpath(path), Path(os.path.normpath(path)))
             continue
         for folder, folders, names in os.walk(path):

@@ -171,6 +171,14 @@ def test_an_answer_that_does_not_fit_is_asked_again(workdir: Path) -> None:
     assert "name: trip" in (workdir / "trip.yaml").read_text(encoding="utf-8")
 
 
+def test_a_history_limit_past_its_range_is_asked_again(workdir: Path) -> None:
+    typed = ["plan a trip", "trip", "no", "yes", "truncate_turns", str(10**30), "0", "6", *[""] * 8]
+    code, _, err = flujo(["create", "--output", "trip.yaml"], input="\n".join(typed) + "\n")
+    assert code == exit_codes.OK, err
+    assert err.count("✗ give a whole number from 1 to 1,000,000,000 (the turns of history sent") == 2
+    assert "max_turns: 6" in (workdir / "trip.yaml").read_text(encoding="utf-8")
+
+
 def test_stdin_ending_before_the_last_question_writes_nothing(workdir: Path) -> None:
     code, _, err = flujo(["create", "--output", "half.yaml"], input="plan a trip\n")
     assert code == exit_codes.USAGE
@@ -228,6 +236,15 @@ def test_the_default_file_is_named_after_the_blueprint(workdir: Path) -> None:
         (["--max-loops", "0"], "--max-loops: give a whole number from 1 to 1,000,000"),
         (["--max-loops", "1000001"], "--max-loops: give a whole number from 1 to 1,000,000 (the rounds a loop may"),
         (["--max-loops", "99999999999"], "--max-loops: give a whole number from 1 to 1,000,000"),
+        (["--history-limit", "0"], "--history-limit: give a whole number from 1 to 1,000,000,000 (the tokens of"),
+        (["--history-limit", str(10**30)], "--history-limit: give a whole number from 1 to 1,000,000,000"),
+        (["--history", "truncate_turns", "--history-limit", "-3"], "1 to 1,000,000,000 (the turns of history sent"),
+        (["--history", "summarize", "--history-limit", "1000000001"], "1,000,000,000 (the turns kept before"),
+        (
+            ["--model", "openai:gpt-4o-mini", "--max-tokens", str(10**30)],
+            "--max-tokens: give a whole number from 1 to 1,000,000,000 (the tokens a run may use: limits.max_tokens)",
+        ),
+        (["--model", "openai:gpt-4o-mini", "--max-tokens", "-5"], "--max-tokens: give a whole number from 1 to"),
     ],
 )
 def test_answers_that_cannot_make_a_working_blueprint_are_refused(

@@ -198,6 +198,37 @@ def test_model_flags_say_an_ensemble_file_s_participants_run_their_profiles(stat
         assert "[profiles.NAME] model = ..." in err and "Traceback" not in err
 
 
+def test_a_missing_key_of_a_participant_s_profile_says_to_change_the_profile(
+    state_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The hint said "or use model: scripted": a participant has no model: of its own, and a scripted profile is
+    # refused (it has no replies). The profile's model is what the person can change, and echo runs offline.
+    folder = state_db.parent.parent / "adr"
+    shutil.copytree(FILE_EXAMPLE, folder)
+    monkeypatch.chdir(folder)
+    code, _, err = flujo(["run", "ensemble.yaml", "--input", "Q3 sales"])
+    assert code == exit_codes.CONFIG, err
+    assert "agents.llm_analyzer uses openai:gpt-4o-mini but OPENAI_API_KEY is not set" in err
+    assert err.splitlines()[-1] == (
+        "hint: export OPENAI_API_KEY=..., point OPENAI_BASE_URL at a local OpenAI-compatible server, or set"
+        " profiles.efficient.model to another model in flujo.toml (--set profiles.efficient.model=echo runs offline)"
+    )
+    assert "model: scripted" not in err
+    code, _, err = flujo(["run", "ensemble.yaml", "--input", "Q3 sales", "--set", "profiles.efficient.model=echo"])
+    assert code == exit_codes.OK, err  # the hint, followed, runs
+    # A participant that uses an agent of the blueprint keeps the hint of any agent: its model: is the author's.
+    (folder / "review.yaml").write_text(
+        REVIEW.replace(
+            'model: scripted\n    replies: ["draft 1"', 'model: openai:gpt-4o-mini\n    replies: ["draft 1"'
+        ),
+        encoding="utf-8",
+    )
+    code, _, err = flujo(["run", "review.yaml", "--input", "a poem"])
+    assert code == exit_codes.CONFIG, err
+    assert "agents.writer uses openai:gpt-4o-mini but OPENAI_API_KEY is not set" in err
+    assert err.splitlines()[-1].endswith(", or use model: scripted for an offline run")
+
+
 def test_validate_lists_the_known_profiles_and_finds_cycles(state_db: Path) -> None:
     folder = state_db.parent.parent
     (folder / "flujo.toml").write_text('[profiles.fast]\nmodel = "echo"\n', encoding="utf-8")

@@ -1,8 +1,9 @@
 """The errors about the files a command reads name the file and, where there is one, the line and column,
-through the real CLI: a folder, ``/dev/null`` or a FIFO given as a blueprint, an answers file or an
-import is said to be what it is (never "no such file", and a FIFO is never opened: it would wait for a
-writer); a blueprint or an answers file that is not UTF-8 is refused at the first bad byte's line and
-column, with the line shown; an answers file of the wrong shape at its first value."""
+through the real CLI: a folder, ``/dev/null`` or a FIFO given as a blueprint, an answers file, an import or
+a case file (``flujo test``, ``lens export --case``) is said to be what it is (never "no such file", and a
+FIFO is never opened: it would wait for a writer); a blueprint or an answers file that is not UTF-8 is
+refused at the first bad byte's line and column, with the line shown; an answers file of the wrong shape at
+its first value."""
 
 from __future__ import annotations
 
@@ -48,6 +49,34 @@ def test_a_path_that_is_not_a_file_is_said_to_be_what_it_is(
     if kind != "fifo":  # validate_file on a FIFO used to wait for ever: not tried here, the CLI is checked above
         [finding] = validate_file(path)
         assert finding.message == f"{path} is {what}, not a blueprint file"
+
+
+@pytest.mark.parametrize("kind", ["/dev/null", "fifo", "symlink loop"])
+def test_a_case_path_that_is_not_a_file_is_said_to_be_what_it_is(
+    state_db: Path, odd_paths: dict[str, tuple[str, str]], kind: str
+) -> None:
+    path, what = odd_paths[kind]
+    code, out, err = flujo(["test", path])  # a symlink loop was "no such file or folder"; a FIFO waited for ever
+    assert (code, out) == (exit_codes.USAGE, "")
+    assert err.splitlines()[0] == f"error: {path} is {what}, not a case file"
+    code, _, err = flujo(["lens", "export", "any-run", "--case", path])  # a FIFO waited for ever here too
+    assert code == exit_codes.USAGE
+    assert err.splitlines()[0] == f"error: {path} is {what}, not a case file"
+    assert not state_db.exists()  # refused before any store was opened
+
+
+def test_a_case_found_in_a_folder_that_is_not_a_file_fails_saying_what_it_is(state_db: Path, tmp_path: Path) -> None:
+    (tmp_path / "cases").mkdir()
+    os.mkfifo(tmp_path / "cases" / "pipe.case.yaml")
+    (tmp_path / "cases" / "loop.case.yaml").symlink_to("loop.case.yaml")
+    code, out, _ = flujo(["test", "cases"])
+    assert code == exit_codes.FAILED
+    assert out.splitlines()[:4] == [
+        "failed   cases/loop.case.yaml: cases/loop.case.yaml is a symlink loop, not a case file",
+        "  hint: a case file is a regular file, written by: flujo lens export RUN --case FILE",
+        "failed   cases/pipe.case.yaml: cases/pipe.case.yaml is a FIFO (named pipe), not a case file",
+        "  hint: a case file is a regular file, written by: flujo lens export RUN --case FILE",
+    ]
 
 
 def test_a_missing_blueprint_is_still_no_such_file(state_db: Path) -> None:

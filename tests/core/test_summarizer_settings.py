@@ -85,6 +85,11 @@ def test_the_default_summarizer_is_built_only_for_a_loop_that_summarizes(tmp_pat
         f"{tmp_path / 'flow.yaml'}:9:7: the default summarizer (setting history.summarizer_model): "
     )
     assert "OPENAI_API_KEY is not set" in caught.value.message
+    # Not "use model: scripted": a scripted summarizer setting is refused; the setting is what to change.
+    assert caught.value.hint is not None and caught.value.hint.endswith(
+        ", or set history.summarizer_model to another model in flujo.toml (--set history.summarizer_model=echo"
+        " runs offline)"
+    )
 
 
 async def test_the_default_strategy_summarize_uses_the_configured_summarizer(tmp_path: Path, fake_llm: FakeLLM) -> None:
