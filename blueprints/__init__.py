@@ -19,7 +19,6 @@ from blueprints.checking.validated import ValidatedFiles
 from blueprints.compiling.agents import AgentFactory
 from blueprints.compiling.compiler import compile_pipeline
 from blueprints.compiling.persona import simulated_user
-from blueprints.reading.file_kinds import not_a_file
 from blueprints.reading.findings import Finding, findings_to_json
 from blueprints.reading.yaml_source import ParsedYaml, parse_yaml
 from core import Pipeline, Settings
@@ -111,7 +110,6 @@ __all__ = [
     "findings_to_json",
     "load_blueprint",
     "load_pipeline",
-    "not_a_file",
     "parse_yaml",
     "read_case",
     "render_blueprint",

@@ -107,6 +107,7 @@ if TYPE_CHECKING:
         settings_from_layers,
         settings_layers,
     )
+    from core.settings.file_kinds import not_a_file
     from core.settings.layers import SettingsLayer, project_file_candidates, user_config_path
     from core.settings.sources import SettingSource, setting_sources
     from core.steps.kinds import (
@@ -326,6 +327,7 @@ _WHERE = {
     "step_references": "core.text.templates",
     "terminal_safe": "core.text.terminal",
     "source_window": "core.text.excerpts",
+    "not_a_file": "core.settings.file_kinds",
     "template_scope": "core.policies.frame:scope",
     "translate_handlebars": "core.text.templates",
     "turn_text": "core.conversation",
@@ -482,6 +484,7 @@ __all__ = [
     "message_lines",
     "messages_diff",
     "new_run_id",
+    "not_a_file",
     "overrides_from_assignments",
     "parse_answer",
     "project_file_candidates",

@@ -138,7 +138,7 @@ def require_file(path: Path, what: str, hint: str | None = None) -> None:
     """Stop with a usage error unless ``path`` is a regular file to read as a ``what`` ("blueprint file"):
     ``no such blueprint file: PATH`` (with ``hint``), or what is there instead (``PATH is a folder, not a
     blueprint file``: a folder, ``/dev/null`` and a FIFO are not missing files, and a FIFO is never opened)."""
-    from blueprints import not_a_file
+    from core import not_a_file
 
     found = not_a_file(path)
     if found == "nothing":

@@ -22,6 +22,7 @@ CORE_FOR_LENS_AND_CLI = {
     "overrides_from_assignments", "parse_answer", "recorded_answers", "schema_errors", "secret_values",
     "sensitive_key", "use_bounds",
     "source_window",  # the part of a long source line a blueprint finding shows
+    "not_a_file",  # what is at a path given as a file, in words (a folder, a FIFO, a symlink loop)
     # flujo config show: the settings' layers and where each setting came from.
     "SettingSource", "SettingsLayer", "setting_sources", "settings_from_layers", "settings_layers", "user_config_path",
     "project_file_candidates",  # flujo worker: the settings files whose change makes it read its settings again

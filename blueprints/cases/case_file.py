@@ -27,12 +27,11 @@ from typing import Any
 import yaml
 
 from blueprints.cases.expectations import Expectations, read_expectations
-from blueprints.reading.file_kinds import not_a_file
 from blueprints.reading.positions import Path as DataPath
 from blueprints.reading.positions import PositionIndex
 from blueprints.reading.suggestions import did_you_mean
 from blueprints.reading.yaml_source import parse_yaml
-from core import BlueprintError, BoundsSettings, Recording, SourcePosition
+from core import BlueprintError, BoundsSettings, Recording, SourcePosition, not_a_file
 
 CASE_FORMAT = 1
 CASE_SUFFIX = ".case.yaml"

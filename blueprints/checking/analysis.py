@@ -21,12 +21,11 @@ from blueprints.checking.model_overrides import NO_MODEL_OVERRIDES, ModelOverrid
 from blueprints.checking.validated import Validated, ValidatedFiles
 from blueprints.checking.validation import validation_findings
 from blueprints.reading.ensemble_file import is_ensemble_file, reword, translate, translate_index
-from blueprints.reading.file_kinds import not_a_file
 from blueprints.reading.findings import Finding, sort_findings
 from blueprints.reading.positions import PositionIndex
 from blueprints.reading.yaml_source import parse_yaml
 from blueprints.schema import BlueprintModel, complete_models
-from core import BoundsSettings, HistorySettings, SourcePosition
+from core import BoundsSettings, HistorySettings, SourcePosition, not_a_file
 
 
 @dataclass(frozen=True)

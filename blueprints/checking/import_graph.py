@@ -20,12 +20,11 @@ from blueprints.checking.analysis import FileAnalysis, analyse_file
 from blueprints.checking.checks.sites import names_under, walk
 from blueprints.checking.model_overrides import NO_MODEL_OVERRIDES, ModelOverrides
 from blueprints.checking.validated import ValidatedFiles
-from blueprints.reading.file_kinds import not_a_file
 from blueprints.reading.findings import Finding, FindingCode, sort_findings
 from blueprints.reading.positions import Path as DataPath
 from blueprints.reading.suggestions import did_you_mean
 from blueprints.schema import AgentStepModel
-from core import BoundsSettings, HistorySettings
+from core import BoundsSettings, HistorySettings, not_a_file
 
 
 @dataclass

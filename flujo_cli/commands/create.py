@@ -39,7 +39,7 @@ def _shown(value: Any) -> str:
 
 
 def _refuse_existing(path: Path, force: bool) -> str | None:
-    from blueprints import not_a_file
+    from core import not_a_file
 
     found = not_a_file(path)
     if found not in (None, "nothing"):  # a folder, a device (/dev/full): nowhere to write a blueprint file

@@ -51,8 +51,8 @@ def export_run(run_id: str, *, case: Path | None, state: str | None, debug: bool
 def _kept_expectations(case: Path) -> str | None:
     """The ``expect:`` block of the case file at ``case`` to keep (None when there is none); a usage error
     when ``case`` is not a regular file (a folder, a symlink loop, a FIFO) or a file that is not a case file."""
-    from blueprints import not_a_file, read_case
-    from core import BlueprintError
+    from blueprints import read_case
+    from core import BlueprintError, not_a_file
 
     found = not_a_file(case)  # before opening it: a FIFO would wait for a writer
     if found == "nothing":

@@ -90,7 +90,7 @@ def case_files(paths: Sequence[Path], suffix: str) -> list[Path]:
     """The case files ``paths`` name: a file as it is, a folder's ``*suffix`` files at any depth (sorted,
     ``SKIPPED_FOLDERS`` left out). A usage error for a path that does not exist, is neither a file nor a folder
     (a symlink loop, a FIFO: ``flujo_cli.messages.require_file``), or when none is found."""
-    from blueprints import not_a_file
+    from core import not_a_file
 
     hint = "give case files (*.case.yaml) or folders holding them"
     found: dict[str, Path] = {}

@@ -20,7 +20,6 @@ def test_public_api_is_pinned() -> None:
         "simulated_user",
         "ParsedYaml",
         "parse_yaml",
-        "not_a_file",
         "ModelOverrides", "ModelOverrideError",
         "SCHEMA_KINDS", "file_schema",
         "ValidatedFiles",  # blueprint files validated before, kept on disk (blueprints.checking.validated)

@@ -769,8 +769,8 @@ async def test_sqlite_reports_a_directory_it_cannot_create(tmp_path: Path) -> No
 
 async def test_a_store_that_cannot_be_opened_leaves_no_thread_behind(tmp_path: Path) -> None:
     # aiosqlite's thread answered the loop once more after a failed connect: once asyncio.run had closed the
-    # loop, the thread printed a traceback under the one-line error (--state naming a folder, say). The
-    # failure is raised only once that thread has ended.
+    # loop, the thread printed a traceback under the one-line error (a name too long for the file system,
+    # say). The failure is raised only once that thread has ended.
     import threading
 
     def workers() -> list[threading.Thread]:
@@ -779,8 +779,20 @@ async def test_a_store_that_cannot_be_opened_leaves_no_thread_behind(tmp_path: P
     before = workers()
     for _ in range(5):
         with pytest.raises(StoreError, match="cannot open the run store"):
-            await open_store(str(tmp_path))  # a folder, not a file
+            await open_store(str(tmp_path / ("x" * 300 + ".db")))  # SQLite cannot open it
         assert workers() == before
+
+
+@pytest.mark.parametrize("mode", ["create", "read"])
+async def test_a_store_path_that_is_a_folder_or_a_symlink_loop_is_said_to_be_one(tmp_path: Path, mode: str) -> None:
+    # SQLite says only "unable to open database file", and a reader "there is no run store at ...".
+    (tmp_path / "loop").symlink_to("loop")
+    for name, what in (("", "a folder"), ("loop", "a symlink loop")):
+        path = tmp_path / name
+        with pytest.raises(StoreError) as refused:
+            await open_store(str(path), mode=mode)  # type: ignore[arg-type]
+        assert refused.value.message == f"{path} is {what}, not a run store file"
+        assert refused.value.hint is not None and "give the path of a database file" in refused.value.hint
 
 
 @pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="needs a non-root POSIX user")

@@ -65,6 +65,7 @@ from core.model.records import (
     ThreadTurn,
     TraceEvent,
 )
+from core.settings.file_kinds import not_a_file
 from core.settings.location import ELSEWHERE_HINT, describe
 from core.store.rows import claims, pruning, queue_rows, row_reads, thread_rows
 from core.store.rows.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
@@ -149,6 +150,12 @@ class SqliteStore:
         if self._db is not None:
             return self
         in_memory = self.path == ":memory:"
+        found = None if in_memory else not_a_file(Path(self.path))
+        if found not in (None, "nothing"):  # a folder, a symlink loop, a FIFO: SQLite would only say "unable to open"
+            raise StoreError(
+                f"{describe(self.path)} is {found}, not a run store file",
+                hint=f"give the path of a database file (flujo run creates it); or {ELSEWHERE_HINT}",
+            )
         if not in_memory and self.mode == "create":
             files.make_parent(Path(self.path))
         elif not in_memory and not Path(self.path).is_file():
