@@ -88,6 +88,7 @@ if TYPE_CHECKING:
         TraceEvent,
         call_interrupted,
     )
+    from core.model.tools import ToolCallContext
     from core.model.usage import INTERRUPTED_CALL, ZERO_USAGE, Usage
     from core.model.views import LazyView
     from core.policies.context_writes import scratchpad_slot
@@ -282,6 +283,7 @@ _WHERE = {
     "ToolSource": "core.ports",
     "TOOL_CALL_KIND": "core.model.records",
     "TOOL_LOOP_KINDS": "core.model.records",
+    "ToolCallContext": "core.model.tools",
     "ToolCalled": "core.model.events",
     "ToolSpec": "core.tools.spec",
     "ToolUse": "core.steps.kinds",
@@ -460,6 +462,7 @@ __all__ = [
     "ThreadSummary",
     "ThreadTurn",
     "Tool",
+    "ToolCallContext",
     "ToolCalled",
     "ToolSource",
     "ToolSpec",

@@ -52,6 +52,7 @@ def test_core_exports() -> None:
         "terminal_safe",  # a text as a terminal may show it: lens and a run's lines
         # The blueprint's tools: their definitions, the Python tool (flujo validate reads its signature), the factory.
         "McpServerSpec", "PythonTool", "Tool", "ToolSource", "ToolSpec", "ToolUse", "build_tools",
+        "ToolCallContext",  # what a tool's call is told (run, path, attempt): a python: tool's function asks for it
     }  # fmt: skip
     for name in core.__all__:
         assert hasattr(core, name), name

@@ -7,15 +7,21 @@ async one on the event loop, a sync one in a thread of its own (``core.agents.de
 ``timeout`` when it has one. What it returns is the result (text as is, anything else as JSON); what it
 raises is the result too, as one line (``Error: ValueError: ...``), never a traceback: the model reads it
 and decides what next.
+
+A parameter annotated ``ToolCallContext`` receives the call's context (``core.tools.signature``): its run id,
+its ``P/tool/N`` path, its attempt (2 and more when a resume runs it again after a crash) and ``on_progress``.
+A sync function calls ``on_progress`` from its thread; the line is handed to the event loop, which shows it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import inspect
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from pydantic import ValidationError
@@ -33,7 +39,8 @@ from core.tools.spec import DefinedTool
 class PythonTool(DefinedTool):
     """A ``core.ports.Tool`` that calls ``target``: ``"package.module:function"`` (imported now, ConfigError
     when it cannot be) or the function itself. ConfigError too when its parameters cannot be a tool's
-    arguments (a parameter without a type hint, unless ``input_schema`` describes them instead)."""
+    arguments (a parameter without a type hint, unless ``input_schema`` describes them instead; two
+    parameters annotated ``ToolCallContext``)."""
 
     def __init__(
         self,
@@ -66,8 +73,10 @@ class PythonTool(DefinedTool):
         self._definition = ToolDef(name, self.description, dict(schema))
 
     async def call(self, arguments: Mapping[str, Any], where: ToolCallContext, sessions: ToolSessions) -> ToolOutcome:
+        if self.signature.context is not None and not inspect.iscoroutinefunction(self.function):
+            where = _from_thread(where)
         try:
-            args, kwargs = self.signature.bind(arguments)
+            args, kwargs = self.signature.bind(arguments, where)
         except ValidationError as exc:
             return ToolOutcome(f"Error: the arguments do not fit {self.name}: {problems(exc)}", error=True)
         limit = asyncio.timeout(self.timeout)  # None: no limit
@@ -92,6 +101,21 @@ class PythonTool(DefinedTool):
         if inspect.isawaitable(result):
             result = await result
         return result
+
+
+def _from_thread(where: ToolCallContext) -> ToolCallContext:
+    """``where`` for a function that runs in a thread of its own: its ``on_progress`` hands each line to this
+    event loop, as the reporter it reaches is used from the loop alone."""
+    note = where.on_progress
+    if note is None:
+        return where
+    loop = asyncio.get_running_loop()
+
+    def on_progress(line: str) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: the run ended without this call
+            loop.call_soon_threadsafe(note, line)
+
+    return replace(where, on_progress=on_progress)
 
 
 def returned(value: Any) -> ToolOutcome:

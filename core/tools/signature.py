@@ -6,6 +6,11 @@ Field(description=...)]`` and pydantic models work as in pydantic); a parameter 
 Arguments are validated and converted by pydantic before the call (a JSON ``{"when": "2026-01-02"}`` becomes
 a ``date``), and an argument the function does not take is refused. ``*args`` and ``**kwargs`` cannot be
 described, so they are refused when the tool is made.
+
+A parameter annotated ``ToolCallContext`` (at most one, of any name, positional or keyword) is not an argument:
+the model is never told of it and cannot give it; each call passes it the call's context (its run, its
+``P/tool/N`` path, its attempt), so that the function can make its side effect idempotent. It is recognised by
+its resolved type hint, so a module with ``from __future__ import annotations`` is read as any other.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.json_schema import GenerateJsonSchema
 
 from core.model.errors import ConfigError
+from core.model.tools import ToolCallContext
 
 _HINT = "annotate each parameter, e.g. def add(a: int, b: int) -> int"
 
@@ -34,7 +40,9 @@ class _Untitled(GenerateJsonSchema):
 
 @dataclass(frozen=True)
 class _Parameter:
-    field: str  # the model's field (``p0``, ``p1``, ...): a parameter may be called ``json`` or ``model_config``
+    # The model's field (``p0``, ``p1``, ...): a parameter may be called ``json`` or ``model_config``. None for
+    # the parameter that receives the call's ToolCallContext, which is no argument.
+    field: str | None
     name: str
     positional: bool  # positional-only: passed by position
 
@@ -49,20 +57,33 @@ class ToolSignature:
     schema: dict[str, Any] | None
     schema_problem: str | None = None
 
-    def bind(self, arguments: Mapping[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    @property
+    def context(self) -> str | None:
+        """The name of the parameter that receives the call's ToolCallContext; None when it takes none."""
+        return next((p.name for p in self.parameters if p.field is None), None)
+
+    def bind(self, arguments: Mapping[str, Any], where: ToolCallContext) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """The call's positional and keyword arguments, validated and converted (ValidationError when they do
-        not fit). Arguments left out are left out of the call, so the function's own defaults apply."""
+        not fit), with ``where`` for the context parameter, if the function has one. Arguments left out are
+        left out of the call, so the function's own defaults apply."""
         checked = self.model.model_validate(dict(arguments))
         given = checked.model_fields_set
-        args = tuple(getattr(checked, p.field) for p in self.parameters if p.positional)
-        kwargs = {p.name: getattr(checked, p.field) for p in self.parameters if not p.positional and p.field in given}
+
+        def value(parameter: _Parameter) -> Any:
+            return where if parameter.field is None else getattr(checked, parameter.field)
+
+        args = tuple(value(p) for p in self.parameters if p.positional)
+        kwargs = {
+            p.name: value(p) for p in self.parameters if not p.positional and (p.field is None or p.field in given)
+        }
         return args, kwargs
 
 
 def signature_of(function: Callable[..., Any], *, owner: str, typed: bool = True) -> ToolSignature:
     """The tool signature of ``function``. With ``typed`` every parameter needs a type hint (its schema comes
-    from them); without, an unannotated parameter takes any value. ConfigError (starting with ``owner``) when
-    the parameters cannot be read or one cannot be a tool's argument."""
+    from them); without, an unannotated parameter takes any value. A parameter annotated ``ToolCallContext``
+    is the call's context, typed or not. ConfigError (starting with ``owner``) when the parameters cannot be
+    read, one cannot be a tool's argument, or two ask for the context."""
     try:
         signature = inspect.signature(function)
     except (TypeError, ValueError) as exc:
@@ -70,21 +91,33 @@ def signature_of(function: Callable[..., Any], *, owner: str, typed: bool = True
     hints = _hints(function, owner=owner)
     fields: dict[str, Any] = {}
     parameters: list[_Parameter] = []
+    context: str | None = None
     for number, parameter in enumerate(signature.parameters.values()):
         name = parameter.name
+        positional = parameter.kind is parameter.POSITIONAL_ONLY
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
             star = "*" if parameter.kind is parameter.VAR_POSITIONAL else "**"
             raise ConfigError(
                 f"{owner}: {_name(function)} takes {star}{name}; a tool's arguments must each be a named parameter",
                 hint="name each argument the model may give as a parameter of its own",
             )
+        if name in hints and _is_context(hints[name]):
+            if context is not None:
+                raise ConfigError(
+                    f"{owner}: {_name(function)} takes two ToolCallContext parameters, {context!r} and {name!r}; "
+                    "a call has one context",
+                    hint="keep one ToolCallContext parameter: it receives the call's run id, path and attempt",
+                )
+            context = name
+            parameters.append(_Parameter(None, name, positional))
+            continue
         if name not in hints and typed:
             raise ConfigError(f"{owner}: parameter {name!r} of {_name(function)} has no type hint", hint=_HINT)
         hint = hints.get(name, Any)
         default = ... if parameter.default is parameter.empty else parameter.default
         field = f"p{number}"
         fields[field] = (hint, Field(default, alias=name))
-        parameters.append(_Parameter(field, name, parameter.kind is parameter.POSITIONAL_ONLY))
+        parameters.append(_Parameter(field, name, positional))
     config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, validate_by_alias=True, validate_by_name=False)
     try:
         model = create_model(f"{_name(function)}_arguments", __config__=config, **fields)
@@ -110,6 +143,13 @@ def _hints(function: Callable[..., Any], *, owner: str) -> dict[str, Any]:
             f"{owner}: cannot read the type hints of {_name(function)}: {type(exc).__name__}: {exc}",
             hint="make every name a hint uses importable from the function's module",
         ) from exc
+
+
+def _is_context(hint: Any) -> bool:
+    """Whether a resolved type hint asks for the call's context: ``ToolCallContext``, or it ``Annotated``."""
+    if typing.get_origin(hint) is typing.Annotated:
+        hint = typing.get_args(hint)[0]
+    return hint is ToolCallContext
 
 
 def _name(function: Callable[..., Any]) -> str:

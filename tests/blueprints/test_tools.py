@@ -212,3 +212,21 @@ def test_a_tool_that_is_not_a_mapping_is_one_error_and_agents_listing_it_still_f
         "steps: [{kind: step, name: answer, uses: agents.helper}]\n",
     )
     assert [row(f) for f in validate_file(path)] == [(2, 14, "bad-value", "add: expected a mapping, got 12")]
+
+
+def test_a_context_parameter_validates_and_two_are_one_error_at_the_function(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        'version: "0.1"\n'
+        "tools:\n"
+        '  attempt: {python: "tests.support.tool_functions:attempt_of"}\n'
+        '  two: {python: "tests.support.tool_functions:two_contexts"}\n'
+        "agents:\n"
+        "  helper: {model: scripted, replies: [ok], tools: [attempt, two]}\n"
+        "steps: [{kind: step, name: answer, uses: agents.helper}]\n",
+    )
+    findings = validate_file(path)
+    assert [row(f) for f in findings] == [
+        (4, 17, "bad-value", "tools.two (python: tests.support.tool_functions:two_contexts): two_contexts takes two ToolCallContext parameters, 'first' and 'second'; a call has one context"),
+    ]  # fmt: skip
+    assert findings[0].hint == "keep one ToolCallContext parameter: it receives the call's run id, path and attempt"

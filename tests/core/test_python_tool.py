@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from typing import Annotated, Any
 
@@ -175,3 +175,78 @@ async def test_the_factory_imports_module_function_and_keeps_the_spec_s_words() 
     assert (await tool.definition(OpenSessions())).description == "Adds a and b."
     with pytest.raises(ConfigError, match=r"tools\.minus: .* has no attribute 'subtract'"):
         build_tools(ToolSpec(name="minus", python="tests.core.test_python_tool:subtract"))
+
+
+# A parameter annotated ToolCallContext: the call's context, never an argument (docs/tools.md, "Python tools").
+
+
+def where_sync(call: ToolCallContext, /, text: str) -> str:
+    """Say where the call runs, and show a line while it does (from its thread)."""
+    assert call.on_progress is not None
+    call.on_progress(f"{text} in {threading.current_thread().name}")
+    return f"{text}: {call.run_id} {call.path} attempt {call.attempt}"
+
+
+async def where_async(text: str, *, context: Annotated[ToolCallContext, "the call"]) -> str:
+    """Say where the call runs."""
+    assert context.on_progress is not None
+    context.on_progress(text)
+    return f"{text}: {context.run_id} {context.path} attempt {context.attempt}"
+
+
+def where_untyped(text, context: ToolCallContext):  # type: ignore[no-untyped-def]  # the input_schema describes text
+    return f"{text}: attempt {context.attempt}"
+
+
+CONTEXT = ToolCallContext(run_id="r7", path="answer/tool/3", attempt=2)
+
+
+async def _told(tool: PythonTool, arguments: dict[str, Any]) -> tuple[ToolOutcome, list[tuple[str, str]]]:
+    """The outcome of a call in CONTEXT, and each progress line with the thread it was shown in."""
+    lines: list[tuple[str, str]] = []
+    where = replace(CONTEXT, on_progress=lambda line: lines.append((line, threading.current_thread().name)))
+    outcome = await tool.call(arguments, where, OpenSessions())
+    await asyncio.sleep(0)  # a line a thread handed over is shown on the loop's next turn
+    return outcome, lines
+
+
+async def test_a_context_parameter_is_no_argument_and_receives_the_call_s_context() -> None:
+    for function in (where_sync, where_async):
+        tool = PythonTool("where", function)
+        assert tool.signature.context == ("call" if function is where_sync else "context")
+        assert (await tool.definition(OpenSessions())).input_schema == {
+            "type": "object",
+            "properties": {"text": {"type": "string"}},
+            "required": ["text"],
+            "additionalProperties": False,
+        }
+        outcome, lines = await _told(tool, {"text": "here"})
+        assert outcome == ToolOutcome("here: r7 answer/tool/3 attempt 2", "here: r7 answer/tool/3 attempt 2")
+        shown = "here in flujo:call" if function is where_sync else "here"
+        assert lines == [(shown, threading.current_thread().name)]  # shown from the loop, never from a thread
+
+
+async def test_the_model_cannot_give_the_context_parameter() -> None:
+    outcome = await call(PythonTool("where", where_async), {"text": "x", "context": {"attempt": 9}})
+    assert outcome.error and "context: Extra inputs are not permitted" in outcome.content
+
+
+async def test_with_an_input_schema_the_context_parameter_is_known_by_its_annotation_alone() -> None:
+    tool = PythonTool("where", where_untyped, input_schema={"type": "object", "properties": {"text": {}}})
+    assert (await call(tool, {"text": 5})).content == "5: attempt 1"
+
+
+async def test_string_annotations_are_resolved_to_find_the_context_parameter() -> None:
+    (tool,) = build_tools(ToolSpec(name="attempt", python="tests.support.tool_functions:attempt_of"))
+    assert isinstance(tool, PythonTool) and tool.signature.context == "call"
+    assert list((await tool.definition(OpenSessions())).input_schema["properties"]) == ["text"]
+    assert (await call(tool, {"text": "hi"})).content == "hi: r1 answer/tool/1 attempt 1"
+
+
+def test_two_context_parameters_are_refused() -> None:
+    with pytest.raises(ConfigError) as caught:
+        build_tools(ToolSpec(name="two", python="tests.support.tool_functions:two_contexts"))
+    assert caught.value.message == (
+        "tools.two (python: tests.support.tool_functions:two_contexts): two_contexts takes two ToolCallContext "
+        "parameters, 'first' and 'second'; a call has one context"
+    )

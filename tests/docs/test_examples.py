@@ -172,6 +172,7 @@ RUNS: dict[str, Run] = {
     ),
     "docs/examples/local_tools.yaml": Run(input="Add 17 and 25.", local=True),
     "docs/examples/tools.yaml": Run(input="What is (2 + 3) * 4?", answers=("y",), output="(2 + 3) * 4 is 20."),
+    "docs/examples/shipping.yaml": Run(input="Ship order A-1.", output="Order A-1 is shipped."),
     "docs/examples/reduce_modes.yaml": Run(
         output={
             "keys": ["a", "b"],

@@ -2,10 +2,10 @@
 
 A tool is exactly one of ``python``, ``command``, ``workflow`` or ``mcp``. A ``python:`` function is imported
 now and its parameters read as a run would read them (``core.PythonTool``): a function that does not import,
-or a parameter without a type hint, is an error at its line rather than a model told of a tool that cannot be
-called. An agent's ``tools`` must name tools defined here, and only a model agent can use them. Where an
-agent with tools is called some other way (an ensemble's participant, a simulated person, a summarizer) its
-tools are not offered, which is said.
+a parameter without a type hint, or two parameters asking for the call's ``ToolCallContext``, is an error at
+its line rather than a model told of a tool that cannot be called. An agent's ``tools`` must name tools
+defined here, and only a model agent can use them. Where an agent with tools is called some other way (an
+ensemble's participant, a simulated person, a summarizer) its tools are not offered, which is said.
 """
 
 from __future__ import annotations
