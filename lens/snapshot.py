@@ -57,7 +57,7 @@ async def load_run(
     if record is None:
         raise RunError(f"no run matches {run_id!r}", hint="list the runs with: flujo lens list")
     snapshot = await load_record(store, record, Masker(redactor), seen={record.run_id}, depth=0)
-    return dataclasses.replace(snapshot, kinds=kinds) if kinds else snapshot
+    return dataclasses.replace(snapshot, kinds=kinds) if kinds is not None else snapshot
 
 
 async def load_record(store: RunStore, record: RunRecord, masker: Masker, *, seen: set[str], depth: int) -> RunSnapshot:

@@ -24,7 +24,7 @@ import gc
 import json
 import sys
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
@@ -318,21 +318,45 @@ async def _found_in_other(store: RunStore, run_id: str, where: str) -> RunRecord
     return record
 
 
-def _blueprint_kinds(record: RunRecord) -> dict[str, str]:
+def _blueprint_kinds(record: RunRecord) -> Mapping[str, str]:
     """The kinds of the run's steps by step path, from its blueprint file when that file is still the one the
     run started with (its hash): what labels a paused or stopped loop's iterations as iterations, before the
     loop records itself (when it ends). Empty for a finished run (its records say), a blueprint changed,
-    moved or now invalid."""
+    moved or now invalid. Read when first asked: only a run with a container not recorded yet has the
+    blueprint loaded (which imports the modules its callables are in)."""
     if record.status == "completed" or record.source is None or record.source_hash is None:
         return {}
-    from blueprints import load_blueprint
-    from core import FlujoError
+    return _BlueprintKinds(record.source, record.source_hash)
 
-    try:
-        blueprint = load_blueprint(record.source)
-    except (FlujoError, OSError, ValueError):  # gone, unreadable or invalid now: the records alone say
-        return {}
-    return blueprint.step_kinds() if blueprint.tree_hash == record.source_hash else {}
+
+class _BlueprintKinds(Mapping[str, str]):
+    """``_blueprint_kinds``'s mapping: the blueprint at ``source`` is loaded on the first look-up."""
+
+    def __init__(self, source: str, source_hash: str) -> None:
+        self._source, self._hash = source, source_hash
+        self._kinds: dict[str, str] | None = None
+
+    def _loaded(self) -> dict[str, str]:
+        if self._kinds is None:
+            from blueprints import load_blueprint
+            from core import FlujoError
+
+            try:
+                blueprint = load_blueprint(self._source)
+            except (FlujoError, OSError, ValueError):  # gone, unreadable or invalid now: the records alone say
+                self._kinds = {}
+            else:
+                self._kinds = blueprint.step_kinds() if blueprint.tree_hash == self._hash else {}
+        return self._kinds
+
+    def __getitem__(self, path: str) -> str:
+        return self._loaded()[path]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._loaded())
+
+    def __len__(self) -> int:
+        return len(self._loaded())
 
 
 def _expanded(tree: RunNode, expansion: Expansion) -> Expansion | None:

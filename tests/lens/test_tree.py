@@ -14,7 +14,7 @@ from core.store import MemoryStore, open_store
 from flujo_cli import exit_codes
 from lens import CallNode, EventNode, GroupNode, Node, RunNode, StepNode, build_tree, load_run, walk
 from lens.labels import history_badge
-from tests.support.cli_helpers import EXAMPLES, flujo
+from tests.support.cli_helpers import EXAMPLES, flujo, flujo_process
 
 
 def shape(node: Node, depth: int = 0) -> list[str]:
@@ -108,6 +108,31 @@ def test_lens_labels_a_paused_loops_iterations_from_the_runs_blueprint(state_db:
     blueprint.write_text(blueprint.read_text(encoding="utf-8") + "# changed\n", encoding="utf-8")
     code, out, err = flujo(["lens", "show", run_id])  # not the blueprint the run started with: not read
     assert code == 0 and "iteration or branch 2" in out, err
+
+
+def test_lens_reads_a_runs_blueprint_only_for_a_container_not_recorded_yet(state_db: Path, tmp_path: Path) -> None:
+    """Reading the blueprint imports the modules its callables are in: a paused run whose every container is
+    recorded (here, none) is shown from its records alone, and its module is not imported by lens."""
+    (tmp_path / "marks_import.py").write_text(
+        "import pathlib\npathlib.Path(__file__).with_name('imported').touch()\ndef answer(text):\n    return 'ok'\n",
+        encoding="utf-8",
+    )
+    blueprint = tmp_path / "ask.yaml"
+    blueprint.write_text(
+        'version: "0.1"\nagents:\n  a: {python: "marks_import:answer"}\nsteps:\n'
+        "  - {name: first, uses: agents.a}\n  - {kind: hitl, name: ask, message: Tell me more}\n",
+        encoding="utf-8",
+    )
+    code, out, err = flujo(["run", str(blueprint), "--input", "x", "--no-input", "--json"])
+    assert code == exit_codes.PAUSED, err
+    marker = tmp_path / "imported"
+    assert marker.exists()  # the run imported it
+    marker.unlink()
+    run_id = json.loads(out)["run_id"]
+    for command in ("show", "trace"):  # a process of its own: this one has imported the module already
+        shown = flujo_process(["lens", command, run_id], cwd=tmp_path)
+        assert shown.returncode == 0 and "first" in shown.stdout, shown.stderr
+    assert not marker.exists()
 
 
 async def test_a_summary_with_no_agent_step_recorded_stays_below_that_step() -> None:
