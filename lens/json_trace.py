@@ -13,7 +13,7 @@ for each record and again for the document.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from core import Redactor, RunRecord, RunStore, sensitive_key
@@ -33,11 +33,12 @@ async def write_trace(
     write: Callable[[str], object],
     flush: Callable[[], object],
     rows: int = ROWS,
+    kinds: Mapping[str, str] | None = None,
 ) -> None:
     """Write the ``--json`` trace of the run of ``record`` (as stored, as shown: ``lens.listing.as_shown``)
     with ``write``, calling ``flush`` after each part (of ``rows`` rows: ``lens.parts``)."""
     masker = Masker(redactor, again=True)
-    parts = RunParts(store, record, masker, rows=rows)
+    parts = RunParts(store, record, masker, rows=rows, kinds=kinds)
     key = _key(masker)
     write("{" + key("run") + ": " + _opened(masker.value(run_with_values(parts.masked)), key("events")))
     flush()

@@ -20,7 +20,7 @@ path) is read whole, as ``build_tree`` reads it.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import core
@@ -62,8 +62,17 @@ class RunParts:
     """The span tree of the run of ``record`` (as stored; ``lens.listing.as_shown``), read from ``store`` a part
     at a time and masked with ``masker``: first its own ``events()``, then its ``spans()``."""
 
-    def __init__(self, store: RunStore, record: RunRecord, masker: Masker, *, rows: int = ROWS) -> None:
+    def __init__(
+        self,
+        store: RunStore,
+        record: RunRecord,
+        masker: Masker,
+        *,
+        rows: int = ROWS,
+        kinds: Mapping[str, str] | None = None,
+    ) -> None:
         self.store = store
+        self.kinds = {} if kinds is None else kinds  # the steps' kinds from the blueprint (RunSnapshot.kinds)
         self.record = record
         self.masker = masker
         self.rows = rows
@@ -82,7 +91,7 @@ class RunParts:
             self._scan = await self._rows("", EVERYWHERE, "run")
         if self._scan is None:
             self._whole = build_tree(await load_run(self.store, self.run_id, redactor=self.masker.redactor,
-                                                    record=self.record))  # fmt: skip
+                                                    record=self.record, kinds=self.kinds))  # fmt: skip
             for event in self._whole.events:
                 yield event
             return
@@ -194,7 +203,7 @@ class RunParts:
         own_steps = [self.masker.step(await self._step(seq)) for seq in found.own_steps]
         own_events = [self.masker.event(await self._event(seq)) for seq in found.own_events]
         records = (*above, *([mine] if mine else []), *own_steps)
-        node = part_of(RunSnapshot(self.masked, records, tuple(own_events)), masked)
+        node = part_of(RunSnapshot(self.masked, records, tuple(own_events), kinds=self.kinds), masked)
         assert isinstance(node, StepNode)
         node.children = []
         yield Opened(node)
@@ -236,7 +245,7 @@ class RunParts:
             if mine(where):
                 runs[child.run_id] = await load_record(self.store, child, self.masker, seen=set(seen), depth=1)
                 starts[child.run_id] = self.masker.path(where)
-        snapshot = RunSnapshot(self.masked, (*above, *steps), tuple(events), runs, starts)
+        snapshot = RunSnapshot(self.masked, (*above, *steps), tuple(events), runs, starts, kinds=self.kinds)
         container = part_of(snapshot, self.masker.path(path) if path else "")
         nodes = [] if container is None else container.children
         built = {node.path: node for node in nodes if isinstance(node, StepNode | GroupNode)}

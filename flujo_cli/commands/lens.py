@@ -157,7 +157,14 @@ def trace_run(run_id: str, options: TraceOptions, *, json_output: bool, state: s
         if json_output and options.step is None and not expansion.paths:  # the whole run: written as it is read
             from lens import write_trace
 
-            await write_trace(store, record, redactor=redactor, write=sys.stdout.write, flush=sys.stdout.flush)
+            await write_trace(
+                store,
+                record,
+                redactor=redactor,
+                write=sys.stdout.write,
+                flush=sys.stdout.flush,
+                kinds=_blueprint_kinds(record),
+            )
             return exit_codes.OK
         piped = not interactive and not json_output and not sys.stdout.isatty()
         console = plain_console(file=sys.stdout, color_system=None, width=_width())

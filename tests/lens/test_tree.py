@@ -105,6 +105,9 @@ def test_lens_labels_a_paused_loops_iterations_from_the_runs_blueprint(state_db:
         code, out, err = flujo(["lens", command, run_id])
         assert code == 0, err
         assert "iteration 1" in out and "iteration 2" in out and "iteration or branch" not in out, out
+    code, out, err = flujo(["lens", "trace", run_id, "--json"])  # the whole run, written as it is read
+    assert code == 0, err
+    assert '"iteration"' in out and "iteration or branch" not in out, out
     blueprint.write_text(blueprint.read_text(encoding="utf-8") + "# changed\n", encoding="utf-8")
     code, out, err = flujo(["lens", "show", run_id])  # not the blueprint the run started with: not read
     assert code == 0 and "iteration or branch 2" in out, err
