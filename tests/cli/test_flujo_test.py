@@ -525,3 +525,18 @@ def test_ctrl_c_says_how_many_cases_were_replayed_and_where_the_others_runs_are(
         cwd=tmp_path, env=env, capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert len(json.loads(listed.stdout)) == 1, listed.stdout
+
+
+@pytest.mark.parametrize(
+    ("command", "code"),
+    [("run", exit_codes.BLUEPRINT), ("validate", exit_codes.FAILED), ("explain", exit_codes.BLUEPRINT)],
+)
+def test_a_case_file_given_as_a_blueprint_is_said_to_be_one(command: str, code: int, state_db: Path) -> None:
+    # A user who runs the case file was shown nine errors about a blueprint's missing version and steps and
+    # its unknown keys, none of which says what the file is or what to do with it.
+    case = "docs/examples/cases/persona.case.yaml"
+    got, _, err = flujo([command, str(ROOT / case), "--no-input"] if command == "run" else [command, str(ROOT / case)])
+    assert got == code, err
+    assert err.count("error:") == 1, err
+    assert "error: this is a flujo test case file (its blueprint: ../persona.yaml), not a blueprint" in err
+    assert f"hint: replay it with: flujo test {ROOT / case}" in err
