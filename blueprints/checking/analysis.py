@@ -9,9 +9,11 @@ say the file is invalid. Imports are not followed here (``blueprints.checking.im
 from __future__ import annotations
 
 import hashlib
+import shlex
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -116,6 +118,18 @@ def analyse_file(
     return FileAnalysis(findings, known.model, known.index, source_hash, known.defaulted)
 
 
+def _case_file_finding(data: dict[str, Any], index: PositionIndex, file: str) -> Finding:
+    """The one finding for a case file (``flujo_case:``, docs/testing-conversations.md) given where a blueprint
+    is read: not a dozen about its missing ``steps:`` and its unknown keys."""
+    at = index.key(("flujo_case",)) or SourcePosition(file, 1, 1)
+    blueprint = data.get("blueprint")
+    named = f" (its blueprint: {blueprint})" if isinstance(blueprint, str) else ""
+    return Finding(
+        "error", f"this is a flujo test case file{named}, not a blueprint", at,
+        f"replay it with: flujo test {shlex.quote(file)}", "unknown-key", index.excerpt(at), file,
+    )  # fmt: skip
+
+
 def _validate(
     text: str,
     file: str,
@@ -139,6 +153,8 @@ def _validate(
             index.excerpt(at), file,
         )  # fmt: skip
         return FileAnalysis([empty])
+    if isinstance(parsed.data, dict) and "flujo_case" in parsed.data:  # a case file given as a blueprint
+        return FileAnalysis([_case_file_finding(parsed.data, index, file)])
     ensemble_file = is_ensemble_file(parsed.data)
     if ensemble_file:  # the ensemble file format: one ensemble step
         if models:  # its participants name no model of their own: --model has nothing to replace

@@ -38,16 +38,26 @@ def _shown(value: Any) -> str:
     return str(value)
 
 
-def _refuse_existing(path: Path, force: bool) -> str | None:
+_ELSEWHERE = "choose another --output (or --name)"
+
+
+def _refuse_existing(path: Path, force: bool) -> tuple[str, str] | None:
+    """Why ``create`` cannot write ``path``, and the hint that helps; None when it can.
+
+    Only an existing file is helped by ``--force``: a folder, a device or a missing folder is not, so their
+    hint does not offer it."""
     from core import not_a_file
 
     found = not_a_file(path)
     if found not in (None, "nothing"):  # a folder, a device (/dev/full): nowhere to write a blueprint file
-        return f"{path} is {found}; give a file name with --output"
+        return f"{path} is {found}; give a file name with --output", _ELSEWHERE
     if path.exists() and not force:
-        return f"{path} already exists; flujo create does not replace a file without --force"
+        return (
+            f"{path} already exists; flujo create does not replace a file without --force",
+            f"{_ELSEWHERE}, or add --force to replace it",
+        )
     if not path.parent.is_dir():
-        return f"the folder {path.parent} does not exist"
+        return f"the folder {path.parent} does not exist", f"{_ELSEWHERE}, or create the folder first"
     return None
 
 
@@ -92,9 +102,9 @@ class _Terminal:
                 self.console.print(f"  [red]✗ {escape(exc.message)}[/] — please answer again.")
                 continue
             if question.key == "name" and self.output is None:
-                problem = _refuse_existing(Path(f"{value}.yaml"), self.force)
-                if problem is not None:
-                    self.console.print(f"  [red]✗ {escape(problem)}[/] — choose another name.")
+                refused = _refuse_existing(Path(f"{value}.yaml"), self.force)
+                if refused is not None:
+                    self.console.print(f"  [red]✗ {escape(refused[0])}[/] — choose another name.")
                     continue
             return value
 
@@ -124,9 +134,9 @@ def create_blueprint(
         from flujo_cli.findings_view import render_findings
 
         early = output if output is not None else Path(f"{given['name']}.yaml") if given.get("name") else None
-        problem = _refuse_existing(early, force) if early is not None else None
-        if problem is not None:
-            usage_error(problem, "choose another --output (or --name), or add --force to replace it")
+        refused = _refuse_existing(early, force) if early is not None else None
+        if refused is not None:
+            usage_error(*refused)
         if interactive:
             console.print(
                 "[bold]flujo create[/]: a few questions, then a blueprint you can run. Enter keeps the default."
@@ -136,9 +146,9 @@ def create_blueprint(
         except ScaffoldError as exc:
             usage_error(exc.message, exc.hint or "see: flujo create --help")
         path = output if output is not None else Path(f"{answers.name}.yaml")
-        problem = _refuse_existing(path, force)
-        if problem is not None:
-            usage_error(problem, "choose another --output (or --name), or add --force to replace it")
+        refused = _refuse_existing(path, force)
+        if refused is not None:
+            usage_error(*refused)
         shown = shlex.quote(str(path))
         try:
             path.write_text(render_blueprint(answers, file=shown), encoding="utf-8")

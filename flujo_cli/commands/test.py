@@ -14,7 +14,7 @@ failed one with its file:line:col), then a summary line; with ``--json`` one JSO
 Exit codes: 0 when every case passed; 1 when any diverged or failed; 2 for a bad command line: a PATH that
 does not exist or is neither a file nor a folder (a symlink loop, a FIFO), no case file found (a test run
 that tests nothing is a mistake, not a success), a ``--junit`` file that cannot be written (the cases were
-replayed and said); 7 when the run store cannot be used.
+replayed and said); 7 when the run store cannot be used; 130 for Ctrl-C (said: how many cases were replayed).
 """
 
 from __future__ import annotations
@@ -52,9 +52,17 @@ def replay_cases(
         usage_error(f"--junit {junit} is a folder", "give the file to write, e.g. --junit reports/flujo.xml")
     console = plain_console(file=sys.stdout, soft_wrap=True, color_system="auto" if sys.stdout.isatty() else None)
     started = time.perf_counter()
+    finished: list[CaseResult] = []
     try:
-        results = asyncio.run(_replay_all(files, jobs=jobs, state=state, shown=None if json_output else console))
-    except KeyboardInterrupt:
+        results = asyncio.run(
+            _replay_all(files, jobs=jobs, state=state, shown=None if json_output else console, finished=finished)
+        )
+    except KeyboardInterrupt:  # said, as `flujo run` says it: a bare exit 130 left the user guessing
+        error_line(
+            f"interrupted: {len(finished)} of {len(files)} case(s) replayed; no summary and no report were written",
+            "the runs of the cases cut short are stored as interrupted (flujo lens list --status interrupted);"
+            " run flujo test again to judge them",
+        )
         return exit_codes.INTERRUPTED
     except Exception as exc:  # the CLI's top level: a store that cannot be used, one line (unless --debug)
         fail(exc, debug=debug)
@@ -118,9 +126,10 @@ def case_files(paths: Sequence[Path], suffix: str) -> list[Path]:
 
 
 async def _replay_all(
-    files: Sequence[Path], *, jobs: int, state: str | None, shown: Console | None
+    files: Sequence[Path], *, jobs: int, state: str | None, shown: Console | None, finished: list[CaseResult]
 ) -> list[CaseResult]:
-    """Every case replayed, at most ``jobs`` at a time; each said on ``shown`` as it finishes."""
+    """Every case replayed, at most ``jobs`` at a time; each said on ``shown`` and added to ``finished`` as it
+    finishes (so that a Ctrl-C can say how many were)."""
     from flujo_cli.case_replay import Loaded, replay_case
     from flujo_cli.store_access import open_for, settings_with_state
 
@@ -132,6 +141,7 @@ async def _replay_all(
     async def one(file: Path) -> CaseResult:
         async with gate:
             result = await replay_case(file, str(file), store, settings, loaded=loaded)
+        finished.append(result)
         if shown is not None:
             say(result, shown)
         return result

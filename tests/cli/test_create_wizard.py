@@ -305,3 +305,19 @@ def test_a_file_that_cannot_be_written_is_a_usage_error(workdir: Path, output: s
     assert code == exit_codes.USAGE, err
     assert err.startswith(f"error: {message}") and out == "", err
     assert "unexpected" not in err
+
+
+@pytest.mark.parametrize(
+    ("output", "hint"),
+    [
+        (".", "hint: choose another --output (or --name)\n"),
+        ("nowhere/x.yaml", "hint: choose another --output (or --name), or create the folder first\n"),
+    ],
+)
+def test_force_is_offered_only_where_it_would_help(workdir: Path, output: str, hint: str) -> None:
+    # --force replaces a file; it cannot write over a folder or into one that does not exist, so the hint
+    # to a user who already gave --force must not send them back to it.
+    for force in ([], ["--force"]):
+        code, out, err = flujo(["create", "--no-interactive", "--output", output, *force])
+        assert code == exit_codes.USAGE and out == "", err
+        assert err.endswith(hint) and "--force" not in err.splitlines()[-1], err

@@ -6,6 +6,10 @@ it, each kind of expectation holding and not, and the workflow the docs describe
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
@@ -22,7 +26,7 @@ from tests.support.case_files import (
     with_expectations,
     write_trip,
 )
-from tests.support.cli_helpers import ROOT, flujo
+from tests.support.cli_helpers import ROOT, flujo, wait_until
 from tests.support.fakes.openai_server import FakeLLM
 
 SYSTEM_PROMPT = "Ask one question at a time; reply {action: finish} when the goal is clear."
@@ -477,3 +481,62 @@ def test_every_kind_of_step_replays_from_its_case(
     [result] = document["cases"]
     assert (code, result["status"]) == (exit_codes.OK, "passed"), result
     assert result["replay"]["replayed_calls"] == result["replay"]["recorded_calls"] > 0
+
+
+# A case that passes at once, and one whose command agent waits for the file "go" (so Ctrl-C lands in it).
+QUICK = """\
+version: "0.1"
+steps:
+  - {kind: step, name: say, agent: {id: flujo.builtins.stringify}}
+"""
+GATED = """\
+version: "0.1"
+agents:
+  slow:
+    command: [sh, -c, 'cat > /dev/null; touch "%(dir)s/started"; while [ ! -e "%(dir)s/go" ]; do sleep 0.05; done']
+steps:
+  - {kind: step, name: wait, uses: agents.slow}
+"""
+
+
+def test_ctrl_c_says_how_many_cases_were_replayed_and_where_the_others_runs_are(tmp_path: Path) -> None:
+    # It was a bare exit 130, nothing said: the user could not tell what had been judged, nor that a run
+    # of each case cut short is in the store as interrupted.
+    (tmp_path / "quick.yaml").write_text(QUICK, encoding="utf-8")
+    (tmp_path / "slow.yaml").write_text(GATED % {"dir": tmp_path}, encoding="utf-8")
+    for name in ("quick", "slow"):
+        text = f"flujo_case: 1\nblueprint: {name}.yaml\nexpect:\n  tools_not_called: [x]\n"
+        (tmp_path / f"{name}.case.yaml").write_text(text, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "FLUJO_STATE_URI": str(tmp_path / "runs.db")}
+    process = subprocess.Popen(  # --jobs 1: quick (first by name) has finished when slow starts
+        [sys.executable, "-m", "flujo_cli.main", "test", ".", "--jobs", "1"],
+        cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    wait_until((tmp_path / "started").exists, process=process)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate()
+    (tmp_path / "go").touch()
+    assert process.returncode == exit_codes.INTERRUPTED, err
+    assert out.startswith("passed   quick.case.yaml"), out
+    assert "error: interrupted: 1 of 2 case(s) replayed; no summary and no report were written" in err
+    assert "flujo lens list --status interrupted" in err and "Traceback" not in err
+    listed = subprocess.run(
+        [sys.executable, "-m", "flujo_cli.main", "lens", "list", "--status", "interrupted", "--json"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert len(json.loads(listed.stdout)) == 1, listed.stdout
+
+
+@pytest.mark.parametrize(
+    ("command", "code"),
+    [("run", exit_codes.BLUEPRINT), ("validate", exit_codes.FAILED), ("explain", exit_codes.BLUEPRINT)],
+)
+def test_a_case_file_given_as_a_blueprint_is_said_to_be_one(command: str, code: int, state_db: Path) -> None:
+    # A user who runs the case file was shown nine errors about a blueprint's missing version and steps and
+    # its unknown keys, none of which says what the file is or what to do with it.
+    case = "docs/examples/cases/persona.case.yaml"
+    got, _, err = flujo([command, str(ROOT / case), "--no-input"] if command == "run" else [command, str(ROOT / case)])
+    assert got == code, err
+    assert err.count("error:") == 1, err
+    assert "error: this is a flujo test case file (its blueprint: ../persona.yaml), not a blueprint" in err
+    assert f"hint: replay it with: flujo test {ROOT / case}" in err
