@@ -197,13 +197,15 @@ class ControlSignal(Exception):
 
 
 class Pause(ControlSignal):
-    """A human-in-the-loop step needs an answer and none is available now."""
+    """A human-in-the-loop step needs an answer and none is available now. ``reason``: why nobody else
+    answered it, when that is not plain (a simulated person whose answers were all refused)."""
 
-    def __init__(self, *, step: str, path: str, message: str) -> None:
+    def __init__(self, *, step: str, path: str, message: str, reason: str | None = None) -> None:
         super().__init__(f"waiting for an answer to {step!r}: {message}")
         self.step = step
         self.path = path
         self.message = message
+        self.reason = reason
 
 
 class Abort(ControlSignal):

@@ -170,7 +170,9 @@ async def _ask(question: PersonQuestion, frame: Frame, events: list[TraceEvent])
                 frame.replay.answer_taken()
         if source is None and simulated is not None:
             if not simulated_left:  # it had its chances: the real person answers, now or on resume
-                raise Pause(step=question.step, path=question.path, message=question.message)
+                tries = f"the simulated person {simulated.name} gave no valid answer in {MAX_SIMULATED_ATTEMPTS} tries"
+                reason = f"{tries}: {error}"
+                raise Pause(step=question.step, path=question.path, message=question.message, reason=reason)
             simulated_left -= 1
             value, spent = await _simulate(
                 simulated, question, frame, events, rejected if last == "simulated" else None

@@ -636,7 +636,12 @@ def _finish(
             "error": outcome.error.message if outcome.error else outcome.detail,
             "failed_step": outcome.failed_step,
             "pause": (
-                {"step": outcome.pause.step, "message": outcome.pause.message, "resume": resume_cmd}
+                {
+                    "step": outcome.pause.step,
+                    "message": outcome.pause.message,
+                    "reason": outcome.pause.reason,
+                    "resume": resume_cmd,
+                }
                 if outcome.pause
                 else None
             ),
@@ -663,6 +668,8 @@ def _finish(
     if outcome.status == "paused":
         assert outcome.pause is not None
         console.print(f"[yellow]⏸ paused[/] at [bold]{escape(outcome.pause.step)}[/]: {escape(outcome.pause.message)}")
+        if outcome.pause.reason:
+            console.print(f"  [dim]why:[/] {escape(outcome.pause.reason)}")
         console.print(f"  continue with: [bold]{escape(resume_cmd)}[/]  [dim]{summary}[/]")
         return exit_codes.PAUSED
     if outcome.status == "limit_reached":

@@ -177,6 +177,14 @@ def test_a_simulated_person_that_never_answers_validly_pauses_the_run(llm: FakeL
     code, result, err = run_json(MODEL_GUESTS)
     assert code == exit_codes.PAUSED, err
     assert len(llm.requests) == 3
+    # Why nobody else answered: said in the JSON and on the pause line, else it looks as if --simulate-user
+    # was ignored.
+    why = "the simulated person agents.persona gave no valid answer in 3 tries: 'many' is not of type 'integer'"
+    assert result["pause"]["reason"] == why
+    for _ in range(3):
+        llm.reply("many")
+    code, _, err = flujo(["run", MODEL_GUESTS])
+    assert code == exit_codes.PAUSED and f"why: {why}" in err, err
     kinds = [e.kind for e in events(state_db, result["run_id"])]
     assert kinds.count("hitl.rejected") == 3 and kinds.count("agent.reply") == 3  # the paid calls stay traced
     code, out, err = flujo(["resume", result["run_id"], "--answer", "5", "--json"])  # the person takes over
