@@ -315,6 +315,19 @@ def test_lens_export_s_command_line_mistakes_are_exit_2(args: list[str], message
     assert (out, err.splitlines()[0]) == ("", message)
 
 
+def test_lens_export_of_a_run_of_one_span_says_one_span(tmp_path: Path, state_db: Path) -> None:
+    flow = tmp_path / "ask.yaml"
+    flow.write_text('version: "0.1"\nname: ask\nsteps:\n  - {kind: hitl, name: q, message: "Name?"}\n', "utf-8")
+    code, out, err = flujo(["run", str(flow), "--no-input", "--json"])  # paused at its first question
+    assert code == exit_codes.PAUSED, err
+    run_id = json.loads(out)["run_id"]
+    with OtlpReceiver() as collector:
+        code, out, err = flujo(["lens", "export", run_id, "--otlp", collector.url])
+        collector.wait_for_spans(1)
+    assert code == exit_codes.OK, err
+    assert out == f"run {run_id}: 1 span sent to {collector.url}/v1/traces (trace {run_id}{'0' * 16})\n"
+
+
 def test_lens_export_of_no_run_is_exit_1(helpdesk: Path) -> None:
     _run(helpdesk, "--answer", "no")
     with OtlpReceiver() as collector:
