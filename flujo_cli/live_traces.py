@@ -75,11 +75,21 @@ class LiveTraces:
             return
         self.runs.append(run_id)
 
-    def close(self, *, state_option: str = "") -> None:
-        """Wait a little for the spans still to send; say in one line what was not sent, and how to send it."""
+    async def close(self, *, state_option: str = "") -> None:
+        """Wait a little for the spans still to send; say in one line what was not sent, and how to send it.
+        Ctrl-C while it waits stops the wait and is said so: the runs are over and saved, so the command
+        goes on to end as its runs did (not as an interrupted run, which would say to resume it)."""
+        import asyncio
+
         if self._export is None or not self.runs:
             return
-        result = self._export.close()
+        try:
+            result = await self._export.close()
+        except asyncio.CancelledError:  # Ctrl-C (asyncio.run cancels the command's task): no longer waiting
+            current = asyncio.current_task()
+            if current is not None:
+                current.uncancel()  # handled: the command ends as its runs did
+            result = self._export.result(interrupted=True)
         if result.problem is None:
             return
         url = self.target.traces_url

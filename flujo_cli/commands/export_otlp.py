@@ -51,7 +51,8 @@ def export_otlp(run_id: str, endpoint: str | None, *, state: str | None, debug: 
         if record is None:
             return exit_codes.FAILED
         sent, trace_id = await export_run(store, record.run_id, target, redactor=redactor, record=record)
-        sys.stdout.write(f"run {record.run_id}: {sent} spans sent to {target.traces_url} (trace {trace_id})\n")
+        spans = "1 span" if sent == 1 else f"{sent} spans"
+        sys.stdout.write(f"run {record.run_id}: {spans} sent to {target.traces_url} (trace {trace_id})\n")
         return exit_codes.OK
 
     return _with_store(body, state=state, debug=debug)

@@ -81,7 +81,11 @@ def list_runs(options: ListOptions, *, json_output: bool, state: str | None = No
         if json_output:
             _print_json(masked_document(list_document(rows), redactor))
         elif not rows:
-            filtered = options.status or options.thread or options.since or options.search or options.offset
+            # --limit 0 asks for none: the store may hold runs, so it is an option that matched nothing too
+            filtered = (
+                options.status or options.thread or options.since or options.search or options.offset
+                or options.limit == 0
+            )  # fmt: skip
             which = " matching those options" if filtered else ""
             stderr().print(f"no runs{which} in {where}", highlight=False)
         else:

@@ -517,7 +517,7 @@ async def _run(
         )
         code = exit_codes.USAGE if code == exit_codes.OK else code
     if traces is not None:  # after the run's result is printed: the spans may take a moment to go
-        traces.close(state_option=invocation.state_option())
+        await traces.close(state_option=invocation.state_option())
     if code == exit_codes.OK and replay is not None and replay.mode == "stop" and not replay.clean:
         # It completed, but without making every call the recording has: it diverged at its end.
         error_line(

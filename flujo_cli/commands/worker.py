@@ -404,7 +404,7 @@ async def _work(
         if waits:
             console.print(f"the store's file was busy: {waits} write(s) of this worker waited for another's lock")
         if worker.traces is not None:
-            worker.traces.close()
+            await worker.traces.close()
         total = sum(worker.ended.values())
         parts = ", ".join(f"{count} {status.replace('_', ' ')}" for status, count in sorted(worker.ended.items()))
         console.print(f"worker {process_label()}: {total} run(s)" + (f": {parts}" if parts else ""))

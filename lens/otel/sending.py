@@ -12,11 +12,14 @@ endpoint is configured or ``--otlp`` is given.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import TypeVar
 
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -40,6 +43,7 @@ refuses the connection ends the wait at once."""
 
 _NS = 1_000_000_000
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
+_T = TypeVar("_T")
 
 
 async def export_run(
@@ -50,7 +54,7 @@ async def export_run(
     run or several match; ConfigError (``send``) when the collector does not take them."""
     snapshot = await load_run(store, run_id, redactor=redactor, record=record)
     spans = make_spans(plan_spans(snapshot, capture_content=target.capture_content))
-    send(spans, target)
+    await _off_the_loop(lambda: send(spans, target), name="flujo-otel-export")
     return len(spans), f"{trace_id_of(snapshot.record.run_id):032x}"
 
 
@@ -135,8 +139,9 @@ class LiveExport:
             self._given += 1
             self._processor.on_end(span)
 
-    def close(self, wait_s: float = LIVE_WAIT_S) -> LiveResult:
-        """Send what is left (for at most ``wait_s``; no longer once a send has failed), then stop."""
+    async def close(self, wait_s: float = LIVE_WAIT_S) -> LiveResult:
+        """Send what is left (for at most ``wait_s``; no longer once a send has failed), then stop. Cancelled
+        (Ctrl-C), it stops waiting at once: ``result(interrupted=True)`` then says what was sent."""
         settled = self._failures.failed  # set by a failed send, or below when all is sent
 
         def shut() -> None:
@@ -145,11 +150,21 @@ class LiveExport:
 
         # A daemon thread: a collector that never answers does not keep the process from ending.
         threading.Thread(target=shut, name="flujo-otel-close", daemon=True).start()
-        settled.wait(wait_s)
+        await _off_the_loop(lambda: settled.wait(wait_s), name="flujo-otel-wait")
+        return self.result(wait_s)
+
+    def result(self, wait_s: float = LIVE_WAIT_S, *, interrupted: bool = False) -> LiveResult:
+        """What was sent so far; why the rest was not: the collector's failure, no answer within ``wait_s``, or
+        (``interrupted``) the wait stopped by Ctrl-C."""
         sent = min(self._exporter.sent, self._given)
         if sent == self._given:
             return LiveResult(self._given, sent, None)
-        problem = self._failures.reason() if self._failures.messages else f"it did not answer within {wait_s:g} s"
+        if self._failures.messages:
+            problem = self._failures.reason()
+        elif interrupted:
+            problem = "the wait for the collector was interrupted"
+        else:
+            problem = f"it did not answer within {wait_s:g} s"
         return LiveResult(self._given, sent, problem)
 
 
@@ -241,6 +256,23 @@ class _Failures(logging.Handler):
         if any("timeout" in message.lower() or "timed out" in message.lower() for message in self.messages):
             return "it did not answer in time"
         return "it could not be reached"
+
+
+async def _off_the_loop(work: Callable[[], _T], *, name: str) -> _T:
+    """``work()`` run in a daemon thread of its own, its result awaited. Not ``asyncio.to_thread``: the default
+    executor's threads are joined as ``asyncio.run`` ends, so a send stuck on a collector that does not answer
+    would hold up a Ctrl-C'd command until its timeout."""
+    done: Future[_T] = Future()
+    done.set_running_or_notify_cancel()  # running: cancelling the awaiting task leaves it to finish or fail
+
+    def target() -> None:
+        try:
+            done.set_result(work())
+        except BaseException as exc:  # handed to the awaiting task, which raises it
+            done.set_exception(exc)
+
+    threading.Thread(target=target, name=name, daemon=True).start()
+    return await asyncio.wrap_future(done)
 
 
 def _ns(seconds: float) -> int:

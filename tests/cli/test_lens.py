@@ -87,6 +87,8 @@ def test_list_filters_and_says_when_nothing_matches(runs: dict[str, str]) -> Non
     assert (code, out) == (exit_codes.OK, "") and "no runs matching those options in" in err
     code, _, err = flujo(["lens", "list", "--status", "done"])
     assert code == exit_codes.USAGE and "unknown status 'done'" in err and "completed" in err
+    code, out, err = flujo(["lens", "list", "--limit", "0"])  # the store has runs: none were asked for
+    assert (code, out) == (exit_codes.OK, "") and "no runs matching those options in" in err, err
 
 
 def test_show_lists_the_steps_in_execution_order(runs: dict[str, str]) -> None:

@@ -12,6 +12,8 @@ Every wait is for an event (the receiver's spans), never for time.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -230,6 +232,73 @@ def test_lens_export_to_an_unreachable_collector_tries_again_then_says_so(
     assert lines[1].startswith("hint: no span was sent") and len(lines) == 2
 
 
+class _SilentCollector:
+    """A collector that takes connections and never answers: what a hung collector (or a firewall that drops
+    replies) looks like to the exporter. ``url`` for flujo; ``called()`` waits until a request is on its way."""
+
+    def __init__(self) -> None:
+        self._listener = socket.socket()
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(8)
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._taken: list[socket.socket] = []
+
+    def called(self) -> None:
+        self._taken.append(self._listener.accept()[0])  # an event: a sender connected (no time limit of its own)
+
+    def __enter__(self) -> _SilentCollector:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for connection in [*self._taken, self._listener]:
+            connection.close()
+
+
+def _started(args: list[str], **env: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "flujo_cli.main", *args],
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_ctrl_c_stops_lens_export_waiting_for_a_collector_that_does_not_answer(helpdesk: Path) -> None:
+    """Ctrl-C ends the export at once (exit 130), not after ``[otel] timeout_s`` of waiting (here an hour,
+    which the test's time limit would end first)."""
+    result = _run(helpdesk, "--answer", "no")
+    with _SilentCollector() as collector:
+        process = _started(["lens", "export", result["run_id"], "--otlp", collector.url], FLUJO_OTEL__TIMEOUT_S="3600")
+        collector.called()  # the trace is on its way: the export waits for an answer that never comes
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate()
+    assert process.returncode == exit_codes.INTERRUPTED, err
+    assert out == "" and "Traceback" not in err
+
+
+def test_ctrl_c_while_a_finished_run_waits_for_its_trace_stops_the_wait_not_the_run(helpdesk: Path) -> None:
+    """The run completed and printed its output; Ctrl-C during the wait for its spans is said in the warning
+    line, and the command ends as the run did (exit 0), not as an interrupted run to resume."""
+    with _SilentCollector() as collector:
+        process = _started(
+            ["run", str(helpdesk), "--input", "What is 2 + 3?", "--answer", "no"],
+            OTEL_EXPORTER_OTLP_ENDPOINT=collector.url,
+        )
+        assert process.stdout is not None
+        assert process.stdout.readline() == "no\n"  # the run is over, its output printed
+        collector.called()  # its spans are on their way, and flujo waits for them
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate()
+    assert process.returncode == exit_codes.OK, err
+    [warning] = [line for line in err.splitlines() if line.startswith("warning:")]
+    # Interrupted, as a rule; on a machine slow enough for the 3 s wait to end first, not answered in time.
+    assert "was not sent to" in warning, err
+    assert "the wait for the collector was interrupted" in warning or "did not answer within" in warning, err
+    assert "resume" not in err and "error:" not in err, err
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -246,6 +315,19 @@ def test_lens_export_s_command_line_mistakes_are_exit_2(args: list[str], message
     code, out, err = flujo(["lens", "export", "0123abcd", *args])
     assert code == exit_codes.USAGE
     assert (out, err.splitlines()[0]) == ("", message)
+
+
+def test_lens_export_of_a_run_of_one_span_says_one_span(tmp_path: Path, state_db: Path) -> None:
+    flow = tmp_path / "ask.yaml"
+    flow.write_text('version: "0.1"\nname: ask\nsteps:\n  - {kind: hitl, name: q, message: "Name?"}\n', "utf-8")
+    code, out, err = flujo(["run", str(flow), "--no-input", "--json"])  # paused at its first question
+    assert code == exit_codes.PAUSED, err
+    run_id = json.loads(out)["run_id"]
+    with OtlpReceiver() as collector:
+        code, out, err = flujo(["lens", "export", run_id, "--otlp", collector.url])
+        collector.wait_for_spans(1)
+    assert code == exit_codes.OK, err
+    assert out == f"run {run_id}: 1 span sent to {collector.url}/v1/traces (trace {run_id}{'0' * 16})\n"
 
 
 def test_lens_export_of_no_run_is_exit_1(helpdesk: Path) -> None:
