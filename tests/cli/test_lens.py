@@ -216,8 +216,11 @@ def test_a_broken_pipe_that_is_not_stdout_is_still_an_error(capsys: pytest.Captu
 
 def test_an_ambiguous_prefix_lists_the_candidates(state_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ids = iter(["abc1000000000000", "abc2000000000000", "abd3000000000000"])
-    monkeypatch.setattr(core.engine, "new_run_id", lambda: next(ids))
-    monkeypatch.setattr(core, "new_run_id", core.engine.new_run_id)  # the command line reads core's front door
+    # The command line reads core's front door, the engine its own module. The front door's name first: it
+    # is resolved on first read, and read after the engine's was replaced it would keep the replacement for
+    # good (monkeypatch would put back what it read).
+    monkeypatch.setattr(core, "new_run_id", lambda: next(ids))
+    monkeypatch.setattr(core.engine, "new_run_id", core.new_run_id)
     for _ in range(3):
         run(HITL, "--no-input")
     code, _, err = flujo(["lens", "trace", "ab"])

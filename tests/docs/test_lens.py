@@ -52,11 +52,13 @@ def fixed_world(state_db: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Non
     monkeypatch.chdir(ROOT)  # the page shows paths relative to the repository root
     monkeypatch.setattr(time, "time", FakeClock())
     ids = iter(RUN_IDS)
-    # Where the engine reads it and where the command line does (core's front door keeps a name once read).
-    monkeypatch.setattr(core.engine, "new_run_id", lambda: next(ids))
-    monkeypatch.setattr(core, "new_run_id", core.engine.new_run_id)
-    monkeypatch.setattr(core.store.rows.claims, "process_label", lambda: "pid 4242 on laptop")
-    monkeypatch.setattr(core.store, "process_label", core.store.rows.claims.process_label)
+    # Where the command line reads it and where the engine does. The front door's name first: core's front
+    # door keeps a name once read, and read after the engine's was replaced it would keep the replacement
+    # for good (monkeypatch would put back what it read).
+    monkeypatch.setattr(core, "new_run_id", lambda: next(ids))
+    monkeypatch.setattr(core.engine, "new_run_id", core.new_run_id)
+    monkeypatch.setattr(core.store, "process_label", lambda: "pid 4242 on laptop")
+    monkeypatch.setattr(core.store.rows.claims, "process_label", core.store.process_label)
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
     yield
