@@ -62,6 +62,7 @@ def test_hitl_inside_the_child_pauses_the_parent_and_resume_completes_it(state_d
     assert paused["pause"] == {
         "step": "approve",
         "message": "Clear, but say where tea is loved. Publish anyway?",
+        "reason": None,  # nobody else was to answer it
         "resume": f"flujo resume {paused['run_id']} --answer '...'",
     }
     parent_id = str(paused["run_id"])
