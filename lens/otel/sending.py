@@ -99,8 +99,8 @@ def send(spans: Sequence[ReadableSpan], target: OtlpTarget) -> None:
                 sent = f"{start} of {len(spans)} spans were sent" if start else "no span was sent"
                 raise ConfigError(
                     f"could not send the trace to {target.traces_url}: {failures.reason()}",
-                    hint=f"{sent}; is the collector running there? (tried for {target.timeout_s:g} s: [otel]"
-                    " timeout_s)",
+                    hint=f"{sent}; is the collector running there? (tried again for up to {target.timeout_s:g} s:"
+                    " [otel] timeout_s)",
                 )
     finally:
         exporter.shutdown()  # type: ignore[no-untyped-call]  # the SDK's exporter does not type it

@@ -230,6 +230,7 @@ def test_lens_export_to_an_unreachable_collector_tries_again_then_says_so(
     lines = err.splitlines()
     assert lines[0] == f"error: could not send the trace to {url}/v1/traces: Connection refused"
     assert lines[1].startswith("hint: no span was sent") and len(lines) == 2
+    assert lines[1].endswith("(tried again for up to 1.5 s: [otel] timeout_s)")  # up to: the SDK may stop before
 
 
 class _SilentCollector:
