@@ -21,12 +21,11 @@ from blueprints.checking.checks import run_checks
 from blueprints.checking.default_model import with_default_model
 from blueprints.checking.model_overrides import NO_MODEL_OVERRIDES, ModelOverrideError, ModelOverrides
 from blueprints.checking.validated import Validated, ValidatedFiles
-from blueprints.checking.validation import validation_findings
 from blueprints.reading.ensemble_file import is_ensemble_file, reword, translate, translate_index
 from blueprints.reading.findings import Finding, sort_findings
 from blueprints.reading.positions import PositionIndex
 from blueprints.reading.yaml_source import parse_yaml
-from blueprints.schema import BlueprintModel, complete_models
+from blueprints.schema import BlueprintModel
 from core import BoundsSettings, HistorySettings, SourcePosition, not_a_file
 
 
@@ -169,10 +168,13 @@ def _validate(
     if models:
         parsed.data = models.apply(parsed.data, file=file)
         defaulted = frozenset(name for name in defaulted if models.model_for(name) is None)
+    # Here, not at the top: a command whose files all come from ``kept`` imports none of pydantic's validation.
+    from blueprints.checking.validation import validation_findings
+    from blueprints.schema.validating import validate_blueprint
+
     try:
-        model = BlueprintModel.model_validate(parsed.data)  # its first validation builds its validator
+        model = validate_blueprint(parsed.data)  # its first validation builds its validator
     except ValidationError as exc:
-        complete_models()  # explaining the errors reads the fields of the models inside it
         invalid = validation_findings(exc, parsed.data, index)
         schema = [*parsed.findings, *(reword(invalid) if ensemble_file else invalid)]
         from blueprints.checking.salvage import salvage  # here: only a blueprint with errors is salvaged

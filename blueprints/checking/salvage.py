@@ -31,13 +31,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from blueprints.checking.checks.sites import walk
-from blueprints.checking.validation import Resolved, resolve
+from blueprints.checking.validation import UNKNOWN_KEY, Resolved, resolve
 from blueprints.reading.findings import Finding
 from blueprints.reading.positions import Path, Place, PositionIndex
 from blueprints.schema import BlueprintModel, HitlStepModel, StepModelBase
+from blueprints.schema.base import StrictModel
+from blueprints.schema.validating import fields_of, validate_blueprint
 
 # Each round mends at least one place, and a blueprint has a bounded number of them (the YAML bounds);
 # this only guards against a mending that would not converge.
@@ -93,7 +95,7 @@ def salvage(data: Any, error: ValidationError, index: PositionIndex) -> Salvage 
         if not changed:
             return None
         try:
-            model = BlueprintModel.model_validate(mender.data)
+            model = validate_blueprint(mender.data)
         except ValidationError as exc:
             error = exc
             continue
@@ -120,7 +122,7 @@ class _Mender:
             raise _Unsalvageable
         if unit is not None:
             self.broken.add(unit)
-        if kind == "extra_forbidden":
+        if kind in UNKNOWN_KEY:
             return self._delete(path)
         inner = len(unit) if unit is not None else 0
         for end in range(len(path), inner, -1):
@@ -139,7 +141,7 @@ class _Mender:
         name = node.get("name") if isinstance(node, dict) else None
         return self._set(unit, {"name": name if isinstance(name, str) and name else self._placeholder(unit)})
 
-    def _filler(self, owner: type[BaseModel] | None, key: str | int, unit: Path | None) -> Any:
+    def _filler(self, owner: type[StrictModel] | None, key: str | int, unit: Path | None) -> Any:
         if owner is BlueprintModel and key == "version":
             return "0.1"
         if owner is HitlStepModel and key == "message":
@@ -189,15 +191,15 @@ def _unit(resolved: Resolved) -> Path | None:
     return None
 
 
-def _optional(owner: type[BaseModel] | None, key: str | int) -> bool:
+def _optional(owner: type[StrictModel] | None, key: str | int) -> bool:
     """Whether the key ``key`` of a mapping owned by ``owner`` can be left out (a list item cannot: the
     positions of the items after it would change)."""
     if not isinstance(key, str):
         return False
     if owner is None:
         return True  # a key of a free mapping (a parallel's branches, max_agent_executions)
-    field = owner.model_fields.get(key)
-    return field is None or not field.is_required()
+    field = fields_of(owner).get(key)
+    return field is None or not field.required
 
 
 def _start(place: Place) -> tuple[int, int]:

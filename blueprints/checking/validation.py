@@ -15,7 +15,7 @@ import types
 from dataclasses import dataclass
 from typing import Annotated, Any, Union, get_args, get_origin
 
-from pydantic import BaseModel, Tag, ValidationError
+from pydantic import Tag, ValidationError
 from pydantic_core import ErrorDetails
 
 from blueprints.checking.value_words import expectation, show
@@ -29,11 +29,11 @@ from blueprints.schema import (
     BlueprintModel,
     McpModel,
     ParticipantModel,
-    StepModel,
     StepModelBase,
     ToolModel,
 )
 from blueprints.schema.base import StrictModel
+from blueprints.schema.validating import StepModel, fields_of
 from core import SourcePosition
 
 # Keys that only make sense on another kind of step: a plain step holding one probably lacks ``kind``.
@@ -56,10 +56,10 @@ class Resolved:
     the path passes through (``steps``, outermost first)."""
 
     path: Path
-    owner: type[BaseModel] | None
+    owner: type[StrictModel] | None
     present: bool
     node: Any
-    owners: tuple[type[BaseModel] | None, ...] = ()
+    owners: tuple[type[StrictModel] | None, ...] = ()
     steps: tuple[Path, ...] = ()
 
 
@@ -91,8 +91,8 @@ def _select_member(tp: Any, elem: str | int) -> Any | None:
 
 
 def _child_type(tp: Any, elem: str | int) -> Any | None:
-    if isinstance(tp, type) and issubclass(tp, BaseModel):
-        field = tp.model_fields.get(str(elem))
+    if isinstance(tp, type) and issubclass(tp, StrictModel):
+        field = fields_of(tp).get(str(elem))
         return None if field is None else field.annotation
     origin = get_origin(tp)
     if origin in (list, tuple) and get_args(tp):
@@ -103,6 +103,11 @@ def _child_type(tp: Any, elem: str | int) -> Any | None:
 
 
 _ABSENT = object()
+
+# pydantic's error types for a key the mapping should not have, and for one it lacks (a model is a dataclass:
+# pydantic reports these as the arguments of its constructor).
+UNKNOWN_KEY = ("unexpected_keyword_argument", "extra_forbidden")
+MISSING_KEY = ("missing_keyword_only_argument", "missing")
 
 
 def _child(node: Any, elem: str | int) -> Any:
@@ -120,16 +125,16 @@ def resolve(loc: tuple[str | int, ...], data: Any) -> Resolved:
     node = data
     present = True
     path: list[str | int] = []
-    owners: list[type[BaseModel] | None] = []
+    owners: list[type[StrictModel] | None] = []
     steps: list[Path] = []
-    owner: type[BaseModel] | None = None
+    owner: type[StrictModel] | None = None
     for elem in loc:
         tp = _unwrap(tp)
         member = _select_member(tp, elem)
         if member is not None:  # a union tag: selects the type, addresses no data
             tp = member
             continue
-        owner = tp if isinstance(tp, type) and issubclass(tp, BaseModel) else None
+        owner = tp if isinstance(tp, type) and issubclass(tp, StrictModel) else None
         tp = _child_type(tp, elem)
         path.append(elem)
         owners.append(owner)
@@ -160,7 +165,7 @@ def enclosing_step(data: Any, path: Path) -> str | None:
     return None
 
 
-def _where(owner: type[BaseModel] | None, path: Path, data: Any) -> str:
+def _where(owner: type[StrictModel] | None, path: Path, data: Any) -> str:
     step = enclosing_step(data, path[:-1])
     if owner is None:
         return ""
@@ -178,8 +183,7 @@ def _where(owner: type[BaseModel] | None, path: Path, data: Any) -> str:
         node = _node_at(data, path[:-1])
         name = node.get("name") if isinstance(node, dict) else None
         return f" in participant {name!r}" if isinstance(name, str) else " in a participant"
-    label = owner.label if issubclass(owner, StrictModel) else "mapping"
-    return f" in {label}" + (f" of step {step!r}" if step else "")
+    return f" in {owner.label}" + (f" of step {step!r}" if step else "")
 
 
 def _field_label(path: Path) -> str:
@@ -208,9 +212,9 @@ class _Translator:
         resolved = resolve(tuple(error["loc"]), self.data)
         path, kind = resolved.path, error["type"]
         ctx: dict[str, Any] = dict(error.get("ctx") or {})
-        if kind == "extra_forbidden":
+        if kind in UNKNOWN_KEY:
             return self.unknown_key(resolved)
-        if kind == "missing":
+        if kind in MISSING_KEY:
             return self.missing(resolved)
         if kind == "bad_shape" and self.is_step_path(path):
             return self.bad_step(path, error["input"])
@@ -260,7 +264,7 @@ class _Translator:
     def unknown_key(self, resolved: Resolved) -> Finding:
         path, owner = resolved.path, resolved.owner
         key = str(path[-1])
-        fields = list(owner.model_fields) if owner is not None else []
+        fields = list(fields_of(owner)) if owner is not None else []
         hint = f"allowed here: {', '.join(fields)}" if fields else None
         parent = _node_at(self.data, path[:-1])
         if owner is AgentStepModel and key in _KIND_OF_KEY and isinstance(parent, dict) and "kind" not in parent:

@@ -36,6 +36,8 @@ _EXPECTED = {
     "dict_type": "a mapping",
     "model_type": "a mapping",
     "model_attributes_type": "a mapping",
+    "dataclass_type": "a mapping",
+    "dataclass_exact_type": "a mapping",
     "list_type": "a list",
     "tuple_type": "a list",
 }

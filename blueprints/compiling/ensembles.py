@@ -55,7 +55,7 @@ def compile_ensemble(c: CompilerBase, model: EnsembleStepModel, path: Path) -> E
 def _history(c: CompilerBase, model: EnsembleStepModel) -> HistoryPolicy:
     manage = model.ensemble.history_management
     defaults = c.agents.settings.history
-    given = manage.model_fields_set if manage is not None else set()
+    given = manage.fields_given if manage is not None else set()
     return HistoryPolicy(
         strategy=manage.strategy if manage is not None and "strategy" in given else defaults.strategy,
         max_tokens=manage.max_tokens if manage is not None and manage.max_tokens is not None else defaults.max_tokens,

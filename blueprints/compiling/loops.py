@@ -91,7 +91,7 @@ def _exit(c: CompilerBase, loop: LoopSettingsModel, path: Path) -> tuple[ScopeFu
 def _conversation(c: CompilerBase, loop: LoopSettingsModel, path: Path) -> Conversation:
     manage = loop.history_management
     defaults = c.agents.settings.history  # flujo.toml / FLUJO_HISTORY__* / --set; the loop's own keys win
-    given = manage.model_fields_set if manage is not None else set()
+    given = manage.fields_given if manage is not None else set()
     strategy = manage.strategy if manage is not None and "strategy" in given else defaults.strategy
     name = manage.summarizer_agent if manage is not None else None
     summarizer: Agent | None = None

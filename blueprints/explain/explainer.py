@@ -268,9 +268,7 @@ class _Walk:
         """Record the summarizer's calls: at most one before each call that is sent this loop's history."""
         manage = model.loop.history_management
         defaults = self.settings.history
-        strategy = (
-            manage.strategy if manage is not None and "strategy" in manage.model_fields_set else defaults.strategy
-        )
+        strategy = manage.strategy if manage is not None and "strategy" in manage.fields_given else defaults.strategy
         if strategy != "summarize":
             return
         if manage is not None and manage.summarizer_agent is not None:

@@ -149,7 +149,7 @@ def summarizer_name(loop: LoopSettingsModel, defaults: HistorySettings, agents: 
 
 def _bound(loop: LoopSettingsModel, defaults: HistorySettings, agents: Mapping[str, AgentModel]) -> str:
     manage = loop.history_management
-    given = manage.model_fields_set if manage is not None else set()
+    given = manage.fields_given if manage is not None else set()
     values = {
         "strategy": manage.strategy if manage is not None and "strategy" in given else defaults.strategy,
         "max_tokens": manage.max_tokens if manage is not None and manage.max_tokens is not None else None,

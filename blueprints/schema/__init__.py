@@ -1,4 +1,8 @@
-"""The blueprint schema: pydantic models of the whole v0.1 language (structure only).
+"""The blueprint schema: models of the whole v0.1 language (structure only), as frozen dataclasses.
+
+This package's modules import nothing of pydantic: ``blueprints.schema.validating`` validates data against the
+models (and gives pydantic the constraints of the names their annotations use), ``blueprints.schema.json_schema``
+writes their JSON Schema.
 
 Rules that span several values (references between steps, exactly-one-of, template syntax) are checked
 by ``blueprints.checking.checks`` after the structure validates, where each finding can point at its own value.
@@ -37,9 +41,7 @@ from blueprints.schema.steps import (
     MapStepModel,
     ParallelSettingsModel,
     ParallelStepModel,
-    StepModel,
     StepModelBase,
-    complete_models,
 )
 from blueprints.schema.tools import McpModel, ToolModel
 
@@ -78,9 +80,7 @@ __all__ = [
     "ParticipantModel",
     "PropagationModel",
     "StartWithModel",
-    "StepModel",
     "StepModelBase",
     "TextOutputModel",
     "ToolModel",
-    "complete_models",
 ]

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import Field
+from blueprints.schema.base import JsonSchema, StrictModel
 
-from blueprints.schema.base import CallablePath, JsonSchema, Name, PositiveInt, StrictModel
+if TYPE_CHECKING:
+    from blueprints.schema.base import CallablePath, Command, Name, NonNegativeInt, PositiveFloat, PositiveInt
 
 
+@dataclass(frozen=True, kw_only=True)
 class ExampleModel(StrictModel):
     """One worked example of an agent: what the user says and what the agent replies."""
 
@@ -18,6 +21,7 @@ class ExampleModel(StrictModel):
     assistant: str
 
 
+@dataclass(frozen=True, kw_only=True)
 class AgentModel(StrictModel):
     """A reusable agent: a model (``provider:name``, ``scripted``, ``echo``), a python callable or a command."""
 
@@ -27,12 +31,12 @@ class AgentModel(StrictModel):
     system_prompt: str | None = None
     examples: list[ExampleModel] | None = None
     output_schema: JsonSchema | None = None
-    model_settings: dict[str, Any] = Field(default_factory=dict)
-    timeout: Annotated[float, Field(gt=0)] | None = None
-    max_retries: Annotated[int, Field(ge=0)] | None = None
+    model_settings: dict[str, Any] = field(default_factory=dict)
+    timeout: PositiveFloat | None = None
+    max_retries: NonNegativeInt | None = None
     replies: list[Any] | None = None
     python: CallablePath | None = None
-    command: Annotated[list[str], Field(min_length=1)] | None = None
+    command: Command | None = None
     context_window: PositiveInt | None = None
     base_url: str | None = None
     # The tools its model may call (names under the top-level tools:), and how (see docs/tools.md). Left out:
@@ -44,10 +48,11 @@ class AgentModel(StrictModel):
     tool_result_chars: PositiveInt | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
 class LimitsModel(StrictModel):
     """The run-wide usage budget."""
 
     label: ClassVar[str] = "limits"
 
-    max_cost_usd: Annotated[float, Field(gt=0)] | None = None
+    max_cost_usd: PositiveFloat | None = None
     max_tokens: PositiveInt | None = None

@@ -7,14 +7,18 @@ file format is translated into these models by ``blueprints.reading.ensemble_fil
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import Discriminator, Field, Tag
+from blueprints.schema.base import JsonSchema, StrictModel
+from blueprints.schema.loop_blocks import HistoryManagementModel
 
-from blueprints.schema.base import AgentRef, JsonSchema, Name, PositiveInt, StrictModel, UsesRef
-from blueprints.schema.loop_blocks import HistoryManagementModel, OutputSpec
+if TYPE_CHECKING:
+    from blueprints.schema.base import AgentRef, Name, PositiveFloat, PositiveInt, UsesRef
+    from blueprints.schema.loop_blocks import OutputSpec
 
 
+@dataclass(frozen=True, kw_only=True)
 class DependencyModel(StrictModel):
     """``depends_on: [{participant: X, condition: ..., max_executions: N}]`` (or just the name)."""
 
@@ -25,24 +29,12 @@ class DependencyModel(StrictModel):
     max_executions: PositiveInt | None = None
 
 
-def _dependency_shape(value: Any) -> str | None:
-    if isinstance(value, str):
-        return "name"
-    if isinstance(value, dict | DependencyModel):
-        return "mapping"
-    return None
+if TYPE_CHECKING:
+    DependencyEntry = Name | DependencyModel  # a participant's name or a mapping, told apart by shape
+    Participants = list["ParticipantModel"]  # at least one
 
 
-DependencyEntry = Annotated[
-    Annotated[Name, Tag("name")] | Annotated[DependencyModel, Tag("mapping")],
-    Discriminator(
-        _dependency_shape,
-        custom_error_type="bad_shape",
-        custom_error_message="expected a participant's name or a mapping {participant: NAME, condition: ...}",
-    ),
-]
-
-
+@dataclass(frozen=True, kw_only=True)
 class ParticipantModel(StrictModel):
     """One voice of an ensemble."""
 
@@ -57,10 +49,10 @@ class ParticipantModel(StrictModel):
     answered_by: AgentRef | None = None  # a simulated person speaks for it (core.answering.simulated_person)
     input_schema: JsonSchema | None = None
     prompt: str | None = None
-    config: dict[str, Any] = Field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
     max_turns: PositiveInt = 1
     # Not ``default_factory=list``: pydantic reads a factory's signature, and reading ``list``'s costs a start-up ~7 ms.
-    depends_on: list[DependencyEntry] = Field(default_factory=lambda: [])
+    depends_on: list[DependencyEntry] = field(default_factory=lambda: [])
     requires_all: bool = True
     state_key: Name | None = None
     triggers_conversation: bool | None = None
@@ -70,14 +62,15 @@ class ParticipantModel(StrictModel):
         return [DependencyModel(participant=d) if isinstance(d, str) else d for d in self.depends_on]
 
 
+@dataclass(frozen=True, kw_only=True)
 class EnsembleSettingsModel(StrictModel):
     """The ``ensemble:`` block of an ensemble step."""
 
     label: ClassVar[str] = "ensemble settings"
 
-    participants: Annotated[list[ParticipantModel], Field(min_length=1)]
+    participants: Participants
     max_total_turns: PositiveInt = 20
-    max_agent_executions: dict[str, PositiveInt] = Field(default_factory=dict)
-    timeout_seconds: Annotated[float, Field(gt=0)] | None = 300
+    max_agent_executions: dict[str, PositiveInt] = field(default_factory=dict)
+    timeout_seconds: PositiveFloat | None = 300
     history_management: HistoryManagementModel | None = None
     output: OutputSpec | None = None

@@ -16,41 +16,31 @@ the member (a callable discriminator), so a wrong value gets one error about the
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
 
-from pydantic import Discriminator, Field, Tag
-
-from blueprints.schema.base import ContextPath, Name, StrictModel
+from blueprints.schema.base import StrictModel
 from core import InputTarget
 
+if TYPE_CHECKING:
+    from blueprints.schema.base import ContextPath, Name
 
+
+@dataclass(frozen=True, kw_only=True)
 class OutputMapModel(StrictModel):
     """One ``outputs`` entry: a path into the child's final context and the parent's scratchpad path."""
 
     label: ClassVar[str] = "outputs entry"
 
-    child: Annotated[str, Field(min_length=1)]
+    child: Name
     parent: ContextPath
 
 
-def _list_or_mapping(value: Any) -> str | None:
-    if isinstance(value, list | tuple):
-        return "list"
-    if isinstance(value, dict):
-        return "mapping"
-    return None
+if TYPE_CHECKING:
+    OutputsSpec = list[OutputMapModel] | dict[str, ContextPath]  # told apart by shape
 
 
-OutputsSpec = Annotated[
-    Annotated[list[OutputMapModel], Tag("list")] | Annotated[dict[str, ContextPath], Tag("mapping")],
-    Discriminator(
-        _list_or_mapping,
-        custom_error_type="bad_shape",
-        custom_error_message="expected a list of {child: ..., parent: ...} entries, or a mapping child: parent",
-    ),
-]
-
-
+@dataclass(frozen=True, kw_only=True)
 class ImportConfigModel(StrictModel):
     """How a sub-workflow receives its input and what it gives back (see ``core.steps.kinds.WorkflowStep``)."""
 

@@ -1,6 +1,6 @@
 """The JSON Schema of each file flujo reads, for editors (``flujo schema blueprint|ensemble|config``).
 
-Each is generated from the pydantic models that validate the file: a blueprint from ``BlueprintModel``, a
+Each is generated from the models that validate the file: a blueprint from ``BlueprintModel``, a
 settings file (``flujo.toml``, the user's ``config.toml``) from ``core.Settings``. The ensemble file format
 is read by translating it into a blueprint (``blueprints.reading.ensemble_file``), so it has no model of its
 own to validate it; ``EnsembleFileModel`` below describes the file as written, built from the fields of the
@@ -15,22 +15,19 @@ at most one of ``model``/``python``/``command``, none only with a ``default_mode
 
 from __future__ import annotations
 
-import copy
-from typing import Any, Literal
+import dataclasses
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, create_model
-from pydantic.fields import FieldInfo
+from pydantic import Field, TypeAdapter
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
 from blueprints.schema.agents import AgentModel, LimitsModel
-from blueprints.schema.base import Name, StrictModel
+from blueprints.schema.base import StrictModel
 from blueprints.schema.document import BlueprintModel
 from blueprints.schema.ensemble import DependencyModel, EnsembleSettingsModel, ParticipantModel
-from blueprints.schema.steps import complete_models
+from blueprints.schema.validating import Name, fields_of
 from core import Settings
-
-complete_models()  # the fields below are read from models made with defer_build
 
 SchemaKind = Literal["blueprint", "ensemble", "config"]
 SCHEMA_KINDS: tuple[SchemaKind, ...] = ("blueprint", "ensemble", "config")
@@ -49,56 +46,73 @@ class _EditorSchema(GenerateJsonSchema):
         return generated
 
 
-def _fields(model: type[BaseModel], *names: str) -> dict[str, Any]:
-    """The fields ``names`` of ``model`` (all of them when none is named), for ``create_model``."""
-    fields = model.model_fields
-    return {name: (field.annotation, copy.copy(field)) for name, field in fields.items() if not names or name in names}
+FieldSpec = tuple[str, Any, Any]  # a field for ``dataclasses.make_dataclass``: name, annotation, dataclasses.Field
 
 
-def _renamed(field: FieldInfo) -> tuple[Any, FieldInfo]:
-    return field.annotation, copy.copy(field)
+def _fields(model: type[StrictModel], *names: str) -> list[FieldSpec]:
+    """The fields ``names`` of ``model`` (all of them when none is named), for ``_model``: their annotations
+    resolved (with their constraints), their defaults kept."""
+    annotations = fields_of(model)
+    return [
+        _field(field.name, annotations[field.name].annotation, field)
+        for field in dataclasses.fields(model)  # type: ignore[arg-type]
+        if not names or field.name in names
+    ]
 
 
-# Made at import from the fields of other models, so typed Any: mypy cannot follow ``create_model``.
-EnsembleFileDependency: Any = create_model(  # ``dependencies: [{agent_name: X, condition: ..., ...}]``
+def _field(name: str, annotation: Any, field: dataclasses.Field[Any]) -> FieldSpec:
+    return name, annotation, dataclasses.field(default=field.default, default_factory=field.default_factory)
+
+
+def _model(name: str, doc: str | None, fields: list[FieldSpec]) -> Any:
+    """A model (a dataclass of ``StrictModel``, as the blueprint's) named ``name``, described by ``doc``."""
+    return dataclasses.make_dataclass(
+        name, fields, bases=(StrictModel,), namespace={"__doc__": doc}, frozen=True, kw_only=True
+    )
+
+
+# Made at import from the fields of other models, so typed Any: mypy cannot follow ``make_dataclass``.
+_PARTICIPANT = {field.name: field for field in dataclasses.fields(DependencyModel)}["participant"]
+EnsembleFileDependency: Any = _model(  # ``dependencies: [{agent_name: X, condition: ..., ...}]``
     "EnsembleFileDependency",
-    __base__=StrictModel,
-    __doc__="An agent this one waits for: ``agent_name``, and when (``condition``), how often, all or any.",
-    agent_name=_renamed(DependencyModel.model_fields["participant"]),
-    **{name: spec for name, spec in _fields(DependencyModel).items() if name != "participant"},
-    requires_all=(bool | None, None),
+    "An agent this one waits for: ``agent_name``, and when (``condition``), how often, all or any.",
+    [
+        _field("agent_name", fields_of(DependencyModel)["participant"].annotation, _PARTICIPANT),
+        *(spec for spec in _fields(DependencyModel) if spec[0] != "participant"),
+        ("requires_all", bool | None, dataclasses.field(default=None)),
+    ],
 )
 
-EnsembleFileConversation: Any = create_model(  # ``conversation: {max_turns: 2, ...}``, onto the participant
+EnsembleFileConversation: Any = _model(  # ``conversation: {max_turns: 2, ...}``, onto the participant
     "EnsembleFileConversation",
-    __base__=StrictModel,
-    __doc__="How the agent takes part in the conversation.",
-    **_fields(ParticipantModel, "max_turns", "state_key", "triggers_conversation"),
+    "How the agent takes part in the conversation.",
+    _fields(ParticipantModel, "max_turns", "state_key", "triggers_conversation"),
 )
 
 _DEPENDENCIES: Any = list[Name | EnsembleFileDependency] | None
-EnsembleFileAgent: Any = create_model(  # one entry of ``agents:``: a participant, with the file's own keys
+EnsembleFileAgent: Any = _model(  # one entry of ``agents:``: a participant, with the file's own keys
     "EnsembleFileAgent",
-    __base__=StrictModel,
-    __doc__=ParticipantModel.__doc__,
-    **_fields(ParticipantModel),
-    dependencies=(_DEPENDENCIES, None),
-    conversation=(EnsembleFileConversation | None, None),
+    ParticipantModel.__doc__,
+    [
+        *_fields(ParticipantModel),
+        ("dependencies", _DEPENDENCIES, dataclasses.field(default=None)),
+        ("conversation", EnsembleFileConversation | None, dataclasses.field(default=None)),
+    ],
 )
 
-EnsembleFileLimits: Any = create_model(  # ``conversation_limits:``, onto the ensemble's own block
+EnsembleFileLimits: Any = _model(  # ``conversation_limits:``, onto the ensemble's own block
     "EnsembleFileLimits",
-    __base__=StrictModel,
-    __doc__="The limits of the whole conversation.",
-    **{name: spec for name, spec in _fields(EnsembleSettingsModel).items() if name != "participants"},
+    "The limits of the whole conversation.",
+    [spec for spec in _fields(EnsembleSettingsModel) if spec[0] != "participants"],
 )
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class EnsembleFileModel(StrictModel):
     """An ensemble file: a list of agents that talk in rounds, run as a blueprint with one ensemble step."""
 
     name: Name | None = None
-    agents: list[EnsembleFileAgent] = Field(min_length=1)
+    agents: Annotated[list[EnsembleFileAgent], Field(min_length=1)]
     conversation_limits: EnsembleFileLimits | None = None
     personas: dict[str, AgentModel] | None = None
     limits: LimitsModel | None = None
@@ -107,13 +121,13 @@ class EnsembleFileModel(StrictModel):
 def file_schema(kind: SchemaKind) -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of the file format ``kind``."""
     if kind == "blueprint":
-        model: type[BaseModel] = BlueprintModel
+        model: type[Any] = BlueprintModel
         title = "flujo blueprint"
     elif kind == "ensemble":
         model, title = EnsembleFileModel, "flujo ensemble file"
     else:
         model, title = Settings, "flujo settings (flujo.toml, ~/.config/flujo/config.toml)"
-    schema = model.model_json_schema(schema_generator=_EditorSchema)
+    schema = TypeAdapter(model).json_schema(schema_generator=_EditorSchema)
     if kind == "blueprint":  # ``version: 0.1`` unquoted is a number in YAML, and plainly means "0.1"
         schema["properties"]["version"] = {"enum": ["0.1", 0.1], "title": "Version"}
     if kind == "config":  # a provider's section given in part keeps its default base URL (load_settings)

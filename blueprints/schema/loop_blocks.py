@@ -2,20 +2,23 @@
 
 Several keys accept more than one shape (``init`` is a list of operations or a mapping of presets;
 ``propagation`` a preset word or ``{next_input: ...}``; ``output`` a preset or a mapping). Each such union
-picks its member by the shape of the value (a callable discriminator), so a wrong value gets one error
-about the chosen shape instead of one error per possible shape.
+picks its member by the shape of the value (a callable discriminator, in ``blueprints.schema.validating``), so
+a wrong value gets one error about the chosen shape instead of one error per possible shape.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import Discriminator, Field, Tag
-
-from blueprints.schema.base import Name, PositiveInt, StrictModel
+from blueprints.schema.base import StrictModel
 from core import HistoryStrategy
 
+if TYPE_CHECKING:
+    from blueprints.schema.base import Name, PositiveInt, Ratio
 
+
+@dataclass(frozen=True, kw_only=True)
 class HistoryManagementModel(StrictModel):
     """``loop.history_management``: how the injected history is bounded."""
 
@@ -25,9 +28,10 @@ class HistoryManagementModel(StrictModel):
     max_tokens: PositiveInt | None = None
     max_turns: PositiveInt | None = None
     summarizer_agent: Name | None = None
-    summarize_ratio: Annotated[float, Field(gt=0, lt=1)] = 0.5
+    summarize_ratio: Ratio = 0.5
 
 
+@dataclass(frozen=True, kw_only=True)
 class InitTargetModel(StrictModel):
     """The operand of an init operation: a ``context.*`` target and a value (text is a template)."""
 
@@ -37,6 +41,7 @@ class InitTargetModel(StrictModel):
     value: Any = None
 
 
+@dataclass(frozen=True, kw_only=True)
 class InitOpModel(StrictModel):
     """One init operation: exactly one of ``set``, ``append`` or ``merge``."""
 
@@ -47,6 +52,7 @@ class InitOpModel(StrictModel):
     merge: InitTargetModel | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
 class StartWithModel(StrictModel):
     """``init.history.start_with``: seed the conversation from the initial input or a step's output."""
 
@@ -57,18 +63,21 @@ class StartWithModel(StrictModel):
     prefix: str = ""
 
 
+@dataclass(frozen=True, kw_only=True)
 class HistoryInitModel(StrictModel):
     label: ClassVar[str] = "init.history"
 
     start_with: StartWithModel
 
 
+@dataclass(frozen=True, kw_only=True)
 class NotesInitModel(StrictModel):
     label: ClassVar[str] = "init.notes"
 
     set: str
 
 
+@dataclass(frozen=True, kw_only=True)
 class InitPresetsModel(StrictModel):
     """The friendly mapping form of ``init``."""
 
@@ -78,22 +87,8 @@ class InitPresetsModel(StrictModel):
     notes: NotesInitModel | None = None
 
 
-def _list_or_mapping(value: Any) -> str | None:
-    if isinstance(value, list | tuple):
-        return "ops"
-    if isinstance(value, dict | InitPresetsModel):
-        return "presets"
-    return None
-
-
-InitSpec = Annotated[
-    Annotated[list[InitOpModel], Tag("ops")] | Annotated[InitPresetsModel, Tag("presets")],
-    Discriminator(
-        _list_or_mapping,
-        custom_error_type="bad_shape",
-        custom_error_message="expected a list of set/append/merge operations, or a mapping with history/notes",
-    ),
-]
+if TYPE_CHECKING:
+    InitSpec = list[InitOpModel] | InitPresetsModel  # told apart by shape
 
 PropagationPreset = Literal["context", "previous_output", "auto"]
 PROPAGATION_PRESETS: tuple[str, ...] = ("context", "previous_output", "auto")
@@ -101,6 +96,7 @@ PROPAGATION_PRESETS: tuple[str, ...] = ("context", "previous_output", "auto")
 OUTPUT_SHORTHANDS: tuple[str, ...] = ("conversation_history", "initial_prompt")
 
 
+@dataclass(frozen=True, kw_only=True)
 class PropagationModel(StrictModel):
     """``propagation: {next_input: context|previous_output|auto|<template>}``."""
 
@@ -109,24 +105,11 @@ class PropagationModel(StrictModel):
     next_input: str
 
 
-def _word_or_mapping(value: Any) -> str | None:
-    if isinstance(value, str):
-        return "preset"
-    if isinstance(value, dict | PropagationModel):
-        return "mapping"
-    return None
+if TYPE_CHECKING:
+    PropagationSpec = PropagationPreset | PropagationModel  # told apart by shape
 
 
-PropagationSpec = Annotated[
-    Annotated[PropagationPreset, Tag("preset")] | Annotated[PropagationModel, Tag("mapping")],
-    Discriminator(
-        _word_or_mapping,
-        custom_error_type="bad_shape",
-        custom_error_message="expected context, previous_output, auto, or a mapping with next_input",
-    ),
-]
-
-
+@dataclass(frozen=True, kw_only=True)
 class TextOutputModel(StrictModel):
     """``output: {text: conversation_history}`` (or a template)."""
 
@@ -135,6 +118,7 @@ class TextOutputModel(StrictModel):
     text: str
 
 
+@dataclass(frozen=True, kw_only=True)
 class FieldsOutputModel(StrictModel):
     """``output: {fields: {name: initial_prompt|conversation_history|<template>}}``."""
 
@@ -143,30 +127,11 @@ class FieldsOutputModel(StrictModel):
     fields: dict[str, Any]
 
 
-def _output_shape(value: Any) -> str | None:
-    if isinstance(value, TextOutputModel | FieldsOutputModel):
-        return "text" if isinstance(value, TextOutputModel) else "fields"
-    if not isinstance(value, dict):
-        return None
-    if set(value) == {"text"}:
-        return "text"
-    if "fields" in value:
-        return "fields"
-    return "mapping"
+if TYPE_CHECKING:
+    OutputSpec = TextOutputModel | FieldsOutputModel | dict[str, Any]  # told apart by shape
 
 
-OutputSpec = Annotated[
-    Annotated[TextOutputModel, Tag("text")]
-    | Annotated[FieldsOutputModel, Tag("fields")]
-    | Annotated[dict[str, Any], Tag("mapping")],
-    Discriminator(
-        _output_shape,
-        custom_error_type="bad_shape",
-        custom_error_message="expected a mapping: {text: ...}, {fields: {...}} or field: template pairs",
-    ),
-]
-
-
+@dataclass(frozen=True, kw_only=True)
 class FinalizeModel(StrictModel):
     """``map.finalize``: shape the list of results once, after the last item."""
 

@@ -1,74 +1,51 @@
 """Models of the six step kinds, a tagged union on ``kind`` (``step`` when ``kind`` is left out).
 
-Steps nest (a loop's body, a parallel's branches, a conditional's branches, a map's body), so the
-models refer to ``StepModel`` before it is defined and are rebuilt at the end of the module.
+Steps nest (a loop's body, a parallel's branches, a conditional's branches, a map's body): the models refer
+to ``StepModel``, the union, which ``blueprints.schema.validating`` defines (with the models' other constrained
+names) for pydantic; mypy sees the plain union ``AnyStepModel``.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import Discriminator, Field, Tag
-
-from blueprints.schema.base import (
-    AgentRef,
-    CallablePath,
-    ContextPath,
-    JsonSchema,
-    Name,
-    PositiveInt,
-    StrictModel,
-    UsesRef,
-)
+from blueprints.schema.base import JsonSchema, StrictModel
 from blueprints.schema.ensemble import EnsembleSettingsModel
 from blueprints.schema.import_config import ImportConfigModel
-from blueprints.schema.loop_blocks import (
-    FinalizeModel,
-    HistoryManagementModel,
-    InitOpModel,
-    InitSpec,
-    OutputSpec,
-    PropagationSpec,
-)
+from blueprints.schema.loop_blocks import FinalizeModel, HistoryManagementModel, InitOpModel
 from core import AiTurnSource, BranchFailure, MergeStrategy, ReduceMode
+
+if TYPE_CHECKING:
+    from blueprints.schema.base import AgentRef, CallablePath, ContextPath, Name, PositiveInt, UsesRef
+    from blueprints.schema.loop_blocks import InitSpec, OutputSpec, PropagationSpec
 
 BUILTIN_AGENTS = ("flujo.builtins.passthrough", "flujo.builtins.stringify", "flujo.builtins.ask_user")
 BuiltinId = Literal["flujo.builtins.passthrough", "flujo.builtins.stringify", "flujo.builtins.ask_user"]
 
 
+@dataclass(frozen=True, kw_only=True)
 class AgentRefModel(StrictModel):
     """``agent: {id: flujo.builtins.<name>, params: {...}}``."""
 
     label: ClassVar[str] = "agent reference"
 
     id: BuiltinId
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
 
 
-def _agent_shape(value: Any) -> str | None:
-    if isinstance(value, str):
-        return "path"
-    if isinstance(value, dict | AgentRefModel):
-        return "ref"
-    return None
+if TYPE_CHECKING:
+    AgentChoice = CallablePath | AgentRefModel  # told apart by shape
 
 
-AgentChoice = Annotated[
-    Annotated[CallablePath, Tag("path")] | Annotated[AgentRefModel, Tag("ref")],
-    Discriminator(
-        _agent_shape,
-        custom_error_type="bad_shape",
-        custom_error_message="expected 'module:function' or a mapping {id: flujo.builtins.<name>}",
-    ),
-]
-
-
+@dataclass(frozen=True, kw_only=True)
 class StepModelBase(StrictModel):
     label: ClassVar[str] = "step"
 
     name: Name
 
 
+@dataclass(frozen=True, kw_only=True)
 class AgentStepModel(StepModelBase):
     """``kind: step``: call an agent (``uses`` or ``agent``) or a sub-workflow (``uses: imports.<alias>``,
     set up by ``config``), or pass the input through."""
@@ -85,6 +62,7 @@ class AgentStepModel(StepModelBase):
     config: ImportConfigModel | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
 class HitlStepModel(StepModelBase):
     """``kind: hitl``: ask the human."""
 
@@ -95,12 +73,13 @@ class HitlStepModel(StepModelBase):
     answered_by: AgentRef | None = None  # a simulated person answers (core.answering.simulated_person)
 
 
+@dataclass(frozen=True, kw_only=True)
 class LoopSettingsModel(StrictModel):
     """The ``loop:`` block of a loop step."""
 
     label: ClassVar[str] = "loop settings"
 
-    body: Annotated[list[StepModel], Field(min_length=1)]
+    body: Steps
     max_loops: PositiveInt | None = None
     exit_expression: str | None = None
     exit_condition: CallablePath | None = None
@@ -117,6 +96,7 @@ class LoopSettingsModel(StrictModel):
     output: OutputSpec | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
 class LoopStepModel(StepModelBase):
     """``kind: loop``: run a body repeatedly."""
 
@@ -124,12 +104,13 @@ class LoopStepModel(StepModelBase):
     loop: LoopSettingsModel
 
 
+@dataclass(frozen=True, kw_only=True)
 class ParallelSettingsModel(StrictModel):
     """The ``parallel:`` block of a parallel step (as ``loop:`` and ``map:`` hold theirs)."""
 
     label: ClassVar[str] = "parallel settings"
 
-    branches: Annotated[dict[str, Annotated[list[StepModel], Field(min_length=1)]], Field(min_length=1)]
+    branches: Branches
     merge_strategy: MergeStrategy = "merge_scratchpad"
     on_branch_failure: BranchFailure = "propagate"
     reduce: ReduceMode | None = None
@@ -138,6 +119,7 @@ class ParallelSettingsModel(StrictModel):
 PARALLEL_KEYS = ("branches", "merge_strategy", "on_branch_failure", "reduce")
 
 
+@dataclass(frozen=True, kw_only=True)
 class ParallelStepModel(StepModelBase):
     """``kind: parallel``: run named branches concurrently. Its settings are written in a ``parallel:`` block
     or, as before that block existed, beside ``kind`` (``branches:``, ``reduce:`` ...); one form per step, which
@@ -145,7 +127,7 @@ class ParallelStepModel(StepModelBase):
 
     kind: Literal["parallel"]
     parallel: ParallelSettingsModel | None = None
-    branches: Annotated[dict[str, Annotated[list[StepModel], Field(min_length=1)]], Field(min_length=1)] | None = None
+    branches: Branches | None = None
     merge_strategy: MergeStrategy = "merge_scratchpad"
     on_branch_failure: BranchFailure = "propagate"
     reduce: ReduceMode | None = None
@@ -156,7 +138,7 @@ class ParallelStepModel(StepModelBase):
         the checks)."""
         if self.parallel is not None:
             return self.parallel
-        return ParallelSettingsModel.model_construct(
+        return ParallelSettingsModel(
             branches=self.branches or {},
             merge_strategy=self.merge_strategy,
             on_branch_failure=self.on_branch_failure,
@@ -169,27 +151,30 @@ class ParallelStepModel(StepModelBase):
         return ("parallel",) if self.parallel is not None else ()
 
 
+@dataclass(frozen=True, kw_only=True)
 class ConditionalStepModel(StepModelBase):
     """``kind: conditional``: pick a branch by a condition's value."""
 
     kind: Literal["conditional"]
     condition_expression: str | None = None
     condition: CallablePath | None = None
-    branches: Annotated[dict[str, Annotated[list[StepModel], Field(min_length=1)]], Field(min_length=1)]
-    default_branch: Annotated[list[StepModel], Field(min_length=1)] | None = None
+    branches: Branches
+    default_branch: Steps | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
 class MapSettingsModel(StrictModel):
     """The ``map:`` block of a map step."""
 
     label: ClassVar[str] = "map settings"
 
     over: str
-    body: Annotated[list[StepModel], Field(min_length=1)]
+    body: Steps
     init: list[InitOpModel] | None = None
     finalize: FinalizeModel | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
 class MapStepModel(StepModelBase):
     """``kind: map``: run a body once per item of a list."""
 
@@ -197,6 +182,7 @@ class MapStepModel(StepModelBase):
     map: MapSettingsModel
 
 
+@dataclass(frozen=True, kw_only=True)
 class EnsembleStepModel(StepModelBase):
     """``kind: ensemble``: a conversation among participants, in rounds."""
 
@@ -205,33 +191,6 @@ class EnsembleStepModel(StepModelBase):
 
 
 STEP_KINDS = ("step", "hitl", "loop", "parallel", "conditional", "map", "ensemble")
-
-
-def _step_kind(value: Any) -> str | None:
-    if isinstance(value, AgentStepModel | HitlStepModel | LoopStepModel | ParallelStepModel):
-        return value.kind
-    if isinstance(value, ConditionalStepModel | MapStepModel | EnsembleStepModel):
-        return value.kind
-    if isinstance(value, dict):
-        kind = value.get("kind", "step")
-        return kind if isinstance(kind, str) else repr(kind)
-    return None
-
-
-StepModel = Annotated[
-    Annotated[AgentStepModel, Tag("step")]
-    | Annotated[HitlStepModel, Tag("hitl")]
-    | Annotated[LoopStepModel, Tag("loop")]
-    | Annotated[ParallelStepModel, Tag("parallel")]
-    | Annotated[ConditionalStepModel, Tag("conditional")]
-    | Annotated[MapStepModel, Tag("map")]
-    | Annotated[EnsembleStepModel, Tag("ensemble")],
-    Discriminator(
-        _step_kind,
-        custom_error_type="bad_shape",
-        custom_error_message="a step is a mapping with kind and name",
-    ),
-]
 
 AnyStepModel = (
     AgentStepModel
@@ -243,12 +202,7 @@ AnyStepModel = (
     | EnsembleStepModel
 )
 
-
-def complete_models() -> None:
-    """Resolve the fields that name a step (``StepModel`` is defined after the models that contain steps), and
-    build those models' validators. Every model is made with ``defer_build``: a run whose blueprint was
-    validated before (``blueprints.checking.validated``) builds none, and a first validation builds only
-    ``BlueprintModel``'s, which holds the others. Call this before reading these models' ``model_fields``
-    (to explain a validation error, or to write the JSON Schema)."""
-    for model in (LoopSettingsModel, ParallelSettingsModel, ParallelStepModel, ConditionalStepModel, MapSettingsModel):
-        model.model_rebuild()
+if TYPE_CHECKING:
+    StepModel = AnyStepModel  # told apart by ``kind`` (``step`` when left out)
+    Steps = list[StepModel]  # at least one
+    Branches = dict[str, Steps]  # at least one

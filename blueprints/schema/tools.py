@@ -12,33 +12,37 @@ A tool is exactly one of ``python``, ``command``, ``workflow`` or ``mcp`` (check
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Literal
 
-from pydantic import Field
+from blueprints.schema.base import JsonSchema, StrictModel
 
-from blueprints.schema.base import CallablePath, ImportRef, JsonSchema, Name, StrictModel
+if TYPE_CHECKING:
+    from blueprints.schema.base import CallablePath, Command, ImportRef, Name, PositiveFloat
 
 
+@dataclass(frozen=True, kw_only=True)
 class McpModel(StrictModel):
     """An MCP server over stdio: the command that starts it and extra environment."""
 
     label: ClassVar[str] = "mcp server"
 
-    command: Annotated[list[str], Field(min_length=1)]
+    command: Command
     env: dict[str, str] | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
 class ToolModel(StrictModel):
     """One tool: what runs it, what the model is told of it, whether the person is asked first."""
 
     label: ClassVar[str] = "tool"
 
     python: CallablePath | None = None
-    command: Annotated[list[str], Field(min_length=1)] | None = None
+    command: Command | None = None
     workflow: ImportRef | None = None
     mcp: McpModel | None = None
     include: list[Name] | None = None
     description: str | None = None
     input_schema: JsonSchema | None = None
     approve: Literal["never", "ask"] | None = None
-    timeout: Annotated[float, Field(gt=0)] | None = None
+    timeout: PositiveFloat | None = None

@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from blueprints.checking.validation import resolve
+from blueprints.checking.validation import UNKNOWN_KEY, resolve
 from blueprints.reading.ensemble_file import is_ensemble_file
-from blueprints.schema import BlueprintModel
+from blueprints.schema.validating import validate_blueprint
 from tests.support.cli_helpers import flujo
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -108,10 +108,10 @@ def broken(draw: st.DrawFn, *, only_unknown_keys: bool = False) -> tuple[str, An
 def _refused_keys(data: Any) -> set[DataPath]:
     """The data paths of the keys the schema refuses as unknown; every path when it refuses anything else."""
     try:
-        BlueprintModel.model_validate(data)
+        validate_blueprint(data)
     except ValidationError as exc:
         resolved = [(d["type"], resolve(tuple(d["loc"]), data).path) for d in exc.errors()]
-        if all(kind == "extra_forbidden" for kind, _ in resolved):
+        if all(kind in UNKNOWN_KEY for kind, _ in resolved):
             return {path for _, path in resolved}
         return set(_places(data))
     return set()
@@ -127,7 +127,7 @@ def _validate(tmp_path: Path, data: Any, name: str) -> tuple[int, dict[str, Any]
 
 def _schema_refuses(data: Any) -> bool:
     try:
-        BlueprintModel.model_validate(data)
+        validate_blueprint(data)
     except ValidationError:
         return True
     return False

@@ -1,9 +1,10 @@
 """``flujo schema [blueprint|ensemble|config]``: the JSON Schema an editor checks a file against, kept in step
-with the pydantic models that validate the files: every example file and documented settings block validates
+with the models that validate the files: every example file and documented settings block validates
 against the printed schema, every field of every model (and every key of the ensemble file format) is in it."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import tomllib
@@ -20,6 +21,7 @@ from pydantic import BaseModel
 
 from blueprints.reading.ensemble_file import AGENT_KEYS, CONVERSATION_KEYS, DEPENDENCY_KEYS, TOP_KEYS, is_ensemble_file
 from blueprints.schema import BlueprintModel, ParticipantModel
+from blueprints.schema.validating import fields_of
 from core import Settings
 from flujo_cli import exit_codes
 from tests.support.cli_helpers import ROOT, flujo
@@ -74,9 +76,23 @@ def test_the_schema_refuses_what_flujo_validate_refuses_in_structure(schemas: di
     assert not validator.is_valid({**good, "agents": {"a": {"model": "echo", "timeout": -1}}})
 
 
-def _models(annotation: Any) -> Iterator[type[BaseModel]]:
-    """The pydantic models an annotation names, at any depth of unions, lists, dicts and Annotated."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+def _is_model(annotation: Any) -> bool:
+    return isinstance(annotation, type) and (dataclasses.is_dataclass(annotation) or issubclass(annotation, BaseModel))
+
+
+def _fields(model: type[Any]) -> dict[str, Any]:
+    """The annotation of each field of ``model`` (a blueprint model, a dataclass or a pydantic model)."""
+    if dataclasses.is_dataclass(model):
+        if model.__module__.startswith("blueprints."):
+            return {name: field.annotation for name, field in fields_of(model).items()}
+        hints = typing.get_type_hints(model, include_extras=True)
+        return {field.name: hints[field.name] for field in dataclasses.fields(model)}
+    return {name: field.annotation for name, field in model.model_fields.items()}
+
+
+def _models(annotation: Any) -> Iterator[type[Any]]:
+    """The models an annotation names, at any depth of unions, lists, dicts and Annotated."""
+    if _is_model(annotation):
         yield annotation
         return
     if typing.get_origin(annotation) is typing.Annotated:
@@ -87,29 +103,29 @@ def _models(annotation: Any) -> Iterator[type[BaseModel]]:
             yield from _models(argument)
 
 
-def _reachable(root: type[BaseModel]) -> dict[str, type[BaseModel]]:
-    found: dict[str, type[BaseModel]] = {}
+def _reachable(root: type[Any]) -> dict[str, type[Any]]:
+    found: dict[str, type[Any]] = {}
     waiting = [root]
     while waiting:
         model = waiting.pop()
         if model.__name__ in found:
             continue
         found[model.__name__] = model
-        for field in model.model_fields.values():
-            waiting.extend(_models(field.annotation))
+        for annotation in _fields(model).values():
+            waiting.extend(_models(annotation))
     return found
 
 
 @pytest.mark.parametrize(("kind", "root"), [("blueprint", BlueprintModel), ("config", Settings)])
 def test_every_field_of_every_model_is_in_the_schema(
-    kind: str, root: type[BaseModel], schemas: dict[str, dict[str, Any]]
+    kind: str, root: type[Any], schemas: dict[str, dict[str, Any]]
 ) -> None:
     schema = schemas[kind]
     models = _reachable(root)
     assert len(models) > (20 if kind == "blueprint" else 8)
     for name, model in models.items():
         written = schema if model is root else schema["$defs"][name]
-        assert set(written["properties"]) == set(model.model_fields), name
+        assert set(written["properties"]) == set(_fields(model)), name
 
 
 def test_the_ensemble_schema_has_every_key_of_the_file_format(schemas: dict[str, dict[str, Any]]) -> None:
@@ -117,7 +133,7 @@ def test_the_ensemble_schema_has_every_key_of_the_file_format(schemas: dict[str,
     definitions = schema["$defs"]
     assert set(schema["properties"]) == set(TOP_KEYS)
     agent = set(definitions["EnsembleFileAgent"]["properties"])
-    assert set(AGENT_KEYS) <= agent and set(ParticipantModel.model_fields) <= agent  # the dialect's keys too
+    assert set(AGENT_KEYS) <= agent and set(_fields(ParticipantModel)) <= agent  # the dialect's keys too
     assert set(definitions["EnsembleFileDependency"]["properties"]) == set(DEPENDENCY_KEYS)
     assert set(definitions["EnsembleFileConversation"]["properties"]) == set(CONVERSATION_KEYS)
 

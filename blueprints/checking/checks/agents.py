@@ -62,7 +62,7 @@ def check_agent_definition(checker: Checker, name: str, agent: AgentModel) -> No
         import_check(checker, agent.python, (*path, "python"))
     if agent.model is None and chosen:  # with none chosen, the agent is to be a model: the error above says so
         for key in _MODEL_ONLY:
-            if key in agent.model_fields_set:
+            if key in agent.fields_given:
                 checker.warning(
                     "ignored-key",
                     f"{key} has no effect on agent {name!r}, which is not a model",

@@ -127,7 +127,7 @@ def check_loop(checker: Checker, site: StepSite, step_names: list[str]) -> None:
     step = site.step
     assert isinstance(step, LoopStepModel)
     loop, path = step.loop, (*site.path, "loop")
-    present = set(loop.model_fields_set)
+    present = set(loop.fields_given)
     _exclusive(checker, path, "exit_expression", "exit_condition", present)
     _exclusive(checker, path, "output_template", "output", present)
     if loop.stop_when is not None and present & {"exit_expression", "exit_condition"}:
@@ -170,7 +170,7 @@ def check_loop(checker: Checker, site: StepSite, step_names: list[str]) -> None:
 def _check_conversation(checker: Checker, loop: LoopSettingsModel, path: Path, step_names: list[str]) -> None:
     if not loop.conversation:
         for key in _CONVERSATION_KEYS:
-            if key in loop.model_fields_set:
+            if key in loop.fields_given:
                 checker.warning(
                     "ignored-key",
                     f"{key} has no effect without conversation: true",
@@ -272,7 +272,7 @@ def check_conditional(checker: Checker, site: StepSite, step_names: list[str]) -
             checker.at(path),
             "e.g. condition_expression: \"previous_step.action == 'finish'\"",
         )
-    _exclusive(checker, path, "condition_expression", "condition", set(step.model_fields_set))
+    _exclusive(checker, path, "condition_expression", "condition", set(step.fields_given))
     if step.condition_expression is not None:
         check_text(
             checker, (*path, "condition_expression"), step.condition_expression,
@@ -294,7 +294,7 @@ def check_map(checker: Checker, site: StepSite, step_names: list[str]) -> None:
 
 
 def _check_finalize(checker: Checker, finalize: FinalizeModel, path: Path, step_names: list[str]) -> None:
-    present = set(finalize.model_fields_set)
+    present = set(finalize.fields_given)
     if not present:
         checker.error("missing-field", "finalize needs output_template or output", checker.at(path))
     _exclusive(checker, path, "output_template", "output", present)

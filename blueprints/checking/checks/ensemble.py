@@ -216,7 +216,7 @@ def _check_reachable(checker: Checker, step: EnsembleStepModel, here: Path) -> N
                 "check its depends_on for a cycle",
             )
     most = sum(_limit(p, block.max_agent_executions) for p in block.participants if p.name in can)
-    if "max_total_turns" in block.model_fields_set and block.max_total_turns > most:
+    if "max_total_turns" in block.fields_given and block.max_total_turns > most:
         checker.warning(
             "unreachable-limit",
             f"max_total_turns: {block.max_total_turns} can never be reached: the participants' own limits allow"

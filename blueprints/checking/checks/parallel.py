@@ -11,7 +11,7 @@ from blueprints.schema import PARALLEL_KEYS, ParallelStepModel
 def check_parallel(checker: Checker, site: StepSite) -> None:
     step = site.step
     assert isinstance(step, ParallelStepModel)
-    beside = [key for key in PARALLEL_KEYS if key in step.model_fields_set]
+    beside = [key for key in PARALLEL_KEYS if key in step.fields_given]
     if step.parallel is not None:
         for key in beside:
             checker.error(

@@ -28,7 +28,7 @@ MISSING_HINT = (
 def summarizes(loop: LoopSettingsModel, history: HistorySettings) -> bool:
     """Whether ``loop`` (a ``conversation: true`` loop) uses the ``summarize`` strategy."""
     manage = loop.history_management
-    if manage is not None and "strategy" in manage.model_fields_set:
+    if manage is not None and "strategy" in manage.fields_given:
         return manage.strategy == "summarize"
     return history.strategy == "summarize"
 
@@ -36,7 +36,7 @@ def summarizes(loop: LoopSettingsModel, history: HistorySettings) -> bool:
 def missing_summarizer(loop: LoopSettingsModel) -> str:
     """The message for a loop that summarizes with no summarizer (``MISSING_HINT`` is its hint)."""
     manage = loop.history_management
-    if manage is not None and "strategy" in manage.model_fields_set:
+    if manage is not None and "strategy" in manage.fields_given:
         return "strategy: summarize needs summarizer_agent, and no default summarizer is configured"
     return (
         "this conversation loop summarizes (the configured history.strategy is summarize) but has no "
@@ -60,7 +60,7 @@ def check_summarizer(checker: Checker, loop: LoopSettingsModel, path: Path) -> N
     speaker = speaker_summarizer(loop, checker.model.agents)
     if speaker.agent is not None or not speaker.needed:
         return
-    written = manage is not None and "strategy" in manage.model_fields_set
+    written = manage is not None and "strategy" in manage.fields_given
     where = (*path, "history_management", "strategy") if written else (*path, "conversation")
     checker.error("missing-field", missing_summarizer(loop), checker.at(where), missing_hint(speaker.reason))
 

@@ -126,7 +126,7 @@ def _check_ignored(checker: Checker, name: str, tool: ToolModel) -> None:
         )
     if tool.mcp is not None:
         for key in ("description", "input_schema"):
-            if key in tool.model_fields_set:
+            if key in tool.fields_given:
                 checker.warning(
                     "ignored-key",
                     f"{key} has no effect on tool {name!r}: an MCP server describes each of its tools itself",
@@ -145,7 +145,7 @@ def check_agent_tools(checker: Checker, name: str, agent: AgentModel) -> None:
     path = ("agents", name)
     if agent.tools is None:
         for key in _AGENT_TOOL_KEYS:
-            if key in agent.model_fields_set:
+            if key in agent.fields_given:
                 checker.warning(
                     "ignored-key",
                     f"{key} has no effect on agent {name!r}, which has no tools",

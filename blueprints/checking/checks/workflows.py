@@ -59,7 +59,7 @@ def _check_config(checker: Checker, config: ImportConfigModel, path: Path) -> No
             checker.at((*path, "propagate_hitl")),
             "remove propagate_hitl",
         )
-    if "input_scratchpad_key" in config.model_fields_set and config.input_to == "initial_prompt":
+    if "input_scratchpad_key" in config.fields_given and config.input_to == "initial_prompt":
         checker.warning(
             "ignored-key",
             "input_scratchpad_key has no effect with input_to: initial_prompt",
