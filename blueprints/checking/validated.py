@@ -1,10 +1,11 @@
 """Blueprint files validated before, kept on disk so that the next command reading one skips its validation.
 
-Reading a blueprint file parses its YAML with positions and validates the data against the schema's pydantic
-models. For a small blueprint the reading is a few milliseconds, but the models' validators must first be
-built, and building them was the largest part of a ``flujo run``'s start-up (docs/performance.md, "Start-up
-round 3"). The models are made with ``defer_build`` (``blueprints.schema.complete_models``), so a command
-whose files all come from here never builds them.
+Reading a blueprint file parses its YAML with positions and validates the data against the schema's models.
+For a small blueprint the reading is a few milliseconds, but the models' validator must first be built, and
+building it was the largest part of a ``flujo run``'s start-up (docs/performance.md, "Start-up round 3"). The
+models are plain frozen dataclasses that import nothing of pydantic (``blueprints.schema``; pydantic comes in
+with ``blueprints.schema.validating``), so a command whose files all come from here builds no validator and
+loads none of pydantic's model machinery.
 
 ``ValidatedFiles`` keeps, for a file whose structure validated, what ``blueprints.checking.analysis`` made of
 it before its checks: the model, the position index and the parse's findings (warnings). The checks, which
@@ -41,7 +42,7 @@ from blueprints.reading.positions import PositionIndex
 from blueprints.schema import BlueprintModel
 from core import BoundsSettings
 
-FORMAT = b"flujo validated blueprint 1\n"
+FORMAT = b"flujo validated blueprint 2\n"  # 2: the models are dataclasses (1: pydantic models)
 KEPT = 256
 MAX_BYTES = 16 * 1024 * 1024  # an entry larger than this is not kept (a blueprint is at most 5 MB of text)
 _SUFFIX = ".validated"
