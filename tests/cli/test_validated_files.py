@@ -19,13 +19,13 @@ steps:
   - {kind: step, name: %s, uses: agents.echoer}
 """
 
-# The command, started as ``python -m flujo_cli.main`` is, that says at its end whether the blueprint's model
-# built its validator in this process.
+# The command, started as ``python -m flujo_cli.main`` is, that says at its end whether the blueprint's
+# validator (``blueprints.schema.validating``'s) was built in this process.
 PROBE = """\
 import atexit, runpy, sys
 def said():
-    model = sys.modules.get("blueprints.schema.document")
-    built = model is not None and model.BlueprintModel.__pydantic_complete__
+    validating = sys.modules.get("blueprints.schema.validating")
+    built = validating is not None and validating._blueprint_adapter.cache_info().currsize > 0
     sys.stderr.write(f"\\nvalidator built: {built}\\n")
 atexit.register(said)
 sys.argv = ["-m", *sys.argv[1:]]
