@@ -122,7 +122,7 @@ class _Mender:
             raise _Unsalvageable
         if unit is not None:
             self.broken.add(unit)
-        if kind in UNKNOWN_KEY:
+        if kind == UNKNOWN_KEY:
             return self._delete(path)
         inner = len(unit) if unit is not None else 0
         for end in range(len(path), inner, -1):

@@ -104,10 +104,9 @@ def _child_type(tp: Any, elem: str | int) -> Any | None:
 
 _ABSENT = object()
 
-# pydantic's error types for a key the mapping should not have, and for one it lacks (a model is a dataclass:
-# pydantic reports these as the arguments of its constructor).
-UNKNOWN_KEY = ("unexpected_keyword_argument", "extra_forbidden")
-MISSING_KEY = ("missing_keyword_only_argument", "missing")
+# pydantic's error type for a key a model's mapping should not have: a model is a dataclass, so it is an
+# argument its constructor does not take (a pydantic model's was "extra_forbidden"). A key it lacks is "missing".
+UNKNOWN_KEY = "unexpected_keyword_argument"
 
 
 def _child(node: Any, elem: str | int) -> Any:
@@ -212,9 +211,9 @@ class _Translator:
         resolved = resolve(tuple(error["loc"]), self.data)
         path, kind = resolved.path, error["type"]
         ctx: dict[str, Any] = dict(error.get("ctx") or {})
-        if kind in UNKNOWN_KEY:
+        if kind == UNKNOWN_KEY:
             return self.unknown_key(resolved)
-        if kind in MISSING_KEY:
+        if kind == "missing":
             return self.missing(resolved)
         if kind == "bad_shape" and self.is_step_path(path):
             return self.bad_step(path, error["input"])

@@ -34,10 +34,7 @@ _EXPECTED = {
     "bool_parsing": "true or false",
     "string_type": "text",
     "dict_type": "a mapping",
-    "model_type": "a mapping",
-    "model_attributes_type": "a mapping",
-    "dataclass_type": "a mapping",
-    "dataclass_exact_type": "a mapping",
+    "dataclass_type": "a mapping",  # a model's value that is no mapping (each model is a dataclass)
     "list_type": "a list",
     "tuple_type": "a list",
 }

@@ -111,7 +111,7 @@ def _refused_keys(data: Any) -> set[DataPath]:
         validate_blueprint(data)
     except ValidationError as exc:
         resolved = [(d["type"], resolve(tuple(d["loc"]), data).path) for d in exc.errors()]
-        if all(kind in UNKNOWN_KEY for kind, _ in resolved):
+        if all(kind == UNKNOWN_KEY for kind, _ in resolved):
             return {path for _, path in resolved}
         return set(_places(data))
     return set()
