@@ -30,7 +30,6 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BeforeValidator, Discriminator, Field, Tag, TypeAdapter
 from pydantic_core import PydanticCustomError, core_schema
 
-from blueprints.schema.agents import AgentModel
 from blueprints.schema.base import StrictModel
 from blueprints.schema.document import BlueprintModel
 from blueprints.schema.ensemble import DependencyModel, ParticipantModel
@@ -53,7 +52,6 @@ from blueprints.schema.steps import (
     MapStepModel,
     ParallelStepModel,
 )
-from blueprints.schema.tools import ToolModel
 
 
 def _pattern(regex: str, expected: str) -> AfterValidator:
@@ -264,11 +262,14 @@ def _model_schema(model: type[StrictModel], source: Any, handler: Any) -> Any:
     return schema
 
 
+def _models(base: type[StrictModel]) -> list[type[StrictModel]]:
+    """``base`` and every model made from it, at any depth."""
+    return [base, *(model for sub in base.__subclasses__() for model in _models(sub))]
+
+
 def _install() -> None:
-    modules = {sys.modules[model.__module__] for model in (BlueprintModel, AgentModel, ToolModel, ParticipantModel)}
-    modules |= {sys.modules[model.__module__] for model in (OutputMapModel, TextOutputModel, AgentStepModel)}
-    modules.add(sys.modules[StrictModel.__module__])
-    for module in modules:
+    """Put ``NAMES`` in the namespace of every module that defines a model, and set the models' schema hook."""
+    for module in {sys.modules[model.__module__] for model in _models(StrictModel)}:
         namespace = vars(module)
         for name, value in NAMES.items():
             if namespace.get(name, value) is not value:
