@@ -106,6 +106,7 @@ if TYPE_CHECKING:
         overrides_from_assignments,
         secret_values,
         settings_from_layers,
+        settings_json_schema,
         settings_layers,
     )
     from core.settings.file_kinds import not_a_file
@@ -175,7 +176,7 @@ _WHERE = {
     "AnswerRejected": "core.model.events",
     "Answering": "core.answering.order",
     "BlueprintError": "core.model.errors",
-    "BoundsSettings": "core.settings.config",
+    "BoundsSettings": "core.text.bounds",
     "BranchFailure": "core.steps.kinds",
     "BranchTaken": "core.model.events",
     "CHILD_PATH_ROOTS": "core.steps.kinds",
@@ -322,6 +323,7 @@ _WHERE = {
     "secret_values": "core.settings.config",
     "setting_sources": "core.settings.sources",
     "settings_from_layers": "core.settings.config",
+    "settings_json_schema": "core.settings.config",
     "settings_layers": "core.settings.config",
     "user_config_path": "core.settings.layers",
     "project_file_candidates": "core.settings.layers",
@@ -502,6 +504,7 @@ __all__ = [
     "sensitive_key",
     "setting_sources",
     "settings_from_layers",
+    "settings_json_schema",
     "settings_layers",
     "source_window",
     "step_key",

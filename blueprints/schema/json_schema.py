@@ -28,7 +28,7 @@ from blueprints.schema.base import Name, StrictModel
 from blueprints.schema.document import BlueprintModel
 from blueprints.schema.ensemble import DependencyModel, EnsembleSettingsModel, ParticipantModel
 from blueprints.schema.steps import complete_models
-from core import Settings
+from core import settings_json_schema
 
 complete_models()  # the fields below are read from models made with defer_build
 
@@ -111,9 +111,10 @@ def file_schema(kind: SchemaKind) -> dict[str, Any]:
         title = "flujo blueprint"
     elif kind == "ensemble":
         model, title = EnsembleFileModel, "flujo ensemble file"
+    if kind == "config":  # Settings are dataclasses, checked by core (core.settings.validating)
+        schema, title = settings_json_schema(), "flujo settings (flujo.toml, ~/.config/flujo/config.toml)"
     else:
-        model, title = Settings, "flujo settings (flujo.toml, ~/.config/flujo/config.toml)"
-    schema = model.model_json_schema(schema_generator=_EditorSchema)
+        schema = model.model_json_schema(schema_generator=_EditorSchema)
     if kind == "blueprint":  # ``version: 0.1`` unquoted is a number in YAML, and plainly means "0.1"
         schema["properties"]["version"] = {"enum": ["0.1", 0.1], "title": "Version"}
     if kind == "config":  # a provider's section given in part keeps its default base URL (load_settings)

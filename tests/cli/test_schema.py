@@ -4,8 +4,10 @@ against the printed schema, every field of every model (and every key of the ens
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
+import sys
 import tomllib
 import types
 import typing
@@ -21,6 +23,7 @@ from pydantic import BaseModel
 from blueprints.reading.ensemble_file import AGENT_KEYS, CONVERSATION_KEYS, DEPENDENCY_KEYS, TOP_KEYS, is_ensemble_file
 from blueprints.schema import BlueprintModel, ParticipantModel
 from core import Settings
+from core.settings import validating
 from flujo_cli import exit_codes
 from tests.support.cli_helpers import ROOT, flujo
 
@@ -74,9 +77,10 @@ def test_the_schema_refuses_what_flujo_validate_refuses_in_structure(schemas: di
     assert not validator.is_valid({**good, "agents": {"a": {"model": "echo", "timeout": -1}}})
 
 
-def _models(annotation: Any) -> Iterator[type[BaseModel]]:
-    """The pydantic models an annotation names, at any depth of unions, lists, dicts and Annotated."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+def _models(annotation: Any) -> Iterator[type[Any]]:
+    """The pydantic models (or settings dataclasses) an annotation names, at any depth of unions, lists, dicts
+    and Annotated."""
+    if isinstance(annotation, type) and (issubclass(annotation, BaseModel) or dataclasses.is_dataclass(annotation)):
         yield annotation
         return
     if typing.get_origin(annotation) is typing.Annotated:
@@ -87,29 +91,39 @@ def _models(annotation: Any) -> Iterator[type[BaseModel]]:
             yield from _models(argument)
 
 
-def _reachable(root: type[BaseModel]) -> dict[str, type[BaseModel]]:
-    found: dict[str, type[BaseModel]] = {}
+def _fields(model: type[Any]) -> dict[str, Any]:
+    """The fields of a pydantic model or of a settings dataclass, each with its annotation (a dataclass's
+    resolved as ``core.settings.validating`` resolves it)."""
+    if issubclass(model, BaseModel):
+        return {name: field.annotation for name, field in model.model_fields.items()}
+    namespace = {**vars(sys.modules[model.__module__]), **validating.NAMES}
+    hints = typing.get_type_hints(model, globalns=namespace)
+    return {field.name: hints[field.name] for field in dataclasses.fields(model)}
+
+
+def _reachable(root: type[Any]) -> dict[str, type[Any]]:
+    found: dict[str, type[Any]] = {}
     waiting = [root]
     while waiting:
         model = waiting.pop()
         if model.__name__ in found:
             continue
         found[model.__name__] = model
-        for field in model.model_fields.values():
-            waiting.extend(_models(field.annotation))
+        for annotation in _fields(model).values():
+            waiting.extend(_models(annotation))
     return found
 
 
 @pytest.mark.parametrize(("kind", "root"), [("blueprint", BlueprintModel), ("config", Settings)])
 def test_every_field_of_every_model_is_in_the_schema(
-    kind: str, root: type[BaseModel], schemas: dict[str, dict[str, Any]]
+    kind: str, root: type[Any], schemas: dict[str, dict[str, Any]]
 ) -> None:
     schema = schemas[kind]
     models = _reachable(root)
     assert len(models) > (20 if kind == "blueprint" else 8)
     for name, model in models.items():
         written = schema if model is root else schema["$defs"][name]
-        assert set(written["properties"]) == set(model.model_fields), name
+        assert set(written["properties"]) == set(_fields(model)), name
 
 
 def test_the_ensemble_schema_has_every_key_of_the_file_format(schemas: dict[str, dict[str, Any]]) -> None:
