@@ -110,6 +110,7 @@ if TYPE_CHECKING:
         settings_layers,
     )
     from core.settings.file_kinds import not_a_file
+    from core.settings.kept_entries import KeptEntries, code_stamp, loaded_files
     from core.settings.layers import SettingsLayer, project_file_candidates, user_config_path
     from core.settings.sources import SettingSource, setting_sources
     from core.steps.kinds import (
@@ -208,6 +209,7 @@ _WHERE = {
     "INTERRUPTED_CALL": "core.model.usage",
     "InputTarget": "core.steps.kinds",
     "KEYED_STEP_KINDS": "core.steps.kinds",
+    "KeptEntries": "core.settings.kept_entries",
     "LazyView": "core.model.views",
     "LimitReached": "core.model.errors",
     "LimitSettings": "core.settings.config",
@@ -305,11 +307,13 @@ _WHERE = {
     "call_interrupted": "core.model.records",
     "check_thread": "core.conversation",
     "check_thread_name": "core.conversation",
+    "code_stamp": "core.settings.kept_entries",
     "FORK_OPTION": "core.model.records",
     "fork_thread": "core.conversation",
     "find_provider": "core.model.providers",
     "is_context": "core.conversation",
     "load_settings": "core.settings.config",
+    "loaded_files": "core.settings.kept_entries",
     "masked_under_key": "core.text.redaction",
     "new_run_id": "core.engine",
     "overrides_from_assignments": "core.settings.config",
@@ -397,6 +401,7 @@ __all__ = [
     "HumanInput",
     "HumanQuestion",
     "InputTarget",
+    "KeptEntries",
     "LazyView",
     "LimitReached",
     "LimitSettings",
@@ -480,11 +485,13 @@ __all__ = [
     "canonical",
     "check_thread",
     "check_thread_name",
+    "code_stamp",
     "find_provider",
     "fork_thread",
     "is_context",
     "load_recording",
     "load_settings",
+    "loaded_files",
     "masked_under_key",
     "message_lines",
     "messages_diff",
