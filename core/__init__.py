@@ -111,6 +111,7 @@ if TYPE_CHECKING:
     )
     from core.settings.file_kinds import not_a_file
     from core.settings.kept_entries import KeptEntries, code_stamp, loaded_files
+    from core.settings.kept_settings import KeptSettings
     from core.settings.layers import SettingsLayer, project_file_candidates, user_config_path
     from core.settings.sources import SettingSource, setting_sources
     from core.steps.kinds import (
@@ -210,6 +211,7 @@ _WHERE = {
     "InputTarget": "core.steps.kinds",
     "KEYED_STEP_KINDS": "core.steps.kinds",
     "KeptEntries": "core.settings.kept_entries",
+    "KeptSettings": "core.settings.kept_settings",
     "LazyView": "core.model.views",
     "LimitReached": "core.model.errors",
     "LimitSettings": "core.settings.config",
@@ -402,6 +404,7 @@ __all__ = [
     "HumanQuestion",
     "InputTarget",
     "KeptEntries",
+    "KeptSettings",
     "LazyView",
     "LimitReached",
     "LimitSettings",

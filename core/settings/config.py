@@ -16,10 +16,10 @@ import json
 import os
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Protocol
 
 from core.model.errors import ConfigError
 from core.model.providers import PROVIDERS, find_provider
@@ -390,14 +390,27 @@ def _list_value(text: str) -> Any:
     return [item.strip() for item in text.split(",") if item.strip()]
 
 
+Checked = Settings | tuple[tuple[str | int, ...], str]
+"""Settings data checked: the settings, or where the first thing wrong in the data is and why."""
+
+
+class SettingsCheck(Protocol):
+    """What checks the merged settings data: ``checked_settings``, or a check that remembers the settings it
+    made before (``core.settings.kept_settings.KeptSettings``, which the command line passes)."""
+
+    def __call__(self, data: dict[str, Any], /) -> Checked: ...
+
+
 def load_settings(
     *,
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
     overrides: Mapping[str, Any] | None = None,
+    check: SettingsCheck | None = None,
 ) -> Settings:
-    """Build the settings from all layers; ConfigError names the layer and key that is wrong."""
-    return settings_from_layers(settings_layers(cwd=cwd, env=env, overrides=overrides))
+    """Build the settings from all layers; ConfigError names the layer and key that is wrong. ``check``
+    checks the merged data (``checked_settings`` when None)."""
+    return settings_from_layers(settings_layers(cwd=cwd, env=env, overrides=overrides), check=check)
 
 
 def settings_layers(
@@ -420,9 +433,10 @@ def settings_layers(
     return [*(layer for layer in files if layer is not None), *typed]
 
 
-def settings_from_layers(layers: Sequence[SettingsLayer]) -> Settings:
+def settings_from_layers(layers: Sequence[SettingsLayer], *, check: SettingsCheck | None = None) -> Settings:
     """The settings ``layers`` give, each over the ones before it; ConfigError names the layer and key that
-    is wrong: a file's at ``file:line:col``."""
+    is wrong: a file's at ``file:line:col``. ``check`` checks the merged data (``checked_settings`` when
+    None); nothing is checked when no layer gives anything."""
     data: dict[str, Any] = {}
     for layer in layers:
         data = _deep_merge(data, layer.data)
@@ -439,7 +453,7 @@ def settings_from_layers(layers: Sequence[SettingsLayer]) -> Settings:
             data[provider] = _deep_merge(asdict(section), data[provider])
     if isinstance(data.get("models"), dict):
         data["models"] = _deep_merge({k: asdict(v) for k, v in defaults.models.items()}, data["models"])
-    checked = checked_settings(data)
+    checked = (check or checked_settings)(data)
     if isinstance(checked, Settings):
         return checked
     loc, msg = checked
@@ -456,7 +470,7 @@ def settings_from_layers(layers: Sequence[SettingsLayer]) -> Settings:
     raise ConfigError(f"setting {where}: {msg}", hint=f"check {source}") from None
 
 
-def checked_settings(data: Mapping[str, Any]) -> Settings | tuple[tuple[str | int, ...], str]:
+def checked_settings(data: Mapping[str, Any]) -> Checked:
     """``data`` (nested plain values, as merged from the layers) checked as ``Settings``, or where the first
     thing wrong in it is and why. Imports pydantic (``core.settings.validating``)."""
     from core.settings.validating import check
@@ -483,15 +497,22 @@ def secret_values(settings: Settings, *, env: Mapping[str, str] | None = None) -
     the OpenTelemetry exporter's headers (``OTEL_EXPORTER_OTLP_HEADERS``, ``..._TRACES_HEADERS``:
     ``name=value,...``, an ``Authorization`` or a collector's API key). ``env`` defaults to the process
     environment."""
-    env = os.environ if env is None else env
-    named = set(settings.secret_env_vars)
-    values = [value for name, value in env.items() if name in named or _SECRET_NAME.search(name)]
-    for name in _OTLP_HEADERS:
-        values.extend(_header_values(env.get(name, "")))
+    values = environment_secrets(settings.secret_env_vars, env=env)
     for provider in settings.provider_sections().values():
         if provider.api_key is not None:
             values.append(provider.api_key.get_secret_value())
     values.extend(secrets(settings.state_uri))  # a postgresql:// state URI may carry a password
+    return values
+
+
+def environment_secrets(named: Iterable[str], *, env: Mapping[str, str] | None = None) -> list[str]:
+    """The secret values ``secret_values`` finds in the environment ``env`` (the process's by default): the
+    variables whose names look secret or are ``named`` (``secret_env_vars``), the OTLP headers' values."""
+    env = os.environ if env is None else env
+    names = set(named)
+    values = [value for name, value in env.items() if name in names or _SECRET_NAME.search(name)]
+    for name in _OTLP_HEADERS:
+        values.extend(_header_values(env.get(name, "")))
     return values
 
 
