@@ -3,7 +3,8 @@
 This is the one module that reads settings from the environment or files; policies, agents and
 processors receive a ``Settings`` object. It also picks the secret values redaction masks
 (``secret_values``), because finding them means reading the environment. (pydantic-settings would do the
-layering too, but costs ~0.2 s of import on every CLI call; this is ~80 lines on top of pydantic.) The
+layering too, but costs ~0.2 s of import on every CLI call; this is ~80 lines on top of pydantic, which
+checks the settings' dataclasses only when there are settings data to check: ``core.settings.validating``.) The
 layers, and the files they are read from, are ``core.settings.layers``. The
 provider variables (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``,
 ``OLLAMA_HOST``: the ``key_env`` / ``url_env`` of each row of ``core.model.providers``) are honoured too,
