@@ -56,7 +56,13 @@ class Validated:
 
 def _code_stamp() -> bytes:
     """Python's and pydantic's versions and the stat of each loaded module of ``blueprints`` and ``core``."""
-    return code_stamp(loaded_files(("blueprints", "core")))
+    return code_stamp(loaded_files(("blueprints", "core"), leave_out=_NOT_READING))
+
+
+# Loaded or not by a command whatever its blueprint: the settings' checks run only when the settings were not
+# kept (core.settings.kept_settings), and a blueprint is read the same either way. Counted, a command that
+# checked its settings and one that read them kept would not find each other's entries.
+_NOT_READING = frozenset({"core.settings.validating"})
 
 
 class ValidatedFiles:

@@ -40,11 +40,14 @@ def code_stamp(files: Iterable[str]) -> bytes:
     return "\0".join(parts).encode()
 
 
-def loaded_files(packages: tuple[str, ...]) -> list[str]:
-    """The files of the modules of ``packages`` loaded in this process, by module name."""
+def loaded_files(packages: tuple[str, ...], *, leave_out: frozenset[str] = frozenset()) -> list[str]:
+    """The files of the modules of ``packages`` loaded in this process, by module name, but those named in
+    ``leave_out``."""
     found = []
     for name in sorted(sys.modules):
         if name not in packages and not name.startswith(tuple(f"{package}." for package in packages)):
+            continue
+        if name in leave_out:
             continue
         file = getattr(sys.modules[name], "__file__", None)
         if file:

@@ -3,7 +3,7 @@
 Its ``repr`` and ``str`` mask it as pydantic's ``SecretStr`` does (``'**********'``, empty when it is), so a
 settings object printed in a traceback or a log shows no key; ``get_secret_value()`` gives it. It is its own
 small type, not ``SecretStr``: importing that costs a start-up what the settings cost without it, and a
-pickled settings object holding one would import pydantic to be read back (``core.settings.kept``). The
+pickled settings object holding one would import pydantic to be read back (``core.settings.kept_settings``). The
 settings' check (``core.settings.validating``) makes one of a text, and writes its JSON Schema as
 ``SecretStr``'s (a write-only password string).
 """

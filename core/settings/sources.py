@@ -11,12 +11,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields, is_dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
 from core.settings.config import Settings, secret_values
 from core.settings.layers import LayerKind, SettingsLayer
 from core.settings.secret import Secret
 from core.text.redaction import Redactor, masked_under_key, sensitive_key
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
@@ -54,11 +57,11 @@ def setting_sources(
     return found
 
 
-def _leaves(section: object, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Any]]:
+def _leaves(section: DataclassInstance, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Any]]:
     """The settings of ``section`` (a settings dataclass) one by one: a section's settings, each entry of a
     table of sections (the ``models`` and ``profiles`` tables) by its name; anything else (a list, a mapping
     of values) whole."""
-    for found in fields(section):  # type: ignore[arg-type]
+    for found in fields(section):
         name, value = found.name, getattr(section, found.name)
         here = (*path, name)
         if _is_section(value):
@@ -70,7 +73,7 @@ def _leaves(section: object, path: tuple[str, ...]) -> Iterator[tuple[tuple[str,
             yield here, value
 
 
-def _is_section(value: object) -> bool:
+def _is_section(value: object) -> TypeGuard[DataclassInstance]:
     return is_dataclass(value) and not isinstance(value, type)
 
 
