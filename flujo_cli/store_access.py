@@ -19,11 +19,12 @@ if TYPE_CHECKING:
 def settings_with_state(state: str | None, overrides: dict[str, Any] | None = None) -> Settings:
     """The settings, with ``--state`` (when given) as the state URI."""
     from core import load_settings
+    from flujo_cli.user_cache import kept_settings
 
     layer = dict(overrides or {})
     if state is not None:
         layer["state_uri"] = state
-    return load_settings(overrides=layer)
+    return load_settings(overrides=layer, check=kept_settings())
 
 
 def where(settings: Settings) -> str:

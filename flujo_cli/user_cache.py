@@ -3,7 +3,9 @@
 
 Everything in it can be deleted at any time; the next command makes it again. Today it holds the blueprint
 files validated before (``validated/``, ``blueprints.checking.validated``), which ``flujo run``, ``flujo
-resume``, ``flujo submit`` and ``flujo explain`` read instead of validating an unchanged file again.
+resume``, ``flujo submit`` and ``flujo explain`` read instead of validating an unchanged file again, and the
+settings checked before (``settings/``, ``core.settings.kept_settings``), which every command that reads the
+settings uses instead of checking unchanged settings again (secrets are never written there).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from blueprints import ValidatedFiles
+    from core import KeptSettings
 
 
 def cache_folder(env: Mapping[str, str] = os.environ) -> Path | None:
@@ -33,3 +36,12 @@ def validated_files(env: Mapping[str, str] = os.environ) -> ValidatedFiles | Non
 
     folder = cache_folder(env)
     return ValidatedFiles(folder / "validated") if folder is not None else None
+
+
+def kept_settings(env: Mapping[str, str] = os.environ) -> KeptSettings | None:
+    """The settings this user's commands checked before (``load_settings(check=...)``), or None when there is
+    no cache folder; ``env``'s secrets are never kept."""
+    from core import KeptSettings
+
+    folder = cache_folder(env)
+    return KeptSettings(folder / "settings", env=env) if folder is not None else None

@@ -25,6 +25,10 @@ CORE_FOR_LENS_AND_CLI = {
     "not_a_file",  # what is at a path given as a file, in words (a folder, a FIFO, a symlink loop)
     # flujo config show: the settings' layers and where each setting came from.
     "SettingSource", "SettingsLayer", "setting_sources", "settings_from_layers", "settings_layers", "user_config_path",
+    "settings_json_schema",  # flujo schema config: the settings are dataclasses, their schema is made in core
+    "KeptSettings",  # the settings checked before, kept in the command line's cache folder
+    # How a value is kept on disk between commands: blueprints' validated files share it.
+    "KeptEntries", "code_stamp", "loaded_files",
     "project_file_candidates",  # flujo worker: the settings files whose change makes it read its settings again
 }  # fmt: skip
 

@@ -19,20 +19,16 @@ An entry is found by a key made of everything the result depends on:
 * the code that reads and validates: Python's and pydantic's versions, and the size and modification time
   of every loaded module of the ``blueprints`` and ``core`` packages (an edited or upgraded flujo misses).
 
-Entries are files in one folder (the command line's: ``flujo_cli.user_cache``), written whole (a temporary
-file renamed) and read only when they are the user's own and their checksum matches; any other file, damaged
-or foreign, is a miss and is written again. Nothing is kept of a file with errors: it is validated each time,
-so that it reports its own findings. At most ``KEPT`` entries are kept, the oldest removed first.
+Entries are files in one folder (the command line's: ``flujo_cli.user_cache``), kept as
+``core.KeptEntries`` keeps them: written whole, read only when they are the user's own and their checksum
+matches (any other file, damaged or foreign, is a miss and is written again), at most ``KEPT``, the oldest
+removed first. Nothing is kept of a file with errors: it is validated each time, so that it reports its own
+findings.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import os
-import pickle
-import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,13 +36,12 @@ from blueprints.checking.model_overrides import ModelOverrides
 from blueprints.reading.findings import Finding
 from blueprints.reading.positions import PositionIndex
 from blueprints.schema import BlueprintModel
-from core import BoundsSettings
+from core import BoundsSettings, KeptEntries, code_stamp, loaded_files
 
 FORMAT = b"flujo validated blueprint 2\n"  # 2: the models are dataclasses (1: pydantic models)
 KEPT = 256
 MAX_BYTES = 16 * 1024 * 1024  # an entry larger than this is not kept (a blueprint is at most 5 MB of text)
 _SUFFIX = ".validated"
-_WRITING = ".writing-"
 
 
 @dataclass(frozen=True)
@@ -62,22 +57,13 @@ class Validated:
 
 def _code_stamp() -> bytes:
     """Python's and pydantic's versions and the stat of each loaded module of ``blueprints`` and ``core``."""
-    import pydantic
+    return code_stamp(loaded_files(("blueprints", "core"), leave_out=_NOT_READING))
 
-    parts = [sys.version, pydantic.VERSION]
-    for name in sorted(sys.modules):
-        if not name.startswith(("blueprints.", "core.")) and name not in ("blueprints", "core"):
-            continue
-        file = getattr(sys.modules[name], "__file__", None)
-        if not file:
-            continue
-        try:
-            found = os.stat(file)
-        except OSError:
-            parts.append(f"{name}:-")
-            continue
-        parts.append(f"{name}:{found.st_size}:{found.st_mtime_ns}")
-    return "\0".join(parts).encode()
+
+# Loaded or not by a command whatever its blueprint: the settings' checks run only when the settings were not
+# kept (core.settings.kept_settings), and a blueprint is read the same either way. Counted, a command that
+# checked its settings and one that read them kept would not find each other's entries.
+_NOT_READING = frozenset({"core.settings.validating"})
 
 
 class ValidatedFiles:
@@ -86,6 +72,7 @@ class ValidatedFiles:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self._stamp: bytes | None = None
+        self._entries = KeptEntries(folder, head=FORMAT, suffix=_SUFFIX, kept=KEPT, max_bytes=MAX_BYTES)
 
     def key(
         self,
@@ -105,67 +92,11 @@ class ValidatedFiles:
             digest.update(b"\0" + part.encode("utf-8", "surrogatepass"))
         return digest.hexdigest()
 
-    def _path(self, key: str) -> Path:
-        return self.folder / f"{key[:40]}{_SUFFIX}"
-
     def recall(self, key: str) -> Validated | None:
         """The entry ``key``, or None: none kept, or one that is damaged, too large or not the user's."""
-        try:
-            with open(self._path(key), "rb") as entry:
-                found = os.fstat(entry.fileno())
-                if found.st_uid != os.geteuid() or found.st_size > MAX_BYTES:
-                    return None
-                data = entry.read()
-        except OSError:
-            return None
-        head = len(FORMAT)
-        if not data.startswith(FORMAT) or hashlib.sha256(data[head + 32 :]).digest() != data[head : head + 32]:
-            return None
-        try:
-            loaded = pickle.loads(data[head + 32 :])
-        except Exception:  # a file of an older flujo that slipped past the key: a miss, written again
-            return None
-        if not isinstance(loaded, tuple) or len(loaded) != 2 or loaded[0] != key:
-            return None
-        validated = loaded[1]
+        validated = self._entries.recall(key)
         return validated if isinstance(validated, Validated) else None
 
     def keep(self, key: str, validated: Validated) -> None:
         """Write ``validated`` as the entry ``key``. Best effort: a folder that cannot be written keeps none."""
-        try:
-            payload = pickle.dumps((key, validated), protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception:  # a value pickle cannot write: nothing kept, validated again next time
-            return
-        if len(payload) + len(FORMAT) + 32 > MAX_BYTES:
-            return
-        try:
-            self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            temporary = self.folder / f"{_WRITING}{os.getpid()}-{os.urandom(6).hex()}"
-            handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            try:
-                with os.fdopen(handle, "wb") as out:
-                    out.write(FORMAT + hashlib.sha256(payload).digest() + payload)
-                os.replace(temporary, self._path(key))
-            except BaseException:
-                os.unlink(temporary)
-                raise
-            self._prune()
-        except OSError:
-            return
-
-    def _prune(self) -> None:
-        """Remove the oldest entries while there are more than ``KEPT``, and what a process that was killed as
-        it wrote an entry left (an hour old)."""
-        with os.scandir(self.folder) as found:
-            listed = list(found)
-        entries = [entry for entry in listed if entry.name.endswith(_SUFFIX)]
-        for entry in listed:
-            if entry.name.startswith(_WRITING) and entry.stat().st_mtime < time.time() - 3600:
-                with contextlib.suppress(OSError):
-                    os.unlink(entry.path)
-        if len(entries) <= KEPT:
-            return
-        entries.sort(key=lambda entry: entry.stat().st_mtime_ns)
-        for entry in entries[: len(entries) - KEPT * 3 // 4]:
-            with contextlib.suppress(OSError):
-                os.unlink(entry.path)
+        self._entries.keep(key, validated)

@@ -27,7 +27,7 @@ from blueprints.schema.base import StrictModel
 from blueprints.schema.document import BlueprintModel
 from blueprints.schema.ensemble import DependencyModel, EnsembleSettingsModel, ParticipantModel
 from blueprints.schema.validating import Name, fields_of
-from core import Settings
+from core import settings_json_schema
 
 SchemaKind = Literal["blueprint", "ensemble", "config"]
 SCHEMA_KINDS: tuple[SchemaKind, ...] = ("blueprint", "ensemble", "config")
@@ -120,14 +120,12 @@ class EnsembleFileModel(StrictModel):
 
 def file_schema(kind: SchemaKind) -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of the file format ``kind``."""
-    if kind == "blueprint":
-        model: type[Any] = BlueprintModel
-        title = "flujo blueprint"
-    elif kind == "ensemble":
-        model, title = EnsembleFileModel, "flujo ensemble file"
+    if kind == "config":  # the settings are core's dataclasses, checked by core (core.settings.validating)
+        schema, title = settings_json_schema(), "flujo settings (flujo.toml, ~/.config/flujo/config.toml)"
     else:
-        model, title = Settings, "flujo settings (flujo.toml, ~/.config/flujo/config.toml)"
-    schema = TypeAdapter(model).json_schema(schema_generator=_EditorSchema)
+        model: type[Any] = BlueprintModel if kind == "blueprint" else EnsembleFileModel
+        title = "flujo blueprint" if kind == "blueprint" else "flujo ensemble file"
+        schema = TypeAdapter(model).json_schema(schema_generator=_EditorSchema)
     if kind == "blueprint":  # ``version: 0.1`` unquoted is a number in YAML, and plainly means "0.1"
         schema["properties"]["version"] = {"enum": ["0.1", 0.1], "title": "Version"}
     if kind == "config":  # a provider's section given in part keeps its default base URL (load_settings)

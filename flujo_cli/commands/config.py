@@ -28,12 +28,13 @@ _WIDEST = 64  # a longer key = value line is not padded: its comment follows it
 def show_config(*, json_output: bool, settings: Sequence[str], state: str | None, debug: bool) -> int:
     try:
         from core import overrides_from_assignments, setting_sources, settings_from_layers, settings_layers
+        from flujo_cli.user_cache import kept_settings
 
         overrides = overrides_from_assignments(settings)
         if state is not None:
             overrides["state_uri"] = state
         layers = settings_layers(overrides=overrides)
-        rows = setting_sources(settings_from_layers(layers), layers)
+        rows = setting_sources(settings_from_layers(layers, check=kept_settings()), layers)
     except Exception as exc:  # the CLI's top level: a bad setting is one line, exit code 6
         fail(exc, debug=debug)
     user, project = _files(layers)

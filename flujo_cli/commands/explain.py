@@ -29,10 +29,10 @@ def explain_file(
         from flujo_cli.commands.config import set_where
         from flujo_cli.explain_view import render_explanation
         from flujo_cli.findings_view import render_findings
-        from flujo_cli.user_cache import validated_files
+        from flujo_cli.user_cache import kept_settings, validated_files
 
         layers = settings_layers(overrides=overrides_from_assignments(settings))
-        configured = settings_from_layers(layers)
+        configured = settings_from_layers(layers, check=kept_settings())
         try:
             blueprint = load_blueprint(file, settings=configured, models=overrides, kept=validated_files())
         except ModelOverrideError as exc:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from dataclasses import replace
 
 import flujo_cli.exit_codes as exit_codes
 from flujo_cli.messages import fail, stderr, usage_error
@@ -29,9 +30,9 @@ def copy_store(from_uri: str, to_uri: str, *, json_output: bool, debug: bool) ->
         from flujo_cli.store_access import open_for, settings_with_state
 
         settings = settings_with_state(None)
-        source = await open_for(settings.model_copy(update={"state_uri": from_uri}), "read")
+        source = await open_for(replace(settings, state_uri=from_uri), "read")
         try:
-            target = await open_for(settings.model_copy(update={"state_uri": to_uri}), "create")
+            target = await open_for(replace(settings, state_uri=to_uri), "create")
             try:
                 copied, _ = await copy_runs(source, target, progress=None if json_output else _progress)
             finally:

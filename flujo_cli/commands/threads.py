@@ -177,8 +177,9 @@ def _with_store(
 def _masked(turns: Sequence[ThreadTurn]) -> list[ThreadTurn]:
     """``turns`` with secrets masked as lens masks them: the store keeps what was typed, as typed."""
     from core import load_settings
+    from flujo_cli.user_cache import kept_settings
 
-    settings = load_settings()
+    settings = load_settings(check=kept_settings())
     redactor = command_redactor(settings)
     return [
         replace(

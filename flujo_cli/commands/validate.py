@@ -23,8 +23,9 @@ def validate_blueprint(
         from blueprints import ModelOverrideError, findings_to_json, validate_file
         from core import load_settings, overrides_from_assignments, use_bounds
         from flujo_cli.findings_view import render_findings
+        from flujo_cli.user_cache import kept_settings
 
-        configured = load_settings(overrides=overrides_from_assignments(settings))
+        configured = load_settings(overrides=overrides_from_assignments(settings), check=kept_settings())
         use_bounds(configured.bounds)
         try:
             findings = validate_file(file, settings=configured, models=overrides)

@@ -7,6 +7,7 @@ to hang, take gigabytes or end in an "unexpected ... report this" traceback befo
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -56,7 +57,7 @@ def test_bounds_have_documented_defaults() -> None:
     assert (bounds.template_max_steps, bounds.template_max_digits, bounds.template_max_nesting) == (100_000, 4300, 100)
     assert bounds.agent_output_max_bytes == 10_000_000
     docs = (Path(__file__).resolve().parents[2] / "docs" / "blueprints.md").read_text(encoding="utf-8")
-    for name, value in bounds.model_dump().items():
+    for name, value in asdict(bounds).items():
         assert f"`bounds.{name}`" in docs and f"{value:,}".replace(",", "_") in docs.replace(",", "_"), name
 
 

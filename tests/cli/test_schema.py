@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import sys
 import tomllib
 import types
 import typing
@@ -23,6 +24,7 @@ from blueprints.reading.ensemble_file import AGENT_KEYS, CONVERSATION_KEYS, DEPE
 from blueprints.schema import BlueprintModel, ParticipantModel
 from blueprints.schema.validating import fields_of
 from core import Settings
+from core.settings import validating
 from flujo_cli import exit_codes
 from tests.support.cli_helpers import ROOT, flujo
 
@@ -85,7 +87,8 @@ def _fields(model: type[Any]) -> dict[str, Any]:
     if dataclasses.is_dataclass(model):
         if model.__module__.startswith("blueprints."):
             return {name: field.annotation for name, field in fields_of(model).items()}
-        hints = typing.get_type_hints(model, include_extras=True)
+        namespace = {**vars(sys.modules[model.__module__]), **validating.NAMES}  # a settings dataclass
+        hints = typing.get_type_hints(model, globalns=namespace)
         return {field.name: hints[field.name] for field in dataclasses.fields(model)}
     return {name: field.annotation for name, field in model.model_fields.items()}
 

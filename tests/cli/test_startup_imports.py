@@ -53,6 +53,17 @@ def _imported(
     return list(json.loads(line.removeprefix("IMPORTED ")))
 
 
+def test_a_run_reading_the_settings_it_read_before_does_not_check_them_again(tmp_path: Path) -> None:
+    """The second run with the same flujo.toml reads its settings from the cache folder (docs/configuration.md,
+    "The cache folder"): the settings' checks (pydantic's validators) are not imported for them."""
+    (tmp_path / "one.yaml").write_text(ONE_STEP)
+    (tmp_path / "flujo.toml").write_text('default_model = "echo"\n[history]\nmax_tokens = 2000\n')
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    checks = ("core.settings.validating",)
+    assert _imported(tmp_path, "one.yaml", "--input", "hi", never=checks, env=env) == list(checks)
+    assert _imported(tmp_path, "one.yaml", "--input", "hi", never=checks, env=env) == []
+
+
 def test_a_one_step_run_imports_no_extra(tmp_path: Path) -> None:
     (tmp_path / "one.yaml").write_text(ONE_STEP)
     assert _imported(tmp_path, "one.yaml", "--input", "hi") == []

@@ -8,11 +8,11 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from pydantic import SecretStr
 
 from core import AgentStep, ChatMessage, Engine, HitlStep, Pipeline, Template
 from core.model.tools import ToolCall
 from core.settings.config import ProviderSettings, Settings, secret_values
+from core.settings.secret import Secret
 from core.store import MemoryStore, open_store
 from core.testing import FuncAgent, ScriptedHuman
 from core.text import redaction
@@ -89,7 +89,7 @@ def test_values_of_secret_env_vars_are_masked_by_name() -> None:
 
 
 def test_provider_api_keys_are_secret_values_even_when_no_variable_holds_them() -> None:
-    settings = Settings(openai=ProviderSettings(base_url="http://x/v1", api_key=SecretStr("toml-only-key-4711")))
+    settings = Settings(openai=ProviderSettings(base_url="http://x/v1", api_key=Secret("toml-only-key-4711")))
     assert secret_values(settings, env={}) == ["toml-only-key-4711"]
 
 

@@ -5,6 +5,7 @@ which summarizer a ``summarize`` loop gets, the summary it makes (against the fa
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -78,7 +79,7 @@ def test_the_default_summarizer_is_built_only_for_a_loop_that_summarizes(tmp_pat
     # openai:gpt-4o-mini at api.openai.com without OPENAI_API_KEY cannot be built.
     settings = load_settings(cwd=tmp_path, env={"FLUJO_HISTORY__SUMMARIZER_MODEL": "openai:gpt-4o-mini"})
     assert summarizer(compile_text(tmp_path, CHAT % PLAIN, settings)) is None
-    summarizing = settings.model_copy(update={"history": settings.history.model_copy(update={"strategy": "summarize"})})
+    summarizing = replace(settings, history=replace(settings.history, strategy="summarize"))
     with pytest.raises(ConfigError) as caught:
         compile_text(tmp_path, CHAT % PLAIN, summarizing)
     assert caught.value.message.startswith(

@@ -156,11 +156,10 @@ class FakeLLM:
 
     def settings(self, **overrides: Any) -> Settings:
         """Settings whose three providers point at this server, with a fake API key."""
-        from pydantic import SecretStr
-
         from core.settings.config import ProviderSettings, Settings
+        from core.settings.secret import Secret
 
-        key = SecretStr(FAKE_API_KEY)
+        key = Secret(FAKE_API_KEY)
         providers = {
             "openai": ProviderSettings(base_url=self.openai_url, api_key=key),
             "anthropic": ProviderSettings(base_url=self.anthropic_url, api_key=key),
