@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
-import ctypes.util
 import json
 import os
 import shlex
@@ -45,6 +43,9 @@ def _death_signal_setter() -> Callable[[], None] | None:
     libc is loaded here, in the parent, so the child only makes the system call."""
     if not sys.platform.startswith("linux"):
         return None
+    import ctypes  # here, not at the top: a run that starts no program does not pay its import (~37 M instructions)
+    import ctypes.util
+
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
         prctl = libc.prctl

@@ -39,19 +39,20 @@ from __future__ import annotations
 
 import array
 import hashlib
-import mmap
 import re
 import struct
 import sys
 import zlib
 from collections.abc import Mapping, Sequence
-from importlib import resources
-from importlib.abc import Traversable
 from itertools import islice
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from core.model.errors import ConfigError
+
+if TYPE_CHECKING:  # a run that counts no text never loads the table, nor imports what reads it
+    import mmap
+    from importlib.abc import Traversable
 
 RESOURCE: Final = "tokenizer_data/o200k_base.ascii"
 # sha256 of the decompressed table; tests/core/test_ascii_tokens.py rebuilds the table and checks both.
@@ -224,6 +225,8 @@ class Counter:
 def load() -> Counter:
     """The counter built from the shipped table. Raises ConfigError if the table is missing or damaged."""
     hint = "the flujo installation is incomplete; reinstall it (pip install --force-reinstall flujo-runner)"
+    from importlib import resources
+
     try:
         data, digest = _read(resources.files("core.text").joinpath(RESOURCE))
     except (OSError, ValueError) as exc:
@@ -238,6 +241,8 @@ def _read(file: Traversable) -> tuple[bytes | mmap.mmap, str]:
     mapped, so only the pages look-ups touch become the process's memory (~2 ms in all); a zipped install's
     is read whole. Not compressed: gzip would cost ~15 ms per process."""
     if isinstance(file, Path):
+        import mmap
+
         with file.open("rb") as opened:
             digest = hashlib.file_digest(opened, "sha256").hexdigest()
             return mmap.mmap(opened.fileno(), 0, access=mmap.ACCESS_READ), digest

@@ -44,14 +44,12 @@ from __future__ import annotations
 
 import binascii
 import functools
-import gzip
 import hashlib
 import re
 import threading
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from typing import TYPE_CHECKING, Final, Literal
 
 from core.model.calls import ChatMessage
@@ -254,7 +252,10 @@ def _encoding(name: EncodingName) -> tiktoken.Encoding:
 
 def _load_encoding(name: EncodingName) -> tiktoken.Encoding:
     """Build ``name`` from the shipped rank file, uncached (the benchmark times this). Raises ConfigError."""
-    import tiktoken  # lazily: the tokenizer's import and data are paid only by a process that counts
+    import gzip  # these three lazily: the tokenizer's import and data are paid only by a process that counts
+    from importlib import resources
+
+    import tiktoken
 
     definition = _DEFINITIONS[name]
     resource = f"tokenizer_data/{name}.tiktoken.gz"
