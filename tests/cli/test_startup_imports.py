@@ -64,6 +64,34 @@ def test_a_run_reading_the_settings_it_read_before_does_not_check_them_again(tmp
     assert _imported(tmp_path, "one.yaml", "--input", "hi", never=checks, env=env) == []
 
 
+# pydantic's model machinery (defining one model imports it: ~195 M instructions, docs/performance.md), the
+# validation modules that use it, and what only some runs need of the standard library.
+VALIDATION = (
+    "pydantic.main",
+    "pydantic.fields",
+    "pydantic.type_adapter",
+    "pydantic._internal._model_construction",
+    "blueprints.schema.validating",
+    "core.settings.validating",
+    "ctypes",  # a command agent's child only
+    "gzip",  # tiktoken's rank files only
+    "secrets",
+)
+
+
+def test_a_run_of_files_read_before_imports_no_pydantic_model(tmp_path: Path) -> None:
+    """The settings and the blueprint are plain dataclasses; a run whose files were checked before reads what
+    was kept of them (the cache folder) and validates nothing: pydantic's models are never imported. The first
+    run validates both (so the spy sees the modules it asks about)."""
+    (tmp_path / "one.yaml").write_text(ONE_STEP)
+    (tmp_path / "flujo.toml").write_text("default_context_window = 4096\n[history]\nmax_tokens = 2000\n")
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    first = _imported(tmp_path, "one.yaml", "--input", "hi", never=VALIDATION, env=env)
+    assert {"pydantic.main", "pydantic.type_adapter", "blueprints.schema.validating"} <= set(first)
+    assert "core.settings.validating" in first
+    assert _imported(tmp_path, "one.yaml", "--input", "hi", never=VALIDATION, env=env) == []
+
+
 def test_a_one_step_run_imports_no_extra(tmp_path: Path) -> None:
     (tmp_path / "one.yaml").write_text(ONE_STEP)
     assert _imported(tmp_path, "one.yaml", "--input", "hi") == []

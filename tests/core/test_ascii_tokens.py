@@ -7,6 +7,7 @@ from __future__ import annotations
 import binascii
 import gzip
 import hashlib
+import importlib.resources
 import itertools
 import os
 import subprocess
@@ -189,7 +190,7 @@ def test_the_counter_is_loaded_once_across_threads(monkeypatch: pytest.MonkeyPat
 def test_a_damaged_or_missing_table_is_a_config_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     data = tmp_path / "tokenizer_data"
     data.mkdir()
-    monkeypatch.setattr(ascii_tokens.resources, "files", lambda package: tmp_path)
+    monkeypatch.setattr(importlib.resources, "files", lambda package: tmp_path)  # imported where it reads
     with pytest.raises(ConfigError, match="cannot read the tokenizer file") as missing:
         ascii_tokens.load()
     assert missing.value.hint is not None and "reinstall" in missing.value.hint

@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 import gzip
 import hashlib
+import importlib.resources
 import os
 import subprocess
 import sys
@@ -216,7 +217,7 @@ def test_shipped_files_have_the_sha256_tiktoken_expects() -> None:
 def test_a_damaged_or_missing_file_is_a_config_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     data = tmp_path / "tokenizer_data"
     data.mkdir()
-    monkeypatch.setattr(tokens.resources, "files", lambda package: tmp_path)
+    monkeypatch.setattr(importlib.resources, "files", lambda package: tmp_path)  # imported where it reads
     with pytest.raises(ConfigError, match="cannot read the tokenizer file") as missing:
         tokens._load_encoding("o200k_base")
     assert missing.value.hint is not None and "reinstall" in missing.value.hint
