@@ -5,11 +5,12 @@ part is one process that does what the parts before it did, and one thing more, 
 same count in any sitting):
 
 - ``deps``: the floor, ``python -c "import typer, pydantic, jinja2, yaml, rich, aiosqlite"``;
-- ``pydantic``: the floor, then one pydantic model made and validated (``import pydantic`` imports almost
-  nothing: its internals are loaded by the first model);
-- ``settings``: then flujo's settings read (``load_settings``: their models made and validated);
+- ``settings``: then flujo's settings read as the command line reads them (``settings_with_state``: from the
+  cache folder, checked before; a run imports none of pydantic's models since session 20);
 - ``core``: then the modules of ``core`` a run executes with (the engine, the SQLite store, the agents);
-- ``blueprints``: then the blueprint language (its schema's models, checks and compiler);
+- ``blueprints``: then the blueprint language (its schema's dataclasses, checks and compiler);
+- ``cli``: then the command line's modules a run imports (``flujo_cli.main``, the ``run`` command): a little
+  more than the run imports, so it may exceed ``run``;
 - ``run``: ``flujo run benchmarks/data_one_step.yaml`` itself, its blueprint validated before.
 
 Every part but ``deps`` and ``run`` installs the dataclass-method cache first, as the ``flujo`` command
@@ -29,16 +30,16 @@ from pathlib import Path
 from benchmarks.startup_ratio import DEPENDENCIES, HERE, Commands, callgrind_total, compile_methods
 
 _CACHE = "from flujo_cli.method_cache import install\ninstall()\n"
-_PROBE = "from pydantic import BaseModel\nclass Probe(BaseModel):\n    x: int\nProbe(x=1)\n"
+_SETTINGS = "from flujo_cli.store_access import settings_with_state\nsettings_with_state(None)\n"
+_CLI = "import flujo_cli.main, flujo_cli.commands.run\n"
 _CORE = "import core.engine, core.store.sqlite_backend, core.agents, core.steps.kinds\n"
 # Each part's code, after the parts before it (``run`` is the flujo command itself).
 PARTS = {
     "deps": DEPENDENCIES,
-    "pydantic": f"{_CACHE}{DEPENDENCIES}\n{_PROBE}",
-    "settings": f"{_CACHE}{DEPENDENCIES}\n{_PROBE}from core import load_settings\nload_settings()\n",
-    "core": f"{_CACHE}{DEPENDENCIES}\n{_PROBE}from core import load_settings\nload_settings()\n{_CORE}",
-    "blueprints": f"{_CACHE}{DEPENDENCIES}\n{_PROBE}from core import load_settings\nload_settings()\n{_CORE}"
-    "import blueprints\n",
+    "settings": f"{_CACHE}{DEPENDENCIES}\n{_SETTINGS}",
+    "core": f"{_CACHE}{DEPENDENCIES}\n{_SETTINGS}{_CORE}",
+    "blueprints": f"{_CACHE}{DEPENDENCIES}\n{_SETTINGS}{_CORE}import blueprints\n",
+    "cli": f"{_CACHE}{DEPENDENCIES}\n{_SETTINGS}{_CORE}import blueprints\n{_CLI}",
     "run": "",
 }
 

@@ -200,9 +200,9 @@ def test_startup_parts_counts_each_part_s_process(tmp_path: Path, monkeypatch: p
 
     _fake_valgrind(tmp_path, monkeypatch, '$(printf %s "$*" | wc -c)')
     found = counts(ROOT, tmp_path / "work")
-    assert list(found) == list(PARTS) == ["deps", "pydantic", "settings", "core", "blueprints", "run"]
+    assert list(found) == list(PARTS) == ["deps", "settings", "core", "blueprints", "cli", "run"]
     sizes = [found[part] for part in PARTS if part != "run"]
     assert sizes == sorted(sizes) and len(set(sizes)) == len(sizes)  # each part's code holds the one before
-    lines = report({"deps": 100_000_000, "pydantic": 150_000_000}).splitlines()
+    lines = report({"deps": 100_000_000, "settings": 150_000_000}).splitlines()
     assert lines[0].split() == ["deps", "100", "M", "1.00x"]
-    assert lines[1].split() == ["pydantic", "150", "M", "1.50x", "+50", "M"]
+    assert lines[1].split() == ["settings", "150", "M", "1.50x", "+50", "M"]
