@@ -1,6 +1,6 @@
 """Checking settings data against the settings' dataclasses (``core.settings.config``, ``core.text.bounds``).
 
-The settings are plain dataclasses, so that reading them, or a copy kept on disk (``core.settings.kept``),
+The settings are plain dataclasses, so that reading them, or a copy kept on disk (``core.settings.kept_settings``),
 imports none of pydantic's model machinery (a model class alone costs a ``flujo run`` a large part of its
 start-up). What checks a value beyond its type is written in the dataclasses' annotations, as text
 (``from __future__ import annotations``): ``Field(gt=0)`` constraints and the names of the checks defined
