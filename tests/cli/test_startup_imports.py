@@ -40,6 +40,9 @@ NEVER = (
     "core.conversation.ensemble.state",  # an ensemble step only
     "core.conversation.ensemble.view",
     "core.conversation.summary",  # a conversation only (so the conversational run below leaves it out)
+    "core.answering.simulated_person",  # --simulate-user or answered_by: only (or an answer rejected)
+    "blueprints.compiling.persona",
+    "core.answering.replay",  # --replay-answers only
 )
 ONE_STEP = 'version: "0.1"\nagents:\n  a: {model: echo}\nsteps:\n  - {kind: step, name: s, uses: agents.a}\n'
 
