@@ -43,6 +43,10 @@ NEVER = (
     "core.answering.simulated_person",  # --simulate-user or answered_by: only (or an answer rejected)
     "blueprints.compiling.persona",
     "core.answering.replay",  # --replay-answers only
+    "blueprints.compiling.tools",  # a blueprint with tools only (checked or compiled)
+    "blueprints.checking.checks.tools",
+    "blueprints.compiling.ensembles",  # a blueprint with an ensemble only
+    "blueprints.checking.checks.ensemble",
 )
 ONE_STEP = 'version: "0.1"\nagents:\n  a: {model: echo}\nsteps:\n  - {kind: step, name: s, uses: agents.a}\n'
 
