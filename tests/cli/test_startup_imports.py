@@ -90,6 +90,7 @@ VALIDATION = (
     "pydantic._internal._model_construction",
     "blueprints.schema.validating",
     "core.settings.validating",
+    "blueprints.reading.ensemble_file",  # an ensemble file's reading: a file not kept checked only
     "ctypes",  # a command agent's child only
     "gzip",  # tiktoken's rank files only
     "secrets",
