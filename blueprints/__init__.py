@@ -18,7 +18,6 @@ from blueprints.checking.model_overrides import ModelOverrideError, ModelOverrid
 from blueprints.checking.validated import ValidatedFiles
 from blueprints.compiling.agents import AgentFactory
 from blueprints.compiling.compiler import compile_pipeline
-from blueprints.compiling.persona import simulated_user
 from blueprints.reading.findings import Finding, findings_to_json
 from blueprints.reading.yaml_source import ParsedYaml, parse_yaml
 from core import Pipeline, Settings
@@ -27,6 +26,7 @@ from core.front_door import lazy_exports
 if TYPE_CHECKING:
     from blueprints.cases.case_file import CASE_SUFFIX, Case, case_text, read_case
     from blueprints.cases.expectations import ExpectationResult, Expectations, RunFacts, check_expectations
+    from blueprints.compiling.persona import simulated_user
     from blueprints.explain import Explanation, explain_blueprint
     from blueprints.scaffold import ScaffoldError, WizardAnswers, render_blueprint
     from blueprints.scaffold import resolve as resolve_answers
@@ -65,6 +65,8 @@ _LAZY = {
     # ``flujo schema``: the JSON Schema of each file format, for editors.
     "SCHEMA_KINDS": "blueprints.schema.json_schema",
     "file_schema": "blueprints.schema.json_schema",
+    # ``--simulate-user``: the simulated person of a run.
+    "simulated_user": "blueprints.compiling.persona",
 }
 
 

@@ -243,7 +243,8 @@ class Engine:
             await self.store.update_run(run_id, update)  # (a resumed replay goes on from its report)
             raise
         finally:  # the run's MCP servers stop with it, however it ended
-            for problem in await frame.tool_sessions.aclose():
+            problems = await frame.tool_sessions.aclose() if frame.tool_sessions is not None else []
+            for problem in problems:
                 self.reporter.note(f"a tool's server did not stop cleanly: {problem}")
         if thread is not None:  # before the status: a run that ends "completed" has its turns stored
             await self.store.record_thread_turns(run_id, ctx.thread_turns)

@@ -14,7 +14,7 @@ answer ``None`` to mean "no answer available now" (the run then pauses).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from core.model.calls import Activity, AgentCall, AgentReply, ChatMessage, HumanQuestion
 from core.model.records import (
@@ -29,8 +29,10 @@ from core.model.records import (
     ThreadTurn,
     TraceEvent,
 )
-from core.model.tools import Approve, ModelTurn, ToolCallContext, ToolDef, ToolMode, ToolOutcome
 from core.text.turns import ConversationTurn
+
+if TYPE_CHECKING:  # the tools' values: imported by the steps that have tools only
+    from core.model.tools import Approve, ModelTurn, ToolCallContext, ToolDef, ToolMode, ToolOutcome
 
 
 class Agent(Protocol):

@@ -71,11 +71,15 @@ async def answering_for(
 ) -> Answering:
     """The answer sources of this run (RunError when the replayed run does not exist). With a ``replay`` of
     the whole run, its recording's answers."""
-    from core import Answering, recorded_answers
+    from core import Answering
 
     if replay is not None:
         return Answering(given=given, replay=replay.recording.replayed_answers(), simulated_user=person)
-    answers = await recorded_answers(store, flags.replay_answers) if flags.replay_answers else None
+    answers = None
+    if flags.replay_answers:  # the replayed answers' module, imported by the runs that replay them only
+        from core import recorded_answers
+
+        answers = await recorded_answers(store, flags.replay_answers)
     return Answering(given=given, replay=answers, simulated_user=person)
 
 

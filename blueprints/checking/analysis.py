@@ -21,7 +21,6 @@ from blueprints.checking.checks import run_checks
 from blueprints.checking.default_model import with_default_model
 from blueprints.checking.model_overrides import NO_MODEL_OVERRIDES, ModelOverrideError, ModelOverrides
 from blueprints.checking.validated import Validated, ValidatedFiles
-from blueprints.reading.ensemble_file import is_ensemble_file, reword, translate, translate_index
 from blueprints.reading.findings import Finding, sort_findings
 from blueprints.reading.positions import PositionIndex
 from blueprints.reading.yaml_source import parse_yaml
@@ -154,6 +153,9 @@ def _validate(
         return FileAnalysis([empty])
     if isinstance(parsed.data, dict) and "flujo_case" in parsed.data:  # a case file given as a blueprint
         return FileAnalysis([_case_file_finding(parsed.data, index, file)])
+    # Here, not at the top, as the validation below: a file kept checked is not read again.
+    from blueprints.reading.ensemble_file import is_ensemble_file, reword, translate, translate_index
+
     ensemble_file = is_ensemble_file(parsed.data)
     if ensemble_file:  # the ensemble file format: one ensemble step
         if models:  # its participants name no model of their own: --model has nothing to replace

@@ -11,14 +11,17 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path as PathLib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from blueprints.checking.callables import load_callable
 from blueprints.checking.loader import Blueprint
 from blueprints.reading.positions import Path
 from blueprints.schema import AgentModel, AgentRefModel, AgentStepModel
-from core import Agent, ConfigError, Settings, SimulatedPerson, SourcePosition, find_provider
+from core import Agent, ConfigError, Settings, SourcePosition, find_provider
 from core.agents import AgentSpec
+
+if TYPE_CHECKING:  # the simulated person's module: imported by the runs that have one
+    from core import SimulatedPerson
 
 AgentFactory = Callable[[AgentSpec, Settings], Agent]
 
@@ -94,6 +97,8 @@ class AgentBuilder:
     def person(self, ref: str) -> SimulatedPerson:
         """The simulated person ``agents.<name>`` (``answered_by``, ``--simulate-user``); its agent is the
         one steps using ``agents.<name>`` share."""
+        from core import SimulatedPerson
+
         return SimulatedPerson(self.named(ref.partition(".")[2]), ref)
 
     def default_summarizer(self, position: SourcePosition) -> Agent:

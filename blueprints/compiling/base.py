@@ -11,15 +11,18 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from blueprints.checking.callables import load_callable
 from blueprints.checking.loader import Blueprint
 from blueprints.compiling.agents import AgentBuilder
-from blueprints.compiling.tools import ToolBuilder
 from blueprints.reading.positions import Path
 from blueprints.schema import AnyStepModel
 from core import BlueprintError, Expression, Pipeline, SourcePosition, Step, Template, TemplateSyntax
+
+if TYPE_CHECKING:
+    from blueprints.compiling.tools import ToolBuilder
+    from core import ToolUse
 
 
 class CompilerBase(ABC):
@@ -29,7 +32,18 @@ class CompilerBase(ABC):
         self.blueprint = blueprint
         self.agents = agents
         self.imported = imported  # the Pipeline of imports.<alias>
-        self.tools = ToolBuilder(blueprint, imported)  # the tools each agent may call
+        self._tools: ToolBuilder | None = None  # the tools each agent may call, made for the first that has some
+
+    def tools_of(self, agent: str) -> ToolUse | None:
+        """The tools agent ``agent`` may call (None when it has none). The tool code is imported by the
+        blueprints whose agents have tools only."""
+        if not self.blueprint.model.agents[agent].tools:
+            return None
+        if self._tools is None:
+            from blueprints.compiling.tools import ToolBuilder
+
+            self._tools = ToolBuilder(self.blueprint, self.imported)
+        return self._tools.for_agent(agent)
 
     @abstractmethod
     def steps(self, models: Sequence[AnyStepModel], path: Path) -> tuple[Step, ...]:

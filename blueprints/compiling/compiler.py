@@ -21,7 +21,6 @@ from typing import Any, assert_never
 from blueprints.checking.loader import Blueprint
 from blueprints.compiling.agents import AgentBuilder, AgentFactory
 from blueprints.compiling.base import CompilerBase
-from blueprints.compiling.ensembles import compile_ensemble
 from blueprints.compiling.loops import compile_loop, compile_map
 from blueprints.compiling.predicates import CallableValue, ExpressionValue
 from blueprints.reading.positions import Path
@@ -92,6 +91,8 @@ class StepCompiler(CompilerBase):
         if isinstance(model, MapStepModel):
             return compile_map(self, model, path)
         if isinstance(model, EnsembleStepModel):
+            from blueprints.compiling.ensembles import compile_ensemble  # the blueprints with an ensemble only
+
             return compile_ensemble(self, model, path)
         assert_never(model)
 
@@ -111,7 +112,7 @@ class StepCompiler(CompilerBase):
         return AgentStep(
             name=model.name,
             agent=self.agents.for_step(model, path),
-            tools=self.tools.for_agent((model.uses or "").removeprefix("agents.")) if uses_agent else None,
+            tools=self.tools_of((model.uses or "").removeprefix("agents.")) if uses_agent else None,
             input=input_template,
             updates_context=model.updates_context,
             sink_to=model.sink_to,

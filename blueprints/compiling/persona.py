@@ -3,10 +3,15 @@ the blueprint that answers every question a person is asked (``core.answering.si
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from blueprints.checking.loader import Blueprint
 from blueprints.compiling.agents import AgentBuilder, AgentFactory
 from blueprints.reading.suggestions import did_you_mean
-from core import RunError, Settings, SimulatedPerson
+from core import RunError, Settings
+
+if TYPE_CHECKING:
+    from core import SimulatedPerson
 
 
 def simulated_user(

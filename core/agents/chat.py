@@ -32,17 +32,18 @@ import json
 from abc import abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.agents.base import BaseAgent, input_text
-from core.agents.json_tools import json_messages, read_reply, repair_request, turn_schema
 from core.agents.spec import AgentSpec
 from core.agents.structured import OutputSchema
 from core.model.calls import Activity, AgentCall, AgentReply, ChatMessage, ChatRole, OutputRepair
 from core.model.errors import AgentOutputError, ConfigError
-from core.model.tools import ModelTurn, ToolCall, ToolDef, ToolMode
 from core.model.usage import Usage
 from core.settings.config import ModelInfo
+
+if TYPE_CHECKING:  # the tools' values and modules: imported by the steps that have tools only
+    from core.model.tools import ModelTurn, ToolCall, ToolDef, ToolMode
 
 THINKING = Activity("thinking")
 
@@ -207,6 +208,8 @@ class ChatModelAgent(BaseAgent):
         self, messages: Sequence[ChatMessage], tools: Sequence[ToolDef], mode: ToolMode
     ) -> list[ChatMessage]:
         if mode == "json":
+            from core.agents.json_tools import json_messages
+
             drop = self._schema.instruction() if self._schema is not None and self._schema_in_prompt else ""
             return json_messages(messages, tools, self._answer_schema, drop=drop)
         return list(messages)
@@ -231,6 +234,8 @@ class ChatModelAgent(BaseAgent):
             retry_listener.reset(token)
 
     async def _native_turn(self, call: AgentCall, messages: list[ChatMessage], tools: Sequence[ToolDef]) -> ModelTurn:
+        from core.model.tools import ModelTurn
+
         on_text = call.on_text if self._schema is None else None
         first = await self._tool_exchange(messages, tools, on_text=on_text, answer_only=False)
         usage, attempts = priced_usage(first, self._price), first.attempts
@@ -250,6 +255,9 @@ class ChatModelAgent(BaseAgent):
         raise self._unrepaired(rechecked.error, usage, OutputRepair(first.text, checked.error, request, second.text))
 
     async def _json_turn(self, call: AgentCall, messages: list[ChatMessage], tools: Sequence[ToolDef]) -> ModelTurn:
+        from core.agents.json_tools import read_reply, repair_request
+        from core.model.tools import ModelTurn
+
         schema = self._turn_schema(tools)
         first = await self._complete_json(messages, schema.schema)
         usage, attempts, done = priced_usage(first, self._price), first.attempts, first
@@ -282,6 +290,8 @@ class ChatModelAgent(BaseAgent):
         key = json.dumps([tool.to_dict() for tool in tools], sort_keys=True, default=str)
         schema = self._turn_schemas.get(key)
         if schema is None:
+            from core.agents.json_tools import turn_schema
+
             owner = f"agents.{self.spec.name} (the reply of a tool turn)"
             schema = self._turn_schemas[key] = OutputSchema(turn_schema(tools, self._answer_schema), owner=owner)
         return schema

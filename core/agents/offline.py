@@ -11,15 +11,17 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.agents.base import BaseAgent, input_text
 from core.agents.chat import chat_prompt
 from core.agents.structured import Checked, OutputSchema
 from core.model.calls import AgentCall, AgentReply, ChatMessage, OutputRepair
 from core.model.errors import AgentOutputError, ConfigError
-from core.model.tools import ModelTurn, ToolCall, ToolDef, ToolMode
 from core.model.usage import Usage
+
+if TYPE_CHECKING:  # the tools' values: imported by the steps that have tools only
+    from core.model.tools import ModelTurn, ToolCall, ToolDef, ToolMode
 
 OFFLINE_USAGE = Usage(requests=1, cost_usd=0.0)
 KEPT_CALLS = 100  # ScriptedAgent.calls
@@ -119,6 +121,8 @@ class ScriptedAgent(_OfflineModel):
     async def tool_turn(
         self, call: AgentCall, messages: Sequence[ChatMessage], tools: Sequence[ToolDef], mode: ToolMode
     ) -> ModelTurn:
+        from core.model.tools import ModelTurn
+
         self.calls.append(AgentCall(call.input, call.step, call.history, run_id=call.run_id, path=call.path))
         reply = self._take()
         asked = scripted_tool_calls(reply)
@@ -181,6 +185,8 @@ def scripted_tool_calls(reply: Any) -> tuple[ToolCall, ...]:
     """The tool calls a scripted reply asks for (none: it is an answer)."""
     if not isinstance(reply, Mapping):
         return ()
+    from core.model.tools import ToolCall
+
     if isinstance(reply.get("tool"), str):
         return (ToolCall("call_1", reply["tool"], reply.get("arguments", {})),)
     listed = reply.get("tool_calls")

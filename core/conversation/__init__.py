@@ -29,8 +29,9 @@ from core.front_door import lazy_exports
 if TYPE_CHECKING:
     from core.conversation.branches import BranchRecords, branch_records
     from core.conversation.current_message import default_question, is_context, message_for, newest_message
+    from core.conversation.ensemble.speaker import Speaker
     from core.conversation.ensemble.state import EnsembleState, Turn
-    from core.conversation.ensemble.view import Speaker, chat, cue, envelope
+    from core.conversation.ensemble.view import chat, cue, envelope
     from core.conversation.history import bound
     from core.conversation.injection import Injection, prepare, replayed_call
     from core.conversation.loop_scope import LoopConversation, enter_loop
@@ -50,7 +51,7 @@ _WHERE = {
     "Injection": "core.conversation.injection",
     "LoopConversation": "core.conversation.loop_scope",
     "RunFrame": "core.conversation.run_frame",
-    "Speaker": "core.conversation.ensemble.view",
+    "Speaker": "core.conversation.ensemble.speaker",
     "ThreadBinding": "core.conversation.threads",
     "Turn": "core.conversation.ensemble.state",
     "bind_thread": "core.conversation.threads:bind",

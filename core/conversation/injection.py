@@ -23,7 +23,6 @@ from core.context import RunContext
 from core.conversation.current_message import current_message
 from core.conversation.history import as_messages, bound, drop_oldest, history_block, prompt_turns, question_of
 from core.conversation.run_frame import RunFrame
-from core.conversation.summary import summarize
 from core.conversation.turns import ActiveConversation, active_in
 from core.model.calls import AgentCall, ChatMessage
 from core.model.events import HistoryNotInjected
@@ -65,6 +64,8 @@ async def prepare(
     if active is None:
         return Injection(message)
     if step.use_history is not False and agent.takes_history:  # only a call that sends history summarizes it
+        from core.conversation.summary import summarize  # imported by the runs that have a conversation only
+
         await summarize(active, ctx, path, frame)
     summary = ctx.summary if active.settings.history.strategy == "summarize" else None
     turns = prompt_turns(ctx.conversation_history, summary)

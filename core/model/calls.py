@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from core.model.tools import ToolCall
 from core.model.usage import ZERO_USAGE, Usage
+
+if TYPE_CHECKING:
+    from core.model.tools import ToolCall
 
 # Who says a turn of a conversation; a chat message may also be the system prompt, or (in an agent step's
 # tool loop, never in a conversation) a tool's result.

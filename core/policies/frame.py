@@ -31,7 +31,6 @@ from core.steps.kinds import Limits
 from core.steps.paths import path_segment
 from core.text.redaction import Redactor
 from core.text.tokens import count_messages
-from core.tools.sessions import OpenSessions
 
 if TYPE_CHECKING:  # only types here: a replay's and a simulated person's code loads when one is used
     from core.replay.recording import RecordedCall
@@ -73,13 +72,25 @@ class Frame:
     # with ``started``): what is left of it is ended before the step runs again (``begin_attempt``).
     groups: dict[str, ProcessStarted] = field(default_factory=dict)
     answering: Answering = field(default_factory=Answering)  # who answers besides the human (core.answering.order)
-    # What the run's tools share (MCP servers), opened on first use; the engine closes it when the run ends.
-    # A sub-workflow's child run shares its parent's.
-    tool_sessions: ToolSessions = field(default_factory=lambda: OpenSessions())
+    # What the run's tools share (MCP servers), made by the first tool that uses it (``sessions``: a run without
+    # tools imports none of their modules); the engine closes it when the run ends. A sub-workflow's child run
+    # shares its parent's.
+    tool_sessions: ToolSessions | None = None
     # The recording this run is served from (``flujo run --replay``, ``flujo test``): each agent call, tool
     # call and question is compared with it and served when equal (core.replay). A child run's is its
     # parent's, ``within`` its step.
     replay: Replay | None = None
+
+    def sessions(self) -> ToolSessions:
+        """What the run's tools share, made at the first use: a child run's is its parent's."""
+        if self.tool_sessions is None:
+            if self.parent is not None:
+                self.tool_sessions = self.parent.sessions()
+            else:
+                from core.tools.sessions import OpenSessions
+
+                self.tool_sessions = OpenSessions()
+        return self.tool_sessions
 
     def event(self, path: str, event: KnownEvent, sent: Sequence[ChatMessage] | None = None) -> TraceEvent:
         """``event`` of the step at ``path`` with secrets masked, ready to store. Tracing never fails a run:

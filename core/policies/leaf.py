@@ -17,7 +17,6 @@ from core.conversation import (
     default_question,
     message_for,
     prepare,
-    replay_summary,
     replayed_call,
 )
 from core.model.calls import AgentCall, OutputRepair, Retry
@@ -31,7 +30,6 @@ from core.policies.body import BodyRunner
 from core.policies.context_writes import note_agent_command, record_output, sink, update_context
 from core.policies.frame import Frame, Reservation, numbered, scope
 from core.policies.person import ask_person, person_question
-from core.policies.tool_loop import LoopSpend, run_tool_loop, turns_taken
 from core.policies.turn_text import shown_turn
 from core.ports import Agent
 from core.steps.kinds import AgentStep, HitlStep
@@ -104,9 +102,16 @@ async def run_agent_step(
         if step.agent is not None:
             # A stateful agent (``model: scripted``) advances past every reply the step took: each turn of its
             # tool loop, or a reply and its repair (two requests).
-            taken = turns_taken(path, frame) if step.tools is not None else max(1, replay.usage.requests)
+            if step.tools is not None:  # the tool loop's module, imported by the steps that have tools only
+                from core.policies.tool_loop import turns_taken
+
+                taken = turns_taken(path, frame)
+            else:
+                taken = max(1, replay.usage.requests)
             for _ in range(taken):
                 step.agent.replayed()
+            from core.conversation import replay_summary  # the summaries' module: a replayed step's only
+
             replay_summary(ctx, path, frame)
             replayed_call(step, step.agent, ctx)
         _apply_agent_output(step, ctx, data, replay.output, path)
@@ -159,6 +164,8 @@ async def run_agent_step(
             why = injection.why if not isinstance(agent, Speaker) else agent.why  # an ensemble's participant
             prompt = PromptSent(agent.label, (), injection.injected, history=injection.trace or None, why=why)
             if step.tools is not None:  # each turn of the loop is journaled, reserved and traced on its own
+                from core.policies.tool_loop import LoopSpend, run_tool_loop
+
                 spend = LoopSpend(prompt=prompt)
                 try:
                     output = normalize(await run_tool_loop(step, agent, call, path, frame, spend, body))

@@ -17,10 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from core.answering.order import AnswerNote, AnswerSource
-from core.answering.simulated_person import Rejection, SimulatedPerson, questions_and_answers
 from core.context import RunContext
 from core.conversation import active_in, bound, turn_text
 from core.model.calls import AgentCall, HumanQuestion
@@ -34,6 +33,9 @@ from core.steps.kinds import HistoryPolicy, HitlStep
 from core.text.schema_check import parse_answer, schema_errors
 from core.text.tokens import count_messages
 from core.text.turns import ConversationTurn, HitlEntry
+
+if TYPE_CHECKING:  # the simulated person's module: imported by the runs that have one (or reject an answer)
+    from core.answering.simulated_person import Rejection, SimulatedPerson
 
 MAX_ANSWER_ATTEMPTS = 10
 MAX_SIMULATED_ATTEMPTS = 3
@@ -109,6 +111,8 @@ class _Heard(Sequence[ConversationTurn]):
 
     def _made(self) -> list[ConversationTurn]:
         if self._turns is None:
+            from core.answering.simulated_person import questions_and_answers
+
             self._turns = questions_and_answers(self._entries)
         return self._turns
 
@@ -191,6 +195,8 @@ async def _ask(question: PersonQuestion, frame: Frame, events: list[TraceEvent])
                 answering.log.new_questions.append(full_path)
             answering.log.notes.append(AnswerNote(full_path, question.step, source, by))
             return PersonAnswer(value, source, by, usage, tuple(events))
+        from core.answering.simulated_person import Rejection
+
         rejected = Rejection(turn_text(value), error)
         if source != "person":
             events.append(frame.event(question.path, AnswerRejected(value, error, source)))

@@ -104,7 +104,7 @@ async def run_tool_loop(
     recorded = first.output.get("listed") if first is not None and isinstance(first.output, Mapping) else None
     offered = await offered_tools(
         use.tools,
-        frame.tool_sessions,
+        frame.sessions(),
         frame.run_id,
         recorded if isinstance(recorded, Mapping) else None,
         who=use.agent or agent.label,
@@ -352,7 +352,7 @@ async def _outcome(
         on_progress=frame.reporter.note,
         process_started=lambda pid: frame.process_started(path, f"tool:{asked.name}", pid),
     )
-    return await tool.call(arguments, where, frame.tool_sessions)
+    return await tool.call(arguments, where, frame.sessions())
 
 
 async def _approved(step: AgentStep, use: ToolUse, asked: ToolCall, path: str, frame: Frame) -> bool:

@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args
 
 from core.model.errors import SourcePosition
 from core.model.records import RunRecord
-from core.model.tools import ToolMode
 from core.ports import Agent, Tool, ToolSource
 from core.text.templates import Expression, Template
 
 if TYPE_CHECKING:
     from core.answering.simulated_person import SimulatedPerson
     from core.context import RunContext
+    from core.model.tools import ToolMode
 
 # A condition/exit hook compiled from an expression or a ``module:function``; it receives the scope
 # mapping {previous_step, context, steps, iteration, initial_prompt} and returns a value.

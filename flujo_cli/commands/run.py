@@ -300,7 +300,7 @@ async def _run(
     state: str | None = None,
     events: EventFlags = NO_EVENTS,
 ) -> int:
-    from blueprints import ModelOverrideError, compile_pipeline, load_blueprint, simulated_user
+    from blueprints import ModelOverrideError, compile_pipeline, load_blueprint
     from core import (
         BlueprintError,
         Engine,
@@ -440,11 +440,11 @@ async def _run(
                 person_then = (replayed.options or {}).get("simulate_user")
                 if answer_flags.simulate_user is None and isinstance(person_then, str):
                     answer_flags = replace(answer_flags, simulate_user=person_then)
-            person = (
-                simulated_user(blueprint, settings, answer_flags.simulate_user, agent_factory=factory)
-                if answer_flags.simulate_user
-                else None
-            )
+            person = None
+            if answer_flags.simulate_user:  # the simulated person's modules: imported by the runs that have one
+                from blueprints import simulated_user
+
+                person = simulated_user(blueprint, settings, answer_flags.simulate_user, agent_factory=factory)
             answering = await answering_for(answer_flags, store, given, person, replay)
         except RunError as exc:  # --simulate-user, --replay or --replay-answers names nothing: nothing ran
             error_line(exc.message, exc.hint)

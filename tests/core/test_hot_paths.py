@@ -48,12 +48,12 @@ from core import (
 )
 from core.agents import PythonAgent
 from core.agents.chat import input_text
+from core.answering import simulated_person
 from core.conversation.current_message import is_context
 from core.conversation.history import as_messages, bound
 from core.conversation.turns import ActiveConversation, add_turn, start
 from core.model import codec, events, views
 from core.model.views import LazyView, copied, json_default
-from core.policies import person
 from core.policies.context_writes import agent_finished, note_agent_command
 from core.policies.frame import Frame
 from core.policies.frame import scope as frame_scope
@@ -335,13 +335,13 @@ def test_a_question_outside_a_conversation_makes_the_earlier_ones_into_turns_onl
     simulated person reads them, so they are made into turns then, not for every question (which cost each
     question the whole run's questions so far), and as they were when the question was asked."""
     made: list[int] = []
-    questions_and_answers = person.questions_and_answers
+    questions_and_answers = simulated_person.questions_and_answers  # imported there when first read
 
     def counted(entries: Any) -> list[ConversationTurn]:
         made.append(len(entries))
         return questions_and_answers(entries)
 
-    monkeypatch.setattr(person, "questions_and_answers", counted)
+    monkeypatch.setattr(simulated_person, "questions_and_answers", counted)
     ask = HitlStep(name="ask", message=Template("?"))
     ctx = _context()
     ctx.hitl_history = [HitlEntry("ask", f"q{n}", f"a{n}") for n in range(3)]

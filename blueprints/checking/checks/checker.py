@@ -12,6 +12,9 @@ from blueprints.reading.positions import Path, PositionIndex
 from blueprints.schema import BlueprintModel
 from core import BoundsSettings, HistorySettings, SourcePosition
 
+# An agent's keys about its tools, which only an agent with ``tools:`` uses (``checks.tools`` warns of the others).
+AGENT_TOOL_KEYS = ("max_tool_calls", "tool_mode", "tool_result_chars")
+
 
 @dataclass(frozen=True)
 class Writes:

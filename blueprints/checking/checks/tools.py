@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from blueprints.checking.callables import load_callable
-from blueprints.checking.checks.checker import Checker
+from blueprints.checking.checks.checker import AGENT_TOOL_KEYS, Checker
 from blueprints.checking.checks.schemas import check_schema
 from blueprints.checking.checks.sites import StepSite
 from blueprints.reading.positions import Path
@@ -25,7 +25,6 @@ from core import BlueprintError, provider_of
 
 # What every provider accepts as a tool's name (OpenAI's rule; Anthropic's is the same).
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-_AGENT_TOOL_KEYS = ("max_tool_calls", "tool_mode", "tool_result_chars")
 
 
 def check_tool_definition(checker: Checker, name: str, tool: ToolModel) -> None:
@@ -144,7 +143,7 @@ def check_agent_tools(checker: Checker, name: str, agent: AgentModel) -> None:
     """An agent's ``tools``: each defined, listed once, on an agent whose model can call them."""
     path = ("agents", name)
     if agent.tools is None:
-        for key in _AGENT_TOOL_KEYS:
+        for key in AGENT_TOOL_KEYS:
             if key in agent.fields_given:
                 checker.warning(
                     "ignored-key",
