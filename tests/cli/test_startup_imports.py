@@ -36,6 +36,7 @@ NEVER = (
     "core.policies.tool_loop",
     "core.tools.offered",
     "core.tools.workflow_tool",
+    "core.tools.spec",
     "core.tools.sessions",  # made by the first tool a run's step uses
     "core.agents.json_tools",
     "core.conversation.ensemble.state",  # an ensemble step only
