@@ -56,14 +56,26 @@ class Validated:
 
 
 def _code_stamp() -> bytes:
-    """Python's and pydantic's versions and the stat of each loaded module of ``blueprints`` and ``core``."""
-    return code_stamp(loaded_files(("blueprints", "core"), leave_out=_NOT_READING))
+    """Python's and pydantic's versions and the stat of each loaded module of ``blueprints`` and ``core``, and
+    of the modules that make an entry, which only a command that validates imports (``_VALIDATING``)."""
+    package = Path(__file__).resolve().parent.parent  # blueprints/
+    making = [str(package / part) for part in _VALIDATING]
+    return code_stamp([*loaded_files(("blueprints", "core"), leave_out=_NOT_READING), *making])
+
+
+# What decides an entry's content but is imported only where a file is validated (after its entry was looked
+# for): the schema's constraints and the translation of an ensemble file. Counted whether loaded or not, so
+# that an edit of one of them makes other keys.
+_VALIDATING = ("schema/validating.py", "reading/ensemble_file.py")
 
 
 # Loaded or not by a command whatever its blueprint: the settings' checks run only when the settings were not
-# kept (core.settings.kept_settings), and a blueprint is read the same either way. Counted, a command that
-# checked its settings and one that read them kept would not find each other's entries.
-_NOT_READING = frozenset({"core.settings.validating"})
+# kept (core.settings.kept_settings), and a blueprint is read the same either way; the modules of
+# ``_VALIDATING`` are counted by their files. Counted as loaded, a command that checked its settings (or
+# validated a file before) and one that did not would not find each other's entries.
+_NOT_READING = frozenset(
+    {"core.settings.validating", "blueprints.schema.validating", "blueprints.reading.ensemble_file"}
+)
 
 
 class ValidatedFiles:

@@ -198,6 +198,19 @@ def test_an_edited_module_of_flujo_changes_every_key(tmp_path: Path, monkeypatch
     assert _code_stamp() != before
 
 
+def test_the_modules_that_validate_count_whether_a_command_loaded_them_or_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The schema's constraints (``blueprints.schema.validating``) decide what an entry holds but are imported
+    only by a command that validates, after it looked for its entry: their file is in every key, and the key is
+    the same whether this process loaded them or not (or a run that validated would miss a run that did not)."""
+    import blueprints.schema.validating as constraints
+
+    stamp = _code_stamp()
+    assert constraints.__file__ is not None and str(Path(constraints.__file__).resolve()).encode() in stamp
+    monkeypatch.delitem(sys.modules, "blueprints.schema.validating")
+    monkeypatch.delitem(sys.modules, "blueprints.reading.ensemble_file", raising=False)
+    assert _code_stamp() == stamp
+
+
 def test_the_oldest_entries_go_first_past_the_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(validated_module, "KEPT", 4)
     kept = ValidatedFiles(tmp_path / "kept")
