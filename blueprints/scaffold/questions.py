@@ -147,12 +147,25 @@ def _check_count(what: Callable[[Values], str]) -> Callable[[Any, Values], str |
     return check
 
 
+# Per history strategy: the question the history limit asks, and what the number counts (its range's message).
+_LIMITS = {
+    "truncate_tokens": (
+        "How many tokens of recent history should the agent be sent at most?",
+        "the tokens of history sent: history_management.max_tokens",
+    ),
+    "truncate_turns": (
+        "How many recent turns should the agent be sent at most?",
+        "the turns of history sent: history_management.max_turns",
+    ),
+    "summarize": (
+        "Summarize the older turns once the history is longer than how many turns?",
+        "the turns kept before summarizing: history_management.max_turns",
+    ),
+}
+
+
 def _limit_words(values: Values) -> str:
-    return {
-        "truncate_tokens": "the tokens of history sent: history_management.max_tokens",
-        "truncate_turns": "the turns of history sent: history_management.max_turns",
-        "summarize": "the turns kept before summarizing: history_management.max_turns",
-    }[values["history"]]
+    return _LIMITS[values["history"]][1]
 
 
 def _check_rounds(value: Any, values: Values) -> str | None:
@@ -210,11 +223,7 @@ def _in(choices: Callable[[Values], tuple[str, ...]]) -> Callable[[Any, Values],
 
 
 def _limit_text(values: Values) -> str:
-    return {
-        "truncate_tokens": "How many tokens of recent history should the agent be sent at most?",
-        "truncate_turns": "How many recent turns should the agent be sent at most?",
-        "summarize": "Summarize the older turns once the history is longer than how many turns?",
-    }[values["history"]]
+    return _LIMITS[values["history"]][0]
 
 
 def _conversation(values: Values) -> bool:

@@ -239,7 +239,7 @@ class Settings:
         section = self.provider_sections().get(name)
         if section is None:
             raise ConfigError(
-                f"unknown provider {name!r}", hint=f"providers with a base URL: {', '.join(_http_providers())}"
+                f"unknown provider {name!r}", hint=f"providers with a base URL: {', '.join(http_providers())}"
             )
         return section
 
@@ -248,12 +248,14 @@ class Settings:
         ``--set`` are checked); ``tests/core/test_providers.py`` checks each row of the registry has its field."""
         return {
             name: section
-            for name in _http_providers()
+            for name in http_providers()
             if isinstance(section := self.__dict__.get(name), ProviderSettings)
         }
 
 
-def _http_providers() -> tuple[str, ...]:
+def http_providers() -> tuple[str, ...]:
+    """The names of the providers with a section of their own in the settings (a row of core.model.providers
+    with a base URL)."""
     return tuple(provider.name for provider in PROVIDERS if provider.base_url is not None)
 
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from core.model import providers
 from core.settings import config
-from core.settings.config import Checked, Settings, checked_settings, environment_secrets
+from core.settings.config import Checked, Settings, checked_settings, environment_secrets, http_providers
 from core.settings.kept_entries import KeptEntries, code_stamp
 from core.settings.location import secrets
 from core.settings.secret import Secret
@@ -72,7 +72,7 @@ class KeptSettings:
         None when the data cannot be kept (a secret elsewhere in it, or one that is not a text)."""
         keyed = dict(data)
         keys: dict[str, str] = {}
-        for name in Settings().provider_sections():
+        for name in http_providers():
             section = keyed.get(name)
             if isinstance(section, dict) and section.get("api_key") is not None:
                 if not isinstance(section["api_key"], str):
