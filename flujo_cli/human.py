@@ -18,7 +18,7 @@ import json
 import signal
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date
 from pathlib import Path
 from typing import Any, TextIO
@@ -146,6 +146,7 @@ class TerminalHuman:
         console: Console,
         stdin: TextIO | None = None,
         paths: StepPaths | None = None,
+        while_typing: Callable[[], None] | None = None,
     ) -> None:
         self._answers = list(answers)
         self._by_step = {name: list(values) for name, values in (by_step or {}).items()}
@@ -156,6 +157,7 @@ class TerminalHuman:
         self._stdin = stdin or sys.stdin
         self._last_was_scripted = False
         self._line = LineInput(console)
+        self._while_typing = while_typing  # called as a person is asked at a terminal (the run's local models load)
 
     def key_by(self, paths: StepPaths) -> tuple[str, list[str]] | None:
         """Match the ``--answers`` keys against the step paths of the pipeline run (``paths``) too. Returns the
@@ -242,6 +244,8 @@ class TerminalHuman:
         if not self._interactive:
             return None
         if self._stdin.isatty():
+            if self._while_typing is not None:
+                self._while_typing()
             return self._prompt(question)
         self._lines.line(("bold cyan", "?"), " ", question.message)
         while True:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -206,3 +207,19 @@ def test_startup_parts_counts_each_part_s_process(tmp_path: Path, monkeypatch: p
     lines = report({"deps": 100_000_000, "settings": 150_000_000}).splitlines()
     assert lines[0].split() == ["deps", "100", "M", "1.00x"]
     assert lines[1].split() == ["settings", "150", "M", "1.50x", "+50", "M"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("xllamacpp") is None, reason="the [local] extra is not installed")
+def test_the_first_reply_script_times_a_chat_at_a_terminal() -> None:
+    """``benchmarks/first_reply.py`` drives ``make run``'s chat at a pseudo-terminal to its end (one round, no
+    typing time) and reports the wait for the first reply."""
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.first_reply", "--rounds", "1", "--typing", "0"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "first reply" in result.stdout and "s after Enter (median of 1;" in result.stdout

@@ -50,13 +50,30 @@ _OVERHEAD_BYTES = 256 * 1024 * 1024
 # A quantisation tag at the end of a GGUF file's name: SmolLM2-135M-Instruct.Q4_1, model-Q4_K_M, x.IQ3_XS, y-f16.
 _QUANTISATION = re.compile(r"[.-](?:I?Q\d\w*|B?F(?:16|32))$", re.IGNORECASE)
 
-_lock = threading.Lock()
+_lock = threading.Lock()  # held while a server starts: a second call for the file waits for it
+_state = threading.Lock()  # guards the three tables below (never held while a model loads)
 _servers: dict[Path, tuple[Any, str]] = {}  # model file → (xllamacpp.Server, base URL)
+_used: dict[Path, LocalModel] = {}  # the models this process's agents use (resolved), by file
+_loading: set[Path] = set()  # files whose load began in the background (``load_in_background``)
+_failed: dict[Path, Exception] = {}  # a background load's error, for the first call to raise
 
 
 def running() -> bool:
-    """Whether this process started a server (its threads then run until the process ends)."""
-    return bool(_servers)
+    """Whether this process started a server, or began to (its threads then run until the process ends)."""
+    return bool(_servers) or bool(_loading)
+
+
+def load_in_background() -> None:
+    """Begin loading, each in a thread of its own, the models this process's agents use that no call has
+    started yet. The ``run`` command calls it as a person starts typing at a terminal: the load (about a
+    second, longer on a busy machine) then overlaps their typing, and the first reply comes that much sooner.
+    A call that comes while a load is under way waits for it (and says that the model loads); a load that
+    failed is raised by the first call, as if it had made it."""
+    with _state:
+        waiting = [model for path, model in _used.items() if path not in (*_servers, *_loading, *_failed)]
+        _loading.update(model.path for model in waiting)
+    for model in waiting:
+        threading.Thread(target=model._load, name=f"flujo load {model.label}", daemon=True).start()
 
 
 def _cores() -> int:
@@ -134,7 +151,10 @@ class LocalModel:
                 f"({free / 2**20:,.0f} MB)",
                 hint="use a smaller GGUF file (a lower quantisation, such as Q4_K_M), or free some memory",
             )
-        return cls(path.resolve(), info, settings)
+        model = cls(path.resolve(), info, settings)
+        with _state:
+            _used.setdefault(model.path, model)
+        return model
 
     @property
     def label(self) -> str:
@@ -165,10 +185,25 @@ class LocalModel:
         """The OpenAI-compatible base URL of this file's server, started on first use (blocking: call it
         in a worker thread). ProviderError when llama.cpp refuses the file."""
         with _lock:
+            with _state:
+                failed = _failed.pop(self.path, None)
+            if failed is not None:
+                raise failed
             running = _servers.get(self.path)
             if running is None:
                 running = _servers[self.path] = self._start()
             return running[1]
+
+    def _load(self) -> None:
+        """``base_url`` in a background thread: its error is kept for the first call to raise."""
+        try:
+            self.base_url()
+        except Exception as exc:  # a ProviderError most likely; whatever it is, the call says it, not this thread
+            with _state:
+                _failed[self.path] = exc
+        finally:
+            with _state:
+                _loading.discard(self.path)
 
     def _start(self) -> tuple[Any, str]:
         import xllamacpp

@@ -282,6 +282,14 @@ def resume_run(
     )
 
 
+def _load_local_models() -> None:
+    """As a person is asked at a terminal, the local models this run's agents use begin to load, so the load
+    overlaps their typing (``core.agents.local_server.load_in_background``)."""
+    server = sys.modules.get("core.agents.local_server")  # imported only by runs with a model: local agent
+    if server is not None:
+        server.load_in_background()
+
+
 async def _run(
     file: Path | None,
     invocation: _Invocation,
@@ -334,7 +342,7 @@ async def _run(
     positional, by_step = _answers(answers, answers_file, settings.bounds)
     # Answers given up front come first; the terminal (or a pause) comes after any replay or simulated person.
     given = TerminalHuman(answers=positional, by_step=by_step, interactive=False, console=console)
-    human = TerminalHuman(interactive=not no_input, console=console)
+    human = TerminalHuman(interactive=not no_input, console=console, while_typing=_load_local_models)
     reporter = LiveReporter(console, quiet=json_output)
     lines = events.open()  # the run's events as they are committed (flujo_cli.event_lines), if asked for
     if lines is not None:

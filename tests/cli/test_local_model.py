@@ -9,13 +9,16 @@ These tests skip only when the binding cannot be imported (``make install`` inst
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import json
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -239,20 +242,21 @@ def test_ctrl_c_during_generation_interrupts_the_run_as_with_other_providers(tmp
 
 
 def test_at_a_terminal_the_first_reply_says_the_model_loads_then_that_it_thinks(tmp_path: Path) -> None:
-    """The chat ``make run`` starts, at a pseudo-terminal: before its first reply the status line says what is
-    happening (the model's name and size while it loads, then ``thinking…`` with the seconds), then the
-    reply streams; a last word ``bye`` ends it."""
+    """The chat ``make run`` starts, at a pseudo-terminal, its first message given with ``-a``: before its first
+    reply the status line says what is happening (the model's name and size while it loads, then
+    ``thinking…`` with the seconds), then the reply streams; a last word ``bye`` ends it."""
     controller, terminal = os.openpty()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TERM": "xterm", "COLUMNS": "120",
            "FLUJO_STATE_URI": str(tmp_path / "f.db")}  # fmt: skip
     process = subprocess.Popen(
-        [sys.executable, "-m", "flujo_cli.main", "run", str(CHAT)],
+        [sys.executable, "-m", "flujo_cli.main", "run", str(CHAT), "-a", "Hi!"],
         stdin=terminal, stdout=terminal, stderr=terminal, cwd=tmp_path, env=env,
     )  # fmt: skip
     os.close(terminal)
     try:
+        # The first message given on the command line: no one types while the model could load, so the first
+        # reply loads it (test_at_a_terminal_the_model_loads_while_the_person_types has the other case).
         shown = read_terminal_until(controller, "(end with bye, or Ctrl-D)", timeout=60)
-        os.write(controller, b"Hi!\r")
         # (the step's name is in bold: its escape codes stand between it and the words that follow)
         shown = read_terminal_until(controller, "loading SmolLM2-135M-Instruct (98 MB)…", timeout=120, seen=shown)
         shown = read_terminal_until(controller, "thinking…", timeout=120, seen=shown)
@@ -268,3 +272,114 @@ def test_at_a_terminal_the_first_reply_says_the_model_loads_then_that_it_thinks(
         os.close(controller)
     loading, thinking = shown.index("loading SmolLM2"), shown.index("thinking…")
     assert loading < thinking < shown.index(" › ")
+
+
+def _listening_ports(pid: int) -> list[int]:
+    """The TCP ports process ``pid`` listens on (its sockets' inodes, found in /proc/net/tcp as LISTEN)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):  # a descriptor closed meanwhile
+            target = os.readlink(fd)
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    ports = []
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+            ports.append(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def _serves_health(pid: int) -> bool:
+    """Whether a port process ``pid`` listens on answers ``/health`` with 200 (llama.cpp's server, loaded)."""
+    for port in _listening_ports(pid):
+        with contextlib.suppress(OSError), urllib.request.urlopen(f"http://127.0.0.1:{port}/health") as reply:
+            if reply.status == 200:
+                return True
+    return False
+
+
+def test_at_a_terminal_the_model_loads_while_the_person_types(tmp_path: Path) -> None:
+    """``make run``'s chat at a pseudo-terminal: while the first question waits for the person, the model loads
+    (its server listens and answers /health before anything is typed), then the conversation goes as before.
+    Without the load in the background nothing would listen until the first message was sent."""
+    controller, terminal = os.openpty()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TERM": "xterm", "COLUMNS": "120",
+           "FLUJO_STATE_URI": str(tmp_path / "f.db")}  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, "-m", "flujo_cli.main", "run", str(CHAT)],
+        stdin=terminal, stdout=terminal, stderr=terminal, cwd=tmp_path, env=env,
+    )  # fmt: skip
+    os.close(terminal)
+    try:
+        shown = read_terminal_until(controller, "(end with bye, or Ctrl-D)", timeout=60)
+        while not _serves_health(process.pid):  # the event: its llama.cpp server is ready (the test's limit ends it)
+            assert process.poll() is None, shown
+            if select.select([controller], [], [], 0.05)[0]:  # keep reading: the process never blocks writing
+                shown += os.read(controller, 65536).decode("utf-8", "replace")
+        os.write(controller, b"Hi!\r")
+        shown = read_terminal_until(controller, " › ", timeout=120, seen=shown)
+        shown = read_terminal_until(controller, "Your reply", timeout=120, seen=shown)
+        os.write(controller, b"bye\r")
+        shown = read_terminal_until(controller, "completed", timeout=60, seen=shown)
+        assert process.wait(timeout=60) == 0, shown
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(controller)
+    assert "Traceback" not in shown
+
+
+_BACKGROUND = """
+import asyncio, sys, threading
+from core import AgentCall, Settings
+from core.agents import AgentSpec, build_agent
+from core.agents import local_server
+
+spec = AgentSpec(name="a", model=sys.argv[1], system_prompt="Reply with one word.",
+                 model_settings={"temperature": 0, "max_tokens": 5})
+agent = build_agent(spec, Settings())
+local_server.load_in_background()
+for thread in threading.enumerate():
+    if thread.name.startswith("flujo load"):
+        thread.join()
+activities = []
+try:
+    asyncio.run(agent.run(AgentCall(input="Hi", step="s", on_activity=lambda a: activities.append(a.kind))))
+except Exception as exc:
+    print("RAISED", type(exc).__name__, exc)
+print("LOADED", local_server.running(), sorted(set(activities)))
+"""
+
+
+def test_a_model_loaded_in_the_background_is_used_by_the_first_call(tmp_path: Path) -> None:
+    """``load_in_background`` loads the models the process's agents use; once it is over the first call starts
+    at once (no "loading" status, only "thinking")."""
+    done = subprocess.run(
+        [sys.executable, "-c", _BACKGROUND, "local"], capture_output=True, text=True, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "RAISED" not in done.stdout, done.stdout
+    assert "LOADED True ['thinking']" in done.stdout, done.stdout
+
+
+def test_a_background_load_that_fails_is_raised_by_the_first_call(tmp_path: Path) -> None:
+    """A file llama.cpp refuses, loaded in the background: no traceback from the thread; the first call raises
+    the ProviderError it would have raised loading the file itself."""
+    # The default model with another architecture's name: whole and well formed for flujo's checks, but
+    # llama.cpp knows no architecture "lxama".
+    model = default_model_path().read_bytes()
+    key = model.index(b"general.architecture") + len(b"general.architecture")
+    assert model[key + 12 : key + 17] == b"llama"  # after the value's type (4 bytes) and length (8 bytes)
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(model[: key + 12] + b"lxama" + model[key + 17 :])
+    done = subprocess.run(
+        [sys.executable, "-c", _BACKGROUND, f"local:{broken}"], capture_output=True, text=True, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert "RAISED ProviderError llama.cpp could not load" in done.stdout, done.stdout + done.stderr
+    assert "LOADED False" in done.stdout, done.stdout
