@@ -206,3 +206,15 @@ def test_startup_parts_counts_each_part_s_process(tmp_path: Path, monkeypatch: p
     lines = report({"deps": 100_000_000, "settings": 150_000_000}).splitlines()
     assert lines[0].split() == ["deps", "100", "M", "1.00x"]
     assert lines[1].split() == ["settings", "150", "M", "1.50x", "+50", "M"]
+
+
+def test_the_retake_count_finds_nothing_read_beside_the_taking_transaction() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "retake_statements.py")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.startswith("sqlite: 0 statement(s) read outside a transaction, 6 write transaction(s)")
