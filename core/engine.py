@@ -171,8 +171,8 @@ class Engine:
         (a crashed process holds no claim, so its run resumes), or when ``pipeline`` is not the blueprint
         the run started with (its source hash differs) unless ``force``; a sub-workflow's child run is
         resumed through its parent. ``options`` replaces the run's recorded ``RunRecord.options``. With
-        ``claimed`` the caller (a worker that took the run from the queue) already holds the run's claim: it
-        is neither taken nor released here."""
+        ``claimed`` the caller (``flujo resume``, which claimed the run to take it out of the queue) holds its
+        claim: it is neither taken nor released here. A worker's run taken again goes through ``start_taken``."""
         record = await self.store.get_run(run_id)
         if record is None:
             raise RunError(f"no run matches {run_id!r}", hint="list runs with: flujo lens list")

@@ -292,7 +292,7 @@ class _Worker:
     async def _resume(self, taken: Taken) -> RunOutcome | None:
         """Execute the run taken from the queue as ``flujo run`` would have, with what was submitted: a fresh
         run as ``flujo run`` starts one, a run taken again (its worker died, or SIGTERM put it back) resumed
-        from its journal."""
+        from its journal as the transaction that took it read it (``Taken.journal``): nothing is read first."""
         from blueprints import simulated_user
         from core import Answering, Engine, RunError, StepPaths
         from core.store import RUNNABLE
