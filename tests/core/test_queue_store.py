@@ -2,8 +2,9 @@
 one transaction that gives the worker the run as it read it, marked running, and says whether it is fresh
 (never started: nothing to read back); the status that settles a run takes it out of the queue in the same
 transaction, so no second one is needed to finish it; a run given back, or whose taker is gone, is taken
-again, not fresh; a cancelled one is settled, its claim given back. On SQLite, taking waits for a write
-lock another process holds and then holds exactly the claim of the run it took."""
+again, not fresh, with its journal read in the same transaction (nothing read beside it, counted in
+statements on both stores); a cancelled one is settled, its claim given back. On SQLite, taking waits for a
+write lock another process holds and then holds exactly the claim of the run it took."""
 
 from __future__ import annotations
 
@@ -82,6 +83,7 @@ async def test_a_run_given_back_is_taken_again_not_fresh(uri: str) -> None:
         again = await store.take_queued()
         assert again is not None and again.record.run_id == "a" and not again.fresh
         assert again.record.status == "running"
+        assert again.journal == Journal()  # read with it: it had recorded nothing
     finally:
         await store.close()
 
@@ -95,6 +97,7 @@ async def test_a_run_whose_taker_is_gone_is_taken_again_not_fresh(uri: str) -> N
     try:
         again = await second.take_queued()
         assert again is not None and again.record.run_id == "a" and not again.fresh
+        assert again.journal == Journal()
         assert await second.claimed_runs(["a"]) == {"a"}
     finally:
         await second.close()
