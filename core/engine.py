@@ -35,7 +35,7 @@ from core.model.errors import (
     RunError,
     StoreUnavailable,
 )
-from core.model.records import RunRecord, RunStatus, RunUpdate
+from core.model.records import Journal, RunRecord, RunStatus, RunUpdate
 from core.model.usage import ZERO_USAGE, Usage
 from core.policies.dispatch import run_steps
 from core.policies.frame import Frame
@@ -171,8 +171,8 @@ class Engine:
         (a crashed process holds no claim, so its run resumes), or when ``pipeline`` is not the blueprint
         the run started with (its source hash differs) unless ``force``; a sub-workflow's child run is
         resumed through its parent. ``options`` replaces the run's recorded ``RunRecord.options``. With
-        ``claimed`` the caller (a worker that took the run from the queue) already holds the run's claim: it
-        is neither taken nor released here."""
+        ``claimed`` the caller (``flujo resume``, which claimed the run to take it out of the queue) holds its
+        claim: it is neither taken nor released here. A worker's run taken again goes through ``start_taken``."""
         record = await self.store.get_run(run_id)
         if record is None:
             raise RunError(f"no run matches {run_id!r}", hint="list runs with: flujo lens list")
@@ -197,16 +197,19 @@ class Engine:
             if not claimed:
                 await self.store.release_run(full_id)
 
-    async def start_taken(self, pipeline: Pipeline, record: RunRecord) -> RunOutcome:
-        """Execute a queued run that was never started, which the caller took from the queue: it holds the
-        run's claim, and ``record`` is the run as taking it read it (marked running). As ``run`` does once it
-        has created and claimed a run: nothing to read back, no journal (a run taken again, after its worker
-        died or was stopped, goes through ``resume`` instead). ``ResumeRefused``, as ``resume`` would refuse
-        it, when ``pipeline`` is not the blueprint the run was submitted with (its source hash differs)."""
+    async def start_taken(self, pipeline: Pipeline, record: RunRecord, earlier: Journal | None = None) -> RunOutcome:
+        """Execute a queued run which the caller took from the queue: it holds the run's claim, and ``record``
+        is the run as taking it read it (marked running). A run never started (``earlier`` None): as ``run``
+        does once it has created and claimed a run, nothing to read back, no journal. A run taken again, after
+        its worker died or was stopped: resumed from ``earlier``, what it had recorded as the same transaction
+        read it (``Journal``), with nothing read from the store first. ``ResumeRefused``, as ``resume`` would
+        refuse it, when ``pipeline`` is not the blueprint the run was submitted with (its source hash differs)."""
         _check_resumable(record, pipeline, force=False)
-        return await self._execute(pipeline, record, journal_from_store=False)
+        return await self._execute(pipeline, record, journal_from_store=False, earlier=earlier)
 
-    async def _execute(self, pipeline: Pipeline, record: RunRecord, *, journal_from_store: bool) -> RunOutcome:
+    async def _execute(
+        self, pipeline: Pipeline, record: RunRecord, *, journal_from_store: bool, earlier: Journal | None = None
+    ) -> RunOutcome:
         run_id = record.run_id
         journal = {}
         if journal_from_store:
@@ -228,11 +231,13 @@ class Engine:
             answering=self.answering,
             replay=self.replay,
         )
-        if journal_from_store:  # what an earlier process sent and never recorded the reply of still counts
+        if earlier is not None:  # its journal, attempts and interrupted calls as the worker's take read them
+            frame.go_on_from(earlier)
+        elif journal_from_store:  # what an earlier process sent and never recorded the reply of still counts
             await frame.count_interrupted()
-            if self.replay is not None:  # what the journal holds was served by the process that made it,
-                self.replay.resumed(journal)  # and the replay goes on as it left off (live, if it went live)
-                self.replay.restore((record.options or {}).get("replay_report"))
+        if (journal_from_store or earlier is not None) and self.replay is not None:
+            self.replay.resumed(frame.journal)  # what the journal holds was served by the process that made it,
+            self.replay.restore((record.options or {}).get("replay_report"))  # and it goes on as it left off
         ctx = RunContext(initial_prompt=record.input)
         try:
             outcome = await self._outcome(pipeline, record.input, run_id, frame, ctx)

@@ -14,7 +14,7 @@ from rich.markup import escape
 if TYPE_CHECKING:  # the engine's modules load only for a run (flujo_cli.commands.run imports this module)
     from rich.console import Console
 
-    from core import Answering, Redactor, Replay, RunRecord, RunStore, SimulatedPerson
+    from core import Answering, Journal, Redactor, Replay, RunRecord, RunStore, SimulatedPerson
     from flujo_cli.human import TerminalHuman
 
 
@@ -111,15 +111,32 @@ def report_replay(replay: Replay, console: Console) -> None:
         console.print("[dim]went on live from there: this run is not a clean replay[/]")
 
 
-async def given_answers_taken(store: RunStore, run_id: str, prefix: str = "") -> list[tuple[str, str]]:
-    """The questions run ``run_id`` and its sub-workflows' child runs (those in flight too) answered already
-    with answers given up front, one (step name, path in the top run) per question: the answered questions
-    whose ``hitl.answer`` event has no ``simulated`` or ``replayed`` mark. A run executed with no terminal (a
+async def given_answers_taken(store: RunStore, run_id: str) -> list[tuple[str, str]]:
+    """``given_answers_in`` the journal of run ``run_id`` and its sub-workflows' child runs (those in flight
+    too) as the store holds them now."""
+    return given_answers_in(await _journal_of(store, run_id))
+
+
+async def _journal_of(store: RunStore, run_id: str) -> Journal:
+    from core import Journal
+
+    children = await store.list_runs(limit=1_000_000, parent_run_id=run_id)
+    return Journal(
+        steps=tuple(await store.steps(run_id)),
+        events=tuple(await store.events(run_id)),
+        children=tuple([(child, await _journal_of(store, child.run_id)) for child in children]),
+    )
+
+
+def given_answers_in(journal: Journal, prefix: str = "") -> list[tuple[str, str]]:
+    """The questions a run (whose ``Journal`` is ``journal``) and its child runs answered already with answers
+    given up front, one (step name, path in the top run) per question: the answered questions whose
+    ``hitl.answer`` event has no ``simulated`` or ``replayed`` mark. A run executed with no terminal (a
     worker) has no other source for them, so they took the first of the answers it was given;
     ``TerminalHuman.pass_over`` drops those. ``prefix`` is a child run's place in the top run (``review/``)."""
     from core import ChildRunStarted, QuestionAnswered
 
-    events = await store.events(run_id)
+    events = journal.events
     marked = {
         event.path
         for event in events
@@ -128,12 +145,12 @@ async def given_answers_taken(store: RunStore, run_id: str, prefix: str = "") ->
     started = {event.data.child_run_id: event.path for event in events if isinstance(event.data, ChildRunStarted)}
     taken = [
         (step.name, f"{prefix}{step.path}")
-        for step in await store.steps(run_id)
+        for step in journal.steps
         if step.kind == "hitl" and step.status == "completed" and step.path not in marked
     ]
-    for child in await store.list_runs(limit=1_000_000, parent_run_id=run_id):
+    for child, inner in journal.children:
         where = started.get(child.run_id)
-        taken += await given_answers_taken(store, child.run_id, f"{prefix}{where}/" if where else prefix)
+        taken += given_answers_in(inner, f"{prefix}{where}/" if where else prefix)
     return taken
 
 

@@ -223,3 +223,15 @@ def test_the_first_reply_script_times_a_chat_at_a_terminal() -> None:
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "first reply" in result.stdout and "s after Enter (median of 1;" in result.stdout
+
+
+def test_the_retake_count_finds_nothing_read_beside_the_taking_transaction() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "retake_statements.py")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.startswith("sqlite: 0 statement(s) read outside a transaction, 6 write transaction(s)")

@@ -30,6 +30,7 @@ CORE_FOR_LENS_AND_CLI = {
     # How a value is kept on disk between commands: blueprints' validated files share it.
     "KeptEntries", "code_stamp", "loaded_files",
     "project_file_candidates",  # flujo worker: the settings files whose change makes it read its settings again
+    "Journal",  # what a run taken again had recorded (flujo worker; flujo resume reads one from the store)
 }  # fmt: skip
 
 

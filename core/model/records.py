@@ -21,7 +21,15 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from core.model.calls import Role
-from core.model.events import CallSent, Event, from_payload
+from core.model.events import (
+    AgentStarted,
+    CallSent,
+    ChildRunStarted,
+    Event,
+    ProcessStarted,
+    QuestionAnswered,
+    from_payload,
+)
 from core.model.usage import ZERO_USAGE, Usage
 
 StepStatus = Literal["completed", "failed", "skipped", "paused"]
@@ -185,6 +193,30 @@ class ThreadSummary:
     tokens: int
     first_run_at: float
     last_run_at: float
+
+
+RESUME_EVENT_KINDS: tuple[str, ...] = (
+    AgentStarted.kind,
+    ProcessStarted.kind,
+    CallSent.kind,
+    QuestionAnswered.kind,
+    ChildRunStarted.kind,
+)
+"""The events of a run that executing it again reads: the attempts its agents started and their processes
+(``Frame.begin_attempt``), the calls it sent (``interrupted_calls``), how its questions were answered and the
+child runs its sub-workflows started (which answers given up front it took already)."""
+
+
+@dataclass(frozen=True)
+class Journal:
+    """What a run an earlier process executed had recorded, as executing it again needs it: its steps in the
+    order they were recorded, its events of ``RESUME_EVENT_KINDS`` in order, and each of its sub-workflows'
+    child runs (oldest first) with the child's own. A worker that takes a run again reads it in the
+    transaction that takes it (``take_queued``): one snapshot, nothing read after."""
+
+    steps: tuple[StepRecord, ...] = ()
+    events: tuple[TraceEvent, ...] = ()
+    children: tuple[tuple[RunRecord, Journal], ...] = ()
 
 
 def call_interrupted(call: CallSent, record: StepRecord | None) -> bool:

@@ -23,7 +23,7 @@ from core.conversation import ThreadBinding
 from core.model.calls import ChatMessage
 from core.model.errors import FlujoError, LimitReached, RunError, StoreUnavailable
 from core.model.events import AgentStarted, CallSent, KnownEvent, ProcessStarted, ReplyReceived
-from core.model.records import StepRecord, StepStatus, TraceEvent, interrupted_calls
+from core.model.records import Journal, RunRecord, StepRecord, StepStatus, TraceEvent, interrupted_calls
 from core.model.usage import FREE_INTERRUPTED_CALL, INTERRUPTED_CALL, ZERO_USAGE, Usage
 from core.model.views import ATOMIC, LazyView, copied
 from core.ports import Agent, HumanInput, Reporter, RunStore, ToolSessions
@@ -80,6 +80,9 @@ class Frame:
     # call and question is compared with it and served when equal (core.replay). A child run's is its
     # parent's, ``within`` its step.
     replay: Replay | None = None
+    # A run taken again by a worker: its child runs as the taking transaction read them (``Journal.children``),
+    # by id, each entered once from there (``core.policies.workflow``) instead of from the store.
+    taken_children: dict[str, tuple[RunRecord, Journal]] = field(default_factory=dict)
 
     def sessions(self) -> ToolSessions:
         """What the run's tools share, made at the first use: a child run's is its parent's."""
@@ -144,14 +147,7 @@ class Frame:
         was killed after its side effect but before its commit is executed again on resume: its next start
         says attempt 2, so a script can tell that it may have done its work already."""
         if self.started is None:
-            events = await self.store.events(self.run_id)
-            counts: dict[str, int] = {}
-            groups: dict[str, ProcessStarted] = {}
-            for event in events:
-                if event.kind == AgentStarted.kind:  # decoding every event of a long run costs
-                    counts[event.path] = counts.get(event.path, 0) + 1
-                elif event.kind == ProcessStarted.kind and isinstance(group := event.data, ProcessStarted):
-                    groups[event.path] = group
+            counts, groups = _attempts(await self.store.events(self.run_id))
             if self.started is None:  # a parallel branch may have read them meanwhile
                 self.started = counts
                 self.groups = groups
@@ -294,6 +290,17 @@ class Frame:
         events = await self.store.events(self.run_id, kind=CallSent.kind)
         for call in interrupted_calls(events, self.journal):
             self.charge_interrupted(call)
+
+    def go_on_from(self, earlier: Journal) -> None:
+        """This run (or child run) entered again from ``earlier``, what it had recorded as read with the run
+        taken again (``Journal``), instead of from the store: the journal of its steps, the attempts its
+        agents started and their processes (``begin_attempt`` reads none), its interrupted calls counted
+        (``count_interrupted``), and its child runs to enter from there."""
+        self.journal = {step.path: step for step in earlier.steps}
+        self.started, self.groups = _attempts(earlier.events)
+        for call in interrupted_calls(earlier.events, self.journal):
+            self.charge_interrupted(call)
+        self.taken_children = {record.run_id: (record, journal) for record, journal in earlier.children}
 
     def reserve(self, step: str, tokens: int, cost_usd: float | None = None, *, reply_tokens: int = 0) -> Reservation:
         """Before a call: hold what it may use, or LimitReached when a limit is already spent or when the
@@ -482,3 +489,16 @@ def with_turn(event: TraceEvent, told: Mapping[str, int]) -> TraceEvent:
     first = next(items, None)
     payload = {**told} if first is None else {first[0]: first[1], **told, **dict(items)}
     return TraceEvent(event.kind, event.path, payload, event.ts)
+
+
+def _attempts(events: Sequence[TraceEvent]) -> tuple[dict[str, int], dict[str, ProcessStarted]]:
+    """Step path → how many times an agent started there (``agent.started``), and the process group its
+    command agent last started in (``agent.process``), from a run's ``events``."""
+    counts: dict[str, int] = {}
+    groups: dict[str, ProcessStarted] = {}
+    for event in events:
+        if event.kind == AgentStarted.kind:  # decoding every event of a long run costs
+            counts[event.path] = counts.get(event.path, 0) + 1
+        elif event.kind == ProcessStarted.kind and isinstance(group := event.data, ProcessStarted):
+            groups[event.path] = group
+    return counts, groups

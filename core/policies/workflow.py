@@ -168,7 +168,8 @@ async def _enter(step: WorkflowStep, value: Any, child_id: str, path: str, frame
     """The child run's frame (creating its record on first entry, with its journal on a later one), and
     whether the child had already completed."""
     store = frame.store
-    record = await store.get_run(child_id)
+    taken = frame.taken_children.pop(child_id, None)  # a run a worker took again: read with it, used once
+    record = taken[0] if taken is not None else await store.get_run(child_id)
     journal = {}
     completed = False
     started: dict[str, int] | None = None  # an existing child run's attempts are counted from its events
@@ -176,7 +177,8 @@ async def _enter(step: WorkflowStep, value: Any, child_id: str, path: str, frame
         await store.create_run(step.pipeline.new_run(child_id, value, parent_run_id=frame.run_id))
         started = {}
     else:
-        journal = {entry.path: entry for entry in await store.steps(child_id)}
+        if taken is None:
+            journal = {entry.path: entry for entry in await store.steps(child_id)}
         completed = record.status == "completed"
         if not completed:
             await store.update_run(child_id, RunUpdate(status="running"))
@@ -194,7 +196,11 @@ async def _enter(step: WorkflowStep, value: Any, child_id: str, path: str, frame
         tool_sessions=frame.tool_sessions,
         replay=frame.replay.within(path) if frame.replay is not None else None,
     )
-    if record is not None and record.run_id == child_id:  # entered again: an earlier process ran it
+    if taken is not None:  # entered again from what the worker's take read
+        child.go_on_from(taken[1])
+        if child.replay is not None:
+            child.replay.resumed(child.journal)
+    elif record is not None and record.run_id == child_id:  # entered again: an earlier process ran it
         await child.count_interrupted()
         if child.replay is not None:
             child.replay.resumed(journal)

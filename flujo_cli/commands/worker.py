@@ -292,11 +292,11 @@ class _Worker:
     async def _resume(self, taken: Taken) -> RunOutcome | None:
         """Execute the run taken from the queue as ``flujo run`` would have, with what was submitted: a fresh
         run as ``flujo run`` starts one, a run taken again (its worker died, or SIGTERM put it back) resumed
-        from its journal."""
+        from its journal as the transaction that took it read it (``Taken.journal``): nothing is read first."""
         from blueprints import simulated_user
         from core import Answering, Engine, RunError, StepPaths
         from core.store import RUNNABLE
-        from flujo_cli.answering import given_answers_taken
+        from flujo_cli.answering import given_answers_in
         from flujo_cli.commands.run import RunOverrides, _with_limits
         from flujo_cli.human import TerminalHuman
 
@@ -330,12 +330,11 @@ class _Worker:
             )
         answering = Answering(given=given, simulated_user=person)
         engine = Engine(store=self.store, redactor=prepared.redactor, answering=answering)
-        if taken.fresh:  # nothing of it is stored yet but its record: nothing to read back
-            return await engine.start_taken(pipeline, record)
-        # Re-executed from its journal (its worker died, or SIGTERM put it back in the queue): the questions
-        # answered already took the first of its answers, and they are not asked again.
-        given.pass_over(await given_answers_taken(self.store, run_id))
-        return await engine.resume(pipeline, run_id, claimed=True)
+        if taken.journal is not None:
+            # Re-executed from its journal (its worker died, or SIGTERM put it back in the queue), as the take
+            # read it: the questions answered already took the first of its answers, and are not asked again.
+            given.pass_over(given_answers_in(taken.journal))
+        return await engine.start_taken(pipeline, record, taken.journal)
 
 
 def _detail(outcome: RunOutcome) -> str:

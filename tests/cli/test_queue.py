@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from core import RunRecord
-from core.store import open_store
+from core.store import PostgresStore, SqliteStore, open_store
 from flujo_cli import exit_codes
 from tests.support.cli_helpers import ROOT, flujo_process, wait_until
 
@@ -509,3 +509,125 @@ def test_a_worker_passes_over_a_queued_run_whose_thread_a_direct_run_holds(
     turns = _flujo(workdir, uri, "threads", "show", "ana", "--json")
     runs_in_order = [turn["run_id"] for turn in json.loads(turns.stdout)["turns"]]
     assert runs_in_order == [direct_id] * 2 + [threaded] * 2
+
+
+# A question answered up front, a step, one that waits for the file "go" (and says which attempt it is), and
+# a second question.
+RETAKEN = """\
+version: "0.1"
+agents:
+  first: {command: [sh, -c, 'cat > /dev/null; printf x >> "%(dir)s/effects/$FLUJO_RUN_ID.first"; echo ok']}
+  gated:
+    command:
+      - sh
+      - -c
+      - 'cat > /dev/null; touch "%(dir)s/started/$FLUJO_RUN_ID"; while [ ! -e "%(dir)s/go" ]; do sleep 0.05; done;
+        printf "$FLUJO_ATTEMPT" >> "%(dir)s/effects/$FLUJO_RUN_ID.gated"; echo done'
+steps:
+  - {kind: hitl, name: month, message: "Which month?"}
+  - {kind: step, name: first, uses: agents.first}
+  - {kind: step, name: gated, uses: agents.gated}
+  - {kind: hitl, name: day, message: "Which day?"}
+"""
+
+
+def test_a_run_taken_again_after_its_worker_was_killed_is_one_transaction_to_take_and_one_to_finish(
+    tmp_path: Path, uri: str
+) -> None:
+    """A worker SIGKILLed while "gated" runs (the answer to "month" and "first" committed); another worker (in
+    this process, its statements counted) takes the run again and finishes it: nothing is read outside the
+    transaction that takes it (its journal, attempts and answers given come with it), the transactions
+    between that one and the one that finishes it each record what the run did, "first" is not run again,
+    "gated" runs as its second attempt, and each question gets its own answer."""
+    workdir = _workdir(tmp_path, RETAKEN)
+    (workdir / "answers.json").write_text('["July", "Monday"]', encoding="utf-8")
+    [run_id] = _submit(workdir, uri, "--input", "hello", "--answers", "answers.json")
+    first = _worker(workdir, uri)
+    _wait_for(workdir / "started" / run_id)
+    first.send_signal(signal.SIGKILL)
+    first.communicate()
+    (workdir / "go").touch()
+    with contextlib.chdir(workdir):
+        if uri.startswith("postgres"):
+            _retake_on_postgresql(uri, run_id)
+        else:
+            _retake_on_sqlite(uri, run_id)
+    assert (workdir / "effects" / f"{run_id}.first").read_text() == "x"  # committed: not run again
+    assert (workdir / "effects" / f"{run_id}.gated").read_text() == "2"  # the killed one was attempt 1
+    assert _runs(uri)[run_id].status == "completed"
+    assert _answers_of(workdir, uri, run_id) == {"month": "July", "first": "ok", "gated": "done", "day": "Monday"}
+
+
+async def _retake(store: SqliteStore | PostgresStore, run_id: str) -> None:
+    """Take the run again and execute it as ``flujo worker`` does (its ``_execute``), in this process; close
+    the store."""
+    import io
+
+    from rich.console import Console
+
+    from flujo_cli.commands.worker import _Worker
+
+    log = io.StringIO()
+    worker = _Worker(
+        store=store, state=None, console=Console(file=log), concurrency=1, grace_s=0.0, reconnect_for_s=0.0
+    )
+    try:
+        taken = await store.take_queued()
+        assert taken is not None and taken.record.run_id == run_id and taken.journal is not None
+        await worker._execute(taken)
+        worker._flush()
+        assert f"completed {run_id}" in log.getvalue()
+    finally:
+        await store.close()
+
+
+def _retake_on_sqlite(uri: str, run_id: str) -> None:
+    writes: list[str] = []  # the statements of its writer connection: every transaction
+    reads: list[str] = []  # those of its reader connection (aiosqlite's)
+
+    async def retake() -> None:
+        store = await SqliteStore(uri).open()
+        assert store._writer is not None and store._db is not None
+        store._writer._conn.set_trace_callback(writes.append)
+        reader = store._db
+        await reader._execute(reader._conn.set_trace_callback, reads.append)  # type: ignore[no-untyped-call]
+        await _retake(store, run_id)
+
+    asyncio.run(retake())
+    assert reads == []  # nothing read outside a transaction
+    transactions: list[list[str]] = []
+    for statement in writes:
+        if statement == "BEGIN IMMEDIATE":
+            transactions.append([])
+        transactions[-1].append(statement)
+    assert all(t[-1] == "COMMIT" for t in transactions)
+    take, *executed, finish = transactions
+    assert any("UPDATE queue SET taken = 1" in s for s in take)
+    assert any("FROM steps" in s for s in take) and any("FROM events" in s for s in take)
+    assert any("DELETE FROM queue" in s for s in finish) and any("UPDATE runs" in s for s in finish)
+    for transaction in executed:  # what the run did: its attempt, its process, its steps
+        assert any("INTO steps" in s or "INTO events" in s for s in transaction), transaction
+        assert not any("queue" in s for s in transaction), transaction
+    assert not any("SELECT" in s and "FROM texts" not in s for t in executed for s in t)
+
+
+def _retake_on_postgresql(uri: str, run_id: str) -> None:
+    from tests.support.round_trips import RoundTripProxy
+
+    async def retake(proxied: str) -> None:
+        store = await open_store(proxied)
+        assert isinstance(store, PostgresStore)
+        await _retake(store, run_id)
+
+    with RoundTripProxy(uri) as proxy:
+        asyncio.run(retake(proxy.proxied))
+        sent = proxy.statements
+    sent = sent[sent.index("BEGIN") :]  # from the take on (opening the store looked at its schema)
+    assert sent.count("BEGIN") == 1 and sent.count("COMMIT") == 1  # the take; every other write is one statement
+    commit = sent.index("COMMIT")
+    take, after = sent[:commit], sent[commit + 1 :]
+    assert any("UPDATE queue SET taken = 1" in s for s in take)
+    assert any("FROM steps" in s for s in take) and any("FROM events" in s for s in take)
+    assert len([s for s in after if "DELETE FROM queue" in s]) == 1  # the finish
+    reads = [s for s in after if s.startswith("SELECT") and "advisory" not in s and "nextval" not in s]
+    assert all(s.startswith("SELECT id, body FROM texts WHERE run_id") for s in reads), reads  # a step's texts

@@ -7,6 +7,10 @@ of its own, so it costs the client nothing but the extra hop. Used by the Postgr
 committed step costs at most a few round trips, a count that does not depend on the machine's load) and by
 ``benchmarks/pg_iteration.py``.
 
+It also keeps the statements clients send, in order (``statements``: the text of each simple ``Query``
+and of each ``Parse`` of the extended protocol, psycopg's pipeline included), read off the frontend protocol
+as it passes: a statement log that needs nothing of the server. Connections that turn on TLS are not read.
+
 Only for the tests' throwaway server on loopback: the upstream is the host and port of the URI it is given.
 """
 
@@ -15,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import selectors
 import socket
+import struct
 import threading
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
@@ -28,6 +33,46 @@ class _Link:
     server: socket.socket
     last_from_server: bool = True
     turns: int = 0
+    unread: bytearray = field(default_factory=bytearray)  # what the client sent past its last whole message
+    started: bool = False  # the startup message went by: every message from now on starts with its type
+    encrypted: bool = False  # the server took the client's request for encryption: its stream is not read
+
+
+_ENCRYPTION_REQUESTS = (80877103, 80877104)  # SSLRequest, GSSENCRequest: an untyped message before the startup
+_LONGEST_STARTUP = 10_000
+
+
+def _read_statements(link: _Link, data: bytes, into: list[str]) -> None:
+    """The statements among the client's bytes ``data`` (``Query`` and ``Parse`` messages), added to ``into``."""
+    if link.encrypted:
+        return
+    link.unread += data
+    while True:
+        buffer = link.unread
+        if not link.started:
+            if len(buffer) < 8:
+                return
+            length, code = struct.unpack("!II", buffer[:8])
+            if length > _LONGEST_STARTUP:  # not a startup message: TLS's handshake, the server having said yes
+                link.encrypted = True
+                buffer.clear()
+                return
+            if len(buffer) < length:
+                return
+            link.started = code not in _ENCRYPTION_REQUESTS  # after a refused request, the startup message
+            del buffer[:length]
+            continue
+        if len(buffer) < 5:
+            return
+        kind, length = buffer[0:1], struct.unpack("!I", buffer[1:5])[0]
+        if len(buffer) < 1 + length:
+            return
+        body = bytes(buffer[5 : 1 + length])
+        del buffer[: 1 + length]
+        if kind == b"Q":
+            into.append(body.split(b"\0", 1)[0].decode("utf-8", "replace"))
+        elif kind == b"P":  # the statement's name, then its text
+            into.append(body.split(b"\0", 2)[1].decode("utf-8", "replace"))
 
 
 @dataclass
@@ -37,6 +82,7 @@ class RoundTripProxy:
     uri: str
     _links: list[_Link] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _statements: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.uri)
@@ -56,6 +102,12 @@ class RoundTripProxy:
         """Round trips so far, over every connection made through the proxy."""
         with self._lock:
             return sum(link.turns for link in self._links)
+
+    @property
+    def statements(self) -> list[str]:
+        """The statements clients sent so far through the proxy, in the order it forwarded them."""
+        with self._lock:
+            return list(self._statements)
 
     def close(self) -> None:
         self._stop_writing.send(b"x")
@@ -111,6 +163,8 @@ class RoundTripProxy:
                     if from_client and link.last_from_server:
                         link.turns += 1
                     link.last_from_server = not from_client
+                    if from_client:
+                        _read_statements(link, data, self._statements)
                 try:
                     target.sendall(data)
                 except OSError:

@@ -398,22 +398,21 @@ class PostgresStore:
         on any machine pass over each other's, and each taken run is claimed by its advisory lock. The claims
         of the runs it found cancelled, and of the one it took when the transaction fails, are given back."""
         took: list[str] = []  # the runs whose claim it took, in order: the last is the one taken, if any
-        found: tuple[str, tuple[Any, ...]] | None = None
+        found: queue_rows.Taken | None = None
         try:
             found = await self._take(took)
-            [record] = await row_reads.runs([found[1]], self._texts) if found is not None else [None]
         except BaseException:
             for run_id in took:
                 await self.release_run(run_id)
             raise
         for run_id in took:
-            if found is None or run_id != found[0]:
+            if found is None or run_id != found.record.run_id:
                 await self.release_run(run_id)
-        return queue_rows.taken(record, process_label()) if record is not None else None
+        return found
 
-    async def _take(self, took: list[str]) -> tuple[str, tuple[Any, ...]] | None:
-        """The transaction of ``take_queued``: the run it took, with its row. Each run whose claim it takes
-        goes to ``took``: the one taken, and those it found cancelled and removed."""
+    async def _take(self, took: list[str]) -> queue_rows.Taken | None:
+        """The transaction of ``take_queued``: what taking the run it took gives the worker. Each run whose
+        claim it takes goes to ``took``: the one taken, and those it found cancelled and removed."""
         async with self._write("take a queued run") as db:
             offered = await (await db.execute(_Q_OFFERED, (queue_rows.BATCH,))).fetchall()
             for row in offered:
@@ -421,7 +420,7 @@ class PostgresStore:
                 if await self._lock_run(run_id):
                     took.append(run_id)
                     if await self._lock_thread(run_id, row[1]):
-                        return await _mark_taken(db, run_id)
+                        return await self._taken_in(db, await _mark_taken(db, run_id))
             for row in await (await db.execute(_Q_TAKEN, (500,))).fetchall():
                 run_id = str(row[0])
                 if not await self._lock_run(run_id):
@@ -429,11 +428,26 @@ class PostgresStore:
                 took.append(run_id)
                 if not row[1]:
                     if await self._lock_thread(run_id, row[2]):
-                        return await _mark_taken(db, run_id)
+                        return await self._taken_in(db, await _mark_taken(db, run_id))
                     continue
                 await db.execute(_Q_MARK_CANCELLED, (time.time(), run_id))
                 await db.execute(_Q_REMOVE, (run_id,))
         return None
+
+    async def _taken_in(self, db: Connection, row: tuple[Any, ...]) -> queue_rows.Taken:
+        """What taking the run of ``row`` gives the worker (``queue_rows.read_taken``), read in the taking
+        transaction on ``db`` under the run's claim (no other process writes the run meanwhile): its texts and,
+        for a run taken again, its journal, whose queries go out together (one round trip, and one for their
+        texts)."""
+
+        async def queries(wanted: Sequence[tuple[str, tuple[Any, ...]]]) -> list[list[Any]]:
+            cursors = [await db.execute(_pg(sql), params) for sql, params in wanted]
+            return [list(await cursor.fetchall()) for cursor in cursors]
+
+        async def fetch(ids: Sequence[int]) -> dict[int, str]:
+            return await self._texts(ids, db)
+
+        return await queue_rows.read_taken(row, process_label(), queries, fetch)
 
     async def _lock_thread(self, run_id: str, thread: str | None) -> bool:
         """As ``SqliteStore._take_thread``: the thread's lock with the run's, or the run's given back."""
@@ -736,12 +750,17 @@ class PostgresStore:
             await db.execute(_LEAVE_THREAD, (thread,))
             return thread_rows.summary_from_row(rows[0])
 
-    async def _texts(self, ids: Sequence[int]) -> dict[int, str]:
-        """The bodies of the texts ``ids`` refer to; StoreError when one is missing."""
+    async def _texts(self, ids: Sequence[int], db: Connection | None = None) -> dict[int, str]:
+        """The bodies of the texts ``ids`` refer to (read on ``db``, in its transaction, when given); StoreError
+        when one is missing."""
         wanted = sorted(set(ids))
         if not wanted:
             return {}
-        rows = await self._read("read stored texts", "SELECT id, body FROM texts WHERE id = ANY(%s)", (wanted,))
+        sql: LiteralString = "SELECT id, body FROM texts WHERE id = ANY(%s)"
+        if db is None:
+            rows = await self._read("read stored texts", sql, (wanted,))
+        else:
+            rows = await (await db.execute(sql, (wanted,))).fetchall()
         found = {int(row[0]): bytes(row[1]).decode("utf-8") for row in rows}
         if len(found) != len(wanted):
             raise StoreError(
@@ -876,10 +895,10 @@ def _halves(key: int) -> tuple[int, int]:
     return unsigned >> 32, unsigned & 0xFFFF_FFFF
 
 
-async def _mark_taken(db: Connection, run_id: str) -> tuple[str, tuple[Any, ...]]:
-    """Mark ``run_id`` taken and running by this process; its id and its row as it was before."""
+async def _mark_taken(db: Connection, run_id: str) -> tuple[Any, ...]:
+    """Mark ``run_id`` taken and running by this process; its row as it was before."""
     row = await (await db.execute(_RUN, (run_id,))).fetchone()
     assert row is not None  # its queue row refers to it (ON DELETE CASCADE)
     await db.execute(_Q_MARK_TAKEN, (run_id,))
     await db.execute(_Q_MARK_RUNNING, (process_label(), run_id))
-    return run_id, tuple(row)
+    return tuple(row)

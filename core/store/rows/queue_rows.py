@@ -26,10 +26,14 @@ Invariants:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
-from core.model.records import RunRecord, RunStatus
+from core.model.records import Journal, RunRecord, RunStatus
+from core.store.rows import row_reads
+from core.store.rows.row_reads import Queries
+from core.store.rows.shared_lists import Fetch
 
 OFFERED = (
     "SELECT q.run_id, q.thread FROM queue q WHERE q.taken = 0 AND q.cancel = 0"
@@ -72,14 +76,28 @@ class Taken:
     """A run a worker took from the queue (``take_queued``), as the taking transaction read it: ``record``
     with the status it was given then (``running``, when it was runnable; as it was, when it was settled
     elsewhere), and whether it is ``fresh``: queued and never started, so it has no journal, no trace and no
-    answered question yet (a run taken again after its worker died, or put back in the queue, is not)."""
+    answered question yet (a run taken again after its worker died, or put back in the queue, is not).
+    ``journal``: a run taken again to be executed, what it had recorded (``Journal``), read in the same
+    transaction; None for a fresh run and for one settled elsewhere."""
 
     record: RunRecord
     fresh: bool
+    journal: Journal | None = None
 
 
-def taken(record: RunRecord, owner: str) -> Taken:
+def taken(record: RunRecord, owner: str, journal: Journal | None = None) -> Taken:
     """What taking ``record`` (read before it was marked running by ``owner``) gives the worker."""
     if record.status not in RUNNABLE:
         return Taken(record, fresh=False)
-    return Taken(replace(record, status="running", owner=owner), fresh=record.status == "queued")
+    fresh = record.status == "queued"
+    return Taken(replace(record, status="running", owner=owner), fresh=fresh, journal=None if fresh else journal)
+
+
+async def read_taken(row: Sequence[Any], owner: str, queries: Queries, fetch: Fetch) -> Taken:
+    """What taking the run of ``row`` (``row_reads.RUN``'s, read before ``MARK_RUNNING``) gives the worker,
+    read through the taking transaction's ``queries`` and ``fetch``: the record with its texts and, for a run
+    taken again to be executed, its ``Journal``."""
+    [record] = await row_reads.runs([row], fetch)
+    again = record.status in RUNNABLE and record.status != "queued"
+    journal = await row_reads.journal(record.run_id, queries, fetch) if again else None
+    return taken(record, owner, journal)

@@ -10,11 +10,19 @@ payload, ts`` and ``thread_rows``' turns.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, LiteralString
 
 from core.model import codec
-from core.model.records import RowMark, RunRecord, StepRecord, ThreadTurn, TraceEvent
+from core.model.records import (
+    RESUME_EVENT_KINDS,
+    Journal,
+    RowMark,
+    RunRecord,
+    StepRecord,
+    ThreadTurn,
+    TraceEvent,
+)
 from core.store.rows import shared_lists, thread_rows
 from core.store.rows.shared_lists import Fetch, ReadLists
 
@@ -23,6 +31,17 @@ STEPS = f"SELECT {codec.STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY seq"
 EVENTS = "SELECT kind, path, payload, ts FROM events WHERE run_id = ? ORDER BY seq"
 # A kind is looked for as its code (a SQLite store's since m011) and as itself (before it, and PostgreSQL's).
 EVENTS_OF_KIND = "SELECT kind, path, payload, ts FROM events WHERE run_id = ? AND kind IN (?, ?) ORDER BY seq"
+RESUME_EVENTS = (
+    "SELECT kind, path, payload, ts FROM events WHERE run_id = ?"
+    f" AND kind IN ({', '.join('?' for _ in range(2 * len(RESUME_EVENT_KINDS)))}) ORDER BY seq"
+)
+"""A run's events of ``RESUME_EVENT_KINDS``: the run id, then each kind as its code and as itself."""
+RESUME_EVENT_PARAMS: tuple[str, ...] = (
+    *(codec.kind_code(kind) for kind in RESUME_EVENT_KINDS),
+    *RESUME_EVENT_KINDS,
+)
+CHILDREN = f"SELECT {codec.RUN_COLUMNS} FROM runs WHERE parent_run_id = ? ORDER BY created_at, rowid"
+"""The child runs of a run (its sub-workflows'), oldest first."""
 LATEST_OF_SOURCE = (
     f"SELECT {codec.RUN_COLUMNS} FROM runs WHERE source = ? AND parent_run_id IS NULL"
     " ORDER BY created_at DESC, rowid DESC LIMIT 1"
@@ -57,6 +76,34 @@ def page_query(
 
 def marks(rows: Sequence[Any]) -> list[RowMark]:
     return [RowMark(int(row[0]), row[1], float(row[2]), codec.kind_name(row[3])) for row in rows]
+
+
+Queries = Callable[[Sequence[tuple[str, tuple[Any, ...]]]], Awaitable[list[list[Any]]]]
+"""How a store sends some queries (SQLite's, with their parameters) in the transaction in progress and gives
+back the rows of each, in order (PostgreSQL's sends them in one round trip)."""
+
+
+async def journal(run_id: str, queries: Queries, fetch: Fetch) -> Journal:
+    """What run ``run_id`` had recorded (``Journal``), read through ``queries`` and ``fetch``: its steps, its
+    events of ``RESUME_EVENT_KINDS`` and its child runs in one round, their texts in one more (and those of
+    any lists they refer to), then each child's own."""
+    wanted = [(STEPS, (run_id,)), (RESUME_EVENTS, (run_id, *RESUME_EVENT_PARAMS)), (CHILDREN, (run_id,))]
+    step_rows, event_rows, child_rows = await queries(wanted)
+    values = [[codec.load(row[5]), codec.load(row[6])] for row in step_rows]
+    payloads = [codec.load_payload(row[2]) for row in event_rows]
+    children = [codec.run_from_row(row) for row in child_rows]
+    known = await shared_lists.gather([*values, *payloads, *([run.input, run.output] for run in children)], fetch)
+    steps = tuple(
+        codec.step_from_row(row, known.join(input), known.join(output))
+        for row, (input, output) in zip(step_rows, values, strict=True)
+    )
+    events = tuple(
+        TraceEvent(kind=_KIND_NAME(row[0]), path=row[1], payload=known.join(payload), ts=row[3])
+        for row, payload in zip(event_rows, payloads, strict=True)
+    )
+    records = [dataclasses.replace(run, input=known.join(run.input), output=known.join(run.output)) for run in children]
+    nested = tuple([(run, await journal(run.run_id, queries, fetch)) for run in records])
+    return Journal(steps=steps, events=events, children=nested)
 
 
 async def runs(rows: Sequence[Any], fetch: Fetch) -> list[RunRecord]:

@@ -43,11 +43,11 @@ import asyncio
 import sqlite3
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 import aiosqlite
 
@@ -325,21 +325,21 @@ class SqliteStore:
         took: list[str] = []  # the claims the latest attempt took (runs; their threads go with them)
         label = claims.process_label()
 
-        def attempt(conn: sqlite3.Connection) -> tuple[str, tuple[Any, ...]] | None:
+        def attempt(conn: sqlite3.Connection) -> queue_rows.Taken | None:
             self._let_go(took)
             cursor = conn.cursor()
             for run_id, thread in cursor.execute(queue_rows.OFFERED, (queue_rows.BATCH,)).fetchall():
                 if self._take_claim(str(run_id)):
                     took.append(str(run_id))
                     if self._take_thread(str(run_id), thread):
-                        return _mark_taken(cursor, str(run_id), label)
+                        return self._taken_in(conn, _mark_taken(cursor, str(run_id), label), label)
             for run_id, cancel, thread in cursor.execute(queue_rows.TAKEN, (_CHUNK,)).fetchall():
                 if not self._take_claim(str(run_id)):
                     continue  # a live worker executes it
                 took.append(str(run_id))
                 if not cancel:
                     if self._take_thread(str(run_id), thread):
-                        return _mark_taken(cursor, str(run_id), label)
+                        return self._taken_in(conn, _mark_taken(cursor, str(run_id), label), label)
                     continue
                 cursor.execute(queue_rows.MARK_CANCELLED, (time.time(), run_id))
                 cursor.execute(queue_rows.REMOVE, (run_id,))
@@ -355,10 +355,21 @@ class SqliteStore:
         if found is None:
             self._let_go(took)  # the claims of the cancelled runs it removed
             return None
-        run_id, row = found
-        self._let_go([other for other in took if other != run_id])  # the cancelled runs' claims
-        [record] = await row_reads.runs([row], self._texts)
-        return queue_rows.taken(record, label)
+        self._let_go([other for other in took if other != found.record.run_id])  # the cancelled runs' claims
+        return found
+
+    def _taken_in(self, conn: sqlite3.Connection, found: tuple[str, tuple[Any, ...]], owner: str) -> queue_rows.Taken:
+        """What taking the run of ``found`` (its id and row) gives the worker (``queue_rows.read_taken``), read
+        in the taking transaction on ``conn``: its texts and, for a run taken again, its journal."""
+        cursor = conn.cursor()
+
+        async def queries(wanted: Sequence[tuple[str, tuple[Any, ...]]]) -> list[list[Any]]:
+            return [cursor.execute(sql, params).fetchall() for sql, params in wanted]
+
+        async def fetch(ids: Sequence[int]) -> dict[int, str]:
+            return self._bodies(cursor, ids)
+
+        return _at_once(queue_rows.read_taken(found[1], owner, queries, fetch))
 
     def _let_go(self, run_ids: list[str]) -> None:
         """Give back the claims of ``run_ids`` (and of their threads) that this store holds; empty the list."""
@@ -664,6 +675,19 @@ class SqliteStore:
                 "read stored texts", f"SELECT id, body FROM texts WHERE id IN ({_marks_n(len(chunk))})", tuple(chunk)
             )
             found.update((int(row[0]), codec.unpack(row[1])) for row in rows)
+        return self._every_text(wanted, found)
+
+    def _bodies(self, cursor: sqlite3.Cursor, ids: Sequence[int]) -> dict[int, str]:
+        """As ``_texts``, through ``cursor`` of the transaction in progress (on the writer's thread)."""
+        wanted = sorted(set(ids))
+        found: dict[int, str] = {}
+        for start in range(0, len(wanted), _CHUNK):
+            chunk = wanted[start : start + _CHUNK]
+            rows = cursor.execute(f"SELECT id, body FROM texts WHERE id IN ({_marks_n(len(chunk))})", chunk)
+            found.update((int(row[0]), codec.unpack(row[1])) for row in rows)
+        return self._every_text(wanted, found)
+
+    def _every_text(self, wanted: list[int], found: dict[int, str]) -> dict[int, str]:
         if len(found) != len(wanted):
             raise StoreError(
                 f"{len(wanted) - len(found)} stored text(s) are missing from {self.path}",
@@ -750,6 +774,17 @@ class SqliteStore:
 
 def _marks_n(count: int) -> str:
     return ", ".join("?" for _ in range(count))
+
+
+def _at_once(work: Coroutine[Any, Any, T]) -> T:
+    """The value of ``work``, a coroutine that never waits (its reads are synchronous: ``_taken_in``), run to
+    its end in this call: it runs inside a transaction done in one call, on the writer's thread."""
+    try:
+        work.send(None)
+    except StopIteration as done:
+        return cast(T, done.value)
+    work.close()
+    raise RuntimeError("a read inside a transaction waited")
 
 
 def _mark_taken(cursor: sqlite3.Cursor, run_id: str, owner: str) -> tuple[str, tuple[Any, ...]]:
