@@ -89,7 +89,7 @@ class PythonTool(DefinedTool):
             if limit.expired():
                 return ToolOutcome(f"Error: {self.name} did not finish within {self.timeout:g} s", error=True)
             return raised(exc)
-        except Exception as exc:  # the user's function failed: that is the call's result, for the model
+        except (Exception, SystemExit) as exc:  # the user's function failed (sys.exit() too): the call's result
             return raised(exc)
         return returned(result)
 

@@ -20,7 +20,16 @@ import flujo_cli.collection as collection
 import flujo_cli.exit_codes as exit_codes
 from flujo_cli.answering import NO_ANSWER_FLAGS, AnswerFlags
 from flujo_cli.event_lines import NO_EVENTS, EventFlags
-from flujo_cli.messages import error_line, fail, flujo_command, require_file, require_text, stderr, usage_error
+from flujo_cli.messages import (
+    divert_stdout,
+    error_line,
+    fail,
+    flujo_command,
+    require_file,
+    require_text,
+    stderr,
+    usage_error,
+)
 from flujo_cli.model_flags import checked_models, model_overrides, refused_at_load
 from flujo_cli.redacting import command_redactor
 
@@ -347,6 +356,9 @@ async def _run(
     taken: list[tuple[str, str]] = []  # the questions a resumed run's recorded answers were given to already
     resumed: RunRecord | None = None
     traces: LiveTraces | None = None
+    # What the blueprint's own code prints (a python: tool, agent or module) goes to stderr, not the results.
+    diverted = divert_stdout()
+    diverted.__enter__()
     try:
         if continue_last:
             assert file is not None
@@ -488,6 +500,7 @@ async def _run(
         if lines is not None:
             lines.finished(outcome, redactor)
     finally:
+        diverted.__exit__(None, None, None)
         reporter.close()
         await store.close()
         if lines is not None:
