@@ -118,3 +118,14 @@ def test_flujo_test_json_parses_when_the_case_s_code_prints(tmp_path: Path) -> N
     assert tested.returncode == exit_codes.OK, tested.stderr
     assert json.loads(tested.stdout)["summary"]["passed"] == 1  # the whole of stdout is the one document
     assert "imported: a line the module prints" in tested.stderr  # printed as the blueprint loaded
+
+
+def test_validate_explain_and_submit_json_parse_when_an_imported_module_prints(tmp_path: Path) -> None:
+    for command in (["validate"], ["explain"], ["submit", "--input", "hi", "--state", str(tmp_path / "q.db")]):
+        folder = tmp_path / command[0]  # a blueprint of its own: nothing of it validated and kept before
+        folder.mkdir()
+        flow = _blueprint(folder, "noisy_tool", "noisy_agent")
+        done = flujo_process([command[0], str(flow), *command[1:], "--json"], cwd=tmp_path)  # a fresh process
+        assert done.returncode == exit_codes.OK, done.stderr
+        json.loads(done.stdout)  # the whole of stdout is the one document
+        assert "imported: a line the module prints" in done.stderr, command
