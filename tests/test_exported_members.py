@@ -30,6 +30,7 @@ CORE_FOR_LENS_AND_CLI = {
     # How a value is kept on disk between commands: blueprints' validated files share it.
     "KeptEntries", "code_stamp", "loaded_files",
     "project_file_candidates",  # flujo worker: the settings files whose change makes it read its settings again
+    "yes_or_no",  # a [y/N] answer typed at the terminal: a yes, a no, or a typo asked again
 }  # fmt: skip
 
 
