@@ -177,6 +177,10 @@ class TerminalHuman:
         for answer in answers:
             self._line.remember(answer)
 
+    def unused_keys(self) -> list[str]:
+        """The ``--answers`` keys (step names or paths) whose answers no question took."""
+        return [key for key, values in self._by_step.items() if values]
+
     @property
     def unused(self) -> int:
         """How many answers given on the command line (``--answer``, ``--answers``) no question took."""

@@ -542,8 +542,29 @@ async def _run(
         console.print(
             f"[yellow]note:[/] {given.unused} answer(s) given with --answer/--answers were not used:"
             " the run asked fewer questions"
+            + "".join(f"; no question took the answers keyed {escape(repr(key))}" for key in given.unused_keys())
         )
+    if outcome.pause is not None:  # a misspelt --answers key leaves its question unanswered: say which
+        _note_misspelt_key(given.unused_keys(), outcome.pause, StepPaths(pipeline), console)
     return code
+
+
+def _note_misspelt_key(keys: Sequence[str], pause: Any, paths: Any, console: Console) -> None:
+    """A note when an ``--answers`` key no question took names no step of the blueprint and is close to the
+    name or step path of the question the run paused at (``get_gaol`` for ``get_goal``, ``approve:multiplyy``,
+    ``loop/answr``)."""
+    import difflib
+
+    asked = [pause.step, *([path] if (path := paths.of(pause.path)) not in (None, pause.step) else [])]
+    for key in keys:
+        if key in asked or paths.named(key) or paths.of(key) is not None:
+            continue
+        close = difflib.get_close_matches(key, asked, n=1, cutoff=0.75)
+        if close:
+            console.print(
+                f"[yellow]note:[/] the --answers key {escape(repr(key))} names no question of the run;"
+                f" did you mean {escape(repr(close[0]))}?"
+            )
 
 
 async def _latest_thread(store: RunStore, file: Path, where: str) -> str | None:
