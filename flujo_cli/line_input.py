@@ -83,6 +83,9 @@ class LineInput:
             prompt = _MARKER_COLOURED + prompt[1:]
         readline = _readline()
         if readline is not None:
+            # A text pasted with several lines is one answer: Python turns bracketed paste off (for its REPL),
+            # which made each pasted line answer a question of its own. Back on, the lines stay in the answer.
+            readline.parse_and_bind("set enable-bracketed-paste on")
             readline.set_auto_history(False)  # this run's answers only, added by remember()
             readline.clear_history()
             for line in self._history:
