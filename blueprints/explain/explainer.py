@@ -201,6 +201,16 @@ class _Walk:
                 f"{label}, before each call of a tool of {server} that its MCP server marks destructive ({when}): "
                 f'"Allow {agent} to call TOOL(...)? [y/N]"'
             )
+        defined = scope.blueprint.model.tools
+        for name in tools.names:  # a sub-workflow tool's questions are asked in each of its calls
+            workflow = defined[name].workflow if name in defined else None
+            child = scope.blueprint.imports.get(workflow.removeprefix("imports.")) if workflow else None
+            if child is None:
+                continue
+            inner = _Walk(self.settings)
+            inner.steps(child.model.steps, ("steps",), Scope(child), "", "its input")
+            for question in inner.tally.human:
+                self.tally.human.append(f"{label}, in each call of {name} (a sub-workflow; {when}): {question}")
 
     @staticmethod
     def sent(model: AgentStepModel, scope: Scope, message: str) -> str:
