@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from core.context import VIEW_KEYS, RunContext
     from core.conversation import check_thread, check_thread_name, fork_thread, is_context, turn_text
     from core.engine import Engine, NoHuman, RunOutcome, busy_refusal, new_run_id
-    from core.model.calls import Activity, AgentCall, AgentReply, ChatMessage, HumanQuestion, OutputRepair
+    from core.model.calls import Activity, AgentCall, AgentReply, ChatMessage, HumanQuestion, OutputRepair, yes_or_no
     from core.model.errors import (
         Abort,
         AgentOutputError,
@@ -348,6 +348,7 @@ _WHERE = {
     "told_turns": "core.model.provenance",
     "use_bounds": "core.text.bounds",
     "whole_references": "core.text.templates",
+    "yes_or_no": "core.model.calls",
 }
 
 __all__ = [
@@ -532,6 +533,7 @@ __all__ = [
     "user_config_path",
     "value_lines",
     "whole_references",
+    "yes_or_no",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE, globals())

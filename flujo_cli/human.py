@@ -7,7 +7,9 @@ the steps enclosing it and its own, ``core.steps.paths``), then for its name, th
 be used, ``ask`` returns None: the run pauses.
 
 At a terminal an empty answer is asked again, with a hint, unless the step's ``input_schema`` accepts an
-empty string; a piped empty line stays an answer (asking again would shift every later answer). Every
+empty string; a piped empty line stays an answer (asking again would shift every later answer). A ``[y/N]``
+question (a tool call's approval) at a terminal takes Enter for no and asks again after an answer that is
+neither a yes nor a no word (``yse``). Every
 answer, however given, is remembered so that Up recalls it at the next prompt of the run.
 """
 
@@ -36,12 +38,14 @@ from core import (
     StepPaths,
     parse_answer,
     schema_errors,
+    yes_or_no,
 )
 from flujo_cli.line_input import LineInput
 from flujo_cli.line_writer import LineWriter
 from flujo_cli.messages import not_utf8_at
 
 EMPTY_ANSWER_HINT = "type an answer, or Ctrl-D to pause the run"
+YES_NO_HINT = "answer y to allow the call, or n (or Enter) to decline it"
 _LEAST_ROOM = 30
 
 
@@ -175,6 +179,10 @@ class TerminalHuman:
         for answer in answers:
             self._line.remember(answer)
 
+    def unused_keys(self) -> list[str]:
+        """The ``--answers`` keys (step names or paths) whose answers no question took."""
+        return [key for key, values in self._by_step.items() if values]
+
     @property
     def unused(self) -> int:
         """How many answers given on the command line (``--answer``, ``--answers``) no question took."""
@@ -213,6 +221,14 @@ class TerminalHuman:
                 answer = self._line.read(question.message)
                 if (at := not_utf8_at(answer)) is not None:
                     self._console.print(f"[red]✗ the answer is not UTF-8 text (byte {at})[/] — please answer again.")
+                elif question.yes_no:  # [y/N]: Enter is no; a typo (yse) is asked again, never taken for a no
+                    if not answer.strip():
+                        return "n"
+                    if yes_or_no(answer) is not None:
+                        return answer
+                    self._console.print(
+                        f"[red]✗ {escape(repr(answer.strip()))} is neither yes nor no[/] — {YES_NO_HINT}."
+                    )
                 elif answer.strip() or accepts_empty(question.input_schema):
                     return answer
                 else:

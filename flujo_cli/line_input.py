@@ -20,6 +20,8 @@ from types import ModuleType
 from rich.console import Console
 from rich.markup import escape
 
+from flujo_cli.messages import results_stdout
+
 # Readline must be told which characters of a prompt take no room on screen (\001 ... \002), or the
 # cursor lands in the wrong column after the first edit.
 _MARKER_COLOURED = "\x01\x1b[1;36m\x02?\x01\x1b[0m\x02"
@@ -81,18 +83,22 @@ class LineInput:
             prompt = _MARKER_COLOURED + prompt[1:]
         readline = _readline()
         if readline is not None:
+            # A text pasted with several lines is one answer: Python turns bracketed paste off (for its REPL),
+            # which made each pasted line answer a question of its own. Back on, the lines stay in the answer.
+            readline.parse_and_bind("set enable-bracketed-paste on")
             readline.set_auto_history(False)  # this run's answers only, added by remember()
             readline.clear_history()
             for line in self._history:
                 readline.add_history(line)
         self._console.file.flush()
-        sys.stdout.flush()
-        if not os.isatty(1) and os.isatty(0) and os.isatty(2):
-            saved = os.dup(1)
-            os.dup2(2, 1)
-            try:
-                return input(prompt)
-            finally:
-                os.dup2(saved, 1)
-                os.close(saved)
-        return input(prompt)
+        with results_stdout():  # input() edits the line only on the real stdout (a run diverts it: messages.py)
+            sys.stdout.flush()
+            if not os.isatty(1) and os.isatty(0) and os.isatty(2):
+                saved = os.dup(1)
+                os.dup2(2, 1)
+                try:
+                    return input(prompt)
+                finally:
+                    os.dup2(saved, 1)
+                    os.close(saved)
+            return input(prompt)

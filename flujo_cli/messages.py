@@ -7,13 +7,15 @@ an emoji (flujo's own texts use none); its markup is escaped where text is put i
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import select
 import sys
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TextIO
 
 from rich.console import Console
 from rich.markup import escape
@@ -21,6 +23,7 @@ from rich.markup import escape
 import flujo_cli.exit_codes as exit_codes
 
 _stderr: Console | None = None
+_results: TextIO | None = None  # stdout while a run's own code runs (divert_stdout)
 
 
 def plain_console(**options: Any) -> Console:
@@ -34,6 +37,35 @@ def stderr() -> Console:
     if _stderr is None:
         _stderr = plain_console(stderr=True, soft_wrap=True)
     return _stderr
+
+
+@contextlib.contextmanager
+def divert_stdout() -> Iterator[None]:
+    """While a run's own code runs (a ``python:`` agent or tool, a module a blueprint imports), ``print``
+    writes to stderr: stdout holds only the results (``--json``'s document, the run's output), never a line a
+    function printed. ``results_stdout`` gives stdout back for a moment (a prompt read with ``input()``)."""
+    global _results
+    if _results is not None:  # already diverted
+        yield
+        return
+    _results, sys.stdout = sys.stdout, sys.stderr
+    try:
+        yield
+    finally:
+        sys.stdout, _results = _results, None
+
+
+@contextlib.contextmanager
+def results_stdout() -> Iterator[None]:
+    """stdout as it was before ``divert_stdout``, for the length of the block (as it is, when not diverted)."""
+    if _results is None:
+        yield
+        return
+    diverted, sys.stdout = sys.stdout, _results
+    try:
+        yield
+    finally:
+        sys.stdout = diverted
 
 
 def exit_code_for(exc: BaseException) -> int:

@@ -201,6 +201,7 @@ class LiveReporter:
 
     def close(self) -> None:
         self._stop_status()
+        self._end_stream()  # a reply cut off mid-stream (Ctrl-C): what comes next starts on a line of its own
 
 
 def _agent_of(path: str) -> str:

@@ -31,6 +31,7 @@ CORE_FOR_LENS_AND_CLI = {
     "KeptEntries", "code_stamp", "loaded_files",
     "project_file_candidates",  # flujo worker: the settings files whose change makes it read its settings again
     "Journal",  # what a run taken again had recorded (flujo worker; flujo resume reads one from the store)
+    "yes_or_no",  # a [y/N] answer typed at the terminal: a yes, a no, or a typo asked again
 }  # fmt: skip
 
 

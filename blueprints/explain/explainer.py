@@ -10,6 +10,7 @@ section in ``explain.usage``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import assert_never
 
 from blueprints.checking.loader import Blueprint
@@ -201,6 +202,35 @@ class _Walk:
                 f"{label}, before each call of a tool of {server} that its MCP server marks destructive ({when}): "
                 f'"Allow {agent} to call TOOL(...)? [y/N]"'
             )
+        self.workflow_tools(label, tools, scope, when)
+
+    def workflow_tools(self, label: str, tools: AgentTools, scope: Scope, when: str) -> None:
+        """What a sub-workflow tool does in each of its calls: the questions it asks, the model calls it makes
+        (each counted as often as the tool may be called)."""
+        defined = scope.blueprint.model.tools
+        for name in tools.names:
+            workflow = defined[name].workflow if name in defined else None
+            child = scope.blueprint.imports.get(workflow.removeprefix("imports.")) if workflow else None
+            if child is None:
+                continue
+            inner = _Walk(self.settings)
+            inner.steps(child.model.steps, ("steps",), Scope(child), "", "its input")
+            for question in inner.tally.human:
+                self.tally.human.append(f"{label}, in each call of {name} (a sub-workflow; {when}): {question}")
+            calls = tools.max_tool_calls * scope.times
+            for found, into in (
+                (inner.tally.calls, self.tally.calls),
+                (inner.tally.summarizer_calls, self.tally.summarizer_calls),
+            ):
+                into.extend(
+                    replace(
+                        call,
+                        label=f"{label} › {name} › {call.label}",
+                        times=call.times * calls,
+                        per_item=(*scope.per_item, *call.per_item),
+                    )
+                    for call in found
+                )
 
     @staticmethod
     def sent(model: AgentStepModel, scope: Scope, message: str) -> str:

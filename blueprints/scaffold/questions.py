@@ -112,6 +112,12 @@ def _check_named(value: Any, values: Values) -> str | None:
     return None
 
 
+def _priced(model: Any) -> bool:
+    """Whether a run of ``model`` may cost money (``local`` runs on this machine: a cost limit is not asked)."""
+    provider = provider_of(str(model))
+    return provider is None or provider.priced
+
+
 def _check_model(value: Any, values: Values) -> str | None:
     _, colon, model = str(value).partition(":")
     if value == "scripted" or (provider_of(str(value)) is not None and (model or not colon)):
@@ -296,7 +302,7 @@ QUESTIONS: tuple[Question, ...] = (
                    "last: the agent's last reply")),
     Question("max_cost_usd", "--max-cost-usd", _text("Stop a run before it costs more than (USD; Enter for no limit)"),
              "amount", lambda v: None, applies=lambda v: v["model"] != "scripted", needs="a real model (--model)",
-             check=_check_amount),
+             ask_if=lambda v: _priced(v["model"]), check=_check_amount),
     Question("max_tokens", "--max-tokens", _text("Token limit for a run"), "number", lambda v: None,
              applies=lambda v: v["model"] != "scripted", needs="a real model (--model)", ask_if=lambda v: False,
              check=_check_count(_text("the tokens a run may use: limits.max_tokens"))),

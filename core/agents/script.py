@@ -68,7 +68,7 @@ class PythonAgent(_LocalAgent):
                     result = await result
         except (FlujoError, ControlSignal):
             raise
-        except Exception as exc:  # the user's function failed: report it as this agent's error
+        except (Exception, SystemExit) as exc:  # the user's function failed (sys.exit() too): this agent's error
             raise RunError(f"agents.{self.name} ({self.path}) raised {type(exc).__name__}: {exc}") from exc
         return AgentReply(result)
 

@@ -125,11 +125,24 @@ class AgentReply:
     repair: OutputRepair | None = None
 
 
+YES_WORDS = frozenset({"y", "yes", "allow", "ok", "true", "1"})  # an answer that allows a tool call
+NO_WORDS = frozenset({"n", "no", "deny", "decline", "false", "0"})
+
+
+def yes_or_no(answer: str) -> bool | None:
+    """An answer to a ``[y/N]`` question read as a person means it: True for a yes word, False for a no word
+    (any case, a trailing ``.`` or ``!`` ignored), None for anything else (a typo such as ``yse``)."""
+    word = answer.strip().lower().rstrip(".!")
+    return True if word in YES_WORDS else False if word in NO_WORDS else None
+
+
 @dataclass(frozen=True)
 class HumanQuestion:
     """A HITL question. ``error`` is set when the previous answer was rejected and this is a re-ask.
     ``path`` is the asking step's path in its own run; ``full_path`` in the run that was started (a
-    sub-workflow's question under the path of the step that runs it; the same as ``path`` elsewhere)."""
+    sub-workflow's question under the path of the step that runs it; the same as ``path`` elsewhere).
+    ``yes_no``: a ``[y/N]`` question (a tool call's approval), which a person at a terminal answers with a
+    yes or a no word (Enter: no); what is given otherwise allows the call only when it is a yes word."""
 
     step: str
     path: str
@@ -137,3 +150,4 @@ class HumanQuestion:
     input_schema: Mapping[str, Any] | None = None
     error: str | None = None
     full_path: str = ""
+    yes_no: bool = False

@@ -59,6 +59,7 @@ class PersonQuestion:
     # When the asking step's attempt started (its record's ``started_at``): a simulated person's calls are
     # journaled with it (``Frame.begin_call``).
     started: float = 0.0
+    yes_no: bool = False  # a [y/N] question (a tool call's approval): HumanQuestion.yes_no
 
 
 @dataclass(frozen=True)
@@ -213,6 +214,7 @@ def _human(question: PersonQuestion, error: str | None, full_path: str) -> Human
         input_schema=question.input_schema,
         error=error,
         full_path=full_path,
+        yes_no=question.yes_no,
     )
 
 

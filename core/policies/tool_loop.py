@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from core.model.calls import AgentCall, ChatMessage
+from core.model.calls import YES_WORDS, AgentCall, ChatMessage
 from core.model.errors import ControlSignal, FlujoError, PromptTooLarge, StepFailed
 from core.model.events import PromptSent, ReplyReceived, ToolCalled
 from core.model.records import MODEL_TURN_KIND, TOOL_CALL_KIND, StepRecord, TraceEvent
@@ -46,7 +46,6 @@ TOOL_KIND = TOOL_CALL_KIND
 APPROVAL_KIND = "hitl"
 _SHORTENED = "[shortened to fit the context window: {kept} of {total} characters]"
 _CUT = "\n[cut: the tool's result was {total} characters; the first {kept} are above]"
-_YES = frozenset({"y", "yes", "allow", "ok", "true", "1"})
 
 
 @dataclass
@@ -368,7 +367,7 @@ async def _approved(step: AgentStep, use: ToolUse, asked: ToolCall, path: str, f
     message = f"Allow {who} to call {asked.name}({_json(asked.arguments)})? [y/N]"
     started = time.time()
     frame.reporter.step_started(qpath, name, APPROVAL_KIND)  # as any question: a spinner stops before it is asked
-    answer = await ask_person(PersonQuestion(name, qpath, message, started=started), frame)
+    answer = await ask_person(PersonQuestion(name, qpath, message, started=started, yes_no=True), frame)
     events = answer.trace(frame, qpath, message)
     await frame.commit(
         path=qpath,
@@ -388,7 +387,7 @@ def allows(answer: Any) -> bool:
     """Whether an answer to an approval question allows the call: yes, y, allow, ok (any case), or true."""
     if isinstance(answer, bool):
         return answer
-    return isinstance(answer, str) and answer.strip().lower().rstrip(".!") in _YES
+    return isinstance(answer, str) and answer.strip().lower().rstrip(".!") in YES_WORDS
 
 
 def cut(outcome: ToolOutcome, limit: int) -> ToolOutcome:

@@ -158,6 +158,7 @@ class McpServer:
         self.shown = shown
         self.process: asyncio.subprocess.Process | None = None
         self.stderr = b""  # the tail of what the server wrote to stderr
+        self._stderr_read = 0  # how many bytes it wrote there in all
         self.problem: str | None = None  # why flujo ended the server, when it did
         self._handshake: str | None = None  # why the handshake failed, when it did
         self._client: Client | None = None
@@ -225,6 +226,7 @@ class McpServer:
         assert stderr is not None
         while chunk := await stderr.read(_CHUNK):
             self.stderr = (self.stderr + chunk)[-4 * STDERR_TAIL_CHARS :]
+            self._stderr_read += len(chunk)
 
     async def _ended(self) -> None:
         """Wait (a moment at most) for the server's exit and the end of its stderr, to tell why it stopped."""
@@ -234,8 +236,9 @@ class McpServer:
         if self._stderr_task is not None:
             await asyncio.wait([self._stderr_task], timeout=STOP_GRACE_S)
 
-    def _why(self) -> str:
-        """Why the server is gone, in words, with the tail of its stderr."""
+    def _why(self, since: int = 0) -> str:
+        """Why the server is gone, in words, with the tail of its stderr (of what it wrote after it had written
+        ``since`` bytes there, when it wrote anything since: an earlier call's logged error is not why)."""
         status = self.process.returncode if self.process is not None else None
         if self.problem is not None:
             words = self.problem
@@ -247,10 +250,12 @@ class McpServer:
             words = f"it was ended by signal {-status}"
         else:
             words = "it stopped answering"
-        return words + self._said()
+        return words + self._said(since)
 
-    def _said(self) -> str:
-        tail = self.stderr.decode(errors="replace").strip()[-STDERR_TAIL_CHARS:]
+    def _said(self, since: int = 0) -> str:
+        written = self._stderr_read - since
+        recent = self.stderr[-written:] if 0 < written < len(self.stderr) else self.stderr
+        tail = recent.decode(errors="replace").strip()[-STDERR_TAIL_CHARS:]
         return f": {tail}" if tail else ""
 
     def _lost(self, exc: Exception) -> bool:
@@ -261,10 +266,10 @@ class McpServer:
             return exc.code == mcp_types.CONNECTION_CLOSED
         return isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream)
 
-    async def _died(self, doing: str) -> RunError:
+    async def _died(self, doing: str, since: int = 0) -> RunError:
         await self._ended()
         return RunError(
-            f"{self.owner}: the MCP server {self.shown} stopped {doing}: {self._why()}",
+            f"{self.owner}: the MCP server {self.shown} stopped {doing}: {self._why(since)}",
             hint="run the server's command yourself to see why it stops",
         )
 
@@ -297,11 +302,12 @@ class McpServer:
         """One call: its result, or an error outcome; RunError when the server has died."""
         client = self._client
         assert client is not None
+        before = self._stderr_read  # what the server says as it dies in this call is why, not earlier logs
         try:
             result = await client.call_tool(name, arguments, read_timeout_seconds=timeout)
         except Exception as exc:
             if self._lost(exc):
-                raise await self._died(f"during a call of {name}") from None
+                raise await self._died(f"during a call of {name}", since=before) from None
             if isinstance(exc, MCPError) and exc.code == mcp_types.REQUEST_TIMEOUT:
                 return ToolOutcome(f"Error: {name} did not answer within {timeout:g}s", error=True)
             return ToolOutcome(f"Error: {name}: {_words(exc)}", error=True)

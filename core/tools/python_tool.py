@@ -89,7 +89,7 @@ class PythonTool(DefinedTool):
             if limit.expired():
                 return ToolOutcome(f"Error: {self.name} did not finish within {self.timeout:g} s", error=True)
             return raised(exc)
-        except Exception as exc:  # the user's function failed: that is the call's result, for the model
+        except (Exception, SystemExit) as exc:  # the user's function failed (sys.exit() too): the call's result
             return raised(exc)
         return returned(result)
 
@@ -121,8 +121,16 @@ def _from_thread(where: ToolCallContext) -> ToolCallContext:
 def returned(value: Any) -> ToolOutcome:
     """The outcome of a call that returned ``value``: kept as plain JSON data (a pydantic model, a dataclass, a
     date become what they are in JSON); the model reads text as it is, anything else as JSON."""
-    plain = to_jsonable_python(value, fallback=str)
-    content = plain if isinstance(plain, str) else json.dumps(plain, ensure_ascii=False)
+    try:
+        plain = to_jsonable_python(value, fallback=str)
+        content = plain if isinstance(plain, str) else json.dumps(plain, ensure_ascii=False)
+    except (ValueError, TypeError) as exc:  # bytes that are not UTF-8, a circular reference: said to the model
+        cause = exc.__cause__ if isinstance(exc.__cause__, Exception) else exc
+        return ToolOutcome(
+            f"Error: the function returned a {type(value).__name__} that cannot be sent as text or JSON:"
+            f" {type(cause).__name__}: {str(cause).strip()}",
+            error=True,
+        )
     return ToolOutcome(content, plain)
 
 

@@ -168,7 +168,8 @@ def create_blueprint(
         return exit_codes.OK
     except (KeyboardInterrupt, EOFError) as exc:
         console.print()
-        reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else "no more answers (stdin ended)"
+        ended = "stopped with Ctrl-D" if sys.stdin.isatty() else "no more answers (stdin ended)"
+        reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else ended
         error_line(f"{reason}: nothing was written", "to create without questions: flujo create --no-interactive")
         return exit_codes.INTERRUPTED if isinstance(exc, KeyboardInterrupt) else exit_codes.USAGE
     except Exception as exc:  # the CLI's top level

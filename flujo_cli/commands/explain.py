@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import flujo_cli.exit_codes as exit_codes
-from flujo_cli.messages import fail, plain_console, require_file, stderr
+from flujo_cli.messages import divert_stdout, fail, plain_console, require_file, stderr
 from flujo_cli.model_flags import model_overrides, refused_at_load
 
 
@@ -34,7 +34,8 @@ def explain_file(
         layers = settings_layers(overrides=overrides_from_assignments(settings))
         configured = settings_from_layers(layers, check=kept_settings())
         try:
-            blueprint = load_blueprint(file, settings=configured, models=overrides, kept=validated_files())
+            with divert_stdout():  # a module the blueprint imports may print: stdout holds only the explanation
+                blueprint = load_blueprint(file, settings=configured, models=overrides, kept=validated_files())
         except ModelOverrideError as exc:
             return refused_at_load(exc)
         except InvalidBlueprint as exc:

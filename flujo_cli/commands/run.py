@@ -20,7 +20,16 @@ import flujo_cli.collection as collection
 import flujo_cli.exit_codes as exit_codes
 from flujo_cli.answering import NO_ANSWER_FLAGS, AnswerFlags
 from flujo_cli.event_lines import NO_EVENTS, EventFlags
-from flujo_cli.messages import error_line, fail, flujo_command, require_file, require_text, stderr, usage_error
+from flujo_cli.messages import (
+    divert_stdout,
+    error_line,
+    fail,
+    flujo_command,
+    require_file,
+    require_text,
+    stderr,
+    usage_error,
+)
 from flujo_cli.model_flags import checked_models, model_overrides, refused_at_load
 from flujo_cli.redacting import command_redactor
 
@@ -355,6 +364,9 @@ async def _run(
     taken: list[tuple[str, str]] = []  # the questions a resumed run's recorded answers were given to already
     resumed: RunRecord | None = None
     traces: LiveTraces | None = None
+    # What the blueprint's own code prints (a python: tool, agent or module) goes to stderr, not the results.
+    diverted = divert_stdout()
+    diverted.__enter__()
     try:
         if continue_last:
             assert file is not None
@@ -496,6 +508,7 @@ async def _run(
         if lines is not None:
             lines.finished(outcome, redactor)
     finally:
+        diverted.__exit__(None, None, None)
         reporter.close()
         await store.close()
         if lines is not None:
@@ -537,8 +550,29 @@ async def _run(
         console.print(
             f"[yellow]note:[/] {given.unused} answer(s) given with --answer/--answers were not used:"
             " the run asked fewer questions"
+            + "".join(f"; no question took the answers keyed {escape(repr(key))}" for key in given.unused_keys())
         )
+    if outcome.pause is not None:  # a misspelt --answers key leaves its question unanswered: say which
+        _note_misspelt_key(given.unused_keys(), outcome.pause, StepPaths(pipeline), console)
     return code
+
+
+def _note_misspelt_key(keys: Sequence[str], pause: Any, paths: Any, console: Console) -> None:
+    """A note when an ``--answers`` key no question took names no step of the blueprint and is close to the
+    name or step path of the question the run paused at (``get_gaol`` for ``get_goal``, ``approve:multiplyy``,
+    ``loop/answr``)."""
+    import difflib
+
+    asked = [pause.step, *([path] if (path := paths.of(pause.path)) not in (None, pause.step) else [])]
+    for key in keys:
+        if key in asked or paths.named(key) or paths.of(key) is not None:
+            continue
+        close = difflib.get_close_matches(key, asked, n=1, cutoff=0.75)
+        if close:
+            console.print(
+                f"[yellow]note:[/] the --answers key {escape(repr(key))} names no question of the run;"
+                f" did you mean {escape(repr(close[0]))}?"
+            )
 
 
 async def _latest_thread(store: RunStore, file: Path, where: str) -> str | None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import flujo_cli.exit_codes as exit_codes
-from flujo_cli.messages import error_line, fail, require_file, require_text, stderr, usage_error
+from flujo_cli.messages import divert_stdout, error_line, fail, require_file, require_text, stderr, usage_error
 
 
 @dataclass(frozen=True)
@@ -137,8 +137,9 @@ async def _submit(
     settings = settings_with_state(state)
     try:  # absolute: workers run anywhere
         found = validated_files()
-        blueprint = load_blueprint(file.resolve(), settings=settings, models=model_overrides(models), kept=found)
-        pipeline = compile_pipeline(blueprint, settings)
+        with divert_stdout():  # a module the blueprint imports may print: stdout holds only the queued ids
+            blueprint = load_blueprint(file.resolve(), settings=settings, models=model_overrides(models), kept=found)
+            pipeline = compile_pipeline(blueprint, settings)
     except ModelOverrideError as exc:  # --model names an agent the blueprint does not have: nothing is queued
         return refused_at_load(exc)
     except BlueprintError as exc:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from rich.markup import escape
 
 import flujo_cli.exit_codes as exit_codes
-from flujo_cli.messages import error_line, fail, plain_console, require_file, usage_error
+from flujo_cli.messages import divert_stdout, error_line, fail, plain_console, require_file, usage_error
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -54,9 +54,10 @@ def replay_cases(
     started = time.perf_counter()
     finished: list[CaseResult] = []
     try:
-        results = asyncio.run(
-            _replay_all(files, jobs=jobs, state=state, shown=None if json_output else console, finished=finished)
-        )
+        with divert_stdout():  # what the cases' own code prints goes to stderr: stdout holds the results
+            results = asyncio.run(
+                _replay_all(files, jobs=jobs, state=state, shown=None if json_output else console, finished=finished)
+            )
     except KeyboardInterrupt:  # said, as `flujo run` says it: a bare exit 130 left the user guessing
         error_line(
             f"interrupted: {len(finished)} of {len(files)} case(s) replayed; no summary and no report were written",

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import flujo_cli.exit_codes as exit_codes
-from flujo_cli.messages import fail, require_file, stderr
+from flujo_cli.messages import divert_stdout, fail, require_file, stderr
 from flujo_cli.model_flags import model_overrides, refused_at_load
 
 
@@ -28,7 +28,8 @@ def validate_blueprint(
         configured = load_settings(overrides=overrides_from_assignments(settings), check=kept_settings())
         use_bounds(configured.bounds)
         try:
-            findings = validate_file(file, settings=configured, models=overrides)
+            with divert_stdout():  # a module the blueprint imports may print: stdout holds only the findings
+                findings = validate_file(file, settings=configured, models=overrides)
         except ModelOverrideError as exc:
             return refused_at_load(exc)
         errors = [f for f in findings if f.severity == "error"]

@@ -230,3 +230,46 @@ def test_a_context_parameter_validates_and_two_are_one_error_at_the_function(tmp
         (4, 17, "bad-value", "tools.two (python: tests.support.tool_functions:two_contexts): two_contexts takes two ToolCallContext parameters, 'first' and 'second'; a call has one context"),
     ]  # fmt: skip
     assert findings[0].hint == "keep one ToolCallContext parameter: it receives the call's run id, path and attempt"
+
+
+def test_explain_lists_the_questions_of_a_sub_workflow_tool_among_those_you_are_asked(tmp_path: Path) -> None:
+    (tmp_path / "check.yaml").write_text(
+        'version: "0.1"\nsteps:\n  - {kind: hitl, name: check, message: "Ship it?"}\n', encoding="utf-8"
+    )
+    path = write(
+        tmp_path,
+        'version: "0.1"\n'
+        "imports: {check: check.yaml}\n"
+        'tools: {review: {workflow: imports.check, description: "Ask a person to check"}}\n'
+        "agents:\n"
+        "  helper: {model: scripted, tools: [review], max_tool_calls: 2, replies: [done]}\n"
+        "steps:\n"
+        "  - {kind: step, name: answer, uses: agents.helper}\n",
+    )
+    explanation = explain_blueprint(load_blueprint(path))
+    assert explanation.human == (
+        'answer, in each call of review (a sub-workflow; up to 2 calls): check, once: "Ship it?"',
+    )
+
+
+def test_explain_counts_a_sub_workflow_tool_s_model_calls_in_the_cost(tmp_path: Path) -> None:
+    (tmp_path / "writer.yaml").write_text(
+        'version: "0.1"\n'
+        "agents: {w: {model: openai:gpt-4o-mini}}\n"
+        "steps:\n  - {kind: step, name: write, uses: agents.w}\n",
+        encoding="utf-8",
+    )
+    path = write(
+        tmp_path,
+        'version: "0.1"\n'
+        "imports: {writer: writer.yaml}\n"
+        'tools: {draft: {workflow: imports.writer, description: "Write a draft"}}\n'
+        "agents:\n"
+        "  helper: {model: scripted, tools: [draft], max_tool_calls: 2, replies: [done]}\n"
+        "steps:\n"
+        "  - {kind: loop, name: rounds, loop: {max_loops: 3, body: [{kind: step, name: answer, uses: agents.helper}]}}\n",
+    )
+    explanation = explain_blueprint(load_blueprint(path))
+    assert explanation.cost[0] == (
+        "At most 6 model calls: answer › draft › write (openai:gpt-4o-mini) up to 6 times."
+    )  # 2 calls of the tool in each of 3 iterations

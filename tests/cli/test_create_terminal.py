@@ -97,3 +97,27 @@ def test_create_wizard_with_no_interactive_at_a_terminal_asks_nothing_and_exits_
     assert code == 2, shown
     assert "--wizard and --no-interactive contradict each other" in shown
     assert "What is the loop for" not in shown and list(tmp_path.glob("*.yaml")) == []
+
+
+@pytest.mark.slow
+def test_ctrl_d_at_a_question_says_so_and_writes_nothing(tmp_path: Path) -> None:
+    """Ctrl-D at a terminal is said as the key pressed, not as piped answers that ran out."""
+    controller, terminal = os.openpty()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TERM": "dumb", "COLUMNS": "200"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "flujo_cli.main", "create"],
+        stdin=terminal, stdout=terminal, stderr=terminal, cwd=tmp_path, env=env,
+    )  # fmt: skip
+    os.close(terminal)
+    try:
+        read_terminal_until(controller, "What is the loop for")
+        os.write(controller, b"\x04")
+        shown = read_terminal_until(controller, "hint:")
+        assert process.wait(timeout=30) == 2
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(controller)
+    assert "error: stopped with Ctrl-D: nothing was written" in shown and "stdin ended" not in shown
+    assert list(tmp_path.glob("*.yaml")) == []

@@ -321,3 +321,33 @@ def test_force_is_offered_only_where_it_would_help(workdir: Path, output: str, h
         code, out, err = flujo(["create", "--no-interactive", "--output", output, *force])
         assert code == exit_codes.USAGE and out == "", err
         assert err.endswith(hint) and "--force" not in err.splitlines()[-1], err
+
+
+def test_a_spending_limit_is_asked_for_a_priced_model_not_for_the_model_on_this_machine(workdir: Path) -> None:
+    code, _, err = flujo(
+        ["create", "--purpose", "plan a trip", "--model", "local", "--output", "l.yaml"], input="\n" * 20
+    )
+    assert code == exit_codes.OK, err
+    assert "costs more than" not in err and "max_cost_usd" not in (workdir / "l.yaml").read_text(encoding="utf-8")
+    typed = "\n" * 11 + "0.5\n"
+    code, _, err = flujo(
+        ["create", "--purpose", "plan a trip", "--model", "openai:gpt-4o-mini", "--output", "o.yaml"], input=typed
+    )
+    assert code == exit_codes.OK, err
+    assert "? Stop a run before it costs more than" in err
+    assert "max_cost_usd: 0.5" in (workdir / "o.yaml").read_text(encoding="utf-8")
+    code, _, err = flujo(
+        [
+            "create",
+            "--no-interactive",
+            "--purpose",
+            "plan",
+            "--model",
+            "local",
+            "--max-cost-usd",
+            "1",
+            "--output",
+            "f.yaml",
+        ]
+    )
+    assert code == exit_codes.OK, err  # the flag still sets it

@@ -18,6 +18,8 @@ from flujo_cli.human import EMPTY_ANSWER_HINT
 from tests.support.cli_helpers import ROOT, flujo_process, read_terminal_until
 
 LEFT, UP, CTRL_A, ENTER = "\x1b[D", "\x1b[A", "\x01", "\r"
+PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"  # what a terminal sends around a paste
+ASK_FOR_PASTE_MARKS = "\x1b[?2004h"  # what asks the terminal to send them
 
 BLUEPRINT = """\
 version: "0.1"
@@ -95,6 +97,19 @@ def test_left_arrow_edits_the_answer_and_up_recalls_an_earlier_one(tmp_path: Pat
     assert "xabcd" in shown  # the run's output
     assert "\x1b[D" not in "".join(str(answer) for _, answer in _stored_answers(tmp_path))
     assert _stored_answers(tmp_path) == [("first", "abcd"), ("second", "xabcd")]
+
+
+@pytest.mark.slow
+def test_a_text_pasted_with_several_lines_is_one_answer(tmp_path: Path) -> None:
+    """The terminal is asked to mark pastes (bracketed paste, which Python turns off), and sends a paste
+    between the marks: its lines stay in the one answer, never answering the questions after it."""
+    (tmp_path / "ask.yaml").write_text(BLUEPRINT, encoding="utf-8")
+    pasted = PASTE_START + "Plan a trip\nwith my family" + PASTE_END
+    exchange = [("First answer?", pasted + ENTER), ("with my family?", "June" + ENTER)]
+    code, shown = _terminal(tmp_path, ["run", "ask.yaml"], exchange, "completed")
+    assert code == 0, shown
+    assert ASK_FOR_PASTE_MARKS in shown.split("First answer?")[0]  # asked before the first prompt
+    assert _stored_answers(tmp_path) == [("first", "Plan a trip\nwith my family"), ("second", "June")]
 
 
 @pytest.mark.slow

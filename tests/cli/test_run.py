@@ -68,6 +68,29 @@ def test_answers_no_question_took_are_reported(state_db: Path) -> None:
     assert code == exit_codes.OK and "not used" not in err
 
 
+def test_a_misspelt_answers_key_is_named_where_the_run_pauses_and_when_it_completes(
+    tmp_path: Path, state_db: Path
+) -> None:
+    """A key of --answers that no question takes (``get_gaol``) is not silently dropped: the pause at the
+    question it was meant for says which key, and a completed run names the keys it never used."""
+    answers = write(tmp_path, "answers.yaml", "get_gaol: Plan a trip\n")
+    code, _, err = flujo(["run", CLARIFY, "--answers", answers, "--no-input"])
+    assert code == exit_codes.PAUSED, err
+    assert "note: the --answers key 'get_gaol' names no question of the run; did you mean 'get_goal'?" in err
+    answers = write(tmp_path, "more.yaml", "get_goal: Plan a trip\nclarification_loop/answr: x\n")
+    code, _, err = flujo(["run", CLARIFY, "--answers", answers, "--no-input"])
+    assert code == exit_codes.PAUSED, err
+    assert (
+        "key 'clarification_loop/answr' names no question of the run; did you mean 'clarification_loop/answer'?" in err
+    )
+    code, _, err = flujo(["run", CLARIFY, "--answers", answers, "-a", "My family", "-a", "June"])
+    assert code == exit_codes.OK, err
+    assert "no question took the answers keyed 'clarification_loop/answr'" in err
+    answers = write(tmp_path, "right.yaml", "get_goal: Plan a trip\nclarification_loop/answer: [My family]\n")
+    code, _, err = flujo(["run", CLARIFY, "--answers", answers, "--no-input"])  # a later key, not yet used
+    assert code == exit_codes.PAUSED and "note:" not in err, err
+
+
 def test_piped_answers_are_read_line_by_line(state_db: Path) -> None:
     proc = flujo_process(
         ["run", CLARIFY], input="Plan a trip\nMy family\nJune\n", env={"FLUJO_STATE_URI": str(state_db)}

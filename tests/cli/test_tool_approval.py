@@ -4,12 +4,14 @@ calling anything twice). A denial goes back to the model; the tool never runs.""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+from core.store import open_store
 from flujo_cli import exit_codes
 from tests.support.cli_helpers import ROOT, flujo_process, read_terminal_until
 
@@ -103,6 +105,47 @@ def test_the_person_approves_at_a_terminal(tmp_path: Path) -> None:
             process.wait()
         os.close(controller)
     assert _calls(folder) == ["42"]
+
+
+def test_at_a_terminal_a_typo_is_asked_again_and_enter_declines(tmp_path: Path) -> None:
+    """``yse`` is neither yes nor no: asked again, never taken for a no; Enter is the N of [y/N]."""
+    folder = _folder(tmp_path)
+    controller, terminal = os.openpty()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TERM": "xterm", "COLUMNS": "200"}
+    env["FLUJO_STATE_URI"] = str(folder / "flujo.db")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "flujo_cli.main", "run", "flow.yaml", "--input", "who is 42?"],
+        stdin=terminal, stdout=terminal, stderr=terminal, cwd=folder, env=env,
+    )  # fmt: skip
+    os.close(terminal)
+    try:
+        read_terminal_until(controller, "[y/N]")
+        os.write(controller, b"yse\r")
+        shown = read_terminal_until(controller, "[y/N]")  # the question again, once the typo is said
+        assert "'yse' is neither yes nor no" in shown and "n (or Enter) to decline" in shown
+        os.write(controller, b"\r")
+        shown = read_terminal_until(controller, "completed run")
+        assert "declined by the person" in shown
+        assert process.wait(timeout=60) == exit_codes.OK
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(controller)
+    assert _calls(folder) == []  # declined: the tool never ran
+    assert _approvals(folder) == ["n"]  # the answer that counted, not the typo
+
+
+def _approvals(folder: Path) -> list[object]:
+    """The answers the approval questions of the store's one run took, in order."""
+
+    async def read() -> list[object]:
+        async with await open_store(str(folder / "flujo.db"), mode="read") as store:
+            [run] = await store.list_runs()
+            steps = await store.steps(run.run_id)
+            return [step.output for step in steps if step.name == "approve:lookup"]
+
+    return asyncio.run(read())
 
 
 def test_an_answers_file_approves_under_approve_tool_and_replay_answers_approves_again(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ from tests.support.cli_helpers import ROOT
 
 SERVER = ROOT / "tests" / "support" / "mcp_server.py"
 DRIVER = ROOT / "tests" / "support" / "mcp_driver.py"
-ALL_TOOLS = {"read_file", "delete_file", "add", "fail", "pid", "hang", "crash"}
+ALL_TOOLS = {"read_file", "delete_file", "add", "fail", "pid", "hang", "log", "crash"}
 ON_LINUX = sys.platform.startswith("linux")
 
 
@@ -189,6 +189,14 @@ async def test_a_server_that_dies_during_a_call_fails_the_run_in_one_line() -> N
     message = outcome.error.message
     assert message.startswith("tools.files: the MCP server ") and "\n" not in message
     assert "stopped during a call of crash: it exited with status 5: the server crashed on purpose" in message
+
+
+async def test_a_server_that_dies_is_said_with_what_it_wrote_during_that_call_not_its_earlier_logs() -> None:
+    agent = Seeing([{"tool": "log"}, {"tool": "crash"}, "never"])
+    outcome = await Engine(store=MemoryStore()).run(pipeline(agent, files()), "go")
+    assert outcome.status == "failed" and isinstance(outcome.error, RunError)
+    message = outcome.error.message
+    assert message.endswith("stopped during a call of crash: it exited with status 5: the server crashed on purpose")
 
 
 async def test_one_server_serves_the_whole_run_and_stops_when_it_ends() -> None:

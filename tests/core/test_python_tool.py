@@ -134,6 +134,28 @@ async def test_text_is_sent_as_it_is_and_other_values_as_json() -> None:
     assert (outcome.content, outcome.value) == ('{"left": 1, "right": 2}', {"left": 1, "right": 2})
 
 
+def not_utf8(x: int) -> bytes:
+    """Returns bytes that are not UTF-8 text."""
+    return b"\xff\x00abc"
+
+
+def leaves(code: int) -> int:
+    """Calls sys.exit."""
+    raise SystemExit(code)
+
+
+async def test_a_result_that_cannot_be_text_or_json_is_an_error_for_the_model() -> None:
+    outcome = await call(PythonTool("raw", not_utf8), {"x": 1})
+    assert outcome.error and outcome.content.startswith(
+        "Error: the function returned a bytes that cannot be sent as text or JSON: UnicodeDecodeError:"
+    )
+
+
+async def test_sys_exit_in_the_function_is_an_error_for_the_model() -> None:
+    outcome = await call(PythonTool("leaves", leaves), {"code": 3})
+    assert outcome == ToolOutcome("Error: SystemExit: 3", error=True)
+
+
 async def test_a_sync_function_runs_in_a_thread_of_its_own() -> None:
     outcome = await call(PythonTool("where", thread_name), {})
     assert outcome.content == "flujo:call" and outcome.content != threading.current_thread().name

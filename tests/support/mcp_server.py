@@ -67,6 +67,13 @@ async def hang() -> str:
 
 
 @server.tool()
+def log() -> str:
+    """Log a few lines on stderr (as the SDK logs a tool's crash), then answer."""
+    print("an earlier problem, logged\n  with a box\n  of lines", file=sys.stderr, flush=True)
+    return "logged"
+
+
+@server.tool()
 def crash() -> str:
     """The server dies."""
     print("the server crashed on purpose", file=sys.stderr, flush=True)
