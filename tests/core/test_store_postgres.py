@@ -294,6 +294,31 @@ async def test_text_ids_are_unique_across_stores_writing_at_once(postgres_uri: s
     assert _sql(postgres_uri, "SELECT count(*), count(DISTINCT id) FROM texts") == [(300, 300)]
 
 
+async def test_a_write_with_more_new_texts_than_ids_in_hand_stores_each_once(postgres_uri: str) -> None:
+    """A step of a run this store created is encoded in one walk, each new text and list given an id in hand
+    as it is met (core/store/postgres_backend/encoding.py); when the ids in hand run out halfway, that walk is
+    forgotten (the ids it gave too) and the write made the other way, which takes a block. Here the second
+    step's 40 new texts and its list outnumber the 23 ids left from the first block."""
+    from core import StepRecord, TraceEvent
+
+    said = [f"turn {n}: long enough to be stored once and referred to by its id" for n in range(200)]
+    async with await open_store(postgres_uri) as store:
+        await store.create_run(RunRecord("r1", "demo", "running", created_at=1.0))
+        for n in range(1, 6):
+            turns = said[: n * 40]
+            events = [
+                TraceEvent("agent.prompt", f"s{n}", {"messages": [{"role": "user", "content": t} for t in turns]}, 1.0)
+            ]
+            await store.record_step(StepRecord("r1", f"s{n}", "s", "step", "completed", turns[0], turns[-1]), events)
+    async with await open_store(postgres_uri) as store:
+        assert [(s.input, s.output) for s in await store.steps("r1")] == [
+            (said[0], said[n * 40 - 1]) for n in range(1, 6)
+        ]
+        prompts = await store.events("r1", kind="agent.prompt")
+        assert [[m["content"] for m in e.payload["messages"]] for e in prompts] == [said[: n * 40] for n in range(1, 6)]
+    assert _sql(postgres_uri, "SELECT count(*), count(DISTINCT body) FROM texts WHERE length(hash) > 0") == [(200, 200)]
+
+
 async def test_a_text_holding_nul_is_stored_once_and_read_back(postgres_uri: str) -> None:
     from core import StepRecord, TraceEvent
 
