@@ -819,7 +819,8 @@ class PostgresStore:
         """A write that is one statement in autocommit mode, its own transaction, on the writer's connection
         (a pooled one when the store holds none): the body may read first (``_encode``: texts looked up, a
         block of ids) and ends with that statement. No pipeline: a statement that waits for its reply costs a
-        round trip either way, and psycopg's pipeline spends CPU polling while it waits."""
+        round trip either way, and psycopg's pipeline spends CPU polling while it waits. The writer's
+        connection is a ``WriterConnection``: a prompt reply is waited for on the loop's thread."""
         pool = self._pool_or_error()
         async with self._write_lock:
             self._usable(action)

@@ -5,7 +5,7 @@ psycopg's asynchronous wait hands each wait to the event loop: it registers the 
 selector, makes a future and a timer, suspends the whole chain of coroutines up to the task, and resumes
 them when the loop's next rounds find the socket readable and run the callback, then the task. For a step's
 statement, whose reply a server on the same machine sends within a fraction of a millisecond, that
-bookkeeping cost the client some 90,000 instructions a statement, 8 % of a conversational iteration
+bookkeeping cost the client about 120,000 instructions a statement, a tenth of a conversational iteration
 (callgrind; docs/performance.md, issue 36 item 2).
 So this connection first waits on its socket itself, with ``poll`` and a short deadline (``PROMPT_WAIT_MS``),
 the loop's thread blocked meanwhile as it is while SQLite commits; only a reply later than that is waited
