@@ -26,13 +26,16 @@ Invariants:
 from __future__ import annotations
 
 import select
-from typing import Any
+from selectors import EVENT_READ, EVENT_WRITE
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg import AsyncCursor
-from psycopg.abc import Params, PQGen, QueryNoTemplate
 from psycopg.pq import Format
-from psycopg.waiting import READY_R, READY_RW, READY_W, WAIT_R, WAIT_W, Ready, Wait
+
+if TYPE_CHECKING:  # psycopg.abc's names of psycopg 3.3 (the extra allows 3.2)
+    from psycopg.abc import Params, PQGen, QueryNoTemplate
+    from psycopg.waiting import Wait
 
 PROMPT_WAIT_MS = 2
 """How long the loop's thread waits on the socket itself, per wait, before handing the wait to the loop."""
@@ -43,7 +46,14 @@ SKIP_AFTER_LATE = 32
 BINARY, TEXT = Format.BINARY, Format.TEXT
 _IN = select.POLLIN | select.POLLERR | select.POLLHUP
 _OUT = select.POLLOUT | select.POLLERR | select.POLLHUP
-_READY = {(True, False): READY_R, (False, True): READY_W, (True, True): READY_RW, (False, False): Ready.NONE}
+# psycopg's wait states and ready states are the selectors' events (its ``Wait`` and ``Ready``): read, write, both.
+_WAIT_R, _WAIT_W = EVENT_READ, EVENT_WRITE
+_READY = {
+    (True, False): EVENT_READ,
+    (False, True): EVENT_WRITE,
+    (True, True): EVENT_READ | EVENT_WRITE,
+    (False, False): 0,
+}
 
 
 class WriterConnection(psycopg.AsyncConnection[tuple[Any, ...]]):
@@ -81,7 +91,7 @@ class WriterConnection(psycopg.AsyncConnection[tuple[Any, ...]]):
         if self._polled != fileno:
             self._poller, self._polled = select.poll(), fileno
         while True:
-            self._poller.register(fileno, (_IN if state & WAIT_R else 0) | (_OUT if state & WAIT_W else 0))
+            self._poller.register(fileno, (_IN if state & _WAIT_R else 0) | (_OUT if state & _WAIT_W else 0))
             events = self._poller.poll(PROMPT_WAIT_MS)
             if not events:
                 self._late += 1
