@@ -402,3 +402,37 @@ def test_four_sqlite_workers_killed_at_random_on_a_busy_file_fail_no_run(tmp_pat
     # The lock was felt: the workers alive while it was held waited for it (and said so).
     waited = [int(m) for log in logs for m in re.findall(r"busy: (\d+) write\(s\)", log)]
     assert sum(waited) > 0, logs
+
+
+async def test_a_server_shutting_down_is_unavailable_for_a_while_not_an_error(
+    own_server: postgres_server.Server,
+) -> None:
+    """A server that is shutting down refuses new sessions with a message and no SQLSTATE (libpq's, at connect
+    time): that is ``StoreUnavailable`` (try again), as the same refusal of a statement is, not a plain
+    ``StoreError`` a worker riding out a restart would give up on. A smart shutdown waits for the session
+    held here, so the refusal lasts until it ends."""
+    import psycopg
+
+    assert own_server.folder is not None and own_server.bin_dir is not None
+    uri = postgres_server.empty_store_uri(own_server.uri)
+    data = own_server.folder / "data"
+    held = psycopg.connect(own_server.uri)
+    try:
+        pg_ctl = [str(own_server.bin_dir / "pg_ctl"), "-D", str(data), "-m", "smart", "--no-wait", "stop"]
+        postgres_server._as_owner(pg_ctl, own_server.owner)
+        while True:  # until the server refuses new sessions
+            try:
+                psycopg.connect(own_server.uri).close()
+            except psycopg.OperationalError as exc:
+                assert "shutting down" in str(exc)
+                break
+            await asyncio.sleep(0.01)
+        with pytest.raises(StoreUnavailable, match="is shutting down or starting"):
+            await open_store(uri)
+    finally:
+        held.close()
+        while (data / "postmaster.pid").exists():  # the shutdown ends with the last session
+            await asyncio.sleep(0.05)
+        own_server.restart()
+    async with await open_store(uri) as store:  # up again
+        await store.create_run(RunRecord("r1", "demo", "running", created_at=1.0))

@@ -294,6 +294,31 @@ async def test_text_ids_are_unique_across_stores_writing_at_once(postgres_uri: s
     assert _sql(postgres_uri, "SELECT count(*), count(DISTINCT id) FROM texts") == [(300, 300)]
 
 
+async def test_a_write_with_more_new_texts_than_ids_in_hand_stores_each_once(postgres_uri: str) -> None:
+    """A step of a run this store created is encoded in one walk, each new text and list given an id in hand
+    as it is met (core/store/postgres_backend/encoding.py); when the ids in hand run out halfway, that walk is
+    forgotten (the ids it gave too) and the write made the other way, which takes a block. Here the second
+    step's 40 new texts and its list outnumber the 23 ids left from the first block."""
+    from core import StepRecord, TraceEvent
+
+    said = [f"turn {n}: long enough to be stored once and referred to by its id" for n in range(200)]
+    async with await open_store(postgres_uri) as store:
+        await store.create_run(RunRecord("r1", "demo", "running", created_at=1.0))
+        for n in range(1, 6):
+            turns = said[: n * 40]
+            events = [
+                TraceEvent("agent.prompt", f"s{n}", {"messages": [{"role": "user", "content": t} for t in turns]}, 1.0)
+            ]
+            await store.record_step(StepRecord("r1", f"s{n}", "s", "step", "completed", turns[0], turns[-1]), events)
+    async with await open_store(postgres_uri) as store:
+        assert [(s.input, s.output) for s in await store.steps("r1")] == [
+            (said[0], said[n * 40 - 1]) for n in range(1, 6)
+        ]
+        prompts = await store.events("r1", kind="agent.prompt")
+        assert [[m["content"] for m in e.payload["messages"]] for e in prompts] == [said[: n * 40] for n in range(1, 6)]
+    assert _sql(postgres_uri, "SELECT count(*), count(DISTINCT body) FROM texts WHERE length(hash) > 0") == [(200, 200)]
+
+
 async def test_a_text_holding_nul_is_stored_once_and_read_back(postgres_uri: str) -> None:
     from core import StepRecord, TraceEvent
 
@@ -393,3 +418,48 @@ async def test_a_claim_cancelled_after_the_server_took_its_lock_leaves_no_lock_b
         assert await store.claim_run("r1")  # and the store that was cancelled can claim it again
         if holding_another:
             assert not await other.claim_run("r2")  # the claim held beside it was kept
+
+
+# --- the writer's wait: prompt replies on the loop's thread, late ones through the loop ---------------
+
+
+async def _writer_waiting_on_a_lock(uri: str, write: Any) -> None:
+    """Returns once a backend of flujo's waits for a lock, or the task ``write`` is done; each look lets the
+    event loop run."""
+    import asyncio
+
+    async with await psycopg.AsyncConnection.connect(uri, autocommit=True) as looker:
+        sql = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'flujo' AND wait_event_type = 'Lock'"
+        while not write.done() and (await (await looker.execute(sql)).fetchone()) != (1,):
+            await asyncio.sleep(0.01)
+
+
+@pytest.mark.parametrize("cancelled", [False, True])
+async def test_a_write_the_server_holds_back_leaves_the_event_loop_free(postgres_uri: str, cancelled: bool) -> None:
+    """The writer's connection waits for a prompt reply on the loop's thread (core/store/postgres_backend/
+    writer.py), only briefly: a step whose statement waits for a row lock another session holds lets the
+    loop run meanwhile (here, the task that sees it waiting and then ends that session's transaction; a
+    wait that never let go would leave it to the holder's idle timeout, and the step done before it is
+    seen waiting). Cancelled while it waits, the step is not stored and the next write goes through."""
+    import asyncio
+
+    from core import StepRecord
+
+    async with await open_store(postgres_uri) as store:
+        await store.create_run(RunRecord("r1", "demo", "running", created_at=1.0))
+        with psycopg.connect(postgres_uri) as holder:
+            holder.execute("SET idle_in_transaction_session_timeout = '10s'")
+            holder.execute("SELECT FROM runs WHERE run_id = 'r1' FOR UPDATE")  # the step's foreign key waits
+            step = asyncio.create_task(store.record_step(StepRecord("r1", "held", "s", "step", "completed"), []))
+            await _writer_waiting_on_a_lock(postgres_uri, step)
+            assert not step.done()
+            if cancelled:
+                step.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await step
+            holder.commit()
+        if not cancelled:
+            await step
+        await store.record_step(StepRecord("r1", "after", "s", "step", "completed"), [])
+        expected = ["after"] if cancelled else ["held", "after"]
+        assert [s.path for s in await store.steps("r1")] == expected

@@ -76,6 +76,16 @@ class Ids:
         del self._free[len(self._free) - count :]
         return taken
 
+    def take_one(self) -> int:
+        """One id in hand; ``OutOfIds`` when none is left."""
+        if not self._free:
+            raise _OutOfIds
+        return self._free.pop()
+
+
+class _OutOfIds(Exception):
+    """``Ids.take_one`` found no id in hand (``encode``'s walk in one pass gives up)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Encoded:
@@ -108,6 +118,13 @@ async def encode(
     None. A look-up of texts (a run not known whole, unless ``new_run``: created by the same write) and a
     block of ids are read on ``db``; nothing is written: the new rows are in ``Encoded.texts``."""
     lists_from = len(values) if payloads_from is None else payloads_from
+    if new_run or cache.complete(run_id):
+        # No text to look up: one walk, as SQLite's store makes, new ids taken from those in hand as it goes.
+        text_ids, lists = dict(pending.text_ids), len(pending.lists)
+        try:
+            return _encode_known(cache, pending, ids, run_id, values, lists_from)
+        except _OutOfIds:  # more new rows than ids in hand: forget the walk and make the two below, which
+            pending.text_ids, pending.lists[lists:] = text_ids, []  # take a block (once per block's worth)
     # Plain data; the long lists of payloads cut against the remembered ones (``shared_lists.cut``), so only
     # their new items are walked. Unlike SQLite's, the lists of one write never extend each other: their
     # ids are taken together below.
@@ -157,6 +174,43 @@ async def encode(
     return Encoded([None if value is None else codec.compact(value) for value in stored], rows)
 
 
+def _encode_known(
+    cache: TextCache, pending: Pending, ids: Ids, run_id: str, values: Sequence[Any], lists_from: int
+) -> Encoded:
+    """``encode`` of the values of a run whose texts the cache knows whole: one walk, each new text and list
+    given an id in hand as it is met (``_OutOfIds`` when none is left). The same values and rows as the two
+    walks of ``encode``, but for which id each new row gets."""
+    rows: list[tuple[int, str, str]] = []
+
+    def text_id(text: str) -> int:
+        known = cache.get(run_id, text, pending)
+        if known is None:
+            known = pending.text_ids[(run_id, text)] = ids.take_one()
+            rows.append((known, _base64(texts.digest(text)), _base64(text.encode("utf-8"))))
+        return known
+
+    def split(value: Any) -> Any:
+        return texts.split(value, text_id)
+
+    def store_list(body: str) -> int:
+        new_id = ids.take_one()
+        rows.append((new_id, _EMPTY, _base64(body.encode("utf-8"))))  # found by its id only, never by its digest
+        return new_id
+
+    # The lists of every payload cut first, then stored: as ``encode``'s, they never extend each other.
+    plain = [
+        None if value is None else shared_lists.cut(value, run_id, cache.lists, pending) if index >= lists_from
+        else value
+        for index, value in enumerate(values)
+    ]  # fmt: skip
+    stored = [
+        None if value is None else shared_lists.finish(value, run_id, pending, split, store_list) if index >= lists_from
+        else split(codec.plain(value))
+        for index, value in enumerate(plain)
+    ]  # fmt: skip
+    return Encoded([None if value is None else codec.compact(value) for value in stored], rows)
+
+
 async def _look_up(db: AsyncConnection[Any], run_id: str, missing: dict[str, bytes]) -> dict[str, int]:
     """The ids of the texts of ``missing`` (text → digest) that run ``run_id`` has stored already; the body
     is compared too, so a digest collision never makes one text stand for another."""
@@ -171,3 +225,6 @@ async def _look_up(db: AsyncConnection[Any], run_id: str, missing: dict[str, byt
 
 def _base64(data: bytes) -> str:
     return binascii.b2a_base64(data, newline=False).decode("ascii")
+
+
+_EMPTY = _base64(b"")

@@ -31,6 +31,13 @@ _UNREACHABLE_TEXTS = (
 )
 _LOST_TEXTS = ("server closed the connection", "the connection is closed", "connection is lost")
 _SHUTTING_DOWN = ("57P01", "57P02", "57P03")  # admin_shutdown, crash_shutdown, cannot_connect_now
+# The same refusals at connect time, where libpq gives the server's message without its SQLSTATE.
+_SHUTTING_DOWN_TEXTS = (
+    "the database system is shutting down",
+    "the database system is starting up",
+    "the database system is not yet accepting connections",
+    "the database system is in recovery mode",
+)
 _RETRY_HINT = "run the command again once the server is back; a run that was executing resumes with flujo resume"
 
 
@@ -77,7 +84,7 @@ def store_error(label: str, action: str, exc: psycopg.Error, *, secrets: Sequenc
             f"cannot reach the PostgreSQL server of {label} ({detail})",
             hint="is the server running? check the host and port in the URI",
         )
-    if state in _SHUTTING_DOWN:
+    if state in _SHUTTING_DOWN or (state is None and any(text in lowered for text in _SHUTTING_DOWN_TEXTS)):
         return StoreUnavailable(f"cannot {action}: the server of {label} is shutting down or starting ({detail})",
                                 hint=_RETRY_HINT)  # fmt: skip
     if (state or "").startswith("08") or (state is None and any(text in lowered for text in _LOST_TEXTS)):

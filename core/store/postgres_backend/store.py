@@ -71,6 +71,7 @@ from core.settings.location import describe, secrets
 from core.store.postgres_backend import encoding as pg_encoding
 from core.store.postgres_backend.errors import store_error
 from core.store.postgres_backend.schema import migrate
+from core.store.postgres_backend.writer import WriterConnection
 from core.store.rows import pruning, queue_rows, row_reads, thread_rows
 from core.store.rows.claims import process_label, thread_key
 from core.store.rows.lookup import MAX_CANDIDATES, NO_RUN_HINT, pick_run_id
@@ -201,6 +202,10 @@ class PostgresStore:
     async def _connect(self) -> Connection:
         return await psycopg.AsyncConnection.connect(self.uri, **self._connect_options())
 
+    async def _connect_writer(self) -> Connection:
+        """The writer's connection, which waits for a prompt reply on the loop's thread (``WriterConnection``)."""
+        return await WriterConnection.connect(self.uri, **self._connect_options())
+
     async def open(self) -> PostgresStore:
         """Connect, apply pending migrations (or refuse, see ``create``) and open the pool."""
         if self._pool is not None:
@@ -226,7 +231,7 @@ class PostgresStore:
             await pool.open(wait=True, timeout=float(self.settings.connect_timeout_s))
             if self._holds_writer:
                 try:
-                    self._writer = await self._connect()
+                    self._writer = await self._connect_writer()
                 except BaseException:
                     await pool.close()
                     raise
@@ -833,7 +838,8 @@ class PostgresStore:
         """A write that is one statement in autocommit mode, its own transaction, on the writer's connection
         (a pooled one when the store holds none): the body may read first (``_encode``: texts looked up, a
         block of ids) and ends with that statement. No pipeline: a statement that waits for its reply costs a
-        round trip either way, and psycopg's pipeline spends CPU polling while it waits."""
+        round trip either way, and psycopg's pipeline spends CPU polling while it waits. The writer's
+        connection is a ``WriterConnection``: a prompt reply is waited for on the loop's thread."""
         pool = self._pool_or_error()
         async with self._write_lock:
             self._usable(action)
@@ -844,7 +850,7 @@ class PostgresStore:
                         yield db
                 else:
                     if self._writer is None:
-                        self._writer = await self._connect()
+                        self._writer = await self._connect_writer()
                     try:
                         yield self._writer
                     finally:
