@@ -28,6 +28,9 @@ app = typer.Typer(
 # The most runs --limit and --offset may name: more than any store holds, and far below the 2**63 - 1 a SQLite
 # or PostgreSQL integer stops at (a larger number was an OverflowError from the store).
 MOST_RUNS = 1_000_000_000
+# The commands that keep the garbage collector paused from the command's start until they have loaded
+# (flujo_cli/collection.py); every other one turns it back on before it starts.
+_LOADING = ("run", "resume", "worker")
 
 
 class _State:
@@ -1067,8 +1070,11 @@ def main() -> None:
     early_interrupt.redeliver_swallowed()
     import sys
 
-    from flujo_cli.one_command import narrowed
+    import flujo_cli.collection as collection
+    from flujo_cli.one_command import command_word, narrowed
 
+    if command_word(sys.argv[1:]) not in _LOADING:
+        collection.start_up_done()
     try:
         narrowed(app, sys.argv[1:])()  # only the command asked for is built
     except KeyboardInterrupt:  # Ctrl-C while Typer builds the command line, before any command starts

@@ -18,19 +18,25 @@ import typer
 from typer.main import get_command_name, solve_typer_info_defaults
 
 
-def narrowed(app: typer.Typer, args: Sequence[str]) -> typer.Typer:
-    """``app`` with only the command or group ``args`` names (see the module docstring), or ``app`` itself."""
+def command_word(args: Sequence[str]) -> str | None:
+    """The word of ``args`` that names the command or group to run, if any (see the module docstring)."""
     words = list(args)
     while words and words[0] == "--debug":
         words.pop(0)
-    if not words:
+    return words[0] if words else None
+
+
+def narrowed(app: typer.Typer, args: Sequence[str]) -> typer.Typer:
+    """``app`` with only the command or group ``args`` names (see the module docstring), or ``app`` itself."""
+    word = command_word(args)
+    if word is None:
         return app
     commands = [
         info
         for info in app.registered_commands
-        if info.callback is not None and (info.name or get_command_name(info.callback.__name__)) == words[0]
+        if info.callback is not None and (info.name or get_command_name(info.callback.__name__)) == word
     ]
-    groups = [info for info in app.registered_groups if solve_typer_info_defaults(info).name == words[0]]
+    groups = [info for info in app.registered_groups if solve_typer_info_defaults(info).name == word]
     if len(commands) + len(groups) != 1:
         return app
     one = copy.copy(app)

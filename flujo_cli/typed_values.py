@@ -27,8 +27,9 @@ if TYPE_CHECKING:
 
 # What ``convert`` gives for a value it cannot be sure of: Typer converts that one.
 UNSURE: Any = object()
-_WHOLE = re.compile(r"-?[0-9]{1,18}")
-_DECIMAL = re.compile(r"-?[0-9]{1,15}(?:\.[0-9]{1,15})?")
+# Compiled at the first number converted (``re``'s cache keeps them), not at every command's start.
+_WHOLE = r"-?[0-9]{1,18}"
+_DECIMAL = r"-?[0-9]{1,15}(?:\.[0-9]{1,15})?"
 
 
 def _text(value: Any) -> Any:
@@ -54,14 +55,14 @@ def _within(number: float, info: ParameterInfo) -> bool:
     return (info.min is None or number >= info.min) and (info.max is None or number <= info.max)
 
 
-def _number(kind: type[int] | type[float], pattern: re.Pattern[str], info: ParameterInfo) -> Callable[[Any], Any]:
+def _number(kind: type[int] | type[float], pattern: str, info: ParameterInfo) -> Callable[[Any], Any]:
     """The converter of a ``kind`` option (``int`` or ``float``): a value already of that kind, or a text
     ``pattern`` matches whole, within the option's bounds; anything else is Typer's to convert."""
 
     def convert(value: Any) -> Any:
         if type(value) is kind:
             number = value
-        elif isinstance(value, str) and pattern.fullmatch(value):
+        elif isinstance(value, str) and re.fullmatch(pattern, value):
             number = kind(value)
         else:
             return UNSURE

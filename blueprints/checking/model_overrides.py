@@ -28,8 +28,9 @@ from blueprints.reading.suggestions import did_you_mean
 from core import ConfigError, provider_of
 
 EVERY_AGENT = "*"
-_AGENT = re.compile(r"agents\.(?P<name>[A-Za-z_][A-Za-z0-9_]*)")
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Compiled at the first --model given (``re``'s cache keeps them), not at every run's start.
+_AGENT = r"agents\.(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _FORM = "write --model agents.NAME=provider:model, or --model '*=provider:model' for every agent"
 
 
@@ -125,9 +126,9 @@ def _parse(value: str, cwd: Path) -> ModelOverride:
         raise ModelOverrideError(f"--model {value!r} is not AGENT=MODEL", hint=_FORM)
     if target == EVERY_AGENT:
         agent = EVERY_AGENT
-    elif (found := _AGENT.fullmatch(target)) is not None:
+    elif (found := re.fullmatch(_AGENT, target)) is not None:
         agent = found.group("name")
-    elif _NAME.fullmatch(target):
+    elif re.fullmatch(_NAME, target):
         raise ModelOverrideError(
             f"--model {value!r}: name the agent as agents.{target}", hint=f"write --model agents.{target}={model}"
         )

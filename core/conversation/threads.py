@@ -50,7 +50,7 @@ from core.steps.kinds import ConditionalStep, EnsembleStep, LoopStep, MapStep, P
 from core.text.turns import ConversationTurn
 
 MAX_NAME_LENGTH = 100
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/-]*")
+_NAME = r"[A-Za-z0-9][A-Za-z0-9._:@/-]*"  # compiled at the first name checked (re's cache keeps it)
 NAME_RULE = f"letters, digits and . _ - : @ / (at most {MAX_NAME_LENGTH} characters), starting with a letter or digit"
 
 
@@ -58,7 +58,7 @@ def check_thread_name(name: str) -> None:
     """RunError unless ``name`` is a usable thread name."""
     if not name:
         raise RunError("the thread name is empty", hint=f"name the thread with {NAME_RULE}")
-    if len(name) > MAX_NAME_LENGTH or _NAME.fullmatch(name) is None:
+    if len(name) > MAX_NAME_LENGTH or re.fullmatch(_NAME, name) is None:
         raise RunError(f"thread name {name!r} is not valid", hint=f"use {NAME_RULE}")
 
 

@@ -14,24 +14,37 @@ Invariant: what follows a key and cannot be read as a value is left as it is; a 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
+
 
 # A key in quotes, then the colon; the backslashes before its closing quote are its escaping level (the
 # same run must stand before its opening quote: checked by ``_opened_at``). A key is a name-like word, not
 # any text: one of the keys this module masks never holds a quote or a line break. The expression starts at
 # a quote character, so the regular expression engine skips to the quotes of a text without trying every
-# position in between.
-_KEY = re.compile(r"""(["'])([A-Za-z_][A-Za-z0-9_. -]{0,63}?)(\\*)\1[ \t\r\n]*:[ \t\r\n]*""")
-_QUOTES_AND_BRACKETS = re.compile(r"""["'{}\[\]]""")
-_NUMBER = re.compile(r"-?[0-9][0-9.eE+-]*")
+# position in between. The patterns are compiled at the first text with a quote the redactor reads
+# (``core.text.redaction``): most runs have none, and compiling them at import cost every run 1.5 M instructions.
+@functools.cache
+def _key() -> re.Pattern[str]:
+    return re.compile(r"""(["'])([A-Za-z_][A-Za-z0-9_. -]{0,63}?)(\\*)\1[ \t\r\n]*:[ \t\r\n]*""")
+
+
+@functools.cache
+def _quotes_and_brackets() -> re.Pattern[str]:
+    return re.compile(r"""["'{}\[\]]""")
+
+
+@functools.cache
+def _number() -> re.Pattern[str]:
+    return re.compile(r"-?[0-9][0-9.eE+-]*")
 
 
 def mask_keyed_values(text: str, *, sensitive: Callable[[str], bool], mask: str) -> str:
     """``text`` with the value of every ``"key": value`` whose key is ``sensitive`` replaced by ``mask``."""
     pieces: list[str] = []
     done = 0  # text[:done] is in pieces
-    for found in _KEY.finditer(text):
+    for found in _key().finditer(text):
         level = len(found.group(3))
         if found.start() - level < done or not sensitive(found.group(2)) or not _opened_at(text, found, level):
             continue
@@ -69,7 +82,7 @@ def _value_span(text: str, start: int, quote: str) -> tuple[int, int, bool] | No
     if start < len(text) and text[start] in "{[":
         closed = _closing_bracket(text, start, quote)
         return start, len(text) if closed is None else closed, True
-    number = _NUMBER.match(text, start)
+    number = _number().match(text, start)
     if number is not None:
         return start, number.end(), True
     return None  # null, true, false, or not JSON at all
@@ -107,7 +120,7 @@ def _closing_bracket(text: str, start: int, quote: str) -> int | None:
     """Just past the bracket that closes the object or array opening at ``start`` (brackets inside its
     strings do not count)."""
     level, depth, in_string = _level(quote), 0, ""
-    for found in _QUOTES_AND_BRACKETS.finditer(text, start):
+    for found in _quotes_and_brackets().finditer(text, start):
         char, at = found.group(), found.start()
         if char in "\"'":
             if _is_delimiter(text, at, start, level):

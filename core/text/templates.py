@@ -98,14 +98,16 @@ def _make_env(undefined: type[Undefined]) -> BoundedSandbox:
 
 _OPENING = {"(": ")", "[": "]", "{": "}"}
 _NESTING_HINT = "nest less deeply (the limit is the setting bounds.template_max_nesting)"
-_TAG = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.DOTALL)
+# The patterns of this module are compiled at their first use (``re``'s own cache keeps them): a run whose
+# blueprint has no template needs none of them (compiling them at import cost every run 3 M instructions).
+_TAG = r"(?s)\{\{.*?\}\}|\{%.*?%\}"
 
 
 def _check_nesting(source: str, *, expression: bool) -> None:
     """Refuse brackets nested deeper than ``bounds.template_max_nesting`` inside ``{{ }}``/``{% %}`` (or
     anywhere in an expression): Jinja's parser recurses once per level and would exhaust the stack."""
     limit = current_bounds().template_max_nesting
-    parts = [source] if expression else [match.group(0)[2:-2] for match in _TAG.finditer(source)]
+    parts = [source] if expression else [match.group(0)[2:-2] for match in re.finditer(_TAG, source)]
     for part in parts:
         depth = 0
         for character in part:
@@ -192,9 +194,9 @@ def _bound_error(kind: str, source: str, exc: BoundExceeded, where: str = "") ->
 _TEMPLATE_ENV = _make_env(_StrictChainedUndefined)
 _EXPRESSION_ENV = _make_env(ChainableUndefined)
 
-_HB_TOKEN = re.compile(r"\{\{\s*(#each|#if|#unless|else|/each|/if|/unless)\b\s*([^}]*?)\s*\}\}")
-_HB_THIS = re.compile(r"\{\{\s*this((?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*\}\}")
-_HB_INDEX = re.compile(r"\{\{\s*@index\s*\}\}")
+_HB_TOKEN = r"\{\{\s*(#each|#if|#unless|else|/each|/if|/unless)\b\s*([^}]*?)\s*\}\}"
+_HB_THIS = r"\{\{\s*this((?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*\}\}"
+_HB_INDEX = r"\{\{\s*@index\s*\}\}"
 
 
 def translate_handlebars(text: str) -> str:
@@ -229,11 +231,11 @@ def translate_handlebars(text: str) -> str:
         stack.pop()
         return "{% endfor %}" if wanted == "each" else "{% endif %}"
 
-    out = _HB_TOKEN.sub(block, text)
+    out = re.sub(_HB_TOKEN, block, text)
     if stack:
         raise TemplateSyntax(f"unclosed {{{{#{stack[-1]}}}}} block")
-    out = _HB_THIS.sub(lambda m: "{{ this" + m.group(1) + " }}", out)
-    return _HB_INDEX.sub("{{ loop.index0 }}", out)
+    out = re.sub(_HB_THIS, lambda m: "{{ this" + m.group(1) + " }}", out)
+    return re.sub(_HB_INDEX, "{{ loop.index0 }}", out)
 
 
 def _hb_truthy(arg: str) -> str:
@@ -264,8 +266,8 @@ def _undefined_to_none(value: Any) -> Any:
     return value
 
 
-_NO_ATTRIBUTE = re.compile(r"'([\w .]+) object' has no attribute '([^']+)'")
-_SINGLE_EXPRESSION = re.compile(r"^\s*\{\{(.*)\}\}\s*$", re.DOTALL)
+_NO_ATTRIBUTE = r"'([\w .]+) object' has no attribute '([^']+)'"
+_SINGLE_EXPRESSION = r"(?s)^\s*\{\{(.*)\}\}\s*$"
 
 
 def _where(position: SourcePosition | None) -> str:
@@ -288,7 +290,7 @@ class Template:
         self._template: Any = None
         _check_nesting(source, expression=False)
         try:
-            lone = _SINGLE_EXPRESSION.match(source)
+            lone = re.match(_SINGLE_EXPRESSION, source)
             if lone and "{{" not in lone.group(1) and "}}" not in lone.group(1):
                 self._expression = _TEMPLATE_ENV.compile_expression(lone.group(1), undefined_to_none=False)
                 _check_expression_constants(lone.group(1))
@@ -321,7 +323,7 @@ class Template:
         except BoundExceeded as exc:
             raise _bound_error("template", self.source, exc, self._where) from None
         except UndefinedError as exc:
-            message = _NO_ATTRIBUTE.sub(r"'\2' is undefined (no such key)", exc.message or str(exc))
+            message = re.sub(_NO_ATTRIBUTE, r"'\2' is undefined (no such key)", exc.message or str(exc))
             raise TemplateError(
                 f"{self._where}template {_quoted(self.source)}: {message}",
                 hint="check the variable name; available: context, previous_step, steps, initial_prompt",
@@ -426,7 +428,7 @@ def referenced_names(source: str) -> set[str]:
 def builds_structure(source: str) -> bool:
     """Whether ``source`` is one ``{{ expression }}`` that builds a mapping or a list literal
     (``{{ {'ask': previous_step} }}``): such a template renders a value, never text."""
-    lone = _SINGLE_EXPRESSION.match(source)
+    lone = re.match(_SINGLE_EXPRESSION, source)
     if lone is None or "{{" in lone.group(1) or "}}" in lone.group(1):
         return False
     try:

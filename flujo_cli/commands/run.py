@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 # The last part of a setting's key that names a secret: ``openai.api_key``, ``x.token``, ``y.db_password``
 # (never ``history.max_tokens``).
-_SECRET_KEY = re.compile(r"(?:^|[._])(?:\w+_)?(?:key|token|secret|password|credentials?)\s*$", re.IGNORECASE)
+_SECRET_KEY = r"(?i)(?:^|[._])(?:\w+_)?(?:key|token|secret|password|credentials?)\s*$"  # compiled when first used
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ class RunOverrides:
         kept = [
             assignment
             for assignment in self.settings
-            if not _SECRET_KEY.search(key := assignment.partition("=")[0]) and key.strip() != "state_uri"
+            if not re.search(_SECRET_KEY, key := assignment.partition("=")[0]) and key.strip() != "state_uri"
         ]
         if kept:
             options["set"] = kept

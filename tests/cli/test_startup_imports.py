@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -145,3 +146,76 @@ def test_a_run_calling_a_model_imports_httpx_without_its_command_line(tmp_path: 
         imported = _imported(tmp_path, "model.yaml", "--input", "hi", never=watched, env=fake.env())
         assert [request.body["messages"][-1]["content"] for request in fake.requests] == ["hi"]
     assert imported == ["httpx", "httpx._client"]  # the model was called over httpx, and nothing more came
+
+
+def _lazy_patterns() -> set[str]:
+    """The regular expressions of flujo's run path that are compiled at their first use, not at import: a
+    plain run never needs them, and compiling them cost every run about 30 M instructions (3 % of a
+    one-step run's start-up; docs/performance.md, "Start-up margin (session 21)")."""
+    from blueprints.checking import model_overrides
+    from blueprints.checking.checks import control, conversation
+    from core.conversation import replies, threads
+    from core.settings import file
+    from core.text import ascii_tokens, embedded_json, redaction, sandbox, templates, tokens
+    from flujo_cli import typed_values
+    from flujo_cli.commands import run
+
+    compiled = [
+        *redaction._patterns(),
+        embedded_json._key(),
+        embedded_json._quotes_and_brackets(),
+        embedded_json._number(),
+        sandbox._printf_spec(),
+        sandbox._digits(),
+        replies._fence(),
+        ascii_tokens._pieces(),
+        tokens._part_end(),
+    ]
+    patterns = {pattern.pattern for pattern in compiled if isinstance(pattern, re.Pattern)}
+    patterns |= {pattern.pattern for pattern in redaction._patterns().builtin}
+    return patterns | {
+        file._AT, file._HEADER, file._ASSIGNMENT, file._DOTTED_PART, templates._TAG, templates._HB_TOKEN,
+        templates._HB_THIS, templates._HB_INDEX, templates._NO_ATTRIBUTE, templates._SINGLE_EXPRESSION,
+        threads._NAME, typed_values._WHOLE, typed_values._DECIMAL, run._SECRET_KEY, model_overrides._AGENT,
+        model_overrides._NAME, control._CONTEXT_TARGET, conversation._LONE,
+    }  # fmt: skip
+
+
+def _compiled(tmp_path: Path, *args: str) -> set[str]:
+    """The regular expressions a ``flujo run`` process compiles (each compilation, whatever ``re``'s cache
+    keeps)."""
+    spy = (
+        "import atexit, json, re, sys; seen = []; compile = re._compiler.compile; "
+        "re._compiler.compile = lambda pattern, flags: seen.append(pattern) or compile(pattern, flags); "
+        "atexit.register(lambda: print('COMPILED', json.dumps([p for p in seen if isinstance(p, str)]), "
+        "file=sys.stderr)); from flujo_cli.main import main; main()"
+    )
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    env["FLUJO_STATE_URI"] = str(tmp_path / "s.db")
+    done = subprocess.run(
+        [sys.executable, "-c", spy, "run", *args, "--no-input"], capture_output=True, text=True, cwd=tmp_path, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    [line] = [line for line in done.stderr.splitlines() if line.startswith("COMPILED ")]
+    return set(json.loads(line.removeprefix("COMPILED ")))
+
+
+def test_a_one_step_run_compiles_none_of_the_patterns_it_does_not_use(tmp_path: Path) -> None:
+    """The redactor's patterns wait for a text that may hold a secret, the settings file's for its errors,
+    the templates' for a template, the token counter's for a text to count."""
+    (tmp_path / "one.yaml").write_text(ONE_STEP)
+    lazy = _lazy_patterns()
+    assert len(lazy) == 41
+    assert _compiled(tmp_path, "one.yaml", "--input", "hi") & lazy == set()
+
+
+def test_the_pattern_spy_sees_a_pattern_compiled_at_its_first_use(tmp_path: Path) -> None:
+    """The check above can fail: an input that looks like a secret makes the redactor compile its patterns,
+    and a template the templates' own."""
+    templated = ONE_STEP.replace("uses: agents.a}", 'uses: agents.a, input: "{{ previous_step }}!"}')
+    (tmp_path / "one.yaml").write_text(templated)
+    compiled = _compiled(tmp_path, "one.yaml", "--input", "my password is hunter22")
+    from core.text import redaction, templates
+
+    assert redaction._patterns().prose_password.pattern in compiled
+    assert templates._TAG in compiled

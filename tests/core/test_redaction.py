@@ -236,20 +236,21 @@ def _every_substitution(redactor: Redactor, value: str) -> str:
     """``Redactor._mask`` without its check of whether any pattern can match: every substitution, always."""
     from core.text import redaction
 
-    aws = redaction._AWS_CONTEXT.search(value) is not None
-    for pattern in redactor._patterns:
+    patterns = redaction._patterns()
+    aws = patterns.aws_context.search(value) is not None
+    for pattern in patterns.builtin:
         value = pattern.sub(MASK, value)
     for extra in redactor._extra:
         value = extra.sub(MASK, value)
     if aws:
-        value = redaction._AWS_SECRET.sub(redaction._mask_aws_secret, value)
-    value = redaction._BASIC.sub(redaction._mask_basic, value)
-    value = redaction._BEARER.sub(lambda m: m.group(1) + MASK, value)
-    value = redaction._PROSE_PASSWORD.sub(lambda m: m.group(1) + MASK, value)
-    value = redaction._PROSE_CREDENTIAL.sub(lambda m: m.group(1) + MASK, value)
-    value = redaction._URL_PASSWORD.sub(lambda m: m.group(1) + MASK + "@", value)  # also without "://" in it
+        value = patterns.aws_secret.sub(redaction._mask_aws_secret, value)
+    value = patterns.basic.sub(redaction._mask_basic, value)
+    value = patterns.bearer.sub(lambda m: m.group(1) + MASK, value)
+    value = patterns.prose_password.sub(lambda m: m.group(1) + MASK, value)
+    value = patterns.prose_credential.sub(lambda m: m.group(1) + MASK, value)
+    value = patterns.url_password.sub(lambda m: m.group(1) + MASK + "@", value)  # also without "://" in it
     value = redaction.mask_keyed_values(value, sensitive=redaction._sensitive_name, mask=MASK)
-    return redaction._ASSIGNMENT.sub(redaction._mask_assignment, value)
+    return patterns.assignment.sub(redaction._mask_assignment, value)
 
 
 @pytest.mark.parametrize("extra", [(), (r"acct-\d{6}",)])

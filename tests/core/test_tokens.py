@@ -323,7 +323,7 @@ def assert_cuts_add_up(text: str) -> None:
     for name in ("o200k_base", "cl100k_base"):
         encode = tokens._encoding(name).encode_ordinary
         whole = len(encode(text))
-        for cut in tokens._PART_END.finditer(text):
+        for cut in tokens._part_end().finditer(text):
             at = cut.start()
             assert len(encode(text[:at])) + len(encode(text[at:])) == whole, (name, text, at)
 

@@ -35,7 +35,7 @@ from blueprints.schema import (
     TextOutputModel,
 )
 
-_CONTEXT_TARGET = re.compile(r"context(\.[A-Za-z_][A-Za-z0-9_]*)+")
+_CONTEXT_TARGET = r"context(\.[A-Za-z_][A-Za-z0-9_]*)+"  # compiled at its first use (re's cache)
 # Parts of the context the run itself maintains; init operations write only to the scratchpad.
 _HISTORY_TARGETS = ("context.scratchpad.history", "context.history")
 _READ_ONLY = ("steps", "initial_prompt", "hitl_history", "conversation_history")
@@ -87,7 +87,7 @@ def check_init_ops(checker: Checker, ops: Sequence[InitOpModel], path: Path, ste
             )  # fmt: skip
         for verb, operand in chosen:
             target_path = (*here, verb, "target")
-            if not _CONTEXT_TARGET.fullmatch(operand.target):
+            if not re.fullmatch(_CONTEXT_TARGET, operand.target):
                 checker.error(
                     "bad-value",
                     f"init {verb} target must start with 'context.', got {operand.target!r}",

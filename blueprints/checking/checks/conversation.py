@@ -30,7 +30,7 @@ from blueprints.schema import (
 )
 from core import builds_structure, whole_references
 
-_LONE = re.compile(r"\s*\{\{\s*(previous_step|context)\s*\}\}\s*")
+_LONE = r"\s*\{\{\s*(previous_step|context)\s*\}\}\s*"  # compiled at its first use (re's cache)
 
 
 def _propagates_context(loop: LoopSettingsModel) -> bool:
@@ -74,7 +74,7 @@ def check_conversation_inputs(checker: Checker, sites: Sequence[StepSite]) -> No
         step, loop = site.step, site.loop
         if not isinstance(step, AgentStepModel) or step.input is None or loop is None or not loop.conversation:
             continue
-        if _LONE.fullmatch(step.input):
+        if re.fullmatch(_LONE, step.input):
             continue  # the step is sent the latest user turn, as without input
         whole = whole_references(step.input)
         first_in_body = site.path[-3:] == ("loop", "body", 0)
