@@ -95,3 +95,50 @@ def test_validate_reports_every_mistake_of_the_tools_at_its_place() -> None:
     code, _, err = flujo(["run", str(path), "--no-input"])
     assert code == exit_codes.BLUEPRINT
     assert "9 error(s); nothing ran." in err
+
+
+MISSING_PROGRAM = """\
+version: "0.1"
+tools:
+  lookup:
+    command: ["no-such-program", "--id"]
+    description: "Look a customer up."
+agents:
+  helper:
+    model: scripted
+    tools: [lookup]
+    replies:
+      - {tool: lookup, arguments: {id: "42"}}
+      - "I could not look it up."
+steps:
+  - {kind: step, name: answer, uses: agents.helper}
+"""
+
+
+def test_a_command_tool_whose_program_is_missing_is_said_by_validate_and_before_the_run(
+    tmp_path: Path, state_db: Path
+) -> None:
+    """``flujo validate`` warns at the command's first item, with the PATH it searched, and stays valid (exit
+    0); ``flujo run`` shows the same warning before it starts, then runs: the call's result is the error."""
+    flow = tmp_path / "flow.yaml"
+    flow.write_text(MISSING_PROGRAM, encoding="utf-8")
+    missing = "tool 'lookup': the program 'no-such-program' is not on PATH; a run cannot start it"
+    warning = f"{flow}:4:15: warning: {missing}"
+    code, out, err = flujo(["validate", str(flow)])
+    assert code == exit_codes.OK, out + err
+    assert warning in err and "hint: PATH searched: " in err, err
+    code, out, _ = flujo(["validate", str(flow), "--json"])
+    [finding] = json.loads(out)["findings"]
+    assert (finding["severity"], finding["code"], finding["line"], finding["column"]) == (
+        "warning",
+        "program-not-found",
+        4,
+        15,
+    )
+
+    code, out, err = flujo(["run", str(flow), "--input", "who is 42?"])
+    assert code == exit_codes.OK, err
+    assert warning in err and "hint: PATH searched: " in err
+    called = '↳ lookup({"id": "42"}) → Error: tools.lookup: cannot start no-such-program --id'
+    assert err.index(warning) < err.index(called)  # said before the run, not only at the call
+    assert out == "I could not look it up.\n"
