@@ -142,3 +142,33 @@ def test_a_command_tool_whose_program_is_missing_is_said_by_validate_and_before_
     called = '↳ lookup({"id": "42"}) → Error: tools.lookup: cannot start no-such-program --id'
     assert err.index(warning) < err.index(called)  # said before the run, not only at the call
     assert out == "I could not look it up.\n"
+
+
+NO_CALL_TURN = """\
+version: "0.1"
+tools:
+  add: {python: "cli_tool_effects:add"}
+agents:
+  helper:
+    model: scripted
+    tools: [add]
+    replies:
+      - {tool_calls: [{name: add, arguments: {a: 2, b: 3}}], text: "Adding."}
+      - {tool_calls: [], text: "It is 5."}
+steps:
+  - {kind: step, name: answer, uses: agents.helper}
+"""
+
+
+def test_a_scripted_turn_that_asks_for_no_call_answers_with_its_text(tmp_path: Path, state_db: Path) -> None:
+    """``{tool_calls: [], text: ...}`` is a turn written as a model's, asking for no call: its text is the
+    answer (as a model's message with an empty ``tool_calls`` list), not the mapping as JSON."""
+    (tmp_path / "cli_tool_effects.py").write_text(TOOL_MODULE, encoding="utf-8")
+    flow = tmp_path / "flow.yaml"
+    flow.write_text(NO_CALL_TURN, encoding="utf-8")
+    code, out, err = flujo(["run", str(flow), "--input", "What is 2 + 3?", "--json"])
+    assert code == exit_codes.OK, err
+    assert json.loads(out)["output"] == "It is 5."
+    code, out, err = flujo(["run", str(flow), "--input", "What is 2 + 3?"])
+    assert code == exit_codes.OK, err
+    assert out == "It is 5.\n" and "answer › It is 5." in err and "tool_calls" not in out + err
