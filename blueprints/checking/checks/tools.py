@@ -86,14 +86,12 @@ def check_program(
     or as a path, from the blueprint's folder for a tool (where it runs) and only when absolute for an agent
     (it runs where flujo is started). A warning, not an error: the program may be there by the time the run
     calls it (installed, made by an earlier step, or on the machine of the worker that runs it)."""
-    from core.agents.child_process import missing_program
-    from core.settings.config import child_environment, tool_environment
+    from core.agents import program_problem
 
     program = command[0] if command else ""
     if not tool and "/" in program and not program.startswith("/"):
         return
-    environment = tool_environment(dict(env or {})) if tool else child_environment({})
-    problem = missing_program(program, env=environment, cwd=str(checker.folder.resolve()) if tool else None)
+    problem = program_problem(program, tool=tool, env=env, cwd=str(checker.folder.resolve()) if tool else None)
     if problem is not None:
         what, hint = problem
         checker.warning(
