@@ -40,6 +40,7 @@ FindingCode = Literal[
     "unreachable-limit",
     "over-limit",
     "model-file",
+    "program-not-found",
     "default-question",
     "empty-output",
     "endless-loop",

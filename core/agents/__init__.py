@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from core.agents.base import shareable_between_runs
 from core.agents.factory import build_agent
 from core.agents.offline import EchoAgent, ScriptedAgent
-from core.agents.script import CommandAgent, PassthroughAgent, PythonAgent, StringifyAgent
+from core.agents.script import CommandAgent, PassthroughAgent, PythonAgent, StringifyAgent, program_problem
 from core.agents.spec import AgentSpec
 from core.front_door import lazy_exports
 
@@ -37,6 +37,7 @@ __all__ = [
     "ScriptedAgent",
     "StringifyAgent",
     "build_agent",
+    "program_problem",
     "shareable_between_runs",
 ]
 

@@ -23,6 +23,7 @@ import contextlib
 import json
 import os
 import shlex
+import shutil
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -76,6 +77,36 @@ async def start_command(
         process_group=0,
         preexec_fn=_death_signal_setter(),
     )
+
+
+def missing_program(program: str, *, env: Mapping[str, str], cwd: str | None = None) -> tuple[str, str] | None:
+    """Why a command whose first item is ``program`` cannot start with environment ``env`` in directory
+    ``cwd`` (None: the working directory), as (what is wrong, a hint), or None when it can be found there. A
+    name without a slash is looked for on ``env``'s PATH, as ``start_command`` finds it (the hint lists the
+    folders searched); a path is taken from ``cwd``. Only this machine is looked at: the program may be there
+    by the time it runs (``flujo validate`` warns of it)."""
+    if not program or "\0" in program:
+        return None  # no file name: starting it says why
+    if "/" not in program:
+        path = env.get("PATH", os.defpath)
+        if shutil.which(program, path=path) is not None:
+            return None
+        folders = dict.fromkeys(folder for folder in path.split(os.pathsep) if folder)  # in order, once each
+        searched = os.pathsep.join(folders) or "(PATH is empty)"
+        return (
+            f"{program!r} is not on PATH",
+            f"PATH searched: {searched}; install it there, or give the program's absolute path",
+        )
+    file = Path(program) if os.path.isabs(program) else Path(cwd or os.getcwd()) / program
+    where = "" if os.path.isabs(program) else f" (from {cwd or os.getcwd()})"
+    if not file.exists():
+        return f"{program} does not exist{where}", "give the path of an installed program, or a program's name on PATH"
+    if file.is_dir():
+        return f"{program} is a folder{where}", "name the program in it"
+    if not os.access(file, os.X_OK):
+        hint = 'make it executable (chmod +x), or name its interpreter first: ["python3", ...]'
+        return f"{program} is not executable{where}", hint
+    return None
 
 
 class CommandFailed(RunError):

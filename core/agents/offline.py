@@ -110,7 +110,8 @@ class ScriptedAgent(_OfflineModel):
         self._next += 1
 
     # A tool loop (core.policies.tool_loop): a reply may ask for tools, as ``{"tool": NAME, "arguments": {...}}``
-    # or ``{"tool_calls": [{"name": NAME, "arguments": {...}}, ...], "text": "..."}``; any other reply answers.
+    # or ``{"tool_calls": [{"name": NAME, "arguments": {...}}, ...], "text": "..."}``; any other reply answers
+    # (a turn written that way asking for no call, ``{"tool_calls": [], "text": "..."}``, with its text).
     tool_mode: ToolMode = "native"
 
     def tool_messages(
@@ -129,6 +130,8 @@ class ScriptedAgent(_OfflineModel):
         if asked:
             text = reply.get("text", "") if isinstance(reply, Mapping) else ""
             return ModelTurn(str(text or ""), asked, OFFLINE_USAGE, "scripted")
+        if _is_turn(reply):  # {tool_calls: [], text: ...}: a turn that asks for no call answers with its text
+            reply = str(reply.get("text") or "")
         text = input_text(reply)
         if self._schema is not None:  # the answer is data, checked as run() checks it (no repair turn here)
             checked = self._check(self._schema, reply)
@@ -196,6 +199,15 @@ def scripted_tool_calls(reply: Any) -> tuple[ToolCall, ...]:
         ToolCall(f"call_{n}", str(each.get("name", each.get("tool", ""))), each.get("arguments", {}))
         for n, each in enumerate(listed, 1)
         if isinstance(each, Mapping)
+    )
+
+
+def _is_turn(reply: Any) -> bool:
+    """Whether ``reply`` is written as a tool turn (``{"tool_calls": [...], "text": "..."}``, nothing else)."""
+    return (
+        isinstance(reply, Mapping)
+        and isinstance(reply.get("tool_calls"), list)
+        and all(isinstance(key, str) and key in ("tool_calls", "text") for key in reply)
     )
 
 

@@ -15,13 +15,13 @@ from types import MappingProxyType
 from typing import Any
 
 from core.agents.base import BaseAgent, input_text
-from core.agents.child_process import parse_output, run_command
+from core.agents.child_process import missing_program, parse_output, run_command
 from core.agents.detached import call_detached
 from core.model.calls import AgentCall, AgentReply
 from core.model.errors import ConfigError, ControlSignal, FlujoError, RunError
 from core.model.views import LazyView, plain
 from core.ports import Agent
-from core.settings.config import child_environment
+from core.settings.config import child_environment, tool_environment
 
 DEFAULT_COMMAND_TIMEOUT_S = 300.0
 
@@ -222,3 +222,14 @@ BUILTINS: Mapping[str, Callable[[], Agent]] = {
     "flujo.builtins.passthrough": PassthroughAgent,
     "flujo.builtins.stringify": StringifyAgent,
 }
+
+
+def program_problem(
+    program: str, *, tool: bool, env: Mapping[str, str] | None = None, cwd: str | None = None
+) -> tuple[str, str] | None:
+    """Why a command whose first item is ``program`` cannot start on this machine, as (what, hint), or None:
+    looked for as a run starts it (``missing_program``), on the PATH of a tool's environment (``tool``: a
+    ``command:`` tool or an MCP server, ``env`` on top; the Python running flujo's folder first) or of a
+    ``command:`` agent's, from ``cwd``. ``flujo validate`` warns of it."""
+    environment = tool_environment(dict(env or {})) if tool else child_environment({})
+    return missing_program(program, env=environment, cwd=cwd)

@@ -272,17 +272,23 @@ async def _tool_call(
     started = time.time()
     frame.reporter.step_started(path, asked.name, TOOL_KIND)
     events: list[TraceEvent] = []
+    # Whether the call may run is settled first, as when it was recorded: a call the tool's schema refuses
+    # is not run, and the approval question (``approve: ask``) is asked before the call, in a replay too (its
+    # recorded answer is served, so a recorded "no" refuses the call again and the journal keeps the answer).
+    outcome, approval = await _refusal(step, use, tools, definitions, asked, path, frame)
+    if not approval and frame.replay is not None:  # the recorded call was approved: the tool no longer asks
+        frame.replay.not_asked(f"{path}/approve")
     served = (
         frame.replay.tool_outcome(path, asked.name, frame.redactor.value(asked.arguments))
         if frame.replay is not None
         else None
     )
-    if served is not None:  # a replay: the recorded outcome; the tool does not run
+    if outcome is None and served is not None:  # a replay: the recorded outcome; the tool does not run
         outcome = _served_outcome(served.output, use)
+    elif outcome is None:
+        outcome = cut(await _outcome(use, tools, asked, path, frame, body), use.result_chars)
     else:
-        outcome = cut(
-            await _outcome(step, use, tools, definitions, asked, path, frame, started, body), use.result_chars
-        )
+        outcome = cut(outcome, use.result_chars)
     called = ToolCalled(asked.name, asked.arguments, outcome.content, outcome.error, outcome.declined or None)
     if served is not None and frame.replay is not None:
         called = replace(called, replayed_from=frame.replay.recording.run_id)
@@ -313,7 +319,7 @@ def _outcome_of(record: StepRecord, use: ToolUse) -> ToolOutcome:
     return cut(ToolOutcome(result_text(output), output), use.result_chars)  # a workflow tool's child run
 
 
-async def _outcome(
+async def _refusal(
     step: AgentStep,
     use: ToolUse,
     tools: Mapping[str, Tool],
@@ -321,24 +327,43 @@ async def _outcome(
     asked: ToolCall,
     path: str,
     frame: Frame,
-    started: float,
-    body: BodyRunner | None,
-) -> ToolOutcome:
+) -> tuple[ToolOutcome | None, bool]:
+    """Why the call ``asked`` is not run (its outcome: an error the model is told, or the person's refusal),
+    or None when it may run: the tool exists, its arguments fit its schema and, for a tool with ``approve:
+    ask``, the person allowed it; and whether the person was asked."""
     tool = tools.get(asked.name)
     if tool is None:
         known = ", ".join(sorted(tools)) or "none"
-        return ToolOutcome(f"Error: there is no tool named {asked.name!r}; the tools are: {known}.", error=True)
+        return ToolOutcome(f"Error: there is no tool named {asked.name!r}; the tools are: {known}.", error=True), False
     if asked.arguments_error is not None:
-        return ToolOutcome(f"Error: the arguments are not valid JSON: {asked.arguments_error}", error=True)
+        return ToolOutcome(f"Error: the arguments are not valid JSON: {asked.arguments_error}", error=True), False
     arguments = {} if asked.arguments is None else asked.arguments
     if not isinstance(arguments, dict):
-        return ToolOutcome("Error: the arguments must be a JSON object.", error=True)
+        return ToolOutcome("Error: the arguments must be a JSON object.", error=True), False
     schema = next(d.input_schema for d in definitions if d.name == asked.name)
     problem = schema_errors(arguments, schema) if schema else None
     if problem is not None:
-        return ToolOutcome(f"Error: the arguments do not match the tool's schema: {problem}", error=True)
-    if tool.approve == "ask" and not await _approved(step, use, asked, path, frame):
-        return ToolOutcome(f"The person declined this call of {asked.name}; it was not run.", error=True, declined=True)
+        return ToolOutcome(f"Error: the arguments do not match the tool's schema: {problem}", error=True), False
+    if tool.approve != "ask":
+        return None, False
+    if not await _approved(step, use, asked, path, frame):
+        declined = f"The person declined this call of {asked.name}; it was not run."
+        return ToolOutcome(declined, error=True, declined=True), True
+    return None, True
+
+
+async def _outcome(
+    use: ToolUse,
+    tools: Mapping[str, Tool],
+    asked: ToolCall,
+    path: str,
+    frame: Frame,
+    body: BodyRunner | None,
+) -> ToolOutcome:
+    """Run the call ``asked`` (``_refusal`` allowed it)."""
+    tool = tools[asked.name]
+    arguments = {} if asked.arguments is None else asked.arguments
+    assert isinstance(arguments, dict)
     if isinstance(tool, WorkflowTool) and body is not None:  # a child run, with its own journal
         from core.policies.tool_workflow import call_workflow_tool
 

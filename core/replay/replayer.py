@@ -9,7 +9,9 @@ yet) and compared with it, as the journal keeps both (masked):
 - a tool call: its name and arguments as canonical JSON; served: the recorded outcome, the tool not run
   (no side effect), and nothing of what the recorded call did inside (a workflow tool's child run) runs;
 - a question: its text; served: the recorded answer (``core.policies.person``). A simulated person's
-  answers are not served as answers: its calls are, so that what it hears is compared too.
+  answers are not served as answers: its calls are, so that what it hears is compared too. A tool call's
+  approval (``approve: ask``) is such a question, asked before the call is served; a recorded approval the
+  run does not ask now (the tool no longer asks) diverges (``not_asked``).
 
 The first call that differs, or that the recording does not have, is a divergence (``Divergence``, with a
 unified diff). With ``mode="stop"`` it raises ``ReplayStop`` (the run ends as failed, ``ReplayDiverged``);
@@ -151,6 +153,19 @@ class Replay:
             diff = unified((recorded.question or "").split("\n"), question.split("\n"), path=full)
             self._diverge(full, "the question differs from the recorded one", diff)
         return False
+
+    def not_asked(self, path: str) -> None:
+        """The question at ``path`` the recording answered is not asked now (a tool's approval, the tool no
+        longer ``approve: ask``): a divergence (ReplayStop with mode ``stop``), unless the run is live or the
+        recording has no answer there."""
+        if self.log.live:
+            return
+        full = self.prefix + path
+        recorded = self.recording.answer(full)
+        if recorded is None:
+            return
+        diff = unified((recorded.question or "").split("\n"), [], path=full)
+        self._diverge(full, "the recorded run asked this question; the run does not ask it now", diff)
 
     def answer_taken(self) -> None:
         """A recorded answer ``answer_served`` allowed was the one given (not an ``--answer`` given first)."""

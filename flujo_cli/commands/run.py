@@ -443,6 +443,8 @@ async def _run(
         except BlueprintError as exc:
             _report_blueprint_error(exc, console, file)
             return exit_codes.BLUEPRINT
+        if answer_flags.replay is None:  # a replay serves the calls: a program is looked for once it goes live
+            _report_missing_programs(blueprint, console, file)
         ambiguous = given.key_by(StepPaths(pipeline))
         if ambiguous is not None:  # an --answers key that is the name of several steps: say which is meant
             key, paths = ambiguous
@@ -633,6 +635,30 @@ def _report_blueprint_error(exc: Any, console: Console, given: Path) -> None:
         error_line(f"{replace(exc.position, file=as_given(exc.position.file))}: {exc.message}", exc.hint)
     else:
         error_line(str(exc), exc.hint)
+
+
+def _report_missing_programs(blueprint: Any, console: Console, given: Path) -> None:
+    """The warnings ``flujo validate`` gives of a ``command:`` whose program this machine does not have
+    (``program-not-found``), in the blueprint and its imports, shown before the run starts: the run goes on
+    (the program may be there by the time it is called), but a person learns of it now, not at the call."""
+    from flujo_cli.findings_view import render_findings
+
+    as_given = _as_given(given)
+    found: list[Any] = []
+    seen: set[int] = set()
+    pending = [blueprint]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        found.extend(f for f in current.findings if f.code == "program-not-found")
+        pending.extend(current.imports.values())
+    shown = [
+        replace(f, position=replace(f.position, file=as_given(f.position.file)) if f.position else None) for f in found
+    ]
+    if shown:
+        render_findings(shown, console)
 
 
 def _as_given(given: Path) -> Callable[[str], str]:

@@ -7,9 +7,12 @@ compiles into agent steps carrying a ``ToolUse``, runs, and is explained with it
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from blueprints import explain_blueprint, load_blueprint, load_pipeline, validate_file
 from core import AgentStep, Engine, PythonTool, Settings, ToolUse
@@ -273,3 +276,55 @@ def test_explain_counts_a_sub_workflow_tool_s_model_calls_in_the_cost(tmp_path: 
     assert explanation.cost[0] == (
         "At most 6 model calls: answer › draft › write (openai:gpt-4o-mini) up to 6 times."
     )  # 2 calls of the tool in each of 3 iterations
+
+
+PROGRAMS = """\
+version: "0.1"
+tools:
+  lookup: {command: ["no-such-program", "--id"], description: "Look up."}
+  here: {command: ["./lookup.sh"], description: "Look up."}
+  there: {command: ["/no/such/folder/lookup"], description: "Look up."}
+  shown: {command: ["./lookup.txt"], description: "Look up."}
+  found: {command: ["./present.sh"], description: "Look up."}
+  on_path: {command: ["present-tool"], description: "Look up."}
+  files: {mcp: {command: ["no-such-server"]}}
+agents:
+  helper: {model: scripted, replies: [ok], tools: [lookup, here, there, shown, found, on_path, files]}
+  counter: {command: ["no-such-counter"]}
+steps:
+  - {kind: step, name: answer, uses: agents.helper}
+  - {kind: step, name: count, uses: agents.counter}
+"""
+
+
+def test_a_command_whose_program_this_machine_lacks_is_a_warning_at_its_first_item(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Looked for as a run starts it: a name on PATH (a tool's with flujo's Python's folder first; the hint
+    lists the folders searched), a path from the blueprint's folder. A warning (the blueprint is valid): the
+    program may be there by the time the run calls it."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for file in (bin_dir / "present-tool", tmp_path / "present.sh"):
+        file.write_text("#!/bin/sh\necho ok\n")
+        file.chmod(0o755)
+    (tmp_path / "lookup.txt").write_text("not a program\n")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{bin_dir}")
+    own = os.path.dirname(sys.executable)
+    findings = validate_file(write(tmp_path, PROGRAMS))
+    assert {f.severity for f in findings} == {"warning"}
+    assert [row(f) for f in findings] == [
+        (3, 22, "program-not-found", "tool 'lookup': the program 'no-such-program' is not on PATH; a run cannot start it"),
+        (4, 20, "program-not-found", f"tool 'here': the program ./lookup.sh does not exist (from {tmp_path.resolve()}); a run cannot start it"),
+        (5, 21, "program-not-found", "tool 'there': the program /no/such/folder/lookup does not exist; a run cannot start it"),
+        (6, 21, "program-not-found", f"tool 'shown': the program ./lookup.txt is not executable (from {tmp_path.resolve()}); a run cannot start it"),
+        (9, 27, "program-not-found", "the MCP server of tool 'files': the program 'no-such-server' is not on PATH; a run cannot start it"),
+        (12, 23, "program-not-found", "agent 'counter': the program 'no-such-counter' is not on PATH; a run cannot start it"),
+    ]  # fmt: skip
+    hints = [f.hint for f in findings]
+    searched = f"PATH searched: {own}{os.pathsep}{bin_dir}; install it there, or give the program's absolute path"
+    assert hints[0] == hints[4] == searched  # each folder once, flujo's Python's first, as a tool's PATH has it
+    assert hints[5] == f"PATH searched: {bin_dir}; install it there, or give the program's absolute path"
+    assert hints[2] == "give the path of an installed program, or a program's name on PATH"
+    assert hints[3] == 'make it executable (chmod +x), or name its interpreter first: ["python3", ...]'
+    load_blueprint(tmp_path / "flow.yaml")  # not an error: the blueprint loads

@@ -540,3 +540,21 @@ def test_a_case_file_given_as_a_blueprint_is_said_to_be_one(command: str, code: 
     assert err.count("error:") == 1, err
     assert "error: this is a flujo test case file (its blueprint: ../persona.yaml), not a blueprint" in err
     assert f"hint: replay it with: flujo test {ROOT / case}" in err
+
+
+def test_a_case_with_a_tool_call_approval_replays_the_answer(tmp_path: Path, state_db: Path) -> None:
+    """docs/examples/tools.yaml with its multiply call approved: the case replays the approval (an ordinary
+    question, answered from the case) before the served call, so the replayed run keeps it as the recording."""
+    blueprint = ROOT / "docs" / "examples" / "tools.yaml"
+    code, out, err = flujo(["run", str(blueprint), "--input", "What is (2 + 3) * 4?", "--answer", "y", "--json"])
+    assert code == exit_codes.OK, err
+    case = tmp_path / "calculator.case.yaml"
+    export(json.loads(out)["run_id"], case)
+    code, document = flujo_test_json(str(case))
+    assert code == exit_codes.OK, document
+    [result] = document["cases"]
+    assert result["status"] == "passed", result
+    assert (result["replay"]["replayed_calls"], result["replay"]["replayed_answers"]) == (5, 1), result["replay"]
+    code, out, _ = flujo(["lens", "show", result["run_id"]])
+    assert code == exit_codes.OK
+    assert "approve:multiply" in out and "replayed from run" in out

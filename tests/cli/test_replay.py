@@ -848,3 +848,112 @@ def test_a_recording_made_across_a_pause_and_a_resume_replays_whole(llm: FakeLLM
     assert code == exit_codes.OK, err
     original = json.loads(out)
     replay_clean(llm, flow, original, "--no-input")
+
+
+# -- approvals ------------------------------------------------------------------------------------------------
+
+APPROVED = """
+version: "0.1"
+name: approving
+tools:
+  bump: {python: "side_effects:bump", approve: ask}
+agents:
+  helper:
+    model: scripted
+    system_prompt: "Use the tools."
+    tools: [bump]
+    replies:
+      - {tool: bump, arguments: {by: 2}}
+      - "Done."
+steps:
+  - {kind: step, name: work, uses: agents.helper}
+"""
+QUESTION = 'Allow helper to call bump({"by": 2})? [y/N]'
+
+
+def approving(tmp_path: Path, text: str = APPROVED) -> Path:
+    blueprint(tmp_path, SIDE_EFFECTS, "side_effects.py")
+    return blueprint(tmp_path, text)
+
+
+def approvals(db: Path, run_id: str) -> list[tuple[str, Any]]:
+    """The answers the run's journal holds to its tools' approval questions: (path, answer), in order."""
+
+    async def read() -> list[tuple[str, Any]]:
+        store = await open_store(str(db))
+        try:
+            return [(step.path, step.output) for step in await store.steps(run_id) if step.kind == "hitl"]
+        finally:
+            await store.close()
+
+    return asyncio.run(read())
+
+
+def bumped(tmp_path: Path) -> str | None:
+    """What the tool wrote to counter.txt (None: it never ran)."""
+    counter = tmp_path / "counter.txt"
+    return counter.read_text() if counter.exists() else None
+
+
+@pytest.mark.parametrize(("answer", "counter"), [("y", "2"), ("n", None)])
+def test_a_served_tool_call_is_approved_or_refused_again_by_the_recorded_answer(
+    tmp_path: Path, state_db: Path, answer: str, counter: str | None
+) -> None:
+    """The approval is an ordinary question, asked before the call: a replay asks it too and serves the
+    recorded answer, so the replayed run's journal holds the approval as the recorded one does, a "no" refuses
+    the call again, and the tool never runs (the counter is not bumped again)."""
+    flow = approving(tmp_path)
+    original = recorded(str(flow), "--input", "go", "--answer", answer)
+    assert approvals(state_db, original["run_id"]) == [("work/tool/1/approve", answer)]
+    assert bumped(tmp_path) == counter
+
+    code, replayed, err = run_json(str(flow), "--replay", original["run_id"], "--no-input")
+    assert code == exit_codes.OK, err
+    report = replayed["replay"]
+    assert (report["clean"], report["replayed_calls"], report["replayed_answers"]) == (True, 3, 1), report
+    assert [(a["path"], a["step"], a["source"]) for a in replayed["answers"]] == [
+        ("work/tool/1/approve", "approve:bump", "replayed")
+    ]
+    assert approvals(state_db, replayed["run_id"]) == [("work/tool/1/approve", answer)]
+    _, events = stored(state_db, replayed["run_id"])
+    [asked] = [event.payload for event in events if event.kind == "hitl.answer"]
+    assert (asked["message"], asked["source"]) == (QUESTION, "replayed")
+    [called] = [event.payload for event in events if event.kind == "tool.call"]
+    assert (called["result"] == "2", bool(called.get("declined"))) == (answer == "y", answer == "n"), called
+    assert called["replayed_from"] == original["run_id"]
+    assert bumped(tmp_path) == counter  # the tool did not run again
+
+    # The text says it too.
+    code, _, err = flujo(["run", str(flow), "--replay", original["run_id"], "--no-input"])
+    assert code == exit_codes.OK, err
+    assert f"replayed 3 call(s) and 1 answer(s) from run {original['run_id']}; no divergence" in err
+
+
+def test_an_approval_answered_otherwise_or_no_longer_asked_diverges(tmp_path: Path, state_db: Path) -> None:
+    """An answer given now beats the recorded one: a "no" where the recording allowed the call refuses it,
+    and the model's next turn is sent another result (a divergence there). A tool that no longer asks
+    diverges at the question the recording answered."""
+    flow = approving(tmp_path)
+    original = recorded(str(flow), "--input", "go", "--answer", "y")
+
+    code, result, err = run_json(str(flow), "--replay", original["run_id"], "--answer", "n")
+    assert code == exit_codes.REPLAY_DIVERGED, err
+    [divergence] = result["replay"]["diverged"]
+    assert (divergence["path"], divergence["reason"]) == ("work/model/2", "the prompt differs from the recorded one")
+    assert bumped(tmp_path) == "2"
+
+    flow.write_text(APPROVED.replace(", approve: ask}", "}"))
+    code, result, err = run_json(str(flow), "--replay", original["run_id"])
+    assert code == exit_codes.REPLAY_DIVERGED, err
+    [divergence] = result["replay"]["diverged"]
+    assert divergence["path"] == "work/tool/1/approve"
+    assert divergence["reason"] == "the recorded run asked this question; the run does not ask it now"
+    assert divergence["diff"].splitlines()[-1] == f"-{QUESTION}"
+    assert bumped(tmp_path) == "2"  # stopped before the call
+
+    # Live from there: the tool runs, as the blueprint now says, without asking.
+    code, result, err = run_json(str(flow), "--replay", original["run_id"], "--on-divergence", "live")
+    assert code == exit_codes.OK, err
+    assert [d["path"] for d in result["replay"]["diverged"]] == ["work/tool/1/approve"]
+    assert result["answers"] == [] and approvals(state_db, result["run_id"]) == []
+    assert bumped(tmp_path) == "4"

@@ -95,3 +95,80 @@ def test_validate_reports_every_mistake_of_the_tools_at_its_place() -> None:
     code, _, err = flujo(["run", str(path), "--no-input"])
     assert code == exit_codes.BLUEPRINT
     assert "9 error(s); nothing ran." in err
+
+
+MISSING_PROGRAM = """\
+version: "0.1"
+tools:
+  lookup:
+    command: ["no-such-program", "--id"]
+    description: "Look a customer up."
+agents:
+  helper:
+    model: scripted
+    tools: [lookup]
+    replies:
+      - {tool: lookup, arguments: {id: "42"}}
+      - "I could not look it up."
+steps:
+  - {kind: step, name: answer, uses: agents.helper}
+"""
+
+
+def test_a_command_tool_whose_program_is_missing_is_said_by_validate_and_before_the_run(
+    tmp_path: Path, state_db: Path
+) -> None:
+    """``flujo validate`` warns at the command's first item, with the PATH it searched, and stays valid (exit
+    0); ``flujo run`` shows the same warning before it starts, then runs: the call's result is the error."""
+    flow = tmp_path / "flow.yaml"
+    flow.write_text(MISSING_PROGRAM, encoding="utf-8")
+    missing = "tool 'lookup': the program 'no-such-program' is not on PATH; a run cannot start it"
+    warning = f"{flow}:4:15: warning: {missing}"
+    code, out, err = flujo(["validate", str(flow)])
+    assert code == exit_codes.OK, out + err
+    assert warning in err and "hint: PATH searched: " in err, err
+    code, out, _ = flujo(["validate", str(flow), "--json"])
+    [finding] = json.loads(out)["findings"]
+    assert (finding["severity"], finding["code"], finding["line"], finding["column"]) == (
+        "warning",
+        "program-not-found",
+        4,
+        15,
+    )
+
+    code, out, err = flujo(["run", str(flow), "--input", "who is 42?"])
+    assert code == exit_codes.OK, err
+    assert warning in err and "hint: PATH searched: " in err
+    called = '↳ lookup({"id": "42"}) → Error: tools.lookup: cannot start no-such-program --id'
+    assert err.index(warning) < err.index(called)  # said before the run, not only at the call
+    assert out == "I could not look it up.\n"
+
+
+NO_CALL_TURN = """\
+version: "0.1"
+tools:
+  add: {python: "cli_tool_effects:add"}
+agents:
+  helper:
+    model: scripted
+    tools: [add]
+    replies:
+      - {tool_calls: [{name: add, arguments: {a: 2, b: 3}}], text: "Adding."}
+      - {tool_calls: [], text: "It is 5."}
+steps:
+  - {kind: step, name: answer, uses: agents.helper}
+"""
+
+
+def test_a_scripted_turn_that_asks_for_no_call_answers_with_its_text(tmp_path: Path, state_db: Path) -> None:
+    """``{tool_calls: [], text: ...}`` is a turn written as a model's, asking for no call: its text is the
+    answer (as a model's message with an empty ``tool_calls`` list), not the mapping as JSON."""
+    (tmp_path / "cli_tool_effects.py").write_text(TOOL_MODULE, encoding="utf-8")
+    flow = tmp_path / "flow.yaml"
+    flow.write_text(NO_CALL_TURN, encoding="utf-8")
+    code, out, err = flujo(["run", str(flow), "--input", "What is 2 + 3?", "--json"])
+    assert code == exit_codes.OK, err
+    assert json.loads(out)["output"] == "It is 5."
+    code, out, err = flujo(["run", str(flow), "--input", "What is 2 + 3?"])
+    assert code == exit_codes.OK, err
+    assert out == "It is 5.\n" and "answer › It is 5." in err and "tool_calls" not in out + err

@@ -60,6 +60,10 @@ def check_agent_definition(checker: Checker, name: str, agent: AgentModel) -> No
         _check_model_name(checker, name, agent)
     if agent.python is not None:
         import_check(checker, agent.python, (*path, "python"))
+    if agent.command:
+        from blueprints.checking.checks.tools import check_program
+
+        check_program(checker, f"agent {name!r}", agent.command, (*path, "command"), tool=False)
     if agent.model is None and chosen:  # with none chosen, the agent is to be a model: the error above says so
         for key in _MODEL_ONLY:
             if key in agent.fields_given:

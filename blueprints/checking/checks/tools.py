@@ -11,7 +11,7 @@ ensemble's participant, a simulated person, a summarizer) its tools are not offe
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from blueprints.checking.callables import load_callable
@@ -55,6 +55,11 @@ def check_tool_definition(checker: Checker, name: str, tool: ToolModel) -> None:
         _check_input_schema(checker, (*path, "input_schema"), tool.input_schema)
     if chosen == ["python"]:
         _check_python(checker, name, tool)
+    if tool.command:
+        check_program(checker, f"tool {name!r}", tool.command, (*path, "command"), tool=True)
+    if tool.mcp is not None and tool.mcp.command:
+        where = (*path, "mcp", "command")
+        check_program(checker, f"the MCP server of tool {name!r}", tool.mcp.command, where, tool=True, env=tool.mcp.env)
     if chosen == ["command"] and tool.description is None:
         checker.warning(
             "missing-field",
@@ -65,6 +70,36 @@ def check_tool_definition(checker: Checker, name: str, tool: ToolModel) -> None:
     if tool.workflow is not None:
         _check_workflow(checker, name, tool.workflow)
     _check_ignored(checker, name, tool)
+
+
+def check_program(
+    checker: Checker,
+    owner: str,
+    command: Sequence[str],
+    path: Path,
+    *,
+    tool: bool,
+    env: Mapping[str, str] | None = None,
+) -> None:
+    """A warning at the first item of ``command`` when its program cannot be found on this machine: on the
+    PATH a run gives it (a tool's: the Python running flujo's folder first; ``env`` on top, an MCP server's),
+    or as a path, from the blueprint's folder for a tool (where it runs) and only when absolute for an agent
+    (it runs where flujo is started). A warning, not an error: the program may be there by the time the run
+    calls it (installed, made by an earlier step, or on the machine of the worker that runs it)."""
+    from core.agents import program_problem
+
+    program = command[0] if command else ""
+    if not tool and "/" in program and not program.startswith("/"):
+        return
+    problem = program_problem(program, tool=tool, env=env, cwd=str(checker.folder.resolve()) if tool else None)
+    if problem is not None:
+        what, hint = problem
+        checker.warning(
+            "program-not-found",
+            f"{owner}: the program {what}; a run cannot start it",
+            checker.at((*path, 0)),
+            hint,
+        )
 
 
 def _check_input_schema(checker: Checker, path: Path, schema: dict[str, Any]) -> None:
