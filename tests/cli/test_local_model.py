@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -241,19 +242,32 @@ def test_ctrl_c_during_generation_interrupts_the_run_as_with_other_providers(tmp
     assert asyncio.run(status()) == "interrupted"
 
 
-def test_at_a_terminal_the_first_reply_says_the_model_loads_then_that_it_thinks(tmp_path: Path) -> None:
-    """The chat ``make run`` starts, at a pseudo-terminal, its first message given with ``-a``: before its first
-    reply the status line says what is happening (the model's name and size while it loads, then
-    ``thinking…`` with the seconds), then the reply streams; a last word ``bye`` ends it."""
+@contextlib.contextmanager
+def _chat_at_a_terminal(tmp_path: Path, *args: str) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    """``flujo run`` of the chat ``make run`` starts (with ``args``), at a pseudo-terminal: the process and the
+    terminal's controlling end, both ended on the way out."""
     controller, terminal = os.openpty()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TERM": "xterm", "COLUMNS": "120",
            "FLUJO_STATE_URI": str(tmp_path / "f.db")}  # fmt: skip
     process = subprocess.Popen(
-        [sys.executable, "-m", "flujo_cli.main", "run", str(CHAT), "-a", "Hi!"],
+        [sys.executable, "-m", "flujo_cli.main", "run", str(CHAT), *args],
         stdin=terminal, stdout=terminal, stderr=terminal, cwd=tmp_path, env=env,
     )  # fmt: skip
     os.close(terminal)
     try:
+        yield process, controller
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(controller)
+
+
+def test_at_a_terminal_the_first_reply_says_the_model_loads_then_that_it_thinks(tmp_path: Path) -> None:
+    """The chat ``make run`` starts, at a pseudo-terminal, its first message given with ``-a``: before its first
+    reply the status line says what is happening (the model's name and size while it loads, then
+    ``thinking…`` with the seconds), then the reply streams; a last word ``bye`` ends it."""
+    with _chat_at_a_terminal(tmp_path, "-a", "Hi!") as (process, controller):
         # The first message given on the command line: no one types while the model could load, so the first
         # reply loads it (test_at_a_terminal_the_model_loads_while_the_person_types has the other case).
         shown = read_terminal_until(controller, "(end with bye, or Ctrl-D)", timeout=60)
@@ -265,11 +279,6 @@ def test_at_a_terminal_the_first_reply_says_the_model_loads_then_that_it_thinks(
         os.write(controller, b"Thanks, that is all. Bye!\r")
         shown = read_terminal_until(controller, "completed", timeout=60, seen=shown)
         assert process.wait(timeout=60) == 0, shown
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        os.close(controller)
     loading, thinking = shown.index("loading SmolLM2"), shown.index("thinking…")
     assert loading < thinking < shown.index(" › ")
 
@@ -303,15 +312,7 @@ def test_at_a_terminal_the_model_loads_while_the_person_types(tmp_path: Path) ->
     """``make run``'s chat at a pseudo-terminal: while the first question waits for the person, the model loads
     (its server listens and answers /health before anything is typed), then the conversation goes as before.
     Without the load in the background nothing would listen until the first message was sent."""
-    controller, terminal = os.openpty()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TERM": "xterm", "COLUMNS": "120",
-           "FLUJO_STATE_URI": str(tmp_path / "f.db")}  # fmt: skip
-    process = subprocess.Popen(
-        [sys.executable, "-m", "flujo_cli.main", "run", str(CHAT)],
-        stdin=terminal, stdout=terminal, stderr=terminal, cwd=tmp_path, env=env,
-    )  # fmt: skip
-    os.close(terminal)
-    try:
+    with _chat_at_a_terminal(tmp_path) as (process, controller):
         shown = read_terminal_until(controller, "(end with bye, or Ctrl-D)", timeout=60)
         while not _serves_health(process.pid):  # the event: its llama.cpp server is ready (the test's limit ends it)
             assert process.poll() is None, shown
@@ -323,11 +324,6 @@ def test_at_a_terminal_the_model_loads_while_the_person_types(tmp_path: Path) ->
         os.write(controller, b"bye\r")
         shown = read_terminal_until(controller, "completed", timeout=60, seen=shown)
         assert process.wait(timeout=60) == 0, shown
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        os.close(controller)
     assert "Traceback" not in shown
 
 
