@@ -171,11 +171,4 @@ def _settings_files(cwd: Path) -> list[str]:
 def _stamps(blueprint: Blueprint, read_ns: int) -> tuple[Stamp, ...]:
     """The stamps of ``blueprint``'s file and of every file it imports, with the digests it was loaded from (its
     ``source_hash``: the SHA-256 of the file's bytes), its files read after ``read_ns``."""
-    stamps: dict[Path, Stamp] = {}
-    waiting = [blueprint]
-    while waiting:
-        current = waiting.pop()
-        if current.path not in stamps:
-            stamps[current.path] = Stamp.taken(str(current.path), current.source_hash, read_ns)
-            waiting.extend(current.imports.values())
-    return tuple(stamps.values())
+    return tuple(Stamp.taken(str(each.path), each.source_hash, read_ns) for each in blueprint.files())

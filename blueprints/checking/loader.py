@@ -14,7 +14,7 @@ layer never reads settings itself; without them, the built-in defaults apply.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,6 +70,18 @@ class Blueprint:
         """The kind of each of its steps by step path (``chat/clarify``: no iteration numbers), as a run records
         them: what tells lens a loop's iterations before the loop records itself."""
         return step_kinds(self.model.steps)
+
+    def files(self) -> Iterator[Blueprint]:
+        """This blueprint, then each file it imports at any depth, once per file (a file imported twice, by
+        two blueprints, is given once)."""
+        seen: set[Path] = set()
+        waiting: list[Blueprint] = [self]
+        while waiting:
+            current = waiting.pop()
+            if current.path not in seen:
+                seen.add(current.path)
+                yield current
+                waiting.extend(current.imports.values())
 
     @property
     def takes_default_model(self) -> bool:

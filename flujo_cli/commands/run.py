@@ -623,11 +623,7 @@ def _report_blueprint_error(exc: Any, console: Console, given: Path) -> None:
     from flujo_cli.findings_view import render_findings
 
     as_given = _as_given(given)
-    findings = [
-        replace(f, position=replace(f.position, file=as_given(f.position.file)) if f.position else None)
-        for f in getattr(exc, "findings", [])
-        if f.severity == "error"
-    ]
+    findings = _named_as_given([f for f in getattr(exc, "findings", []) if f.severity == "error"], given)
     if findings:
         render_findings(findings, console)
         console.print(f"[bold red]{len(findings)} error(s)[/]; nothing ran. Check with: flujo validate FILE")
@@ -643,22 +639,18 @@ def _report_missing_programs(blueprint: Any, console: Console, given: Path) -> N
     (the program may be there by the time it is called), but a person learns of it now, not at the call."""
     from flujo_cli.findings_view import render_findings
 
+    found = [f for each in blueprint.files() for f in each.findings if f.code == "program-not-found"]
+    if found:
+        render_findings(_named_as_given(found, given), console)
+
+
+def _named_as_given(findings: Sequence[Any], given: Path) -> list[Any]:
+    """``findings`` with their files named as ``flujo validate`` names them for the argument ``given``."""
     as_given = _as_given(given)
-    found: list[Any] = []
-    seen: set[int] = set()
-    pending = [blueprint]
-    while pending:
-        current = pending.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        found.extend(f for f in current.findings if f.code == "program-not-found")
-        pending.extend(current.imports.values())
-    shown = [
-        replace(f, position=replace(f.position, file=as_given(f.position.file)) if f.position else None) for f in found
+    return [
+        replace(f, position=replace(f.position, file=as_given(f.position.file)) if f.position else None)
+        for f in findings
     ]
-    if shown:
-        render_findings(shown, console)
 
 
 def _as_given(given: Path) -> Callable[[str], str]:
